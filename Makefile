@@ -1,0 +1,94 @@
+# Local development and CI entry points. Everything runs natively (no Docker): see infra/README.md.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+PY := .venv/bin/python
+STACK := infra/scripts/stack.sh
+SERVICES := infra/scripts/services.sh
+KAFKA_TOOL := infra/scripts/kafka-tool.sh
+TOPIC ?=
+ARGS ?=
+FROM ?=
+MAX ?=
+
+.PHONY: help setup up down status logs topics secrets kafka-topics kafka-console-consumer \
+	kafka-console-producer kafka-consumer-groups consume lint typecheck test bench clean distclean
+
+help: ## List the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-24s %s\n", $$1, $$2}'
+
+setup: ## Install everything the stack needs (Debian packages, .venv, Kafka jars, MediaMTX build); idempotent
+	infra/scripts/install-system.sh
+	infra/scripts/bootstrap-python.sh
+	infra/scripts/install-kafka.sh
+	infra/scripts/install-mediamtx.sh
+
+up: setup ## Whole local stack: PostgreSQL, Kafka, MediaMTX, topics, dev secrets, the five services
+	$(STACK) up
+	$(MAKE) topics secrets
+	$(SERVICES) up
+
+down: ## Stop the services and the infrastructure
+	$(SERVICES) down
+	$(STACK) down
+
+status: ## Health of every component and service (exit 1 when any is down)
+	@rc=0; $(STACK) status || rc=1; $(SERVICES) status || rc=1; exit $$rc
+
+logs: ## Last lines of every log in .local/logs (LOG_LINES=30)
+	@$(STACK) logs
+	@$(SERVICES) logs
+
+topics: ## Create the missing Kafka topics of infra/topics.toml
+	$(PY) infra/scripts/create_topics.py
+
+secrets: ## Generate dev secrets and per-service env files (when the platform provides the tool)
+	@if $(PY) -c 'import importlib.util as u, sys; sys.exit(0 if u.find_spec("yovision_platform.tools.devsecrets") else 1)' 2>/dev/null; then \
+		$(PY) -m yovision_platform.tools.devsecrets; \
+	else echo "secrets: yovision_platform.tools.devsecrets not present yet: skipped"; fi
+
+kafka-topics: ## Kafka's topic tool, e.g. make kafka-topics ARGS="--describe --topic sense.device.v1"
+	$(KAFKA_TOOL) topics $(if $(ARGS),$(ARGS),--list)
+
+kafka-console-consumer: ## Raw console consumer: TOPIC=... [FROM=beginning] [MAX=n] [ARGS=...]
+	$(if $(TOPIC),,$(error TOPIC=<topic> is required))
+	$(KAFKA_TOOL) console-consumer --topic $(TOPIC) $(if $(filter beginning,$(FROM)),--from-beginning) \
+		$(if $(MAX),--max-messages $(MAX)) $(ARGS)
+
+kafka-console-producer: ## Console producer (one message per line on stdin): TOPIC=... [ARGS=...]
+	$(if $(TOPIC),,$(error TOPIC=<topic> is required))
+	$(KAFKA_TOOL) console-producer --topic $(TOPIC) $(ARGS)
+
+kafka-consumer-groups: ## Kafka's consumer group tool, e.g. make kafka-consumer-groups ARGS="--describe --all-groups"
+	$(KAFKA_TOOL) consumer-groups $(if $(ARGS),$(ARGS),--list)
+
+consume: ## Print a topic's Avro events as JSON: TOPIC=... [FROM=beginning] [MAX=n]
+	$(if $(TOPIC),,$(error TOPIC=<topic> is required))
+	$(PY) -m yovision_platform.tools.consume --topic $(TOPIC) $(if $(FROM),--from $(FROM)) $(if $(MAX),--max $(MAX))
+
+lint: ## ruff check + ruff format --check
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+
+typecheck: ## mypy (libs/platform strict via pyproject, plus the services)
+	.venv/bin/mypy libs/platform/src services/*/src
+
+test: setup lint typecheck ## The whole suite on real infrastructure (starts PostgreSQL, Kafka, MediaMTX)
+	$(STACK) up pg kafka mediamtx
+	$(MAKE) topics secrets
+	@rc=0; .venv/bin/pytest || rc=$$?; \
+	if [[ $$rc == 5 ]]; then echo "make test: pytest collected no tests: failing" >&2; fi; exit $$rc
+
+bench: ## Benchmarks (bench/)
+	@if [[ -f bench/__main__.py ]]; then $(PY) -m bench $(ARGS); \
+	elif [[ -f bench/run.py ]]; then $(PY) bench/run.py $(ARGS); \
+	else echo "bench: no bench/__main__.py or bench/run.py yet" >&2; exit 1; fi
+
+clean: down ## Stop everything and delete local state (data, logs, secrets); keeps built/downloaded caches
+	rm -rf .local/pg .local/kafka/data .local/kafka/cluster.id .local/kafka/server.properties .local/mediamtx \
+		.local/logs .local/run .local/secrets .local/env .local/stack.env
+
+distclean: down ## Like clean, and also delete the caches (Kafka jars, MediaMTX build, uv) and .venv
+	rm -rf .local .venv

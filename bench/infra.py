@@ -1,0 +1,129 @@
+"""The real local stack for benchmarks: start it, and create (then drop) a unique schema and topic.
+
+Each run isolates itself by name, never by new servers: schema ``bench_<hex>`` with its owner and runtime
+roles (migrated exactly as a service schema is), and topic ``bench.<hex>.v1``. Both are dropped on exit,
+also when the run fails or is interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from yovision_platform.db import Identifier, create_pool
+from yovision_platform.migrations import SchemaPlan, migrate
+
+__all__ = ["BENCH_TOPIC_PARTITIONS", "BenchSchema", "Stack", "bench_schema", "bench_topic", "ensure_stack"]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BENCH_MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+STACK_SCRIPT = REPO_ROOT / "infra" / "scripts" / "stack.sh"
+STACK_ENV_FILE = REPO_ROOT / ".local" / "stack.env"
+# Set to 1 when the caller already started the stack (as tests/conftest.py honours it).
+STACK_STARTED_ENV = "YOVISION_STACK_STARTED"
+BENCH_TOPIC_PARTITIONS = 6
+BENCH_POOL_MAX_SIZE = 6
+
+
+@dataclass(frozen=True)
+class Stack:
+    admin_dsn: str
+    kafka_bootstrap: str
+
+
+def _read_env_file(path: Path) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if "=" in line and not line.lstrip().startswith("#"):
+            key, _, value = line.partition("=")
+            values[key.strip()] = value.strip().strip('"')
+    return values
+
+
+def ensure_stack() -> Stack:
+    """Start (or reuse) PostgreSQL and Kafka through the same script `make up` uses."""
+    if os.environ.get(STACK_STARTED_ENV) != "1":
+        subprocess.run(
+            ["bash", str(STACK_SCRIPT), "up", "pg", "kafka"], check=True, cwd=REPO_ROOT, stdout=sys.stderr
+        )
+    env = _read_env_file(STACK_ENV_FILE)
+    dsn_file = Path(env["YOVISION_PG_ADMIN_DSN_FILE"])
+    return Stack(
+        admin_dsn=dsn_file.read_text(encoding="utf-8").strip(),
+        kafka_bootstrap=env["YOVISION_KAFKA_BOOTSTRAP"],
+    )
+
+
+def _runtime_dsn(admin_dsn: str, role: str, password: str) -> str:
+    parts = urlsplit(admin_dsn)
+    netloc = f"{role}:{password}@{parts.hostname or '127.0.0.1'}:{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+@dataclass(frozen=True)
+class BenchSchema:
+    """A migrated schema (platform track + bench/migrations) and a pool of its runtime role."""
+
+    name: Identifier
+    pool: asyncpg.Pool
+
+
+async def _drop_schema_and_roles(admin: asyncpg.Connection, plan: SchemaPlan) -> None:
+    await admin.execute(f"DROP SCHEMA IF EXISTS {plan.schema.quoted} CASCADE")
+    for role in (plan.runtime_role, plan.owner_role):
+        if await admin.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", str(role)):
+            await admin.execute(f"DROP OWNED BY {role.quoted} CASCADE")
+            await admin.execute(f"DROP ROLE {role.quoted}")
+
+
+@contextlib.asynccontextmanager
+async def bench_schema(stack: Stack, *, purpose: str) -> AsyncIterator[BenchSchema]:
+    """A fresh `bench_<hex>` schema, its roles and a runtime pool; all dropped on exit."""
+    plan = SchemaPlan.for_service(f"bench_{uuid.uuid4().hex[:12]}", BENCH_MIGRATIONS_DIR)
+    password = secrets.token_urlsafe(24)
+    admin = await asyncpg.connect(stack.admin_dsn)
+    try:
+        await migrate(admin, plan, runtime_password=password)
+        pool = await create_pool(
+            _runtime_dsn(stack.admin_dsn, plan.runtime_role, password),
+            application_name=f"bench-{purpose}",
+            max_size=BENCH_POOL_MAX_SIZE,
+        )
+        try:
+            yield BenchSchema(plan.schema, pool)
+        finally:
+            await pool.close()
+    finally:
+        try:
+            await _drop_schema_and_roles(admin, plan)
+        finally:
+            await admin.close()
+
+
+@contextlib.asynccontextmanager
+async def bench_topic(stack: Stack) -> AsyncIterator[str]:
+    """A fresh `bench.<hex>.v1` topic with BENCH_TOPIC_PARTITIONS partitions, deleted on exit."""
+    name = f"bench.{uuid.uuid4().hex[:12]}.v1"
+    admin = AIOKafkaAdminClient(bootstrap_servers=stack.kafka_bootstrap, client_id="bench-admin")
+    await admin.start()
+    try:
+        await admin.create_topics(
+            [NewTopic(name, num_partitions=BENCH_TOPIC_PARTITIONS, replication_factor=1)]
+        )
+        yield name
+    finally:
+        try:
+            await admin.delete_topics([name])
+        finally:
+            await admin.close()

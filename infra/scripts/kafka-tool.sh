@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Kafka's own console tools, from the same jars as the broker (.local/kafka/libs).
+# Usage: infra/scripts/kafka-tool.sh <tool> [args...]
+#   tools: topics, console-consumer, console-producer, consumer-groups, get-offsets, metadata-quorum, storage
+# --bootstrap-server 127.0.0.1:19092 is added when the arguments name none.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+tool="${1:-}"
+[[ -n "$tool" ]] || { sed -n '2,5p' "$0" >&2; exit 2; }
+shift
+case "$tool" in
+  topics) main_class=org.apache.kafka.tools.TopicCommand ;;
+  console-consumer) main_class=org.apache.kafka.tools.consumer.ConsoleConsumer ;;
+  console-producer) main_class=org.apache.kafka.tools.ConsoleProducer ;;
+  consumer-groups) main_class=org.apache.kafka.tools.consumer.group.ConsumerGroupCommand ;;
+  get-offsets) main_class=org.apache.kafka.tools.GetOffsetShell ;;
+  metadata-quorum) main_class=org.apache.kafka.tools.MetadataQuorumCommand ;;
+  storage) main_class=kafka.tools.StorageTool ;;
+  *) die "unknown tool '$tool' (topics, console-consumer, console-producer, consumer-groups, get-offsets, metadata-quorum, storage)" ;;
+esac
+
+libs="$LOCAL_DIR/kafka/libs"
+[[ -d "$libs" ]] || "$INFRA_DIR/scripts/install-kafka.sh"
+
+args=("$@")
+if [[ "$tool" != storage && " $* " != *" --bootstrap-server "* && " $* " != *" --bootstrap-controller "* ]]; then
+  args=(--bootstrap-server "${YOVISION_KAFKA_BOOTSTRAP:-127.0.0.1:19092}" "${args[@]}")
+fi
+exec java -Xms64m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+  -Dlog4j2.configurationFile="$INFRA_DIR/kafka/tools-log4j2.xml" -cp "$libs/*" "$main_class" "${args[@]}"

@@ -1,0 +1,79 @@
+# Shared helpers for infra/scripts/*.sh (sourced, not executed).
+# shellcheck shell=bash
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+INFRA_DIR="$REPO_ROOT/infra"
+LOCAL_DIR="$REPO_ROOT/.local"
+RUN_DIR="$LOCAL_DIR/run"
+LOG_DIR="$LOCAL_DIR/logs"
+SECRETS_DIR="$LOCAL_DIR/secrets"
+CACHE_DIR="$LOCAL_DIR/cache"
+BIN_DIR="$LOCAL_DIR/bin"
+# shellcheck source=../versions.env
+source "$INFRA_DIR/versions.env"
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+ensure_local_dirs() {
+  mkdir -p "$RUN_DIR" "$LOG_DIR" "$CACHE_DIR" "$BIN_DIR"
+  mkdir -p -m 0700 "$SECRETS_DIR"
+}
+
+# Runs apt-get install for the given packages, with one apt-get update first per process.
+apt_install() {
+  export DEBIAN_FRONTEND=noninteractive
+  if [[ -z "${_APT_UPDATED:-}" ]]; then
+    log "apt-get update"
+    apt-get update -qq
+    _APT_UPDATED=1
+  fi
+  log "apt-get install -y $*"
+  apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+# port_open HOST PORT -> 0 when something accepts TCP connections there.
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+# pid_alive PIDFILE [CMDLINE_PART] -> 0 when the pid file names a live (non-zombie) process whose
+# command line contains CMDLINE_PART (guards against a stale pid file whose pid was reused).
+pid_alive() {
+  local pid state
+  [[ -f "$1" ]] || return 1
+  pid="$(cat "$1")"
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  state="$(ps -o stat= -p "$pid" 2>/dev/null | tr -d " ")" || return 1
+  [[ "$state" != Z* ]] || return 1
+  [[ -z "${2:-}" ]] || tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$2"
+}
+
+# wait_until SECONDS DESCRIPTION COMMAND... -> polls COMMAND every 0.5 s, fails after SECONDS.
+wait_until() {
+  local timeout_s="$1" what="$2"; shift 2
+  local deadline=$((SECONDS + timeout_s))
+  until "$@"; do
+    if ((SECONDS >= deadline)); then
+      log "timed out after ${timeout_s}s waiting for $what"
+      return 1
+    fi
+    sleep 0.5
+  done
+}
+
+# stop_pidfile NAME PIDFILE TIMEOUT_S [CMDLINE_PART]: SIGTERM, wait, then SIGKILL; removes the pid file.
+stop_pidfile() {
+  local name="$1" pidfile="$2" timeout_s="$3" pattern="${4:-}" pid
+  if ! pid_alive "$pidfile" "$pattern"; then
+    rm -f "$pidfile"
+    return 0
+  fi
+  pid="$(cat "$pidfile")"
+  log "stopping $name (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  if ! wait_until "$timeout_s" "$name to exit" bash -c "! ps -o stat= -p $pid | grep -qv Z"; then
+    log "$name did not exit in ${timeout_s}s: sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    sleep 0.5
+  fi
+  rm -f "$pidfile"
+  log "$name stopped"
+}

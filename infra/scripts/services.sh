@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Runs the five services (infra/services.list) as background processes on the local stack.
+# Usage: infra/scripts/services.sh up|down|status|logs [name...]
+# Per service: env from .local/stack.env then .local/env/<name>.env (if present), `.venv/bin/<name> migrate`,
+# then `.venv/bin/<name> serve` in the background; pid in .local/run/<name>.pid, log in .local/logs/<name>.log.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+SERVICE_START_TIMEOUT_S=60
+SERVICE_STOP_TIMEOUT_S=30
+MIGRATE_TIMEOUT_S=120
+SERVICES_BIN_DIR="${SERVICES_BIN_DIR:-$REPO_ROOT/.venv/bin}" # overridable for testing this script
+
+declare -A SERVICE_PORTS=()
+SERVICE_NAMES=()
+while read -r name port _; do
+  [[ -z "$name" || "$name" == \#* ]] && continue
+  SERVICE_NAMES+=("$name")
+  SERVICE_PORTS["$name"]="$port"
+done <"$INFRA_DIR/services.list"
+
+healthz() { curl -fsS -m 3 -o /dev/null "http://127.0.0.1:${SERVICE_PORTS[$1]}/healthz" 2>/dev/null; }
+
+# Execs "$@" with the service's environment (stack.env, then its own env file) exported.
+# Call it in a subshell or in the background: it replaces the calling shell.
+exec_with_service_env() {
+  local name="$1"; shift
+  set -a
+  [[ -f "$LOCAL_DIR/stack.env" ]] && source "$LOCAL_DIR/stack.env"
+  [[ -f "$LOCAL_DIR/env/$name.env" ]] && source "$LOCAL_DIR/env/$name.env"
+  set +a
+  exec "$@"
+}
+
+service_up() {
+  local name="$1" exe="$SERVICES_BIN_DIR/$1" pidfile="$RUN_DIR/$1.pid" logfile="$LOG_DIR/$1.log" pid rc=0
+  if pid_alive "$pidfile" "$name"; then
+    log "$name: already running (pid $(cat "$pidfile"))"
+    return 0
+  fi
+  [[ -x "$exe" ]] || { log "$name: FAILED: $exe not found (run make setup)"; return 1; }
+  [[ -f "$LOCAL_DIR/env/$name.env" ]] || log "$name: note: no $LOCAL_DIR/env/$name.env (using stack.env only)"
+  log "$name: migrate"
+  (exec_with_service_env "$name" timeout "$MIGRATE_TIMEOUT_S" "$exe" migrate >>"$logfile" 2>&1) || rc=$?
+  if ((rc != 0)); then
+    log "$name: FAILED: '$name migrate' exited $rc; last log lines:"
+    tail -n 15 "$logfile" | sed 's/^/    /' >&2
+    return 1
+  fi
+  log "$name: serve on 127.0.0.1:${SERVICE_PORTS[$name]} (log: $logfile)"
+  exec_with_service_env "$name" setsid "$exe" serve </dev/null >>"$logfile" 2>&1 &
+  pid=$!
+  echo "$pid" >"$pidfile"
+  if ! wait_until "$SERVICE_START_TIMEOUT_S" "$name /healthz" bash -c \
+    "! kill -0 $pid 2>/dev/null || curl -fs -m 3 -o /dev/null http://127.0.0.1:${SERVICE_PORTS[$name]}/healthz"; then
+    log "$name: FAILED: no healthy /healthz within ${SERVICE_START_TIMEOUT_S}s"
+    return 1
+  fi
+  if ! kill -0 "$pid" 2>/dev/null; then
+    wait "$pid" || rc=$?
+    rm -f "$pidfile"
+    log "$name: FAILED: '$name serve' exited $rc; last log lines:"
+    tail -n 15 "$logfile" | sed 's/^/    /' >&2
+    return 1
+  fi
+  log "$name: healthy"
+}
+
+main() {
+  local action="${1:-}" failed=0 name
+  [[ -n "$action" ]] || { sed -n '2,5p' "$0" >&2; exit 2; }
+  shift
+  local names=("$@")
+  ((${#names[@]})) || names=("${SERVICE_NAMES[@]}")
+  for name in "${names[@]}"; do
+    [[ -n "${SERVICE_PORTS[$name]:-}" ]] || die "unknown service '$name' (see infra/services.list)"
+  done
+  ensure_local_dirs
+  case "$action" in
+    up)
+      for name in "${names[@]}"; do service_up "$name" || failed=1; done
+      ((failed == 0)) || log "services up: some services FAILED (see above)" ;;
+    down)
+      # In parallel: each service gets its own graceful-shutdown window.
+      for name in "${names[@]}"; do
+        stop_pidfile "$name" "$RUN_DIR/$name.pid" "$SERVICE_STOP_TIMEOUT_S" "$name" &
+      done
+      wait ;;
+    status)
+      for name in "${names[@]}"; do
+        if healthz "$name"; then printf '%-17s healthy  http://127.0.0.1:%s/healthz\n' "$name" "${SERVICE_PORTS[$name]}"
+        else printf '%-17s down\n' "$name"; failed=1; fi
+      done ;;
+    logs)
+      for name in "${names[@]}"; do
+        echo "==> $LOG_DIR/$name.log <=="
+        tail -n "${LOG_LINES:-30}" "$LOG_DIR/$name.log" 2>/dev/null || echo "(no log yet)"
+      done ;;
+    *) die "unknown action '$action' (up|down|status|logs)" ;;
+  esac
+  return "$failed"
+}
+
+main "$@"

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The local infrastructure without Docker: PostgreSQL, Kafka, MediaMTX as background processes.
+# Usage: infra/scripts/stack.sh up|down|status|logs|env [pg] [kafka] [mediamtx]   (default: all three)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+for component_file in "$INFRA_DIR"/scripts/stack/*.sh; do source "$component_file"; done
+
+ALL_COMPONENTS=(pg kafka mediamtx)
+STACK_ENV="$LOCAL_DIR/stack.env"
+
+write_stack_env() {
+  cat >"$STACK_ENV" <<ENV
+YOVISION_PG_ADMIN_DSN_FILE=$PG_DSN_FILE
+YOVISION_KAFKA_BOOTSTRAP=$KAFKA_HOST:$KAFKA_PORT
+YOVISION_MEDIAMTX_API_URL=$MEDIAMTX_API_URL
+ENV
+}
+
+usage() { echo "usage: $0 up|down|status|logs|env [pg] [kafka] [mediamtx]" >&2; exit 2; }
+
+main() {
+  local action="${1:-}" failed=0 c
+  [[ -n "$action" ]] || usage
+  shift
+  local components=("$@")
+  ((${#components[@]})) || components=("${ALL_COMPONENTS[@]}")
+  for c in "${components[@]}"; do
+    [[ " ${ALL_COMPONENTS[*]} " == *" $c "* ]] || die "unknown component '$c' (known: ${ALL_COMPONENTS[*]})"
+  done
+  ensure_local_dirs
+  case "$action" in
+    up)
+      for c in "${components[@]}"; do "${c}_up"; done
+      write_stack_env
+      log "stack up: ${components[*]} (env: $STACK_ENV)" ;;
+    down)
+      # Reverse order: MediaMTX and Kafka before the database.
+      for ((i = ${#components[@]} - 1; i >= 0; i--)); do "${components[i]}_down"; done
+      log "stack down: ${components[*]}" ;;
+    status)
+      for c in "${components[@]}"; do "${c}_status" || failed=1; done
+      return "$failed" ;;
+    logs)
+      for c in "${components[@]}"; do
+        [[ "$c" == pg ]] && c=postgres
+        echo "==> $LOG_DIR/$c.log <=="
+        tail -n "${LOG_LINES:-30}" "$LOG_DIR/$c.log" 2>/dev/null || echo "(no log yet)"
+      done ;;
+    env) write_stack_env; cat "$STACK_ENV" ;;
+    *) usage ;;
+  esac
+}
+
+main "$@"

@@ -1,0 +1,1 @@
+"""yovision shared platform library."""

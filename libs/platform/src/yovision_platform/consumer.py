@@ -1,0 +1,309 @@
+"""The idempotent consumer: apply each event's effect exactly once, keyed by (source_system, event_id).
+
+For every Kafka message, in **one** database transaction:
+
+- decode it (an undecodable message is dead-lettered with its stable code, never dropped silently);
+- insert `(source_system, event_id, payload digest)` into `processed_events`;
+  - new: run the handler, whose writes share the transaction;
+  - known with the same digest: `duplicate`, nothing else happens;
+  - known with another digest: `id_conflict`, dead-lettered, nothing else happens;
+- advance the partition's position in `consumer_positions`.
+
+Only after the commit is the Kafka offset committed. A crash in between replays the message, which then
+finds its own `processed_events` row and changes nothing. On assignment the consumer seeks to the position
+stored in the database, which is authoritative over Kafka's committed offset.
+
+A handler raises `EventRejected(code)` for a message that can never be applied (it is dead-lettered and the
+consumer moves on). Any other exception is treated as transient: the transaction rolls back, the consumer
+seeks back to the message and retries after a backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import hashlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import asyncpg
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+from aiokafka.abc import ConsumerRebalanceListener
+
+from yovision_platform.db import DbConnection, Identifier
+from yovision_platform.errors import PlatformError
+
+__all__ = [
+    "ConsumeOutcome",
+    "EventRejected",
+    "IdempotentConsumer",
+    "InboundEvent",
+    "PositionRestoringListener",
+]
+
+log = logging.getLogger(__name__)
+
+CONSUMER_RETRY_BACKOFF_BASE_SECONDS = 0.5
+CONSUMER_RETRY_BACKOFF_CAP_SECONDS = 30.0
+CONSUMER_POLL_TIMEOUT_MS = 500
+
+
+class ConsumeOutcome(enum.StrEnum):
+    APPLIED = "applied"
+    DUPLICATE = "duplicate"
+    ID_CONFLICT = "id_conflict"
+    UNDECODABLE = "undecodable"
+    REJECTED = "rejected"
+
+
+class EventRejected(PlatformError):
+    """Raised by a handler for an event that can never be applied; carries a stable code."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code, "event rejected by handler")
+
+
+@dataclass(frozen=True)
+class InboundEvent:
+    source_system: str
+    event_id: uuid.UUID
+    event_type: str
+    record: Mapping[str, Any]
+    digest: bytes
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+
+
+class DecodedLike(Protocol):
+    @property
+    def event_type(self) -> str: ...
+    @property
+    def record(self) -> Mapping[str, Any]: ...
+
+
+Decoder = Callable[[bytes], DecodedLike]
+Handler = Callable[[DbConnection, InboundEvent], Awaitable[None]]
+PartitionsHook = Callable[[set[TopicPartition]], Awaitable[None]]
+
+
+class IdempotentConsumer:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        schema: Identifier,
+        *,
+        consumer_group: str,
+        decode: Decoder,
+        handler: Handler,
+    ) -> None:
+        self._pool = pool
+        self._group = consumer_group
+        self._decode = decode
+        self._handler = handler
+        s = schema.quoted
+        self._insert_processed = f"""
+            INSERT INTO {s}.processed_events (source_system, event_id, event_type, payload_digest,
+                                              consumer_group, topic, kafka_partition, kafka_offset)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+            ON CONFLICT (source_system, event_id) DO NOTHING
+            RETURNING 1
+        """
+        self._known_digest = (
+            f"SELECT payload_digest FROM {s}.processed_events WHERE source_system = $1 AND event_id = $2"
+        )
+        self._dead_letter = f"""
+            INSERT INTO {s}.consumer_dead_letters (consumer_group, topic, kafka_partition, kafka_offset,
+                error_code, source_system, event_id, payload_digest, message_key, value)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            ON CONFLICT (consumer_group, topic, kafka_partition, kafka_offset) DO NOTHING
+        """
+        self._advance = f"""
+            INSERT INTO {s}.consumer_positions (consumer_group, topic, kafka_partition, next_offset)
+            VALUES ($1, $2, $3, $4)
+            ON CONFLICT (consumer_group, topic, kafka_partition) DO UPDATE
+               SET next_offset = greatest({s}.consumer_positions.next_offset, excluded.next_offset),
+                   updated_at = now()
+        """
+        self._positions = f"""
+            SELECT topic, kafka_partition, next_offset FROM {s}.consumer_positions
+             WHERE consumer_group = $1
+        """
+
+    @property
+    def consumer_group(self) -> str:
+        return self._group
+
+    async def stored_positions(self) -> dict[TopicPartition, int]:
+        async with self._pool.acquire() as conn:
+            rows = await conn.fetch(self._positions, self._group)
+        return {TopicPartition(r["topic"], r["kafka_partition"]): r["next_offset"] for r in rows}
+
+    async def process(self, message: ConsumerRecord[bytes, bytes]) -> ConsumeOutcome:
+        value: bytes = message.value or b""
+        digest = hashlib.sha256(value).digest()
+        async with self._pool.acquire() as conn, conn.transaction():
+            outcome = await self._apply(conn, message, value, digest)
+            await conn.execute(
+                self._advance, self._group, message.topic, message.partition, message.offset + 1
+            )
+        return outcome
+
+    async def _apply(
+        self, conn: DbConnection, message: ConsumerRecord[bytes, bytes], value: bytes, digest: bytes
+    ) -> ConsumeOutcome:
+        try:
+            decoded = self._decode(value)
+            envelope = decoded.record["envelope"]
+            event = InboundEvent(
+                source_system=str(envelope["source_system"]),
+                event_id=uuid.UUID(str(envelope["event_id"])),
+                event_type=decoded.event_type,
+                record=decoded.record,
+                digest=digest,
+                topic=message.topic,
+                partition=message.partition,
+                offset=message.offset,
+                key=message.key,
+            )
+        except Exception as exc:
+            code = exc.code if isinstance(exc, PlatformError) else "undecodable"
+            await self._record_dead_letter(conn, message, value, digest, code, None, None)
+            return ConsumeOutcome.UNDECODABLE
+        try:
+            # A savepoint: a rejection undoes the processed row and the handler's partial writes together.
+            async with conn.transaction():
+                inserted = await conn.fetchval(
+                    self._insert_processed,
+                    event.source_system,
+                    event.event_id,
+                    event.event_type,
+                    digest,
+                    self._group,
+                    message.topic,
+                    message.partition,
+                    message.offset,
+                )
+                if inserted is not None:
+                    await self._handler(conn, event)
+        except EventRejected as rejected:
+            await self._record_dead_letter(
+                conn, message, value, digest, rejected.code, event.source_system, event.event_id
+            )
+            return ConsumeOutcome.REJECTED
+        if inserted is not None:
+            return ConsumeOutcome.APPLIED
+        known = await conn.fetchval(self._known_digest, event.source_system, event.event_id)
+        if bytes(known) == digest:
+            return ConsumeOutcome.DUPLICATE
+        await self._record_dead_letter(
+            conn,
+            message,
+            value,
+            digest,
+            ConsumeOutcome.ID_CONFLICT.value,
+            event.source_system,
+            event.event_id,
+        )
+        return ConsumeOutcome.ID_CONFLICT
+
+    async def _record_dead_letter(
+        self,
+        conn: DbConnection,
+        message: ConsumerRecord[bytes, bytes],
+        value: bytes,
+        digest: bytes,
+        code: str,
+        source_system: str | None,
+        event_id: uuid.UUID | None,
+    ) -> None:
+        log.warning(
+            "event dead-lettered",
+            extra={"error_code": code, "topic": message.topic, "partition": message.partition},
+        )
+        await conn.execute(
+            self._dead_letter,
+            self._group,
+            message.topic,
+            message.partition,
+            message.offset,
+            code,
+            source_system,
+            event_id,
+            digest,
+            message.key,
+            value,
+        )
+
+    async def run(self, consumer: AIOKafkaConsumer, stop: asyncio.Event) -> None:
+        """Consume until `stop` is set. The consumer must be started and subscribed (see the listener)."""
+        failures = 0
+        while not stop.is_set():
+            batches = await consumer.getmany(timeout_ms=CONSUMER_POLL_TIMEOUT_MS)
+            for tp, messages in batches.items():
+                committed_to: int | None = None
+                for message in messages:
+                    try:
+                        await self.process(message)
+                    except Exception as exc:
+                        failures += 1
+                        log.warning(
+                            "event processing failed; will retry",
+                            extra={
+                                "error_code": type(exc).__name__,
+                                "topic": tp.topic,
+                                "partition": tp.partition,
+                            },
+                        )
+                        consumer.seek(tp, message.offset)
+                        delay = min(
+                            CONSUMER_RETRY_BACKOFF_CAP_SECONDS,
+                            CONSUMER_RETRY_BACKOFF_BASE_SECONDS * 2**failures,
+                        )
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(stop.wait(), delay)
+                        break
+                    failures = 0
+                    committed_to = message.offset + 1
+                if committed_to is not None:
+                    with contextlib.suppress(Exception):  # the DB position is authoritative
+                        await consumer.commit({tp: committed_to})
+                if stop.is_set():
+                    break
+
+
+class PositionRestoringListener(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Seeks newly assigned partitions to the database position; forwards changes to optional hooks.
+
+    `on_revoked` runs before partitions are released, so an owner can stop work on them first.
+    """
+
+    def __init__(
+        self,
+        consumer: AIOKafkaConsumer,
+        idempotent: IdempotentConsumer,
+        *,
+        on_assigned: PartitionsHook | None = None,
+        on_revoked: PartitionsHook | None = None,
+    ) -> None:
+        self._consumer = consumer
+        self._idempotent = idempotent
+        self._on_assigned = on_assigned
+        self._on_revoked = on_revoked
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        if self._on_revoked is not None:
+            await self._on_revoked(set(revoked))
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        positions = await self._idempotent.stored_positions()
+        for tp in assigned:
+            if tp in positions:
+                self._consumer.seek(tp, positions[tp])
+        if self._on_assigned is not None:
+            await self._on_assigned(set(assigned))

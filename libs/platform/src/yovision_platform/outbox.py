@@ -1,0 +1,83 @@
+"""Writing to the transactional outbox.
+
+`Outbox.enqueue` inserts the message in the caller's transaction, so the message exists if and only if
+the state change it announces committed. It refuses to run outside a transaction.
+
+Per-key order equals commit order: before inserting, the writer takes a transaction-scoped advisory lock
+on (topic, key). A second writer of the same key waits until the first commits, so ids of one key are
+assigned in commit order and the relay, which publishes each key's rows in id order, never reorders them.
+Writers of different keys never wait on each other.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from yovision_platform.db import DbConnection, Identifier
+from yovision_platform.errors import OutboxError
+from yovision_platform.events import EventRecord
+
+__all__ = ["MAX_MESSAGE_BYTES", "Outbox", "OutboxMessage"]
+
+# Kafka's default max.message.bytes is 1 MiB + 12; stay below it so a message can never be refused by size
+# at publish time (that would be a per-message failure behind which later messages of the key would wait).
+MAX_MESSAGE_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class OutboxMessage:
+    event_id: uuid.UUID
+    event_type: str
+    topic: str
+    key: bytes
+    value: bytes
+    headers: Sequence[tuple[str, str]] = field(default=())
+
+    @classmethod
+    def from_event(cls, event: EventRecord, *, topic: str | None = None) -> OutboxMessage:
+        """The outbox form of an encoded event; `topic` overrides the catalogue's (tests, replays)."""
+        return cls(
+            event_id=event.event_id,
+            event_type=event.event_type,
+            topic=topic or event.topic,
+            key=event.key,
+            value=event.value,
+            headers=event.text_headers,
+        )
+
+    @property
+    def size_bytes(self) -> int:
+        return len(self.key) + len(self.value) + sum(len(k) + len(v.encode()) for k, v in self.headers)
+
+
+class Outbox:
+    def __init__(self, schema: Identifier) -> None:
+        self._insert = f"""
+            INSERT INTO {schema.quoted}.outbox (event_id, event_type, topic, message_key, value, headers)
+            SELECT $1, $2, $3, $4, $5, $6::jsonb
+              FROM (SELECT pg_advisory_xact_lock(
+                        hashtextextended($3 || ':' || encode($4, 'hex'), 0))) AS key_lock
+         RETURNING id
+        """
+
+    async def enqueue(self, conn: DbConnection, message: OutboxMessage) -> int:
+        """Insert `message` inside the caller's open transaction; returns the outbox row id."""
+        if not conn.is_in_transaction():
+            raise OutboxError(
+                "outbox_outside_transaction", "outbox rows must be written inside a transaction"
+            )
+        if message.size_bytes > MAX_MESSAGE_BYTES:
+            raise OutboxError("message_too_large", f"message exceeds {MAX_MESSAGE_BYTES} bytes")
+        row_id: int = await conn.fetchval(
+            self._insert,
+            message.event_id,
+            message.event_type,
+            message.topic,
+            message.key,
+            message.value,
+            json.dumps([[k, v] for k, v in message.headers]),
+        )
+        return row_id

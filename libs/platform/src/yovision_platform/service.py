@@ -1,0 +1,287 @@
+"""The process shell every service shares: CLI, health endpoints, metrics, workers, clean shutdown.
+
+    <service> serve          start the HTTP API, the outbox relay and the service's workers
+    <service> migrate        apply the schema migrations with the owner DSN (idempotent)
+    <service> check-config   validate settings and secret files, print nothing secret
+
+A service supplies a `ServiceSpec` (name, schema, settings class, migrations folder) and an optional
+`configure` hook that adds routes, readiness checks and workers to the `ServiceContext`. `serve` refuses to
+start on bad configuration, an outdated schema or an unsafe runtime role, and exits 0 after SIGTERM once
+the HTTP server, every worker and the database pool have stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import asyncpg
+import uvicorn
+from fastapi import FastAPI, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CollectorRegistry
+
+from yovision_platform.db import DbConnection, Identifier, create_pool
+from yovision_platform.errors import ConfigError, PlatformError
+from yovision_platform.kafka import start_producer
+from yovision_platform.logging import configure_logging
+from yovision_platform.metrics import build_info, create_registry, render_latest
+from yovision_platform.migrations import SchemaPlan, migrate, preflight
+from yovision_platform.relay import OutboxRelay, RelayMetrics
+from yovision_platform.settings import BaseServiceSettings, load_settings
+
+__all__ = ["ServiceContext", "ServiceSpec", "main"]
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_GRACE_SECONDS = 20.0
+READINESS_CHECK_TIMEOUT_SECONDS = 2.0
+WORKER_RESTART_BACKOFF_CAP_SECONDS = 30.0
+EXIT_CONFIG_ERROR = 2
+EXIT_STARTUP_REFUSED = 3
+
+Worker = Callable[[asyncio.Event], Awaitable[None]]
+ReadinessCheck = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    name: str
+    schema: str
+    settings_cls: type[BaseServiceSettings]
+    migrations_dir: Path
+    version: str = "0.1.0"
+    configure: Callable[[ServiceContext], Awaitable[None]] | None = None
+
+
+@dataclass
+class ServiceContext:
+    """What a service's `configure` hook builds on. Workers run until the `stop` event they receive."""
+
+    spec: ServiceSpec
+    settings: BaseServiceSettings
+    plan: SchemaPlan
+    pool: asyncpg.Pool
+    registry: CollectorRegistry
+    app: FastAPI
+    workers: dict[str, Worker] = field(default_factory=dict)
+    readiness: dict[str, ReadinessCheck] = field(default_factory=dict)
+    worker_alive: dict[str, bool] = field(default_factory=dict)
+
+    def add_worker(self, name: str, worker: Worker) -> None:
+        self.workers[name] = worker
+
+    def add_readiness_check(self, name: str, check: ReadinessCheck) -> None:
+        self.readiness[name] = check
+
+
+def runtime_role_of(dsn: str) -> tuple[str, str | None]:
+    parts = urlsplit(dsn)
+    if not parts.username:
+        raise ConfigError("database_dsn_file", "dsn_missing_user", "the runtime DSN must name its role")
+    return unquote(parts.username), unquote(parts.password) if parts.password else None
+
+
+def _plan(spec: ServiceSpec, settings: BaseServiceSettings) -> SchemaPlan:
+    role, _ = runtime_role_of(settings.database_dsn.get_secret_value())
+    return SchemaPlan.for_service(spec.schema, spec.migrations_dir, runtime_role=Identifier(role))
+
+
+def _add_health_routes(ctx: ServiceContext) -> None:
+    @ctx.app.get("/healthz", include_in_schema=False)
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok", "service": ctx.spec.name}
+
+    @ctx.app.get("/readyz", include_in_schema=False)
+    async def readyz() -> JSONResponse:
+        checks: dict[str, str] = {}
+        for name, check in ctx.readiness.items():
+            try:
+                await asyncio.wait_for(check(), READINESS_CHECK_TIMEOUT_SECONDS)
+                checks[name] = "ok"
+            except Exception as exc:
+                checks[name] = exc.code if isinstance(exc, PlatformError) else "failed"
+        for name, alive in ctx.worker_alive.items():
+            checks[f"worker:{name}"] = "ok" if alive else "down"
+        ready = all(state == "ok" for state in checks.values())
+        return JSONResponse(
+            {"status": "ready" if ready else "not_ready", "checks": checks}, status_code=200 if ready else 503
+        )
+
+    @ctx.app.get("/metrics", include_in_schema=False)
+    async def metrics() -> Response:
+        if not ctx.settings.metrics_enabled:
+            return Response(status_code=404)
+        body, content_type = render_latest(ctx.registry)
+        return Response(content=body, media_type=content_type)
+
+
+async def _database_ready(pool: asyncpg.Pool) -> None:
+    async with pool.acquire() as conn:
+        await conn.fetchval("SELECT 1")
+
+
+def _add_outbox_relay(ctx: ServiceContext) -> None:
+    settings = ctx.settings
+
+    async def producer_factory():  # type: ignore[no-untyped-def]
+        return await start_producer(
+            settings.kafka_bootstrap, client_id=f"{ctx.spec.name}-{settings.instance_id}"
+        )
+
+    relay = OutboxRelay(
+        ctx.pool,
+        ctx.plan.schema,
+        producer_factory,
+        owner=settings.instance_id,
+        metrics=RelayMetrics(ctx.registry),
+    )
+    ctx.add_worker("outbox-relay", relay.run)
+
+
+async def _supervise(ctx: ServiceContext, name: str, worker: Worker, stop: asyncio.Event) -> None:
+    """Run `worker` until `stop`. A crash is logged, marks the worker down and restarts it after a backoff."""
+    failures = 0
+    while not stop.is_set():
+        ctx.worker_alive[name] = True
+        started = time.monotonic()
+        try:
+            await worker(stop)
+            return
+        except Exception as exc:
+            ctx.worker_alive[name] = False
+            failures = 1 if time.monotonic() - started > WORKER_RESTART_BACKOFF_CAP_SECONDS else failures + 1
+            log.error(
+                "worker crashed; restarting",
+                extra={"worker": name, "error_code": type(exc).__name__},
+                exc_info=True,
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), min(WORKER_RESTART_BACKOFF_CAP_SECONDS, 2.0**failures))
+
+
+class _Server(uvicorn.Server):
+    """uvicorn re-raises a captured SIGTERM after serving, which would kill the process before the workers
+    and the pool are shut down; the shell owns the signals instead and asks the server to exit."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    def request_exit(self) -> None:
+        self.should_exit = True
+
+
+async def _serve(spec: ServiceSpec, settings: BaseServiceSettings) -> int:
+    plan = _plan(spec, settings)
+    pool = await create_pool(
+        settings.database_dsn.get_secret_value(), application_name=f"{spec.name}:{settings.instance_id}"
+    )
+    try:
+        async with pool.acquire() as conn:
+            await preflight(conn, plan)
+        registry = create_registry()
+        build_info(registry, service=spec.name, version=spec.version, instance_id=settings.instance_id)
+        app = FastAPI(title=spec.name, version=spec.version)
+        ctx = ServiceContext(spec, settings, plan, pool, registry, app)
+        ctx.add_readiness_check("database", lambda: _database_ready(pool))
+        _add_health_routes(ctx)
+        if settings.outbox_relay_enabled:
+            _add_outbox_relay(ctx)
+        if spec.configure is not None:
+            await spec.configure(ctx)
+        stop = asyncio.Event()
+        tasks = [
+            asyncio.create_task(_supervise(ctx, name, w, stop), name=name) for name, w in ctx.workers.items()
+        ]
+        server = _Server(
+            uvicorn.Config(
+                app,
+                host=settings.http_host,
+                port=settings.http_port,
+                log_config=None,
+                access_log=False,
+                lifespan="off",
+            )
+        )
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, server.request_exit)
+        log.info("service starting", extra={"port": settings.http_port, "workers": sorted(ctx.workers)})
+        await server.serve()
+        stop.set()
+        _, pending = await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE_SECONDS) if tasks else (set(), set())
+        for task in pending:
+            task.cancel()
+        log.info("service stopped", extra={"unfinished_workers": len(pending)})
+        return 0 if server.started else EXIT_STARTUP_REFUSED
+    finally:
+        await pool.close()
+
+
+async def _migrate(spec: ServiceSpec, settings: BaseServiceSettings) -> int:
+    role, password = runtime_role_of(settings.database_dsn.get_secret_value())
+    plan = SchemaPlan.for_service(spec.schema, spec.migrations_dir, runtime_role=Identifier(role))
+    admin: DbConnection = await asyncpg.connect(settings.read_migration_dsn().get_secret_value())
+    try:
+        applied = await migrate(admin, plan, runtime_password=password)
+    finally:
+        await admin.close()
+    print(
+        json.dumps(
+            {
+                "service": spec.name,
+                "schema": plan.schema,
+                "applied": [f"{m.track}/{m.version:04d}_{m.name}" for m in applied],
+            }
+        )
+    )
+    return 0
+
+
+def _parser(spec: ServiceSpec) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=spec.name, description=f"{spec.name} ({spec.schema} schema)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("serve", help="run the HTTP API, the outbox relay and the workers until SIGTERM")
+    commands.add_parser("migrate", help="apply pending schema migrations using the migration DSN file")
+    commands.add_parser("check-config", help="validate settings and secret files; prints no secret")
+    return parser
+
+
+def main(spec: ServiceSpec, argv: Sequence[str] | None = None) -> int:
+    args = _parser(spec).parse_args(argv)
+    try:
+        settings = load_settings(spec.settings_cls)
+    except ConfigError as exc:
+        print(f"{spec.name}: {exc}", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
+    configure_logging(spec.name, settings.instance_id, settings.log_level)
+    try:
+        if args.command == "check-config":
+            print(json.dumps({"service": spec.name, "config": "ok", "instance_id": settings.instance_id}))
+            return 0
+        if args.command == "migrate":
+            return asyncio.run(_migrate(spec, settings))
+        return asyncio.run(_serve(spec, settings))
+    except ConfigError as exc:
+        print(f"{spec.name}: {exc}", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
+    except PlatformError as exc:
+        log.error("start-up refused", extra={"error_code": exc.code})
+        print(f"{spec.name}: start-up refused: {exc}", file=sys.stderr)
+        return EXIT_STARTUP_REFUSED
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        # Only the exception class: driver messages may carry host or role names.
+        log.error("start-up refused: database unavailable", extra={"error_code": type(exc).__name__})
+        print(f"{spec.name}: start-up refused: database_unavailable ({type(exc).__name__})", file=sys.stderr)
+        return EXIT_STARTUP_REFUSED

@@ -1,0 +1,291 @@
+"""Service settings: a pydantic-settings base class, secret files, DSN checks, instance ids.
+
+Contract for services:
+
+- Subclass :class:`BaseServiceSettings`, set ``model_config = SettingsConfigDict(env_prefix="SENSE_")`` and
+  give ``http_port`` a default (``http_port: Port = 18081``).
+- Build settings once, in the composition root, with :func:`load_settings`. It turns every validation
+  failure into one :class:`~yovision_platform.errors.ConfigError` that names each failing env var and a
+  reason, never the input value, then reads the secret files the service needs
+  (:meth:`BaseServiceSettings.load_secret_files`).
+- Secrets never sit in env vars: env vars hold *paths* to secret files. Secret files must be regular files,
+  not accessible to "other" (mode ``o-rwx``, e.g. 0600 or 0640), at most :data:`SECRET_FILE_MAX_BYTES`.
+  Their content is registered with the log redactor as it is read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import socket
+import stat
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+from urllib.parse import parse_qs, urlsplit
+
+from pydantic import BeforeValidator, Field, PrivateAttr, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
+
+from yovision_platform.errors import ConfigError, ConfigProblem
+from yovision_platform.metrics import INSTANCE_ID_PATTERN
+from yovision_platform.redaction import REDACTED, redact_text, register_secret
+
+__all__ = [
+    "SECRET_FILE_MAX_BYTES",
+    "BaseServiceSettings",
+    "LogLevel",
+    "Port",
+    "generate_instance_id",
+    "load_settings",
+    "process_instance_id",
+    "read_dsn_file",
+    "read_secret_file",
+    "validate_postgres_dsn",
+]
+
+SECRET_FILE_MAX_BYTES = 64 * 1024
+OTHER_ACCESS_MODE_BITS = stat.S_IRWXO
+POSTGRES_DSN_SCHEMES = frozenset({"postgresql", "postgres"})
+INSTANCE_ID_HOST_PART_MAX_CHARS = 48
+INSTANCE_ID_RANDOM_HEX_CHARS = 6
+
+Port = Annotated[int, Field(ge=1, le=65535)]
+
+
+def _upper(value: object) -> object:
+    return value.upper() if isinstance(value, str) else value
+
+
+LogLevel = Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], BeforeValidator(_upper)]
+
+
+def read_secret_file(
+    path: str | os.PathLike[str], setting_name: str, *, min_bytes: int = 1, register: bool = True
+) -> SecretStr:
+    """Read a UTF-8 secret file and return its content without one trailing newline.
+
+    Raises ConfigError(setting_name, reason) with reason one of ``missing``, ``not_a_file``,
+    ``unreadable``, ``world_accessible``, ``too_large``, ``not_utf8``, ``too_short``. Neither the content
+    nor the path appears in the error (a path setting sometimes holds the secret itself by mistake).
+    """
+    if not os.fspath(path):
+        raise ConfigError(setting_name, "missing", "no file path given")
+    try:
+        # O_NONBLOCK: opening a FIFO must not hang start-up; fstat below refuses it.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise ConfigError(setting_name, "missing", "file does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(setting_name, "not_a_file", "path is a directory") from None
+    except OSError as exc:
+        raise ConfigError(setting_name, "unreadable", f"cannot open file ({type(exc).__name__})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(setting_name, "not_a_file", "not a regular file")
+        if info.st_mode & OTHER_ACCESS_MODE_BITS:
+            raise ConfigError(
+                setting_name, "world_accessible", "file mode grants access to others; chmod o-rwx"
+            )
+        raw = _read_at_most(fd, SECRET_FILE_MAX_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(setting_name, "unreadable", f"cannot read file ({type(exc).__name__})") from None
+    finally:
+        os.close(fd)
+    if len(raw) > SECRET_FILE_MAX_BYTES:
+        raise ConfigError(setting_name, "too_large", f"file exceeds {SECRET_FILE_MAX_BYTES} bytes")
+    raw = raw.removesuffix(b"\r\n") if raw.endswith(b"\r\n") else raw.removesuffix(b"\n")
+    if len(raw) < min_bytes:
+        raise ConfigError(setting_name, "too_short", f"need at least {min_bytes} bytes, file has {len(raw)}")
+    try:
+        content = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(setting_name, "not_utf8", "file content is not UTF-8 text") from None
+    if register:
+        register_secret(content)
+    return SecretStr(content)
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    remaining = limit
+    while remaining > 0:
+        chunk = os.read(fd, remaining)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def validate_postgres_dsn(dsn: str, setting_name: str) -> str:
+    """Check a ``postgresql://`` / ``postgres://`` URI DSN names a host and a database; return it stripped.
+
+    Reasons: ``dsn_malformed``, ``dsn_scheme``, ``dsn_missing_host``, ``dsn_missing_database``.
+    A unix-socket host may be given as ``?host=/path`` and the database as ``?dbname=``.
+    """
+    candidate = dsn.strip()
+    if not candidate or any(char.isspace() or ord(char) < 0x20 for char in candidate):
+        raise ConfigError(setting_name, "dsn_malformed", "empty or contains whitespace/control characters")
+    try:
+        parts = urlsplit(candidate)
+        query = parse_qs(parts.query)
+        hostname = parts.hostname
+        _ = parts.port  # raises ValueError when the port is not a number in range
+    except ValueError:
+        raise ConfigError(setting_name, "dsn_malformed", "not a parseable URI") from None
+    if parts.scheme.lower() not in POSTGRES_DSN_SCHEMES:
+        raise ConfigError(setting_name, "dsn_scheme", "scheme must be postgresql:// or postgres://")
+    if not hostname and not query.get("host"):
+        raise ConfigError(setting_name, "dsn_missing_host", "DSN names no host")
+    if not parts.path.strip("/") and not query.get("dbname"):
+        raise ConfigError(setting_name, "dsn_missing_database", "DSN names no database")
+    return candidate
+
+
+def read_dsn_file(path: str | os.PathLike[str], setting_name: str) -> SecretStr:
+    """Read a secret file holding one PostgreSQL URI DSN, validate it and return it."""
+    content = read_secret_file(path, setting_name)
+    return SecretStr(validate_postgres_dsn(content.get_secret_value(), setting_name))
+
+
+def generate_instance_id(hostname: str | None = None) -> str:
+    """``<sanitized hostname>-<6 random hex>``, or ``instance-<hex>`` without a usable hostname.
+
+    The random part keeps two processes on one host (or two pods with a reused name) apart.
+    """
+    host = socket.gethostname() if hostname is None else hostname
+    host_part = re.sub(r"[^a-z0-9]+", "-", host.lower().split(".")[0]).strip("-")
+    host_part = host_part[:INSTANCE_ID_HOST_PART_MAX_CHARS].rstrip("-") or "instance"
+    instance_id = f"{host_part}-{secrets.token_hex(INSTANCE_ID_RANDOM_HEX_CHARS // 2)}"
+    if INSTANCE_ID_PATTERN.fullmatch(instance_id) is None:  # pragma: no cover - sanitizing guarantees it
+        raise AssertionError("generated instance id is invalid")
+    return instance_id
+
+
+_instance_ids_by_pid: dict[int, str] = {}
+
+
+def process_instance_id() -> str:
+    """This process's generated instance id: stable for the process's life, new after ``fork``."""
+    pid = os.getpid()
+    if pid not in _instance_ids_by_pid:
+        _instance_ids_by_pid[pid] = generate_instance_id()
+    return _instance_ids_by_pid[pid]
+
+
+class BaseServiceSettings(BaseSettings):
+    """Settings every service shares. Subclasses set ``env_prefix`` and a default ``http_port``.
+
+    Env vars (with prefix ``P_``): ``P_HTTP_HOST``, ``P_HTTP_PORT``, ``P_KAFKA_BOOTSTRAP`` (required,
+    ``host:port[,host:port...]``), ``P_DATABASE_DSN_FILE`` (required, path to the runtime-role DSN),
+    ``P_MIGRATION_DSN_FILE`` (optional, path to the owner DSN used only by ``migrate``), ``P_INSTANCE_ID``
+    (default: generated per process), ``P_LOG_LEVEL``, ``P_METRICS_ENABLED``, ``P_OUTBOX_RELAY_ENABLED``.
+    """
+
+    model_config = SettingsConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+    http_host: str = "127.0.0.1"
+    http_port: Port
+    kafka_bootstrap: str
+    database_dsn_file: Path
+    migration_dsn_file: Path | None = None
+    instance_id: str = Field(default_factory=process_instance_id)
+    log_level: LogLevel = "INFO"
+    metrics_enabled: bool = True
+    outbox_relay_enabled: bool = True
+
+    _database_dsn: SecretStr | None = PrivateAttr(default=None)
+
+    @field_validator("http_host")
+    @classmethod
+    def _http_host_is_a_bare_host(cls, value: str) -> str:
+        if not value or any(char.isspace() or char in "/@" for char in value):
+            raise ValueError("must be a bare host name or IP address")
+        return value
+
+    @field_validator("kafka_bootstrap")
+    @classmethod
+    def _kafka_bootstrap_is_host_port_list(cls, value: str) -> str:
+        servers = [server.strip() for server in value.split(",")]
+        for server in servers:
+            host, sep, port = server.rpartition(":")
+            if not sep or not host or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError("must be host:port[,host:port...]")
+        return ",".join(servers)
+
+    @field_validator("instance_id")
+    @classmethod
+    def _instance_id_is_valid(cls, value: str) -> str:
+        if INSTANCE_ID_PATTERN.fullmatch(value) is None:
+            raise ValueError("must match ^[a-z0-9][a-z0-9-]{0,62}$")
+        return value
+
+    @classmethod
+    def env_var_name(cls, field_name: str) -> str:
+        """The environment variable that sets ``field_name`` (e.g. ``SENSE_DATABASE_DSN_FILE``)."""
+        return f"{cls.model_config.get('env_prefix', '')}{field_name}".upper()
+
+    def load_secret_files(self) -> None:
+        """Read and check every secret file this service needs to start. :func:`load_settings` calls it;
+        subclasses with more secret files override it and call ``super().load_secret_files()``."""
+        self._database_dsn = read_dsn_file(self.database_dsn_file, self.env_var_name("database_dsn_file"))
+
+    @property
+    def database_dsn(self) -> SecretStr:
+        """The runtime-role DSN (read on first use if :meth:`load_secret_files` has not run)."""
+        if self._database_dsn is None:
+            self._database_dsn = read_dsn_file(self.database_dsn_file, self.env_var_name("database_dsn_file"))
+        return self._database_dsn
+
+    def read_migration_dsn(self) -> SecretStr:
+        """The owner/admin DSN for ``migrate``; ConfigError if its file setting is absent or bad."""
+        setting = self.env_var_name("migration_dsn_file")
+        if self.migration_dsn_file is None:
+            raise ConfigError(setting, "missing", "required by migrate")
+        return read_dsn_file(self.migration_dsn_file, setting)
+
+
+S = TypeVar("S", bound=BaseServiceSettings)
+
+
+def load_settings(cls: type[S], /, **overrides: Any) -> S:
+    """Build ``cls`` from the environment (``overrides`` win), then read its secret files.
+
+    Every failure becomes one ConfigError listing each failing env var with a reason code; input values
+    never appear in it, and the pydantic exception is not chained (its text would carry them).
+    """
+    if not cls.model_config.get("env_prefix"):
+        raise TypeError(f"{cls.__name__} must set model_config env_prefix (e.g. 'SENSE_')")
+    try:
+        settings = cls(**overrides)
+    except ValidationError as exc:
+        raise ConfigError.from_problems(_problems_from_validation(cls, exc)) from None
+    except SettingsError as exc:
+        raise ConfigError.from_problems([_problem_from_settings_error(cls, exc)]) from None
+    settings.load_secret_files()
+    return settings
+
+
+def _problems_from_validation(cls: type[BaseServiceSettings], exc: ValidationError) -> list[ConfigProblem]:
+    problems: list[ConfigProblem] = []
+    for error in exc.errors(include_url=False, include_context=False, include_input=True):
+        location = [str(part) for part in error["loc"]]
+        field_name = location[0] if location else "settings"
+        setting = cls.env_var_name(field_name) if field_name in cls.model_fields else field_name.upper()
+        if len(location) > 1:
+            setting += "".join(f"[{part}]" for part in location[1:])
+        detail = str(error["msg"])
+        value = error.get("input")
+        if isinstance(value, str) and value:
+            detail = detail.replace(value, REDACTED)
+        problems.append(ConfigProblem(setting, str(error["type"]), redact_text(detail)))
+    return problems
+
+
+def _problem_from_settings_error(cls: type[BaseServiceSettings], exc: SettingsError) -> ConfigProblem:
+    match = re.search(r'field "([^"]+)"', str(exc))
+    field_name = match.group(1) if match else "settings"
+    setting = cls.env_var_name(field_name) if field_name in cls.model_fields else field_name.upper()
+    return ConfigProblem(setting, "unparseable", "value could not be parsed (JSON expected for this setting)")

@@ -1,0 +1,1 @@
+"""bell-receiver: The global, immutable audit trail and notification inbox."""

@@ -1,0 +1,17 @@
+"""bell-receiver settings: environment variables prefixed `BELL_`."""
+
+from __future__ import annotations
+
+from pydantic_settings import SettingsConfigDict
+
+from yovision_platform.settings import BaseServiceSettings, Port
+
+DEFAULT_HTTP_PORT = 18083
+
+
+class BellReceiverSettings(BaseServiceSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="BELL_", extra="forbid", frozen=True, hide_input_in_errors=True
+    )
+
+    http_port: Port = DEFAULT_HTTP_PORT

@@ -1,0 +1,1 @@
+"""media-worker: Chunked uploads and ffmpeg transcodes that survive restarts and deploys."""

@@ -1,0 +1,17 @@
+"""media-worker settings: environment variables prefixed `MEDIA_`."""
+
+from __future__ import annotations
+
+from pydantic_settings import SettingsConfigDict
+
+from yovision_platform.settings import BaseServiceSettings, Port
+
+DEFAULT_HTTP_PORT = 18085
+
+
+class MediaWorkerSettings(BaseServiceSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="MEDIA_", extra="forbid", frozen=True, hide_input_in_errors=True
+    )
+
+    http_port: Port = DEFAULT_HTTP_PORT

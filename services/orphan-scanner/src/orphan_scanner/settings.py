@@ -1,0 +1,17 @@
+"""orphan-scanner settings: environment variables prefixed `ORPHAN_`."""
+
+from __future__ import annotations
+
+from pydantic_settings import SettingsConfigDict
+
+from yovision_platform.settings import BaseServiceSettings, Port
+
+DEFAULT_HTTP_PORT = 18082
+
+
+class OrphanScannerSettings(BaseServiceSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="ORPHAN_", extra="forbid", frozen=True, hide_input_in_errors=True
+    )
+
+    http_port: Port = DEFAULT_HTTP_PORT

@@ -1,0 +1,1 @@
+"""sense-reconciler: Keeps MediaMTX path configuration converged with each camera's desired state."""

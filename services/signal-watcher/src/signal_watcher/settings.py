@@ -1,0 +1,17 @@
+"""signal-watcher settings: environment variables prefixed `SIGNAL_`."""
+
+from __future__ import annotations
+
+from pydantic_settings import SettingsConfigDict
+
+from yovision_platform.settings import BaseServiceSettings, Port
+
+DEFAULT_HTTP_PORT = 18084
+
+
+class SignalWatcherSettings(BaseServiceSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="SIGNAL_", extra="forbid", frozen=True, hide_input_in_errors=True
+    )
+
+    http_port: Port = DEFAULT_HTTP_PORT

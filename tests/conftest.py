@@ -1,0 +1,124 @@
+"""Session-wide access to the real stack: one PostgreSQL cluster and one Kafka broker per test run.
+
+The stack is started (or reused) through `infra/scripts/stack.sh up`, the same script `make up` uses. A
+test that needs infrastructure never skips when it is missing: the start-up error fails the run.
+Tests isolate themselves by unique schema, role and topic names, never by new servers.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+import pytest
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from yovision_platform.db import Identifier
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Stack:
+    admin_dsn: str
+    kafka_bootstrap: str
+    mediamtx_api_url: str
+
+
+def _read_env_file(path: Path) -> dict[str, str]:
+    values = {}
+    for line in path.read_text().splitlines():
+        if "=" in line and not line.lstrip().startswith("#"):
+            key, _, value = line.partition("=")
+            values[key.strip()] = value.strip().strip('"')
+    return values
+
+
+@pytest.fixture(scope="session")
+def stack() -> Stack:
+    if os.environ.get("YOVISION_STACK_STARTED") != "1":
+        subprocess.run(["bash", str(REPO_ROOT / "infra/scripts/stack.sh"), "up"], check=True, cwd=REPO_ROOT)
+    env = _read_env_file(REPO_ROOT / ".local/stack.env")
+    return Stack(
+        admin_dsn=Path(env["YOVISION_PG_ADMIN_DSN_FILE"]).read_text().strip(),
+        kafka_bootstrap=env["YOVISION_KAFKA_BOOTSTRAP"],
+        mediamtx_api_url=env["YOVISION_MEDIAMTX_API_URL"],
+    )
+
+
+@pytest.fixture
+async def admin_conn(stack: Stack) -> AsyncIterator[asyncpg.Connection]:
+    conn = await asyncpg.connect(stack.admin_dsn)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+def unique_name(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+@dataclass(frozen=True)
+class MigratedSchema:
+    name: Identifier
+    runtime_role: Identifier
+    runtime_password: str
+    runtime_dsn: str
+
+
+async def drop_schema_and_roles(admin: asyncpg.Connection, schema: str) -> None:
+    await admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    for role in (f"{schema}_app", f"{schema}_owner"):
+        if await admin.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", role):
+            await admin.execute(f'DROP OWNED BY "{role}" CASCADE')
+            await admin.execute(f'DROP ROLE "{role}"')
+
+
+def runtime_dsn_for(admin_dsn: str, role: str, password: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(admin_dsn)
+    host = parts.hostname or "127.0.0.1"
+    netloc = f"{role}:{password}@{host}:{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+@pytest.fixture
+async def schema_name(admin_conn: asyncpg.Connection) -> AsyncIterator[Identifier]:
+    """A unique schema name (and its roles) dropped after the test."""
+    name = Identifier(unique_name("t"))
+    yield name
+    await drop_schema_and_roles(admin_conn, name)
+
+
+async def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+    finally:
+        await admin.close()
+
+
+async def delete_topic(bootstrap: str, name: str) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.delete_topics([name])
+    finally:
+        await admin.close()
+
+
+@pytest.fixture
+async def topic(stack: Stack) -> AsyncIterator[str]:
+    """A unique 3-partition topic, deleted after the test."""
+    name = f"test.{uuid.uuid4().hex[:10]}.v1"
+    await create_topic(stack.kafka_bootstrap, name, partitions=3)
+    yield name
+    await delete_topic(stack.kafka_bootstrap, name)

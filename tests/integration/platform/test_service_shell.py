@@ -1,0 +1,185 @@
+"""The shared process shell as a real process: migrate, serve, health, metrics, relay, SIGTERM, bad config."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+
+from tests.conftest import Stack, runtime_dsn_for
+from tests.integration.platform.kafka_helpers import wait_until
+from yovision_platform.db import Identifier
+from yovision_platform.outbox import Outbox, OutboxMessage
+
+DEMO = Path(__file__).with_name("demo_service.py")
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def private_file(path: Path, content: str) -> Path:
+    path.write_text(content)
+    path.chmod(0o600)
+    return path
+
+
+class Demo:
+    def __init__(self, stack: Stack, schema: Identifier, tmp_path: Path) -> None:
+        self.password = secrets.token_hex(16)
+        self.runtime_dsn = runtime_dsn_for(stack.admin_dsn, f"{schema}_app", self.password)
+        self.port = free_port()
+        self.env = {
+            **os.environ,
+            "YOVISION_TEST_DEMO_SCHEMA": schema,
+            "DEMO_HTTP_PORT": str(self.port),
+            "DEMO_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
+            "DEMO_DATABASE_DSN_FILE": str(private_file(tmp_path / "runtime.dsn", self.runtime_dsn + "\n")),
+            "DEMO_MIGRATION_DSN_FILE": str(private_file(tmp_path / "admin.dsn", stack.admin_dsn + "\n")),
+        }
+
+    def run(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(DEMO), *args],
+            env=env or self.env,
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+
+@pytest.fixture
+def demo(stack: Stack, schema_name: Identifier, tmp_path: Path) -> Demo:
+    return Demo(stack, schema_name, tmp_path)
+
+
+async def test_serve_answers_health_publishes_the_outbox_and_stops_cleanly_on_sigterm(
+    demo: Demo, schema_name: Identifier, tmp_path: Path
+) -> None:
+    first = demo.run("migrate")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["applied"] == [
+        "platform/0001_outbox",
+        "platform/0002_idempotent_consumer",
+        "service/0001_test_service",
+    ]
+    assert json.loads(demo.run("migrate").stdout)["applied"] == []
+
+    log_path = tmp_path / "serve.log"
+    with log_path.open("w") as log_file:
+        process = subprocess.Popen(  # noqa: ASYNC220 - a long-lived child, not awaited here
+            [sys.executable, str(DEMO), "serve"],
+            env=demo.env,
+            cwd=REPO_ROOT,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        base = f"http://127.0.0.1:{demo.port}"
+        async with httpx.AsyncClient(base_url=base, timeout=5) as client:
+
+            async def healthy() -> bool:
+                try:
+                    return (await client.get("/healthz")).status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            await wait_until(healthy, timeout_seconds=30)
+            ready = await client.get("/readyz")
+            assert ready.status_code == 200
+            assert ready.json()["checks"] == {"database": "ok", "worker:outbox-relay": "ok"}
+
+            pool = await asyncpg.create_pool(demo.runtime_dsn, min_size=1, max_size=2)
+            try:
+                async with pool.acquire() as conn, conn.transaction():
+                    await Outbox(schema_name).enqueue(
+                        conn,
+                        OutboxMessage(uuid.uuid4(), "SmokeTestEvent", "platform.smoke.v1", b"demo", b"value"),
+                    )
+
+                async def published() -> bool:
+                    return bool(
+                        await pool.fetchval(f'SELECT published_at IS NOT NULL FROM "{schema_name}".outbox')
+                    )
+
+                await wait_until(published, timeout_seconds=30)
+            finally:
+                await pool.close()
+
+            metrics = (await client.get("/metrics")).text
+            assert 'yovision_build_info{instance_id="' in metrics
+            assert "outbox_relay_published_total 1.0" in metrics
+            assert demo.password not in metrics
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+        assert time.monotonic() - started < 25
+    finally:
+        if process.poll() is None:
+            process.kill()
+    log_text = log_path.read_text()
+    assert demo.password not in log_text
+    assert '"msg":"service stopped"' in log_text
+
+
+def test_a_missing_secret_file_stops_start_up_naming_the_setting(demo: Demo, tmp_path: Path) -> None:
+    env = {**demo.env, "DEMO_DATABASE_DSN_FILE": str(tmp_path / "absent.dsn")}
+    result = demo.run("check-config", env=env)
+    assert result.returncode == 2
+    assert "DEMO_DATABASE_DSN_FILE" in result.stderr and "missing" in result.stderr
+
+
+def test_a_malformed_dsn_stops_start_up_without_printing_it(demo: Demo, tmp_path: Path) -> None:
+    secret_dsn = f"mysql://admin:{demo.password}@db.example/prod"
+    env = {**demo.env, "DEMO_DATABASE_DSN_FILE": str(private_file(tmp_path / "bad.dsn", secret_dsn))}
+    result = demo.run("check-config", env=env)
+    assert result.returncode == 2
+    assert "DEMO_DATABASE_DSN_FILE" in result.stderr
+    assert demo.password not in result.stderr + result.stdout and "db.example" not in result.stderr
+
+
+@pytest.mark.parametrize(("key_bytes", "accepted"), [(31, False), (32, True), (33, True)])
+def test_signing_key_length_boundary(demo: Demo, tmp_path: Path, key_bytes: int, accepted: bool) -> None:
+    key_hex = secrets.token_hex(key_bytes)
+    env = {**demo.env, "DEMO_SIGNING_KEY_FILE": str(private_file(tmp_path / "key.hex", key_hex + "\n"))}
+    result = demo.run("check-config", env=env)
+    assert (result.returncode == 0) is accepted, result.stderr
+    if not accepted:
+        assert result.returncode == 2 and "DEMO_SIGNING_KEY_FILE" in result.stderr
+    assert key_hex not in result.stderr + result.stdout
+
+
+def test_an_invalid_port_names_the_setting_not_the_value(demo: Demo) -> None:
+    result = demo.run("check-config", env={**demo.env, "DEMO_HTTP_PORT": "99999"})
+    assert result.returncode == 2 and "DEMO_HTTP_PORT" in result.stderr and "99999" not in result.stderr
+
+
+def test_serve_refuses_a_superuser_runtime_role(demo: Demo, stack: Stack, tmp_path: Path) -> None:
+    assert demo.run("migrate").returncode == 0
+    env = {**demo.env, "DEMO_DATABASE_DSN_FILE": str(private_file(tmp_path / "su.dsn", stack.admin_dsn))}
+    result = demo.run("serve", env=env)
+    assert result.returncode == 3
+    assert "unsafe_runtime_role" in result.stderr
+
+
+def test_serve_refuses_an_unmigrated_schema(demo: Demo) -> None:
+    result = demo.run("serve")
+    assert result.returncode == 3
+    # the runtime role does not exist before migrate: refused cleanly, naming only the error class
+    assert "database_unavailable (InvalidPasswordError)" in result.stderr
+    assert demo.password not in result.stderr
