@@ -64,9 +64,10 @@ kafka-console-producer: ## Console producer (one message per line on stdin): TOP
 kafka-consumer-groups: ## Kafka's consumer group tool, e.g. make kafka-consumer-groups ARGS="--describe --all-groups"
 	$(KAFKA_TOOL) consumer-groups $(if $(ARGS),$(ARGS),--list)
 
-consume: ## Print a topic's Avro events as JSON: TOPIC=... [FROM=beginning] [MAX=n]
+consume: ## Print a topic's Avro events as JSON: TOPIC=... [FROM=beginning] [MAX=n] [ARGS=...]
 	$(if $(TOPIC),,$(error TOPIC=<topic> is required))
-	$(PY) -m yovision_platform.tools.consume --topic $(TOPIC) $(if $(FROM),--from $(FROM)) $(if $(MAX),--max $(MAX))
+	$(PY) -m yovision_platform.tools.consume --topic $(TOPIC) $(if $(filter beginning,$(FROM)),--from-beginning) \
+		$(if $(MAX),--max $(MAX)) $(ARGS)
 
 lint: ## ruff check + ruff format --check
 	.venv/bin/ruff check .

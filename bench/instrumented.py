@@ -74,7 +74,12 @@ class TimedRelay(OutboxRelay):
         self.phases.waves_per_round.append(len(self.phases.wave) - waves_before)
         return outcome
 
-    async def _send_wave(self, rows: Sequence[asyncpg.Record], timeout: float) -> list[PublishError | None]:
+    # The override keeps the library's signature, `timeout` included.
+    async def _send_wave(
+        self,
+        rows: Sequence[asyncpg.Record],
+        timeout: float,  # noqa: ASYNC109
+    ) -> list[PublishError | None]:
         started = time.perf_counter()
         outcomes = await super()._send_wave(rows, timeout)
         self.phases.wave.append(time.perf_counter() - started)

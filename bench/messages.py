@@ -46,7 +46,8 @@ class MessageSet:
 
     def for_kafka(self) -> list[KafkaMessage]:
         return [
-            KafkaMessage(m.topic, m.key, m.value, [(k, v.encode()) for k, v in m.headers]) for m in self.outbox
+            KafkaMessage(m.topic, m.key, m.value, [(k, v.encode()) for k, v in m.headers])
+            for m in self.outbox
         ]
 
 

@@ -6,13 +6,13 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from bench.messages import KafkaMessage
 from bench.stats import Stopwatch, per_second
 from yovision_platform.kafka import start_producer
 
-__all__ = ["ProduceResult", "raw_produce", "started_producer"]
+__all__ = ["ProduceResult", "raw_produce", "started_producer", "topic_message_count"]
 
 
 @dataclass(frozen=True)
@@ -49,12 +49,21 @@ async def raw_produce(bootstrap: str, messages: Sequence[KafkaMessage]) -> Produ
     producer = await started_producer(bootstrap, messages[0].topic, client_id="bench-raw")
     try:
         watch = Stopwatch().start()
-        futures = [
-            await producer.send(m.topic, m.value, key=m.key, headers=m.headers) for m in messages
-        ]
+        futures = [await producer.send(m.topic, m.value, key=m.key, headers=m.headers) for m in messages]
         results = await asyncio.gather(*futures, return_exceptions=True)
         watch.stop()
     finally:
         await producer.stop()
     failed = sum(1 for r in results if isinstance(r, BaseException))
     return ProduceResult(len(messages), failed, watch.wall_seconds, watch.cpu_seconds)
+
+
+async def topic_message_count(bootstrap: str, topic: str, partitions: int) -> int:
+    """Sum of the end offsets of `topic`'s partitions: every message ever appended to it."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, client_id="bench-offsets")
+    await consumer.start()
+    try:
+        offsets = await consumer.end_offsets([TopicPartition(topic, p) for p in range(partitions)])
+    finally:
+        await consumer.stop()
+    return sum(offsets.values())

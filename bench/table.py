@@ -34,9 +34,7 @@ def render_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Cel
             widths[index] = max(widths[index], len(cell))
 
     def line(cells: Sequence[str]) -> str:
-        parts = [
-            cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(cells)
-        ]
+        parts = [cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(cells)]
         return "  ".join(parts).rstrip()
 
     rule = "-" * len(line(list(headers)))

@@ -15,8 +15,8 @@ log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 ensure_local_dirs() {
-  mkdir -p "$RUN_DIR" "$LOG_DIR" "$CACHE_DIR" "$BIN_DIR"
-  mkdir -p -m 0700 "$SECRETS_DIR"
+  mkdir -p "$RUN_DIR" "$LOG_DIR" "$CACHE_DIR" "$BIN_DIR" "$SECRETS_DIR"
+  chmod 0700 "$SECRETS_DIR"
 }
 
 # Runs apt-get install for the given packages, with one apt-get update first per process.

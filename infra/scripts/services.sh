@@ -26,7 +26,9 @@ healthz() { curl -fsS -m 3 -o /dev/null "http://127.0.0.1:${SERVICE_PORTS[$1]}/h
 exec_with_service_env() {
   local name="$1"; shift
   set -a
+  # shellcheck disable=SC1090,SC1091 # generated files
   [[ -f "$LOCAL_DIR/stack.env" ]] && source "$LOCAL_DIR/stack.env"
+  # shellcheck disable=SC1090
   [[ -f "$LOCAL_DIR/env/$name.env" ]] && source "$LOCAL_DIR/env/$name.env"
   set +a
   exec "$@"

@@ -3,7 +3,12 @@
 # Usage: infra/scripts/stack.sh up|down|status|logs|env [pg] [kafka] [mediamtx]   (default: all three)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-for component_file in "$INFRA_DIR"/scripts/stack/*.sh; do source "$component_file"; done
+# shellcheck source=stack/pg.sh
+source "$INFRA_DIR/scripts/stack/pg.sh"
+# shellcheck source=stack/kafka.sh
+source "$INFRA_DIR/scripts/stack/kafka.sh"
+# shellcheck source=stack/mediamtx.sh
+source "$INFRA_DIR/scripts/stack/mediamtx.sh"
 
 ALL_COMPONENTS=(pg kafka mediamtx)
 STACK_ENV="$LOCAL_DIR/stack.env"

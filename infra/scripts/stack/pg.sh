@@ -30,15 +30,18 @@ pg_ensure_installed() {
 
 as_postgres() { runuser -u postgres -- "$@"; }
 
-# The postgres user must be able to reach .local/pg: give o+x (traverse only) to ancestors lacking it.
-pg_make_path_traversable() {
-  local dir="$LOCAL_DIR/pg"
-  while [[ "$dir" != "/" ]]; do
-    dir="$(dirname "$dir")"
-    if [[ "$(stat -c %A "$dir")" != *[xt] ]]; then
-      log "pg: chmod o+x $dir (so the postgres user can reach its data dir)"
-      chmod o+x "$dir"
-    fi
+# The postgres user must reach its data, socket and log dirs: give o+x (traverse only) to ancestors lacking it.
+pg_make_paths_traversable() {
+  local target dir
+  for target in "$PG_DATA" "$PG_SOCKET_DIR/x" "$LOG_DIR/postgres.log"; do
+    dir="$(dirname "$target")"
+    while [[ "$dir" != "/" ]]; do
+      if [[ -d "$dir" && "$(stat -c %A "$dir")" != *[xt] ]]; then
+        log "pg: chmod o+x $dir (so the postgres user can reach it)"
+        chmod o+x "$dir"
+      fi
+      dir="$(dirname "$dir")"
+    done
   done
 }
 
@@ -54,7 +57,7 @@ pg_init_cluster() {
   log "pg: initdb $PG_DATA"
   rm -rf "$PG_DATA"
   mkdir -p "$PG_DATA"
-  chown postgres:postgres "$LOCAL_DIR/pg" "$PG_DATA"
+  chown postgres:postgres "$PG_DATA"
   chmod 0700 "$PG_DATA"
   pwfile="$(mktemp)"
   cp "$PG_PASSWORD_FILE" "$pwfile"
@@ -105,14 +108,14 @@ pg_up() {
     log "pg: already running"
   else
     port_open "$PG_HOST" "$PG_PORT" && die "pg: port $PG_PORT is in use by a process this stack did not start"
-    pg_make_path_traversable
     pg_write_password
-    pg_init_cluster "$bin"
-    pg_write_settings
-    mkdir -p "$PG_SOCKET_DIR"
-    chown postgres:postgres "$PG_SOCKET_DIR"
+    mkdir -p "$LOCAL_DIR/pg" "$PG_SOCKET_DIR"
+    chown postgres:postgres "$LOCAL_DIR/pg" "$PG_SOCKET_DIR"
     touch "$LOG_DIR/postgres.log"
     chown postgres "$LOG_DIR/postgres.log"
+    pg_make_paths_traversable
+    pg_init_cluster "$bin"
+    pg_write_settings
     log "pg: starting $("$bin/postgres" --version | awk '{print $3}') on $PG_HOST:$PG_PORT (log: $LOG_DIR/postgres.log)"
     as_postgres "$bin/pg_ctl" -D "$PG_DATA" -l "$LOG_DIR/postgres.log" -w -t "$PG_START_TIMEOUT_S" start >/dev/null \
       || { tail -n 20 "$LOG_DIR/postgres.log" >&2; die "pg did not start (see $LOG_DIR/postgres.log)"; }

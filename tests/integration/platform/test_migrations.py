@@ -142,3 +142,24 @@ async def test_preflight_refuses_a_missing_schema(stack: Stack, migrated: Migrat
 def test_runtime_dsn_helper_keeps_host_and_database(stack: Stack) -> None:
     dsn = runtime_dsn_for(stack.admin_dsn, "r", "p")
     assert dsn.startswith("postgresql://r:p@") and dsn.endswith("/yovision")
+
+
+async def test_preflight_refuses_a_role_without_the_migration_grants(
+    stack: Stack, admin_conn: asyncpg.Connection, migrated: MigratedSchema
+) -> None:
+    renamed = f"{migrated.name}_renamed"
+    await admin_conn.execute(f"CREATE ROLE \"{renamed}\" LOGIN PASSWORD 'pw-{migrated.runtime_password}'")
+    try:
+        await admin_conn.execute(f'GRANT USAGE ON SCHEMA "{migrated.name}" TO "{renamed}"')
+        conn = await asyncpg.connect(
+            runtime_dsn_for(stack.admin_dsn, renamed, f"pw-{migrated.runtime_password}")
+        )
+        try:
+            with pytest.raises(SchemaOutdated) as caught:
+                await preflight(conn, plan_for(migrated.name))
+            assert caught.value.code == "runtime_role_not_granted"
+        finally:
+            await conn.close()
+    finally:
+        await admin_conn.execute(f'DROP OWNED BY "{renamed}"')
+        await admin_conn.execute(f'DROP ROLE "{renamed}"')

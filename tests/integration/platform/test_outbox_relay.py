@@ -224,3 +224,30 @@ async def test_broker_down_keeps_rows_with_backoff_and_a_stable_code(
         assert (await relay_again.run_once()).claimed == 0, "the key waits behind its backing-off first row"
     finally:
         await relay_again.close()
+
+
+async def test_pruning_removes_only_rows_published_before_the_retention(
+    runtime_pool: asyncpg.Pool, migrated: MigratedSchema
+) -> None:
+    outbox = Outbox(migrated.name)
+    await enqueue(runtime_pool, outbox, [message("t", f"k{i}", 1) for i in range(4)])
+    table = f'"{migrated.name}".outbox'
+    await runtime_pool.execute(
+        f"UPDATE {table} SET published_at = now() - interval '8 days' WHERE value IN ('k0:1', 'k1:1')"
+    )
+    await runtime_pool.execute(
+        f"UPDATE {table} SET published_at = now() - interval '6 days' WHERE value = 'k2:1'"
+    )
+    relay = OutboxRelay(
+        runtime_pool,
+        migrated.name,
+        producer_factory("unused"),
+        owner="r",
+        config=RelayConfig(published_retention_seconds=7 * 24 * 3600),
+    )
+    assert await relay.prune_published(batch_rows=1) == 1
+    assert await relay.prune_published() == 1
+    assert await relay.prune_published() == 0
+    left = await runtime_pool.fetch(f"SELECT value FROM {table} ORDER BY id")
+    assert [bytes(r["value"]) for r in left] == [b"k2:1", b"k3:1"], "recent and unpublished rows stay"
+    assert await relay.refresh_backlog() == 1

@@ -245,6 +245,14 @@ async def preflight(runtime: DbConnection, plan: SchemaPlan) -> None:
             "the runtime role must not be superuser, own the schema, hold CREATE on it "
             "or belong to its owner",
         )
+    granted = await runtime.fetchval(
+        "SELECT has_table_privilege(current_user, $1, 'SELECT')", f"{plan.schema.quoted}.schema_migrations"
+    )
+    if not granted:
+        raise SchemaOutdated(
+            "runtime_role_not_granted",
+            f"the runtime role has no grants in schema {plan.schema}; run migrate with this DSN's role",
+        )
     rows = await runtime.fetch(
         f"SELECT track, max(version) AS version FROM {plan.schema.quoted}.schema_migrations GROUP BY track"
     )

@@ -6,7 +6,9 @@ the state change it announces committed. It refuses to run outside a transaction
 Per-key order equals commit order: before inserting, the writer takes a transaction-scoped advisory lock
 on (topic, key). A second writer of the same key waits until the first commits, so ids of one key are
 assigned in commit order and the relay, which publishes each key's rows in id order, never reorders them.
-Writers of different keys never wait on each other.
+Writers of different keys never wait on each other. A transaction that enqueues several keys should do so
+in a stable order (e.g. sorted): two transactions taking the same keys in opposite orders can deadlock, and
+PostgreSQL then aborts one of them (`deadlock_detected`, safe to retry; nothing half-written survives).
 """
 
 from __future__ import annotations

@@ -48,6 +48,9 @@ RELAY_POLL_INTERVAL_SECONDS = 0.2
 RELAY_ROW_BACKOFF_BASE_SECONDS = 1.0
 RELAY_ROW_BACKOFF_CAP_SECONDS = 300.0
 RELAY_LOOP_BACKOFF_CAP_SECONDS = 30.0
+RELAY_HOUSEKEEPING_INTERVAL_SECONDS = 15.0
+OUTBOX_PUBLISHED_RETENTION_SECONDS = 7 * 24 * 3600
+OUTBOX_PRUNE_BATCH_ROWS = 5000
 
 
 class PublishError(enum.StrEnum):
@@ -74,6 +77,7 @@ class RelayConfig:
     poll_interval_seconds: float = RELAY_POLL_INTERVAL_SECONDS
     row_backoff_base_seconds: float = RELAY_ROW_BACKOFF_BASE_SECONDS
     row_backoff_cap_seconds: float = RELAY_ROW_BACKOFF_CAP_SECONDS
+    published_retention_seconds: float = OUTBOX_PUBLISHED_RETENTION_SECONDS
 
     def __post_init__(self) -> None:
         if not 1 <= self.batch_size <= RELAY_BATCH_MAX_ROWS:
@@ -180,6 +184,13 @@ class OutboxRelay:
              WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND lease_token = ANY($3::uuid[])
         """
         self._backlog_sql = f"SELECT count(*) FROM {table} WHERE published_at IS NULL"
+        # Only published rows ever go; an unpublished row stays until Kafka has it, however old.
+        self._prune_sql = f"""
+            DELETE FROM {table} WHERE id IN (
+                SELECT id FROM {table}
+                 WHERE published_at IS NOT NULL AND published_at < now() - make_interval(secs => $1)
+                 ORDER BY published_at LIMIT $2)
+        """
 
     async def _ensure_producer(self) -> AIOKafkaProducer:
         if self._producer is None:
@@ -318,10 +329,29 @@ class OutboxRelay:
             self._metrics.backlog.labels().set(backlog)
         return backlog
 
+    async def prune_published(self, *, batch_rows: int = OUTBOX_PRUNE_BATCH_ROWS) -> int:
+        """Delete at most `batch_rows` rows published longer ago than the retention; returns the count."""
+        async with self._pool.acquire() as conn:
+            status: str = await conn.execute(
+                self._prune_sql, self._config.published_retention_seconds, batch_rows
+            )
+        return int(status.split()[-1])
+
+    async def _housekeeping(self) -> None:
+        try:
+            await self.refresh_backlog()
+            await self.prune_published()
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            log.warning("outbox housekeeping failed", extra={"error_code": type(exc).__name__})
+
     async def run(self, stop: asyncio.Event) -> None:
         """Relay until `stop` is set; broker or database trouble backs off exponentially, never exits."""
         failures = 0
+        next_housekeeping = 0.0
         while not stop.is_set():
+            if time.monotonic() >= next_housekeeping:
+                await self._housekeeping()
+                next_housekeeping = time.monotonic() + RELAY_HOUSEKEEPING_INTERVAL_SECONDS
             try:
                 result = await self.run_once()
                 failures = failures + 1 if result.failed else 0

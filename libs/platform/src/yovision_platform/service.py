@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.metadata
 import json
 import logging
 import signal
@@ -54,13 +55,20 @@ Worker = Callable[[asyncio.Event], Awaitable[None]]
 ReadinessCheck = Callable[[], Awaitable[None]]
 
 
+def _package_version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
 @dataclass(frozen=True)
 class ServiceSpec:
     name: str
     schema: str
     settings_cls: type[BaseServiceSettings]
     migrations_dir: Path
-    version: str = "0.1.0"
+    version: str = field(default_factory=lambda: _package_version("yovision-platform"))
     configure: Callable[[ServiceContext], Awaitable[None]] | None = None
 
 

@@ -30,5 +30,6 @@ CREATE INDEX outbox_published_at_idx ON outbox (published_at) WHERE published_at
 GRANT SELECT, INSERT ON outbox TO {{runtime_role}};
 GRANT UPDATE (published_at, attempts, next_attempt_at, last_error_code, lease_owner, lease_token, lease_expires_at)
     ON outbox TO {{runtime_role}};
--- Pruning of published rows after their retention; unpublished rows are never deleted (see relay.prune).
+-- Pruning of published rows after their retention; unpublished rows are never deleted
+-- (see OutboxRelay.prune_published).
 GRANT DELETE ON outbox TO {{runtime_role}};

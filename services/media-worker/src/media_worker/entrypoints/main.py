@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from yovision_platform.service import main as run
 
 SPEC = ServiceSpec(
     name="media-worker",
+    version=importlib.metadata.version("media-worker"),
     schema="media",
     settings_cls=MediaWorkerSettings,
     migrations_dir=Path(__file__).resolve().parent.parent / "migrations",
