@@ -36,7 +36,7 @@ printf '%s\n' '/* HLS web player not bundled in this build: only the Control API
   >"$src/internal/servers/hls/hls.min.js"
 
 log "building mediamtx $MEDIAMTX_VERSION (go build; first build takes a few minutes)"
-(cd "$src" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -o "$binary.tmp" .)
+(cd "$src" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -buildvcs=false -o "$binary.tmp" .)
 mv "$binary.tmp" "$binary"
 rm -f "$BIN_DIR"/.mediamtx-*
 touch "$stamp"

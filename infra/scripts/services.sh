@@ -21,11 +21,14 @@ done <"$INFRA_DIR/services.list"
 
 healthz() { curl -fsS -m 3 -o /dev/null "http://127.0.0.1:${SERVICE_PORTS[$1]}/healthz" 2>/dev/null; }
 
-# Execs "$@" with the service's environment (stack.env, then its own env file) exported.
+# Execs "$@" with the service's environment (stack.env, then its own env file) exported; with
+# MIGRATE_ENV=1 also .local/env/<name>.migrate.env, which names the admin DSN: `serve` never gets it.
 # Call it in a subshell or in the background: it replaces the calling shell.
 exec_with_service_env() {
   local name="$1"; shift
   set -a
+  # shellcheck disable=SC1090
+  [[ "${MIGRATE_ENV:-0}" == 1 && -f "$LOCAL_DIR/env/$name.migrate.env" ]] && source "$LOCAL_DIR/env/$name.migrate.env"
   # shellcheck disable=SC1090,SC1091 # generated files
   [[ -f "$LOCAL_DIR/stack.env" ]] && source "$LOCAL_DIR/stack.env"
   # shellcheck disable=SC1090
@@ -34,21 +37,21 @@ exec_with_service_env() {
   exec "$@"
 }
 
-service_up() {
-  local name="$1" exe="$SERVICES_BIN_DIR/$1" pidfile="$RUN_DIR/$1.pid" logfile="$LOG_DIR/$1.log" pid rc=0
-  if pid_alive "$pidfile" "$name"; then
-    log "$name: already running (pid $(cat "$pidfile"))"
-    return 0
-  fi
+service_migrate() {
+  local name="$1" exe="$SERVICES_BIN_DIR/$1" logfile="$LOG_DIR/$1.log" rc=0
   [[ -x "$exe" ]] || { log "$name: FAILED: $exe not found (run make setup)"; return 1; }
   [[ -f "$LOCAL_DIR/env/$name.env" ]] || log "$name: note: no $LOCAL_DIR/env/$name.env (using stack.env only)"
   log "$name: migrate"
-  (exec_with_service_env "$name" timeout "$MIGRATE_TIMEOUT_S" "$exe" migrate >>"$logfile" 2>&1) || rc=$?
+  (MIGRATE_ENV=1 exec_with_service_env "$name" timeout "$MIGRATE_TIMEOUT_S" "$exe" migrate >>"$logfile" 2>&1) || rc=$?
   if ((rc != 0)); then
     log "$name: FAILED: '$name migrate' exited $rc; last log lines:"
     tail -n 15 "$logfile" | sed 's/^/    /' >&2
     return 1
   fi
+}
+
+service_serve() {
+  local name="$1" exe="$SERVICES_BIN_DIR/$1" pidfile="$RUN_DIR/$1.pid" logfile="$LOG_DIR/$1.log" pid rc=0
   log "$name: serve on 127.0.0.1:${SERVICE_PORTS[$name]} (log: $logfile)"
   exec_with_service_env "$name" setsid "$exe" serve </dev/null >>"$logfile" 2>&1 &
   pid=$!
@@ -68,6 +71,29 @@ service_up() {
   log "$name: healthy"
 }
 
+# Migrations one after another (they may share database-wide objects such as roles), then all
+# `serve` processes at once.
+services_up() {
+  local name failed=0 to_start=()
+  local -A starters=()
+  for name in "$@"; do
+    if pid_alive "$RUN_DIR/$name.pid" "$name"; then
+      log "$name: already running (pid $(cat "$RUN_DIR/$name.pid"))"
+    elif service_migrate "$name"; then
+      to_start+=("$name")
+    else
+      failed=1
+    fi
+  done
+  for name in "${to_start[@]}"; do
+    service_serve "$name" &
+    starters["$name"]=$!
+  done
+  for name in "${to_start[@]}"; do wait "${starters[$name]}" || failed=1; done
+  ((failed == 0)) || log "services up: some services FAILED (see above)"
+  return "$failed"
+}
+
 main() {
   local action="${1:-}" failed=0 name
   [[ -n "$action" ]] || { sed -n '2,5p' "$0" >&2; exit 2; }
@@ -79,9 +105,7 @@ main() {
   done
   ensure_local_dirs
   case "$action" in
-    up)
-      for name in "${names[@]}"; do service_up "$name" || failed=1; done
-      ((failed == 0)) || log "services up: some services FAILED (see above)" ;;
+    up) services_up "${names[@]}" || failed=1 ;;
     down)
       # In parallel: each service gets its own graceful-shutdown window.
       for name in "${names[@]}"; do

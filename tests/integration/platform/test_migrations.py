@@ -163,3 +163,27 @@ async def test_preflight_refuses_a_role_without_the_migration_grants(
     finally:
         await admin_conn.execute(f'DROP OWNED BY "{renamed}"')
         await admin_conn.execute(f'DROP ROLE "{renamed}"')
+
+
+async def test_migrations_of_several_schemas_can_run_at_once(
+    stack: Stack, admin_conn: asyncpg.Connection
+) -> None:
+    import asyncio
+
+    from tests.conftest import drop_schema_and_roles, unique_name
+
+    names = [Identifier(unique_name("t")) for _ in range(3)]
+
+    async def migrate_one(name: Identifier) -> int:
+        conn = await asyncpg.connect(stack.admin_dsn)
+        try:
+            return len(await migrate(conn, plan_for(name), runtime_password="pw"))
+        finally:
+            await conn.close()
+
+    try:
+        applied = await asyncio.gather(*(migrate_one(name) for name in names))
+        assert applied == [3, 3, 3]
+    finally:
+        for name in names:
+            await drop_schema_and_roles(admin_conn, name)

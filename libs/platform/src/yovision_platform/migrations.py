@@ -8,7 +8,8 @@ Layout of a service's schema (all created by `migrate`, run with an admin DSN):
 
 Migration files are `NNNN_<name>.sql` in tracks: the platform track (outbox, idempotent-consumer tables)
 is applied before the service's own track. Each file runs in the same transaction as the row recording it,
-under a per-schema advisory lock, so concurrent `migrate` runs serialize and a failed file leaves nothing.
+under one cluster-wide advisory lock, so concurrent `migrate` runs (of any service) serialize and a
+failed file leaves nothing.
 A file's checksum is recorded; an applied file whose content changed is refused, never re-run.
 
 Files may use the placeholders `{{schema}}`, `{{owner_role}}` and `{{runtime_role}}`; they are replaced by
@@ -167,9 +168,9 @@ async def migrate(
     """
     applied_now: list[Migration] = []
     async with admin.transaction():
-        await admin.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended('migrate:' || $1, 0))", plan.schema
-        )
+        # One lock for every schema: role and database grants touch shared catalogs, and concurrent GRANTs on
+        # one database fail with "tuple concurrently updated". Migrations are rare; serializing them is free.
+        await admin.execute("SELECT pg_advisory_xact_lock(hashtextextended('yovision:migrate', 0))")
         await _prepare_schema(admin, plan, runtime_password)
         await admin.execute(f"SET LOCAL ROLE {plan.owner_role.quoted}")
         await admin.execute(f"SET LOCAL search_path = {plan.schema.quoted}")

@@ -288,7 +288,12 @@ def main(spec: ServiceSpec, argv: Sequence[str] | None = None) -> int:
         log.error("start-up refused", extra={"error_code": exc.code})
         print(f"{spec.name}: start-up refused: {exc}", file=sys.stderr)
         return EXIT_STARTUP_REFUSED
-    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+    except asyncpg.PostgresError as exc:
+        # Only the SQLSTATE: server messages may carry role or object names.
+        log.error("start-up refused: database error", extra={"error_code": exc.sqlstate})
+        print(f"{spec.name}: start-up refused: database_error (SQLSTATE {exc.sqlstate})", file=sys.stderr)
+        return EXIT_STARTUP_REFUSED
+    except (OSError, asyncpg.InterfaceError) as exc:
         # Only the exception class: driver messages may carry host or role names.
         log.error("start-up refused: database unavailable", extra={"error_code": type(exc).__name__})
         print(f"{spec.name}: start-up refused: database_unavailable ({type(exc).__name__})", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""Generate local development secrets and one env file per service (`make secrets`, part of `make up`).
+"""Generate local development secrets and env files per service (`make secrets`, part of `make up`).
 
 For each service: a runtime-role password (kept once generated), a runtime DSN file and an env file
 `.local/env/<service>.env` naming the files -- never the secrets themselves. The migration DSN is the local
@@ -76,11 +76,13 @@ def generate(local_dir: Path) -> list[Path]:
             f"{p}HTTP_PORT={service.http_port}",
             f"{p}KAFKA_BOOTSTRAP={stack['YOVISION_KAFKA_BOOTSTRAP']}",
             f"{p}DATABASE_DSN_FILE={dsn_file}",
-            f"{p}MIGRATION_DSN_FILE={admin_dsn_file}",
         ]
         env_file = local_dir / "env" / f"{service.name}.env"
         _write_private(env_file, "\n".join(env_lines) + "\n")
-        written.append(env_file)
+        # The admin DSN goes only to `migrate` (infra/scripts/services.sh), never to `serve`.
+        migrate_env = local_dir / "env" / f"{service.name}.migrate.env"
+        _write_private(migrate_env, f"{p}MIGRATION_DSN_FILE={admin_dsn_file}\n")
+        written += [env_file, migrate_env]
     return written
 
 

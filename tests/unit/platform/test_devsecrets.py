@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from yovision_platform.tools.devsecrets import LOCAL_SERVICES, generate
+
+
+def make_stack(tmp_path: Path) -> Path:
+    secrets_dir = tmp_path / "secrets"
+    secrets_dir.mkdir()
+    admin = secrets_dir / "pg-admin.dsn"
+    admin.write_text("postgresql://postgres:admin-secret@127.0.0.1:55432/yovision\n")
+    (tmp_path / "stack.env").write_text(
+        f"YOVISION_PG_ADMIN_DSN_FILE={admin}\nYOVISION_KAFKA_BOOTSTRAP=127.0.0.1:19092\n"
+    )
+    return tmp_path
+
+
+def test_env_files_name_secret_files_and_hold_no_secret(tmp_path: Path) -> None:
+    local = make_stack(tmp_path)
+    generate(local)
+    for service in LOCAL_SERVICES:
+        env_text = (local / "env" / f"{service.name}.env").read_text()
+        assert "admin-secret" not in env_text and "postgresql://" not in env_text
+        assert "MIGRATION_DSN_FILE" not in env_text, "serve must never be handed the admin DSN"
+        migrate_text = (local / "env" / f"{service.name}.migrate.env").read_text()
+        assert migrate_text.startswith(f"{service.env_prefix}MIGRATION_DSN_FILE=")
+        dsn = local / "secrets" / f"{service.schema}-runtime.dsn"
+        assert dsn.read_text().startswith(f"postgresql://{service.schema}_app:")
+        assert stat.S_IMODE(dsn.stat().st_mode) == 0o600
+
+
+def test_regenerating_keeps_existing_passwords(tmp_path: Path) -> None:
+    local = make_stack(tmp_path)
+    generate(local)
+    before = {p.name: p.read_text() for p in (local / "secrets").glob("*-runtime.dsn")}
+    generate(local)
+    after = {p.name: p.read_text() for p in (local / "secrets").glob("*-runtime.dsn")}
+    assert before == after and len(before) == len(LOCAL_SERVICES)
