@@ -1,8 +1,9 @@
 """`python -m bench`: run every benchmark on the real local stack, print tables and one BENCH_JSON line.
 
 Order: build the messages; raw produce; the three outbox write variants (each into its own fresh schema,
-which then serves as a pre-filled outbox); one relay drain per batch size; the paced end-to-end latency
-run; the lease variants; optionally a cProfile'd relay drain. Progress goes to stderr, results to stdout.
+which then serves as a pre-filled outbox); one relay drain per batch size and one with concurrent relays;
+the paced end-to-end latency run; a cProfile'd relay drain (--no-profile skips it); the lease variants.
+Progress goes to stderr, results to stdout. Details: docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from bench.enqueue import EnqueueResult, outbox_writer, raw_executemany_writer, 
 from bench.infra import BENCH_TOPIC_PARTITIONS, BenchSchema, Stack, bench_schema, bench_topic, ensure_stack
 from bench.leases import LEASE_VARIANTS, LeaseRun, run_lease_variant
 from bench.messages import BENCH_KEY_COUNT, MessageSet, build_messages
-from bench.produce import raw_produce, topic_message_count
+from bench.produce import ProduceResult, RawBaseline, raw_produce, topic_message_count, warm_up_topic
 from bench.relay_latency import run_paced
 from bench.relay_profile import profile_relay
 from bench.relay_throughput import RelayRun, run_relay
 from bench.report import (
     RELAY_GOAL_EVENTS_PER_SECOND,
     RELAY_GOAL_RAW_RATIO,
+    best_shipped,
     enqueue_table,
     goal_lines,
     lease_tables,
@@ -36,6 +38,7 @@ from bench.report import (
     relay_tables,
 )
 from bench.stats import per_second
+from yovision_platform.kafka import PRODUCER_LINGER_MS
 from yovision_platform.relay import RELAY_BATCH_MAX_ROWS
 
 __all__ = ["main"]
@@ -43,6 +46,7 @@ __all__ = ["main"]
 DEFAULT_MESSAGES = 50_000
 DEFAULT_BATCH_SIZES = (500, 1000)
 DEFAULT_CONCURRENT_RELAYS = 2
+DEFAULT_ALT_LINGER_MS = PRODUCER_LINGER_MS  # what-if: the default producer linger
 DEFAULT_PACED_RATE_PER_SECOND = 2_000
 DEFAULT_PACED_SECONDS = 5.0
 DEFAULT_LEASE_JOBS = 10_000
@@ -50,7 +54,6 @@ DEFAULT_LEASE_CLAIM_LIMIT = 100
 QUICK_MESSAGES = 5_000
 QUICK_LEASE_JOBS = 2_000
 QUICK_PACED_SECONDS = 2.0
-ENQUEUE_VARIANTS = ("outbox_enqueue", "raw_insert", "raw_executemany")
 JSON_PREFIX = "BENCH_JSON "
 
 
@@ -68,14 +71,26 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=DEFAULT_CONCURRENT_RELAYS,
         help="relays of one extra drain (largest batch size) running side by side; 1 disables it",
     )
+    parser.add_argument(
+        "--alt-linger-ms",
+        type=int,
+        default=DEFAULT_ALT_LINGER_MS,
+        help="producer linger of one extra what-if drain (largest batch size); -1 disables it",
+    )
     parser.add_argument("--keys", type=int, default=BENCH_KEY_COUNT, help="distinct message keys")
     parser.add_argument("--paced-rate", type=float, default=DEFAULT_PACED_RATE_PER_SECOND, help="events/s")
     parser.add_argument("--paced-seconds", type=float, default=DEFAULT_PACED_SECONDS)
+    parser.add_argument(
+        "--paced-poll-seconds",
+        type=float,
+        default=None,
+        help="relay poll interval of the paced run (default: RelayConfig's)",
+    )
     parser.add_argument("--lease-jobs", type=int, default=DEFAULT_LEASE_JOBS, help="jobs per lease variant")
     parser.add_argument("--lease-claim-limit", type=int, default=DEFAULT_LEASE_CLAIM_LIMIT)
     parser.add_argument("--skip-relay", action="store_true", help="skip benchmark (a)")
     parser.add_argument("--skip-leases", action="store_true", help="skip benchmark (b)")
-    parser.add_argument("--profile", action="store_true", help="also cProfile a relay drain")
+    parser.add_argument("--no-profile", action="store_true", help="skip the cProfile'd relay drain")
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run of the harness")
     args = parser.parse_args(argv)
     args.batch_sizes = [int(b) for b in str(args.batch_sizes).split(",") if b.strip()]
@@ -103,6 +118,108 @@ def _emit(text: str) -> None:
     print(flush=True)
 
 
+WRITERS = {
+    "outbox_enqueue": outbox_writer,
+    "raw_insert": raw_insert_writer,
+    "raw_executemany": raw_executemany_writer,
+}
+
+
+async def _outbox_writes(
+    stack: Stack, cleanup: contextlib.AsyncExitStack, messages: MessageSet
+) -> tuple[list[BenchSchema], list[EnqueueResult]]:
+    """Each write variant fills its own fresh schema; the filled schemas then serve the relay drains."""
+    schemas: list[BenchSchema] = []
+    results: list[EnqueueResult] = []
+    for variant, writer in WRITERS.items():
+        schema = await cleanup.enter_async_context(bench_schema(stack, purpose=variant))
+        schemas.append(schema)
+        _progress(f"outbox writes: {variant}")
+        results.append(await run_enqueue(variant, schema.pool, writer(schema.name), messages.outbox))
+    return schemas, results
+
+
+async def _relay_drains(
+    stack: Stack,
+    cleanup: contextlib.AsyncExitStack,
+    args: argparse.Namespace,
+    topic: str,
+    messages: MessageSet,
+    filled: list[BenchSchema],
+) -> list[tuple[RelayRun, int]]:
+    """One drain per batch size, one with concurrent relays, one with another producer linger; returns
+    (run, messages the topic gained)."""
+    largest = max(args.batch_sizes)
+    # None = the producer the services' relay uses (linger RELAY_PRODUCER_LINGER_MS).
+    plans: list[tuple[int, int, int | None]] = [(b, 1, None) for b in args.batch_sizes]
+    if args.concurrent_relays > 1:
+        plans.append((largest, args.concurrent_relays, None))
+    if args.alt_linger_ms >= 0:
+        plans.append((largest, 1, args.alt_linger_ms))
+    runs: list[tuple[RelayRun, int]] = []
+    for index, (batch_size, relays, linger_ms) in enumerate(plans):
+        if index < len(filled):
+            schema = filled[index]
+        else:
+            schema = await cleanup.enter_async_context(bench_schema(stack, purpose="relay"))
+            await run_enqueue("prefill", schema.pool, raw_executemany_writer(schema.name), messages.outbox)
+        linger = "" if linger_ms is None else f", producer linger {linger_ms} ms"
+        _progress(f"relay drain, batch={batch_size}, relays={relays}{linger}")
+        before = await topic_message_count(stack.kafka_bootstrap, topic, BENCH_TOPIC_PARTITIONS)
+        run = await run_relay(
+            schema,
+            stack.kafka_bootstrap,
+            topic,
+            batch_size=batch_size,
+            rows=len(messages.outbox),
+            relays=relays,
+            linger_ms=linger_ms,
+        )
+        after = await topic_message_count(stack.kafka_bootstrap, topic, BENCH_TOPIC_PARTITIONS)
+        runs.append((run, after - before))
+    return runs
+
+
+def _run_key(run: RelayRun) -> str:
+    linger = "" if run.producer_linger_ms is None else f"_linger{run.producer_linger_ms}"
+    return f"batch{run.batch_size}_relays{run.relays}{linger}"
+
+
+async def _raw_run(
+    stack: Stack, topic: str, messages: MessageSet, label: str
+) -> tuple[str, ProduceResult, int]:
+    _progress(f"raw aiokafka produce ({label} the relay drains)")
+    before = await topic_message_count(stack.kafka_bootstrap, topic, BENCH_TOPIC_PARTITIONS)
+    result = await raw_produce(stack.kafka_bootstrap, messages.for_kafka())
+    after = await topic_message_count(stack.kafka_bootstrap, topic, BENCH_TOPIC_PARTITIONS)
+    return label, result, after - before
+
+
+def _relay_summary(raw: RawBaseline, runs: list[tuple[RelayRun, int]]) -> dict[str, object]:
+    best = best_shipped([run for run, _ in runs])
+    return {
+        "raw_produce": raw.as_dict(),
+        "relay": {
+            _run_key(run): {
+                **run.as_dict(),
+                "kafka_delivered": delivered,
+                "vs_raw": _ratio(run.events_per_second, raw.events_per_second),
+            }
+            for run, delivered in runs
+        },
+        "relay_goal": {
+            "best_batch_size": best.batch_size,
+            "best_relays": best.relays,
+            "best_events_per_s": round(best.events_per_second),
+            "vs_raw": _ratio(best.events_per_second, raw.events_per_second),
+            "target_events_per_s": RELAY_GOAL_EVENTS_PER_SECOND,
+            "target_vs_raw": RELAY_GOAL_RAW_RATIO,
+            "met": best.events_per_second >= RELAY_GOAL_EVENTS_PER_SECOND
+            and best.events_per_second >= RELAY_GOAL_RAW_RATIO * raw.events_per_second,
+        },
+    }
+
+
 async def _relay_benchmark(stack: Stack, args: argparse.Namespace, summary: dict[str, object]) -> None:
     async with contextlib.AsyncExitStack() as cleanup:
         topic = await cleanup.enter_async_context(bench_topic(stack))
@@ -118,92 +235,38 @@ async def _relay_benchmark(stack: Stack, args: argparse.Namespace, summary: dict
             "build_event_per_s": round(per_second(len(messages.outbox), messages.build_seconds)),
         }
 
-        _progress("raw aiokafka produce")
-        before = await topic_message_count(stack.kafka_bootstrap, topic, BENCH_TOPIC_PARTITIONS)
-        raw = await raw_produce(stack.kafka_bootstrap, messages.for_kafka())
-        raw_delivered = (
-            await topic_message_count(stack.kafka_bootstrap, topic, BENCH_TOPIC_PARTITIONS) - before
-        )
-
-        schemas: list[BenchSchema] = []
-        enqueue_results: list[EnqueueResult] = []
-        for variant in ENQUEUE_VARIANTS:
-            schema = await cleanup.enter_async_context(bench_schema(stack, purpose=variant))
-            schemas.append(schema)
-            writer = {
-                "outbox_enqueue": outbox_writer,
-                "raw_insert": raw_insert_writer,
-                "raw_executemany": raw_executemany_writer,
-            }[variant](schema.name)
-            _progress(f"outbox writes: {variant}")
-            enqueue_results.append(await run_enqueue(variant, schema.pool, writer, messages.outbox))
-
-        plans = [(b, 1) for b in args.batch_sizes]
-        if args.concurrent_relays > 1:
-            plans.append((max(args.batch_sizes), args.concurrent_relays))
-        runs: list[tuple[RelayRun, int]] = []
-        for index, (batch_size, relays) in enumerate(plans):
-            if index < len(schemas):
-                schema = schemas[index]
-            else:
-                schema = await cleanup.enter_async_context(bench_schema(stack, purpose="relay"))
-                await run_enqueue(
-                    "prefill", schema.pool, raw_executemany_writer(schema.name), messages.outbox
-                )
-            _progress(f"relay drain, batch={batch_size}, relays={relays}")
-            before = await topic_message_count(stack.kafka_bootstrap, topic, BENCH_TOPIC_PARTITIONS)
-            run = await run_relay(
-                schema,
-                stack.kafka_bootstrap,
-                topic,
-                batch_size=batch_size,
-                rows=len(messages.outbox),
-                relays=relays,
-            )
-            delivered = (
-                await topic_message_count(stack.kafka_bootstrap, topic, BENCH_TOPIC_PARTITIONS) - before
-            )
-            runs.append((run, delivered))
-        _emit(relay_tables(raw, raw_delivered, runs))
-        goals = goal_lines(raw, [run for run, _ in runs])
-        _emit("\n".join(goals))
-        summary["raw_produce"] = {**raw.as_dict(), "kafka_delivered": raw_delivered}
-        summary["relay"] = {
-            f"batch{run.batch_size}_relays{run.relays}": {
-                **run.as_dict(),
-                "kafka_delivered": delivered,
-                "vs_raw": _ratio(run.events_per_second, raw.events_per_second),
-            }
-            for run, delivered in runs
-        }
-        best = max((run for run, _ in runs), key=lambda r: r.events_per_second)
-        summary["relay_goal"] = {
-            "best_batch_size": best.batch_size,
-            "best_relays": best.relays,
-            "best_events_per_s": round(best.events_per_second),
-            "vs_raw": _ratio(best.events_per_second, raw.events_per_second),
-            "target_events_per_s": RELAY_GOAL_EVENTS_PER_SECOND,
-            "target_vs_raw": RELAY_GOAL_RAW_RATIO,
-            "met": best.events_per_second >= RELAY_GOAL_EVENTS_PER_SECOND
-            and best.events_per_second >= RELAY_GOAL_RAW_RATIO * raw.events_per_second,
-        }
+        await warm_up_topic(stack.kafka_bootstrap, topic, BENCH_TOPIC_PARTITIONS)
+        raw_before = await _raw_run(stack, topic, messages, "before")
+        filled, enqueue_results = await _outbox_writes(stack, cleanup, messages)
+        runs = await _relay_drains(stack, cleanup, args, topic, messages, filled)
+        raw = RawBaseline([raw_before, await _raw_run(stack, topic, messages, "after")])
+        _emit(relay_tables(raw, runs))
+        _emit("\n".join(goal_lines(raw, [run for run, _ in runs])))
+        summary.update(_relay_summary(raw, runs))
 
         if paced is not None:
             _progress(f"paced end-to-end latency: {args.paced_rate:,.0f}/s for {args.paced_seconds:g}s")
             paced_run = await run_paced(
-                schemas[0], stack.kafka_bootstrap, topic, paced.outbox, rate=args.paced_rate
+                filled[0],
+                stack.kafka_bootstrap,
+                topic,
+                paced.outbox,
+                rate=args.paced_rate,
+                poll_interval_seconds=args.paced_poll_seconds,
             )
             _emit(paced_table(paced_run))
             summary["relay_paced"] = paced_run.as_dict()
 
         _emit(enqueue_table(enqueue_results))
-        base = next(r for r in enqueue_results if r.variant == "raw_insert")
+        by_variant = {r.variant: r for r in enqueue_results}
         summary["enqueue"] = {
             **{r.variant: r.as_dict() for r in enqueue_results},
-            "outbox_vs_raw_insert": round(enqueue_results[0].rows_per_second / base.rows_per_second, 3),
+            "outbox_vs_raw_insert": _ratio(
+                by_variant["outbox_enqueue"].rows_per_second, by_variant["raw_insert"].rows_per_second
+            ),
         }
 
-        if args.profile:
+        if not args.no_profile:
             schema = await cleanup.enter_async_context(bench_schema(stack, purpose="profile"))
             await run_enqueue("prefill", schema.pool, raw_executemany_writer(schema.name), messages.outbox)
             batch_size = max(args.batch_sizes)
@@ -213,7 +276,7 @@ async def _relay_benchmark(stack: Stack, args: argparse.Namespace, summary: dict
             summary["relay_profile"] = {
                 "batch_size": profile.batch_size,
                 "events_per_s_under_profiler": round(profile.events_per_second),
-                "cpu_seconds_by_area": {k: round(v, 3) for k, v in profile.by_area.items()},
+                "seconds_by_area": {k: round(v, 3) for k, v in profile.by_area.items()},
             }
         _progress("dropping the bench schemas and topic")
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from aiokafka import AIOKafkaProducer
 
 from bench.infra import BenchSchema
-from bench.produce import started_producer
+from bench.produce import relay_linger, started_producer
 from bench.stats import Latency, per_second
 from yovision_platform.outbox import Outbox, OutboxMessage
 from yovision_platform.relay import OutboxRelay, RelayConfig
@@ -76,15 +76,27 @@ async def _unpublished_since(schema: BenchSchema, first_id: int) -> int:
 
 
 async def run_paced(
-    schema: BenchSchema, bootstrap: str, topic: str, messages: Sequence[OutboxMessage], *, rate: float
+    schema: BenchSchema,
+    bootstrap: str,
+    topic: str,
+    messages: Sequence[OutboxMessage],
+    *,
+    rate: float,
+    poll_interval_seconds: float | None = None,
 ) -> PacedRun:
-    config = RelayConfig()
+    config = (
+        RelayConfig()
+        if poll_interval_seconds is None
+        else RelayConfig(poll_interval_seconds=poll_interval_seconds)
+    )
     first_id: int = await schema.pool.fetchval(
         f"SELECT coalesce(max(id), 0) + 1 FROM {schema.name.quoted}.outbox"
     )
 
     async def producer_factory() -> AIOKafkaProducer:
-        return await started_producer(bootstrap, topic, client_id="bench-relay-paced")
+        return await started_producer(
+            bootstrap, topic, client_id="bench-relay-paced", linger_ms=relay_linger(None)
+        )
 
     relay = OutboxRelay(schema.pool, schema.name, producer_factory, owner="bench-relay-paced", config=config)
     stop = asyncio.Event()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from aiokafka import AIOKafkaProducer
 
 from bench.infra import BenchSchema
-from bench.produce import started_producer
+from bench.produce import relay_linger, started_producer
 from bench.relay_throughput import drain_relay
 from bench.stats import per_second
 from yovision_platform.relay import OutboxRelay, RelayConfig
@@ -74,7 +74,9 @@ def _by_area(stats: pstats.Stats) -> dict[str, float]:
 
 
 async def profile_relay(schema: BenchSchema, bootstrap: str, topic: str, *, batch_size: int) -> RelayProfile:
-    producer = await started_producer(bootstrap, topic, client_id="bench-relay-profile")
+    producer = await started_producer(
+        bootstrap, topic, client_id="bench-relay-profile", linger_ms=relay_linger(None)
+    )
 
     async def producer_factory() -> AIOKafkaProducer:
         return producer

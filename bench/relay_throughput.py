@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -18,7 +19,7 @@ from aiokafka import AIOKafkaProducer
 
 from bench.infra import BenchSchema
 from bench.instrumented import PhaseTimes, TimedRelay, TimedSendProducer
-from bench.produce import started_producer
+from bench.produce import relay_linger, started_producer
 from bench.stats import Latency, Stopwatch, per_second
 from yovision_platform.relay import OutboxRelay, RelayConfig
 
@@ -66,16 +67,47 @@ class PhaseSummary:
 
 @dataclass(frozen=True)
 class ClaimPlan:
-    """Server-side cost of one claim statement on the full backlog (EXPLAIN ANALYZE, rolled back)."""
+    """Server-side cost of one claim statement on the full backlog (EXPLAIN ANALYZE, rolled back), and
+    the plan's notable nodes: a Sort, Bitmap Heap Scan or Seq Scan here reads the whole backlog."""
 
     planning_ms: float
     execution_ms: float
+    nodes: str
+
+
+# Plan nodes worth showing: those whose cost grows with the backlog, and the join strategy.
+NOTABLE_PLAN_NODES = frozenset(
+    {
+        "Sort",
+        "Bitmap Heap Scan",
+        "Seq Scan",
+        "Index Scan",
+        "Index Only Scan",
+        "Hash Join",
+        "Nested Loop",
+        "Merge Join",
+    }
+)
+
+
+def _plan_nodes(node: Any, found: list[str]) -> list[str]:
+    node_type = str(node.get("Node Type", ""))
+    if node_type in NOTABLE_PLAN_NODES:
+        join = node.get("Join Type")
+        label = f"{node_type} ({join})" if join and join != "Inner" else node_type
+        index = node.get("Index Name")
+        found.append(f"{label} on {index}" if index else label)
+    for child in node.get("Plans", []):
+        _plan_nodes(child, found)
+    return found
 
 
 @dataclass(frozen=True)
 class RelayRun:
     batch_size: int
     relays: int
+    # None: the platform's producer settings as shipped; else a what-if linger override.
+    producer_linger_ms: int | None
     rows: int
     published: int
     failed: int
@@ -97,6 +129,7 @@ class RelayRun:
         return {
             "batch_size": self.batch_size,
             "relays": self.relays,
+            "producer_linger_ms": self.producer_linger_ms,
             "rows": self.rows,
             "published": self.published,
             "failed": self.failed,
@@ -113,6 +146,7 @@ class RelayRun:
                 "planning": self.claim_plan.planning_ms,
                 "execution": self.claim_plan.execution_ms,
             },
+            "claim_plan_nodes": self.claim_plan.nodes,
         }
 
 
@@ -157,14 +191,21 @@ async def explain_claim(relay: OutboxRelay, schema: BenchSchema, owner: str, bat
         transaction = conn.transaction()
         await transaction.start()
         try:
+            await conn.execute("SET LOCAL enable_bitmapscan = off")  # as OutboxRelay._claim does
             raw = await conn.fetchval(
-                f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", owner, RelayConfig().lease_seconds, batch_size
+                f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}",
+                owner,
+                RelayConfig().lease_seconds,
+                batch_size,
+                uuid.uuid4(),
             )
         finally:
             await transaction.rollback()
     plan: Any = json.loads(raw) if isinstance(raw, str) else raw
     return ClaimPlan(
-        planning_ms=float(plan[0]["Planning Time"]), execution_ms=float(plan[0]["Execution Time"])
+        planning_ms=float(plan[0]["Planning Time"]),
+        execution_ms=float(plan[0]["Execution Time"]),
+        nodes=" > ".join(_plan_nodes(plan[0]["Plan"], [])),
     )
 
 
@@ -180,11 +221,13 @@ class _BenchRelay:
         topic: str,
         owner: str,
         batch_size: int,
+        linger_ms: int | None,
     ) -> None:
         self.producer = producer
         self._bootstrap = bootstrap
         self._topic = topic
         self._owner = owner
+        self._linger_ms = linger_ms
         self._handed_out = False
         config = RelayConfig(batch_size=batch_size)
         self.relay = TimedRelay(schema.pool, schema.name, self._producer_factory, owner=owner, config=config)
@@ -194,7 +237,9 @@ class _BenchRelay:
         if not self._handed_out:
             self._handed_out = True
             return cast(AIOKafkaProducer, self.producer)
-        return await started_producer(self._bootstrap, self._topic, client_id=self._owner)
+        return await started_producer(
+            self._bootstrap, self._topic, client_id=self._owner, linger_ms=relay_linger(self._linger_ms)
+        )
 
     async def close(self) -> None:
         await self.relay.close()
@@ -203,10 +248,20 @@ class _BenchRelay:
 
 
 async def _start_relay(
-    schema: BenchSchema, bootstrap: str, topic: str, *, owner: str, batch_size: int
+    schema: BenchSchema, bootstrap: str, topic: str, *, owner: str, batch_size: int, linger_ms: int | None
 ) -> _BenchRelay:
-    producer = TimedSendProducer(await started_producer(bootstrap, topic, client_id=owner))
-    return _BenchRelay(schema, producer, bootstrap=bootstrap, topic=topic, owner=owner, batch_size=batch_size)
+    producer = TimedSendProducer(
+        await started_producer(bootstrap, topic, client_id=owner, linger_ms=relay_linger(linger_ms))
+    )
+    return _BenchRelay(
+        schema,
+        producer,
+        bootstrap=bootstrap,
+        topic=topic,
+        owner=owner,
+        batch_size=batch_size,
+        linger_ms=linger_ms,
+    )
 
 
 def _merged(all_phases: Sequence[PhaseTimes]) -> PhaseTimes:
@@ -222,7 +277,14 @@ def _merged(all_phases: Sequence[PhaseTimes]) -> PhaseTimes:
 
 
 async def run_relay(
-    schema: BenchSchema, bootstrap: str, topic: str, *, batch_size: int, rows: int, relays: int = 1
+    schema: BenchSchema,
+    bootstrap: str,
+    topic: str,
+    *,
+    batch_size: int,
+    rows: int,
+    relays: int = 1,
+    linger_ms: int | None = None,
 ) -> RelayRun:
     """Drain `schema`'s pre-filled outbox with `relays` concurrent relays (one event loop, one process)."""
     bench_relays: list[_BenchRelay] = []
@@ -230,7 +292,9 @@ async def run_relay(
         for index in range(relays):
             owner = f"bench-relay-{batch_size}-{index}"
             bench_relays.append(
-                await _start_relay(schema, bootstrap, topic, owner=owner, batch_size=batch_size)
+                await _start_relay(
+                    schema, bootstrap, topic, owner=owner, batch_size=batch_size, linger_ms=linger_ms
+                )
             )
         claim_plan = await explain_claim(bench_relays[0].relay, schema, "bench-explain", batch_size)
         watch = Stopwatch().start()
@@ -246,6 +310,7 @@ async def run_relay(
     return RelayRun(
         batch_size=batch_size,
         relays=relays,
+        producer_linger_ms=linger_ms,
         rows=rows,
         published=sum(d.published for d in drained),
         failed=sum(d.failed for d in drained),

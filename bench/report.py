@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from bench.enqueue import EnqueueResult
 from bench.leases import CONCURRENT_WORKERS, LeaseRun
-from bench.produce import ProduceResult
+from bench.produce import RawBaseline
 from bench.relay_latency import PacedRun
 from bench.relay_profile import RelayProfile
 from bench.relay_throughput import RelayRun
@@ -16,6 +16,7 @@ from bench.table import Cell, render_table
 __all__ = [
     "RELAY_GOAL_EVENTS_PER_SECOND",
     "RELAY_GOAL_RAW_RATIO",
+    "best_shipped",
     "enqueue_table",
     "goal_lines",
     "lease_tables",
@@ -38,26 +39,28 @@ def _pcts(latency: Latency) -> list[Cell]:
 
 
 def _relay_label(run: RelayRun) -> str:
-    suffix = f" x{run.relays} relays" if run.relays > 1 else ""
-    return f"relay batch={run.batch_size}{suffix}"
+    relays = f" x{run.relays} relays" if run.relays > 1 else ""
+    linger = f" linger={run.producer_linger_ms}ms" if run.producer_linger_ms is not None else ""
+    return f"relay batch={run.batch_size}{relays}{linger}"
 
 
 def _share(part: float, whole: float) -> str:
     return f"{part:,.2f} ({100 * _ratio(part, whole):.0f}%)"
 
 
-def relay_tables(raw: ProduceResult, raw_delivered: int, runs: Sequence[tuple[RelayRun, int]]) -> str:
+def relay_tables(raw: RawBaseline, runs: Sequence[tuple[RelayRun, int]]) -> str:
     rows: list[list[Cell]] = [
         [
-            "raw produce",
-            raw.messages,
-            raw_delivered,
-            raw.wall_seconds,
-            raw.events_per_second,
-            "1.00",
-            raw.cpu_seconds,
-            _ratio(raw.cpu_seconds, raw.wall_seconds),
+            f"raw produce ({label})",
+            result.messages,
+            gained,
+            result.wall_seconds,
+            result.events_per_second,
+            f"{_ratio(result.events_per_second, raw.events_per_second):.2f}",
+            result.cpu_seconds,
+            _ratio(result.cpu_seconds, result.wall_seconds),
         ]
+        for label, result, gained in raw.runs
     ]
     for run, delivered in runs:
         rows.append(
@@ -73,7 +76,8 @@ def relay_tables(raw: ProduceResult, raw_delivered: int, runs: Sequence[tuple[Re
             ]
         )
     throughput = render_table(
-        "(a) Outbox relay vs raw aiokafka produce (same messages; idempotent producer, acks=all)",
+        "(a) Outbox relay vs raw aiokafka produce (same messages; idempotent producer, acks=all; "
+        "vs raw = against the mean of the raw runs)",
         ["variant", "events", "kafka +msgs", "wall s", "events/s", "vs raw", "py CPU s", "CPU/wall"],
         rows,
     )
@@ -119,11 +123,22 @@ def relay_tables(raw: ProduceResult, raw_delivered: int, runs: Sequence[tuple[Re
             for run, _ in runs
         ],
     )
-    return "\n\n".join([throughput, latency, breakdown])
+    plans = "\n".join(
+        f"claim plan on the full backlog, {_relay_label(run)}: {run.claim_plan.execution_ms:.1f} ms, "
+        f"{run.claim_plan.nodes}"
+        for run, _ in runs
+    )
+    return "\n\n".join([throughput, latency, breakdown, plans])
 
 
-def goal_lines(raw: ProduceResult, runs: Sequence[RelayRun]) -> list[str]:
-    best = max(runs, key=lambda r: r.events_per_second)
+def best_shipped(runs: Sequence[RelayRun]) -> RelayRun:
+    """The fastest drain with the platform's settings as shipped (what-if runs excluded)."""
+    shipped = [r for r in runs if r.producer_linger_ms is None] or list(runs)
+    return max(shipped, key=lambda r: r.events_per_second)
+
+
+def goal_lines(raw: RawBaseline, runs: Sequence[RelayRun]) -> list[str]:
+    best = best_shipped(runs)
     ratio = _ratio(best.events_per_second, raw.events_per_second)
     rate_met = best.events_per_second >= RELAY_GOAL_EVENTS_PER_SECOND
     ratio_met = ratio >= RELAY_GOAL_RAW_RATIO
@@ -132,6 +147,12 @@ def goal_lines(raw: ProduceResult, runs: Sequence[RelayRun]) -> list[str]:
         f"({_relay_label(best)}): {'met' if rate_met else 'NOT met'}",
         f"goal: relay >= {RELAY_GOAL_RAW_RATIO:.0%} of raw produce -> {ratio:.2f}: "
         f"{'met' if ratio_met else 'NOT met'}",
+        *(
+            f"what-if (not shipped), {_relay_label(r)}: {r.events_per_second:,.0f} events/s, "
+            f"{_ratio(r.events_per_second, raw.events_per_second):.2f} of raw"
+            for r in runs
+            if r.producer_linger_ms is not None
+        ),
     ]
 
 

@@ -35,7 +35,7 @@ async def read_topic(
 
 def producer_factory(bootstrap: str, client_id: str = "test-relay"):  # type: ignore[no-untyped-def]
     async def factory() -> AIOKafkaProducer:
-        return await start_producer(bootstrap, client_id=client_id)
+        return await start_producer(bootstrap, client_id=client_id, linger_ms=0)
 
     return factory
 

@@ -16,6 +16,7 @@ from aiokafka.partitioner import murmur2
 __all__ = ["create_consumer", "partition_for_key", "start_producer"]
 
 PRODUCER_LINGER_MS = 5
+RELAY_PRODUCER_LINGER_MS = 0
 PRODUCER_REQUEST_TIMEOUT_MS = 10_000
 PRODUCER_MAX_BATCH_BYTES = 256 * 1024
 CONSUMER_SESSION_TIMEOUT_MS = 10_000
@@ -23,14 +24,20 @@ CONSUMER_HEARTBEAT_INTERVAL_MS = 3_000
 CONSUMER_MAX_POLL_RECORDS = 500
 
 
-async def start_producer(bootstrap: str, *, client_id: str) -> AIOKafkaProducer:
-    """Create and start an idempotent producer. Raises aiokafka's KafkaConnectionError if unreachable."""
+async def start_producer(
+    bootstrap: str, *, client_id: str, linger_ms: int = PRODUCER_LINGER_MS
+) -> AIOKafkaProducer:
+    """Create and start an idempotent producer. Raises aiokafka's KafkaConnectionError if unreachable.
+
+    `linger_ms` trades latency for batching; a caller that awaits every acknowledgement before sending more
+    (the outbox relay) gains nothing from lingering and should pass 0.
+    """
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap,
         client_id=client_id,
         acks="all",
         enable_idempotence=True,
-        linger_ms=PRODUCER_LINGER_MS,
+        linger_ms=linger_ms,
         request_timeout_ms=PRODUCER_REQUEST_TIMEOUT_MS,
         max_batch_size=PRODUCER_MAX_BATCH_BYTES,
     )

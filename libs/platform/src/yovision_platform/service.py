@@ -34,7 +34,7 @@ from prometheus_client import CollectorRegistry
 
 from yovision_platform.db import DbConnection, Identifier, create_pool
 from yovision_platform.errors import ConfigError, PlatformError
-from yovision_platform.kafka import start_producer
+from yovision_platform.kafka import RELAY_PRODUCER_LINGER_MS, start_producer
 from yovision_platform.logging import configure_logging
 from yovision_platform.metrics import build_info, create_registry, render_latest
 from yovision_platform.migrations import SchemaPlan, migrate, preflight
@@ -144,7 +144,9 @@ def _add_outbox_relay(ctx: ServiceContext) -> None:
 
     async def producer_factory():  # type: ignore[no-untyped-def]
         return await start_producer(
-            settings.kafka_bootstrap, client_id=f"{ctx.spec.name}-{settings.instance_id}"
+            settings.kafka_bootstrap,
+            client_id=f"{ctx.spec.name}-{settings.instance_id}",
+            linger_ms=RELAY_PRODUCER_LINGER_MS,
         )
 
     relay = OutboxRelay(
