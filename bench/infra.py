@@ -16,12 +16,12 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from yovision_platform.db import Identifier, create_pool
+from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.migrations import SchemaPlan, migrate
 
 __all__ = ["BENCH_TOPIC_PARTITIONS", "BenchSchema", "Stack", "bench_schema", "bench_topic", "ensure_stack"]
@@ -42,33 +42,14 @@ class Stack:
     kafka_bootstrap: str
 
 
-def _read_env_file(path: Path) -> dict[str, str]:
-    values: dict[str, str] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if "=" in line and not line.lstrip().startswith("#"):
-            key, _, value = line.partition("=")
-            values[key.strip()] = value.strip().strip('"')
-    return values
-
-
 def ensure_stack() -> Stack:
     """Start (or reuse) PostgreSQL and Kafka through the same script `make up` uses."""
     if os.environ.get(STACK_STARTED_ENV) != "1":
         subprocess.run(
             ["bash", str(STACK_SCRIPT), "up", "pg", "kafka"], check=True, cwd=REPO_ROOT, stdout=sys.stderr
         )
-    env = _read_env_file(STACK_ENV_FILE)
-    dsn_file = Path(env["YOVISION_PG_ADMIN_DSN_FILE"])
-    return Stack(
-        admin_dsn=dsn_file.read_text(encoding="utf-8").strip(),
-        kafka_bootstrap=env["YOVISION_KAFKA_BOOTSTRAP"],
-    )
-
-
-def _runtime_dsn(admin_dsn: str, role: str, password: str) -> str:
-    parts = urlsplit(admin_dsn)
-    netloc = f"{role}:{password}@{parts.hostname or '127.0.0.1'}:{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    local = LocalStack.load(STACK_ENV_FILE.parent)
+    return Stack(admin_dsn=local.admin_dsn, kafka_bootstrap=local.kafka_bootstrap)
 
 
 @dataclass(frozen=True)
@@ -96,7 +77,7 @@ async def bench_schema(stack: Stack, *, purpose: str) -> AsyncIterator[BenchSche
     try:
         await migrate(admin, plan, runtime_password=password)
         pool = await create_pool(
-            _runtime_dsn(stack.admin_dsn, plan.runtime_role, password),
+            runtime_dsn(stack.admin_dsn, plan.runtime_role, password),
             application_name=f"bench-{purpose}",
             max_size=BENCH_POOL_MAX_SIZE,
         )

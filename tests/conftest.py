@@ -19,36 +19,19 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from yovision_platform.db import Identifier
+from yovision_platform.localstack import LocalStack, runtime_dsn
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-@dataclass(frozen=True)
-class Stack:
-    admin_dsn: str
-    kafka_bootstrap: str
-    mediamtx_api_url: str
-
-
-def _read_env_file(path: Path) -> dict[str, str]:
-    values = {}
-    for line in path.read_text().splitlines():
-        if "=" in line and not line.lstrip().startswith("#"):
-            key, _, value = line.partition("=")
-            values[key.strip()] = value.strip().strip('"')
-    return values
+Stack = LocalStack
 
 
 @pytest.fixture(scope="session")
 def stack() -> Stack:
     if os.environ.get("YOVISION_STACK_STARTED") != "1":
         subprocess.run(["bash", str(REPO_ROOT / "infra/scripts/stack.sh"), "up"], check=True, cwd=REPO_ROOT)
-    env = _read_env_file(REPO_ROOT / ".local/stack.env")
-    return Stack(
-        admin_dsn=Path(env["YOVISION_PG_ADMIN_DSN_FILE"]).read_text().strip(),
-        kafka_bootstrap=env["YOVISION_KAFKA_BOOTSTRAP"],
-        mediamtx_api_url=env["YOVISION_MEDIAMTX_API_URL"],
-    )
+    return LocalStack.load(REPO_ROOT / ".local")
 
 
 @pytest.fixture
@@ -80,13 +63,7 @@ async def drop_schema_and_roles(admin: asyncpg.Connection, schema: str) -> None:
             await admin.execute(f'DROP ROLE "{role}"')
 
 
-def runtime_dsn_for(admin_dsn: str, role: str, password: str) -> str:
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(admin_dsn)
-    host = parts.hostname or "127.0.0.1"
-    netloc = f"{role}:{password}@{host}:{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+runtime_dsn_for = runtime_dsn
 
 
 @pytest.fixture
