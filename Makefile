@@ -14,7 +14,7 @@ FROM ?=
 MAX ?=
 
 .PHONY: help setup up down status logs topics secrets kafka-topics kafka-console-consumer \
-	kafka-console-producer kafka-consumer-groups consume lint typecheck test bench clean distclean
+	kafka-console-producer kafka-consumer-groups consume dev-token lint typecheck test bench clean distclean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-24s %s\n", $$1, $$2}'
@@ -68,6 +68,12 @@ consume: ## Print a topic's Avro events as JSON: TOPIC=... [FROM=beginning] [MAX
 	$(if $(TOPIC),,$(error TOPIC=<topic> is required))
 	$(PY) -m yovision_platform.tools.consume --topic $(TOPIC) $(if $(filter beginning,$(FROM)),--from-beginning) \
 		$(if $(MAX),--max $(MAX)) $(ARGS)
+
+dev-token: ## Mint a local dev JWT for a service's API: SERVICE=signal-watcher SUB=alice [PERMS="signal:read"]
+	$(if $(SERVICE),,$(error SERVICE=<service> is required))
+	$(if $(SUB),,$(error SUB=<user id> is required))
+	@$(PY) -m yovision_platform.tools.devtoken --audience $(SERVICE) --sub $(SUB) $(foreach p,$(PERMS),--perm $(p)) \
+		--key-file "$$(sed -n 's/^[A-Z]*_AUTH_JWT_KEY_FILE=//p' .local/env/$(SERVICE).env)"
 
 lint: ## ruff check + ruff format --check
 	.venv/bin/ruff check .

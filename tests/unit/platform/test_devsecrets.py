@@ -38,3 +38,20 @@ def test_regenerating_keeps_existing_passwords(tmp_path: Path) -> None:
     generate(local)
     after = {p.name: p.read_text() for p in (local / "secrets").glob("*-runtime.dsn")}
     assert before == after and len(before) == len(LOCAL_SERVICES)
+
+
+def test_service_specific_secrets_are_generated_once_and_shared_where_needed(tmp_path: Path) -> None:
+    local = make_stack(tmp_path)
+    generate(local)
+    sense_env = (local / "env" / "sense-reconciler.env").read_text()
+    bell_env = (local / "env" / "bell-receiver.env").read_text()
+    relay_key = local / "secrets" / "bell-relay-dev-1.key"
+    assert f"SENSE_BELL_KEY_FILE={relay_key}" in sense_env
+    assert f"""BELL_RELAY_KEY_FILES='{{"relay-dev-1":"{relay_key}"}}'""" in bell_env
+    assert len(bytes.fromhex(relay_key.read_text().strip())) == 32
+    for service in LOCAL_SERVICES:
+        key = local / "secrets" / f"{service.schema}-jwt.key"
+        assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    before = relay_key.read_text()
+    generate(local)
+    assert relay_key.read_text() == before

@@ -43,6 +43,47 @@ def _write_private(path: Path, content: str) -> None:
     os.chmod(path, 0o600)
 
 
+DEV_JWT_ISSUER = "yovision-dev"
+BELL_RELAY_KEY_ID = "relay-dev-1"
+
+
+def _ensure_secret(path: Path, make: str) -> bool:
+    """Write `make` to `path` (0600) unless the file exists; True when written."""
+    if path.exists():
+        return False
+    _write_private(path, make + "\n")
+    return True
+
+
+def _extra_secrets(local_dir: Path, service: LocalService) -> tuple[list[str], list[Path]]:
+    """Service-specific secret files and the env lines naming them (all keys: hex of 32 random bytes)."""
+    secret_dir = local_dir / "secrets"
+    p = service.env_prefix
+    jwt_key = secret_dir / f"{service.schema}-jwt.key"
+    files = {jwt_key: secrets.token_hex(32)}
+    lines = [f"{p}AUTH_JWT_KEY_FILE={jwt_key}", f"{p}AUTH_JWT_ISSUER={DEV_JWT_ISSUER}"]
+    relay_key = secret_dir / f"bell-{BELL_RELAY_KEY_ID}.key"
+    if service.schema == "sense":
+        api_token = secret_dir / "sense-api.token"
+        files[api_token] = secrets.token_urlsafe(32)
+        files[relay_key] = secrets.token_hex(32)
+        lines += [
+            f"{p}API_TOKEN_FILE={api_token}",
+            f"{p}BELL_KEY_FILE={relay_key}",
+            f"{p}BELL_KEY_ID={BELL_RELAY_KEY_ID}",
+        ]
+    if service.schema == "bell":
+        files[relay_key] = secrets.token_hex(32)
+        # single-quoted: the env file is sourced by bash, and the value is JSON
+        lines.append(f"""{p}RELAY_KEY_FILES='{{"{BELL_RELAY_KEY_ID}":"{relay_key}"}}'""")
+    if service.schema == "signal":
+        aes_key = secret_dir / "signal-secrets-aes.key"
+        files[aes_key] = secrets.token_hex(32)
+        lines.append(f"{p}SECRETS_AES_KEY_FILE={aes_key}")
+    written = [path for path, value in files.items() if _ensure_secret(path, value)]
+    return lines, written
+
+
 def generate(local_dir: Path) -> list[Path]:
     stack = LocalStack.load(local_dir)
     written: list[Path] = []
@@ -61,6 +102,11 @@ def generate(local_dir: Path) -> list[Path]:
             f"{p}KAFKA_BOOTSTRAP={stack.kafka_bootstrap}",
             f"{p}DATABASE_DSN_FILE={dsn_file}",
         ]
+        if service.schema in ("sense", "orphan"):
+            env_lines.append(f"{p}MEDIAMTX_API_URL={stack.mediamtx_api_url}")
+        extra_lines, extra_files = _extra_secrets(local_dir, service)
+        env_lines += extra_lines
+        written += extra_files
         env_file = local_dir / "env" / f"{service.name}.env"
         _write_private(env_file, "\n".join(env_lines) + "\n")
         # The admin DSN goes only to `migrate` (infra/scripts/services.sh), never to `serve`.

@@ -1,0 +1,183 @@
+"""Bearer-token identity for the services' HTTP APIs.
+
+Two kinds of bearer token:
+
+- **JWT (HS256)** for user-facing APIs: a `TokenVerifier` holds a key read from a file (>= 32 bytes), and
+  accepts only HS256 tokens with `sub`, `exp`, `iat`, the configured `iss` and `aud`; `perm` is an optional
+  list of permission strings (e.g. `signal:read`). `mint` exists for dev tooling and tests.
+- **Static service token** for operator/service-to-service APIs (e.g. Sense's Control API): a
+  `StaticBearerToken` read from a file, compared in constant time.
+
+Every failure is the same `AuthError` (`unauthorized`): the response never says which check failed.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import jwt
+from fastapi import Depends, Request
+from fastapi.responses import JSONResponse
+
+from yovision_platform.errors import PlatformError
+from yovision_platform.settings import read_secret_file
+from yovision_platform.signing import MIN_KEY_BYTES, load_key_file
+
+__all__ = [
+    "AuthError",
+    "Forbidden",
+    "Identity",
+    "StaticBearerToken",
+    "TokenVerifier",
+    "auth_error_response",
+    "bearer_token",
+    "install_auth_error_handlers",
+]
+
+JWT_ALGORITHM = "HS256"
+JWT_LEEWAY_SECONDS = 30
+JWT_MAX_TTL_SECONDS = 24 * 3600
+MIN_STATIC_TOKEN_CHARS = 32
+SUBJECT_PATTERN = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
+PERMISSION_PATTERN = re.compile(r"[a-z][a-z0-9_-]{0,31}:[a-z][a-z0-9_-]{0,31}")
+
+
+class AuthError(PlatformError):
+    """No valid bearer token. Uniform on purpose."""
+
+    code = "unauthorized"
+
+
+class Forbidden(PlatformError):
+    """A valid identity without the permission the endpoint requires."""
+
+    code = "forbidden"
+
+
+@dataclass(frozen=True)
+class Identity:
+    subject: str
+    permissions: frozenset[str]
+
+    def require(self, permission: str) -> None:
+        if permission not in self.permissions:
+            raise Forbidden()
+
+
+class TokenVerifier:
+    def __init__(self, key: bytes, *, issuer: str, audience: str) -> None:
+        if len(key) < MIN_KEY_BYTES:
+            raise ValueError(f"JWT key must be at least {MIN_KEY_BYTES} bytes")
+        self._key = key
+        self._issuer = issuer
+        self._audience = audience
+
+    @classmethod
+    def from_key_file(
+        cls, path: str | os.PathLike[str], setting_name: str, *, issuer: str, audience: str
+    ) -> TokenVerifier:
+        return cls(load_key_file(path, setting_name), issuer=issuer, audience=audience)
+
+    def verify(self, token: str, *, now: float | None = None) -> Identity:
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                self._key,
+                algorithms=[JWT_ALGORITHM],
+                issuer=self._issuer,
+                audience=self._audience,
+                leeway=JWT_LEEWAY_SECONDS,
+                options={"require": ["sub", "exp", "iat", "iss", "aud"], "verify_iat": True},
+            )
+        except jwt.PyJWTError:
+            raise AuthError() from None
+        issued, expires = claims["iat"], claims["exp"]
+        current = time.time() if now is None else now
+        if not isinstance(issued, int | float) or not isinstance(expires, int | float):
+            raise AuthError()
+        if expires - issued > JWT_MAX_TTL_SECONDS or expires + JWT_LEEWAY_SECONDS < current:
+            raise AuthError()
+        subject = claims["sub"]
+        permissions = claims.get("perm", [])
+        if not isinstance(subject, str) or SUBJECT_PATTERN.fullmatch(subject) is None:
+            raise AuthError()
+        if not isinstance(permissions, list) or not all(
+            isinstance(p, str) and PERMISSION_PATTERN.fullmatch(p) for p in permissions
+        ):
+            raise AuthError()
+        return Identity(subject, frozenset(permissions))
+
+    def mint(
+        self,
+        subject: str,
+        permissions: Iterable[str] = (),
+        *,
+        ttl_seconds: int = 3600,
+        now: float | None = None,
+    ) -> str:
+        if not 1 <= ttl_seconds <= JWT_MAX_TTL_SECONDS:
+            raise ValueError(f"ttl_seconds must be within 1..{JWT_MAX_TTL_SECONDS}")
+        issued = int(time.time() if now is None else now)
+        claims = {
+            "sub": subject,
+            "iss": self._issuer,
+            "aud": self._audience,
+            "iat": issued,
+            "exp": issued + ttl_seconds,
+            "perm": sorted(set(permissions)),
+        }
+        return jwt.encode(claims, self._key, algorithm=JWT_ALGORITHM)
+
+
+class StaticBearerToken:
+    """One shared secret token (>= 32 characters) from a file, compared in constant time."""
+
+    def __init__(self, token: str) -> None:
+        if len(token) < MIN_STATIC_TOKEN_CHARS:
+            raise ValueError(f"static bearer token must be at least {MIN_STATIC_TOKEN_CHARS} characters")
+        self._token = token.encode()
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], setting_name: str) -> StaticBearerToken:
+        return cls(read_secret_file(path, setting_name, min_bytes=MIN_STATIC_TOKEN_CHARS).get_secret_value())
+
+    def verify(self, presented: str) -> None:
+        if not hmac.compare_digest(presented.encode(), self._token):
+            raise AuthError()
+
+
+def bearer_token(request: Request) -> str:
+    """The token of an `Authorization: Bearer <token>` header; AuthError otherwise."""
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token or " " in token.strip():
+        raise AuthError()
+    return token.strip()
+
+
+BearerToken = Annotated[str, Depends(bearer_token)]
+
+
+def auth_error_response(exc: PlatformError) -> JSONResponse:
+    """401 for AuthError (with the challenge header), 403 for Forbidden; body is only the stable code."""
+    if isinstance(exc, Forbidden):
+        return JSONResponse({"error": exc.code}, status_code=403)
+    return JSONResponse({"error": "unauthorized"}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+
+
+def install_auth_error_handlers(app: Any) -> None:
+    """Map AuthError/Forbidden raised anywhere in a FastAPI app to their uniform responses."""
+
+    async def handle(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, PlatformError)
+        return auth_error_response(exc)
+
+    handler: Callable[[Request, Exception], Awaitable[JSONResponse]] = handle
+    app.add_exception_handler(AuthError, handler)
+    app.add_exception_handler(Forbidden, handler)
