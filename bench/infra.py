@@ -22,7 +22,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from yovision_platform.db import Identifier, create_pool
 from yovision_platform.localstack import LocalStack, runtime_dsn
-from yovision_platform.migrations import SchemaPlan, migrate
+from yovision_platform.migrations import SchemaPlan, drop, migrate
 
 __all__ = ["BENCH_TOPIC_PARTITIONS", "BenchSchema", "Stack", "bench_schema", "bench_topic", "ensure_stack"]
 
@@ -60,14 +60,6 @@ class BenchSchema:
     pool: asyncpg.Pool
 
 
-async def _drop_schema_and_roles(admin: asyncpg.Connection, plan: SchemaPlan) -> None:
-    await admin.execute(f"DROP SCHEMA IF EXISTS {plan.schema.quoted} CASCADE")
-    for role in (plan.runtime_role, plan.owner_role):
-        if await admin.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", str(role)):
-            await admin.execute(f"DROP OWNED BY {role.quoted} CASCADE")
-            await admin.execute(f"DROP ROLE {role.quoted}")
-
-
 @contextlib.asynccontextmanager
 async def bench_schema(stack: Stack, *, purpose: str) -> AsyncIterator[BenchSchema]:
     """A fresh `bench_<hex>` schema, its roles and a runtime pool; all dropped on exit."""
@@ -87,7 +79,7 @@ async def bench_schema(stack: Stack, *, purpose: str) -> AsyncIterator[BenchSche
             await pool.close()
     finally:
         try:
-            await _drop_schema_and_roles(admin, plan)
+            await drop(admin, plan)
         finally:
             await admin.close()
 

@@ -20,6 +20,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, runtime_dsn
+from yovision_platform.migrations import SchemaPlan, drop
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,11 +57,9 @@ class MigratedSchema:
 
 
 async def drop_schema_and_roles(admin: asyncpg.Connection, schema: str) -> None:
-    await admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-    for role in (f"{schema}_app", f"{schema}_owner"):
-        if await admin.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", role):
-            await admin.execute(f'DROP OWNED BY "{role}" CASCADE')
-            await admin.execute(f'DROP ROLE "{role}"')
+    await drop(
+        admin, SchemaPlan(Identifier(schema), Identifier(f"{schema}_owner"), Identifier(f"{schema}_app"), ())
+    )
 
 
 runtime_dsn_for = runtime_dsn

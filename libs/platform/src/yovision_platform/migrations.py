@@ -31,6 +31,7 @@ __all__ = [
     "PLATFORM_TRACK",
     "Migration",
     "SchemaPlan",
+    "drop",
     "load_migrations",
     "migrate",
     "platform_migrations",
@@ -39,6 +40,8 @@ __all__ = [
 
 PLATFORM_TRACK = "platform"
 SERVICE_TRACK = "service"
+# One advisory lock for every schema's migrate and drop: both touch shared catalogs (roles, the database ACL).
+MIGRATION_LOCK_NAME = "yovision:migrate"
 _FILE_PATTERN = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
@@ -170,7 +173,7 @@ async def migrate(
     async with admin.transaction():
         # One lock for every schema: role and database grants touch shared catalogs, and concurrent GRANTs on
         # one database fail with "tuple concurrently updated". Migrations are rare; serializing them is free.
-        await admin.execute("SELECT pg_advisory_xact_lock(hashtextextended('yovision:migrate', 0))")
+        await admin.execute(f"SELECT pg_advisory_xact_lock(hashtextextended('{MIGRATION_LOCK_NAME}', 0))")
         await _prepare_schema(admin, plan, runtime_password)
         await admin.execute(f"SET LOCAL ROLE {plan.owner_role.quoted}")
         await admin.execute(f"SET LOCAL search_path = {plan.schema.quoted}")
@@ -209,6 +212,17 @@ async def migrate(
             )
             applied_now.append(migration)
     return applied_now
+
+
+async def drop(admin: DbConnection, plan: SchemaPlan) -> None:
+    """Remove the schema and both roles (tests, benchmarks, decommissioning). Irreversible."""
+    async with admin.transaction():
+        await admin.execute(f"SELECT pg_advisory_xact_lock(hashtextextended('{MIGRATION_LOCK_NAME}', 0))")
+        await admin.execute(f"DROP SCHEMA IF EXISTS {plan.schema.quoted} CASCADE")
+        for role in (plan.runtime_role, plan.owner_role):
+            if await admin.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", str(role)):
+                await admin.execute(f"DROP OWNED BY {role.quoted} CASCADE")
+                await admin.execute(f"DROP ROLE {role.quoted}")
 
 
 async def preflight(runtime: DbConnection, plan: SchemaPlan) -> None:
