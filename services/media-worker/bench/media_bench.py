@@ -1,0 +1,241 @@
+"""Benchmark: transcode wall time through the service vs the same ffmpeg commands run directly, and the
+chunked upload throughput of a large file with the API process's peak RSS.
+
+    .venv/bin/python services/media-worker/bench/media_bench.py [--video-seconds 20] [--upload-mib 1024]
+
+Runs `media-worker serve` (the real composition root) as a child process on a fresh schema of the local
+stack with its own storage folder, both removed afterwards. Transcode: a lavfi test video is uploaded, and
+the time from the upload's response to status `done` (polled every 50 ms) is compared with running the
+three ffmpeg commands of `OUTPUTS` directly, in the same run (goal: ratio <= 1.1). Upload: a file of
+`--upload-mib` MiB in 20 MiB chunks (4 in flight), then `complete`; throughput includes the merge. Peak RSS
+is the API process's VmHWM (it must stay far below the file size).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import asyncpg
+import httpx
+
+from media_worker.adapters.ffmpeg import OUTPUTS
+from media_worker.domain.limits import CHUNK_MAX_BYTES, MIB
+from yovision_platform.auth import TokenVerifier
+from yovision_platform.db import Identifier
+from yovision_platform.localstack import LocalStack, runtime_dsn
+from yovision_platform.migrations import SchemaPlan, migrate
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+MIGRATIONS = REPO_ROOT / "services/media-worker/src/media_worker/migrations"
+GOAL_RATIO = 1.1
+UPLOAD_CONCURRENCY = 4
+SERVE = (
+    "import dataclasses, os, sys\n"
+    "from media_worker.entrypoints.main import SPEC\n"
+    "from yovision_platform.service import main\n"
+    "sys.exit(main(dataclasses.replace(SPEC, schema=os.environ['BENCH_MEDIA_SCHEMA']), ['serve']))\n"
+)
+
+
+def private_file(path: Path, content: str) -> Path:
+    path.write_text(content)
+    path.chmod(0o600)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def make_video(path: Path, seconds: int) -> None:
+    subprocess.run(
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-loglevel",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            f"testsrc=duration={seconds}:size=640x360:rate=25",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-pix_fmt",
+            "yuv420p",
+            str(path),
+        ],
+        check=True,
+    )
+
+
+def direct_transcode_seconds(video: Path, work: Path) -> float:
+    started = time.monotonic()
+    for spec in OUTPUTS:
+        subprocess.run(
+            [
+                "ffmpeg",
+                "-nostdin",
+                "-hide_banner",
+                "-loglevel",
+                "error",
+                "-y",
+                "-i",
+                str(video),
+                *spec.args,
+                str(work / spec.file_name),
+            ],
+            check=True,
+        )
+    return time.monotonic() - started
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def wait_done(pool: asyncpg.Pool, schema: str, material_id: str) -> None:
+    while True:
+        status = await pool.fetchval(
+            f'SELECT status FROM "{schema}".materials WHERE id = $1', uuid.UUID(material_id)
+        )
+        if status in ("done", "failed"):
+            if status == "failed":
+                raise RuntimeError("transcode failed")
+            return
+        await asyncio.sleep(0.05)
+
+
+async def run(video_seconds: int, upload_mib: int) -> None:
+    stack = LocalStack.load(REPO_ROOT / ".local")
+    schema = Identifier(f"bench_media_{uuid.uuid4().hex[:8]}")
+    password = secrets.token_urlsafe(24)
+    plan = SchemaPlan.for_service(schema, MIGRATIONS)
+    admin = await asyncpg.connect(stack.admin_dsn)
+    work = Path(tempfile.mkdtemp(prefix="media-bench-"))
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        await migrate(admin, plan, runtime_password=password)
+        dsn = runtime_dsn(stack.admin_dsn, plan.runtime_role, password)
+        key = secrets.token_hex(32)
+        port = free_port()
+        env = {
+            **os.environ,
+            "BENCH_MEDIA_SCHEMA": schema,
+            "MEDIA_HTTP_PORT": str(port),
+            "MEDIA_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
+            "MEDIA_DATABASE_DSN_FILE": str(private_file(work / "runtime.dsn", dsn + "\n")),
+            "MEDIA_AUTH_JWT_KEY_FILE": str(private_file(work / "jwt.key", key + "\n")),
+            "MEDIA_AUTH_JWT_ISSUER": "bench",
+            "MEDIA_OUTBOX_RELAY_ENABLED": "false",
+            "MEDIA_STORAGE_DIR": str(work / "storage"),
+            "MEDIA_CAPABILITY_FILE": str(work / "capability"),
+            "MEDIA_LOG_LEVEL": "WARNING",
+        }
+        video = work / "video.mp4"
+        make_video(video, video_seconds)
+        (work / "direct").mkdir()
+        direct = direct_transcode_seconds(video, work / "direct")
+        proc = await asyncio.to_thread(
+            subprocess.Popen, [sys.executable, "-c", SERVE], env=env, cwd=REPO_ROOT
+        )
+        token = TokenVerifier(bytes.fromhex(key), issuer="bench", audience="media-worker").mint("bench-user")
+        headers = {"Authorization": f"Bearer {token}"}
+        base = f"http://127.0.0.1:{port}"
+        pool = await asyncpg.create_pool(dsn, min_size=1, max_size=2)
+        assert pool is not None
+        async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120) as http:
+            for _ in range(200):
+                try:
+                    if (await http.get("/readyz")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                await asyncio.sleep(0.1)
+            data = video.read_bytes()
+            files = {"file": ("video.mp4", data, "video/mp4")}
+            started = time.monotonic()
+            response = await http.post("/v1/materials", files=files)
+            response.raise_for_status()
+            await wait_done(pool, schema, response.json()["material_id"])
+            service = time.monotonic() - started
+            # direct again after the service run, so that both see the same machine load
+            direct = (direct + direct_transcode_seconds(video, work / "direct")) / 2
+
+            total = upload_mib * MIB
+            chunk = os.urandom(CHUNK_MAX_BYTES)
+            init = await http.post(
+                "/v1/uploads",
+                json={"upload_key": "bench", "total_bytes": total, "chunk_bytes": CHUNK_MAX_BYTES},
+            )
+            init.raise_for_status()
+            session = init.json()
+            indexes = iter(range(session["chunk_count"]))
+            started = time.monotonic()
+
+            async def sender() -> None:
+                for index in indexes:
+                    size = min(CHUNK_MAX_BYTES, total - index * CHUNK_MAX_BYTES)
+                    put = await http.put(
+                        f"/v1/uploads/{session['session_id']}/chunks/{index}", content=chunk[:size]
+                    )
+                    put.raise_for_status()
+
+            await asyncio.gather(*(sender() for _ in range(UPLOAD_CONCURRENCY)))
+            (await http.post(f"/v1/uploads/{session['session_id']}/complete")).raise_for_status()
+            upload_seconds = time.monotonic() - started
+            rss = peak_rss_mib(proc.pid)
+        await pool.close()
+        ratio = service / direct
+        verdict = "met" if ratio <= GOAL_RATIO else "NOT met"
+        print(
+            f"transcode ({video_seconds} s 640x360 video): direct ffmpeg {direct:.2f} s (mean of before and "
+            f"after), through the service {service:.2f} s, ratio {ratio:.2f} "
+            f"(goal <= {GOAL_RATIO}: {verdict})"
+        )
+        print(
+            f"chunked upload of {upload_mib} MiB ({session['chunk_count']} chunks, "
+            f"{UPLOAD_CONCURRENCY} in flight, incl. merge): {upload_seconds:.1f} s = "
+            f"{upload_mib / upload_seconds:.0f} MiB/s; "
+            f"API process peak RSS {rss:.0f} MiB"
+        )
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(30)
+        await admin.execute(f"DROP SCHEMA IF EXISTS {schema.quoted} CASCADE")
+        for role in (plan.runtime_role, plan.owner_role):
+            if await admin.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", role):
+                await admin.execute(f"DROP OWNED BY {role.quoted} CASCADE")
+                await admin.execute(f"DROP ROLE {role.quoted}")
+        await admin.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--video-seconds", type=int, default=20)
+    parser.add_argument("--upload-mib", type=int, default=1024)
+    args = parser.parse_args()
+    asyncio.run(run(args.video_seconds, args.upload_mib))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Adapters of media-worker: storage, PostgreSQL repositories, ffmpeg."""

@@ -1,0 +1,193 @@
+"""Storage of sources, chunks and outputs behind a small port; `LocalStorage` keeps them in a folder.
+
+Keys are relative paths made by this service only (`sources/<material>/source`, never caller input).
+Every write goes to a unique `*.partial` file next to its target, is fsynced, then renamed into place, so a
+reader never sees half a file and concurrent attempts never share a file. A failed write removes only its
+own partial file. Nothing here deletes a source: there is no operation that could.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import shutil
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from media_worker.domain.errors import MediaError
+
+__all__ = ["COPY_BUFFER_BYTES", "FreeSpaceProbe", "LocalStorage", "Storage", "StoredFile", "source_key"]
+
+COPY_BUFFER_BYTES = 1024 * 1024
+
+FreeSpaceProbe = Callable[[], int | None]
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    key: str
+    size_bytes: int
+    sha256: str
+
+
+def source_key(material_id: uuid.UUID) -> str:
+    return f"sources/{material_id}/source"
+
+
+class Storage(Protocol):
+    def free_bytes(self) -> int | None: ...
+
+    async def write_chunk(
+        self,
+        session_id: uuid.UUID,
+        index: int,
+        body: AsyncIterator[bytes],
+        *,
+        expected_bytes: int,
+        expected_sha256: str | None,
+    ) -> None: ...
+
+    def has_chunk(self, session_id: uuid.UUID, index: int) -> bool: ...
+
+    async def merge_chunks(self, session_id: uuid.UUID, chunk_count: int, key: str) -> StoredFile: ...
+
+    async def remove_chunks(self, session_id: uuid.UUID) -> None: ...
+
+    async def write_stream(self, key: str, body: AsyncIterator[bytes]) -> StoredFile: ...
+
+    async def put_file(self, local_file: Path, key: str) -> StoredFile: ...
+
+    def local_path(self, key: str) -> Path: ...
+
+    def work_dir(self, name: str) -> Path: ...
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _unlink_quietly(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+class LocalStorage:
+    """Files under `root`. `free_space_probe` returns free bytes or None when unknown (default: statvfs)."""
+
+    def __init__(self, root: Path, free_space_probe: FreeSpaceProbe | None = None) -> None:
+        self.root = root.resolve()
+        self._probe = free_space_probe or self._disk_free
+
+    def _disk_free(self) -> int | None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            return shutil.disk_usage(self.root).free
+        except OSError:
+            return None
+
+    def free_bytes(self) -> int | None:
+        return self._probe()
+
+    def local_path(self, key: str) -> Path:
+        path = (self.root / key).resolve()
+        if not path.is_relative_to(self.root):
+            raise ValueError("storage key escapes the storage root")
+        return path
+
+    def work_dir(self, name: str) -> Path:
+        path = self.local_path(f"work/{name}")
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def _chunk_path(self, session_id: uuid.UUID, index: int) -> Path:
+        return self.local_path(f"chunks/{session_id}/{index:06d}.chunk")
+
+    def has_chunk(self, session_id: uuid.UUID, index: int) -> bool:
+        return self._chunk_path(session_id, index).is_file()
+
+    async def _write_partial(
+        self, target: Path, body: AsyncIterator[bytes], limit_bytes: int | None = None
+    ) -> tuple[Path, int, str]:
+        """Stream `body` into a unique partial file next to `target`, fsynced; the caller renames it."""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f"{target.name}.{uuid.uuid4().hex}.partial")
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with partial.open("xb") as out:
+                async for piece in body:
+                    size += len(piece)
+                    if limit_bytes is not None and size > limit_bytes:
+                        raise MediaError("chunk_size_mismatch")
+                    digest.update(piece)
+                    out.write(piece)
+                out.flush()
+                await asyncio.to_thread(os.fsync, out.fileno())
+        except BaseException:
+            _unlink_quietly(partial)
+            raise
+        return partial, size, digest.hexdigest()
+
+    async def _commit(self, partial: Path, target: Path) -> None:
+        os.replace(partial, target)
+        await asyncio.to_thread(_fsync_dir, target.parent)
+
+    async def write_chunk(
+        self,
+        session_id: uuid.UUID,
+        index: int,
+        body: AsyncIterator[bytes],
+        *,
+        expected_bytes: int,
+        expected_sha256: str | None,
+    ) -> None:
+        target = self._chunk_path(session_id, index)
+        partial, size, sha = await self._write_partial(target, body, limit_bytes=expected_bytes)
+        try:
+            if size != expected_bytes:
+                raise MediaError("chunk_size_mismatch")
+            if expected_sha256 is not None and sha != expected_sha256.lower():
+                raise MediaError("chunk_checksum_mismatch")
+            await self._commit(partial, target)
+        finally:
+            _unlink_quietly(partial)
+
+    async def merge_chunks(self, session_id: uuid.UUID, chunk_count: int, key: str) -> StoredFile:
+        paths = [self._chunk_path(session_id, i) for i in range(chunk_count)]
+
+        async def pieces() -> AsyncIterator[bytes]:
+            for path in paths:
+                with path.open("rb") as chunk:
+                    while piece := await asyncio.to_thread(chunk.read, COPY_BUFFER_BYTES):
+                        yield piece
+
+        return await self.write_stream(key, pieces())
+
+    async def remove_chunks(self, session_id: uuid.UUID) -> None:
+        await asyncio.to_thread(shutil.rmtree, self.local_path(f"chunks/{session_id}"), True)
+
+    async def write_stream(self, key: str, body: AsyncIterator[bytes]) -> StoredFile:
+        target = self.local_path(key)
+        partial, size, sha = await self._write_partial(target, body)
+        try:
+            await self._commit(partial, target)
+        finally:
+            _unlink_quietly(partial)
+        return StoredFile(key, size, sha)
+
+    async def put_file(self, local_file: Path, key: str) -> StoredFile:
+        async def pieces() -> AsyncIterator[bytes]:
+            with local_file.open("rb") as source:
+                while piece := await asyncio.to_thread(source.read, COPY_BUFFER_BYTES):
+                    yield piece
+
+        return await self.write_stream(key, pieces())

@@ -1,0 +1,94 @@
+"""Every upload and storage limit of SPEC section 6, with its unit in its name, and the checks using them.
+
+`Limits` carries the values the service layer uses; its defaults are the SPEC values. Tests inject smaller
+values so that real files stay tiny; the defaults' boundaries are tested in pure unit tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from media_worker.domain.errors import MediaError
+
+__all__ = [
+    "CHUNKED_REQUIRED_FROM_BYTES",
+    "CHUNK_MAX_BYTES",
+    "CHUNK_SLOTS_RETRY_AFTER_SECONDS",
+    "CHUNK_SLOT_WAIT_SECONDS",
+    "FREE_SPACE_SAFETY_MARGIN_BYTES",
+    "GIB",
+    "MAX_CONCURRENT_CHUNK_WRITES",
+    "MERGE_HEADROOM_BYTES",
+    "MIB",
+    "PLAIN_UPLOAD_MAX_BYTES",
+    "PROTECTION_WINDOW",
+    "SOURCE_MAX_BYTES",
+    "Limits",
+]
+
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+
+PLAIN_UPLOAD_MAX_BYTES = 128 * MIB  # whole multipart request, checked from Content-Length before parsing
+CHUNKED_REQUIRED_FROM_BYTES = 5 * MIB  # a source of this size or more must use the chunked upload
+CHUNK_MAX_BYTES = 20 * MIB
+SOURCE_MAX_BYTES = 10 * GIB  # logical source size of a chunked upload
+MAX_CONCURRENT_CHUNK_WRITES = 8
+CHUNK_SLOT_WAIT_SECONDS = 5.0  # bounded wait for a chunk slot, then 429
+CHUNK_SLOTS_RETRY_AFTER_SECONDS = 2  # Retry-After header value of that 429
+FREE_SPACE_SAFETY_MARGIN_BYTES = 2 * GIB  # at init, on top of chunks + merged file
+MERGE_HEADROOM_BYTES = 2 * GIB  # at merge: merged size + this must be free
+PROTECTION_WINDOW = timedelta(days=15)  # the source location is never exposed during this window
+
+
+@dataclass(frozen=True)
+class Limits:
+    plain_upload_max_bytes: int = PLAIN_UPLOAD_MAX_BYTES
+    chunked_required_from_bytes: int = CHUNKED_REQUIRED_FROM_BYTES
+    chunk_max_bytes: int = CHUNK_MAX_BYTES
+    source_max_bytes: int = SOURCE_MAX_BYTES
+    max_concurrent_chunk_writes: int = MAX_CONCURRENT_CHUNK_WRITES
+    chunk_slot_wait_seconds: float = CHUNK_SLOT_WAIT_SECONDS
+    free_space_safety_margin_bytes: int = FREE_SPACE_SAFETY_MARGIN_BYTES
+    merge_headroom_bytes: int = MERGE_HEADROOM_BYTES
+
+    def check_plain_request_length(self, content_length: str | None) -> int:
+        """The declared length of a plain upload request, refused before any byte is parsed."""
+        if content_length is None or not content_length.isascii() or not content_length.isdigit():
+            raise MediaError("length_required")
+        length = int(content_length)
+        if length > self.plain_upload_max_bytes:
+            raise MediaError("request_too_large")
+        return length
+
+    def check_plain_source_size(self, size_bytes: int) -> None:
+        """Called while streaming: a plain source must stay below the chunked threshold."""
+        if size_bytes >= self.chunked_required_from_bytes:
+            raise MediaError("chunked_upload_required")
+
+    def check_source_size(self, total_bytes: int) -> None:
+        if total_bytes < 1:
+            raise MediaError("invalid_layout")
+        if total_bytes > self.source_max_bytes:
+            raise MediaError("source_too_large")
+
+    def check_chunk_size(self, chunk_bytes: int) -> None:
+        if chunk_bytes < 1:
+            raise MediaError("invalid_layout")
+        if chunk_bytes > self.chunk_max_bytes:
+            raise MediaError("chunk_too_large")
+
+    def check_init_free_space(self, total_bytes: int, free_bytes: int | None) -> None:
+        """Room for every chunk, the merged file and the safety margin; unknown free space is a refusal."""
+        if free_bytes is None:
+            raise MediaError("free_space_unknown")
+        if free_bytes < 2 * total_bytes + self.free_space_safety_margin_bytes:
+            raise MediaError("insufficient_storage")
+
+    def check_merge_free_space(self, total_bytes: int, free_bytes: int | None) -> None:
+        """Before merging: "merged size + headroom" must be free; unknown free space is a refusal."""
+        if free_bytes is None:
+            raise MediaError("free_space_unknown")
+        if free_bytes < total_bytes + self.merge_headroom_bytes:
+            raise MediaError("insufficient_storage")

@@ -1,0 +1,271 @@
+"""HTTP API of media-worker: uploads, material status, outputs, retry, drain.
+
+Identity comes from a verified bearer JWT (audience `media-worker`); a user sees only materials and upload
+sessions of its own subject (anything else is `not_found`). The drain endpoints need the `media:drain`
+permission. Error bodies are `{"error": <stable code>}` only.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import asyncpg
+from fastapi import APIRouter, Depends, FastAPI, Query, Request
+from fastapi.responses import FileResponse, JSONResponse
+from pydantic import BaseModel, Field
+
+from media_worker.adapters.repository import MediaRepository
+from media_worker.adapters.storage import Storage
+from media_worker.domain.drain import drain_verdict
+from media_worker.domain.errors import MediaError
+from media_worker.domain.limits import CHUNK_SLOTS_RETRY_AFTER_SECONDS
+from media_worker.domain.material import source_exposable
+from media_worker.entrypoints.multipart import file_part_stream
+from media_worker.service_layer.activity import Activity
+from media_worker.service_layer.metrics import MediaMetrics
+from media_worker.service_layer.uploads import UploadService, UploadSession
+from yovision_platform.auth import BearerToken, Identity, TokenVerifier, install_auth_error_handlers
+
+__all__ = ["DRAIN_PERMISSION", "MediaApi", "install_routes", "openapi_document", "router"]
+
+DRAIN_PERMISSION = "media:drain"
+DRAINING_RETRY_AFTER_SECONDS = 30
+MERGE_RETRY_AFTER_SECONDS = 5
+OUTPUT_FILES = {"cover": "image/jpeg", "preview_720p": "video/mp4", "clip_10s": "video/mp4"}
+OUTPUT_COLUMNS = {"cover": "cover_ref", "preview_720p": "preview_ref", "clip_10s": "clip_ref"}
+
+
+@dataclass
+class MediaApi:
+    pool: asyncpg.Pool
+    repo: MediaRepository
+    storage: Storage
+    uploads: UploadService
+    activity: Activity
+    verifier: TokenVerifier
+    instance_id: str
+    capability_file: Path
+    metrics: MediaMetrics | None = None
+    job_queued: Callable[[], None] | None = None  # wakes this instance's transcode worker
+
+
+class InitUpload(BaseModel):
+    upload_key: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$")
+    total_bytes: int = Field(ge=1)
+    chunk_bytes: int = Field(ge=1)
+    title: str = Field(default="", max_length=200)
+    content_type: str | None = Field(default=None, max_length=100)
+
+
+def _session_view(session: UploadSession) -> dict[str, Any]:
+    layout = session.layout
+    missing = layout.missing(session.received)
+    return {
+        "session_id": str(session.session_id),
+        "state": session.state,
+        "total_bytes": layout.total_bytes,
+        "chunk_bytes": layout.chunk_bytes,
+        "chunk_count": layout.chunk_count,
+        "received": sorted(session.received),
+        "missing": missing,
+        "material_id": str(session.material_id) if session.state == "completed" else None,
+    }
+
+
+def _material_view(row: dict[str, Any]) -> dict[str, Any]:
+    view = {
+        "material_id": str(row["id"]),
+        "title": row["title"],
+        "status": row["status"],
+        "progress": row["progress"],
+        "error_code": row["error_code"],
+        "size_bytes": row["size_bytes"],
+        "outputs": sorted(kind for kind, column in OUTPUT_COLUMNS.items() if row[column] is not None),
+        "created_at": row["created_at"].isoformat(),
+        "protection_until": row["protection_until"].isoformat(),
+    }
+    # The source location stays hidden during the protection window; status and progress never are.
+    view["source_key"] = row["source_path"] if source_exposable(row["created_at"], row["db_now"]) else None
+    return view
+
+
+def read_capability(path: Path) -> str | None:
+    """The instance id of the capability file, or None when missing or malformed (= unknown)."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = document.get("instance_id") if isinstance(document, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _api(request: Request) -> MediaApi:
+    api: MediaApi = request.app.state.media_api
+    return api
+
+
+Api = Annotated[MediaApi, Depends(_api)]
+router = APIRouter()
+
+
+def _identity(api: Api, token: BearerToken) -> Identity:
+    return api.verifier.verify(token)
+
+
+User = Annotated[Identity, Depends(_identity)]
+
+
+def _operator(user: User) -> Identity:
+    user.require(DRAIN_PERMISSION)
+    return user
+
+
+Operator = Annotated[Identity, Depends(_operator)]
+
+
+@router.post("/v1/materials", status_code=201)
+async def upload_plain(
+    api: Api, request: Request, user: User, title: str = Query("", max_length=200)
+) -> dict[str, Any]:
+    """Plain multipart upload (one part named `file`); the declared length is checked before parsing."""
+    api.uploads.limits.check_plain_request_length(request.headers.get("content-length"))
+    api.activity.refuse_if_draining()
+    body: AsyncIterator[bytes] = file_part_stream(request.headers.get("content-type"), request.stream())
+    material_id = await api.uploads.upload_plain(user.subject, title, None, body)
+    return {"material_id": str(material_id), "status": "pending"}
+
+
+@router.post("/v1/uploads", status_code=201)
+async def init_upload(api: Api, spec: InitUpload, user: User) -> dict[str, Any]:
+    session = await api.uploads.init(
+        user.subject, spec.upload_key, spec.total_bytes, spec.chunk_bytes, spec.title, spec.content_type
+    )
+    return _session_view(session)
+
+
+@router.get("/v1/uploads/{session_id}")
+async def upload_state(api: Api, session_id: uuid.UUID, user: User) -> dict[str, Any]:
+    return _session_view(await api.uploads.session(user.subject, session_id))
+
+
+@router.put("/v1/uploads/{session_id}/chunks/{index}")
+async def put_chunk(
+    api: Api, session_id: uuid.UUID, index: int, request: Request, user: User
+) -> dict[str, Any]:
+    """Raw chunk body; it must be exactly the layout's size for `index` (optional `X-Chunk-Sha256`)."""
+    declared = request.headers.get("content-length")
+    session = await api.uploads.put_chunk(
+        user.subject,
+        session_id,
+        index,
+        int(declared) if declared is not None and declared.isdigit() else None,
+        request.stream(),
+        request.headers.get("x-chunk-sha256"),
+    )
+    return _session_view(session)
+
+
+@router.post("/v1/uploads/{session_id}/complete")
+async def complete_upload(api: Api, session_id: uuid.UUID, user: User) -> dict[str, Any]:
+    material_id = await api.uploads.complete(user.subject, session_id)
+    return {"material_id": str(material_id)}
+
+
+async def _own_material(api: MediaApi, material_id: uuid.UUID, user: Identity) -> dict[str, Any]:
+    async with api.pool.acquire() as conn:
+        row = await api.repo.get_material(conn, material_id, user.subject)
+    if row is None:
+        raise MediaError("not_found")
+    return dict(row)
+
+
+@router.get("/v1/materials/{material_id}")
+async def material_status(api: Api, material_id: uuid.UUID, user: User) -> dict[str, Any]:
+    return _material_view(await _own_material(api, material_id, user))
+
+
+@router.get("/v1/materials/{material_id}/outputs/{kind}", response_model=None)
+async def material_output(api: Api, material_id: uuid.UUID, kind: str, user: User) -> FileResponse:
+    """Streams one output (`cover`, `preview_720p`, `clip_10s`) from the storage."""
+    if kind not in OUTPUT_COLUMNS:
+        raise MediaError("not_found")
+    ref = (await _own_material(api, material_id, user))[OUTPUT_COLUMNS[kind]]
+    if ref is None:
+        raise MediaError("not_found")
+    return FileResponse(api.storage.local_path(ref), media_type=OUTPUT_FILES[kind])
+
+
+@router.post("/v1/materials/{material_id}/retry", status_code=202)
+async def retry_material(api: Api, material_id: uuid.UUID, user: User) -> dict[str, Any]:
+    await _own_material(api, material_id, user)
+    async with api.pool.acquire() as conn, conn.transaction():
+        retried = await api.repo.retry_failed(conn, material_id, user.subject)
+    if not retried:
+        raise MediaError("not_retryable")
+    if api.job_queued is not None:
+        api.job_queued()
+    return {"material_id": str(material_id), "status": "pending"}
+
+
+async def drain_report(api: MediaApi) -> dict[str, Any]:
+    capability = read_capability(api.capability_file)
+    work = api.activity.snapshot()
+    verdict = drain_verdict(api.instance_id, capability, api.activity.draining, work)
+    return {
+        "instance_id": api.instance_id,
+        "capability_instance_id": capability,
+        "draining": api.activity.draining,
+        "active_jobs": work.jobs,
+        "active_uploads": work.uploads,
+        "active_merges": work.merges,
+        "safe_to_stop": verdict.safe_to_stop,
+        "reason": verdict.reason,
+    }
+
+
+@router.post("/internal/drain")
+async def request_drain(api: Api, _: Operator) -> dict[str, Any]:
+    """Stop taking new jobs and uploads; in-flight work finishes."""
+    api.activity.draining = True
+    async with api.pool.acquire() as conn:
+        await api.repo.set_draining(conn, api.instance_id)
+    return await drain_report(api)
+
+
+@router.get("/internal/drain")
+async def drain_state(api: Api, _: Operator) -> dict[str, Any]:
+    return await drain_report(api)
+
+
+def install_routes(app: FastAPI, api: MediaApi) -> None:
+    install_auth_error_handlers(app)
+
+    async def media_error(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, MediaError)
+        if api.metrics is not None:
+            api.metrics.refusals.labels(code=exc.code).inc()
+        headers = {}
+        if exc.code == "chunk_slots_busy":
+            headers["Retry-After"] = str(CHUNK_SLOTS_RETRY_AFTER_SECONDS)
+        elif exc.code == "merge_in_progress":
+            headers["Retry-After"] = str(MERGE_RETRY_AFTER_SECONDS)
+        elif exc.code == "draining":
+            headers["Retry-After"] = str(DRAINING_RETRY_AFTER_SECONDS)
+        return JSONResponse({"error": exc.code}, status_code=exc.status, headers=headers)
+
+    app.add_exception_handler(MediaError, media_error)
+
+    app.state.media_api = api
+    app.include_router(router)
+
+
+def openapi_document(version: str) -> dict[str, Any]:
+    """The OpenAPI document of the served API (published as schemas/openapi/media-worker.v1.json)."""
+    app = FastAPI(title="media-worker", version=version)
+    app.include_router(router)
+    return app.openapi()

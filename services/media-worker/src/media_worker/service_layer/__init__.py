@@ -1,0 +1,1 @@
+"""Use cases of media-worker: uploads, transcodes, drain."""

@@ -1,0 +1,212 @@
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import secrets
+import subprocess
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from media_worker.adapters.ffmpeg import FfmpegTools
+from media_worker.adapters.repository import MediaRepository
+from media_worker.adapters.storage import FreeSpaceProbe, LocalStorage
+from media_worker.domain.limits import MIB, Limits
+from media_worker.entrypoints.api import DRAIN_PERMISSION, MediaApi, install_routes
+from media_worker.service_layer.activity import Activity
+from media_worker.service_layer.events import EventWriter
+from media_worker.service_layer.transcoder import TranscodeWorker, WorkerTiming
+from media_worker.service_layer.uploads import UploadService
+from tests.conftest import MigratedSchema, Stack, drop_schema_and_roles, runtime_dsn_for, unique_name
+from yovision_platform.auth import TokenVerifier
+from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.db import Identifier
+from yovision_platform.migrations import SchemaPlan, migrate
+from yovision_platform.outbox import Outbox
+
+MIGRATIONS = Path(__file__).resolve().parents[3] / "services/media-worker/src/media_worker/migrations"
+INSTANCE = "media-test-a"
+# Small limits so that real files stay tiny; the SPEC defaults are tested in tests/unit/media_worker.
+TEST_LIMITS = Limits(
+    plain_upload_max_bytes=4096,
+    chunked_required_from_bytes=2048,
+    chunk_max_bytes=1024,
+    source_max_bytes=8 * 1024,
+    max_concurrent_chunk_writes=2,
+    chunk_slot_wait_seconds=0.3,
+    free_space_safety_margin_bytes=1000,
+    merge_headroom_bytes=1000,
+)
+# The same, but letting a small generated video through the plain upload.
+VIDEO_LIMITS = replace(TEST_LIMITS, plain_upload_max_bytes=64 * MIB, chunked_required_from_bytes=32 * MIB)
+PLENTY_FREE_BYTES = 10 * MIB
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="session")
+def sample_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2 s 320x240 test video made by ffmpeg's lavfi test source."""
+    path = tmp_path_factory.mktemp("video") / "sample.mp4"
+    subprocess.run(
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-loglevel",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=duration=2:size=320x240:rate=15",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-pix_fmt",
+            "yuv420p",
+            str(path),
+        ],
+        check=True,
+    )
+    return path
+
+
+DROP_ATTEMPTS = 5
+
+
+@pytest.fixture
+async def media_schema(stack: Stack, admin_conn: asyncpg.Connection) -> AsyncIterator[MigratedSchema]:
+    """A migrated unique schema, dropped afterwards. The drop is retried: other test runs on the same
+    cluster grant and revoke database privileges concurrently (`tuple concurrently updated`)."""
+    name = Identifier(unique_name("t"))
+    password = secrets.token_urlsafe(24)
+    plan = SchemaPlan.for_service(name, MIGRATIONS)
+    try:
+        await migrate(admin_conn, plan, runtime_password=password)
+        yield MigratedSchema(
+            name=name,
+            runtime_role=plan.runtime_role,
+            runtime_password=password,
+            runtime_dsn=runtime_dsn_for(stack.admin_dsn, plan.runtime_role, password),
+        )
+    finally:
+        for attempt in range(DROP_ATTEMPTS):
+            try:
+                await drop_schema_and_roles(admin_conn, name)
+                break
+            except asyncpg.InternalServerError:
+                if attempt == DROP_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(0.2 * (attempt + 1))
+
+
+@pytest.fixture
+async def pool(media_schema: MigratedSchema) -> AsyncIterator[asyncpg.Pool]:
+    created = await asyncpg.create_pool(media_schema.runtime_dsn, min_size=1, max_size=8)
+    assert created is not None
+    yield created
+    await created.close()
+
+
+@dataclass
+class FreeSpace:
+    free: int | None = PLENTY_FREE_BYTES
+
+    def __call__(self) -> int | None:
+        return self.free
+
+
+@dataclass
+class Media:
+    pool: asyncpg.Pool
+    schema: Identifier
+    repo: MediaRepository
+    storage: LocalStorage
+    free_space: FreeSpace
+    events: EventWriter
+    activity: Activity
+    uploads: UploadService
+    verifier: TokenVerifier
+    capability_file: Path
+
+    def worker(
+        self, ffmpeg: str = "ffmpeg", *, instance_id: str = INSTANCE, lease_seconds: float = 30.0
+    ) -> TranscodeWorker:
+        return TranscodeWorker(
+            self.pool,
+            self.repo,
+            self.storage,
+            self.events,
+            self.activity,
+            FfmpegTools(ffmpeg, "ffprobe"),
+            instance_id=instance_id,
+            timing=WorkerTiming(lease_seconds=lease_seconds, rescan_seconds=0.5),
+        )
+
+    def auth(self, subject: str = "user-1", *permissions: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.verifier.mint(subject, permissions)}"}
+
+    @property
+    def operator(self) -> dict[str, str]:
+        return self.auth("ops", DRAIN_PERMISSION)
+
+    async def fetchrow(self, sql: str, *args: object) -> asyncpg.Record:
+        async with self.pool.acquire() as conn:
+            row = await conn.fetchrow(sql.replace("{s}", self.schema), *args)
+        assert row is not None
+        return row
+
+    async def fetch(self, sql: str, *args: object) -> list[asyncpg.Record]:
+        async with self.pool.acquire() as conn:
+            return list(await conn.fetch(sql.replace("{s}", self.schema), *args))
+
+
+def build_media(pool: asyncpg.Pool, schema: Identifier, root: Path, limits: Limits = TEST_LIMITS) -> Media:
+    free_space = FreeSpace()
+    probe: FreeSpaceProbe = free_space
+    storage = LocalStorage(root / "storage", probe)
+    repo = MediaRepository(schema)
+    events = EventWriter(AvroSerde(SchemaRegistry.load()), Outbox(schema))
+    activity = Activity()
+    uploads = UploadService(pool, repo, storage, events, activity, instance_id=INSTANCE, limits=limits)
+    verifier = TokenVerifier(secrets.token_bytes(32), issuer="yovision-test", audience="media-worker")
+    return Media(
+        pool, schema, repo, storage, free_space, events, activity, uploads, verifier, root / "capability"
+    )
+
+
+@pytest.fixture
+def media(pool: asyncpg.Pool, media_schema: MigratedSchema, tmp_path: Path) -> Media:
+    return build_media(pool, media_schema.name, tmp_path)
+
+
+def build_app(media: Media) -> FastAPI:
+    app = FastAPI(title="media-worker")
+    install_routes(
+        app,
+        MediaApi(
+            media.pool,
+            media.repo,
+            media.storage,
+            media.uploads,
+            media.activity,
+            media.verifier,
+            INSTANCE,
+            media.capability_file,
+        ),
+    )
+    return app
+
+
+@pytest.fixture
+async def client(media: Media) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=build_app(media))
+    async with httpx.AsyncClient(transport=transport, base_url="http://media.test") as http:
+        yield http

@@ -1,0 +1,284 @@
+"""Transcode worker with real ffmpeg/ffprobe on a small generated video, on real PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import stat
+import subprocess
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+
+from media_worker.adapters.storage import source_key
+from tests.conftest import MigratedSchema
+from tests.integration.media_worker.conftest import VIDEO_LIMITS, Media, build_media, sha256_of
+from tests.integration.media_worker.test_uploads import files_under
+
+
+@pytest.fixture
+def media(pool: asyncpg.Pool, media_schema: MigratedSchema, tmp_path: Path) -> Media:
+    return build_media(pool, media_schema.name, tmp_path, VIDEO_LIMITS)
+
+
+async def upload(media: Media, video: Path) -> uuid.UUID:
+    data = await asyncio.to_thread(video.read_bytes)
+
+    async def body() -> AsyncIterator[bytes]:
+        yield data
+
+    return await media.uploads.upload_plain("user-1", "sample", "video/mp4", body())
+
+
+def script(path: Path, text: str) -> str:
+    path.write_text("#!/bin/sh\n" + text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def probe(path: Path) -> dict[str, object]:
+    out = subprocess.run(
+        ["ffprobe", "-v", "error", "-print_format", "json", "-show_format", "-show_streams", str(path)],
+        check=True,
+        capture_output=True,
+    ).stdout
+    parsed: dict[str, object] = json.loads(out)
+    return parsed
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    return status != "Z"
+
+
+async def event_types(media: Media) -> list[str]:
+    return [r["event_type"] for r in await media.fetch("SELECT event_type FROM {s}.outbox ORDER BY id")]
+
+
+async def test_a_job_produces_verified_cover_preview_and_clip_and_keeps_the_source(
+    media: Media, sample_video: Path
+) -> None:
+    material_id = await upload(media, sample_video)
+    source = media.storage.local_path(source_key(material_id))
+    digest = sha256_of(source)
+    assert await media.worker().run_once() is True
+    row = await media.fetchrow("SELECT * FROM {s}.materials WHERE id = $1", material_id)
+    assert (row["status"], row["progress"], row["error_code"]) == ("done", 100, None)
+    preview = probe(media.storage.local_path(row["preview_ref"]))
+    assert [s["height"] for s in preview["streams"] if s["codec_type"] == "video"] == [720]  # type: ignore[index, union-attr]
+    clip = probe(media.storage.local_path(row["clip_ref"]))
+    assert 0 < float(clip["format"]["duration"]) <= 10.5  # type: ignore[index]
+    assert media.storage.local_path(row["cover_ref"]).stat().st_size > 0
+    assert sha256_of(source) == digest
+    assert await event_types(media) == ["MaterialUploaded", "TranscodeStarted", "TranscodeCompleted"]
+    job = await media.fetchrow("SELECT * FROM {s}.transcode_jobs WHERE material_id = $1", material_id)
+    assert (job["state"], job["attempt"], job["lease_owner"]) == ("done", 1, None)
+    assert files_under(media.storage.root / "work") == []
+    assert await media.worker().run_once() is False
+
+
+async def test_completion_fills_only_output_fields_that_are_still_empty(
+    media: Media, sample_video: Path
+) -> None:
+    material_id = await upload(media, sample_video)
+    async with media.pool.acquire() as conn:
+        await conn.execute(
+            f"UPDATE {media.schema}.materials SET cover_ref = 'outputs/x/cover.jpg' WHERE id = $1",
+            material_id,
+        )
+    await media.worker().run_once()
+    row = await media.fetchrow("SELECT * FROM {s}.materials WHERE id = $1", material_id)
+    assert row["status"] == "done"
+    assert row["cover_ref"] == "outputs/x/cover.jpg"
+    assert row["preview_ref"] is not None
+
+
+async def test_missing_ffmpeg_fails_with_a_stable_code_and_keeps_the_source(
+    media: Media, sample_video: Path, tmp_path: Path
+) -> None:
+    material_id = await upload(media, sample_video)
+    source = media.storage.local_path(source_key(material_id))
+    await media.worker(str(tmp_path / "no-such-ffmpeg")).run_once()
+    row = await media.fetchrow("SELECT * FROM {s}.materials WHERE id = $1", material_id)
+    assert (row["status"], row["error_code"], row["preview_ref"]) == ("failed", "ffmpeg_missing", None)
+    assert sha256_of(source) == sha256_of(sample_video)
+    assert await event_types(media) == ["MaterialUploaded", "TranscodeStarted", "TranscodeFailed"]
+
+
+async def test_a_broken_output_is_a_failure_never_done(
+    media: Media, sample_video: Path, tmp_path: Path
+) -> None:
+    material_id = await upload(media, sample_video)
+    # exits 0 but writes garbage to the output file (the last argument)
+    broken = script(tmp_path / "ffmpeg-broken", 'for last; do :; done\necho garbage > "$last"\n')
+    await media.worker(broken).run_once()
+    row = await media.fetchrow("SELECT * FROM {s}.materials WHERE id = $1", material_id)
+    assert (row["status"], row["error_code"]) == ("failed", "cover_invalid")
+    assert media.storage.local_path(source_key(material_id)).is_file()
+
+
+async def test_a_failed_material_can_be_retried_and_then_succeeds(
+    media: Media, sample_video: Path, tmp_path: Path
+) -> None:
+    material_id = await upload(media, sample_video)
+    await media.worker(str(tmp_path / "missing")).run_once()
+    async with media.pool.acquire() as conn, conn.transaction():
+        assert await media.repo.retry_failed(conn, material_id, "user-1")
+    await media.worker().run_once()
+    row = await media.fetchrow(
+        "SELECT m.status, j.attempt FROM {s}.materials m JOIN {s}.transcode_jobs j ON j.material_id = m.id"
+    )
+    assert (row["status"], row["attempt"]) == ("done", 2)
+
+
+async def _start_slow(
+    media: Media, sample_video: Path, tmp_path: Path, **kwargs: float
+) -> tuple[uuid.UUID, asyncio.Task[bool], Path]:
+    material_id = await upload(media, sample_video)
+    pid_file = tmp_path / "ffmpeg.pid"
+    slow = script(tmp_path / "ffmpeg-slow", f"echo $$ > {pid_file}\nexec sleep 60\n")
+    task = asyncio.ensure_future(media.worker(slow, **kwargs).run_once())
+    for _ in range(100):
+        if pid_file.exists() and pid_file.read_text().strip():
+            break
+        await asyncio.sleep(0.05)
+    return material_id, task, pid_file
+
+
+async def test_a_stolen_lease_kills_ffmpeg_and_writes_nothing(
+    media: Media, sample_video: Path, tmp_path: Path
+) -> None:
+    material_id, task, pid_file = await _start_slow(media, sample_video, tmp_path, lease_seconds=3.0)
+    pid = int(pid_file.read_text())
+    assert alive(pid)
+    async with media.pool.acquire() as conn:
+        await conn.execute(
+            f"UPDATE {media.schema}.transcode_jobs SET lease_owner = 'thief', lease_token = gen_random_uuid()"
+        )
+    assert await asyncio.wait_for(task, 10) is True
+    assert not alive(pid)
+    row = await media.fetchrow("SELECT * FROM {s}.materials WHERE id = $1", material_id)
+    assert row["status"] == "processing"
+    assert (row["cover_ref"], row["preview_ref"], row["clip_ref"]) == (None, None, None)
+    job = await media.fetchrow("SELECT * FROM {s}.transcode_jobs")
+    assert (job["state"], job["lease_owner"]) == ("running", "thief")
+    assert await event_types(media) == ["MaterialUploaded", "TranscodeStarted"]
+    assert media.storage.local_path(source_key(material_id)).is_file()
+
+
+async def test_a_worker_paused_past_its_lease_is_fenced_and_a_successor_finishes(
+    media: Media, sample_video: Path, tmp_path: Path
+) -> None:
+    material_id, task, pid_file = await _start_slow(media, sample_video, tmp_path, lease_seconds=3.0)
+    pid = int(pid_file.read_text())
+    # As if the worker had been paused: its lease expires without a renewal; another instance claims it.
+    async with media.pool.acquire() as conn:
+        await conn.execute(
+            f"UPDATE {media.schema}.transcode_jobs SET lease_expires_at = now() - interval '1 second'"
+        )
+    successor = media.worker(instance_id="media-test-b")
+    await asyncio.wait_for(task, 10)
+    assert not alive(pid)
+    assert await successor.run_once() is True
+    row = await media.fetchrow("SELECT * FROM {s}.materials WHERE id = $1", material_id)
+    assert row["status"] == "done"
+    job = await media.fetchrow("SELECT * FROM {s}.transcode_jobs")
+    assert (job["state"], job["attempt"]) == ("done", 2)
+    assert await event_types(media) == [
+        "MaterialUploaded",
+        "TranscodeStarted",
+        "TranscodeStarted",
+        "TranscodeCompleted",
+    ]
+
+
+async def test_start_up_recovery_picks_up_a_job_abandoned_by_a_dead_instance(
+    media: Media, sample_video: Path
+) -> None:
+    material_id = await upload(media, sample_video)
+    async with media.pool.acquire() as conn:
+        await conn.execute(
+            f"""UPDATE {media.schema}.transcode_jobs SET state = 'running', attempt = 1, lease_owner = 'dead',
+                   lease_token = gen_random_uuid(), lease_expires_at = now() - interval '1 second'"""
+        )
+        await conn.execute(f"UPDATE {media.schema}.materials SET status = 'processing', progress = 72")
+    stop = asyncio.Event()
+    runner = asyncio.ensure_future(media.worker().run(stop))
+    for _ in range(200):
+        row = await media.fetchrow("SELECT status FROM {s}.materials WHERE id = $1", material_id)
+        if row["status"] == "done":
+            break
+        await asyncio.sleep(0.05)
+    stop.set()
+    await asyncio.wait_for(runner, 10)
+    assert row["status"] == "done"
+
+
+async def test_stopping_the_worker_kills_ffmpeg_and_hands_the_job_back(
+    media: Media, sample_video: Path, tmp_path: Path
+) -> None:
+    material_id = await upload(media, sample_video)
+    pid_file = tmp_path / "ffmpeg.pid"
+    slow = script(tmp_path / "ffmpeg-slow", f"echo $$ > {pid_file}\nexec sleep 60\n")
+    stop = asyncio.Event()
+    runner = asyncio.ensure_future(media.worker(slow).run(stop))
+    for _ in range(100):
+        if pid_file.exists() and pid_file.read_text().strip():
+            break
+        await asyncio.sleep(0.05)
+    pid = int(pid_file.read_text())
+    stop.set()
+    await asyncio.wait_for(runner, 10)
+    assert not alive(pid)
+    job = await media.fetchrow("SELECT * FROM {s}.transcode_jobs")
+    assert (job["state"], job["lease_owner"]) == ("pending", None)
+    row = await media.fetchrow("SELECT status FROM {s}.materials WHERE id = $1", material_id)
+    assert row["status"] == "pending"
+    assert media.storage.local_path(source_key(material_id)).is_file()
+
+
+async def test_a_database_outage_only_waits_for_the_next_round(
+    media: Media, media_schema: MigratedSchema
+) -> None:
+    broken = await asyncpg.create_pool(media_schema.runtime_dsn, min_size=1, max_size=1)
+    assert broken is not None
+    await broken.close()
+    worker = media.worker()
+    worker.pool = broken
+    stop = asyncio.Event()
+    runner = asyncio.ensure_future(worker.run(stop))
+    await asyncio.sleep(1.2)  # more than two rescan rounds
+    assert not runner.done()
+    worker.pool = media.pool
+    stop.set()
+    await asyncio.wait_for(runner, 5)
+
+
+async def test_outputs_are_streamed_to_their_owner_once_done(
+    client: httpx.AsyncClient, media: Media, sample_video: Path
+) -> None:
+    material_id = await upload(media, sample_video)
+    early = await client.get(f"/v1/materials/{material_id}/outputs/preview_720p", headers=media.auth())
+    assert (early.status_code, early.json()) == (404, {"error": "not_found"})
+    await media.worker().run_once()
+    status = (await client.get(f"/v1/materials/{material_id}", headers=media.auth())).json()
+    assert (status["status"], status["progress"], status["outputs"]) == (
+        "done",
+        100,
+        ["clip_10s", "cover", "preview_720p"],
+    )
+    assert status["source_key"] is None
+    preview = await client.get(f"/v1/materials/{material_id}/outputs/preview_720p", headers=media.auth())
+    assert (preview.status_code, preview.headers["content-type"]) == (200, "video/mp4")
+    assert len(preview.content) > 0
+    other = await client.get(f"/v1/materials/{material_id}/outputs/cover", headers=media.auth("user-2"))
+    assert other.status_code == 404
