@@ -1,12 +1,26 @@
-"""bell-receiver settings: environment variables prefixed `BELL_`."""
+"""bell-receiver settings: environment variables prefixed `BELL_`.
+
+Besides the shared settings, Bell needs two kinds of key files and refuses to start without them:
+
+- ``BELL_RELAY_KEY_FILES``: JSON ``{"key_id": "/path/to/key"}``, the HMAC keys Sense may sign with. Several
+  key ids are allowed at once so a key can be rotated without downtime (docs/runbooks/rotating-keys.md).
+- ``BELL_AUTH_JWT_KEY_FILE`` + ``BELL_AUTH_JWT_ISSUER``: the JWT key of the notification read API.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from pydantic import Field, PrivateAttr
 from pydantic_settings import SettingsConfigDict
 
+from yovision_platform.auth import TokenVerifier
+from yovision_platform.errors import ConfigError
 from yovision_platform.settings import BaseServiceSettings, Port
+from yovision_platform.signing import KeyRing
 
 DEFAULT_HTTP_PORT = 18083
+JWT_AUDIENCE = "bell-receiver"
 
 
 class BellReceiverSettings(BaseServiceSettings):
@@ -15,3 +29,34 @@ class BellReceiverSettings(BaseServiceSettings):
     )
 
     http_port: Port = DEFAULT_HTTP_PORT
+    relay_key_files: dict[str, Path] = Field(min_length=1)
+    auth_jwt_key_file: Path
+    auth_jwt_issuer: str = Field(min_length=1, max_length=128)
+
+    _relay_keyring: KeyRing | None = PrivateAttr(default=None)
+    _token_verifier: TokenVerifier | None = PrivateAttr(default=None)
+
+    def load_secret_files(self) -> None:
+        super().load_secret_files()
+        self._relay_keyring = KeyRing.from_key_files(
+            self.relay_key_files, self.env_var_name("relay_key_files")
+        )
+        self._token_verifier = TokenVerifier.from_key_file(
+            self.auth_jwt_key_file,
+            self.env_var_name("auth_jwt_key_file"),
+            issuer=self.auth_jwt_issuer,
+            audience=JWT_AUDIENCE,
+        )
+
+    @property
+    def relay_keyring(self) -> KeyRing:
+        """The verify-only ring of Sense's relay keys (loaded by :meth:`load_secret_files`)."""
+        if self._relay_keyring is None:
+            raise ConfigError(self.env_var_name("relay_key_files"), "not_loaded", "key files not read yet")
+        return self._relay_keyring
+
+    @property
+    def token_verifier(self) -> TokenVerifier:
+        if self._token_verifier is None:
+            raise ConfigError(self.env_var_name("auth_jwt_key_file"), "not_loaded", "key file not read yet")
+        return self._token_verifier

@@ -4,19 +4,63 @@ from __future__ import annotations
 
 import importlib.metadata
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
+from bell_receiver.entrypoints.api import SERVICE_NAME, install_api
+from bell_receiver.entrypoints.consumer import ingest_worker
+from bell_receiver.entrypoints.receipt_purge import receipt_purge_worker
+from bell_receiver.metrics import BellMetrics
+from bell_receiver.service_layer.ingest import AUDIT_TOPICS, CONSUMER_GROUP
 from bell_receiver.settings import BellReceiverSettings
-from yovision_platform.service import ServiceSpec
+from yovision_platform.service import ServiceContext, ServiceSpec
 from yovision_platform.service import main as run
 
-SPEC = ServiceSpec(
-    name="bell-receiver",
-    version=importlib.metadata.version("bell-receiver"),
-    schema="bell",
-    settings_cls=BellReceiverSettings,
-    migrations_dir=Path(__file__).resolve().parent.parent / "migrations",
-)
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def build_spec(
+    schema: str = "bell", *, topics: Sequence[str] = AUDIT_TOPICS, consumer_group: str = CONSUMER_GROUP
+) -> ServiceSpec:
+    """The service; tests pass their own schema, topics and consumer group."""
+
+    async def configure(ctx: ServiceContext) -> None:
+        settings = ctx.settings
+        assert isinstance(settings, BellReceiverSettings)
+        metrics = BellMetrics.create(ctx.registry)
+        install_api(
+            ctx.app,
+            pool=ctx.pool,
+            schema=ctx.plan.schema,
+            keyring=settings.relay_keyring,
+            verifier=settings.token_verifier,
+            metrics=metrics,
+        )
+        ctx.add_worker(
+            "audit-ingest",
+            ingest_worker(
+                ctx.pool,
+                ctx.plan.schema,
+                metrics,
+                bootstrap=settings.kafka_bootstrap,
+                topics=topics,
+                consumer_group=consumer_group,
+                client_id=f"{SERVICE_NAME}-{settings.instance_id}",
+            ),
+        )
+        ctx.add_worker("receipt-purge", receipt_purge_worker(ctx.pool, ctx.plan.schema))
+
+    return ServiceSpec(
+        name=SERVICE_NAME,
+        version=importlib.metadata.version("bell-receiver"),
+        schema=schema,
+        settings_cls=BellReceiverSettings,
+        migrations_dir=MIGRATIONS_DIR,
+        configure=configure,
+    )
+
+
+SPEC = build_spec()
 
 
 def main() -> None:

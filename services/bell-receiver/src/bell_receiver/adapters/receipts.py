@@ -1,0 +1,58 @@
+"""SQL for ``audit_relay_receipts``: the stored response per (key id, nonce), kept 600 s (DB clock)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from yovision_platform.db import DbConnection, Identifier
+
+
+@dataclass(frozen=True)
+class Receipt:
+    request_digest: bytes
+    response_status: int
+    response_body: bytes
+
+
+class ReceiptStore:
+    def __init__(self, schema: Identifier) -> None:
+        s = schema.quoted
+        self._table = f"{s}.audit_relay_receipts"
+
+    async def lock(self, conn: DbConnection, key_id: str, nonce: str) -> None:
+        """Serialize concurrent requests with one (key id, nonce) until the transaction ends."""
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"bell-receipt:{key_id}:{nonce}"
+        )
+
+    async def find_live(self, conn: DbConnection, key_id: str, nonce: str) -> Receipt | None:
+        """The unexpired receipt of (key id, nonce); an expired one is deleted and ignored."""
+        await conn.execute(
+            f"DELETE FROM {self._table} WHERE key_id = $1 AND nonce = $2 AND expires_at <= now()",
+            key_id,
+            nonce,
+        )
+        row = await conn.fetchrow(
+            f"SELECT request_digest, response_status, response_body FROM {self._table}"
+            " WHERE key_id = $1 AND nonce = $2",
+            key_id,
+            nonce,
+        )
+        if row is None:
+            return None
+        return Receipt(bytes(row["request_digest"]), row["response_status"], bytes(row["response_body"]))
+
+    async def store(self, conn: DbConnection, key_id: str, nonce: str, receipt: Receipt) -> None:
+        await conn.execute(
+            f"INSERT INTO {self._table} (key_id, nonce, request_digest, response_status, response_body)"
+            " VALUES ($1, $2, $3, $4, $5)",
+            key_id,
+            nonce,
+            receipt.request_digest,
+            receipt.response_status,
+            receipt.response_body,
+        )
+
+    async def purge_expired(self, conn: DbConnection) -> int:
+        result = await conn.execute(f"DELETE FROM {self._table} WHERE expires_at <= now()")
+        return int(result.split()[-1])

@@ -1,0 +1,219 @@
+"""Device-audit facts of contract ``sense-audit-relay-v1``: formats v1 and v2, validation, digest.
+
+Pure: no I/O. The same models validate an HTTP batch item (JSON, strict) and a ``DeviceAuditRecorded``
+Kafka event (decoded Avro), so both paths of one fact yield the same canonical document and digest and
+Bell deduplicates them on ``(source_system, event_id)``.
+
+Canonical document: the validated fact with ``event_id`` as lowercase hyphenated UUID text and
+``occurred_at`` converted to UTC, ``YYYY-MM-DDTHH:MM:SS.ffffffZ``. Digest: SHA-256 of that document as
+JSON with sorted keys, no whitespace, UTF-8 (:func:`canonical_json`).
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+SOURCE_SYSTEM_SENSE = "sense"
+EVENT_TYPE_DEVICE_AUDIT = "DeviceAuditRecorded"
+
+MAX_ID_CHARS = 128
+MAX_ACTION_CHARS = 64
+MAX_ACTOR_CHARS = 128
+MAX_CHANGED_FIELDS = 64
+MAX_FIELD_NAME_CHARS = 64
+MAX_CORRELATION_ID_CHARS = 128
+MAX_CONFIG_VERSION = 2**63 - 1
+SUPPORTED_SCHEMA_VERSIONS = (1, 2)
+
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
+ACTION_PATTERN = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$"
+ACTOR_PATTERN = r"^[A-Za-z0-9._:@-]+$"
+FIELD_NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
+
+IdText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS, pattern=ID_PATTERN)]
+ActionText = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_ACTION_CHARS, pattern=ACTION_PATTERN)
+]
+ActorText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ACTOR_CHARS, pattern=ACTOR_PATTERN)]
+FieldName = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_FIELD_NAME_CHARS, pattern=FIELD_NAME_PATTERN)
+]
+CorrelationId = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_CORRELATION_ID_CHARS, pattern=ID_PATTERN)
+]
+
+
+class ItemRejectCode(enum.StrEnum):
+    """Stable per-item rejection codes. The first that applies wins, in this order: not_an_object (the item
+    is not a JSON object), missing_field (no schema_version), unsupported_schema_version (not 1 or 2),
+    missing_field, unknown_field (a field the format does not define), invalid_field (wrong type, length,
+    pattern or range), id_conflict (this event_id is stored with another digest)."""
+
+    NOT_AN_OBJECT = "not_an_object"
+    MISSING_FIELD = "missing_field"
+    UNKNOWN_FIELD = "unknown_field"
+    INVALID_FIELD = "invalid_field"
+    UNSUPPORTED_SCHEMA_VERSION = "unsupported_schema_version"
+    ID_CONFLICT = "id_conflict"
+
+
+class _FactBase(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    event_id: uuid.UUID = Field(description="Id of the fact; Bell deduplicates on (sense, event_id).")
+    occurred_at: AwareDatetime = Field(
+        description="RFC 3339 date-time with an offset (Z or +hh:mm); stored in UTC, microsecond precision."
+    )
+    tenant_id: IdText
+    site_id: IdText
+    device_id: IdText
+    action: ActionText = Field(
+        description="What happened, lowercase dotted: device.created, device.config_changed, "
+        "device.desired_state_changed, device.deleted; new actions need no new contract version."
+    )
+    actor: ActorText = Field(description="Operator or service identity; never a credential.")
+    changed_fields: Annotated[list[FieldName], Field(max_length=MAX_CHANGED_FIELDS)] = Field(
+        description="Names of the changed device fields, never their values."
+    )
+
+
+class DeviceAuditFactV1(_FactBase):
+    """A device-audit fact, format 1."""
+
+    model_config = ConfigDict(title="DeviceAuditFactV1")
+
+    schema_version: Literal[1]
+
+
+class DeviceAuditFactV2(_FactBase):
+    """A device-audit fact, format 2: format 1 plus ``config_version`` and ``correlation_id``."""
+
+    model_config = ConfigDict(title="DeviceAuditFactV2")
+
+    schema_version: Literal[2]
+    config_version: Annotated[int, Field(ge=0, le=MAX_CONFIG_VERSION)] = Field(
+        description="Device config version after the change."
+    )
+    correlation_id: CorrelationId | None = Field(
+        default=None, description="Id shared by all facts of one request; null when none."
+    )
+
+
+DeviceAuditFact = DeviceAuditFactV1 | DeviceAuditFactV2
+
+
+@dataclass(frozen=True)
+class ValidFact:
+    """A validated fact with its canonical document and digest."""
+
+    fact: DeviceAuditFact
+    document: Mapping[str, Any]
+    digest: bytes
+
+    @property
+    def event_id(self) -> uuid.UUID:
+        return self.fact.event_id
+
+
+@dataclass(frozen=True)
+class RejectedItem:
+    code: ItemRejectCode
+    event_id: uuid.UUID | None
+
+
+def canonical_timestamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def canonical_json(document: Mapping[str, Any]) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def digest_of(document: Mapping[str, Any]) -> bytes:
+    return hashlib.sha256(canonical_json(document)).digest()
+
+
+def _valid(fact: DeviceAuditFact) -> ValidFact:
+    document = fact.model_dump(mode="python")
+    document["event_id"] = str(fact.event_id)
+    document["occurred_at"] = canonical_timestamp(fact.occurred_at)
+    return ValidFact(fact, document, digest_of(document))
+
+
+_ERROR_PRIORITY = (
+    ("missing", ItemRejectCode.MISSING_FIELD),
+    ("extra_forbidden", ItemRejectCode.UNKNOWN_FIELD),
+)
+
+
+def _code_for(error: ValidationError) -> ItemRejectCode:
+    types = {e["type"] for e in error.errors(include_url=False, include_input=False)}
+    for error_type, code in _ERROR_PRIORITY:
+        if error_type in types:
+            return code
+    return ItemRejectCode.INVALID_FIELD
+
+
+def _model_for(item: Mapping[str, Any]) -> type[DeviceAuditFactV1] | type[DeviceAuditFactV2] | ItemRejectCode:
+    if "schema_version" not in item:
+        return ItemRejectCode.MISSING_FIELD
+    version = item["schema_version"]
+    if type(version) is not int or version not in SUPPORTED_SCHEMA_VERSIONS:
+        return ItemRejectCode.UNSUPPORTED_SCHEMA_VERSION
+    return DeviceAuditFactV1 if version == 1 else DeviceAuditFactV2
+
+
+def _loose_event_id(item: Mapping[str, Any]) -> uuid.UUID | None:
+    value = item.get("event_id")
+    if not isinstance(value, str):
+        return None
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None
+
+
+def validate_item(item: object) -> ValidFact | RejectedItem:
+    """Validate one batch item (already JSON-decoded). Rejection code precedence, first match wins:
+    not_an_object, missing_field (schema_version), unsupported_schema_version, missing_field,
+    unknown_field, invalid_field."""
+    if not isinstance(item, dict):
+        return RejectedItem(ItemRejectCode.NOT_AN_OBJECT, None)
+    model = _model_for(item)
+    if isinstance(model, ItemRejectCode):
+        return RejectedItem(model, _loose_event_id(item))
+    try:
+        fact = model.model_validate_json(json.dumps(item), strict=True)
+    except ValidationError as error:
+        return RejectedItem(_code_for(error), _loose_event_id(item))
+    return _valid(fact)
+
+
+def fact_from_audit_event(record: Mapping[str, Any]) -> ValidFact | RejectedItem:
+    """The fact carried by a decoded ``DeviceAuditRecorded`` event (``fact_version`` 1 or 2)."""
+    envelope = record["envelope"]
+    occurred_at = envelope["occurred_at"]
+    document: dict[str, Any] = {
+        "schema_version": record["fact_version"],
+        "event_id": str(envelope["event_id"]),
+        "occurred_at": canonical_timestamp(occurred_at) if isinstance(occurred_at, datetime) else occurred_at,
+        "tenant_id": record["tenant_id"],
+        "site_id": record["site_id"],
+        "device_id": record["device_id"],
+        "action": record["action"],
+        "actor": record["actor"],
+        "changed_fields": list(record["changed_fields"]),
+    }
+    if record["fact_version"] == 2:
+        document["config_version"] = record["config_version"]
+        document["correlation_id"] = envelope.get("correlation_id")
+    return validate_item(document)

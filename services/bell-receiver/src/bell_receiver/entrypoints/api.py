@@ -1,0 +1,164 @@
+"""Bell's HTTP API on the shell's FastAPI app, and the OpenAPI documents published under schemas/openapi/.
+
+``schemas/openapi/bell-receiver.v1.json`` is the whole app's document; ``sense-audit-relay-v1.json`` is the
+frozen relay contract cut from it (the batch path and the schemas it references, plus the signing and
+limit rules). tests/integration/bell_receiver/test_contract.py regenerates both and compares.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, cast
+
+import asyncpg
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
+
+from bell_receiver.domain.batch import (
+    BATCH_PATH,
+    CONTRACT_NAME,
+    MAX_BATCH_ITEMS,
+    MAX_BODY_BYTES,
+    MIN_BATCH_ITEMS,
+    REQUEST_DEADLINE_SECONDS,
+    AuditEventBatch,
+)
+from bell_receiver.entrypoints.http_notifications import install_notification_routes
+from bell_receiver.entrypoints.http_relay import install_relay_route
+from bell_receiver.metrics import BellMetrics
+from bell_receiver.settings import JWT_AUDIENCE
+from yovision_platform.auth import TokenVerifier
+from yovision_platform.signing import MAX_CLOCK_SKEW_SECONDS, NONCE_RECEIPT_TTL_SECONDS, KeyRing, SigningKey
+
+SERVICE_NAME = "bell-receiver"
+OPENAPI_VERSION = "1.0.0"
+REF_TEMPLATE = "#/components/schemas/{model}"
+
+RELAY_DESCRIPTION = f"""Sense pushes its device-audit facts to Bell: signed, replay-proof, idempotent.
+
+Signing (scheme v1, docs/signing.md): `signature = "v1=" + hex(HMAC-SHA256(key, canonical))` where
+canonical = METHOD, path, timestamp, nonce and hex(SHA256(body)) joined by newlines, path = the raw request
+target. Keys: at least 32 random bytes. Clock skew accepted: {MAX_CLOCK_SKEW_SECONDS} s either way. Any
+signature problem: 401 `unauthorized`, the same for every cause.
+
+Replay: Bell keeps a receipt per (key id, nonce) for {NONCE_RECEIPT_TTL_SECONDS} s. The same key, nonce and
+request (method, path, timestamp, nonce, body) gets the original response byte for byte; a different request
+with that key and nonce gets 409 `replay_conflict`.
+
+Limits: body at most {MAX_BODY_BYTES} bytes (413 `body_too_large`, checked on Content-Length and while
+streaming); {MIN_BATCH_ITEMS}..{MAX_BATCH_ITEMS} items; request deadline {REQUEST_DEADLINE_SECONDS:g} s.
+A malformed envelope is refused as a whole (400); a malformed item is rejected alone (its code in its
+result) and the other items are processed.
+
+Items: same (source_system=sense, event_id) with the same canonical digest = `duplicate`; with another
+digest = `rejected` / `id_conflict`. Canonical digest: SHA-256 of the validated fact as JSON with sorted
+keys and no whitespace, event_id lowercase, occurred_at in UTC as YYYY-MM-DDTHH:MM:SS.ffffffZ.
+Responses never echo the body, the signature or any field value except a valid event_id.
+Frozen: a change needs a new contract (sense-audit-relay-v2)."""
+
+RELAY_LIMITS = {
+    "max_body_bytes": MAX_BODY_BYTES,
+    "min_items": MIN_BATCH_ITEMS,
+    "max_items": MAX_BATCH_ITEMS,
+    "request_deadline_seconds": REQUEST_DEADLINE_SECONDS,
+    "max_clock_skew_seconds": MAX_CLOCK_SKEW_SECONDS,
+    "nonce_receipt_ttl_seconds": NONCE_RECEIPT_TTL_SECONDS,
+}
+
+
+def _validation_error(_: Request, __: Exception) -> JSONResponse:
+    """FastAPI's default 422 echoes the input; ours names only a stable code."""
+    return JSONResponse({"error": "invalid_request"}, status_code=422)
+
+
+def install_openapi(app: FastAPI) -> None:
+    """Add the manually parsed relay body's schemas to the app's OpenAPI components."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = get_openapi(title=app.title, version=app.version, routes=app.routes)
+            components = document.setdefault("components", {}).setdefault("schemas", {})
+            batch = AuditEventBatch.model_json_schema(ref_template=REF_TEMPLATE)
+            components.update(batch.pop("$defs", {}))
+            components["AuditEventBatch"] = batch
+            document["components"]["schemas"] = dict(sorted(components.items()))
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def install_api(
+    app: FastAPI,
+    *,
+    pool: asyncpg.Pool,
+    schema: str,
+    keyring: KeyRing,
+    verifier: TokenVerifier,
+    metrics: BellMetrics,
+    clock: Callable[[], float] = time.time,
+    deadline_seconds: float = REQUEST_DEADLINE_SECONDS,
+) -> None:
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    install_relay_route(
+        app,
+        pool=pool,
+        schema=schema,
+        keyring=keyring,
+        metrics=metrics,
+        clock=clock,
+        deadline_seconds=deadline_seconds,
+    )
+    install_notification_routes(app, pool=pool, schema=schema, verifier=verifier)
+    install_openapi(app)
+
+
+def service_document(version: str) -> dict[str, Any]:
+    """The app's OpenAPI document, built without a database: the routes are only declared, never called."""
+    from prometheus_client import CollectorRegistry
+
+    app = FastAPI(title=SERVICE_NAME, version=version)
+    key = b"\x00" * 32  # declaration only: no request is ever verified with this ring or verifier
+    install_api(
+        app,
+        pool=cast(asyncpg.Pool, None),
+        schema="bell",
+        keyring=KeyRing([SigningKey("openapi", key)]),
+        verifier=TokenVerifier(key, issuer="openapi", audience=JWT_AUDIENCE),
+        metrics=BellMetrics.create(CollectorRegistry()),
+    )
+    return app.openapi()
+
+
+def _refs(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        found = {node["$ref"].rsplit("/", 1)[-1]} if isinstance(node.get("$ref"), str) else set()
+        for value in node.values():
+            found |= _refs(value)
+        return found
+    if isinstance(node, list):
+        return set().union(*(_refs(v) for v in node)) if node else set()
+    return set()
+
+
+def relay_contract(service: dict[str, Any]) -> dict[str, Any]:
+    """The frozen relay contract: the batch operation of ``service`` and every schema it references."""
+    path_item = service["paths"][BATCH_PATH]
+    all_schemas = service["components"]["schemas"]
+    needed: set[str] = set()
+    pending = _refs(path_item)
+    while pending:
+        name = pending.pop()
+        if name not in needed:
+            needed.add(name)
+            pending |= _refs(all_schemas[name])
+    return {
+        "openapi": service["openapi"],
+        "info": {"title": CONTRACT_NAME, "version": OPENAPI_VERSION, "description": RELAY_DESCRIPTION},
+        "x-limits": RELAY_LIMITS,
+        "paths": {BATCH_PATH: path_item},
+        "components": {"schemas": {name: all_schemas[name] for name in sorted(needed)}},
+    }

@@ -1,0 +1,46 @@
+"""The Kafka ingest worker: an IdempotentConsumer over Bell's audit topics (service_layer.ingest)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+
+import asyncpg
+
+from bell_receiver.metrics import BellMetrics
+from bell_receiver.service_layer.ingest import EventIngest
+from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.consumer import IdempotentConsumer, PositionRestoringListener
+from yovision_platform.db import Identifier
+from yovision_platform.kafka import create_consumer
+
+
+def ingest_worker(
+    pool: asyncpg.Pool,
+    schema: Identifier,
+    metrics: BellMetrics,
+    *,
+    bootstrap: str,
+    topics: Sequence[str],
+    consumer_group: str,
+    client_id: str,
+) -> Callable[[asyncio.Event], Awaitable[None]]:
+    serde = AvroSerde(SchemaRegistry.load())
+    idempotent = IdempotentConsumer(
+        pool,
+        schema,
+        consumer_group=consumer_group,
+        decode=serde.decode,
+        handler=EventIngest(schema, metrics).handle,
+    )
+
+    async def run(stop: asyncio.Event) -> None:
+        consumer = create_consumer(bootstrap, group_id=consumer_group, client_id=client_id)
+        consumer.subscribe(list(topics), listener=PositionRestoringListener(consumer, idempotent))
+        await consumer.start()
+        try:
+            await idempotent.run(consumer, stop)
+        finally:
+            await consumer.stop()
+
+    return run

@@ -1,0 +1,123 @@
+"""``GET /v1/notifications``: the caller's inbox, newest first, keyset-paged.
+
+Identity: a bearer JWT (audience ``bell-receiver``) verified by ``yovision_platform.auth.TokenVerifier``;
+``sub`` is the user id, and a user only ever sees rows with their own ``user_id``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+import asyncpg
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from bell_receiver.adapters.inbox import Inbox, NotificationRow, PagePosition
+from yovision_platform.auth import Identity, TokenVerifier, bearer_token, install_auth_error_handlers
+from yovision_platform.db import Identifier
+
+NOTIFICATIONS_PATH = "/v1/notifications"
+DEFAULT_PAGE_SIZE = 20
+MAX_PAGE_SIZE = 100
+MAX_CURSOR_CHARS = 64
+_CURSOR_TEXT = re.compile(r"(-?[0-9]{1,18})\.([0-9]{1,18})")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+class Notification(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    kind: str = Field(description="Inbox kind, e.g. WATCHER_DISABLED.")
+    occurred_at: datetime
+    source_system: str
+    event_id: uuid.UUID
+    data: dict[str, str | int | None] = Field(description="Kind-specific fields; never secrets.")
+
+
+class NotificationPage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[Notification]
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next (older) page; null at the end."
+    )
+
+
+class InvalidCursor(Exception):
+    pass
+
+
+def encode_cursor(position: PagePosition) -> str:
+    micros = (position.occurred_at - _EPOCH) // _MICROSECOND
+    return base64.urlsafe_b64encode(f"{micros}.{position.id}".encode("ascii")).decode("ascii").rstrip("=")
+
+
+def decode_cursor(cursor: str) -> PagePosition:
+    if len(cursor) > MAX_CURSOR_CHARS:
+        raise InvalidCursor
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+    except (binascii.Error, ValueError):
+        raise InvalidCursor from None
+    match = _CURSOR_TEXT.fullmatch(text)
+    if match is None:
+        raise InvalidCursor
+    try:
+        moment = _EPOCH + int(match.group(1)) * _MICROSECOND
+    except OverflowError:
+        raise InvalidCursor from None
+    return PagePosition(moment, int(match.group(2)))
+
+
+def _item(row: NotificationRow) -> Notification:
+    return Notification(
+        id=str(row.id),
+        kind=row.kind,
+        occurred_at=row.occurred_at,
+        source_system=row.source_system,
+        event_id=row.event_id,
+        data=dict(row.data),
+    )
+
+
+def install_notification_routes(
+    app: FastAPI, *, pool: asyncpg.Pool, schema: str, verifier: TokenVerifier
+) -> None:
+    inbox = Inbox(Identifier(schema))
+    install_auth_error_handlers(app)
+
+    def identity(request: Request) -> Identity:
+        return verifier.verify(bearer_token(request))
+
+    @app.get(
+        NOTIFICATIONS_PATH,
+        operation_id="listNotifications",
+        summary="The caller's notifications, newest first",
+        response_model=NotificationPage,
+        responses={400: {"description": "invalid_cursor"}, 401: {"description": "unauthorized"}},
+        tags=["notifications"],
+    )
+    async def list_notifications(
+        request: Request,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+        cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
+    ) -> NotificationPage | JSONResponse:
+        user = identity(request)
+        try:
+            after = decode_cursor(cursor) if cursor is not None else None
+        except InvalidCursor:
+            return JSONResponse({"error": "invalid_cursor"}, status_code=400)
+        async with pool.acquire() as conn:
+            rows = await inbox.page(conn, user.subject, limit + 1, after)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        next_cursor = encode_cursor(PagePosition(rows[-1].occurred_at, rows[-1].id)) if more else None
+        return NotificationPage(items=[_item(r) for r in rows], next_cursor=next_cursor)

@@ -1,0 +1,220 @@
+"""``POST /internal/v1/audit-events:batch`` (contract sense-audit-relay-v1): limits, signature, deadline.
+
+Order: the declared ``Content-Length`` is checked before any body byte is read, the streamed body is
+counted while it arrives (chunked bodies too) and refused at ``MAX_BODY_BYTES + 1``; then the signature
+is verified over the raw request target; then the batch is handled. One deadline of
+``REQUEST_DEADLINE_SECONDS`` covers reading (``408 request_timeout``) and handling
+(``503 deadline_exceeded``). Responses carry only stable codes: never the body, a signature or a secret.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import asyncpg
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+
+from bell_receiver.domain.batch import (
+    BATCH_PATH,
+    CONTRACT_NAME,
+    MAX_BODY_BYTES,
+    REQUEST_DEADLINE_SECONDS,
+    BatchErrorCode,
+    BatchResult,
+    ErrorBody,
+    ItemStatus,
+    error_body,
+)
+from bell_receiver.metrics import BellMetrics, RequestOutcome
+from bell_receiver.service_layer.relay import RelayHandler, RelayResponse, ResponseKind
+from yovision_platform.db import Identifier
+from yovision_platform.errors import SignatureError
+from yovision_platform.signing import (
+    HEADER_KEY_ID,
+    HEADER_NONCE,
+    HEADER_SIGNATURE,
+    HEADER_TIMESTAMP,
+    KeyRing,
+    verify_request,
+)
+
+log = logging.getLogger(__name__)
+
+JSON_MEDIA_TYPE = "application/json"
+HTTP_UNAUTHORIZED = 401
+HTTP_REQUEST_TIMEOUT = 408
+HTTP_PAYLOAD_TOO_LARGE = 413
+HTTP_UNAVAILABLE = 503
+
+_KIND_OUTCOME = {
+    ResponseKind.PROCESSED: RequestOutcome.PROCESSED,
+    ResponseKind.INVALID_BATCH: RequestOutcome.INVALID_BATCH,
+    ResponseKind.REPLAYED: RequestOutcome.REPLAYED,
+    ResponseKind.REPLAY_CONFLICT: RequestOutcome.REPLAY_CONFLICT,
+}
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+def _error(status: int, code: BatchErrorCode) -> Response:
+    return Response(error_body(code), status_code=status, media_type=JSON_MEDIA_TYPE)
+
+
+async def read_limited_body(request: Request, limit_bytes: int) -> bytes:
+    """The request body, refusing more than ``limit_bytes`` before reading further."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit_bytes:
+        raise _BodyTooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit_bytes:
+            raise _BodyTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def raw_target(request: Request) -> str:
+    """The request target exactly as sent (path plus ``?query``), as the signature covers it."""
+    path = bytes(request.scope.get("raw_path") or request.scope["path"].encode("ascii", "replace"))
+    query = bytes(request.scope.get("query_string", b""))
+    return (path + b"?" + query if query else path).decode("latin-1")
+
+
+_SIGNING_HEADERS_DOC = {
+    name: {"required": True, "description": doc}
+    for name, doc in (
+        (HEADER_KEY_ID, "Key id, [A-Za-z0-9][A-Za-z0-9._-]{0,63}."),
+        (
+            HEADER_TIMESTAMP,
+            "Unix seconds, ASCII digits, no leading zero; accepted within 300 s of Bell's clock.",
+        ),
+        (HEADER_NONCE, "16-32 random bytes as lowercase hex; receipts are kept 600 s per (key id, nonce)."),
+        (
+            HEADER_SIGNATURE,
+            "v1= + lowercase hex HMAC-SHA256 over METHOD, path, timestamp, nonce, hex(SHA256(body)).",
+        ),
+    )
+}
+
+
+def _parameters() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "in": "header",
+            "required": True,
+            "schema": {"type": "string"},
+            "description": doc["description"],
+        }
+        for name, doc in _SIGNING_HEADERS_DOC.items()
+    ]
+
+
+def _error_response(description: str) -> dict[str, Any]:
+    return {"model": ErrorBody, "description": description}
+
+
+RELAY_OPENAPI_EXTRA: dict[str, Any] = {
+    "parameters": _parameters(),
+    "requestBody": {
+        "required": True,
+        "description": f"At most {MAX_BODY_BYTES} bytes (1 MiB), UTF-8 JSON, no duplicate keys.",
+        "content": {JSON_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/AuditEventBatch"}}},
+    },
+}
+RELAY_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"model": BatchResult, "description": "One result per item, in input order."},
+    400: _error_response("invalid_json | invalid_envelope | batch_size_out_of_range (whole batch refused)."),
+    401: _error_response("unauthorized: any signature problem, one uniform answer."),
+    408: _error_response("request_timeout: the body did not arrive within 10 s."),
+    409: _error_response("replay_conflict: this (key id, nonce) was used within 600 s for another request."),
+    413: _error_response("body_too_large: more than 1 MiB (declared or streamed)."),
+    503: _error_response("deadline_exceeded | unavailable: retry with backoff."),
+}
+
+
+def install_relay_route(
+    app: FastAPI,
+    *,
+    pool: asyncpg.Pool,
+    schema: str,
+    keyring: KeyRing,
+    metrics: BellMetrics,
+    clock: Callable[[], float] = time.time,
+    deadline_seconds: float = REQUEST_DEADLINE_SECONDS,
+) -> None:
+    handler = RelayHandler(pool, Identifier(schema))
+
+    def count(outcome: RequestOutcome, started: float) -> None:
+        metrics.requests.labels(outcome=outcome).inc()
+        metrics.request_seconds.labels().observe(time.monotonic() - started)
+
+    def count_items(response: RelayResponse) -> None:
+        for result in response.results:
+            metrics.item_results.labels(outcome=result.status).inc()
+            if result.status is ItemStatus.REJECTED and result.code is not None:
+                metrics.item_rejections.labels(reason=result.code).inc()
+
+    @app.post(
+        BATCH_PATH,
+        operation_id="postAuditEventsBatch",
+        summary="Append a signed batch of Sense device-audit facts to Bell's audit trail",
+        responses=RELAY_RESPONSES,
+        openapi_extra=RELAY_OPENAPI_EXTRA,
+        response_class=JSONResponse,
+        tags=[CONTRACT_NAME],
+    )
+    async def post_batch(request: Request) -> Response:
+        started = time.monotonic()
+        deadline = asyncio.get_running_loop().time() + deadline_seconds
+        try:
+            async with asyncio.timeout_at(deadline):
+                body = await read_limited_body(request, MAX_BODY_BYTES)
+        except _BodyTooLarge:
+            count(RequestOutcome.BODY_TOO_LARGE, started)
+            return _error(HTTP_PAYLOAD_TOO_LARGE, BatchErrorCode.BODY_TOO_LARGE)
+        except TimeoutError:
+            count(RequestOutcome.REQUEST_TIMEOUT, started)
+            return _error(HTTP_REQUEST_TIMEOUT, BatchErrorCode.REQUEST_TIMEOUT)
+        try:
+            verified = verify_request(
+                keyring,
+                method=request.method,
+                path=raw_target(request),
+                headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw],
+                body=body,
+                now=clock(),
+            )
+        except SignatureError as refused:
+            metrics.signature_rejections.labels(reason=refused.reason).inc()
+            log.info(
+                "relay request refused", extra={"error_code": refused.code, "reason": refused.reason.value}
+            )
+            count(RequestOutcome.UNAUTHORIZED, started)
+            return _error(HTTP_UNAUTHORIZED, BatchErrorCode.UNAUTHORIZED)
+        try:
+            async with asyncio.timeout_at(deadline):
+                response = await handler.handle(verified, body)
+        except TimeoutError:
+            count(RequestOutcome.DEADLINE_EXCEEDED, started)
+            return _error(HTTP_UNAVAILABLE, BatchErrorCode.DEADLINE_EXCEEDED)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as failure:
+            log.warning("relay batch failed", extra={"error_code": type(failure).__name__})
+            count(RequestOutcome.UNAVAILABLE, started)
+            return _error(HTTP_UNAVAILABLE, BatchErrorCode.UNAVAILABLE)
+        count_items(response)
+        count(_KIND_OUTCOME[response.kind], started)
+        log.info(
+            "relay batch handled",
+            extra={"key_id": verified.key_id, "outcome": response.kind.value, "items": len(response.results)},
+        )
+        return Response(response.body, status_code=response.status, media_type=JSON_MEDIA_TYPE)

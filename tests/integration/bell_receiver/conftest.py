@@ -1,0 +1,185 @@
+"""Fixtures for bell-receiver: a migrated unique schema, key files, and Bell served over real HTTP.
+
+`served` runs the real FastAPI app under uvicorn inside the test's event loop (real sockets, so body
+limits and chunked uploads are exercised on the wire) with an adjustable clock and a short deadline.
+Tests that need Bell as its own process use bell_process.py (test_bell_process.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import socket
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
+
+from bell_receiver.entrypoints.api import install_api
+from bell_receiver.entrypoints.main import MIGRATIONS_DIR
+from bell_receiver.metrics import BellMetrics
+from bell_receiver.settings import JWT_AUDIENCE
+from tests.conftest import MigratedSchema, Stack, runtime_dsn_for
+from tests.integration.bell_receiver.relay_client import RelayClient
+from yovision_platform.auth import TokenVerifier
+from yovision_platform.db import Identifier
+from yovision_platform.migrations import SchemaPlan, migrate
+from yovision_platform.signing import KeyRing
+
+TEST_DEADLINE_SECONDS = 1.0
+KEY_ID = "relay-test-1"
+JWT_ISSUER = "yovision-test"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def private_file(path: Path, content: str) -> Path:
+    path.write_text(content)
+    path.chmod(0o600)
+    return path
+
+
+@dataclass(frozen=True)
+class Keys:
+    relay_hex: str
+    relay_file: Path
+    jwt_hex: str
+    jwt_file: Path
+
+    @property
+    def signing_ring(self) -> KeyRing:
+        return KeyRing.from_key_files({KEY_ID: self.relay_file}, "test", active_key_id=KEY_ID)
+
+    @property
+    def verify_ring(self) -> KeyRing:
+        return KeyRing.from_key_files({KEY_ID: self.relay_file}, "test")
+
+    @property
+    def token_verifier(self) -> TokenVerifier:
+        return TokenVerifier.from_key_file(self.jwt_file, "test", issuer=JWT_ISSUER, audience=JWT_AUDIENCE)
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> Keys:
+    relay_hex, jwt_hex = secrets.token_hex(32), secrets.token_hex(32)
+    return Keys(
+        relay_hex,
+        private_file(tmp_path / "relay.key", relay_hex + "\n"),
+        jwt_hex,
+        private_file(tmp_path / "jwt.key", jwt_hex + "\n"),
+    )
+
+
+def bell_plan(schema: Identifier) -> SchemaPlan:
+    return SchemaPlan.for_service(schema, MIGRATIONS_DIR)
+
+
+@pytest.fixture
+async def bell_schema(
+    stack: Stack, admin_conn: asyncpg.Connection, schema_name: Identifier
+) -> MigratedSchema:
+    password = secrets.token_urlsafe(24)
+    plan = bell_plan(schema_name)
+    await migrate(admin_conn, plan, runtime_password=password)
+    return MigratedSchema(
+        name=schema_name,
+        runtime_role=plan.runtime_role,
+        runtime_password=password,
+        runtime_dsn=runtime_dsn_for(stack.admin_dsn, plan.runtime_role, password),
+    )
+
+
+@pytest.fixture
+async def runtime_pool(bell_schema: MigratedSchema) -> AsyncIterator[asyncpg.Pool]:
+    pool = await asyncpg.create_pool(bell_schema.runtime_dsn, min_size=1, max_size=6)
+    assert pool is not None
+    yield pool
+    await pool.close()
+
+
+@dataclass
+class Clock:
+    """Bell's clock in `served`: real time, or frozen at `frozen` when set."""
+
+    frozen: float | None = None
+
+    def __call__(self) -> float:
+        return time.time() if self.frozen is None else self.frozen
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+@dataclass
+class Served:
+    base_url: str
+    port: int
+    clock: Clock
+    registry: CollectorRegistry
+    relay: RelayClient
+    schema: MigratedSchema
+    pool: asyncpg.Pool
+    keys: Keys
+
+    def metric(self, name: str, **labels: str) -> float:
+        value = self.registry.get_sample_value(name, labels)
+        return 0.0 if value is None else value
+
+
+@pytest.fixture
+async def served(
+    bell_schema: MigratedSchema, runtime_pool: asyncpg.Pool, keys: Keys
+) -> AsyncIterator[Served]:
+    clock = Clock()
+    registry = CollectorRegistry()
+    app = FastAPI(title="bell-receiver", version="test")
+    install_api(
+        app,
+        pool=runtime_pool,
+        schema=bell_schema.name,
+        keyring=keys.verify_ring,
+        verifier=keys.token_verifier,
+        metrics=BellMetrics.create(registry),
+        clock=clock,
+        deadline_seconds=TEST_DEADLINE_SECONDS,
+    )
+    port = free_port()
+    server = _Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False, lifespan="off")
+    )
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
+            yield Served(
+                base_url,
+                port,
+                clock,
+                registry,
+                RelayClient(http, keys.signing_ring),
+                bell_schema,
+                runtime_pool,
+                keys,
+            )
+    finally:
+        server.should_exit = True
+        await task

@@ -1,0 +1,184 @@
+"""Kafka ingest into the audit trail and the inbox (real Kafka + PostgreSQL), and the inbox read API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from bell_receiver.entrypoints.consumer import ingest_worker
+from bell_receiver.metrics import BellMetrics
+from tests.conftest import REPO_ROOT, Stack, create_topic, delete_topic
+from tests.integration.bell_receiver.conftest import Served
+from tests.integration.bell_receiver.relay_client import fact
+from tests.integration.platform.kafka_helpers import wait_until
+from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.db import Identifier
+from yovision_platform.events import build_event
+from yovision_platform.kafka import start_producer
+
+SAMPLES = REPO_ROOT / "schemas" / "avro" / "samples"
+
+
+def sample(event_type: str, **overrides: Any) -> tuple[str, dict[str, Any]]:
+    record = json.loads((SAMPLES / f"{event_type}.json").read_text())
+    envelope = record.pop("envelope")
+    return envelope["source_system"], record | overrides
+
+
+@pytest.fixture
+async def second_topic(stack: Stack) -> AsyncIterator[str]:
+    name = f"test.{uuid.uuid4().hex[:10]}.v1"
+    await create_topic(stack.kafka_bootstrap, name, partitions=1)
+    yield name
+    await delete_topic(stack.kafka_bootstrap, name)
+
+
+def event(serde: AvroSerde, event_type: str, key_field: str, when_ms: int, **overrides: Any) -> bytes:
+    source, payload = sample(event_type, **overrides)
+    return build_event(serde, event_type, payload[key_field], payload, source, occurred_at_ms=when_ms).value
+
+
+async def test_events_from_kafka_land_once_in_the_trail_and_the_inbox(
+    served: Served, stack: Stack, topic: str, second_topic: str
+) -> None:
+    serde = AvroSerde(SchemaRegistry.load())
+    relayed = fact(2, occurred_at="2026-11-30T01:02:03.456Z")
+    assert (await served.relay.post_items([relayed])).status_code == 200
+    same_fact = {
+        "action": relayed["action"],
+        "actor": relayed["actor"],
+        "device_id": relayed["device_id"],
+        "tenant_id": relayed["tenant_id"],
+        "site_id": relayed["site_id"],
+        "changed_fields": relayed["changed_fields"],
+        "config_version": relayed["config_version"],
+        "fact_version": 2,
+    }
+    when = int(datetime(2026, 11, 30, 1, 2, 3, 456000, tzinfo=UTC).timestamp() * 1000)
+    relayed_id = uuid.UUID(relayed["event_id"])
+    values = [
+        build_event(
+            serde,
+            "DeviceAuditRecorded",
+            "dev-0001",
+            same_fact,
+            "sense",
+            event_id=relayed_id,
+            correlation_id="req-42",
+            occurred_at_ms=when,
+        ).value,
+        build_event(
+            serde,
+            "DeviceAuditRecorded",
+            "dev-0001",
+            {**same_fact, "actor": "operator:eve"},
+            "sense",
+            event_id=relayed_id,
+            correlation_id="req-42",
+            occurred_at_ms=when,
+        ).value,
+        event(serde, "ScanReported", "scan_id", when),
+        event(serde, "PathDisposed", "scan_id", when),
+        event(serde, "MaterialUploaded", "material_id", when),
+        event(serde, "TranscodeFailed", "material_id", when),
+    ]
+    inbox_values = [
+        event(serde, "WatcherDisabled", "watcher_id", when + 1, user_id="user-3", watcher_name="older"),
+        event(serde, "WatcherDisabled", "watcher_id", when + 2, user_id="user-3", watcher_name="newer"),
+        event(serde, "WatcherDisabled", "watcher_id", when + 3, user_id="user-4", watcher_name="other user"),
+    ]
+    producer = await start_producer(stack.kafka_bootstrap, client_id="bell-test")
+    try:
+        for value in [*values, values[2]]:  # the last one is a redelivery
+            await producer.send_and_wait(topic, value, key=b"k")
+        for value in inbox_values:
+            await producer.send_and_wait(second_topic, value, key=b"w")
+    finally:
+        await producer.stop()
+
+    registry = CollectorRegistry()
+    schema = Identifier(served.schema.name)
+    worker = ingest_worker(
+        served.pool,
+        schema,
+        BellMetrics.create(registry),
+        bootstrap=stack.kafka_bootstrap,
+        topics=[topic, second_topic],
+        consumer_group=f"bell-test-{uuid.uuid4().hex[:8]}",
+        client_id="bell-test",
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker(stop))
+    s = f'"{schema}"'
+
+    async def all_seen() -> bool:
+        done = await served.pool.fetchval(f"SELECT count(*) FROM {s}.processed_events")
+        dead = await served.pool.fetchval(f"SELECT count(*) FROM {s}.consumer_dead_letters")
+        return bool(done == 8 and dead == 1)
+
+    try:
+        await wait_until(all_seen, timeout_seconds=60)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+    rows = await served.pool.fetch(f"SELECT source_system, event_type, channel, action FROM {s}.audit_events")
+    assert sorted((r["source_system"], r["event_type"], r["channel"]) for r in rows) == [
+        ("media", "MaterialUploaded", "kafka"),
+        ("media", "TranscodeFailed", "kafka"),
+        ("orphan", "PathDisposed", "kafka"),
+        ("orphan", "ScanReported", "kafka"),
+        ("sense", "DeviceAuditRecorded", "http_relay"),
+        ("signal", "WatcherDisabled", "kafka"),
+        ("signal", "WatcherDisabled", "kafka"),
+        ("signal", "WatcherDisabled", "kafka"),
+    ]
+    assert {r["action"] for r in rows} >= {"orphan.path_disposed", "media.transcode_failed"}
+    dead = await served.pool.fetchrow(f"SELECT error_code, event_id FROM {s}.consumer_dead_letters")
+    assert (dead["error_code"], dead["event_id"]) == ("id_conflict", relayed_id)
+    assert registry.get_sample_value("bell_ingest_events_total", {"outcome": "already_stored"}) == 1
+    assert registry.get_sample_value("bell_ingest_events_total", {"outcome": "stored"}) == 7
+
+    await check_inbox_api(served)
+
+
+async def check_inbox_api(served: Served) -> None:
+    http = served.relay.http
+    token = served.keys.token_verifier.mint("user-3")
+    first = await http.get(
+        "/v1/notifications", params={"limit": 1}, headers={"authorization": f"Bearer {token}"}
+    )
+    assert first.status_code == 200
+    page = first.json()
+    assert [i["data"]["watcher_name"] for i in page["items"]] == ["newer"]
+    assert page["items"][0]["kind"] == "WATCHER_DISABLED"
+    second = await http.get(
+        "/v1/notifications",
+        params={"limit": 1, "cursor": page["next_cursor"]},
+        headers={"authorization": f"Bearer {token}"},
+    )
+    assert [i["data"]["watcher_name"] for i in second.json()["items"]] == ["older"]
+    assert second.json()["next_cursor"] is None
+    other = await http.get(
+        "/v1/notifications", headers={"authorization": f"Bearer {served.keys.token_verifier.mint('user-4')}"}
+    )
+    assert [i["data"]["watcher_name"] for i in other.json()["items"]] == ["other user"]
+    assert (await http.get("/v1/notifications")).status_code == 401
+    bad = await http.get(
+        "/v1/notifications", params={"cursor": "!!"}, headers={"authorization": f"Bearer {token}"}
+    )
+    assert (bad.status_code, bad.json()) == (400, {"error": "invalid_cursor"})
+    for limit, status in ((0, 422), (1, 200), (100, 200), (101, 422)):
+        response = await http.get(
+            "/v1/notifications", params={"limit": limit}, headers={"authorization": f"Bearer {token}"}
+        )
+        assert response.status_code == status
+        if status == 422:
+            assert response.json() == {"error": "invalid_request"}

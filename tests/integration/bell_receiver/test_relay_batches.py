@@ -1,0 +1,196 @@
+"""The relay endpoint over real HTTP: body and batch limits, per-item results, envelope refusals."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+
+from bell_receiver.domain.batch import BATCH_PATH, MAX_BATCH_ITEMS, MAX_BODY_BYTES
+from tests.integration.bell_receiver.conftest import TEST_DEADLINE_SECONDS, Served
+from tests.integration.bell_receiver.relay_client import batch_body, fact
+
+
+def padded(items: list[object], size: int) -> bytes:
+    """A valid batch body of exactly `size` bytes (JSON allows trailing whitespace)."""
+    body = batch_body(items)
+    assert len(body) <= size
+    return body + b" " * (size - len(body))
+
+
+async def raw_exchange(
+    served: Served, head: bytes, body_parts: list[bytes], wait_seconds: float = 5.0
+) -> bytes:
+    """Send raw HTTP bytes on one connection and return the status line of the answer."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
+    try:
+        writer.write(head)
+        for part in body_parts:
+            writer.write(part)
+        await writer.drain()
+        return await asyncio.wait_for(reader.readline(), wait_seconds)
+    finally:
+        writer.close()
+
+
+def request_head(served: Served, body: bytes, extra_headers: str) -> bytes:
+    signed = served.relay.sign(body)
+    lines = [
+        f"POST {BATCH_PATH} HTTP/1.1",
+        f"Host: 127.0.0.1:{served.port}",
+        "Content-Type: application/json",
+    ]
+    lines += [f"{name}: {value}" for name, value in signed.items()]
+    return ("\r\n".join(lines) + "\r\n" + extra_headers + "\r\n").encode()
+
+
+async def test_a_body_of_exactly_one_mib_is_accepted(served: Served) -> None:
+    response = await served.relay.post_raw(padded([fact()], MAX_BODY_BYTES))
+    assert response.status_code == 200
+    assert response.json()["results"][0]["status"] == "accepted"
+
+
+async def test_one_mib_plus_one_is_refused(served: Served) -> None:
+    body = padded([fact()], MAX_BODY_BYTES + 1)
+    status = await raw_exchange(
+        served, request_head(served, body, f"Content-Length: {len(body)}\r\n"), [body]
+    )
+    assert status.startswith(b"HTTP/1.1 413")
+    assert served.metric("bell_relay_requests_total", outcome="body_too_large") == 1
+
+
+async def test_a_declared_oversized_body_is_refused_before_it_is_sent(served: Served) -> None:
+    head = request_head(served, b"", f"Content-Length: {MAX_BODY_BYTES + 1}\r\n")
+    status = await raw_exchange(served, head, [], wait_seconds=TEST_DEADLINE_SECONDS / 2)
+    assert status.startswith(b"HTTP/1.1 413")
+
+
+def chunked(body: bytes, chunk_bytes: int = 64 * 1024) -> list[bytes]:
+    parts = [body[i : i + chunk_bytes] for i in range(0, len(body), chunk_bytes)]
+    return [b"%x\r\n%s\r\n" % (len(p), p) for p in parts] + [b"0\r\n\r\n"]
+
+
+@pytest.mark.parametrize(("size", "status"), [(MAX_BODY_BYTES, b"200"), (MAX_BODY_BYTES + 1, b"413")])
+async def test_a_chunked_body_without_content_length_is_counted_while_streaming(
+    served: Served, size: int, status: bytes
+) -> None:
+    body = padded([fact()], size)
+    head = request_head(served, body, "Transfer-Encoding: chunked\r\n")
+    answer = await raw_exchange(served, head, chunked(body))
+    assert answer.startswith(b"HTTP/1.1 " + status)
+
+
+async def test_a_content_length_larger_than_the_body_times_out_at_the_deadline(served: Served) -> None:
+    body = batch_body([fact()])
+    head = request_head(served, body, f"Content-Length: {len(body) + 10}\r\n")
+    answer = await raw_exchange(served, head, [body], wait_seconds=TEST_DEADLINE_SECONDS + 3)
+    assert answer.startswith(b"HTTP/1.1 408")
+    assert served.metric("bell_relay_requests_total", outcome="request_timeout") == 1
+
+
+async def test_a_streamed_body_is_signed_and_accepted(served: Served) -> None:
+    body = batch_body([fact(), fact(2)])
+
+    async def stream() -> AsyncIterator[bytes]:
+        for start in range(0, len(body), 100):
+            yield body[start : start + 100]
+
+    response = await served.relay.http.post(BATCH_PATH, content=stream(), headers=served.relay.sign(body))
+    assert response.status_code == 200
+
+
+@pytest.mark.parametrize(("count", "status"), [(0, 400), (1, 200), (MAX_BATCH_ITEMS, 200), (101, 400)])
+async def test_a_batch_holds_one_to_one_hundred_items(served: Served, count: int, status: int) -> None:
+    response = await served.relay.post_items([fact() for _ in range(count)])
+    assert response.status_code == status
+    if status == 400:
+        assert response.json() == {"error": "batch_size_out_of_range"}
+    else:
+        assert len(response.json()["results"]) == count
+
+
+async def test_one_batch_mixes_accepted_duplicate_and_rejected_items_in_input_order(served: Served) -> None:
+    known = fact()
+    assert (await served.relay.post_items([known])).status_code == 200
+    conflicting = {**known, "actor": "operator:bob"}
+    fresh = fact(2)
+    repeated_in_batch = dict(fresh)
+    secret = "postgresql://user:hunter2@db/prod"
+    items: list[object] = [
+        fresh,
+        known,
+        conflicting,
+        repeated_in_batch,
+        {**fact(), "source_uri": secret},
+        "not an object",
+        {**fact(), "schema_version": 3},
+        {k: v for k, v in fact().items() if k != "actor"},
+        {**fact(), "occurred_at": "2026-11-30T01:02:03"},
+    ]
+    response = await served.relay.post_items(items)
+    assert response.status_code == 200
+    results = response.json()["results"]
+    assert [r["index"] for r in results] == list(range(len(items)))
+    assert [(r["status"], r["code"]) for r in results] == [
+        ("accepted", None),
+        ("duplicate", None),
+        ("rejected", "id_conflict"),
+        ("duplicate", None),
+        ("rejected", "unknown_field"),
+        ("rejected", "not_an_object"),
+        ("rejected", "unsupported_schema_version"),
+        ("rejected", "missing_field"),
+        ("rejected", "invalid_field"),
+    ]
+    assert results[0]["event_id"] == fresh["event_id"]
+    assert results[5]["event_id"] is None
+    assert b"hunter2" not in response.content and b"operator" not in response.content
+    stored = await served.pool.fetch(
+        f'SELECT event_id, actor, channel FROM "{served.schema.name}".audit_events ORDER BY id'
+    )
+    assert [(str(r["event_id"]), r["actor"], r["channel"]) for r in stored] == [
+        (known["event_id"], "operator:alice", "http_relay"),
+        (fresh["event_id"], "operator:alice", "http_relay"),
+    ]
+    assert served.metric("bell_relay_item_results_total", outcome="duplicate") == 2
+    assert served.metric("bell_relay_item_rejections_total", reason="id_conflict") == 1
+
+
+async def test_a_fact_resent_with_other_formatting_is_a_duplicate(served: Served) -> None:
+    item = fact(2, occurred_at="2026-11-30T02:02:03.456789+01:00")
+    assert (await served.relay.post_items([item])).status_code == 200
+    same_fact = {**item, "event_id": item["event_id"].upper(), "occurred_at": "2026-11-30T01:02:03.456789Z"}
+    body = json.dumps({"items": [dict(reversed(list(same_fact.items())))]}, indent=2).encode()
+    response = await served.relay.post_raw(body)
+    assert response.json()["results"][0]["status"] == "duplicate"
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b"{not json", "invalid_json"),
+        (b"\xff\xfe", "invalid_json"),
+        (b'{"items": [], "items": []}', "invalid_json"),
+        (b'{"items": [NaN]}', "invalid_json"),
+        (b"[]", "invalid_envelope"),
+        (b'{"items": {}}', "invalid_envelope"),
+        (b'{"items": [], "extra": 1}', "invalid_envelope"),
+    ],
+)
+async def test_a_malformed_envelope_refuses_the_whole_batch(served: Served, body: bytes, code: str) -> None:
+    response = await served.relay.post_raw(body)
+    assert response.status_code == 400
+    assert response.json() == {"error": code}
+
+
+async def test_concurrent_requests_with_one_nonce_store_one_outcome(served: Served) -> None:
+    body = batch_body([fact() for _ in range(20)])
+    headers = served.relay.sign(body, nonce=uuid.uuid4().hex)
+    responses = await asyncio.gather(*(served.relay.post_raw(body, headers=headers) for _ in range(4)))
+    assert {r.status_code for r in responses} == {200}
+    assert len({r.content for r in responses}) == 1
+    count = await served.pool.fetchval(f'SELECT count(*) FROM "{served.schema.name}".audit_events')
+    assert count == 20

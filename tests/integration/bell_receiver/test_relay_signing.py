@@ -1,0 +1,121 @@
+"""The relay endpoint over real HTTP: signature window, tampering, uniform refusal, nonce replay."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.bell_receiver.conftest import Served
+from tests.integration.bell_receiver.relay_client import batch_body, fact
+from yovision_platform.signing import HEADER_KEY_ID, HEADER_NONCE, HEADER_SIGNATURE, HEADER_TIMESTAMP
+
+UNAUTHORIZED = b'{"error":"unauthorized"}'
+FIXED_NOW = 1_800_000_000
+
+
+async def audit_count(served: Served) -> int:
+    return int(await served.pool.fetchval(f'SELECT count(*) FROM "{served.schema.name}".audit_events'))
+
+
+@pytest.mark.parametrize(
+    ("skew_seconds", "accepted"), [(300, True), (-300, True), (301, False), (-301, False), (0, True)]
+)
+async def test_clock_skew_boundary_in_both_directions(
+    served: Served, skew_seconds: int, accepted: bool
+) -> None:
+    served.clock.frozen = FIXED_NOW
+    response = await served.relay.post_items([fact()], now=FIXED_NOW + skew_seconds)
+    assert response.status_code == (200 if accepted else 401)
+    assert await audit_count(served) == (1 if accepted else 0)
+    if not accepted:
+        assert response.content == UNAUTHORIZED
+        assert served.metric("bell_relay_signature_rejections_total", reason="stale_timestamp") == 1
+
+
+def tampered(served: Served, what: str) -> tuple[bytes, dict[str, str], str]:
+    body = batch_body([fact()])
+    headers = served.relay.sign(body)
+    path = "/internal/v1/audit-events:batch"
+    if what == "body":
+        body = body.replace(b"operator:alice", b"operator:mallo")
+    elif what == "path":
+        path += "?x=1"
+    elif what == "nonce":
+        headers[HEADER_NONCE] = "0" * 32
+    elif what == "signature":
+        headers[HEADER_SIGNATURE] = "v1=" + "0" * 64
+    elif what == "signature_format":
+        headers[HEADER_SIGNATURE] = headers[HEADER_SIGNATURE].upper()
+    elif what == "timestamp_format":
+        headers[HEADER_TIMESTAMP] = "0" + headers[HEADER_TIMESTAMP]
+    elif what == "nonce_format":
+        headers[HEADER_NONCE] = "short"
+    elif what == "unknown_key":
+        headers[HEADER_KEY_ID] = "relay-unknown"
+    elif what == "key_format":
+        headers[HEADER_KEY_ID] = "bad key id"
+    elif what == "missing_header":
+        del headers[HEADER_SIGNATURE]
+    return body, headers, path
+
+
+@pytest.mark.parametrize(
+    "what",
+    [
+        "body",
+        "path",
+        "nonce",
+        "signature",
+        "signature_format",
+        "timestamp_format",
+        "nonce_format",
+        "unknown_key",
+        "key_format",
+        "missing_header",
+    ],
+)
+async def test_every_signature_problem_gets_the_same_uniform_refusal(served: Served, what: str) -> None:
+    body, headers, path = tampered(served, what)
+    response = await served.relay.post_raw(body, headers=headers, path=path)
+    assert response.status_code == 401
+    assert response.content == UNAUTHORIZED
+    assert set(response.headers) == {"content-type", "content-length", "date", "server"}
+    assert await audit_count(served) == 0
+
+
+async def test_a_tampered_method_is_refused(served: Served) -> None:
+    body = batch_body([fact()])
+    headers = served.relay.sign(body)
+    response = await served.relay.http.put("/internal/v1/audit-events:batch", content=body, headers=headers)
+    assert response.status_code == 405  # no other method is routed at all
+    assert await audit_count(served) == 0
+
+
+async def test_a_replay_with_the_same_request_gets_the_original_bytes(served: Served) -> None:
+    body = batch_body([fact(), fact(2)])
+    headers = served.relay.sign(body)
+    first = await served.relay.post_raw(body, headers=headers)
+    second = await served.relay.post_raw(body, headers=headers)
+    assert first.status_code == second.status_code == 200
+    assert second.content == first.content
+    assert [r["status"] for r in first.json()["results"]] == ["accepted", "accepted"]
+    assert await audit_count(served) == 2
+    assert served.metric("bell_relay_requests_total", outcome="replayed") == 1
+
+
+async def test_a_replayed_nonce_with_another_request_is_a_replay_conflict(served: Served) -> None:
+    nonce = "ab" * 16
+    first = await served.relay.post_items([fact()], nonce=nonce)
+    second = await served.relay.post_items([fact()], nonce=nonce)
+    assert first.status_code == 200
+    assert second.status_code == 409
+    assert second.content == b'{"error":"replay_conflict"}'
+    assert await audit_count(served) == 1
+
+
+async def test_a_replayed_whole_batch_refusal_is_replayed_too(served: Served) -> None:
+    body = b'{"items": []}'
+    headers = served.relay.sign(body)
+    first = await served.relay.post_raw(body, headers=headers)
+    again = await served.relay.post_raw(body, headers=headers)
+    assert first.status_code == again.status_code == 400
+    assert first.content == again.content == b'{"error":"batch_size_out_of_range"}'

@@ -1,0 +1,21 @@
+"""The notification page cursor round-trips exactly and refuses anything else."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from bell_receiver.adapters.inbox import PagePosition
+from bell_receiver.entrypoints.http_notifications import InvalidCursor, decode_cursor, encode_cursor
+
+
+def test_round_trip_keeps_microseconds() -> None:
+    position = PagePosition(datetime(2026, 11, 30, 1, 2, 3, 456789, tzinfo=UTC), 42)
+    assert decode_cursor(encode_cursor(position)) == position
+
+
+@pytest.mark.parametrize("cursor", ["", "!!!", "bm90LWEtY3Vyc29y", "x" * 65, "OTk5OTk5OTk5OTk5OTk5OTk5LjE"])
+def test_garbage_is_refused(cursor: str) -> None:
+    with pytest.raises(InvalidCursor):
+        decode_cursor(cursor)
