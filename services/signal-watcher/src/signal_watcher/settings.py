@@ -1,12 +1,36 @@
-"""signal-watcher settings: environment variables prefixed `SIGNAL_`."""
+"""signal-watcher settings: environment variables prefixed `SIGNAL_`.
+
+Start-up is refused without both secret files:
+
+- ``SIGNAL_SECRETS_AES_KEY_FILE``: hex of exactly 32 random bytes, the AES-256-GCM key that encrypts watcher
+  headers and bodies at rest. There is no built-in default key.
+- ``SIGNAL_AUTH_JWT_KEY_FILE`` + ``SIGNAL_AUTH_JWT_ISSUER``: the JWT key of the user API (audience
+  ``signal-watcher``).
+
+Nothing here can loosen the SSRF guard: the probe client's address policy is not configurable.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from pydantic import Field, PrivateAttr
 from pydantic_settings import SettingsConfigDict
 
+from signal_watcher.adapters.crypto import SecretCipher
+from yovision_platform.auth import TokenVerifier
+from yovision_platform.errors import ConfigError
 from yovision_platform.settings import BaseServiceSettings, Port
 
 DEFAULT_HTTP_PORT = 18084
+JWT_AUDIENCE = "signal-watcher"
+DEFAULT_CHECK_RETENTION_DAYS = 90
+DEFAULT_MAX_WATCHERS_PER_USER = 100
+
+
+def effective_retention_days(configured: int) -> int:
+    """A non-positive retention falls back to the default (90 days)."""
+    return configured if configured > 0 else DEFAULT_CHECK_RETENTION_DAYS
 
 
 class SignalWatcherSettings(BaseServiceSettings):
@@ -15,3 +39,36 @@ class SignalWatcherSettings(BaseServiceSettings):
     )
 
     http_port: Port = DEFAULT_HTTP_PORT
+    secrets_aes_key_file: Path
+    auth_jwt_key_file: Path
+    auth_jwt_issuer: str = Field(min_length=1, max_length=128)
+    check_retention_days: int = DEFAULT_CHECK_RETENTION_DAYS
+    max_watchers_per_user: int = Field(default=DEFAULT_MAX_WATCHERS_PER_USER, ge=1, le=100_000)
+    scheduler_enabled: bool = True
+
+    _cipher: SecretCipher | None = PrivateAttr(default=None)
+    _token_verifier: TokenVerifier | None = PrivateAttr(default=None)
+
+    def load_secret_files(self) -> None:
+        super().load_secret_files()
+        self._cipher = SecretCipher.from_key_file(
+            self.secrets_aes_key_file, self.env_var_name("secrets_aes_key_file")
+        )
+        self._token_verifier = TokenVerifier.from_key_file(
+            self.auth_jwt_key_file,
+            self.env_var_name("auth_jwt_key_file"),
+            issuer=self.auth_jwt_issuer,
+            audience=JWT_AUDIENCE,
+        )
+
+    @property
+    def cipher(self) -> SecretCipher:
+        if self._cipher is None:
+            raise ConfigError(self.env_var_name("secrets_aes_key_file"), "not_loaded", "key not read yet")
+        return self._cipher
+
+    @property
+    def token_verifier(self) -> TokenVerifier:
+        if self._token_verifier is None:
+            raise ConfigError(self.env_var_name("auth_jwt_key_file"), "not_loaded", "key not read yet")
+        return self._token_verifier

@@ -1,4 +1,9 @@
-"""Composition root of signal-watcher: `signal-watcher serve | migrate | check-config`."""
+"""Composition root of signal-watcher: `signal-watcher serve | migrate | check-config`.
+
+`serve` wires the API, the due-scan scheduler and the retention cleaner onto the shared process shell. The
+probe client is always built with the strict SSRF guard and the system resolver: nothing in configuration
+can loosen it.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +11,52 @@ import importlib.metadata
 import sys
 from pathlib import Path
 
-from signal_watcher.settings import SignalWatcherSettings
-from yovision_platform.service import ServiceSpec
+from signal_watcher.adapters.probe_client import ProbeClient
+from signal_watcher.adapters.repository import WatcherRepository
+from signal_watcher.entrypoints.api import ApiDeps, install_api
+from signal_watcher.metrics import SignalMetrics
+from signal_watcher.service_layer.checks import CheckRunner
+from signal_watcher.service_layer.retention import RetentionCleaner
+from signal_watcher.service_layer.scheduler import Scheduler
+from signal_watcher.settings import SignalWatcherSettings, effective_retention_days
+from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.service import ServiceContext, ServiceSpec
 from yovision_platform.service import main as run
 
+SERVICE_NAME = "signal-watcher"
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+
+async def configure(ctx: ServiceContext) -> None:
+    settings = ctx.settings
+    assert isinstance(settings, SignalWatcherSettings)
+    repo = WatcherRepository(ctx.plan.schema, settings.cipher)
+    probe = ProbeClient()
+    install_api(
+        ctx.app,
+        ApiDeps(
+            pool=ctx.pool,
+            repo=repo,
+            probe=probe,
+            verifier=settings.token_verifier,
+            max_watchers_per_user=settings.max_watchers_per_user,
+        ),
+    )
+    if settings.scheduler_enabled:
+        metrics = SignalMetrics.create(ctx.registry)
+        runner = CheckRunner(ctx.pool, repo, probe, AvroSerde(SchemaRegistry.load()), metrics=metrics)
+        ctx.add_worker("scheduler", Scheduler(ctx.pool, repo, runner, settings.instance_id).run)
+    cleaner = RetentionCleaner(ctx.pool, repo, effective_retention_days(settings.check_retention_days))
+    ctx.add_worker("check-retention", cleaner.run)
+
+
 SPEC = ServiceSpec(
-    name="signal-watcher",
-    version=importlib.metadata.version("signal-watcher"),
+    name=SERVICE_NAME,
+    version=importlib.metadata.version(SERVICE_NAME),
     schema="signal",
     settings_cls=SignalWatcherSettings,
-    migrations_dir=Path(__file__).resolve().parent.parent / "migrations",
+    migrations_dir=MIGRATIONS_DIR,
+    configure=configure,
 )
 
 

@@ -1,0 +1,166 @@
+"""SSRF rules: which probe URLs and which resolved addresses a probe may reach.
+
+Two checks, both required:
+
+- `check_url` (at create/update time and again before every probe): http/https only, no credentials, no
+  IPv6 literals, no `localhost`/`.localhost`/`.local`/`.internal`/single-label names, every numeric IPv4
+  spelling (`127.1`, `0x7f000001`, `2130706433`, `0177.0.0.1`) is decoded the way `inet_aton` (and so the
+  system resolver) reads it and refused unless it is a canonical public dotted quad.
+- `AddressGuard.check` on **every** address the name resolves to, at connect time (see
+  `adapters.probe_client`), so a name that later resolves to a private address (DNS rebinding) is refused.
+
+The URL is parsed with `httpx.URL`, the same parser the probe client uses, so the validated host is the host
+that is connected to (no parser differential). Parsing is pure; nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from dataclasses import dataclass
+
+import httpx
+
+from signal_watcher.domain.errors import UrlRefused
+
+__all__ = [
+    "STRICT_GUARD",
+    "URL_MAX_CHARS",
+    "AddressGuard",
+    "IpAddress",
+    "ProbeTarget",
+    "check_url",
+    "is_blocked_address",
+]
+
+URL_MAX_CHARS = 1024
+ALLOWED_SCHEMES = frozenset({"http", "https"})
+BLOCKED_NAME_SUFFIXES = (".localhost", ".local", ".internal")
+BLOCKED_NAMES = frozenset({"localhost"})
+
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+_BLOCKED_NETWORKS = tuple(
+    ipaddress.ip_network(n)
+    for n in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.88.99.0/24",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+        "::/128",
+        "::1/128",
+        "fc00::/7",
+        "fe80::/10",
+        "fec0::/10",
+        "ff00::/8",
+    )
+)
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address in _IPV4_COMPATIBLE or address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address in _SIX_TO_FOUR:
+        return address.sixtofour
+    return None
+
+
+def is_blocked_address(address: IpAddress) -> bool:
+    """True for every address a probe must never reach: non-global, private, reserved, loopback,
+    link-local, multicast, unspecified, CGNAT, and IPv6 forms that embed such an IPv4 address."""
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = _embedded_ipv4(address)
+        if embedded is not None and (is_blocked_address(embedded) or address in _IPV4_COMPATIBLE):
+            return True
+    if any(address in network for network in _BLOCKED_NETWORKS if network.version == address.version):
+        return True
+    return bool(
+        not address.is_global
+        or address.is_private
+        or address.is_reserved
+        or address.is_multicast
+        or address.is_link_local
+        or address.is_loopback
+        or address.is_unspecified
+    )
+
+
+@dataclass(frozen=True)
+class AddressGuard:
+    """Connect-time address policy. Production uses `STRICT_GUARD`; `allow_loopback=True` exists only so
+    tests can probe fixture servers on 127.0.0.1. No setting or environment variable constructs it."""
+
+    allow_loopback: bool = False
+
+    def check(self, address: IpAddress) -> None:
+        if self.allow_loopback and address.version == 4 and address.is_loopback:
+            return
+        if is_blocked_address(address):
+            raise UrlRefused("ssrf_blocked_address")
+
+
+STRICT_GUARD = AddressGuard()
+
+
+@dataclass(frozen=True)
+class ProbeTarget:
+    scheme: str
+    host: str
+    port: int
+    address: IpAddress | None  # set when the host is an IPv4 literal
+
+
+def _ipv4_literal(host: str) -> ipaddress.IPv4Address | None:
+    """The address `inet_aton` (and getaddrinfo) would read from `host`, or None for a name."""
+    try:
+        packed = socket.inet_aton(host)
+    except OSError:
+        return None
+    return ipaddress.IPv4Address(packed)
+
+
+def check_url(raw: str, guard: AddressGuard = STRICT_GUARD) -> ProbeTarget:
+    """Validate a probe URL; raises UrlRefused with a stable code. Does not resolve names."""
+    if not raw or len(raw) > URL_MAX_CHARS or not raw.isprintable() or any(c in raw for c in " \\\t"):
+        raise UrlRefused("url_invalid")
+    try:
+        url = httpx.URL(raw)
+    except (httpx.InvalidURL, ValueError, TypeError):
+        raise UrlRefused("url_invalid") from None
+    if url.scheme not in ALLOWED_SCHEMES:
+        raise UrlRefused("url_scheme_not_allowed")
+    if url.userinfo:
+        raise UrlRefused("url_credentials_not_allowed")
+    host = url.host.lower()
+    if host.endswith("."):
+        host = host[:-1]
+    if not host:
+        raise UrlRefused("url_invalid")
+    if ":" in host:
+        raise UrlRefused("ssrf_ipv6_literal")
+    port = url.port or (443 if url.scheme == "https" else 80)
+    literal = _ipv4_literal(host)
+    if literal is not None:
+        if str(literal) != host:
+            raise UrlRefused("ssrf_ambiguous_ip")
+        guard.check(literal)
+        return ProbeTarget(url.scheme, host, port, literal)
+    if host.replace(".", "").isdigit() or host.startswith("0x"):
+        raise UrlRefused("ssrf_ambiguous_ip")
+    if host in BLOCKED_NAMES or host.endswith(BLOCKED_NAME_SUFFIXES) or "." not in host:
+        raise UrlRefused("ssrf_blocked_name")
+    return ProbeTarget(url.scheme, host, port, None)

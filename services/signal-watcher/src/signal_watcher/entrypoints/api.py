@@ -1,0 +1,238 @@
+"""HTTP API: `/v1/signal-watchers` (the caller's own watchers) and `/v1/admin/signal-watchers` (read-only,
+permission `signal:read`).
+
+Identity is the `sub` of a verified JWT (audience `signal-watcher`). Every user query filters by it: a
+watcher of another user is `404 not_found`, never 403. Errors are `{"error": <stable code>}`.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import asyncpg
+from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from signal_watcher.adapters.probe_client import ProbeClient, ProbeFailed
+from signal_watcher.adapters.repository import WatcherRecord, WatcherRepository
+from signal_watcher.domain.errors import ValidationFailed
+from signal_watcher.domain.masking import MASK, is_sensitive_key
+from signal_watcher.domain.model import Header, Status, WatcherSpec, resets_baseline
+from signal_watcher.entrypoints.api_models import (
+    AdminWatcherPage,
+    CheckOut,
+    CheckPage,
+    StatusIn,
+    TestResultOut,
+    WatcherAdminOut,
+    WatcherIn,
+    WatcherOut,
+    WatcherPage,
+)
+from signal_watcher.service_layer.checks import probe_and_judge
+from yovision_platform.auth import BearerToken, Identity, TokenVerifier, install_auth_error_handlers
+from yovision_platform.db import DbConnection
+from yovision_platform.errors import PlatformError
+
+__all__ = ["ADMIN_PERMISSION", "PAGE_MAX_ITEMS", "ApiDeps", "install_api", "openapi_document"]
+
+ADMIN_PERMISSION = "signal:read"
+PAGE_MAX_ITEMS = 100
+PAGE_DEFAULT_ITEMS = 50
+
+
+@dataclass(frozen=True)
+class ApiDeps:
+    pool: asyncpg.Pool
+    repo: WatcherRepository
+    probe: ProbeClient
+    verifier: TokenVerifier
+    max_watchers_per_user: int
+
+
+class NotFound(PlatformError):
+    code = "not_found"
+
+
+class LimitReached(PlatformError):
+    code = "watcher_limit_reached"
+
+
+def _caller(request: Request, token: BearerToken) -> Identity:
+    verifier: TokenVerifier = request.app.state.signal_token_verifier
+    return verifier.verify(token)
+
+
+Caller = Annotated[Identity, Depends(_caller)]
+Limit = Annotated[int, Query(ge=1, le=PAGE_MAX_ITEMS)]
+Offset = Annotated[int, Query(ge=0, le=1_000_000)]
+
+
+def _spec_of(body: WatcherIn, previous: WatcherSpec | None, body_sent: bool) -> WatcherSpec:
+    stored = {h.key.lower(): h.value for h in previous.headers} if previous else {}
+    headers = tuple(
+        Header(h.key, stored[h.key.lower()])
+        if h.value == MASK and is_sensitive_key(h.key) and h.key.lower() in stored
+        else Header(h.key, h.value)
+        for h in body.headers
+    )
+    return WatcherSpec(
+        name=body.name,
+        agent_id=body.agent_id,
+        url=body.url.strip(),
+        method=body.method,
+        headers=headers,
+        body=body.body if body_sent or previous is None else previous.body,
+        interval_minutes=body.interval_minutes,
+        compare_mode=body.compare_mode,
+        json_path=body.json_path,
+        prompt_template=body.prompt_template,
+    ).validated()
+
+
+async def _preflight(probe: ProbeClient, url: str) -> None:
+    """Refuse a name that resolves to a blocked address now; a name that does not resolve yet is allowed
+    (its probes fail with `dns`), and every probe checks again at connect time."""
+    try:
+        await probe.preflight(url)
+    except ProbeFailed as exc:
+        if exc.code == "ssrf_blocked":
+            raise ValidationFailed("ssrf_blocked_address") from None
+
+
+def install_api(app: FastAPI, deps: ApiDeps) -> None:
+    install_auth_error_handlers(app)
+
+    async def handle_platform_error(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, PlatformError)
+        status = {NotFound: 404, LimitReached: 409}.get(
+            type(exc), 422 if isinstance(exc, ValidationFailed) else 500
+        )
+        return JSONResponse({"error": exc.code}, status_code=status)
+
+    for error in (NotFound, LimitReached, ValidationFailed):
+        app.add_exception_handler(error, handle_platform_error)
+
+    app.state.signal_token_verifier = deps.verifier
+    router = APIRouter(prefix="/v1")
+
+    async def owned(conn: DbConnection, caller: Identity, watcher_id: uuid.UUID) -> WatcherRecord:
+        record = await deps.repo.get(conn, caller.subject, watcher_id)
+        if record is None:
+            raise NotFound()
+        return record
+
+    @router.get("/signal-watchers", response_model=WatcherPage)
+    async def list_watchers(
+        caller: Caller, limit: Limit = PAGE_DEFAULT_ITEMS, offset: Offset = 0
+    ) -> WatcherPage:
+        async with deps.pool.acquire() as conn:
+            records = await deps.repo.list_for_user(conn, caller.subject, limit=limit, offset=offset)
+        return WatcherPage(items=[WatcherOut.of(r) for r in records], limit=limit, offset=offset)
+
+    @router.post("/signal-watchers", response_model=WatcherOut, status_code=201)
+    async def create_watcher(caller: Caller, body: WatcherIn) -> WatcherOut:
+        spec = _spec_of(body, None, True)
+        await _preflight(deps.probe, spec.url)
+        async with deps.pool.acquire() as conn, conn.transaction():
+            await deps.repo.lock_user(conn, caller.subject)
+            if await deps.repo.count_for_user(conn, caller.subject) >= deps.max_watchers_per_user:
+                raise LimitReached()
+            record = await deps.repo.insert(conn, caller.subject, spec)
+        return WatcherOut.of(record)
+
+    @router.get("/signal-watchers/{watcher_id}", response_model=WatcherOut)
+    async def get_watcher(caller: Caller, watcher_id: uuid.UUID) -> WatcherOut:
+        async with deps.pool.acquire() as conn:
+            return WatcherOut.of(await owned(conn, caller, watcher_id))
+
+    @router.put("/signal-watchers/{watcher_id}", response_model=WatcherOut)
+    async def update_watcher(caller: Caller, watcher_id: uuid.UUID, body: WatcherIn) -> WatcherOut:
+        async with deps.pool.acquire() as conn:
+            previous = (await owned(conn, caller, watcher_id)).spec
+        spec = _spec_of(body, previous, "body" in body.model_fields_set)
+        if spec.url != previous.url:
+            await _preflight(deps.probe, spec.url)
+        async with deps.pool.acquire() as conn, conn.transaction():
+            current = await owned(conn, caller, watcher_id)
+            reset = resets_baseline(current.spec, spec)
+            record = await deps.repo.update_spec(conn, caller.subject, watcher_id, spec, reset_baseline=reset)
+        if record is None:
+            raise NotFound()
+        return WatcherOut.of(record)
+
+    @router.delete("/signal-watchers/{watcher_id}", status_code=204)
+    async def delete_watcher(caller: Caller, watcher_id: uuid.UUID) -> Response:
+        async with deps.pool.acquire() as conn:
+            if not await deps.repo.delete(conn, caller.subject, watcher_id):
+                raise NotFound()
+        return Response(status_code=204)
+
+    @router.post("/signal-watchers/{watcher_id}/status", response_model=WatcherOut)
+    async def set_status(caller: Caller, watcher_id: uuid.UUID, body: StatusIn) -> WatcherOut:
+        async with deps.pool.acquire() as conn:
+            record = await deps.repo.set_status(conn, caller.subject, watcher_id, Status(body.status))
+        if record is None:
+            raise NotFound()
+        return WatcherOut.of(record)
+
+    @router.get("/signal-watchers/{watcher_id}/checks", response_model=CheckPage)
+    async def list_checks(
+        caller: Caller, watcher_id: uuid.UUID, limit: Limit = PAGE_DEFAULT_ITEMS, offset: Offset = 0
+    ) -> CheckPage:
+        async with deps.pool.acquire() as conn:
+            await owned(conn, caller, watcher_id)
+            rows = await deps.repo.list_checks(conn, watcher_id, limit=limit, offset=offset)
+        return CheckPage(items=[CheckOut.of(r) for r in rows], limit=limit, offset=offset)
+
+    @router.post("/signal-watchers/{watcher_id}/test", response_model=TestResultOut)
+    async def test_now(caller: Caller, watcher_id: uuid.UUID) -> TestResultOut:
+        async with deps.pool.acquire() as conn:
+            record = await owned(conn, caller, watcher_id)
+        result = await probe_and_judge(deps.probe, record)
+        judged = result.judged
+        return TestResultOut(
+            ok=judged is not None,
+            error_code=result.error_code,
+            http_status=result.http_status,
+            duration_ms=result.duration_ms,
+            value_hash=judged.value_hash if judged else None,
+            value_excerpt=judged.excerpt if judged else None,
+            would_change=bool(
+                judged and record.last_value_hash and judged.value_hash != record.last_value_hash
+            ),
+            is_baseline=bool(judged and record.last_value_hash is None),
+            sample=result.sample,
+        )
+
+    @router.get("/admin/signal-watchers", response_model=AdminWatcherPage)
+    async def admin_list(
+        caller: Caller, limit: Limit = PAGE_DEFAULT_ITEMS, offset: Offset = 0
+    ) -> AdminWatcherPage:
+        caller.require(ADMIN_PERMISSION)
+        async with deps.pool.acquire() as conn:
+            records = await deps.repo.list_all(conn, limit=limit, offset=offset)
+        return AdminWatcherPage(items=[WatcherAdminOut.of(r) for r in records], limit=limit, offset=offset)
+
+    app.include_router(router)
+
+
+def openapi_document(version: str) -> dict[str, Any]:
+    """The API's OpenAPI document (published as schemas/openapi/signal-watcher.v1.json). Building it calls
+    no route, so the dependencies are placeholders and nothing connects anywhere."""
+    app = FastAPI(title="signal-watcher", version=version)
+    placeholder: Any = None
+    install_api(
+        app,
+        ApiDeps(
+            pool=placeholder,
+            repo=placeholder,
+            probe=placeholder,
+            verifier=TokenVerifier(os.urandom(32), issuer="openapi", audience="signal-watcher"),
+            max_watchers_per_user=1,
+        ),
+    )
+    return app.openapi()

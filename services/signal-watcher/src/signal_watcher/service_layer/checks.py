@@ -1,0 +1,207 @@
+"""Running one check of a claimed watcher: probe, judge, decide, then write everything in one transaction.
+
+The transaction holds the watcher update (fenced by the lease), the check row and any outbox rows
+(`WatcherTriggered` = the agent-run request; `WatcherDisabled` = the WATCHER_DISABLED notification). If
+the lease was lost or cleared by a user edit meanwhile, nothing is written and nothing is published.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import asyncpg
+from prometheus_client import CollectorRegistry
+
+from signal_watcher.adapters.probe_client import ProbeClient, ProbeFailed
+from signal_watcher.adapters.repository import CheckRow, WatcherRecord, WatcherRepository
+from signal_watcher.domain.checking import CheckDecision, WatcherState, decide
+from signal_watcher.domain.judging import Judged, JudgeFailed, judge
+from signal_watcher.metrics import CheckOutcome, SignalMetrics
+from yovision_platform.avro import AvroSerde
+from yovision_platform.db import DbConnection
+from yovision_platform.errors import LeaseLost
+from yovision_platform.events import build_event
+from yovision_platform.leases import Lease
+from yovision_platform.outbox import Outbox, OutboxMessage
+
+__all__ = ["EVENT_SOURCE", "CheckRunner", "ProbeResult", "probe_and_judge"]
+
+log = logging.getLogger(__name__)
+
+EVENT_SOURCE = "signal"
+NOTIFICATION_KIND_WATCHER_DISABLED = "WATCHER_DISABLED"
+PREVIEW_SAMPLE_CHARS = 200
+UTF8_MAX_BYTES_PER_CHAR = 4
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    judged: Judged | None
+    error_code: str | None
+    http_status: int | None
+    duration_ms: int | None
+    sample: str | None  # the first PREVIEW_SAMPLE_CHARS of the body as text, for the test-now preview only
+
+
+async def probe_and_judge(probe: ProbeClient, record: WatcherRecord) -> ProbeResult:
+    """Probe the watcher's target and judge the response; failures become a stable code, never raise."""
+    spec = record.spec
+    try:
+        response = await probe.probe(spec.method.value, spec.url, spec.headers, spec.body)
+    except ProbeFailed as exc:
+        return ProbeResult(None, exc.code, None, None, None)
+    head = response.body[: PREVIEW_SAMPLE_CHARS * UTF8_MAX_BYTES_PER_CHAR]
+    sample = head.decode("utf-8", "replace")[:PREVIEW_SAMPLE_CHARS]
+    try:
+        judged = judge(spec.compare_mode, spec.json_path, response.status_code, response.body)
+    except JudgeFailed as exc:
+        return ProbeResult(None, exc.code, response.status_code, response.duration_ms, sample)
+    return ProbeResult(judged, None, response.status_code, response.duration_ms, sample)
+
+
+class CheckRunner:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        repo: WatcherRepository,
+        probe: ProbeClient,
+        serde: AvroSerde,
+        *,
+        topic_overrides: Mapping[str, str] | None = None,
+        metrics: SignalMetrics | None = None,
+    ) -> None:
+        self._pool = pool
+        self._repo = repo
+        self._probe = probe
+        self._serde = serde
+        self._outbox = Outbox(repo.schema)
+        self._topics = dict(topic_overrides or {})
+        self._metrics = metrics if metrics is not None else SignalMetrics.create(CollectorRegistry())
+
+    async def run(self, watcher_id: uuid.UUID, lease: Lease) -> CheckDecision | None:
+        """One check; returns the decision written, or None when the lease was lost (nothing written)."""
+        async with self._pool.acquire() as conn:
+            record = await self._repo.load(conn, watcher_id, lease)
+        if record is None:
+            return None
+        result = await probe_and_judge(self._probe, record)
+        state = WatcherState(
+            record.spec,
+            record.status,
+            record.consecutive_failures,
+            record.last_value_hash,
+            record.last_value_excerpt,
+        )
+        judged_or_error: Judged | str = result.judged if result.judged is not None else str(result.error_code)
+        try:
+            async with self._pool.acquire() as conn, conn.transaction():
+                decision = decide(state, judged_or_error, triggers_in_last_hour=0)
+                if decision.changed:
+                    recent = await self._repo.triggers_in_last_hour(conn, watcher_id)
+                    decision = decide(state, judged_or_error, triggers_in_last_hour=recent)
+                now = await conn.fetchval("SELECT now()")
+                await self._repo.write_result(
+                    conn,
+                    watcher_id,
+                    lease,
+                    now=now,
+                    status=decision.status,
+                    failures=decision.failures,
+                    next_check_in_minutes=decision.next_check_in_minutes,
+                    baseline_hash=decision.baseline_hash,
+                    baseline_excerpt=decision.baseline_excerpt,
+                    changed=decision.changed,
+                )
+                check_id, trigger_id = uuid.uuid4(), uuid.uuid4() if decision.prompt is not None else None
+                await self._repo.insert_check(
+                    conn,
+                    CheckRow(
+                        id=check_id,
+                        watcher_id=watcher_id,
+                        checked_at=now,
+                        http_status=result.http_status,
+                        value_hash=decision.value_hash,
+                        changed=decision.changed,
+                        trigger_id=trigger_id,
+                        error_code=decision.error_code,
+                        duration_ms=result.duration_ms,
+                        warning=decision.warning,
+                    ),
+                )
+                if decision.prompt is not None and trigger_id is not None:
+                    await self._publish_trigger(conn, record, decision, check_id, trigger_id)
+                if decision.disabled_now:
+                    await self._publish_disabled(conn, record, decision)
+        except LeaseLost:
+            log.info("check discarded: lease lost", extra={"error_code": "lease_lost"})
+            self._metrics.checks.labels(outcome=CheckOutcome.DISCARDED).inc()
+            return None
+        self._observe(decision, result, had_baseline=record.last_value_hash is not None)
+        return decision
+
+    def _observe(self, decision: CheckDecision, result: ProbeResult, *, had_baseline: bool) -> None:
+        metrics = self._metrics
+        if result.duration_ms is not None:
+            metrics.probe_seconds.labels().observe(result.duration_ms / 1000)
+        if decision.error_code is not None:
+            metrics.checks.labels(outcome=CheckOutcome.FAILED).inc()
+            metrics.failure(decision.error_code)
+        elif decision.changed:
+            metrics.checks.labels(outcome=CheckOutcome.CHANGED).inc()
+            metrics.triggers.labels(rate_limited="true" if decision.warning else "false").inc()
+        else:
+            outcome = CheckOutcome.UNCHANGED if had_baseline else CheckOutcome.BASELINE
+            metrics.checks.labels(outcome=outcome).inc()
+        if decision.disabled_now:
+            metrics.disabled.labels().inc()
+
+    async def _enqueue(
+        self, conn: DbConnection, event_type: str, watcher_id: str, payload: dict[str, object]
+    ) -> None:
+        event = build_event(self._serde, event_type, watcher_id, payload, EVENT_SOURCE)
+        await self._outbox.enqueue(conn, OutboxMessage.from_event(event, topic=self._topics.get(event_type)))
+
+    async def _publish_trigger(
+        self,
+        conn: DbConnection,
+        record: WatcherRecord,
+        decision: CheckDecision,
+        check_id: uuid.UUID,
+        trigger_id: uuid.UUID,
+    ) -> None:
+        await self._enqueue(
+            conn,
+            "WatcherTriggered",
+            str(record.id),
+            {
+                "watcher_id": str(record.id),
+                "trigger_id": str(trigger_id),
+                "check_id": str(check_id),
+                "user_id": record.user_id,
+                "agent_id": record.spec.agent_id,
+                "watcher_name": record.spec.name,
+                "compare_mode": record.spec.compare_mode.value,
+                "rendered_prompt": decision.prompt,
+                "warning": decision.warning,
+            },
+        )
+
+    async def _publish_disabled(
+        self, conn: DbConnection, record: WatcherRecord, decision: CheckDecision
+    ) -> None:
+        await self._enqueue(
+            conn,
+            "WatcherDisabled",
+            str(record.id),
+            {
+                "watcher_id": str(record.id),
+                "user_id": record.user_id,
+                "watcher_name": record.spec.name,
+                "notification_kind": NOTIFICATION_KIND_WATCHER_DISABLED,
+                "consecutive_failures": decision.failures,
+                "last_error_code": decision.error_code,
+            },
+        )

@@ -1,0 +1,52 @@
+"""Check-row retention: rows older than the retention are deleted in bounded batches."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import asyncpg
+
+from signal_watcher.adapters.repository import WatcherRepository
+
+__all__ = ["CLEANUP_BATCH_ROWS", "CLEANUP_INTERVAL_SECONDS", "CLEANUP_MAX_BATCHES", "RetentionCleaner"]
+
+CLEANUP_INTERVAL_SECONDS = 3600.0
+CLEANUP_BATCH_ROWS = 1000
+CLEANUP_MAX_BATCHES = 20
+
+
+class RetentionCleaner:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        repo: WatcherRepository,
+        retention_days: int,
+        *,
+        batch_rows: int = CLEANUP_BATCH_ROWS,
+        max_batches: int = CLEANUP_MAX_BATCHES,
+    ) -> None:
+        self._pool = pool
+        self._repo = repo
+        self._days = retention_days
+        self._batch_rows = batch_rows
+        self._max_batches = max_batches
+
+    async def clean_once(self) -> int:
+        """Delete up to max_batches * batch_rows expired rows, one short transaction per batch."""
+        deleted = 0
+        for _ in range(self._max_batches):
+            async with self._pool.acquire() as conn:
+                count = await self._repo.delete_old_checks(
+                    conn, retention_days=self._days, batch=self._batch_rows
+                )
+            deleted += count
+            if count < self._batch_rows:
+                break
+        return deleted
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await self.clean_once()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), CLEANUP_INTERVAL_SECONDS)

@@ -1,0 +1,112 @@
+"""The due scan: claims due watchers and runs their checks concurrently, safe across instances.
+
+Due-ness lives only in the database (`next_check_at`). Every SCAN_INTERVAL_SECONDS the scheduler claims
+up to SCAN_BATCH_SIZE due ACTIVE watchers with `FOR UPDATE SKIP LOCKED` plus a DB-clock lease (LeaseTable),
+so two instances never claim the same watcher, and a claimed watcher is not claimable again until its check
+has written `next_check_at` (which releases the lease) or the lease expired. Within one process a watcher
+is single-flight (`_in_flight`). A full batch is followed by another claim at once (a backlog drains
+without waiting 30 s per 50 watchers), up to MAX_IN_FLIGHT concurrent checks; a hanging probe occupies
+one slot only until its own timeout, never the scan loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+
+import asyncpg
+
+from signal_watcher.adapters.repository import WatcherRepository
+from signal_watcher.service_layer.checks import CheckRunner
+from yovision_platform.leases import Lease
+
+__all__ = ["LEASE_SECONDS", "MAX_IN_FLIGHT", "SCAN_BATCH_SIZE", "SCAN_INTERVAL_SECONDS", "Scheduler"]
+
+log = logging.getLogger(__name__)
+
+SCAN_INTERVAL_SECONDS = 30.0
+SCAN_BATCH_SIZE = 50
+LEASE_SECONDS = 120.0  # > the probe's 60 s overall deadline plus the write
+MAX_IN_FLIGHT = 500
+STOP_GRACE_SECONDS = 10.0
+
+
+class Scheduler:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        repo: WatcherRepository,
+        runner: CheckRunner,
+        owner: str,
+        *,
+        scan_interval_seconds: float = SCAN_INTERVAL_SECONDS,
+        batch_size: int = SCAN_BATCH_SIZE,
+        max_in_flight: int = MAX_IN_FLIGHT,
+    ) -> None:
+        self._pool = pool
+        self._repo = repo
+        self._runner = runner
+        self._owner = owner
+        self._interval = scan_interval_seconds
+        self._batch = batch_size
+        self._max_in_flight = max_in_flight
+        self._in_flight: dict[uuid.UUID, asyncio.Task[None]] = {}
+        self.checks_done = 0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Worker entry point: scan until `stop`, then let in-flight checks finish (bounded)."""
+        try:
+            while not stop.is_set():
+                await self.scan(stop)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self._interval)
+        finally:
+            await self.drain(STOP_GRACE_SECONDS)
+
+    async def scan(self, stop: asyncio.Event | None = None) -> int:
+        """Claim and start due checks until no full batch is left; returns how many were started."""
+        started = 0
+        while stop is None or not stop.is_set():
+            capacity = self._max_in_flight - len(self._in_flight)
+            if capacity <= 0:
+                await asyncio.wait(list(self._in_flight.values()), return_when=asyncio.FIRST_COMPLETED)
+                continue
+            limit = min(self._batch, capacity)
+            async with self._pool.acquire() as conn:
+                claimed = await self._repo.claim_due(
+                    conn, self._owner, limit=limit, lease_seconds=LEASE_SECONDS
+                )
+            for row in claimed:
+                watcher_id: uuid.UUID = row.row_id
+                if watcher_id in self._in_flight:
+                    continue
+                task = asyncio.create_task(self._check(watcher_id, row.lease), name=f"check-{watcher_id}")
+                self._in_flight[watcher_id] = task
+                started += 1
+            if len(claimed) < limit:
+                return started
+        return started
+
+    async def _check(self, watcher_id: uuid.UUID, lease: Lease) -> None:
+        try:
+            await self._runner.run(watcher_id, lease)
+            self.checks_done += 1
+        except Exception as exc:
+            # Only the class: messages and tracebacks of unexpected errors may quote the URL or a header.
+            log.error(
+                "check crashed; the lease expires and the watcher is retried",
+                extra={"error_code": type(exc).__name__},
+            )
+        finally:
+            self._in_flight.pop(watcher_id, None)
+
+    async def drain(self, timeout_seconds: float) -> None:
+        tasks = list(self._in_flight.values())
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=timeout_seconds)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)

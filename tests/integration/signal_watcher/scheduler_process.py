@@ -1,0 +1,44 @@
+"""One scheduler instance as its own process, for the two-process test: claims and checks every due watcher
+of the schema once (scan + drain), then prints how many checks it started. Test-only wiring: the probe
+client maps FIXTURE_HOST to 127.0.0.1 and admits loopback, as the in-process tests do.
+
+    python scheduler_process.py <runtime dsn> <schema> <aes key hex> <owner>
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import asyncpg
+
+from signal_watcher.adapters.crypto import SecretCipher
+from signal_watcher.adapters.probe_client import ProbeClient
+from signal_watcher.adapters.repository import WatcherRepository
+from signal_watcher.service_layer.checks import CheckRunner
+from signal_watcher.service_layer.scheduler import Scheduler
+from tests.integration.signal_watcher.conftest import FIXTURE_HOST, LOOPBACK_FOR_TESTS, fake_resolver
+from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.db import Identifier
+
+
+async def main(dsn: str, schema: str, key_hex: str, owner: str) -> None:
+    pool = await asyncpg.create_pool(dsn, min_size=1, max_size=6)
+    probe = ProbeClient(resolver=fake_resolver({FIXTURE_HOST: ["127.0.0.1"]}), guard=LOOPBACK_FOR_TESTS)
+    try:
+        repo = WatcherRepository(Identifier(schema), SecretCipher(bytes.fromhex(key_hex)))
+        runner = CheckRunner(pool, repo, probe, AvroSerde(SchemaRegistry.load()))
+        scheduler = Scheduler(pool, repo, runner, owner, max_in_flight=100)
+        print("ready", flush=True)
+        sys.stdin.readline()  # both processes start scanning at the same moment
+        started = await scheduler.scan()
+        await scheduler.drain(120)
+        print(json.dumps({"started": started, "done": scheduler.checks_done}), flush=True)
+    finally:
+        await probe.aclose()
+        await pool.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(*sys.argv[1:5]))

@@ -1,0 +1,248 @@
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from signal_watcher.adapters.probe_client import ProbeClient
+from signal_watcher.adapters.repository import WatcherRepository
+from signal_watcher.entrypoints.api import ApiDeps, install_api
+from signal_watcher.service_layer.checks import CheckRunner
+from signal_watcher.settings import JWT_AUDIENCE
+from tests.integration.signal_watcher.conftest import (
+    FIXTURE_HOST,
+    LOOPBACK_FOR_TESTS,
+    check_now,
+    fake_resolver,
+)
+from tests.integration.signal_watcher.fixture_server import FixtureServer
+from yovision_platform.auth import TokenVerifier
+
+MAX_PER_USER = 3
+VERIFIER = TokenVerifier(os.urandom(32), issuer="test-issuer", audience=JWT_AUDIENCE)
+
+
+def auth(user: str, *permissions: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {VERIFIER.mint(user, permissions)}"}
+
+
+ALICE, BOB = auth("alice"), auth("bob")
+
+
+@pytest.fixture
+async def api(
+    pool: asyncpg.Pool, repo: WatcherRepository, local_probe: ProbeClient
+) -> AsyncIterator[httpx.AsyncClient]:
+    app = FastAPI()
+    install_api(app, ApiDeps(pool, repo, local_probe, VERIFIER, MAX_PER_USER))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api") as client:
+        yield client
+
+
+def watcher_body(url: str, **changes: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": "w",
+        "agent_id": "agent-1",
+        "url": url,
+        "method": "POST",
+        "headers": [{"key": "Authorization", "value": "Bearer s3cret"}, {"key": "Accept", "value": "json"}],
+        "body": "p4yload",
+        "interval_minutes": 5000,
+        "compare_mode": "HASH",
+        "prompt_template": "{diff}",
+    }
+    return {**body, **changes}
+
+
+async def _create(
+    api: httpx.AsyncClient, url: str, headers: dict[str, str] = ALICE, **changes: Any
+) -> dict[str, Any]:
+    response = await api.post("/v1/signal-watchers", json=watcher_body(url, **changes), headers=headers)
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+async def test_create_masks_secrets_and_clamps_the_interval(
+    api: httpx.AsyncClient, fixture_server: FixtureServer
+) -> None:
+    created = await _create(api, fixture_server.url(FIXTURE_HOST, "/text"))
+    assert created["headers"] == [
+        {"key": "Authorization", "value": "******"},
+        {"key": "Accept", "value": "json"},
+    ]
+    assert created["body_length"] == len("p4yload") and "p4yload" not in str(created)
+    assert created["interval_minutes"] == 1440 and created["status"] == "ACTIVE"
+    fetched = (await api.get(f"/v1/signal-watchers/{created['id']}", headers=ALICE)).json()
+    assert fetched == created
+
+
+async def test_requests_without_a_valid_token_are_unauthorized(api: httpx.AsyncClient) -> None:
+    assert (await api.get("/v1/signal-watchers")).status_code == 401
+    assert (await api.get("/v1/signal-watchers", headers={"Authorization": "Bearer nope"})).status_code == 401
+
+
+async def test_users_cannot_see_or_touch_each_others_watchers(
+    api: httpx.AsyncClient, fixture_server: FixtureServer
+) -> None:
+    mine = await _create(api, fixture_server.url(FIXTURE_HOST, "/text"))
+    path = f"/v1/signal-watchers/{mine['id']}"
+    assert (await api.get("/v1/signal-watchers", headers=BOB)).json()["items"] == []
+    for method, suffix, body in [
+        ("GET", "", None),
+        ("PUT", "", watcher_body(mine["url"])),
+        ("POST", "/status", {"status": "PAUSED"}),
+        ("GET", "/checks", None),
+        ("POST", "/test", None),
+        ("DELETE", "", None),
+    ]:
+        response = await api.request(method, path + suffix, json=body, headers=BOB)
+        assert (response.status_code, response.json()) == (404, {"error": "not_found"}), (method, suffix)
+    assert fixture_server.requests == {}  # bob's test-now never probed alice's target
+    assert (await api.get(path, headers=ALICE)).status_code == 200
+
+
+async def test_admin_list_requires_signal_read(api: httpx.AsyncClient, fixture_server: FixtureServer) -> None:
+    await _create(api, fixture_server.url(FIXTURE_HOST, "/text"))
+    await _create(api, fixture_server.url(FIXTURE_HOST, "/text"), headers=BOB)
+    assert (await api.get("/v1/admin/signal-watchers", headers=ALICE)).status_code == 403
+    listed = (await api.get("/v1/admin/signal-watchers", headers=auth("admin", "signal:read"))).json()[
+        "items"
+    ]
+    assert sorted(w["user_id"] for w in listed) == ["alice", "bob"]
+    assert all(w["headers"][0]["value"] == "******" for w in listed)
+
+
+async def test_per_user_cap_is_enforced(api: httpx.AsyncClient, fixture_server: FixtureServer) -> None:
+    for _ in range(MAX_PER_USER):
+        await _create(api, fixture_server.url(FIXTURE_HOST, "/text"))
+    response = await api.post(
+        "/v1/signal-watchers", json=watcher_body(fixture_server.url(FIXTURE_HOST, "/text")), headers=ALICE
+    )
+    assert (response.status_code, response.json()) == (409, {"error": "watcher_limit_reached"})
+    await _create(api, fixture_server.url(FIXTURE_HOST, "/text"), headers=BOB)
+
+
+@pytest.mark.parametrize(
+    ("changes", "code"),
+    [
+        ({"url": "http://127.1/"}, "ssrf_ambiguous_ip"),
+        ({"url": "http://0x7f000001/"}, "ssrf_ambiguous_ip"),
+        ({"url": "http://2130706433/"}, "ssrf_ambiguous_ip"),
+        ({"url": "http://0177.0.0.1/"}, "url_invalid"),  # httpx refuses it; inet_aton would read 127.0.0.1
+        ({"url": "http://169.254.169.254/"}, "ssrf_blocked_address"),
+        ({"url": "http://[::ffff:127.0.0.1]/"}, "ssrf_ipv6_literal"),
+        ({"url": "http://db.internal/"}, "ssrf_blocked_name"),
+        ({"url": "http://private.example.com/"}, "ssrf_blocked_address"),
+        ({"url": "ftp://example.com/"}, "url_scheme_not_allowed"),
+        ({"headers": [{"key": "Host", "value": "x"}]}, "forbidden_header"),
+        ({"headers": [{"key": f"X-{i}", "value": "v"} for i in range(21)]}, "validation_error"),
+        ({"compare_mode": "JSON_FIELD", "json_path": "a..b"}, "invalid_json_path"),
+    ],
+)
+async def test_invalid_definitions_are_refused_with_stable_codes(
+    pool: asyncpg.Pool, repo: WatcherRepository, changes: dict[str, Any], code: str
+) -> None:
+    probe = ProbeClient(
+        resolver=fake_resolver({"private.example.com": ["10.1.2.3"]}), guard=LOOPBACK_FOR_TESTS
+    )
+    app = FastAPI()
+    install_api(app, ApiDeps(pool, repo, probe, VERIFIER, MAX_PER_USER))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api") as client:
+        response = await client.post(
+            "/v1/signal-watchers", json={**watcher_body("https://example.com/"), **changes}, headers=ALICE
+        )
+    await probe.aclose()
+    assert response.status_code == 422
+    if code != "validation_error":
+        assert response.json() == {"error": code}
+
+
+async def test_update_keeps_masked_secrets_and_resets_baseline_only_for_probe_fields(
+    api: httpx.AsyncClient,
+    fixture_server: FixtureServer,
+    pool: asyncpg.Pool,
+    repo: WatcherRepository,
+    runner: CheckRunner,
+) -> None:
+    created = await _create(api, fixture_server.url(FIXTURE_HOST, "/echo"))
+    path = f"/v1/signal-watchers/{created['id']}"
+    await check_now(pool, repo, runner, uuid.UUID(created["id"]))
+    renamed = watcher_body(created["url"], name="renamed", headers=created["headers"])
+    del renamed["body"]
+    updated = (await api.put(path, json=renamed, headers=ALICE)).json()
+    assert updated["name"] == "renamed" and updated["has_baseline"] is True
+    async with pool.acquire() as conn:
+        record = await repo.get(conn, "alice", uuid.UUID(created["id"]))
+    assert (
+        record is not None
+        and record.spec.headers[0].value == "Bearer s3cret"
+        and record.spec.body == "p4yload"
+    )
+    changed = (await api.put(path, json={**renamed, "body": "other"}, headers=ALICE)).json()
+    assert changed["has_baseline"] is False and changed["body_length"] == 5
+
+
+async def test_reenabling_a_disabled_watcher_resets_failures_and_baseline(
+    api: httpx.AsyncClient, fixture_server: FixtureServer, pool: asyncpg.Pool, repo: WatcherRepository
+) -> None:
+    created = await _create(api, fixture_server.url(FIXTURE_HOST, "/text"))
+    async with pool.acquire() as conn:
+        await conn.execute(
+            f"UPDATE {repo.schema.quoted}.watchers SET status = 'DISABLED', consecutive_failures = 5, "
+            "last_value_hash = 'h'"
+        )
+    path = f"/v1/signal-watchers/{created['id']}/status"
+    assert (await api.post(path, json={"status": "DISABLED"}, headers=ALICE)).status_code == 422
+    enabled = (await api.post(path, json={"status": "ACTIVE"}, headers=ALICE)).json()
+    assert (
+        enabled["status"] == "ACTIVE" and enabled["consecutive_failures"] == 0 and not enabled["has_baseline"]
+    )
+    paused = (await api.post(path, json={"status": "PAUSED"}, headers=ALICE)).json()
+    assert paused["status"] == "PAUSED"
+    async with pool.acquire() as conn:  # due, but paused: never probed
+        assert await repo.claim_due(conn, "x", limit=10, lease_seconds=60) == []
+
+
+async def test_test_now_previews_without_writing_or_publishing(
+    api: httpx.AsyncClient, fixture_server: FixtureServer, pool: asyncpg.Pool, repo: WatcherRepository
+) -> None:
+    fixture_server.state["text"] = "hello"
+    created = await _create(api, fixture_server.url(FIXTURE_HOST, "/text"), method="GET", body=None)
+    before = (await api.get(f"/v1/signal-watchers/{created['id']}", headers=ALICE)).json()
+    preview = (await api.post(f"/v1/signal-watchers/{created['id']}/test", headers=ALICE)).json()
+    assert preview["ok"] is True and preview["http_status"] == 200 and preview["sample"] == "hello"
+    assert preview["is_baseline"] is True and preview["would_change"] is False
+    assert (await api.get(f"/v1/signal-watchers/{created['id']}", headers=ALICE)).json() == before
+    async with pool.acquire() as conn:
+        assert await conn.fetchval(f"SELECT count(*) FROM {repo.schema.quoted}.checks") == 0
+        assert await conn.fetchval(f"SELECT count(*) FROM {repo.schema.quoted}.outbox") == 0
+
+
+async def test_checks_are_paged_newest_first_and_deleted_with_the_watcher(
+    api: httpx.AsyncClient,
+    fixture_server: FixtureServer,
+    pool: asyncpg.Pool,
+    repo: WatcherRepository,
+    runner: CheckRunner,
+) -> None:
+    created = await _create(api, fixture_server.url(FIXTURE_HOST, "/text"), method="GET", body=None)
+    watcher_id = uuid.UUID(created["id"])
+    for i in range(3):
+        fixture_server.state["text"] = f"v{i}"
+        await check_now(pool, repo, runner, watcher_id)
+    page = (await api.get(f"/v1/signal-watchers/{created['id']}/checks?limit=2", headers=ALICE)).json()
+    assert [c["changed"] for c in page["items"]] == [True, True]
+    rest = (
+        await api.get(f"/v1/signal-watchers/{created['id']}/checks?limit=2&offset=2", headers=ALICE)
+    ).json()
+    assert [c["changed"] for c in rest["items"]] == [False]
+    assert page["items"][0]["checked_at"] >= page["items"][1]["checked_at"] >= rest["items"][0]["checked_at"]
+    assert (await api.delete(f"/v1/signal-watchers/{created['id']}", headers=ALICE)).status_code == 204
+    async with pool.acquire() as conn:
+        assert await conn.fetchval(f"SELECT count(*) FROM {repo.schema.quoted}.checks") == 0

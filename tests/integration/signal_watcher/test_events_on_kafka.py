@@ -1,0 +1,52 @@
+"""A change and an auto-disable reach Kafka through the outbox relay and decode with the Avro contracts."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from signal_watcher.adapters.probe_client import ProbeClient
+from signal_watcher.adapters.repository import WatcherRepository
+from signal_watcher.domain.model import AUTO_DISABLE_FAILURES
+from signal_watcher.service_layer.checks import CheckRunner
+from tests.conftest import Stack
+from tests.integration.platform.kafka_helpers import producer_factory, read_topic
+from tests.integration.signal_watcher.conftest import FIXTURE_HOST, check_now, make_spec
+from tests.integration.signal_watcher.fixture_server import FixtureServer
+from yovision_platform.avro import AvroSerde
+from yovision_platform.relay import OutboxRelay
+
+
+async def test_trigger_and_disable_events_are_published_once(
+    stack: Stack,
+    topic: str,
+    fixture_server: FixtureServer,
+    pool: asyncpg.Pool,
+    repo: WatcherRepository,
+    local_probe: ProbeClient,
+    serde: AvroSerde,
+) -> None:
+    runner = CheckRunner(
+        pool, repo, local_probe, serde, topic_overrides={"WatcherTriggered": topic, "WatcherDisabled": topic}
+    )
+    async with pool.acquire() as conn:
+        changing = await repo.insert(conn, "user-1", make_spec(fixture_server.url(FIXTURE_HOST, "/text")))
+        failing = await repo.insert(conn, "user-2", make_spec(fixture_server.url(FIXTURE_HOST, "/redirect")))
+    for text in ("a", "b"):
+        fixture_server.state["text"] = text
+        await check_now(pool, repo, runner, changing.id)
+    for _ in range(AUTO_DISABLE_FAILURES):
+        await check_now(pool, repo, runner, failing.id)
+    relay = OutboxRelay(pool, repo.schema, producer_factory(stack.kafka_bootstrap), owner="test-relay")
+    try:
+        while (await relay.run_once()).claimed:
+            pass
+    finally:
+        await relay.close()
+    records = await read_topic(stack.kafka_bootstrap, topic, expected=2)
+    decoded = sorted((serde.decode(r.value) for r in records), key=lambda e: e.event_type)
+    assert [e.event_type for e in decoded] == ["WatcherDisabled", "WatcherTriggered"]
+    disabled, triggered = decoded
+    assert disabled.record["watcher_id"] == str(failing.id) and disabled.record["user_id"] == "user-2"
+    assert triggered.record["watcher_id"] == str(changing.id)
+    assert "new:\nb" in triggered.record["rendered_prompt"]
+    assert {r.key for r in records} == {str(changing.id).encode(), str(failing.id).encode()}
