@@ -1,12 +1,20 @@
-"""sense-reconciler settings: environment variables prefixed `SENSE_`."""
+"""sense-reconciler settings: environment variables prefixed `SENSE_`, validated at start-up."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from pydantic import Field, PrivateAttr, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from yovision_platform.settings import BaseServiceSettings, Port
+from sense_reconciler.domain import limits
+from yovision_platform.auth import MIN_STATIC_TOKEN_CHARS
+from yovision_platform.settings import BaseServiceSettings, Port, read_secret_file
 
 DEFAULT_HTTP_PORT = 18081
+DEVICE_TOPIC = "sense.device.v1"
+CONSUMER_GROUP = "sense-reconciler"
 
 
 class SenseReconcilerSettings(BaseServiceSettings):
@@ -15,3 +23,44 @@ class SenseReconcilerSettings(BaseServiceSettings):
     )
 
     http_port: Port = DEFAULT_HTTP_PORT
+    mediamtx_api_url: str
+    api_token_file: Path
+    lease_seconds: float = Field(default=limits.LEASE_SECONDS_DEFAULT, gt=0, le=3600)
+    operation_deadline_seconds: float = Field(default=limits.OPERATION_DEADLINE_SECONDS_DEFAULT, gt=0)
+    claim_batch: int = Field(default=limits.CLAIM_BATCH_DEFAULT_ITEMS, ge=1, le=limits.CLAIM_BATCH_MAX_ITEMS)
+    scan_interval_seconds: float = Field(default=limits.SCAN_INTERVAL_SECONDS_DEFAULT, ge=0.05, le=3600)
+    device_topic: str = Field(default=DEVICE_TOPIC, pattern=r"^[a-z0-9][a-z0-9._-]{0,199}$")
+    consumer_group: str = Field(default=CONSUMER_GROUP, pattern=r"^[a-z0-9][a-z0-9._-]{0,199}$")
+    # 0: the partition count the event catalogue declares for the device topic (checked against Kafka).
+    device_topic_partitions: int = Field(default=0, ge=0, le=10_000)
+    reconciler_enabled: bool = True
+
+    _api_token: SecretStr | None = PrivateAttr(default=None)
+
+    @field_validator("mediamtx_api_url")
+    @classmethod
+    def _mediamtx_url_is_http(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in {"http", "https"} or not parts.hostname or parts.username or parts.query:
+            raise ValueError("must be an http(s) URL without credentials or query")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _deadline_shorter_than_lease(self) -> SenseReconcilerSettings:
+        if self.operation_deadline_seconds >= self.lease_seconds:
+            raise ValueError("operation_deadline_seconds must be strictly shorter than lease_seconds")
+        return self
+
+    def load_secret_files(self) -> None:
+        super().load_secret_files()
+        self._api_token = read_secret_file(
+            self.api_token_file, self.env_var_name("api_token_file"), min_bytes=MIN_STATIC_TOKEN_CHARS
+        )
+
+    @property
+    def api_token(self) -> SecretStr:
+        """The Control API's static bearer token (read by `load_secret_files`)."""
+        if self._api_token is None:
+            self.load_secret_files()
+        assert self._api_token is not None
+        return self._api_token

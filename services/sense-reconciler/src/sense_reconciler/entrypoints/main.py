@@ -6,9 +6,76 @@ import importlib.metadata
 import sys
 from pathlib import Path
 
+from sense_reconciler.adapters.device_repository import DeviceRepository
+from sense_reconciler.adapters.mediamtx import MediaMtxClient
+from sense_reconciler.entrypoints import api
+from sense_reconciler.entrypoints.device_consumer import DeviceEventConsumer
+from sense_reconciler.service_layer.devices import DeviceService
+from sense_reconciler.service_layer.metrics import ReconcileMetrics
+from sense_reconciler.service_layer.ownership import OwnedPartitions
+from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.settings import SenseReconcilerSettings
-from yovision_platform.service import ServiceSpec
+from yovision_platform.auth import StaticBearerToken
+from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.errors import ConfigError
+from yovision_platform.events import catalog_for
+from yovision_platform.service import ServiceContext, ServiceSpec
 from yovision_platform.service import main as run
+
+
+def device_topic_partitions(settings: SenseReconcilerSettings, serde: AvroSerde) -> int:
+    """The setting, else the partition count the event catalogue declares for the device topic."""
+    if settings.device_topic_partitions:
+        return settings.device_topic_partitions
+    topic = catalog_for(serde).topics.get(settings.device_topic)
+    if topic is None:
+        raise ConfigError(
+            settings.env_var_name("device_topic_partitions"), "missing", "topic not in catalogue"
+        )
+    return topic.partitions
+
+
+async def configure(ctx: ServiceContext) -> None:
+    settings = ctx.settings
+    assert isinstance(settings, SenseReconcilerSettings)
+    serde = AvroSerde(SchemaRegistry.load())
+    schema = ctx.plan.schema
+    service = DeviceService(
+        ctx.pool,
+        DeviceRepository(schema),
+        serde,
+        device_topic=settings.device_topic,
+        partitions=device_topic_partitions(settings, serde),
+    )
+    api.install(ctx.app, service, StaticBearerToken(settings.api_token.get_secret_value()))
+    if not settings.reconciler_enabled:
+        return
+    owned = OwnedPartitions(settings.device_topic, drain_timeout_seconds=settings.lease_seconds)
+    mediamtx = MediaMtxClient(settings.mediamtx_api_url, deadline_seconds=settings.operation_deadline_seconds)
+    reconciler = Reconciler(
+        ctx.pool,
+        schema,
+        mediamtx,
+        owned,
+        ReconcileMetrics(ctx.registry),
+        serde,
+        owner=settings.instance_id,
+        lease_seconds=settings.lease_seconds,
+        batch=settings.claim_batch,
+        scan_interval_seconds=settings.scan_interval_seconds,
+    )
+    consumer = DeviceEventConsumer(
+        ctx.pool,
+        schema,
+        serde,
+        owned,
+        bootstrap=settings.kafka_bootstrap,
+        group_id=settings.consumer_group,
+        client_id=f"{ctx.spec.name}-{settings.instance_id}",
+    )
+    ctx.add_worker("reconciler", reconciler.run)
+    ctx.add_worker("device-consumer", consumer.run)
+
 
 SPEC = ServiceSpec(
     name="sense-reconciler",
@@ -16,6 +83,7 @@ SPEC = ServiceSpec(
     schema="sense",
     settings_cls=SenseReconcilerSettings,
     migrations_dir=Path(__file__).resolve().parent.parent / "migrations",
+    configure=configure,
 )
 
 

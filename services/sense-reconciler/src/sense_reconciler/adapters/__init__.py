@@ -1,0 +1,1 @@
+"""Adapters: PostgreSQL repositories and the MediaMTX HTTP client."""

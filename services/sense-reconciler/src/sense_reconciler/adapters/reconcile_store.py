@@ -1,0 +1,162 @@
+"""Fenced access to `reconcile_state` due rows (lease = owner + random token + DB-clock expiry).
+
+`claim` takes due rows of the given partitions only (`FOR UPDATE SKIP LOCKED`, so two instances never
+claim the same row). Every later write -- renew, complete, fail, release -- matches device, owner, token
+and an unexpired lease in the same statement, or raises `LeaseLost` and writes nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sense_reconciler.domain import limits
+from yovision_platform.db import DbConnection, Identifier
+from yovision_platform.errors import LeaseLost
+from yovision_platform.leases import Lease, LeaseTable
+
+DUE = "observed_generation < desired_generation AND next_attempt_at <= now() AND partition = ANY($4::int[])"
+
+
+@dataclass(frozen=True)
+class ClaimedItem:
+    device_id: uuid.UUID
+    partition: int
+    attempts: int
+    lease: Lease
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """What one reconcile needs, read under a freshly renewed lease. `source_uri` is a secret."""
+
+    device_id: uuid.UUID
+    tenant_id: str
+    site_id: str
+    path_name: str
+    desired_state: str
+    source_uri: str
+    generation: int
+    lease: Lease
+
+    def __repr__(self) -> str:
+        return f"WorkItem(device_id={self.device_id}, generation={self.generation}, source_uri=<redacted>)"
+
+
+@dataclass(frozen=True)
+class Ownership:
+    first_seen_at: datetime
+    last_seen_at: datetime
+
+
+class ReconcileStore:
+    def __init__(self, schema: Identifier) -> None:
+        self._s = schema.quoted
+        self._leases = LeaseTable(schema, Identifier("reconcile_state"), Identifier("device_id"))
+
+    async def claim(
+        self, conn: DbConnection, owner: str, partitions: Sequence[int], *, lease_seconds: float, limit: int
+    ) -> list[ClaimedItem]:
+        if not 1 <= limit <= limits.CLAIM_BATCH_MAX_ITEMS:
+            raise ValueError(f"claim batch must be within 1..{limits.CLAIM_BATCH_MAX_ITEMS}")
+        if not partitions:
+            return []
+        rows = await self._leases.claim(
+            conn,
+            owner,
+            lease_seconds=lease_seconds,
+            limit=limit,
+            due_condition=DUE,
+            order_by="next_attempt_at, device_id",
+            params=[sorted(partitions)],
+            returning=["partition", "attempts"],
+        )
+        return [ClaimedItem(r.row_id, r.row["partition"], r.row["attempts"], r.lease) for r in rows]
+
+    async def renew_and_load(
+        self, conn: DbConnection, item: ClaimedItem, *, lease_seconds: float
+    ) -> WorkItem:
+        """Renew the lease (LeaseLost if it is not ours any more), then read the device under it."""
+        async with conn.transaction():
+            lease = await self._leases.renew(conn, item.device_id, item.lease, lease_seconds=lease_seconds)
+            row = await conn.fetchrow(
+                "SELECT d.tenant_id, d.site_id, d.path_name, d.desired_state, d.source_uri, "
+                "r.desired_generation "
+                f"FROM {self._s}.devices d JOIN {self._s}.reconcile_state r ON r.device_id = d.id "
+                "WHERE d.id = $1",
+                item.device_id,
+            )
+        assert row is not None
+        return WorkItem(
+            device_id=item.device_id,
+            tenant_id=row["tenant_id"],
+            site_id=row["site_id"],
+            path_name=row["path_name"],
+            desired_state=row["desired_state"],
+            source_uri=row["source_uri"],
+            generation=row["desired_generation"],
+            lease=lease,
+        )
+
+    async def complete(self, conn: DbConnection, item: WorkItem) -> None:
+        """Record `item.generation` as observed; converged unless a newer generation arrived meanwhile."""
+        status = await conn.execute(
+            f"""
+            UPDATE {self._s}.reconcile_state
+               SET observed_generation = greatest(observed_generation, $4),
+                   status = CASE WHEN desired_generation <= $4 THEN 'converged' ELSE 'pending' END,
+                   attempts = 0, last_error_code = NULL, last_result_at = now(), next_attempt_at = now(),
+                   lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+             WHERE device_id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at > now()
+            """,
+            item.device_id,
+            item.lease.owner,
+            item.lease.token,
+            item.generation,
+        )
+        if status != "UPDATE 1":
+            raise LeaseLost()
+
+    async def fail(
+        self, conn: DbConnection, item: ClaimedItem, lease: Lease, *, error_code: str, retry_in_seconds: float
+    ) -> None:
+        status = await conn.execute(
+            f"""
+            UPDATE {self._s}.reconcile_state
+               SET status = 'failed', attempts = attempts + 1, last_error_code = $4, last_result_at = now(),
+                   next_attempt_at = now() + make_interval(secs => $5),
+                   lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+             WHERE device_id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at > now()
+            """,
+            item.device_id,
+            lease.owner,
+            lease.token,
+            error_code,
+            float(retry_in_seconds),
+        )
+        if status != "UPDATE 1":
+            raise LeaseLost()
+
+    async def release(self, conn: DbConnection, item: ClaimedItem) -> None:
+        await self._leases.release(conn, item.device_id, item.lease)
+
+    async def record_ownership(self, conn: DbConnection, item: WorkItem) -> Ownership:
+        row = await conn.fetchrow(
+            f"""
+            INSERT INTO {self._s}.media_path_ownership (device_id, path_name) VALUES ($1, $2)
+            ON CONFLICT (device_id, path_name) DO UPDATE SET last_seen_at = now()
+            RETURNING first_seen_at, last_seen_at
+            """,
+            item.device_id,
+            item.path_name,
+        )
+        assert row is not None
+        return Ownership(row["first_seen_at"], row["last_seen_at"])
+
+    async def unconverged_count(self, conn: DbConnection) -> int:
+        count: int = await conn.fetchval(
+            f"SELECT count(*) FROM {self._s}.reconcile_state WHERE observed_generation < desired_generation"
+        )
+        return count

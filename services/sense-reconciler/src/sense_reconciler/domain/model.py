@@ -1,0 +1,88 @@
+"""Device input validation. Every check raises `InvalidInput(field)`; the value never appears in errors."""
+
+from __future__ import annotations
+
+import enum
+import re
+from urllib.parse import urlsplit
+
+from sense_reconciler.domain import limits
+from sense_reconciler.domain.errors import InvalidInput, SiteLimitReached
+
+ID_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{limits.ID_MAX_CHARS - 1}}}")
+# MediaMTX accepts letters, digits, "_", ".", "-" and "/"; we leave out "/" so a path name is one URL segment.
+PATH_NAME_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{limits.PATH_NAME_MAX_CHARS - 1}}}")
+ACTOR_PATTERN = re.compile(rf"[A-Za-z0-9._:@-]{{1,{limits.ACTOR_MAX_CHARS}}}")
+SOURCE_URI_SCHEMES = frozenset({"rtsp", "rtsps"})
+
+
+class DesiredState(enum.StrEnum):
+    ENABLED = "enabled"
+    DISABLED = "disabled"
+
+
+def validate_id(value: str, field: str) -> str:
+    if ID_PATTERN.fullmatch(value) is None:
+        raise InvalidInput(field)
+    return value
+
+
+def validate_name(value: str) -> str:
+    stripped = value.strip()
+    if not stripped or len(stripped) > limits.DEVICE_NAME_MAX_CHARS:
+        raise InvalidInput("name")
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in stripped):
+        raise InvalidInput("name")
+    return stripped
+
+
+def validate_path_name(value: str) -> str:
+    if PATH_NAME_PATTERN.fullmatch(value) is None:
+        raise InvalidInput("path_name")
+    return value
+
+
+def validate_source_uri(value: str) -> str:
+    """An RTSP(S) URL with a host, at most SOURCE_URI_MAX_CHARS, no whitespace or control characters."""
+    if not value or len(value) > limits.SOURCE_URI_MAX_CHARS:
+        raise InvalidInput("source_uri")
+    if any(char.isspace() or ord(char) < 0x20 or ord(char) == 0x7F for char in value):
+        raise InvalidInput("source_uri")
+    try:
+        parts = urlsplit(value)
+        _ = parts.port
+    except ValueError:
+        raise InvalidInput("source_uri") from None
+    if parts.scheme.lower() not in SOURCE_URI_SCHEMES or not parts.hostname:
+        raise InvalidInput("source_uri")
+    return value
+
+
+def validate_actor(value: str) -> str:
+    if ACTOR_PATTERN.fullmatch(value) is None:
+        raise InvalidInput("actor")
+    return value
+
+
+def validate_max_video_channels(value: int) -> int:
+    if not limits.SITE_MAX_VIDEO_CHANNELS_MIN <= value <= limits.SITE_MAX_VIDEO_CHANNELS_MAX:
+        raise InvalidInput("max_video_channels")
+    return value
+
+
+def validate_batch_size(count: int) -> int:
+    if not 1 <= count <= limits.SET_DESIRED_STATE_BATCH_MAX_ITEMS:
+        raise InvalidInput("items")
+    return count
+
+
+def validate_page_size(value: int) -> int:
+    if not 1 <= value <= limits.LIST_PAGE_SIZE_MAX:
+        raise InvalidInput("limit")
+    return value
+
+
+def check_site_capacity(enabled_now: int, enabling: int, max_video_channels: int) -> None:
+    """Refuse when `enabling` more enabled devices would exceed the site's limit."""
+    if enabled_now + enabling > max_video_channels:
+        raise SiteLimitReached()

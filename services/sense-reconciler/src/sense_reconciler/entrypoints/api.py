@@ -1,0 +1,218 @@
+"""Control API v1: devices, desired state (single and batch), reconcile status, site limits.
+
+Every route needs `Authorization: Bearer <token>` (the static token from SENSE_API_TOKEN_FILE). Errors are
+`{"error": "<stable_code>"}`; request validation errors name the fields only, never the input, so a
+source URI sent in a bad request is not echoed. Source URIs are accepted, never returned.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from sense_reconciler.adapters.device_repository import DeviceRow
+from sense_reconciler.domain import limits
+from sense_reconciler.domain.errors import (
+    DeviceNotFound,
+    InvalidInput,
+    PathNameTaken,
+    SenseError,
+    SiteLimitReached,
+)
+from sense_reconciler.domain.model import DesiredState
+from sense_reconciler.service_layer.devices import DeviceService
+from yovision_platform.auth import StaticBearerToken, bearer_token, install_auth_error_handlers
+
+API_TITLE = "sense-reconciler Control API"
+API_VERSION = "1.0.0"
+DEFAULT_ACTOR = "control-api"
+
+STATUS_BY_ERROR: dict[type[SenseError], int] = {
+    InvalidInput: 422,
+    DeviceNotFound: 404,
+    PathNameTaken: 409,
+    SiteLimitReached: 409,
+}
+
+State = Literal["enabled", "disabled"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DeviceCreate(_Strict):
+    tenant_id: str = Field(max_length=limits.ID_MAX_CHARS)
+    site_id: str = Field(max_length=limits.ID_MAX_CHARS)
+    name: str = Field(max_length=limits.DEVICE_NAME_MAX_CHARS)
+    path_name: str = Field(max_length=limits.PATH_NAME_MAX_CHARS)
+    source_uri: str = Field(max_length=limits.SOURCE_URI_MAX_CHARS, description="RTSP URL; write-only secret")
+    desired_state: State = "disabled"
+
+
+class DeviceConfigChange(_Strict):
+    name: str | None = Field(default=None, max_length=limits.DEVICE_NAME_MAX_CHARS)
+    source_uri: str | None = Field(default=None, max_length=limits.SOURCE_URI_MAX_CHARS)
+
+
+class DesiredStateChange(_Strict):
+    desired_state: State
+
+
+class DesiredStateItem(_Strict):
+    device_id: uuid.UUID
+    desired_state: State
+
+
+class DesiredStateBatch(_Strict):
+    items: list[DesiredStateItem] = Field(min_length=1, max_length=limits.SET_DESIRED_STATE_BATCH_MAX_ITEMS)
+
+
+class SiteLimit(_Strict):
+    max_video_channels: int = Field(
+        ge=limits.SITE_MAX_VIDEO_CHANNELS_MIN, le=limits.SITE_MAX_VIDEO_CHANNELS_MAX
+    )
+
+
+class Device(BaseModel):
+    id: uuid.UUID
+    tenant_id: str
+    site_id: str
+    name: str
+    path_name: str
+    desired_state: State
+    config_version: int
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: DeviceRow) -> Device:
+        return cls.model_validate(row, from_attributes=True)
+
+
+class DevicePage(BaseModel):
+    items: list[Device]
+    next_after: uuid.UUID | None
+
+
+class DeviceList(BaseModel):
+    items: list[Device]
+
+
+class ReconcileStatus(BaseModel):
+    device_id: uuid.UUID
+    desired_generation: int
+    observed_generation: int
+    status: Literal["pending", "converged", "failed"]
+    attempts: int
+    next_attempt_at: datetime
+    last_error_code: str | None
+    last_result_at: datetime | None
+    partition: int
+
+
+class ErrorBody(BaseModel):
+    error: str
+
+
+Actor = Annotated[str, Header(alias="X-Actor", max_length=limits.ACTOR_MAX_CHARS)]
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorBody} for code in (401, 404, 409, 422)}
+
+
+def build_router(service: DeviceService, token: StaticBearerToken) -> APIRouter:
+    def authorize(presented: Annotated[str, Depends(bearer_token)]) -> None:
+        token.verify(presented)
+
+    router = APIRouter(prefix="/v1", dependencies=[Depends(authorize)], responses=ERRORS)
+
+    @router.post("/devices", status_code=201, response_model=Device)
+    async def create_device(body: DeviceCreate, actor: Actor = DEFAULT_ACTOR) -> Device:
+        row = await service.create_device(
+            tenant_id=body.tenant_id,
+            site_id=body.site_id,
+            name=body.name,
+            path_name=body.path_name,
+            source_uri=body.source_uri,
+            desired_state=DesiredState(body.desired_state),
+            actor=actor,
+        )
+        return Device.of(row)
+
+    @router.get("/devices", response_model=DevicePage)
+    async def list_devices(
+        tenant_id: Annotated[str | None, Query(max_length=limits.ID_MAX_CHARS)] = None,
+        after: uuid.UUID | None = None,
+        limit: Annotated[int, Query(ge=1, le=limits.LIST_PAGE_SIZE_MAX)] = limits.LIST_PAGE_SIZE_DEFAULT,
+    ) -> DevicePage:
+        page = await service.list_devices(tenant_id=tenant_id, after=after, limit=limit)
+        return DevicePage(items=[Device.of(r) for r in page.items], next_after=page.next_after)
+
+    @router.get("/devices/{device_id}", response_model=Device)
+    async def get_device(device_id: uuid.UUID) -> Device:
+        return Device.of(await service.get_device(device_id))
+
+    @router.patch("/devices/{device_id}", response_model=Device)
+    async def change_config(
+        device_id: uuid.UUID, body: DeviceConfigChange, actor: Actor = DEFAULT_ACTOR
+    ) -> Device:
+        row = await service.change_config(device_id, name=body.name, source_uri=body.source_uri, actor=actor)
+        return Device.of(row)
+
+    @router.put("/devices/{device_id}/desired-state", response_model=Device)
+    async def set_desired_state(
+        device_id: uuid.UUID, body: DesiredStateChange, actor: Actor = DEFAULT_ACTOR
+    ) -> Device:
+        row = await service.set_desired_state(device_id, DesiredState(body.desired_state), actor=actor)
+        return Device.of(row)
+
+    @router.post("/devices:set-desired-state", response_model=DeviceList)
+    async def set_desired_state_batch(body: DesiredStateBatch, actor: Actor = DEFAULT_ACTOR) -> DeviceList:
+        items = [(item.device_id, DesiredState(item.desired_state)) for item in body.items]
+        rows = await service.set_desired_states(items, actor=actor)
+        return DeviceList(items=[Device.of(r) for r in rows])
+
+    @router.get("/devices/{device_id}/reconcile-status", response_model=ReconcileStatus)
+    async def reconcile_status(device_id: uuid.UUID) -> ReconcileStatus:
+        return ReconcileStatus.model_validate(await service.reconcile_status(device_id))
+
+    @router.put("/sites/{tenant_id}/{site_id}", response_model=SiteLimit)
+    async def set_site_limit(tenant_id: str, site_id: str, body: SiteLimit) -> SiteLimit:
+        limit = await service.set_site_limit(tenant_id, site_id, body.max_video_channels)
+        return SiteLimit(max_video_channels=limit)
+
+    return router
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    install_auth_error_handlers(app)
+
+    async def sense_error(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, SenseError)
+        status = next((code for kind, code in STATUS_BY_ERROR.items() if isinstance(exc, kind)), 400)
+        return JSONResponse({"error": exc.code}, status_code=status)
+
+    async def invalid_request(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        fields = sorted({".".join(str(part) for part in error["loc"][1:]) for error in exc.errors()})
+        return JSONResponse({"error": "invalid_request", "fields": fields}, status_code=422)
+
+    app.add_exception_handler(SenseError, sense_error)
+    app.add_exception_handler(RequestValidationError, invalid_request)
+
+
+def install(app: FastAPI, service: DeviceService, token: StaticBearerToken) -> None:
+    app.include_router(build_router(service, token))
+    install_error_handlers(app)
+
+
+def openapi_document(service: DeviceService, token: StaticBearerToken) -> dict[str, object]:
+    """The published contract (schemas/openapi/sense-reconciler.v1.json): the Control API routes only."""
+    app = FastAPI(title=API_TITLE, version=API_VERSION)
+    install(app, service, token)
+    return app.openapi()

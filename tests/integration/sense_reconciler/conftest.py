@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from sense_reconciler.adapters.device_repository import DeviceRepository
+from sense_reconciler.service_layer.devices import DeviceService
+from tests.conftest import MigratedSchema, Stack, runtime_dsn_for
+from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.db import Identifier
+from yovision_platform.migrations import SchemaPlan, migrate
+
+MIGRATIONS = Path(__file__).resolve().parents[3] / "services/sense-reconciler/src/sense_reconciler/migrations"
+DEVICE_TOPIC_PARTITIONS = 12
+
+
+def sense_plan(schema: Identifier, migrations: Path = MIGRATIONS) -> SchemaPlan:
+    return SchemaPlan.for_service(schema, migrations)
+
+
+@pytest.fixture
+async def sense_schema(
+    stack: Stack, admin_conn: asyncpg.Connection, schema_name: Identifier
+) -> MigratedSchema:
+    password = secrets.token_urlsafe(24)
+    plan = sense_plan(schema_name)
+    await migrate(admin_conn, plan, runtime_password=password)
+    return MigratedSchema(
+        name=schema_name,
+        runtime_role=plan.runtime_role,
+        runtime_password=password,
+        runtime_dsn=runtime_dsn_for(stack.admin_dsn, plan.runtime_role, password),
+    )
+
+
+@pytest.fixture
+async def sense_pool(sense_schema: MigratedSchema) -> AsyncIterator[asyncpg.Pool]:
+    pool = await asyncpg.create_pool(sense_schema.runtime_dsn, min_size=1, max_size=8)
+    assert pool is not None
+    yield pool
+    await pool.close()
+
+
+@pytest.fixture(scope="session")
+def serde() -> AvroSerde:
+    return AvroSerde(SchemaRegistry.load())
+
+
+@pytest.fixture
+def repository(sense_schema: MigratedSchema) -> DeviceRepository:
+    return DeviceRepository(sense_schema.name)
+
+
+@pytest.fixture
+def devices(sense_pool: asyncpg.Pool, repository: DeviceRepository, serde: AvroSerde) -> DeviceService:
+    return DeviceService(
+        sense_pool, repository, serde, device_topic="sense.device.v1", partitions=DEVICE_TOPIC_PARTITIONS
+    )

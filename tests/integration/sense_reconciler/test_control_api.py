@@ -1,0 +1,143 @@
+"""Control API v1 over HTTP (in-process ASGI), real PostgreSQL: auth, codes, no source URI anywhere."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from sense_reconciler.domain import limits
+from sense_reconciler.entrypoints.api import install, openapi_document
+from sense_reconciler.service_layer.devices import DeviceService
+from yovision_platform.auth import StaticBearerToken
+
+TOKEN = "t" * 40
+SECRET = "s3cr3t-pw"
+OPENAPI_FILE = Path(__file__).resolve().parents[3] / "schemas/openapi/sense-reconciler.v1.json"
+AUTH = {"Authorization": f"Bearer {TOKEN}", "X-Actor": "operator:alice"}
+
+
+@pytest.fixture
+async def api(devices: DeviceService) -> AsyncIterator[httpx.AsyncClient]:
+    app = FastAPI()
+    install(app, devices, StaticBearerToken(TOKEN))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://sense.test", headers=AUTH) as client:
+        yield client
+
+
+def device_body(**overrides: object) -> dict[str, object]:
+    return {
+        "tenant_id": "tenant-a",
+        "site_id": "site-1",
+        "name": "Lobby",
+        "path_name": f"p-{uuid.uuid4().hex[:12]}",
+        "source_uri": f"rtsp://admin:{SECRET}@10.1.2.3/live",
+        "desired_state": "enabled",
+        **overrides,
+    }
+
+
+async def test_every_route_requires_the_bearer_token(api: httpx.AsyncClient) -> None:
+    for headers in (
+        {"Authorization": ""},
+        {"Authorization": "Bearer " + "x" * 40},
+        {"Authorization": "Basic a"},
+    ):
+        response = await api.get("/v1/devices", headers=headers)
+        assert response.status_code == 401
+        assert response.json() == {"error": "unauthorized"}
+
+
+async def test_device_lifecycle_never_returns_or_logs_the_source_uri(
+    api: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    bodies: list[str] = []
+    created = await api.post("/v1/devices", json=device_body())
+    assert created.status_code == 201, created.text
+    device = created.json()
+    assert set(device) == {
+        "id",
+        "tenant_id",
+        "site_id",
+        "name",
+        "path_name",
+        "desired_state",
+        "config_version",
+        "created_at",
+        "updated_at",
+    }
+    url = f"/v1/devices/{device['id']}"
+    for response in (
+        created,
+        await api.get(url),
+        await api.get("/v1/devices", params={"tenant_id": "tenant-a"}),
+        await api.patch(url, json={"source_uri": f"rtsp://admin:{SECRET}x@10.1.2.3/live"}),
+        await api.put(f"{url}/desired-state", json={"desired_state": "disabled"}),
+        await api.post(
+            "/v1/devices:set-desired-state",
+            json={"items": [{"device_id": device["id"], "desired_state": "enabled"}]},
+        ),
+        await api.get(f"{url}/reconcile-status"),
+        await api.post("/v1/devices", json=device_body(path_name="bad/name")),
+        await api.post("/v1/devices", json=device_body(desired_state="maybe")),
+        await api.post("/v1/devices", json=device_body(source_uri=f"http://u:{SECRET}@h/x")),
+        await api.patch(
+            url, json={"source_uri": f"rtsp://u:{SECRET}@h/x" + "a" * limits.SOURCE_URI_MAX_CHARS}
+        ),
+    ):
+        assert response.status_code < 500
+        bodies.append(response.text)
+    assert all(SECRET not in body for body in bodies)
+    assert SECRET not in caplog.text
+    assert (await api.get(url)).json()["config_version"] == 4
+    status = (await api.get(f"{url}/reconcile-status")).json()
+    assert status["status"] == "pending" and status["desired_generation"] == 4
+
+
+async def test_error_codes_are_stable(api: httpx.AsyncClient) -> None:
+    missing = await api.get(f"/v1/devices/{uuid.uuid4()}")
+    assert (missing.status_code, missing.json()) == (404, {"error": "device_not_found"})
+    body = device_body()
+    assert (await api.post("/v1/devices", json=body)).status_code == 201
+    taken = await api.post("/v1/devices", json=body)
+    assert (taken.status_code, taken.json()) == (409, {"error": "path_name_taken"})
+    bad_uri = await api.post("/v1/devices", json=device_body(source_uri="http://h/x"))
+    assert (bad_uri.status_code, bad_uri.json()) == (422, {"error": "invalid_source_uri"})
+
+
+@pytest.mark.parametrize(("value", "status"), [(1, 200), (128, 200), (0, 422), (129, 422)])
+async def test_site_limit_boundaries(api: httpx.AsyncClient, value: int, status: int) -> None:
+    response = await api.put("/v1/sites/tenant-a/site-9", json={"max_video_channels": value})
+    assert response.status_code == status
+
+
+async def test_site_limit_refusal_is_a_clear_error(api: httpx.AsyncClient) -> None:
+    assert (await api.put("/v1/sites/tenant-a/one", json={"max_video_channels": 1})).status_code == 200
+    assert (await api.post("/v1/devices", json=device_body(site_id="one"))).status_code == 201
+    refused = await api.post("/v1/devices", json=device_body(site_id="one"))
+    assert (refused.status_code, refused.json()) == (409, {"error": "site_video_channel_limit_reached"})
+
+
+@pytest.mark.parametrize(
+    ("count", "status"),
+    [(limits.SET_DESIRED_STATE_BATCH_MAX_ITEMS, 404), (limits.SET_DESIRED_STATE_BATCH_MAX_ITEMS + 1, 422)],
+)
+async def test_batch_size_limit(api: httpx.AsyncClient, count: int, status: int) -> None:
+    items = [{"device_id": str(uuid.uuid4()), "desired_state": "enabled"} for _ in range(count)]
+    response = await api.post("/v1/devices:set-desired-state", json={"items": items})
+    assert response.status_code == status
+
+
+async def test_published_openapi_matches_the_app(devices: DeviceService) -> None:
+    document = openapi_document(devices, StaticBearerToken(TOKEN))
+    rendered = json.dumps(document, indent=2, sort_keys=True) + "\n"
+    assert OPENAPI_FILE.read_text() == rendered, "regenerate schemas/openapi/sense-reconciler.v1.json"
+    assert "source_uri" not in json.dumps(document["components"]["schemas"]["Device"])  # type: ignore[index]

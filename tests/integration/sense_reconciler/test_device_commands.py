@@ -1,0 +1,166 @@
+"""Control commands on real PostgreSQL: one transaction per mutation, site limits, no URI anywhere."""
+
+from __future__ import annotations
+
+import uuid
+
+import asyncpg
+import pytest
+
+from sense_reconciler.adapters.device_repository import DeviceRow
+from sense_reconciler.domain.errors import DeviceNotFound, InvalidInput, PathNameTaken, SiteLimitReached
+from sense_reconciler.domain.model import DesiredState
+from sense_reconciler.service_layer.devices import DeviceService
+from tests.conftest import MigratedSchema
+from yovision_platform.avro import AvroSerde
+from yovision_platform.kafka import partition_for_key
+
+SECRET = "hunter2-secret"
+ENABLED, DISABLED = DesiredState.ENABLED, DesiredState.DISABLED
+
+
+async def create(
+    devices: DeviceService, n: int, *, site: str = "site-1", state: DesiredState = ENABLED
+) -> DeviceRow:
+    return await devices.create_device(
+        tenant_id="tenant-a",
+        site_id=site,
+        name=f"Camera {n}",
+        path_name=f"p-{uuid.uuid4().hex[:12]}",
+        source_uri=f"rtsp://admin:{SECRET}@10.0.0.{n % 250}/stream",
+        desired_state=state,
+        actor="operator:alice",
+    )
+
+
+async def counts(pool: asyncpg.Pool, schema: str) -> dict[str, int]:
+    return {
+        table: await pool.fetchval(f'SELECT count(*) FROM "{schema}".{table}')
+        for table in ("devices", "reconcile_state", "device_operation_outbox", "outbox")
+    }
+
+
+async def test_create_writes_device_fact_events_and_due_row_together(
+    devices: DeviceService, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema, serde: AvroSerde
+) -> None:
+    device = await create(devices, 1)
+    s = sense_schema.name
+    assert await counts(sense_pool, s) == {
+        "devices": 1,
+        "reconcile_state": 1,
+        "device_operation_outbox": 1,
+        "outbox": 2,
+    }
+    due = await sense_pool.fetchrow(f'SELECT * FROM "{s}".reconcile_state')
+    assert due is not None
+    assert due["partition"] == partition_for_key(str(device.id).encode(), 12)
+    assert (due["desired_generation"], due["observed_generation"], due["status"]) == (1, 0, "pending")
+    outbox = await sense_pool.fetch(f'SELECT topic, message_key, value FROM "{s}".outbox ORDER BY id')
+    assert [r["topic"] for r in outbox] == ["sense.device.v1", "sense.audit.v1"]
+    assert all(r["message_key"] == str(device.id).encode() for r in outbox)
+    decoded = serde.decode(outbox[0]["value"])
+    assert decoded.event_type == "DeviceRegistered"
+    assert decoded.record["path_name"] == device.path_name
+    for row in outbox:
+        assert SECRET.encode() not in bytes(row["value"])
+    fact = await sense_pool.fetchrow(f'SELECT * FROM "{s}".device_operation_outbox')
+    assert fact is not None
+    assert fact["action"] == "device.created" and fact["fact_version"] == 2
+    assert SECRET not in str(dict(fact))
+
+
+async def test_failed_mutation_leaves_nothing_behind(
+    devices: DeviceService, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
+) -> None:
+    device = await create(devices, 1)
+    before = await counts(sense_pool, sense_schema.name)
+    with pytest.raises(PathNameTaken):
+        await devices.create_device(
+            tenant_id="tenant-a",
+            site_id="site-1",
+            name="dup",
+            path_name=device.path_name,
+            source_uri="rtsp://h/x",
+            desired_state=ENABLED,
+            actor="operator:alice",
+        )
+    with pytest.raises(DeviceNotFound):
+        await devices.set_desired_states([(device.id, DISABLED), (uuid.uuid4(), DISABLED)], actor="op")
+    assert await counts(sense_pool, sense_schema.name) == before
+    assert (await devices.get_device(device.id)).desired_state == "enabled"
+
+
+@pytest.mark.parametrize(("limit", "enabled_before", "allowed"), [(16, 15, True), (16, 16, False)])
+async def test_default_site_limit_boundary(
+    devices: DeviceService, limit: int, enabled_before: int, allowed: bool
+) -> None:
+    for n in range(enabled_before):
+        await create(devices, n)
+    spare = await create(devices, 99, state=DISABLED)
+    if allowed:
+        assert (await devices.set_desired_state(spare.id, ENABLED, actor="op")).desired_state == "enabled"
+    else:
+        with pytest.raises(SiteLimitReached):
+            await devices.set_desired_state(spare.id, ENABLED, actor="op")
+        with pytest.raises(SiteLimitReached):
+            await create(devices, 100)
+
+
+async def test_site_limit_can_be_raised_to_128_and_no_further(devices: DeviceService) -> None:
+    assert await devices.set_site_limit("tenant-a", "big", 128) == 128
+    with pytest.raises(InvalidInput):
+        await devices.set_site_limit("tenant-a", "big", 129)
+    drafts = [await create(devices, n, site="big", state=DISABLED) for n in range(129)]
+    await devices.set_desired_states([(d.id, ENABLED) for d in drafts[:128]], actor="op")
+    with pytest.raises(SiteLimitReached):
+        await devices.set_desired_state(drafts[128].id, ENABLED, actor="op")
+    with pytest.raises(SiteLimitReached):
+        await devices.set_site_limit("tenant-a", "big", 127)
+
+
+async def test_batch_is_all_or_nothing_and_counts_the_whole_batch(devices: DeviceService) -> None:
+    await devices.set_site_limit("tenant-a", "small", 2)
+    drafts = [await create(devices, n, site="small", state=DISABLED) for n in range(3)]
+    with pytest.raises(SiteLimitReached):
+        await devices.set_desired_states([(d.id, ENABLED) for d in drafts], actor="op")
+    assert [(await devices.get_device(d.id)).desired_state for d in drafts] == ["disabled"] * 3
+    result = await devices.set_desired_states([(d.id, ENABLED) for d in drafts[:2]], actor="op")
+    assert [d.desired_state for d in result] == ["enabled", "enabled"]
+    with pytest.raises(InvalidInput):
+        await devices.set_desired_states([(drafts[0].id, ENABLED), (drafts[0].id, DISABLED)], actor="op")
+    swapped = await devices.set_desired_states(
+        [(drafts[0].id, DISABLED), (drafts[2].id, ENABLED)], actor="op"
+    )
+    assert [d.desired_state for d in swapped] == ["disabled", "enabled"]
+
+
+async def test_config_change_bumps_version_and_generation_without_echoing_the_uri(
+    devices: DeviceService, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema, serde: AvroSerde
+) -> None:
+    device = await create(devices, 1)
+    unchanged = await devices.change_config(device.id, name=device.name, source_uri=None, actor="op")
+    assert unchanged.config_version == 1
+    changed = await devices.change_config(
+        device.id, name=None, source_uri=f"rtsp://u:{SECRET}-2@h/x", actor="op"
+    )
+    assert changed.config_version == 2
+    status = await devices.reconcile_status(device.id)
+    assert status["desired_generation"] == 2
+    value = await sense_pool.fetchval(
+        f"SELECT value FROM \"{sense_schema.name}\".outbox WHERE event_type = 'DeviceConfigChanged'"
+    )
+    assert serde.decode(value).record["changed_fields"] == ["source_uri"]
+    assert SECRET.encode() not in bytes(value)
+
+
+async def test_list_pages_through_every_device_once(devices: DeviceService) -> None:
+    created = {(await create(devices, n)).id for n in range(5)}
+    seen: list[uuid.UUID] = []
+    after = None
+    while True:
+        page = await devices.list_devices(tenant_id="tenant-a", after=after, limit=2)
+        seen += [d.id for d in page.items]
+        if page.next_after is None:
+            break
+        after = page.next_after
+    assert sorted(seen) == sorted(created)

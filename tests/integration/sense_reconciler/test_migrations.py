@@ -1,0 +1,96 @@
+"""The sense schema: replayable, constrained, least privilege, ownership backfilled without URIs."""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import uuid
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from tests.conftest import MigratedSchema, Stack, runtime_dsn_for
+from tests.integration.sense_reconciler.conftest import MIGRATIONS, sense_plan
+from yovision_platform.db import Identifier
+from yovision_platform.migrations import migrate
+
+
+async def test_migrations_apply_once_and_replay_without_change(
+    admin_conn: asyncpg.Connection, sense_schema: MigratedSchema
+) -> None:
+    plan = sense_plan(sense_schema.name)
+    assert await migrate(admin_conn, plan) == []
+    assert await migrate(admin_conn, plan) == []
+    tables = await admin_conn.fetch(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = $1", sense_schema.name
+    )
+    assert {r["table_name"] for r in tables} >= {
+        "sites",
+        "devices",
+        "reconcile_state",
+        "media_path_ownership",
+        "device_operation_outbox",
+        "outbox",
+    }
+
+
+async def test_site_limit_defaults_to_16_and_accepts_only_1_to_128(
+    sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
+) -> None:
+    table = f'"{sense_schema.name}".sites'
+    async with sense_pool.acquire() as conn:
+        await conn.execute(f"INSERT INTO {table} (tenant_id, site_id) VALUES ('t', 'default')")
+        assert await conn.fetchval(f"SELECT max_video_channels FROM {table} WHERE site_id = 'default'") == 16
+        for ok in (1, 128):
+            await conn.execute(f"INSERT INTO {table} VALUES ('t', $1, $2)", f"s{ok}", ok)
+        for bad in (0, 129):
+            with pytest.raises(asyncpg.CheckViolationError):
+                await conn.execute(f"INSERT INTO {table} VALUES ('t', $1, $2)", f"s{bad}", bad)
+
+
+async def test_runtime_role_cannot_delete_facts_or_devices_or_change_path_names(
+    sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
+) -> None:
+    s = sense_schema.name
+    for statement in (
+        f'DELETE FROM "{s}".device_operation_outbox',
+        f'DELETE FROM "{s}".devices',
+        f"UPDATE \"{s}\".devices SET path_name = 'x'",
+        f"UPDATE \"{s}\".device_operation_outbox SET action = 'x.y'",
+        f'TRUNCATE "{s}".media_path_ownership',
+        f'CREATE TABLE "{s}".evil (id int)',
+    ):
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await sense_pool.execute(statement)
+
+
+async def test_ownership_is_backfilled_from_existing_devices_without_uris(
+    stack: Stack, admin_conn: asyncpg.Connection, schema_name: Identifier, tmp_path: Path
+) -> None:
+    first_only = tmp_path / "migrations"
+    first_only.mkdir()
+    shutil.copy(MIGRATIONS / "0001_devices.sql", first_only)
+    password = secrets.token_urlsafe(16)
+    await migrate(admin_conn, sense_plan(schema_name, first_only), runtime_password=password)
+    dsn = runtime_dsn_for(stack.admin_dsn, f"{schema_name}_app", password)
+    conn = await asyncpg.connect(dsn)
+    device_id = uuid.uuid4()
+    try:
+        await conn.execute(f"INSERT INTO \"{schema_name}\".sites (tenant_id, site_id) VALUES ('t', 's')")
+        await conn.execute(
+            f'INSERT INTO "{schema_name}".devices (id, tenant_id, site_id, name, path_name, source_uri, '
+            "desired_state) VALUES ($1, 't', 's', 'cam', 'cam-path', 'rtsp://u:pw@h/x', 'enabled')",
+            device_id,
+        )
+    finally:
+        await conn.close()
+    await migrate(admin_conn, sense_plan(schema_name))
+    rows = await admin_conn.fetch(f'SELECT * FROM "{schema_name}".media_path_ownership')
+    assert [(r["device_id"], r["path_name"]) for r in rows] == [(device_id, "cam-path")]
+    columns = await admin_conn.fetch(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = $1 "
+        "AND table_name IN ('media_path_ownership', 'device_operation_outbox', 'reconcile_state')",
+        schema_name,
+    )
+    assert not any("uri" in r["column_name"] or "source" in r["column_name"] for r in columns)

@@ -1,0 +1,340 @@
+"""The fenced reconcile loop on real PostgreSQL and the real MediaMTX."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+
+import asyncpg
+import httpx
+import pytest
+from prometheus_client import CollectorRegistry
+
+from sense_reconciler.adapters.device_repository import DeviceRow
+from sense_reconciler.adapters.mediamtx import MediaMtxClient
+from sense_reconciler.adapters.reconcile_store import ReconcileStore
+from sense_reconciler.domain import limits
+from sense_reconciler.domain.model import DesiredState
+from sense_reconciler.domain.reconcile import PathConfig
+from sense_reconciler.service_layer.devices import DeviceService
+from sense_reconciler.service_layer.metrics import ItemResult, ReconcileMetrics
+from sense_reconciler.service_layer.ownership import OwnedPartitions
+from sense_reconciler.service_layer.reconciler import Reconciler
+from tests.conftest import MigratedSchema, Stack
+from yovision_platform.avro import AvroSerde
+from yovision_platform.db import Identifier
+from yovision_platform.errors import ConfigError, LeaseLost
+from yovision_platform.metrics import render_latest
+
+ALL_PARTITIONS = range(12)
+SECRET = "cam-pw-9"
+
+
+class CountingMediaMtx(MediaMtxClient):
+    """The real client, counting the calls it sends to the real MediaMTX."""
+
+    def __init__(self, url: str, **kwargs: float) -> None:
+        super().__init__(url, **kwargs)  # type: ignore[arg-type]
+        self.calls = 0
+
+    async def _call(
+        self, method: str, url: str, *, allow_404: bool = False, **kwargs: object
+    ) -> httpx.Response:
+        self.calls += 1
+        return await super()._call(method, url, allow_404=allow_404, **kwargs)
+
+
+@pytest.fixture
+async def mediamtx(stack: Stack) -> AsyncIterator[CountingMediaMtx]:
+    client = CountingMediaMtx(stack.mediamtx_api_url, deadline_seconds=2.0)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+async def created_paths(mediamtx: CountingMediaMtx) -> AsyncIterator[list[str]]:
+    names: list[str] = []
+    yield names
+    for name in names:
+        await mediamtx.delete_path(name)
+
+
+def reconciler(
+    pool: asyncpg.Pool,
+    schema: MigratedSchema,
+    mediamtx: MediaMtxClient,
+    serde: AvroSerde,
+    *,
+    owner: str = "inst-a",
+    lease_seconds: float = 5.0,
+    partitions: range = ALL_PARTITIONS,
+    registry: CollectorRegistry | None = None,
+) -> Reconciler:
+    owned = OwnedPartitions("sense.device.v1")
+    owned.assign(partitions)
+    return Reconciler(
+        pool,
+        schema.name,
+        mediamtx,
+        owned,
+        ReconcileMetrics(registry or CollectorRegistry()),
+        serde,
+        owner=owner,
+        lease_seconds=lease_seconds,
+        batch=limits.CLAIM_BATCH_MAX_ITEMS,
+    )
+
+
+async def new_device(devices: DeviceService, paths: list[str], *, site: str = "site-1") -> DeviceRow:
+    path = f"t-{uuid.uuid4().hex[:12]}"
+    paths.append(path)
+    return await devices.create_device(
+        tenant_id="tenant-a",
+        site_id=site,
+        name="cam",
+        path_name=path,
+        source_uri=f"rtsp://admin:{SECRET}@127.0.0.1:1/{path}",
+        desired_state=DesiredState.ENABLED,
+        actor="op",
+    )
+
+
+async def test_enable_configures_the_path_and_disable_deletes_exactly_it(
+    sense_pool: asyncpg.Pool,
+    sense_schema: MigratedSchema,
+    devices: DeviceService,
+    mediamtx: CountingMediaMtx,
+    serde: AvroSerde,
+    created_paths: list[str],
+) -> None:
+    one = await new_device(devices, created_paths)
+    two = await new_device(devices, created_paths)
+    worker = reconciler(sense_pool, sense_schema, mediamtx, serde)
+    assert await worker.run_once() == 2
+    assert await mediamtx.get_path(one.path_name) == PathConfig(
+        f"rtsp://admin:{SECRET}@127.0.0.1:1/{one.path_name}"
+    )
+    status = await devices.reconcile_status(one.id)
+    assert (status["status"], status["observed_generation"]) == ("converged", 1)
+    owners = await sense_pool.fetch(
+        f'SELECT device_id, path_name FROM "{sense_schema.name}".media_path_ownership'
+    )
+    assert {(r["device_id"], r["path_name"]) for r in owners} == {
+        (one.id, one.path_name),
+        (two.id, two.path_name),
+    }
+    events = await sense_pool.fetch(
+        f"SELECT message_key FROM \"{sense_schema.name}\".outbox WHERE event_type = 'PathOwnershipRecorded'"
+    )
+    assert {bytes(r["message_key"]) for r in events} == {one.path_name.encode(), two.path_name.encode()}
+
+    await devices.change_config(one.id, name=None, source_uri="rtsp://127.0.0.1:1/changed", actor="op")
+    assert await worker.run_once() == 1
+    assert await mediamtx.get_path(one.path_name) == PathConfig("rtsp://127.0.0.1:1/changed")
+
+    await devices.set_desired_state(one.id, DesiredState.DISABLED, actor="op")
+    assert await worker.run_once() == 1
+    assert await mediamtx.get_path(one.path_name) is None
+    assert await mediamtx.get_path(two.path_name) is not None
+    assert (await devices.reconcile_status(one.id))["status"] == "converged"
+    assert await mediamtx.delete_path(one.path_name) is False  # a second delete is a no-op
+    assert await worker.run_once() == 0
+
+
+async def test_failure_persists_backoff_and_a_stable_code(
+    stack: Stack,
+    sense_pool: asyncpg.Pool,
+    sense_schema: MigratedSchema,
+    devices: DeviceService,
+    serde: AvroSerde,
+) -> None:
+    device = await new_device(devices, [])
+    unreachable = MediaMtxClient("http://127.0.0.1:9", deadline_seconds=1.0)
+    worker = reconciler(sense_pool, sense_schema, unreachable, serde)
+    assert await worker.run_once() == 1
+    status = await devices.reconcile_status(device.id)
+    assert (status["status"], status["attempts"], status["last_error_code"]) == (
+        "failed",
+        1,
+        "mediamtx_unreachable",
+    )
+    delay = await sense_pool.fetchval(
+        "SELECT extract(epoch FROM next_attempt_at - last_result_at) "
+        f'FROM "{sense_schema.name}".reconcile_state'
+    )
+    assert 0.9 <= float(delay) <= 1.1
+    assert await worker.run_once() == 0  # not due before the backoff ends
+    await unreachable.aclose()
+
+
+async def test_only_owned_partitions_are_claimed(
+    sense_pool: asyncpg.Pool, sense_schema: MigratedSchema, devices: DeviceService, serde: AvroSerde
+) -> None:
+    device = await new_device(devices, [])
+    partition = devices.partition_of(device.id)
+    client = MediaMtxClient("http://127.0.0.1:9", deadline_seconds=1.0)
+    assert await reconciler(sense_pool, sense_schema, client, serde, partitions=range(0)).run_once() == 0
+    not_mine = [p for p in ALL_PARTITIONS if p != partition]
+    store = ReconcileStore(sense_schema.name)
+    async with sense_pool.acquire() as conn:
+        assert await store.claim(conn, "x", not_mine, lease_seconds=5, limit=128) == []
+        assert len(await store.claim(conn, "x", [partition], lease_seconds=5, limit=128)) == 1
+    await client.aclose()
+
+
+async def test_two_stores_claiming_concurrently_claim_every_row_once(
+    sense_pool: asyncpg.Pool, sense_schema: MigratedSchema, devices: DeviceService
+) -> None:
+    for n in range(40):
+        await new_device(devices, [], site=f"site-{n // 10}")
+    store = ReconcileStore(sense_schema.name)
+
+    async def claim_all(owner: str) -> list[uuid.UUID]:
+        got: list[uuid.UUID] = []
+        async with sense_pool.acquire() as conn:
+            while batch := await store.claim(conn, owner, list(ALL_PARTITIONS), lease_seconds=30, limit=3):
+                got += [item.device_id for item in batch]
+        return got
+
+    first, second = await asyncio.gather(claim_all("a"), claim_all("b"))
+    assert len(first) + len(second) == 40
+    assert len(set(first) | set(second)) == 40
+
+
+async def test_a_stale_worker_cannot_complete_or_touch_mediamtx_after_takeover(
+    sense_pool: asyncpg.Pool,
+    sense_schema: MigratedSchema,
+    devices: DeviceService,
+    mediamtx: CountingMediaMtx,
+    serde: AvroSerde,
+    created_paths: list[str],
+) -> None:
+    device = await new_device(devices, created_paths)
+    store = ReconcileStore(sense_schema.name)
+    async with sense_pool.acquire() as conn:
+        [stale] = await store.claim(conn, "stale", list(ALL_PARTITIONS), lease_seconds=0.5, limit=1)
+        work = await store.renew_and_load(conn, stale, lease_seconds=0.5)
+    await asyncio.sleep(0.7)  # the stale lease expires; a successor takes over and converges the device
+    successor = reconciler(sense_pool, sense_schema, mediamtx, serde, owner="successor")
+    assert await successor.run_once() == 1
+    calls = mediamtx.calls
+    async with sense_pool.acquire() as conn:
+        with pytest.raises(LeaseLost):
+            await store.renew_and_load(conn, stale, lease_seconds=30)
+        with pytest.raises(LeaseLost):
+            await store.complete(conn, work)
+        with pytest.raises(LeaseLost):
+            await store.fail(conn, stale, work.lease, error_code="x", retry_in_seconds=1)
+    # A worker whose renewal fails records lease_lost and calls nothing.
+    registry = CollectorRegistry()
+    late = reconciler(sense_pool, sense_schema, mediamtx, serde, owner="late", registry=registry)
+    async with sense_pool.acquire() as conn:
+        assert await late._process(conn, stale) is ItemResult.LEASE_LOST
+    assert mediamtx.calls == calls
+    assert (await devices.reconcile_status(device.id))["status"] == "converged"
+
+
+async def test_a_paused_worker_makes_no_call_once_its_lease_would_run_out(
+    sense_pool: asyncpg.Pool,
+    sense_schema: MigratedSchema,
+    devices: DeviceService,
+    mediamtx: CountingMediaMtx,
+    serde: AvroSerde,
+) -> None:
+    await new_device(devices, [])
+    worker = reconciler(sense_pool, sense_schema, mediamtx, serde, lease_seconds=2.5)
+    guard = worker._guard(renewed_at=time.monotonic() - 1.0)
+    with pytest.raises(LeaseLost):
+        await guard(lambda: mediamtx.get_path("never-called"))
+    assert mediamtx.calls == 0
+
+
+@pytest.mark.parametrize(
+    ("lease", "deadline", "ok"), [(20.5, 20.0, True), (20.0, 20.0, False), (19.0, 20.0, False)]
+)
+def test_deadline_not_below_the_lease_refuses_to_start(
+    sense_pool: asyncpg.Pool, serde: AvroSerde, lease: float, deadline: float, ok: bool
+) -> None:
+    def build() -> Reconciler:
+        return Reconciler(
+            sense_pool,
+            Identifier("t_x"),
+            MediaMtxClient("http://127.0.0.1:9", deadline_seconds=deadline),
+            OwnedPartitions("t"),
+            ReconcileMetrics(CollectorRegistry()),
+            serde,
+            owner="a",
+            lease_seconds=lease,
+        )
+
+    if ok:
+        build()
+    else:
+        with pytest.raises(ConfigError):
+            build()
+
+
+@pytest.mark.parametrize(("batch", "ok"), [(1, True), (128, True), (129, False), (0, False)])
+def test_claim_batch_is_1_to_128(sense_pool: asyncpg.Pool, serde: AvroSerde, batch: int, ok: bool) -> None:
+    def build() -> Reconciler:
+        return Reconciler(
+            sense_pool,
+            Identifier("t_x"),
+            MediaMtxClient("http://127.0.0.1:9"),
+            OwnedPartitions("t"),
+            ReconcileMetrics(CollectorRegistry()),
+            serde,
+            owner="a",
+            batch=batch,
+        )
+
+    if ok:
+        build()
+    else:
+        with pytest.raises(ConfigError):
+            build()
+
+
+async def test_metrics_carry_only_enum_labels(
+    sense_pool: asyncpg.Pool,
+    sense_schema: MigratedSchema,
+    devices: DeviceService,
+    mediamtx: CountingMediaMtx,
+    serde: AvroSerde,
+    created_paths: list[str],
+) -> None:
+    device = await new_device(devices, created_paths)
+    registry = CollectorRegistry()
+    await reconciler(sense_pool, sense_schema, mediamtx, serde, registry=registry).run_once()
+    text = render_latest(registry)[0].decode()
+    assert 'sense_reconcile_items_total{result="converged"} 1.0' in text
+    for forbidden in (str(device.id), device.path_name, SECRET, "tenant-a", "site-1"):
+        assert forbidden not in text
+
+
+async def test_items_of_revoked_partitions_and_items_after_stop_are_released_untouched(
+    sense_pool: asyncpg.Pool,
+    sense_schema: MigratedSchema,
+    devices: DeviceService,
+    mediamtx: CountingMediaMtx,
+    serde: AvroSerde,
+) -> None:
+    device = await new_device(devices, [])
+    registry = CollectorRegistry()
+    worker = reconciler(sense_pool, sense_schema, mediamtx, serde, registry=registry)
+    stop = asyncio.Event()
+    stop.set()
+    assert await worker.run_once(stop) == 1
+    assert registry.get_sample_value("sense_reconcile_items_total", {"result": "released"}) == 1
+    store = ReconcileStore(sense_schema.name)
+    async with sense_pool.acquire() as conn:
+        [claimed] = await store.claim(conn, "x", list(ALL_PARTITIONS), lease_seconds=30, limit=1)
+        worker._owned.revoke([claimed.partition])
+        assert await worker._process(conn, claimed) is ItemResult.RELEASED
+    assert mediamtx.calls == 0
+    status = await devices.reconcile_status(device.id)
+    assert (status["status"], status["attempts"]) == ("pending", 0)
+    async with sense_pool.acquire() as conn:  # released, so claimable again at once
+        assert len(await store.claim(conn, "y", list(ALL_PARTITIONS), lease_seconds=30, limit=1)) == 1

@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import pytest
+
+from sense_reconciler.domain import limits
+from sense_reconciler.domain.errors import InvalidInput, SiteLimitReached
+from sense_reconciler.domain.model import (
+    check_site_capacity,
+    validate_actor,
+    validate_batch_size,
+    validate_id,
+    validate_max_video_channels,
+    validate_name,
+    validate_page_size,
+    validate_path_name,
+    validate_source_uri,
+)
+from sense_reconciler.domain.reconcile import PathAction, PathConfig, plan_ensure, retry_backoff_seconds
+
+
+def test_site_limit_allows_1_to_128_and_defaults_to_16() -> None:
+    assert limits.SITE_MAX_VIDEO_CHANNELS_DEFAULT == 16
+    assert validate_max_video_channels(1) == 1
+    assert validate_max_video_channels(128) == 128
+    for bad in (0, 129):
+        with pytest.raises(InvalidInput) as err:
+            validate_max_video_channels(bad)
+        assert err.value.code == "invalid_max_video_channels"
+
+
+@pytest.mark.parametrize(("enabled_now", "allowed"), [(15, True), (16, False), (17, False)])
+def test_site_capacity_boundary_at_default_limit(enabled_now: int, allowed: bool) -> None:
+    if allowed:
+        check_site_capacity(enabled_now, 1, limits.SITE_MAX_VIDEO_CHANNELS_DEFAULT)
+    else:
+        with pytest.raises(SiteLimitReached):
+            check_site_capacity(enabled_now, 1, limits.SITE_MAX_VIDEO_CHANNELS_DEFAULT)
+
+
+def test_site_capacity_counts_a_whole_batch() -> None:
+    check_site_capacity(100, 28, 128)
+    with pytest.raises(SiteLimitReached) as err:
+        check_site_capacity(100, 29, 128)
+    assert err.value.code == "site_video_channel_limit_reached"
+
+
+def test_path_name_charset_and_length() -> None:
+    assert validate_path_name("tenant-a_site.1-cam") == "tenant-a_site.1-cam"
+    assert validate_path_name("a" * limits.PATH_NAME_MAX_CHARS)
+    for bad in ("", "a" * (limits.PATH_NAME_MAX_CHARS + 1), "a/b", "-lead", "sp ace", "ü", "~regex"):
+        with pytest.raises(InvalidInput):
+            validate_path_name(bad)
+
+
+def test_ids_names_and_actor() -> None:
+    assert validate_id("a" * limits.ID_MAX_CHARS, "tenant_id")
+    with pytest.raises(InvalidInput) as err:
+        validate_id("a" * (limits.ID_MAX_CHARS + 1), "tenant_id")
+    assert err.value.code == "invalid_tenant_id"
+    assert validate_name("  Lobby  ") == "Lobby"
+    assert validate_name("x" * limits.DEVICE_NAME_MAX_CHARS)
+    for bad in ("", "   ", "x" * (limits.DEVICE_NAME_MAX_CHARS + 1), "a\nb"):
+        with pytest.raises(InvalidInput):
+            validate_name(bad)
+    assert validate_actor("operator:alice")
+    with pytest.raises(InvalidInput):
+        validate_actor("a" * (limits.ACTOR_MAX_CHARS + 1))
+
+
+def test_source_uri_must_be_rtsp_with_host_and_never_echoed() -> None:
+    assert validate_source_uri("rtsp://user:pw@10.0.0.5:554/stream1")
+    assert validate_source_uri("rtsps://cam.example/live")
+    long_ok = "rtsp://h/" + "a" * (limits.SOURCE_URI_MAX_CHARS - len("rtsp://h/"))
+    assert validate_source_uri(long_ok)
+    for bad in ("http://h/x", "rtsp:///nohost", "rtsp://h/ x", long_ok + "a", "rtsp://h:99999/x", ""):
+        with pytest.raises(InvalidInput) as err:
+            validate_source_uri(bad)
+        assert "pw" not in str(err.value) and err.value.code == "invalid_source_uri"
+
+
+def test_batch_and_page_limits() -> None:
+    assert validate_batch_size(limits.SET_DESIRED_STATE_BATCH_MAX_ITEMS)
+    assert validate_page_size(limits.LIST_PAGE_SIZE_MAX)
+    for bad in (0, limits.SET_DESIRED_STATE_BATCH_MAX_ITEMS + 1):
+        with pytest.raises(InvalidInput):
+            validate_batch_size(bad)
+    for bad in (0, limits.LIST_PAGE_SIZE_MAX + 1):
+        with pytest.raises(InvalidInput):
+            validate_page_size(bad)
+
+
+def test_ensure_adds_missing_replaces_different_and_leaves_equal_alone() -> None:
+    desired = PathConfig("rtsp://h/a")
+    assert plan_ensure(desired, None) is PathAction.ADD
+    assert plan_ensure(desired, PathConfig("rtsp://h/b")) is PathAction.REPLACE
+    assert plan_ensure(desired, PathConfig("rtsp://h/a", source_on_demand=False)) is PathAction.REPLACE
+    assert plan_ensure(desired, PathConfig("rtsp://h/a")) is PathAction.NONE
+
+
+def test_path_config_repr_hides_the_source() -> None:
+    assert "secret" not in repr(PathConfig("rtsp://u:secret@h/a"))
+
+
+def test_backoff_doubles_from_one_second_and_caps_at_300() -> None:
+    assert [retry_backoff_seconds(n) for n in (1, 2, 3, 9)] == [1.0, 2.0, 4.0, 256.0]
+    assert retry_backoff_seconds(10) == limits.RETRY_BACKOFF_CAP_SECONDS
+    assert retry_backoff_seconds(10_000) == limits.RETRY_BACKOFF_CAP_SECONDS
+    with pytest.raises(ValueError, match="attempts"):
+        retry_backoff_seconds(0)

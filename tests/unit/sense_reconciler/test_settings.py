@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sense_reconciler.domain import limits
+from sense_reconciler.settings import SenseReconcilerSettings
+from yovision_platform.errors import ConfigError
+from yovision_platform.settings import load_settings
+
+TOKEN = "api-token-" + "x" * 40
+
+
+def private(path: Path, content: str) -> Path:
+    path.write_text(content)
+    os.chmod(path, 0o600)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def sense_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in list(os.environ):
+        if name.startswith("SENSE_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("SENSE_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
+    monkeypatch.setenv("SENSE_MEDIAMTX_API_URL", "http://127.0.0.1:19997/")
+    dsn = "postgresql://sense_app:pw@127.0.0.1:55432/yovision\n"
+    monkeypatch.setenv("SENSE_DATABASE_DSN_FILE", str(private(tmp_path / "dsn", dsn)))
+    monkeypatch.setenv("SENSE_API_TOKEN_FILE", str(private(tmp_path / "token", TOKEN + "\n")))
+
+
+def refused(**overrides: object) -> ConfigError:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(SenseReconcilerSettings, **overrides)
+    return caught.value
+
+
+def test_defaults_follow_the_spec() -> None:
+    settings = load_settings(SenseReconcilerSettings)
+    assert settings.lease_seconds == 30.0
+    assert settings.operation_deadline_seconds == 20.0
+    assert settings.consumer_group == "sense-reconciler"
+    assert settings.mediamtx_api_url == "http://127.0.0.1:19997"
+    assert settings.api_token.get_secret_value() == TOKEN
+
+
+@pytest.mark.parametrize(("lease", "deadline", "ok"), [(30, 29.9, True), (30, 30, False), (20, 25, False)])
+def test_deadline_must_be_strictly_shorter_than_the_lease(lease: float, deadline: float, ok: bool) -> None:
+    overrides = {"lease_seconds": lease, "operation_deadline_seconds": deadline}
+    if ok:
+        load_settings(SenseReconcilerSettings, **overrides)
+    else:
+        assert "TOKEN" not in str(refused(**overrides))
+
+
+@pytest.mark.parametrize(
+    ("batch", "ok"), [(1, True), (limits.CLAIM_BATCH_MAX_ITEMS, True), (0, False), (129, False)]
+)
+def test_claim_batch_is_bounded_by_128(batch: int, ok: bool) -> None:
+    if ok:
+        assert load_settings(SenseReconcilerSettings, claim_batch=batch).claim_batch == batch
+    else:
+        assert "SENSE_CLAIM_BATCH" in refused(claim_batch=batch).settings
+
+
+@pytest.mark.parametrize("url", ["ftp://h/x", "http://user:pw@h:1", "not a url", "http://h/?q=1"])
+def test_mediamtx_url_must_be_plain_http(url: str) -> None:
+    error = refused(mediamtx_api_url=url)
+    assert "SENSE_MEDIAMTX_API_URL" in error.settings
+    assert "pw" not in str(error)
+
+
+def test_instance_id_is_validated() -> None:
+    assert load_settings(SenseReconcilerSettings, instance_id="sense-a-1").instance_id == "sense-a-1"
+    assert "SENSE_INSTANCE_ID" in refused(instance_id="Bad Id").settings
+
+
+def test_a_short_api_token_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SENSE_API_TOKEN_FILE", str(private(tmp_path / "short", "short\n")))
+    assert "SENSE_API_TOKEN_FILE" in refused().settings
