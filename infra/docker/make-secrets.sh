@@ -3,7 +3,12 @@
 #   secrets/pg_superuser_password   PostgreSQL superuser password (applied only when the pg-data volume is created)
 #   secrets/pg_admin_dsn            postgresql://postgres:<pw>@postgres:5432/yovision     (the migrate jobs only)
 #   secrets/<schema>_runtime_dsn    postgresql://<schema>_app:<pw>@postgres:5432/yovision  (one per service)
+#   secrets/sense_api_token         sense-reconciler's Control API bearer token (URL-safe, 43 characters)
+#   secrets/bell_relay_key          HMAC key bell-receiver accepts from Sense (key id relay-dev-1)
+#   secrets/<schema>_jwt_key        JWT key of bell, signal and media (audience: the service's name)
+#   secrets/signal_secrets_aes_key  AES-256-GCM key of signal-watcher's watcher headers and bodies at rest
 #   compose.env                     YOVISION_UID/GID, KAFKA_VERSION, MEDIAMTX_IMAGE_TAG: no secret
+# Keys are hex of 32 random bytes, the formats of the native path (yovision_platform.tools.devsecrets).
 # Secret files are written with umask 077 (mode 0600). Existing secrets are kept: re-running changes nothing
 # but compose.env.
 #
@@ -30,9 +35,11 @@ die() { echo "make-secrets: $*" >&2; exit 2; }
 
 random_hex() { head -c "$1" /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 
-# write_secret PATH CONTENT: atomic replace, mode 0600, owned by the containers' user.
+# write_secret PATH CONTENT: atomic replace, mode 0600, owned by the containers' user. CONTENT comes from a
+# command substitution, whose failure `set -e` does not see: an empty one is refused, never kept as a secret.
 write_secret() {
   local tmp
+  [[ -n "$2" ]] || die "could not generate $1"
   tmp="$(mktemp "$1.XXXXXX")"
   printf '%s\n' "$2" >"$tmp"
   chmod 0600 "$tmp"
@@ -40,6 +47,9 @@ write_secret() {
   mv -f "$tmp" "$1"
   echo "make-secrets: wrote $1"
 }
+
+# 32 random bytes, URL-safe base64 without padding: the format of Python's secrets.token_urlsafe(32).
+urlsafe_token() { head -c 32 /dev/urandom | base64 | tr -d '\n=' | tr '+/' '-_'; }
 
 runtime_dsn() { printf 'postgresql://%s_app:%s@%s:%s/%s' "$1" "$(random_hex 24)" "$PG_HOST" "$PG_PORT" "$PG_DATABASE"; }
 
@@ -70,9 +80,14 @@ fi
 for schema in "${SCHEMAS[@]}"; do
   [[ -s "$SECRETS_DIR/${schema}_runtime_dsn" ]] || write_secret "$SECRETS_DIR/${schema}_runtime_dsn" "$(runtime_dsn "$schema")"
 done
+# The services' own secret files: exactly those their settings read (compose.yaml mounts them).
+[[ -s "$SECRETS_DIR/sense_api_token" ]] || write_secret "$SECRETS_DIR/sense_api_token" "$(urlsafe_token)"
+for key in bell_relay_key bell_jwt_key signal_jwt_key signal_secrets_aes_key media_jwt_key; do
+  [[ -s "$SECRETS_DIR/$key" ]] || write_secret "$SECRETS_DIR/$key" "$(random_hex 32)"
+done
 
 # Pinned versions come from the native path's single source of truth.
-# shellcheck source=../versions.env
+# shellcheck source-path=SCRIPTDIR source=../versions.env
 source "$REPO_ROOT/infra/versions.env"
 if [[ "$(id -u)" == 0 ]]; then owner_uid="$IMAGE_USER_ID" owner_gid="$IMAGE_USER_ID"
 else owner_uid="$(id -u)" owner_gid="$(id -g)"; fi

@@ -28,9 +28,12 @@ FROM python:3.11-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ffmpeg \
  && rm -rf /var/lib/apt/lists/*
+# Storage (sources, chunks, outputs) lives in /var/lib/yovision/media: mount a volume there (compose.yaml's
+# media-data). The capability file is per container, in /run/yovision (a tmpfs under compose).
 RUN groupadd --system --gid 10001 yovision \
  && useradd --system --uid 10001 --gid yovision --no-create-home --home-dir /nonexistent \
-      --shell /usr/sbin/nologin yovision
+      --shell /usr/sbin/nologin yovision \
+ && install -d -o 10001 -g 10001 -m 0700 /var/lib/yovision/media /run/yovision
 COPY --from=build /app/.venv /app/.venv
 # The Avro contracts: the serde reads them from $YOVISION_SCHEMAS_DIR.
 COPY schemas /app/schemas
@@ -39,7 +42,9 @@ ENV PATH=/app/.venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     YOVISION_SCHEMAS_DIR=/app/schemas \
     MEDIA_HTTP_HOST=0.0.0.0 \
-    MEDIA_HTTP_PORT=18085
+    MEDIA_HTTP_PORT=18085 \
+    MEDIA_STORAGE_DIR=/var/lib/yovision/media \
+    MEDIA_CAPABILITY_FILE=/run/yovision/media-worker.capability
 WORKDIR /app
 USER 10001:10001
 EXPOSE 18085
