@@ -49,9 +49,10 @@ def test_service_specific_secrets_are_generated_once_and_shared_where_needed(tmp
     assert f"SENSE_BELL_KEY_FILE={relay_key}" in sense_env
     assert f"""BELL_RELAY_KEY_FILES='{{"relay-dev-1":"{relay_key}"}}'""" in bell_env
     assert len(bytes.fromhex(relay_key.read_text().strip())) == 32
-    for service in LOCAL_SERVICES:
-        key = local / "secrets" / f"{service.schema}-jwt.key"
+    for schema in ("bell", "signal", "media"):
+        key = local / "secrets" / f"{schema}-jwt.key"
         assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert "AUTH_JWT" not in sense_env
     before = relay_key.read_text()
     generate(local)
     assert relay_key.read_text() == before

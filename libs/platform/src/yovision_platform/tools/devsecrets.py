@@ -45,6 +45,8 @@ def _write_private(path: Path, content: str) -> None:
 
 DEV_JWT_ISSUER = "yovision-dev"
 BELL_RELAY_KEY_ID = "relay-dev-1"
+# Services whose APIs serve end users (JWT identity); Sense's Control API uses a static operator token.
+USER_FACING_SCHEMAS = ("bell", "signal", "media")
 
 
 def _ensure_secret(path: Path, make: str) -> bool:
@@ -59,9 +61,12 @@ def _extra_secrets(local_dir: Path, service: LocalService) -> tuple[list[str], l
     """Service-specific secret files and the env lines naming them (all keys: hex of 32 random bytes)."""
     secret_dir = local_dir / "secrets"
     p = service.env_prefix
-    jwt_key = secret_dir / f"{service.schema}-jwt.key"
-    files = {jwt_key: secrets.token_hex(32)}
-    lines = [f"{p}AUTH_JWT_KEY_FILE={jwt_key}", f"{p}AUTH_JWT_ISSUER={DEV_JWT_ISSUER}"]
+    files: dict[Path, str] = {}
+    lines: list[str] = []
+    if service.schema in USER_FACING_SCHEMAS:
+        jwt_key = secret_dir / f"{service.schema}-jwt.key"
+        files[jwt_key] = secrets.token_hex(32)
+        lines += [f"{p}AUTH_JWT_KEY_FILE={jwt_key}", f"{p}AUTH_JWT_ISSUER={DEV_JWT_ISSUER}"]
     relay_key = secret_dir / f"bell-{BELL_RELAY_KEY_ID}.key"
     if service.schema == "sense":
         api_token = secret_dir / "sense-api.token"
