@@ -14,7 +14,7 @@ FROM ?=
 MAX ?=
 
 .PHONY: help setup up down status logs topics secrets kafka-topics kafka-console-consumer \
-	kafka-console-producer kafka-consumer-groups consume dev-token lint typecheck test bench clean distclean
+	kafka-console-producer kafka-consumer-groups consume dev-token lint bench-platform bench-services typecheck test bench clean distclean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-24s %s\n", $$1, $$2}'
@@ -88,10 +88,16 @@ test: setup lint typecheck ## The whole suite on real infrastructure (starts Pos
 	@rc=0; .venv/bin/pytest || rc=$$?; \
 	if [[ $$rc == 5 ]]; then echo "make test: pytest collected no tests: failing" >&2; fi; exit $$rc
 
-bench: ## Benchmarks (bench/)
-	@if [[ -f bench/__main__.py ]]; then $(PY) -m bench $(ARGS); \
-	elif [[ -f bench/run.py ]]; then $(PY) bench/run.py $(ARGS); \
-	else echo "bench: no bench/__main__.py or bench/run.py yet" >&2; exit 1; fi
+bench: bench-platform bench-services ## All benchmarks (platform, then the services'); figures, not pass/fail
+
+bench-platform: ## Platform benchmarks: outbox relay vs raw produce, enqueue vs INSERT, leases (bench/)
+	$(PY) -m bench $(ARGS)
+
+bench-services: ## Service benchmarks: Sense convergence, Signal probes, media uploads/transcodes
+	$(STACK) up pg kafka mediamtx
+	$(PY) services/sense-reconciler/bench/converge_bench.py
+	$(PY) services/signal-watcher/bench/probe_bench.py
+	$(PY) services/media-worker/bench/media_bench.py
 
 clean: down ## Stop everything and delete local state (data, logs, secrets); keeps built/downloaded caches
 	rm -rf .local/pg .local/kafka/data .local/kafka/cluster.id .local/kafka/server.properties .local/mediamtx \

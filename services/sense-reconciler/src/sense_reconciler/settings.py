@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, PrivateAttr, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from sense_reconciler.bell_relay.config import RelayConfig, load_relay_config
 from sense_reconciler.domain import limits
 from yovision_platform.auth import MIN_STATIC_TOKEN_CHARS
 from yovision_platform.settings import BaseServiceSettings, Port, read_secret_file
@@ -34,8 +35,14 @@ class SenseReconcilerSettings(BaseServiceSettings):
     # 0: the partition count the event catalogue declares for the device topic (checked against Kafka).
     device_topic_partitions: int = Field(default=0, ge=0, le=10_000)
     reconciler_enabled: bool = True
+    # The signed audit relay to Bell: off by default; validated by bell_relay.config when enabled.
+    bell_relay_enabled: bool = False
+    bell_url: str | None = None
+    bell_key_file: Path | None = None
+    bell_key_id: str | None = None
 
     _api_token: SecretStr | None = PrivateAttr(default=None)
+    _bell_relay: RelayConfig | None = PrivateAttr(default=None)
 
     @field_validator("mediamtx_api_url")
     @classmethod
@@ -56,6 +63,17 @@ class SenseReconcilerSettings(BaseServiceSettings):
         self._api_token = read_secret_file(
             self.api_token_file, self.env_var_name("api_token_file"), min_bytes=MIN_STATIC_TOKEN_CHARS
         )
+        self._bell_relay = load_relay_config(
+            enabled=self.bell_relay_enabled,
+            bell_url=self.bell_url,
+            key_file=self.bell_key_file,
+            key_id=self.bell_key_id,
+        )
+
+    @property
+    def bell_relay(self) -> RelayConfig | None:
+        """The validated Bell relay configuration; None when SENSE_BELL_RELAY_ENABLED is false."""
+        return self._bell_relay
 
     @property
     def api_token(self) -> SecretStr:

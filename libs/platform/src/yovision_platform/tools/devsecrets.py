@@ -74,6 +74,9 @@ def _extra_secrets(local_dir: Path, service: LocalService) -> tuple[list[str], l
         files[relay_key] = secrets.token_hex(32)
         lines += [
             f"{p}API_TOKEN_FILE={api_token}",
+            # the signed audit push to the local bell-receiver (plain HTTP is allowed on loopback only)
+            f"{p}BELL_RELAY_ENABLED=true",
+            f"{p}BELL_URL=http://127.0.0.1:18083",
             f"{p}BELL_KEY_FILE={relay_key}",
             f"{p}BELL_KEY_ID={BELL_RELAY_KEY_ID}",
         ]

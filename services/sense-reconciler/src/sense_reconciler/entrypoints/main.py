@@ -8,6 +8,8 @@ from pathlib import Path
 
 from sense_reconciler.adapters.device_repository import DeviceRepository
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
+from sense_reconciler.bell_relay.metrics import BellRelayMetrics
+from sense_reconciler.bell_relay.worker import BellRelayWorker
 from sense_reconciler.entrypoints import api
 from sense_reconciler.entrypoints.device_consumer import DeviceEventConsumer
 from sense_reconciler.service_layer.devices import DeviceService
@@ -48,6 +50,15 @@ async def configure(ctx: ServiceContext) -> None:
         partitions=device_topic_partitions(settings, serde),
     )
     api.install(ctx.app, service, StaticBearerToken(settings.api_token.get_secret_value()))
+    if settings.bell_relay is not None:
+        bell_relay = BellRelayWorker(
+            ctx.pool,
+            schema,
+            settings.bell_relay,
+            owner=settings.instance_id,
+            metrics=BellRelayMetrics(ctx.registry),
+        )
+        ctx.add_worker("bell-relay", bell_relay.run)
     if not settings.reconciler_enabled:
         return
     owned = OwnedPartitions(settings.device_topic, drain_timeout_seconds=settings.lease_seconds)

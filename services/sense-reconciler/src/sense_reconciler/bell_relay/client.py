@@ -1,0 +1,88 @@
+"""Signed HTTP client for Bell's batch endpoint (``POST /internal/v1/audit-events:batch``).
+
+Every request is signed over the exact bytes sent (docs/signing.md) with a fresh nonce and the current
+time, so a retried batch is a new request to Bell: its facts come back ``duplicate`` when Bell already
+stored them. TLS is always verified (httpx default); redirects are not followed. The whole exchange runs
+under one deadline. Nothing of the request, the key or the signature is logged or raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable, Sequence
+
+import httpx
+
+from sense_reconciler.bell_relay.config import RelayConfig
+from sense_reconciler.bell_relay.facts import OutboxFact, batch_body
+from sense_reconciler.bell_relay.outcome import (
+    BatchErrorCode,
+    BatchFailure,
+    ItemResults,
+    parse_batch_response,
+)
+from yovision_platform.signing import sign_request
+
+__all__ = ["BATCH_PATH", "BellClient"]
+
+BATCH_PATH = "/internal/v1/audit-events:batch"
+MAX_RESPONSE_BYTES = 1024 * 1024  # a 100-item BatchResult is ~15 KiB; anything bigger is malformed
+
+
+class BellClient:
+    """One connection pool to Bell. Use as an async context manager."""
+
+    def __init__(
+        self,
+        config: RelayConfig,
+        *,
+        clock: Callable[[], float] = time.time,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._config = config
+        self._clock = clock
+        self._http = httpx.AsyncClient(
+            base_url=config.bell_url,
+            timeout=httpx.Timeout(config.request_deadline_seconds),
+            follow_redirects=False,
+            transport=transport,
+        )
+
+    async def __aenter__(self) -> BellClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def send(self, facts: Sequence[OutboxFact]) -> ItemResults | BatchFailure:
+        """Push ``facts`` as one signed batch; never raises for network or protocol trouble."""
+        body = batch_body(facts)
+        headers = sign_request(
+            self._config.keyring, method="POST", path=BATCH_PATH, body=body, now=self._clock()
+        )
+        headers["content-type"] = "application/json"
+        sent: list[uuid.UUID] = [fact.event_id for fact in facts]
+        try:
+            async with asyncio.timeout(self._config.request_deadline_seconds):
+                status_code, payload = await self._post(body, headers)
+        except (TimeoutError, httpx.TimeoutException):
+            return BatchFailure(BatchErrorCode.TIMEOUT)
+        except httpx.HTTPError:
+            return BatchFailure(BatchErrorCode.NETWORK_ERROR)
+        return parse_batch_response(status_code, payload, sent)
+
+    async def _post(self, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+        async with self._http.stream("POST", BATCH_PATH, content=body, headers=headers) as response:
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > MAX_RESPONSE_BYTES:
+                    return response.status_code, b""
+                chunks.append(chunk)
+            return response.status_code, b"".join(chunks)

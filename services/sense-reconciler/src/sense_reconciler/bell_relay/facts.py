@@ -1,0 +1,85 @@
+"""Outbox row → device-audit fact of contract ``sense-audit-relay-v1`` (format 1 or 2). Pure: no I/O.
+
+The fact carries only what the outbox row holds: ids, action, actor, the *names* of changed fields and the
+config version. No source URI, token or key can reach the body because the outbox has no such column.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = ["OutboxFact", "batch_body", "fact_document"]
+
+FACT_VERSION_1 = 1
+FACT_VERSION_2 = 2
+
+
+@dataclass(frozen=True)
+class OutboxFact:
+    """The columns of one ``device_operation_outbox`` row that make up the fact."""
+
+    row_id: int
+    event_id: uuid.UUID
+    fact_version: int
+    action: str
+    actor: str
+    device_id: uuid.UUID
+    tenant_id: str
+    site_id: str
+    changed_fields: Sequence[str]
+    config_version: int
+    occurred_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> OutboxFact:
+        return cls(
+            row_id=row["id"],
+            event_id=row["event_id"],
+            fact_version=row["fact_version"],
+            action=row["action"],
+            actor=row["actor"],
+            device_id=row["device_id"],
+            tenant_id=row["tenant_id"],
+            site_id=row["site_id"],
+            changed_fields=tuple(row["changed_fields"]),
+            config_version=row["config_version"],
+            occurred_at=row["occurred_at"],
+        )
+
+
+def _timestamp(moment: datetime) -> str:
+    """RFC 3339 in UTC with microseconds, the form Bell stores (``2026-11-30T01:02:03.456789Z``)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def fact_document(fact: OutboxFact) -> dict[str, Any]:
+    """The JSON object of one batch item. Format 2 adds ``config_version`` and ``correlation_id`` (always
+    null: the outbox records no correlation id)."""
+    if fact.fact_version not in (FACT_VERSION_1, FACT_VERSION_2):
+        raise ValueError("fact_version must be 1 or 2")
+    document: dict[str, Any] = {
+        "schema_version": fact.fact_version,
+        "event_id": str(fact.event_id),
+        "occurred_at": _timestamp(fact.occurred_at),
+        "tenant_id": fact.tenant_id,
+        "site_id": fact.site_id,
+        "device_id": str(fact.device_id),
+        "action": fact.action,
+        "actor": fact.actor,
+        "changed_fields": list(fact.changed_fields),
+    }
+    if fact.fact_version == FACT_VERSION_2:
+        document["config_version"] = fact.config_version
+        document["correlation_id"] = None
+    return document
+
+
+def batch_body(facts: Sequence[OutboxFact]) -> bytes:
+    """The request body ``{"items": [...]}``, compact UTF-8 JSON, items in the given order."""
+    items = [fact_document(fact) for fact in facts]
+    return json.dumps({"items": items}, separators=(",", ":"), ensure_ascii=False).encode("utf-8")

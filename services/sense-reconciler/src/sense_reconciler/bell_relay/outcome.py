@@ -1,0 +1,122 @@
+"""Bell's answer to one batch, reduced to what the relay acts on. Pure: no I/O.
+
+Either every item has a result (:class:`ItemResults`) or the whole batch failed and is retried
+(:class:`BatchFailure` with a stable :class:`BatchErrorCode`). A response is trusted only when it is
+exactly the contract's ``BatchResult``: ``contract`` = ``sense-audit-relay-v1``, one result per item in
+input order with the item's ``index`` and ``event_id``; anything else is ``malformed_response`` or
+``result_count_mismatch`` and nothing is acknowledged.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["BatchErrorCode", "BatchFailure", "ItemOutcome", "ItemResults", "parse_batch_response"]
+
+CONTRACT_NAME = "sense-audit-relay-v1"
+HTTP_OK = 200
+HTTP_UNAUTHORIZED = 401
+HTTP_CONFLICT = 409
+HTTP_SERVER_ERROR_MIN = 500
+REJECT_CODE_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+class BatchErrorCode(enum.StrEnum):
+    """Why a whole batch is retried; persisted as ``last_error_code`` and used as a metric label."""
+
+    NETWORK_ERROR = "network_error"
+    TIMEOUT = "timeout"
+    SERVER_ERROR = "server_error"
+    UNAUTHORIZED = "unauthorized"
+    REPLAY_CONFLICT = "replay_conflict"
+    REQUEST_REFUSED = "request_refused"
+    MALFORMED_RESPONSE = "malformed_response"
+    RESULT_COUNT_MISMATCH = "result_count_mismatch"
+
+
+class ItemStatus(enum.StrEnum):
+    ACCEPTED = "accepted"
+    DUPLICATE = "duplicate"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True)
+class ItemOutcome:
+    event_id: uuid.UUID
+    status: ItemStatus
+    code: str | None
+
+    @property
+    def delivered(self) -> bool:
+        return self.status is not ItemStatus.REJECTED
+
+
+@dataclass(frozen=True)
+class ItemResults:
+    items: tuple[ItemOutcome, ...]
+
+
+@dataclass(frozen=True)
+class BatchFailure:
+    code: BatchErrorCode
+
+
+def failure_for_status(status_code: int) -> BatchFailure:
+    if status_code == HTTP_UNAUTHORIZED:
+        return BatchFailure(BatchErrorCode.UNAUTHORIZED)
+    if status_code == HTTP_CONFLICT:
+        return BatchFailure(BatchErrorCode.REPLAY_CONFLICT)
+    if status_code >= HTTP_SERVER_ERROR_MIN:
+        return BatchFailure(BatchErrorCode.SERVER_ERROR)
+    return BatchFailure(BatchErrorCode.REQUEST_REFUSED)
+
+
+def _item(raw: object, index: int, sent: uuid.UUID) -> ItemOutcome | None:
+    if not isinstance(raw, dict) or set(raw) != {"index", "status", "event_id", "code"}:
+        return None
+    if raw["index"] != index or type(raw["index"]) is not int or raw["event_id"] != str(sent):
+        return None
+    try:
+        status = ItemStatus(raw["status"])
+    except ValueError:
+        return None
+    code = raw["code"]
+    if status is ItemStatus.REJECTED:
+        if not isinstance(code, str) or REJECT_CODE_PATTERN.fullmatch(code) is None:
+            return None
+    elif code is not None:
+        return None
+    return ItemOutcome(sent, status, code)
+
+
+def parse_batch_response(
+    status_code: int, body: bytes, sent: Sequence[uuid.UUID]
+) -> ItemResults | BatchFailure:
+    """Interpret Bell's response to a batch of the facts ``sent`` (their event ids, in request order)."""
+    if status_code != HTTP_OK:
+        return failure_for_status(status_code)
+    try:
+        document = json.loads(body)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return BatchFailure(BatchErrorCode.MALFORMED_RESPONSE)
+    if (
+        not isinstance(document, dict)
+        or document.get("contract") != CONTRACT_NAME
+        or not isinstance(document.get("results"), list)
+    ):
+        return BatchFailure(BatchErrorCode.MALFORMED_RESPONSE)
+    results = document["results"]
+    if len(results) != len(sent):
+        return BatchFailure(BatchErrorCode.RESULT_COUNT_MISMATCH)
+    items: list[ItemOutcome] = []
+    for index, (raw, event_id) in enumerate(zip(results, sent, strict=True)):
+        item = _item(raw, index, event_id)
+        if item is None:
+            return BatchFailure(BatchErrorCode.MALFORMED_RESPONSE)
+        items.append(item)
+    return ItemResults(tuple(items))

@@ -1,0 +1,171 @@
+"""Fixtures for the Sense → Bell relay: a migrated unique Sense schema with devices, key files, the real
+Bell as its own process (tests/integration/bell_receiver/bell_process.py), and relay configs."""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+
+import sense_reconciler
+from sense_reconciler.bell_relay.config import RelayConfig, load_relay_config
+from tests.conftest import MigratedSchema, Stack, drop_schema_and_roles, runtime_dsn_for, unique_name
+from tests.integration.bell_receiver.conftest import KEY_ID, Keys, private_file
+from tests.integration.bell_receiver.test_bell_process import BellProcess, wait_healthy
+from tests.integration.platform.kafka_helpers import wait_until
+from yovision_platform.db import Identifier
+from yovision_platform.migrations import SchemaPlan, migrate
+
+SENSE_MIGRATIONS = Path(sense_reconciler.__file__).resolve().parent / "migrations"
+TEST_LEASE_SECONDS = 3.0
+TEST_DEADLINE_SECONDS = 1.0
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> Keys:
+    relay_hex, jwt_hex = secrets.token_hex(32), secrets.token_hex(32)
+    return Keys(
+        relay_hex,
+        private_file(tmp_path / "relay.key", relay_hex + "\n"),
+        jwt_hex,
+        private_file(tmp_path / "jwt.key", jwt_hex + "\n"),
+    )
+
+
+@pytest.fixture
+async def sense_schema(stack: Stack, admin_conn: asyncpg.Connection) -> AsyncIterator[MigratedSchema]:
+    name = Identifier(unique_name("t"))
+    password = secrets.token_urlsafe(24)
+    plan = SchemaPlan.for_service(name, SENSE_MIGRATIONS)
+    try:
+        await migrate(admin_conn, plan, runtime_password=password)
+        yield MigratedSchema(
+            name, plan.runtime_role, password, runtime_dsn_for(stack.admin_dsn, plan.runtime_role, password)
+        )
+    finally:
+        await drop_schema_and_roles(admin_conn, name)
+
+
+@pytest.fixture
+async def sense_pool(sense_schema: MigratedSchema) -> AsyncIterator[asyncpg.Pool]:
+    pool = await asyncpg.create_pool(sense_schema.runtime_dsn, min_size=1, max_size=6)
+    assert pool is not None
+    yield pool
+    await pool.close()
+
+
+class Outbox:
+    """Writes devices and facts as Sense does (runtime role) and reads the outbox back."""
+
+    def __init__(self, pool: asyncpg.Pool, schema: Identifier) -> None:
+        self.pool = pool
+        self.table = f"{schema.quoted}.device_operation_outbox"
+        self.schema = schema
+        self.device_id: uuid.UUID | None = None
+
+    async def device(self) -> uuid.UUID:
+        if self.device_id is None:
+            self.device_id = uuid.uuid4()
+            async with self.pool.acquire() as conn:
+                sites = f"{self.schema.quoted}.sites"
+                await conn.execute(f"INSERT INTO {sites} (tenant_id, site_id) VALUES ('tenant-a', 'site-1')")
+                await conn.execute(
+                    f"""INSERT INTO {self.schema.quoted}.devices
+                        (id, tenant_id, site_id, name, path_name, source_uri, desired_state)
+                        VALUES ($1, 'tenant-a', 'site-1', 'cam', $2, 'rtsp://u:pw@cam/1', 'enabled')""",
+                    self.device_id,
+                    f"cam-{self.device_id.hex[:8]}",
+                )
+        return self.device_id
+
+    async def add(self, count: int, *, version: int = 1, tenant_id: str = "tenant-a") -> list[uuid.UUID]:
+        device_id = await self.device()
+        event_ids = [uuid.uuid4() for _ in range(count)]
+        async with self.pool.acquire() as conn:
+            await conn.executemany(
+                f"""INSERT INTO {self.table} (event_id, fact_version, action, actor, device_id, tenant_id,
+                        site_id, changed_fields, config_version)
+                    VALUES ($1, $2, 'device.config_changed', 'operator:alice', $3, $4, 'site-1',
+                            ARRAY['name', 'source_uri'], 2)""",
+                [(event_id, version, device_id, tenant_id) for event_id in event_ids],
+            )
+        return event_ids
+
+    async def rows(self) -> list[asyncpg.Record]:
+        async with self.pool.acquire() as conn:
+            return await conn.fetch(f"SELECT *, now() AS db_now FROM {self.table} ORDER BY id")
+
+    async def wait_leases_expired(self) -> None:
+        async def expired() -> bool:
+            async with self.pool.acquire() as conn:
+                leased = await conn.fetchval(
+                    f"SELECT count(*) FROM {self.table} WHERE lease_expires_at > now()"
+                )
+            return int(leased) == 0
+
+        await wait_until(expired, timeout_seconds=30, interval=0.05)
+
+    async def undelivered(self) -> int:
+        async with self.pool.acquire() as conn:
+            count = await conn.fetchval(f"SELECT count(*) FROM {self.table} WHERE delivered_at IS NULL")
+        return int(count)
+
+
+@pytest.fixture
+async def outbox(sense_pool: asyncpg.Pool, sense_schema: MigratedSchema) -> Outbox:
+    return Outbox(sense_pool, sense_schema.name)
+
+
+def relay_config(url: str, keys: Keys, **overrides: float) -> RelayConfig:
+    config = load_relay_config(enabled=True, bell_url=url, key_file=keys.relay_file, key_id=KEY_ID)
+    assert config is not None
+    values: dict[str, float] = {
+        "lease_seconds": TEST_LEASE_SECONDS,
+        "request_deadline_seconds": TEST_DEADLINE_SECONDS,
+        "poll_interval_seconds": 0.05,
+    } | overrides
+    return dataclasses.replace(config, **values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def bell(
+    stack: Stack, schema_name: Identifier, keys: Keys, tmp_path: Path, topic: str
+) -> Iterator[BellProcess]:
+    process = BellProcess(stack, schema_name, keys, tmp_path, topic)
+    yield process
+    if process.process is not None and process.process.poll() is None:
+        process.process.kill()
+        process.process.wait(timeout=10)
+
+
+@pytest.fixture
+async def bell_url(bell: BellProcess) -> str:
+    """Bell migrated, started and healthy; its base URL."""
+    migrated = bell.run("migrate")
+    assert migrated.returncode == 0, migrated.stderr
+    bell.start()
+    url = f"http://127.0.0.1:{bell.port}"
+    async with httpx.AsyncClient(base_url=url, timeout=5) as http:
+        await wait_healthy(http)
+    return url
+
+
+async def bell_event_counts(admin: asyncpg.Connection, schema: Identifier) -> dict[uuid.UUID, int]:
+    rows = await admin.fetch(
+        f"SELECT event_id, count(*) AS n FROM {schema.quoted}.audit_events "
+        "WHERE source_system = 'sense' GROUP BY event_id"
+    )
+    return {row["event_id"]: row["n"] for row in rows}
+
+
+async def restart_bell(bell: BellProcess, signum: int) -> None:
+    bell.stop(signum)
+    bell.start()
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{bell.port}", timeout=5) as http:
+        await wait_healthy(http)

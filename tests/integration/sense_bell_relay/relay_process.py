@@ -1,0 +1,54 @@
+"""The Sense → Bell relay worker alone, as its own process, until SIGTERM (SIGKILL tests).
+
+Env: the real settings ``SENSE_BELL_RELAY_ENABLED``, ``SENSE_BELL_URL``, ``SENSE_BELL_KEY_FILE``,
+``SENSE_BELL_KEY_ID``, plus ``YOVISION_TEST_SENSE_SCHEMA``, ``YOVISION_TEST_SENSE_DSN_FILE`` (runtime DSN),
+``YOVISION_TEST_LEASE_SECONDS`` and ``YOVISION_TEST_DEADLINE_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import signal
+
+import asyncpg
+
+from sense_reconciler.bell_relay.config import load_relay_config
+from sense_reconciler.bell_relay.worker import BellRelayWorker
+from yovision_platform.db import Identifier
+from yovision_platform.logging import configure_logging
+from yovision_platform.settings import read_dsn_file
+
+
+async def relay() -> None:
+    config = load_relay_config(
+        enabled=os.environ["SENSE_BELL_RELAY_ENABLED"] == "true",
+        bell_url=os.environ["SENSE_BELL_URL"],
+        key_file=os.environ["SENSE_BELL_KEY_FILE"],
+        key_id=os.environ["SENSE_BELL_KEY_ID"],
+    )
+    assert config is not None
+    config = dataclasses.replace(
+        config,
+        lease_seconds=float(os.environ["YOVISION_TEST_LEASE_SECONDS"]),
+        request_deadline_seconds=float(os.environ["YOVISION_TEST_DEADLINE_SECONDS"]),
+        poll_interval_seconds=0.05,
+    )
+    dsn = read_dsn_file(os.environ["YOVISION_TEST_SENSE_DSN_FILE"], "YOVISION_TEST_SENSE_DSN_FILE")
+    pool = await asyncpg.create_pool(dsn.get_secret_value(), min_size=1, max_size=2)
+    assert pool is not None
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    try:
+        worker = BellRelayWorker(
+            pool, Identifier(os.environ["YOVISION_TEST_SENSE_SCHEMA"]), config, owner=f"relay-{os.getpid()}"
+        )
+        await worker.run(stop)
+    finally:
+        await pool.close()
+
+
+if __name__ == "__main__":
+    configure_logging("sense-bell-relay-test", "relay-test", "INFO")
+    asyncio.run(relay())

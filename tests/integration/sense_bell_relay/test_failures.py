@@ -1,0 +1,235 @@
+"""Whole-batch failures back off 1 s, 2 s, 4 s, ... capped at 300 s by the DB clock; an expired lease
+fences off the stale worker; two workers never have the same fact in flight at once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+
+import asyncpg
+import pytest
+
+from sense_reconciler.bell_relay.client import BellClient
+from sense_reconciler.bell_relay.config import BACKOFF_CAP_SECONDS
+from sense_reconciler.bell_relay.outcome import BatchErrorCode
+from sense_reconciler.bell_relay.repository import OutboxRepository
+from sense_reconciler.bell_relay.worker import BellRelayWorker
+from tests.conftest import MigratedSchema
+from tests.integration.bell_receiver.conftest import Keys, free_port
+from tests.integration.platform.kafka_helpers import wait_until
+from tests.integration.sense_bell_relay.conftest import Outbox, bell_event_counts, relay_config
+from tests.integration.sense_bell_relay.fake_bell import (
+    FakeBell,
+    Handler,
+    forward,
+    hang,
+    missing_items,
+    status_only,
+)
+from yovision_platform.db import Identifier
+from yovision_platform.errors import LeaseLost
+
+
+@asynccontextmanager
+async def fake_bell(handler: Handler) -> AsyncIterator[FakeBell]:
+    fake = FakeBell(handler)
+    await fake.start()
+    try:
+        yield fake
+    finally:
+        await fake.stop()
+
+
+async def db_now(pool: asyncpg.Pool) -> object:
+    async with pool.acquire() as conn:
+        return await conn.fetchval("SELECT clock_timestamp()")
+
+
+async def make_due(outbox: Outbox, attempts: int | None = None) -> None:
+    async with outbox.pool.acquire() as conn:
+        await conn.execute(
+            f"UPDATE {outbox.table} SET next_attempt_at = now() - interval '1 millisecond',"
+            " attempts = coalesce($1, attempts)",
+            attempts,
+        )
+
+
+async def test_server_errors_back_off_exponentially_to_the_cap_and_deliver_nothing(
+    keys: Keys, outbox: Outbox, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
+) -> None:
+    await outbox.add(2)
+    async with fake_bell(status_only(500)) as fake:
+        config = relay_config(fake.url, keys)
+        worker = BellRelayWorker(sense_pool, sense_schema.name, config, owner="relay-a")
+        async with BellClient(config) as client:
+            # attempts before the round -> expected delay: 1, 2, 4 s, then the cap around 2**8 = 256 s.
+            for attempts_before, delay in [
+                (0, 1),
+                (1, 2),
+                (2, 4),
+                (8, 256),
+                (9, 300),
+                (10, 300),
+                (5000, 300),
+            ]:
+                await make_due(outbox, attempts_before)
+                before = await db_now(sense_pool)
+                round_ = await worker.run_once(client)
+                after = await db_now(sense_pool)
+                assert round_.failure is BatchErrorCode.SERVER_ERROR and round_.claimed == 2
+                for row in await outbox.rows():
+                    assert row["attempts"] == attempts_before + 1
+                    assert row["last_error_code"] == "server_error"
+                    assert row["delivered_at"] is None and row["dead_lettered_at"] is None
+                    assert row["lease_owner"] is None
+                    wait = timedelta(seconds=min(delay, BACKOFF_CAP_SECONDS))
+                    assert before + wait <= row["next_attempt_at"] <= after + wait  # type: ignore[operator]
+                # Not due until the backoff has passed.
+                assert (await worker.run_once(client)).claimed == 0
+    assert fake.requests == 7
+
+
+@pytest.mark.parametrize(
+    ("handler", "code"),
+    [
+        (hang(5.0), BatchErrorCode.TIMEOUT),
+        (missing_items(), BatchErrorCode.RESULT_COUNT_MISMATCH),
+        (status_only(503), BatchErrorCode.SERVER_ERROR),
+        (status_only(401), BatchErrorCode.UNAUTHORIZED),
+    ],
+)
+async def test_a_whole_batch_failure_retries_every_fact_after_one_second(
+    keys: Keys,
+    outbox: Outbox,
+    sense_pool: asyncpg.Pool,
+    sense_schema: MigratedSchema,
+    handler: Handler,
+    code: BatchErrorCode,
+) -> None:
+    await outbox.add(3)
+    async with fake_bell(handler) as fake:
+        config = relay_config(fake.url, keys, request_deadline_seconds=0.3)
+        worker = BellRelayWorker(sense_pool, sense_schema.name, config, owner="relay-a")
+        async with BellClient(config) as client:
+            round_ = await worker.run_once(client)
+    assert round_.failure is code
+    rows = await outbox.rows()
+    assert {(r["attempts"], r["last_error_code"], r["delivered_at"]) for r in rows} == {(1, code.value, None)}
+    for row in rows:
+        assert timedelta(seconds=0.5) < row["next_attempt_at"] - row["db_now"] <= timedelta(seconds=1)
+
+
+async def test_an_unreachable_bell_is_a_network_error(
+    keys: Keys, outbox: Outbox, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
+) -> None:
+    await outbox.add(1)
+    config = relay_config(f"http://127.0.0.1:{free_port()}", keys)
+    worker = BellRelayWorker(sense_pool, sense_schema.name, config, owner="relay-a")
+    async with BellClient(config) as client:
+        assert (await worker.run_once(client)).failure is BatchErrorCode.NETWORK_ERROR
+    assert [(r["attempts"], r["last_error_code"]) for r in await outbox.rows()] == [(1, "network_error")]
+
+
+async def test_an_expired_lease_passes_to_a_second_worker_and_the_stale_one_cannot_write(
+    outbox: Outbox, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
+) -> None:
+    await outbox.add(3)
+    repo = OutboxRepository(sense_schema.name)
+    async with sense_pool.acquire() as conn:
+        stale = await repo.claim(conn, "relay-a", limit=100, lease_seconds=0.3)
+        assert len(stale.facts) == 3
+        assert not (await repo.claim(conn, "relay-b", limit=100, lease_seconds=30)).facts
+        await outbox.wait_leases_expired()
+        fresh = await repo.claim(conn, "relay-b", limit=100, lease_seconds=30)
+        assert fresh.row_ids == stale.row_ids and set(fresh.tokens).isdisjoint(stale.tokens)
+        with pytest.raises(LeaseLost):
+            await repo.record_results(conn, stale, stale.row_ids[:2], [(stale.row_ids[2], "id_conflict")])
+        with pytest.raises(LeaseLost):
+            await repo.fail_batch(conn, stale, "timeout", base_seconds=1, cap_seconds=300)
+        rows = await outbox.rows()
+        assert {
+            (r["delivered_at"], r["dead_lettered_at"], r["attempts"], r["lease_owner"]) for r in rows
+        } == {(None, None, 0, "relay-b")}
+        await repo.record_results(conn, fresh, fresh.row_ids, [])
+    assert all(r["delivered_at"] is not None for r in await outbox.rows())
+
+
+async def test_a_worker_whose_lease_was_taken_during_the_request_records_nothing(
+    keys: Keys, outbox: Outbox, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
+) -> None:
+    await outbox.add(2)
+    repo = OutboxRepository(sense_schema.name)
+    taken_over: list[object] = []
+
+    async def take_over_then_accept(number: int, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+        async with sense_pool.acquire() as conn:
+            await conn.execute(f"UPDATE {outbox.table} SET lease_expires_at = now()")
+            taken_over.append(await repo.claim(conn, "relay-b", limit=100, lease_seconds=30))
+        items = json.loads(body)["items"]
+        results = [
+            {"index": i, "status": "accepted", "event_id": item["event_id"], "code": None}
+            for i, item in enumerate(items)
+        ]
+        return 200, json.dumps({"contract": "sense-audit-relay-v1", "results": results}).encode()
+
+    async with fake_bell(take_over_then_accept) as fake:
+        config = relay_config(fake.url, keys)
+        worker = BellRelayWorker(sense_pool, sense_schema.name, config, owner="relay-a")
+        async with BellClient(config) as client:
+            round_ = await worker.run_once(client)
+    assert round_.lease_lost and round_.delivered == 0
+    rows = await outbox.rows()
+    assert {(r["delivered_at"], r["lease_owner"]) for r in rows} == {(None, "relay-b")}
+    assert len(taken_over) == 1
+
+
+async def test_two_workers_never_send_the_same_fact_at_the_same_time(
+    bell_url: str,
+    keys: Keys,
+    outbox: Outbox,
+    sense_pool: asyncpg.Pool,
+    sense_schema: MigratedSchema,
+    admin_conn: asyncpg.Connection,
+    schema_name: Identifier,
+) -> None:
+    event_ids = await outbox.add(300)
+    in_flight: set[str] = set()
+    overlaps: list[str] = []
+    sent: Counter[str] = Counter()
+
+    async def watch(number: int, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+        ids = {item["event_id"] for item in json.loads(body)["items"]}
+        overlaps.extend(ids & in_flight)
+        in_flight.update(ids)
+        sent.update(ids)
+        try:
+            await asyncio.sleep(0.02)
+            return await forward(bell_url, body, headers)
+        finally:
+            in_flight.difference_update(ids)
+
+    async with fake_bell(watch) as fake:
+        config = relay_config(fake.url, keys, batch_size=20)
+        workers = [
+            BellRelayWorker(sense_pool, sense_schema.name, config, owner=owner)
+            for owner in ("relay-a", "relay-b")
+        ]
+        stop = asyncio.Event()
+        tasks = [asyncio.create_task(w.run(stop)) for w in workers]
+        try:
+            await wait_until(lambda: _all_delivered(outbox), timeout_seconds=60, interval=0.1)
+        finally:
+            stop.set()
+            await asyncio.gather(*tasks)
+    assert overlaps == []
+    assert sent == Counter({str(event_id): 1 for event_id in event_ids})
+    assert fake.requests == 15
+    assert await bell_event_counts(admin_conn, schema_name) == dict.fromkeys(event_ids, 1)
+
+
+async def _all_delivered(outbox: Outbox) -> bool:
+    return await outbox.undelivered() == 0
