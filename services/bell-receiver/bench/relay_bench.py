@@ -1,0 +1,407 @@
+"""Benchmark: Sense outbox → Bell stored, end to end, against a raw multi-row INSERT; Bell batch latency.
+
+    .venv/bin/python services/bell-receiver/bench/relay_bench.py [--facts 20000] [--batches 200]
+
+On the local stack: migrates a fresh Sense schema and a fresh Bell schema (`bench_<hex>` each), starts the
+real Bell as its own process on them (the test launcher tests/integration/bell_receiver/bell_process.py,
+with a bench topic for its consumer), then
+
+1. **baseline**: the same fact rows (payload and digest as Bell stores them) inserted by plain 100-row
+   ``INSERT ... SELECT unnest`` statements into a scratch copy of ``audit_events``: the database ceiling;
+2. **relay**: ``--facts`` facts (a few devices, many facts each) written to ``device_operation_outbox``,
+   then 1 (and then 2) :class:`BellRelayWorker` with the production config run until every fact is
+   delivered; events/s from the workers' start to the last ``delivered_at``, and the ratio to (1).
+   Every fact is checked stored in Bell exactly once;
+3. **latency**: ``--batches`` signed 100-item batches of new facts sent one after another with the relay's
+   :class:`BellClient`; p50/p95/p99 of the whole request (goal p99 <= 50 ms).
+
+Prints a table and a ``BENCH_JSON {...}`` line; stops Bell, deletes the topic and drops both schemas.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from sense_reconciler.bell_relay.client import BellClient
+from sense_reconciler.bell_relay.config import BATCH_MAX_ITEMS, RelayConfig, load_relay_config
+from sense_reconciler.bell_relay.facts import OutboxFact, fact_document
+from sense_reconciler.bell_relay.outcome import ItemResults
+from sense_reconciler.bell_relay.worker import BellRelayWorker
+from sense_reconciler.entrypoints.main import SPEC as SENSE_SPEC
+from yovision_platform.db import Identifier
+from yovision_platform.localstack import LocalStack, runtime_dsn
+from yovision_platform.migrations import SchemaPlan, drop, migrate
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+BELL_LAUNCHER = REPO_ROOT / "tests/integration/bell_receiver/bell_process.py"
+# Paths, not imports: bell_receiver ships no py.typed marker, so mypy would not analyse it.
+BELL_MIGRATIONS = REPO_ROOT / "services/bell-receiver/src/bell_receiver/migrations"
+KEY_ID = "relay-bench-1"
+DEVICES = 8  # a few devices, many facts each
+WORKER_COUNTS = (1, 2)
+GOAL_RATIO = 0.25
+GOAL_EVENTS_PER_SECOND = 10_000
+GOAL_P99_MS = 50.0
+BELL_START_TIMEOUT_SECONDS = 30.0
+RUN_TIMEOUT_SECONDS = 60.0  # per relay run; the bench fails rather than hangs
+POLL_SECONDS = 0.02
+
+BASELINE_INSERT = """
+    INSERT INTO {table} (source_system, event_id, event_type, action, actor, tenant_id, site_id, device_id,
+                         occurred_at, channel, payload, payload_digest)
+    SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                         $8::text[], $9::timestamptz[], $10::text[], $11::jsonb[], $12::bytea[])
+"""
+
+
+def private_file(path: Path, content: str) -> Path:
+    path.write_text(content)
+    path.chmod(0o600)
+    return path
+
+
+def bell_digest(document: dict[str, Any]) -> bytes:
+    """``payload_digest`` as Bell computes it: SHA-256 of the sorted-key compact JSON
+    (bell_receiver.domain.facts.digest_of)."""
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).digest()
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, max(0, round(len(sorted_values) * fraction) - 1))]
+
+
+class BellServer:
+    """The real Bell process on a bench schema and topic (env as tests/integration/bell_receiver)."""
+
+    def __init__(
+        self, stack: LocalStack, schema: Identifier, dsn: str, topic: str, secrets_dir: Path
+    ) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = secrets_dir / "bell.log"
+        self.relay_key_file = private_file(secrets_dir / "relay.key", secrets.token_hex(32) + "\n")
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("BELL_")},
+            "YOVISION_TEST_BELL_SCHEMA": schema,
+            "YOVISION_TEST_BELL_TOPICS": topic,
+            "YOVISION_TEST_BELL_GROUP": f"bell-bench-{uuid.uuid4().hex[:8]}",
+            "BELL_HTTP_PORT": str(self.port),
+            "BELL_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
+            "BELL_DATABASE_DSN_FILE": str(private_file(secrets_dir / "runtime.dsn", dsn)),
+            "BELL_MIGRATION_DSN_FILE": str(private_file(secrets_dir / "admin.dsn", stack.admin_dsn)),
+            "BELL_RELAY_KEY_FILES": json.dumps({KEY_ID: str(self.relay_key_file)}),
+            "BELL_AUTH_JWT_KEY_FILE": str(
+                private_file(secrets_dir / "jwt.key", secrets.token_hex(32) + "\n")
+            ),
+            "BELL_AUTH_JWT_ISSUER": "yovision-bench",
+        }
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def launch(self) -> None:
+        with self.log_path.open("a") as log_file:
+            self.process = subprocess.Popen(
+                [sys.executable, str(BELL_LAUNCHER), "serve"],
+                env=self.env,
+                cwd=REPO_ROOT,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+            )
+
+    async def wait_healthy(self) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + BELL_START_TIMEOUT_SECONDS
+        async with httpx.AsyncClient(base_url=self.url, timeout=2) as http:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    raise RuntimeError(f"bell exited: {self.log_path.read_text()[-2000:]}")
+                with contextlib.suppress(httpx.TransportError):
+                    if (await http.get("/healthz")).status_code == 200:
+                        return
+                await asyncio.sleep(0.1)
+        raise RuntimeError("bell did not become healthy")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def kafka_topic(bootstrap: str, name: str, *, create: bool) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        if create:
+            await admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])
+        else:
+            await admin.delete_topics([name])
+    finally:
+        await admin.close()
+
+
+async def add_devices(admin: asyncpg.Connection, schema: Identifier) -> list[uuid.UUID]:
+    s = schema.quoted
+    await admin.execute(f"INSERT INTO {s}.sites (tenant_id, site_id) VALUES ('tenant-bench', 'site-1')")
+    devices = [uuid.uuid4() for _ in range(DEVICES)]
+    await admin.executemany(
+        f"""INSERT INTO {s}.devices (id, tenant_id, site_id, name, path_name, source_uri, desired_state)
+            VALUES ($1, 'tenant-bench', 'site-1', 'cam', $2, 'rtsp://127.0.0.1:1/cam', 'enabled')""",
+        [(device, f"bench-{device.hex[:12]}") for device in devices],
+    )
+    return devices
+
+
+async def add_facts(
+    admin: asyncpg.Connection, schema: Identifier, devices: list[uuid.UUID], count: int
+) -> None:
+    """``count`` outbox facts (format 2), spread round-robin over ``devices``."""
+    await admin.execute(
+        f"""INSERT INTO {schema.quoted}.device_operation_outbox
+                (event_id, fact_version, action, actor, device_id, tenant_id, site_id, changed_fields,
+                 config_version)
+            SELECT gen_random_uuid(), 2, 'device.config_changed', 'operator:bench', d.ids[1 + n % $2],
+                   'tenant-bench', 'site-1', ARRAY['name', 'source_uri'], 1 + n
+              FROM generate_series(0, $1 - 1) AS n, (SELECT $3::uuid[] AS ids) AS d""",
+        count,
+        len(devices),
+        devices,
+    )
+
+
+async def pending_facts(admin: asyncpg.Connection, schema: Identifier) -> list[OutboxFact]:
+    rows = await admin.fetch(
+        f"SELECT * FROM {schema.quoted}.device_operation_outbox WHERE delivered_at IS NULL ORDER BY id"
+    )
+    return [OutboxFact.from_row(dict(row.items())) for row in rows]
+
+
+async def baseline(admin: asyncpg.Connection, bell_schema: Identifier, facts: list[OutboxFact]) -> float:
+    """The same facts, stored as Bell stores them, by plain 100-row INSERTs into a scratch copy of
+    ``audit_events`` (indexes and constraints included, no triggers); returns rows/second."""
+    table = f"{bell_schema.quoted}.bench_raw_audit_events"
+    await admin.execute(f"CREATE TABLE {table} (LIKE {bell_schema.quoted}.audit_events INCLUDING ALL)")
+    documents = [fact_document(fact) for fact in facts]
+    rows = [
+        (
+            "sense",
+            fact.event_id,
+            "DeviceAuditRecorded",
+            fact.action,
+            fact.actor,
+            fact.tenant_id,
+            fact.site_id,
+            str(fact.device_id),
+            fact.occurred_at,
+            "http_relay",
+            json.dumps(document),
+            bell_digest(document),
+        )
+        for fact, document in zip(facts, documents, strict=True)
+    ]
+    sql = BASELINE_INSERT.format(table=table)
+    started = time.monotonic()
+    for offset in range(0, len(rows), BATCH_MAX_ITEMS):
+        chunk = rows[offset : offset + BATCH_MAX_ITEMS]
+        await admin.execute(sql, *(list(column) for column in zip(*chunk, strict=True)))
+    seconds = time.monotonic() - started
+    stored = await admin.fetchval(f"SELECT count(*) FROM {table}")
+    if stored != len(rows):
+        raise RuntimeError(f"baseline stored {stored} of {len(rows)} rows")
+    return len(rows) / seconds
+
+
+async def relay_run(
+    pool: asyncpg.Pool,
+    admin: asyncpg.Connection,
+    sense_schema: Identifier,
+    bell_schema: Identifier,
+    config: RelayConfig,
+    workers: int,
+    facts: list[OutboxFact],
+) -> float:
+    """Run ``workers`` relay workers until every pending fact is delivered; returns events/second."""
+    outbox = f"{sense_schema.quoted}.device_operation_outbox"
+    stop = asyncio.Event()
+    started_at = await admin.fetchval("SELECT clock_timestamp()")
+    tasks = [
+        asyncio.create_task(BellRelayWorker(pool, sense_schema, config, owner=f"bench-{n}").run(stop))
+        for n in range(workers)
+    ]
+    try:
+        deadline = time.monotonic() + RUN_TIMEOUT_SECONDS
+        while await admin.fetchval(f"SELECT count(*) FROM {outbox} WHERE delivered_at IS NULL"):
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"relay with {workers} worker(s) did not finish in {RUN_TIMEOUT_SECONDS} s"
+                )
+            for task in tasks:
+                if task.done():
+                    task.result()
+            await asyncio.sleep(POLL_SECONDS)
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks)
+    finished_at = await admin.fetchval(f"SELECT max(delivered_at) FROM {outbox}")
+    stored = await admin.fetchval(
+        f"SELECT count(DISTINCT event_id) FROM {bell_schema.quoted}.audit_events "
+        "WHERE source_system = 'sense' AND event_id = ANY($1::uuid[])",
+        [fact.event_id for fact in facts],
+    )
+    if stored != len(facts):
+        raise RuntimeError(f"bell stored {stored} of {len(facts)} facts")
+    return len(facts) / float((finished_at - started_at).total_seconds())
+
+
+async def latency(config: RelayConfig, batches: int) -> list[float]:
+    """Seconds per signed 100-item batch of new facts, sent one after another; all must be accepted."""
+    device = uuid.uuid4()
+    seconds: list[float] = []
+    async with BellClient(config) as client:
+        for batch in range(batches):
+            facts = [
+                OutboxFact(
+                    row_id=batch * BATCH_MAX_ITEMS + n,
+                    event_id=uuid.uuid4(),
+                    fact_version=2,
+                    action="device.config_changed",
+                    actor="operator:bench",
+                    device_id=device,
+                    tenant_id="tenant-bench",
+                    site_id="site-1",
+                    changed_fields=("name",),
+                    config_version=n + 1,
+                    occurred_at=datetime.now(UTC),
+                )
+                for n in range(BATCH_MAX_ITEMS)
+            ]
+            started = time.perf_counter()
+            answer = await client.send(facts)
+            seconds.append(time.perf_counter() - started)
+            if not isinstance(answer, ItemResults) or not all(item.delivered for item in answer.items):
+                raise RuntimeError(f"latency batch {batch} not accepted: {answer}")
+    return sorted(seconds)
+
+
+async def bench(stack: LocalStack, fact_count: int, batches: int) -> dict[str, Any]:
+    sense_plan = SchemaPlan.for_service(
+        Identifier(f"bench_{uuid.uuid4().hex[:10]}"), SENSE_SPEC.migrations_dir
+    )
+    bell_plan = SchemaPlan.for_service(Identifier(f"bench_{uuid.uuid4().hex[:10]}"), BELL_MIGRATIONS)
+    sense_password, bell_password = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
+    topic = f"bench.{uuid.uuid4().hex[:10]}.v1"
+    admin = await asyncpg.connect(stack.admin_dsn)
+    pool: asyncpg.Pool | None = None
+    bell: BellServer | None = None
+    topic_created = False
+    results: dict[str, Any] = {"facts": fact_count, "devices": DEVICES, "batch_items": BATCH_MAX_ITEMS}
+    try:
+        with tempfile.TemporaryDirectory(prefix="relay-bench-") as secrets_dir:
+            await migrate(admin, sense_plan, runtime_password=sense_password)
+            await migrate(admin, bell_plan, runtime_password=bell_password)
+            await kafka_topic(stack.kafka_bootstrap, topic, create=True)
+            topic_created = True
+            bell_dsn = runtime_dsn(stack.admin_dsn, bell_plan.runtime_role, bell_password)
+            bell = BellServer(stack, bell_plan.schema, bell_dsn, topic, Path(secrets_dir))
+            bell.launch()
+            await bell.wait_healthy()
+            loaded = load_relay_config(
+                enabled=True, bell_url=bell.url, key_file=bell.relay_key_file, key_id=KEY_ID
+            )
+            assert loaded is not None
+            config: RelayConfig = loaded  # the production limits: 100 items, 30 s lease, 10 s deadline
+            pool = await asyncpg.create_pool(
+                runtime_dsn(stack.admin_dsn, sense_plan.runtime_role, sense_password), min_size=2, max_size=6
+            )
+            assert pool is not None
+            devices = await add_devices(admin, sense_plan.schema)
+            for workers in WORKER_COUNTS:
+                await add_facts(admin, sense_plan.schema, devices, fact_count)
+                facts = await pending_facts(admin, sense_plan.schema)
+                if workers == WORKER_COUNTS[0]:
+                    results["raw_insert_rows_per_s"] = await baseline(admin, bell_plan.schema, facts)
+                rate = await relay_run(
+                    pool, admin, sense_plan.schema, bell_plan.schema, config, workers, facts
+                )
+                results[f"relay_{workers}w_events_per_s"] = rate
+                results[f"relay_{workers}w_ratio"] = rate / results["raw_insert_rows_per_s"]
+            seconds = await latency(config, batches)
+            results["latency_batches"] = batches
+            results["latency_ms"] = {
+                name: percentile(seconds, fraction) * 1000
+                for name, fraction in (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
+            }
+            results["latency_ms"]["mean"] = statistics.fmean(seconds) * 1000
+    finally:
+        if pool is not None:
+            await pool.close()
+        if bell is not None:
+            bell.stop()
+        if topic_created:
+            with contextlib.suppress(Exception):
+                await kafka_topic(stack.kafka_bootstrap, topic, create=False)
+        await drop(admin, bell_plan)
+        await drop(admin, sense_plan)
+        await admin.close()
+    return results
+
+
+def report(results: dict[str, Any]) -> None:
+    raw = results["raw_insert_rows_per_s"]
+    print(f"Sense outbox -> Bell stored: {results['facts']} facts per run, {results['devices']} devices")
+    print(f"{'run':<44} {'events/s':>10} {'vs raw':>8}")
+    print(f"{'raw 100-row INSERT ... unnest (same rows)':<44} {raw:>10.0f} {1.0:>8.2f}")
+    for workers in WORKER_COUNTS:
+        rate = results[f"relay_{workers}w_events_per_s"]
+        label = f"relay, {workers} worker(s), real Bell process"
+        print(f"{label:<44} {rate:>10.0f} {rate / raw:>8.2f}")
+    print(f"goal: ratio >= {GOAL_RATIO} and >= {GOAL_EVENTS_PER_SECOND} events/s")
+    ms = results["latency_ms"]
+    print(
+        f"Bell, signed {results['batch_items']}-item batch, {results['latency_batches']} sequential: "
+        f"p50 {ms['p50']:.1f} ms  p95 {ms['p95']:.1f} ms  p99 {ms['p99']:.1f} ms  "
+        f"(goal p99 <= {GOAL_P99_MS:.0f} ms)"
+    )
+    print("BENCH_JSON " + json.dumps({"bench": "sense_bell_relay", **results}, sort_keys=True))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--facts", type=int, default=20_000, help="outbox facts per relay run")
+    parser.add_argument("--batches", type=int, default=200, help="100-item batches for the latency run")
+    parser.add_argument("--stack-dir", type=Path, default=REPO_ROOT / ".local", help="the stack's .local")
+    args = parser.parse_args()
+    report(asyncio.run(bench(LocalStack.load(args.stack_dir), args.facts, args.batches)))
+
+
+if __name__ == "__main__":
+    main()
