@@ -8,6 +8,7 @@ Tests isolate themselves by unique schema, role and topic names, never by new se
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import uuid
 from collections.abc import AsyncIterator
@@ -20,7 +21,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, runtime_dsn
-from yovision_platform.migrations import SchemaPlan, drop
+from yovision_platform.migrations import SchemaPlan, drop, migrate
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,6 +64,21 @@ async def drop_schema_and_roles(admin: asyncpg.Connection, schema: str) -> None:
 
 
 runtime_dsn_for = runtime_dsn
+
+
+async def migrate_test_schema(
+    stack: Stack, admin: asyncpg.Connection, name: Identifier, migrations_dir: Path
+) -> MigratedSchema:
+    """Migrate `name` with the platform track and `migrations_dir`, with a fresh runtime password."""
+    password = secrets.token_urlsafe(24)
+    plan = SchemaPlan.for_service(name, migrations_dir)
+    await migrate(admin, plan, runtime_password=password)
+    return MigratedSchema(
+        name=name,
+        runtime_role=plan.runtime_role,
+        runtime_password=password,
+        runtime_dsn=runtime_dsn(stack.admin_dsn, plan.runtime_role, password),
+    )
 
 
 @pytest.fixture

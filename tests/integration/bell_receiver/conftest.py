@@ -27,11 +27,11 @@ from bell_receiver.entrypoints.api import install_api
 from bell_receiver.entrypoints.main import MIGRATIONS_DIR
 from bell_receiver.metrics import BellMetrics
 from bell_receiver.settings import JWT_AUDIENCE
-from tests.conftest import MigratedSchema, Stack, runtime_dsn_for
+from tests.conftest import MigratedSchema, Stack, migrate_test_schema
 from tests.integration.bell_receiver.relay_client import RelayClient
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.db import Identifier
-from yovision_platform.migrations import SchemaPlan, migrate
+from yovision_platform.migrations import SchemaPlan
 from yovision_platform.signing import KeyRing
 
 TEST_DEADLINE_SECONDS = 1.0
@@ -90,15 +90,7 @@ def bell_plan(schema: Identifier) -> SchemaPlan:
 async def bell_schema(
     stack: Stack, admin_conn: asyncpg.Connection, schema_name: Identifier
 ) -> MigratedSchema:
-    password = secrets.token_urlsafe(24)
-    plan = bell_plan(schema_name)
-    await migrate(admin_conn, plan, runtime_password=password)
-    return MigratedSchema(
-        name=schema_name,
-        runtime_role=plan.runtime_role,
-        runtime_password=password,
-        runtime_dsn=runtime_dsn_for(stack.admin_dsn, plan.runtime_role, password),
-    )
+    return await migrate_test_schema(stack, admin_conn, schema_name, MIGRATIONS_DIR)
 
 
 @pytest.fixture

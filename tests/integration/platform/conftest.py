@@ -1,15 +1,14 @@
 from __future__ import annotations
 
-import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
 import pytest
 
-from tests.conftest import MigratedSchema, Stack, runtime_dsn_for
+from tests.conftest import MigratedSchema, Stack, migrate_test_schema
 from yovision_platform.db import Identifier
-from yovision_platform.migrations import SchemaPlan, migrate
+from yovision_platform.migrations import SchemaPlan
 
 FIXTURE_MIGRATIONS = Path(__file__).parent / "fixture_migrations"
 
@@ -20,15 +19,7 @@ def plan_for(schema: Identifier) -> SchemaPlan:
 
 @pytest.fixture
 async def migrated(stack: Stack, admin_conn: asyncpg.Connection, schema_name: Identifier) -> MigratedSchema:
-    password = secrets.token_urlsafe(24)
-    plan = plan_for(schema_name)
-    await migrate(admin_conn, plan, runtime_password=password)
-    return MigratedSchema(
-        name=schema_name,
-        runtime_role=plan.runtime_role,
-        runtime_password=password,
-        runtime_dsn=runtime_dsn_for(stack.admin_dsn, plan.runtime_role, password),
-    )
+    return await migrate_test_schema(stack, admin_conn, schema_name, FIXTURE_MIGRATIONS)
 
 
 @pytest.fixture

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -9,10 +8,10 @@ import pytest
 
 from sense_reconciler.adapters.device_repository import DeviceRepository
 from sense_reconciler.service_layer.devices import DeviceService
-from tests.conftest import MigratedSchema, Stack, runtime_dsn_for
+from tests.conftest import MigratedSchema, Stack, migrate_test_schema
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
-from yovision_platform.migrations import SchemaPlan, migrate
+from yovision_platform.migrations import SchemaPlan
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "services/sense-reconciler/src/sense_reconciler/migrations"
 DEVICE_TOPIC_PARTITIONS = 12
@@ -26,15 +25,7 @@ def sense_plan(schema: Identifier, migrations: Path = MIGRATIONS) -> SchemaPlan:
 async def sense_schema(
     stack: Stack, admin_conn: asyncpg.Connection, schema_name: Identifier
 ) -> MigratedSchema:
-    password = secrets.token_urlsafe(24)
-    plan = sense_plan(schema_name)
-    await migrate(admin_conn, plan, runtime_password=password)
-    return MigratedSchema(
-        name=schema_name,
-        runtime_role=plan.runtime_role,
-        runtime_password=password,
-        runtime_dsn=runtime_dsn_for(stack.admin_dsn, plan.runtime_role, password),
-    )
+    return await migrate_test_schema(stack, admin_conn, schema_name, MIGRATIONS)
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import secrets
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
@@ -20,11 +19,10 @@ from signal_watcher.domain.checking import CheckDecision
 from signal_watcher.domain.model import CompareMode, Method, WatcherSpec
 from signal_watcher.domain.ssrf import AddressGuard, IpAddress
 from signal_watcher.service_layer.checks import CheckRunner
-from tests.conftest import MigratedSchema, Stack, runtime_dsn_for
+from tests.conftest import MigratedSchema, Stack, migrate_test_schema
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
-from yovision_platform.migrations import SchemaPlan, migrate
 
 FIXTURE_HOST = "fixture.example.com"
 LOOPBACK_FOR_TESTS = AddressGuard(allow_loopback=True)
@@ -61,15 +59,7 @@ SIGNAL_MIGRATIONS = Path(signal_watcher.__file__).resolve().parent / "migrations
 
 @pytest.fixture
 async def signal_db(stack: Stack, admin_conn: asyncpg.Connection, schema_name: Identifier) -> MigratedSchema:
-    password = secrets.token_urlsafe(24)
-    plan = SchemaPlan.for_service(schema_name, SIGNAL_MIGRATIONS)
-    await migrate(admin_conn, plan, runtime_password=password)
-    return MigratedSchema(
-        name=schema_name,
-        runtime_role=plan.runtime_role,
-        runtime_password=password,
-        runtime_dsn=runtime_dsn_for(stack.admin_dsn, plan.runtime_role, password),
-    )
+    return await migrate_test_schema(stack, admin_conn, schema_name, SIGNAL_MIGRATIONS)
 
 
 @pytest.fixture

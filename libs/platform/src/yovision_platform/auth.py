@@ -19,20 +19,23 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from pathlib import Path
+from typing import Annotated, Any, ClassVar
 
 import jwt
 from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
+from pydantic import Field, PrivateAttr
 
 from yovision_platform.errors import PlatformError
-from yovision_platform.settings import read_secret_file
+from yovision_platform.settings import BaseServiceSettings, read_secret_file
 from yovision_platform.signing import MIN_KEY_BYTES, load_key_file
 
 __all__ = [
     "AuthError",
     "Forbidden",
     "Identity",
+    "JwtIdentitySettings",
     "StaticBearerToken",
     "TokenVerifier",
     "auth_error_response",
@@ -181,3 +184,32 @@ def install_auth_error_handlers(app: Any) -> None:
     handler: Callable[[Request, Exception], Awaitable[JSONResponse]] = handle
     app.add_exception_handler(AuthError, handler)
     app.add_exception_handler(Forbidden, handler)
+
+
+class JwtIdentitySettings(BaseServiceSettings):
+    """Settings of a service whose API identifies users by JWT: `<P>AUTH_JWT_KEY_FILE` (hex key file,
+    >= 32 bytes) and `<P>AUTH_JWT_ISSUER`; the audience is the subclass's `jwt_audience` (its name)."""
+
+    jwt_audience: ClassVar[str]
+
+    auth_jwt_key_file: Path
+    auth_jwt_issuer: str = Field(min_length=1, max_length=128)
+
+    _token_verifier: TokenVerifier | None = PrivateAttr(default=None)
+
+    def load_secret_files(self) -> None:
+        super().load_secret_files()
+        self._token_verifier = TokenVerifier.from_key_file(
+            self.auth_jwt_key_file,
+            self.env_var_name("auth_jwt_key_file"),
+            issuer=self.auth_jwt_issuer,
+            audience=self.jwt_audience,
+        )
+
+    @property
+    def token_verifier(self) -> TokenVerifier:
+        """The verifier built by `load_secret_files` (which `load_settings` always runs)."""
+        if self._token_verifier is None:
+            self.load_secret_files()
+        assert self._token_verifier is not None
+        return self._token_verifier

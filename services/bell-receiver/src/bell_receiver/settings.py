@@ -10,42 +10,35 @@ Besides the shared settings, Bell needs two kinds of key files and refuses to st
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import Field, PrivateAttr
 from pydantic_settings import SettingsConfigDict
 
-from yovision_platform.auth import TokenVerifier
+from yovision_platform.auth import JwtIdentitySettings
 from yovision_platform.errors import ConfigError
-from yovision_platform.settings import BaseServiceSettings, Port
+from yovision_platform.settings import Port
 from yovision_platform.signing import KeyRing
 
 DEFAULT_HTTP_PORT = 18083
 JWT_AUDIENCE = "bell-receiver"
 
 
-class BellReceiverSettings(BaseServiceSettings):
+class BellReceiverSettings(JwtIdentitySettings):
     model_config = SettingsConfigDict(
         env_prefix="BELL_", extra="forbid", frozen=True, hide_input_in_errors=True
     )
 
     http_port: Port = DEFAULT_HTTP_PORT
+    jwt_audience: ClassVar[str] = JWT_AUDIENCE
     relay_key_files: dict[str, Path] = Field(min_length=1)
-    auth_jwt_key_file: Path
-    auth_jwt_issuer: str = Field(min_length=1, max_length=128)
 
     _relay_keyring: KeyRing | None = PrivateAttr(default=None)
-    _token_verifier: TokenVerifier | None = PrivateAttr(default=None)
 
     def load_secret_files(self) -> None:
         super().load_secret_files()
         self._relay_keyring = KeyRing.from_key_files(
             self.relay_key_files, self.env_var_name("relay_key_files")
-        )
-        self._token_verifier = TokenVerifier.from_key_file(
-            self.auth_jwt_key_file,
-            self.env_var_name("auth_jwt_key_file"),
-            issuer=self.auth_jwt_issuer,
-            audience=JWT_AUDIENCE,
         )
 
     @property
@@ -54,9 +47,3 @@ class BellReceiverSettings(BaseServiceSettings):
         if self._relay_keyring is None:
             raise ConfigError(self.env_var_name("relay_key_files"), "not_loaded", "key files not read yet")
         return self._relay_keyring
-
-    @property
-    def token_verifier(self) -> TokenVerifier:
-        if self._token_verifier is None:
-            raise ConfigError(self.env_var_name("auth_jwt_key_file"), "not_loaded", "key file not read yet")
-        return self._token_verifier

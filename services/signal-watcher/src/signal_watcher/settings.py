@@ -13,14 +13,15 @@ Nothing here can loosen the SSRF guard: the probe client's address policy is not
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import Field, PrivateAttr
 from pydantic_settings import SettingsConfigDict
 
 from signal_watcher.adapters.crypto import SecretCipher
-from yovision_platform.auth import TokenVerifier
+from yovision_platform.auth import JwtIdentitySettings
 from yovision_platform.errors import ConfigError
-from yovision_platform.settings import BaseServiceSettings, Port
+from yovision_platform.settings import Port
 
 DEFAULT_HTTP_PORT = 18084
 JWT_AUDIENCE = "signal-watcher"
@@ -33,32 +34,24 @@ def effective_retention_days(configured: int) -> int:
     return configured if configured > 0 else DEFAULT_CHECK_RETENTION_DAYS
 
 
-class SignalWatcherSettings(BaseServiceSettings):
+class SignalWatcherSettings(JwtIdentitySettings):
     model_config = SettingsConfigDict(
         env_prefix="SIGNAL_", extra="forbid", frozen=True, hide_input_in_errors=True
     )
 
     http_port: Port = DEFAULT_HTTP_PORT
+    jwt_audience: ClassVar[str] = JWT_AUDIENCE
     secrets_aes_key_file: Path
-    auth_jwt_key_file: Path
-    auth_jwt_issuer: str = Field(min_length=1, max_length=128)
     check_retention_days: int = DEFAULT_CHECK_RETENTION_DAYS
     max_watchers_per_user: int = Field(default=DEFAULT_MAX_WATCHERS_PER_USER, ge=1, le=100_000)
     scheduler_enabled: bool = True
 
     _cipher: SecretCipher | None = PrivateAttr(default=None)
-    _token_verifier: TokenVerifier | None = PrivateAttr(default=None)
 
     def load_secret_files(self) -> None:
         super().load_secret_files()
         self._cipher = SecretCipher.from_key_file(
             self.secrets_aes_key_file, self.env_var_name("secrets_aes_key_file")
-        )
-        self._token_verifier = TokenVerifier.from_key_file(
-            self.auth_jwt_key_file,
-            self.env_var_name("auth_jwt_key_file"),
-            issuer=self.auth_jwt_issuer,
-            audience=JWT_AUDIENCE,
         )
 
     @property
@@ -66,9 +59,3 @@ class SignalWatcherSettings(BaseServiceSettings):
         if self._cipher is None:
             raise ConfigError(self.env_var_name("secrets_aes_key_file"), "not_loaded", "key not read yet")
         return self._cipher
-
-    @property
-    def token_verifier(self) -> TokenVerifier:
-        if self._token_verifier is None:
-            raise ConfigError(self.env_var_name("auth_jwt_key_file"), "not_loaded", "key not read yet")
-        return self._token_verifier

@@ -74,7 +74,7 @@ async def configure(ctx: ServiceContext) -> None:
             storage,
             uploads,
             activity,
-            settings.token_verifier(),
+            settings.token_verifier,
             settings.instance_id,
             settings.capability_file,
             metrics,
