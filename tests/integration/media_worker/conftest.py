@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import secrets
 import subprocess
@@ -22,11 +21,10 @@ from media_worker.service_layer.activity import Activity
 from media_worker.service_layer.events import EventWriter
 from media_worker.service_layer.transcoder import TranscodeWorker, WorkerTiming
 from media_worker.service_layer.uploads import UploadService
-from tests.conftest import MigratedSchema, Stack, drop_schema_and_roles, runtime_dsn_for, unique_name
+from tests.conftest import MigratedSchema, Stack, migrate_test_schema
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
-from yovision_platform.migrations import SchemaPlan, migrate
 from yovision_platform.outbox import Outbox
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "services/media-worker/src/media_worker/migrations"
@@ -78,33 +76,11 @@ def sample_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-DROP_ATTEMPTS = 5
-
-
 @pytest.fixture
-async def media_schema(stack: Stack, admin_conn: asyncpg.Connection) -> AsyncIterator[MigratedSchema]:
-    """A migrated unique schema, dropped afterwards. The drop is retried: other test runs on the same
-    cluster grant and revoke database privileges concurrently (`tuple concurrently updated`)."""
-    name = Identifier(unique_name("t"))
-    password = secrets.token_urlsafe(24)
-    plan = SchemaPlan.for_service(name, MIGRATIONS)
-    try:
-        await migrate(admin_conn, plan, runtime_password=password)
-        yield MigratedSchema(
-            name=name,
-            runtime_role=plan.runtime_role,
-            runtime_password=password,
-            runtime_dsn=runtime_dsn_for(stack.admin_dsn, plan.runtime_role, password),
-        )
-    finally:
-        for attempt in range(DROP_ATTEMPTS):
-            try:
-                await drop_schema_and_roles(admin_conn, name)
-                break
-            except asyncpg.InternalServerError:
-                if attempt == DROP_ATTEMPTS - 1:
-                    raise
-                await asyncio.sleep(0.2 * (attempt + 1))
+async def media_schema(
+    stack: Stack, admin_conn: asyncpg.Connection, schema_name: Identifier
+) -> MigratedSchema:
+    return await migrate_test_schema(stack, admin_conn, schema_name, MIGRATIONS)
 
 
 @pytest.fixture

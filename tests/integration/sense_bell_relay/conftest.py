@@ -15,12 +15,11 @@ import pytest
 
 import sense_reconciler
 from sense_reconciler.bell_relay.config import RelayConfig, load_relay_config
-from tests.conftest import MigratedSchema, Stack, drop_schema_and_roles, runtime_dsn_for, unique_name
+from tests.conftest import MigratedSchema, Stack, drop_schema_and_roles, migrate_test_schema, unique_name
 from tests.integration.bell_receiver.conftest import KEY_ID, Keys, private_file
 from tests.integration.bell_receiver.test_bell_process import BellProcess, wait_healthy
 from tests.integration.platform.kafka_helpers import wait_until
 from yovision_platform.db import Identifier
-from yovision_platform.migrations import SchemaPlan, migrate
 
 SENSE_MIGRATIONS = Path(sense_reconciler.__file__).resolve().parent / "migrations"
 TEST_LEASE_SECONDS = 3.0
@@ -40,14 +39,10 @@ def keys(tmp_path: Path) -> Keys:
 
 @pytest.fixture
 async def sense_schema(stack: Stack, admin_conn: asyncpg.Connection) -> AsyncIterator[MigratedSchema]:
+    # its own name: the Bell fixtures of these tests take `schema_name`
     name = Identifier(unique_name("t"))
-    password = secrets.token_urlsafe(24)
-    plan = SchemaPlan.for_service(name, SENSE_MIGRATIONS)
     try:
-        await migrate(admin_conn, plan, runtime_password=password)
-        yield MigratedSchema(
-            name, plan.runtime_role, password, runtime_dsn_for(stack.admin_dsn, plan.runtime_role, password)
-        )
+        yield await migrate_test_schema(stack, admin_conn, name, SENSE_MIGRATIONS)
     finally:
         await drop_schema_and_roles(admin_conn, name)
 
