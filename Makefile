@@ -79,8 +79,8 @@ lint: ## ruff check + ruff format --check
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 
-typecheck: ## mypy (libs/platform strict via pyproject, plus the services)
-	.venv/bin/mypy libs/platform/src services/*/src
+typecheck: ## mypy (libs/platform strict via pyproject, plus the services and the benchmarks)
+	.venv/bin/mypy libs/platform/src services/*/src bench services/*/bench
 
 test: setup lint typecheck ## The whole suite on real infrastructure (starts PostgreSQL, Kafka, MediaMTX)
 	$(STACK) up pg kafka mediamtx

@@ -34,7 +34,7 @@ from media_worker.domain.limits import CHUNK_MAX_BYTES, MIB
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, runtime_dsn
-from yovision_platform.migrations import SchemaPlan, migrate
+from yovision_platform.migrations import SchemaPlan, drop, migrate
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 MIGRATIONS = REPO_ROOT / "services/media-worker/src/media_worker/migrations"
@@ -220,11 +220,7 @@ async def run(video_seconds: int, upload_mib: int) -> None:
         if proc is not None:
             proc.terminate()
             proc.wait(30)
-        await admin.execute(f"DROP SCHEMA IF EXISTS {schema.quoted} CASCADE")
-        for role in (plan.runtime_role, plan.owner_role):
-            if await admin.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", role):
-                await admin.execute(f"DROP OWNED BY {role.quoted} CASCADE")
-                await admin.execute(f"DROP ROLE {role.quoted}")
+        await drop(admin, plan)
         await admin.close()
         shutil.rmtree(work, ignore_errors=True)
 

@@ -38,7 +38,7 @@ from signal_watcher.service_layer.scheduler import Scheduler
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, runtime_dsn
-from yovision_platform.migrations import SchemaPlan, migrate
+from yovision_platform.migrations import SchemaPlan, drop, migrate
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 BENCH_HOST = "bench-target.example.com"
@@ -117,9 +117,7 @@ async def main(watchers: int, concurrency: int, port: int) -> dict[str, float]:
     finally:
         await probe.aclose()
         await pool.close()
-        await admin.execute(f"DROP SCHEMA {schema.quoted} CASCADE")
-        await admin.execute(f'DROP OWNED BY "{schema}_app" CASCADE; DROP ROLE "{schema}_app"')
-        await admin.execute(f'DROP OWNED BY "{schema}_owner" CASCADE; DROP ROLE "{schema}_owner"')
+        await drop(admin, plan)
         await admin.close()
     rate = checked / elapsed
     return {
