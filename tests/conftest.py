@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 import subprocess
 import uuid
 from collections.abc import AsyncIterator
@@ -43,6 +44,20 @@ async def admin_conn(stack: Stack) -> AsyncIterator[asyncpg.Connection]:
         yield conn
     finally:
         await conn.close()
+
+
+def free_port() -> int:
+    """A loopback TCP port free right now (for a child process to bind)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def private_file(path: Path, content: str) -> Path:
+    """Write a secret file the way the services demand it: readable by the owner only."""
+    path.write_text(content)
+    path.chmod(0o600)
+    return path
 
 
 def unique_name(prefix: str) -> str:

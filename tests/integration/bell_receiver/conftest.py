@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from bell_receiver.entrypoints.api import install_api
 from bell_receiver.entrypoints.main import MIGRATIONS_DIR
 from bell_receiver.metrics import BellMetrics
 from bell_receiver.settings import JWT_AUDIENCE
-from tests.conftest import MigratedSchema, Stack, migrate_test_schema
+from tests.conftest import MigratedSchema, Stack, free_port, migrate_test_schema, private_file
 from tests.integration.bell_receiver.relay_client import RelayClient
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.db import Identifier
@@ -37,18 +36,6 @@ from yovision_platform.signing import KeyRing
 TEST_DEADLINE_SECONDS = 1.0
 KEY_ID = "relay-test-1"
 JWT_ISSUER = "yovision-test"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def private_file(path: Path, content: str) -> Path:
-    path.write_text(content)
-    path.chmod(0o600)
-    return path
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import REPO_ROOT, Stack, runtime_dsn_for
-from tests.integration.bell_receiver.conftest import JWT_ISSUER, KEY_ID, Keys, free_port, private_file
+from tests.conftest import REPO_ROOT, Stack, free_port, private_file, runtime_dsn_for
+from tests.integration.bell_receiver.conftest import JWT_ISSUER, KEY_ID, Keys
 from tests.integration.bell_receiver.relay_client import RelayClient, batch_body, fact
 from tests.integration.platform.kafka_helpers import wait_until
 from yovision_platform.db import Identifier

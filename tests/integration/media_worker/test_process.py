@@ -6,7 +6,6 @@ import asyncio
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ import httpx
 import pytest
 
 from media_worker.adapters.storage import source_key
-from tests.conftest import MigratedSchema, Stack
+from tests.conftest import MigratedSchema, Stack, free_port, private_file
 from tests.integration.media_worker.conftest import Media, sha256_of
 from tests.integration.media_worker.test_transcoder import alive, media, probe, script, upload
 
@@ -26,18 +25,6 @@ __all__ = ["media"]  # the video-sized limits fixture
 SERVE = Path(__file__).with_name("serve_media.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
 LEASE_SECONDS = 3
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def private_file(path: Path, content: str) -> Path:
-    path.write_text(content)
-    path.chmod(0o600)
-    return path
 
 
 class Instance:

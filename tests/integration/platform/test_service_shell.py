@@ -6,7 +6,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,25 +16,13 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.conftest import Stack, runtime_dsn_for
+from tests.conftest import Stack, free_port, private_file, runtime_dsn_for
 from tests.integration.platform.kafka_helpers import wait_until
 from yovision_platform.db import Identifier
 from yovision_platform.outbox import Outbox, OutboxMessage
 
 DEMO = Path(__file__).with_name("demo_service.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def private_file(path: Path, content: str) -> Path:
-    path.write_text(content)
-    path.chmod(0o600)
-    return path
 
 
 class Demo:

@@ -15,8 +15,15 @@ import pytest
 
 import sense_reconciler
 from sense_reconciler.bell_relay.config import RelayConfig, load_relay_config
-from tests.conftest import MigratedSchema, Stack, drop_schema_and_roles, migrate_test_schema, unique_name
-from tests.integration.bell_receiver.conftest import KEY_ID, Keys, private_file
+from tests.conftest import (
+    MigratedSchema,
+    Stack,
+    drop_schema_and_roles,
+    migrate_test_schema,
+    private_file,
+    unique_name,
+)
+from tests.integration.bell_receiver.conftest import KEY_ID, Keys
 from tests.integration.bell_receiver.test_bell_process import BellProcess, wait_healthy
 from tests.integration.platform.kafka_helpers import wait_until
 from yovision_platform.db import Identifier

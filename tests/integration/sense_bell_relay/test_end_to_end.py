@@ -16,8 +16,8 @@ from sense_reconciler.bell_relay.client import BellClient
 from sense_reconciler.bell_relay.outcome import BatchErrorCode, ItemResults, ItemStatus
 from sense_reconciler.bell_relay.repository import OutboxRepository
 from sense_reconciler.bell_relay.worker import BellRelayWorker
-from tests.conftest import MigratedSchema
-from tests.integration.bell_receiver.conftest import KEY_ID, Keys, private_file
+from tests.conftest import MigratedSchema, private_file
+from tests.integration.bell_receiver.conftest import KEY_ID, Keys
 from tests.integration.bell_receiver.relay_client import RelayClient, fact
 from tests.integration.sense_bell_relay.conftest import Outbox, bell_event_counts, relay_config
 from yovision_platform.db import Identifier

@@ -18,8 +18,8 @@ from sense_reconciler.bell_relay.config import BACKOFF_CAP_SECONDS
 from sense_reconciler.bell_relay.outcome import BatchErrorCode
 from sense_reconciler.bell_relay.repository import OutboxRepository
 from sense_reconciler.bell_relay.worker import BellRelayWorker
-from tests.conftest import MigratedSchema
-from tests.integration.bell_receiver.conftest import Keys, free_port
+from tests.conftest import MigratedSchema, free_port
+from tests.integration.bell_receiver.conftest import Keys
 from tests.integration.platform.kafka_helpers import wait_until
 from tests.integration.sense_bell_relay.conftest import Outbox, bell_event_counts, relay_config
 from tests.integration.sense_bell_relay.fake_bell import (

@@ -15,8 +15,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.conftest import REPO_ROOT, MigratedSchema
-from tests.integration.bell_receiver.conftest import KEY_ID, Keys, private_file
+from tests.conftest import REPO_ROOT, MigratedSchema, private_file
+from tests.integration.bell_receiver.conftest import KEY_ID, Keys
 from tests.integration.bell_receiver.test_bell_process import BellProcess
 from tests.integration.platform.kafka_helpers import wait_until
 from tests.integration.sense_bell_relay.conftest import Outbox, bell_event_counts, restart_bell

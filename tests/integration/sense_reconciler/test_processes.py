@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
-from tests.conftest import MigratedSchema, Stack, create_topic, delete_topic
+from tests.conftest import MigratedSchema, Stack, create_topic, delete_topic, free_port
 from tests.integration.sense_reconciler.mediamtx_proxy import MediaMtxProxy
 
 SCRIPT = Path(__file__).with_name("sense_process.py")
@@ -38,12 +37,6 @@ ALLOWED_LABELS = {
     "minor",
     "patchlevel",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def private(path: Path, content: str) -> Path:

@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -41,7 +42,7 @@ from yovision_platform.migrations import SchemaPlan, migrate, preflight
 from yovision_platform.relay import OutboxRelay, RelayMetrics
 from yovision_platform.settings import BaseServiceSettings, load_settings
 
-__all__ = ["ServiceContext", "ServiceSpec", "main"]
+__all__ = ["ServiceContext", "ServiceSpec", "main", "migrations_dir_of"]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,32 @@ class ServiceSpec:
     migrations_dir: Path
     version: str = field(default_factory=lambda: _package_version("yovision-platform"))
     configure: Callable[[ServiceContext], Awaitable[None]] | None = None
+
+    @classmethod
+    def for_package(
+        cls,
+        name: str,
+        *,
+        package: str,
+        schema: str,
+        settings_cls: type[BaseServiceSettings],
+        configure: Callable[[ServiceContext], Awaitable[None]] | None = None,
+    ) -> ServiceSpec:
+        """The spec of an installed service: version from the distribution `name`, migrations from the
+        `migrations` folder inside the import package `package`."""
+        return cls(
+            name=name,
+            schema=schema,
+            settings_cls=settings_cls,
+            migrations_dir=migrations_dir_of(package),
+            version=_package_version(name),
+            configure=configure,
+        )
+
+
+def migrations_dir_of(package: str) -> Path:
+    """The `migrations` folder shipped inside an import package (source tree or installed wheel)."""
+    return Path(str(resources.files(package) / "migrations"))
 
 
 @dataclass

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from bell_receiver.entrypoints.api import SERVICE_NAME, install_api
 from bell_receiver.entrypoints.consumer import ingest_worker
@@ -13,10 +11,10 @@ from bell_receiver.entrypoints.receipt_purge import receipt_purge_worker
 from bell_receiver.metrics import BellMetrics
 from bell_receiver.service_layer.ingest import AUDIT_TOPICS, CONSUMER_GROUP
 from bell_receiver.settings import BellReceiverSettings
-from yovision_platform.service import ServiceContext, ServiceSpec
+from yovision_platform.service import ServiceContext, ServiceSpec, migrations_dir_of
 from yovision_platform.service import main as run
 
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+MIGRATIONS_DIR = migrations_dir_of("bell_receiver")
 
 
 def build_spec(
@@ -50,12 +48,11 @@ def build_spec(
         )
         ctx.add_worker("receipt-purge", receipt_purge_worker(ctx.pool, ctx.plan.schema))
 
-    return ServiceSpec(
-        name=SERVICE_NAME,
-        version=importlib.metadata.version("bell-receiver"),
+    return ServiceSpec.for_package(
+        SERVICE_NAME,
+        package="bell_receiver",
         schema=schema,
         settings_cls=BellReceiverSettings,
-        migrations_dir=MIGRATIONS_DIR,
         configure=configure,
     )
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
 import sys
@@ -90,12 +89,11 @@ async def configure(ctx: ServiceContext) -> None:
     ctx.add_worker("transcode", worker.run)
 
 
-SPEC = ServiceSpec(
-    name="media-worker",
-    version=importlib.metadata.version("media-worker"),
+SPEC = ServiceSpec.for_package(
+    "media-worker",
+    package="media_worker",
     schema="media",
     settings_cls=MediaWorkerSettings,
-    migrations_dir=Path(__file__).resolve().parent.parent / "migrations",
     configure=configure,
 )
 

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import sys
-from pathlib import Path
 
 from orphan_scanner.settings import OrphanScannerSettings
 from yovision_platform.service import ServiceSpec
 from yovision_platform.service import main as run
 
-SPEC = ServiceSpec(
-    name="orphan-scanner",
-    version=importlib.metadata.version("orphan-scanner"),
-    schema="orphan",
-    settings_cls=OrphanScannerSettings,
-    migrations_dir=Path(__file__).resolve().parent.parent / "migrations",
+SPEC = ServiceSpec.for_package(
+    "orphan-scanner", package="orphan_scanner", schema="orphan", settings_cls=OrphanScannerSettings
 )
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import sys
-from pathlib import Path
 
 from sense_reconciler.adapters.device_repository import DeviceRepository
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
@@ -88,12 +86,11 @@ async def configure(ctx: ServiceContext) -> None:
     ctx.add_worker("device-consumer", consumer.run)
 
 
-SPEC = ServiceSpec(
-    name="sense-reconciler",
-    version=importlib.metadata.version("sense-reconciler"),
+SPEC = ServiceSpec.for_package(
+    "sense-reconciler",
+    package="sense_reconciler",
     schema="sense",
     settings_cls=SenseReconcilerSettings,
-    migrations_dir=Path(__file__).resolve().parent.parent / "migrations",
     configure=configure,
 )
 

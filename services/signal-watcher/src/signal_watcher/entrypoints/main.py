@@ -7,9 +7,7 @@ can loosen it.
 
 from __future__ import annotations
 
-import importlib.metadata
 import sys
-from pathlib import Path
 
 from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.repository import WatcherRepository
@@ -20,11 +18,11 @@ from signal_watcher.service_layer.retention import RetentionCleaner
 from signal_watcher.service_layer.scheduler import Scheduler
 from signal_watcher.settings import SignalWatcherSettings, effective_retention_days
 from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.service import ServiceContext, ServiceSpec
+from yovision_platform.service import ServiceContext, ServiceSpec, migrations_dir_of
 from yovision_platform.service import main as run
 
 SERVICE_NAME = "signal-watcher"
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+MIGRATIONS_DIR = migrations_dir_of("signal_watcher")
 
 
 async def configure(ctx: ServiceContext) -> None:
@@ -50,12 +48,11 @@ async def configure(ctx: ServiceContext) -> None:
     ctx.add_worker("check-retention", cleaner.run)
 
 
-SPEC = ServiceSpec(
-    name=SERVICE_NAME,
-    version=importlib.metadata.version(SERVICE_NAME),
+SPEC = ServiceSpec.for_package(
+    SERVICE_NAME,
+    package="signal_watcher",
     schema="signal",
     settings_cls=SignalWatcherSettings,
-    migrations_dir=MIGRATIONS_DIR,
     configure=configure,
 )
 
