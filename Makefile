@@ -14,7 +14,7 @@ FROM ?=
 MAX ?=
 
 .PHONY: help setup up down status logs topics secrets kafka-topics kafka-console-consumer \
-	kafka-console-producer kafka-consumer-groups consume dev-token lint bench-platform bench-services typecheck test bench clean distclean
+	kafka-console-producer kafka-consumer-groups consume sense-orphan dev-token lint bench-platform bench-services typecheck test bench clean distclean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-24s %s\n", $$1, $$2}'
@@ -69,6 +69,9 @@ consume: ## Print a topic's Avro events as JSON: TOPIC=... [FROM=beginning] [MAX
 	$(PY) -m yovision_platform.tools.consume --topic $(TOPIC) $(if $(filter beginning,$(FROM)),--from-beginning) \
 		$(if $(MAX),--max $(MAX)) $(ARGS)
 
+sense-orphan: ## Orphan operator CLI with the local orphan-scanner env: ARGS="report" | ARGS="apply --scan-id ID --actor NAME --confirm '<text>'"
+	@bash infra/scripts/services.sh exec orphan-scanner $(CURDIR)/.venv/bin/sense-orphan $(ARGS)
+
 dev-token: ## Mint a local dev JWT for a service's API: SERVICE=signal-watcher SUB=alice [PERMS="signal:read"]
 	$(if $(SERVICE),,$(error SERVICE=<service> is required))
 	$(if $(SUB),,$(error SUB=<user id> is required))
@@ -98,6 +101,7 @@ bench-services: ## Service benchmarks: Sense convergence, Sense→Bell relay, Si
 	$(PY) services/sense-reconciler/bench/converge_bench.py
 	$(PY) services/bell-receiver/bench/relay_bench.py
 	$(PY) services/signal-watcher/bench/probe_bench.py
+	$(PY) services/orphan-scanner/bench/scan_bench.py
 	$(PY) services/media-worker/bench/media_bench.py
 
 clean: down ## Stop everything and delete local state (data, logs, secrets); keeps built/downloaded caches

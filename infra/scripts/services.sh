@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the five services (infra/services.list) as background processes on the local stack.
 # Usage: infra/scripts/services.sh up|down|status|logs [name...]
+#        infra/scripts/services.sh exec <name> <command...>   (a command with the service's runtime env)
 # Per service: env from .local/stack.env then .local/env/<name>.env (if present), `.venv/bin/<name> migrate`,
 # then `.venv/bin/<name> serve` in the background; pid in .local/run/<name>.pid, log in .local/logs/<name>.log.
 set -euo pipefail
@@ -96,8 +97,15 @@ services_up() {
 
 main() {
   local action="${1:-}" failed=0 name
-  [[ -n "$action" ]] || { sed -n '2,5p' "$0" >&2; exit 2; }
+  [[ -n "$action" ]] || { sed -n '2,6p' "$0" >&2; exit 2; }
   shift
+  if [[ "$action" == exec ]]; then
+    name="${1:-}"
+    [[ -n "$name" && -n "${SERVICE_PORTS[$name]:-}" ]] || die "exec: unknown service '${name}' (see infra/services.list)"
+    shift
+    (($#)) || die "exec: no command given"
+    exec_with_service_env "$name" "$@"
+  fi
   local names=("$@")
   ((${#names[@]})) || names=("${SERVICE_NAMES[@]}")
   for name in "${names[@]}"; do

@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
 from tests.conftest import MigratedSchema, Stack, create_topic, delete_topic, free_port
-from tests.integration.sense_reconciler.mediamtx_proxy import MediaMtxProxy
+from tests.mediamtx_proxy import MediaMtxProxy
 
 SCRIPT = Path(__file__).with_name("sense_process.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]

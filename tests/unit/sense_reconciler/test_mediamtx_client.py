@@ -7,9 +7,8 @@ import httpx
 import pytest
 
 from sense_reconciler.adapters.mediamtx import MediaMtxClient, MediaMtxError
-from sense_reconciler.domain.errors import InvalidInput
 from sense_reconciler.domain.reconcile import PathConfig
-from tests.unit.sense_reconciler.fake_mediamtx import FakeMediaMtx
+from tests.fake_mediamtx import FakeMediaMtx
 
 SECRET_URI = "rtsp://user:hunter2@10.0.0.9/stream"
 
@@ -119,6 +118,8 @@ async def test_each_call_is_bounded_by_the_deadline() -> None:
 
 async def test_invalid_path_names_never_reach_the_server() -> None:
     fake = FakeMediaMtx()
-    with pytest.raises(InvalidInput):
-        await client_for(fake).delete_path("../all")
+    for bad in ("../all", "cam/front", "~^cam.*$", "all_others/x", ""):
+        with pytest.raises(MediaMtxError) as raised:
+            await client_for(fake).delete_path(bad)
+        assert raised.value.code == "mediamtx_unmanaged_name"
     assert fake.calls == []

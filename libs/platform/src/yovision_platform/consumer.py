@@ -43,6 +43,7 @@ __all__ = [
     "IdempotentConsumer",
     "InboundEvent",
     "PositionRestoringListener",
+    "stored_positions",
 ]
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,18 @@ Handler = Callable[[DbConnection, InboundEvent], Awaitable[None]]
 PartitionsHook = Callable[[set[TopicPartition]], Awaitable[None]]
 
 
+async def stored_positions(
+    conn: DbConnection, schema: Identifier, consumer_group: str
+) -> dict[TopicPartition, int]:
+    """The next offset to apply per partition, as committed with the effects (how far a projection is)."""
+    rows = await conn.fetch(
+        f"SELECT topic, kafka_partition, next_offset FROM {schema.quoted}.consumer_positions "
+        "WHERE consumer_group = $1",
+        consumer_group,
+    )
+    return {TopicPartition(r["topic"], r["kafka_partition"]): r["next_offset"] for r in rows}
+
+
 class IdempotentConsumer:
     def __init__(
         self,
@@ -130,10 +143,7 @@ class IdempotentConsumer:
                SET next_offset = greatest({s}.consumer_positions.next_offset, excluded.next_offset),
                    updated_at = now()
         """
-        self._positions = f"""
-            SELECT topic, kafka_partition, next_offset FROM {s}.consumer_positions
-             WHERE consumer_group = $1
-        """
+        self._schema = schema
 
     @property
     def consumer_group(self) -> str:
@@ -141,8 +151,7 @@ class IdempotentConsumer:
 
     async def stored_positions(self) -> dict[TopicPartition, int]:
         async with self._pool.acquire() as conn:
-            rows = await conn.fetch(self._positions, self._group)
-        return {TopicPartition(r["topic"], r["kafka_partition"]): r["next_offset"] for r in rows}
+            return await stored_positions(conn, self._schema, self._group)
 
     async def process(self, message: ConsumerRecord[bytes, bytes]) -> ConsumeOutcome:
         value: bytes = message.value or b""

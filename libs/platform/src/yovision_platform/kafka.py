@@ -7,13 +7,17 @@ the effect's database transaction committed.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.abc import ConsumerRebalanceListener
+from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.partitioner import murmur2
 
-__all__ = ["create_consumer", "partition_for_key", "start_producer"]
+from yovision_platform.errors import PlatformError
+
+__all__ = ["TopicUnavailable", "create_consumer", "fetch_end_offsets", "partition_for_key", "start_producer"]
 
 PRODUCER_LINGER_MS = 5
 RELAY_PRODUCER_LINGER_MS = 0
@@ -80,3 +84,41 @@ def partition_for_key(key: bytes, partitions: int) -> int:
     if partitions < 1:
         raise ValueError("partitions must be >= 1")
     return int(murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+class TopicUnavailable(PlatformError):
+    code = "topic_unavailable"
+
+
+async def fetch_end_offsets(
+    bootstrap: str, topics: Sequence[str], *, client_id: str, timeout_seconds: float = 10.0
+) -> dict[TopicPartition, int]:
+    """The current end offset of every partition of `topics` (last stable offset: read_committed).
+
+    For a "has my projection caught up?" check: a consumer whose stored position reaches these offsets has
+    applied everything published before the call. Raises `TopicUnavailable` for an unknown topic and
+    TimeoutError when the broker does not answer in time. Joins no consumer group.
+    """
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id=client_id)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        client_id=client_id,
+        group_id=None,
+        enable_auto_commit=False,
+        isolation_level="read_committed",
+    )
+    try:
+        async with asyncio.timeout(timeout_seconds):
+            await admin.start()
+            described = await admin.describe_topics(list(topics))
+            partitions: list[TopicPartition] = []
+            for topic in described:
+                if topic["error_code"] != 0 or not topic["partitions"]:
+                    raise TopicUnavailable(detail="a requested topic does not exist")
+                partitions += [TopicPartition(topic["topic"], p["partition"]) for p in topic["partitions"]]
+            await consumer.start()
+            ends = await consumer.end_offsets(partitions)
+    finally:
+        await consumer.stop()
+        await admin.close()
+    return {tp: int(offset) for tp, offset in ends.items()}

@@ -21,7 +21,7 @@ import logging
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -42,7 +42,7 @@ from yovision_platform.migrations import SchemaPlan, migrate, preflight
 from yovision_platform.relay import OutboxRelay, RelayMetrics
 from yovision_platform.settings import BaseServiceSettings, load_settings
 
-__all__ = ["ServiceContext", "ServiceSpec", "main", "migrations_dir_of"]
+__all__ = ["ServiceContext", "ServiceSpec", "checked_pool", "main", "migrations_dir_of"]
 
 log = logging.getLogger(__name__)
 
@@ -219,14 +219,27 @@ class _Server(uvicorn.Server):
         self.should_exit = True
 
 
-async def _serve(spec: ServiceSpec, settings: BaseServiceSettings) -> int:
+@contextlib.asynccontextmanager
+async def checked_pool(
+    spec: ServiceSpec, settings: BaseServiceSettings, *, application: str | None = None
+) -> AsyncIterator[tuple[asyncpg.Pool, SchemaPlan]]:
+    """The runtime pool, after the same preflight `serve` runs (current schema, safe runtime role); for
+    `serve` and for a service's operator CLIs. Closed on exit."""
     plan = _plan(spec, settings)
     pool = await create_pool(
-        settings.database_dsn.get_secret_value(), application_name=f"{spec.name}:{settings.instance_id}"
+        settings.database_dsn.get_secret_value(),
+        application_name=f"{application or spec.name}:{settings.instance_id}",
     )
     try:
         async with pool.acquire() as conn:
             await preflight(conn, plan)
+        yield pool, plan
+    finally:
+        await pool.close()
+
+
+async def _serve(spec: ServiceSpec, settings: BaseServiceSettings) -> int:
+    async with checked_pool(spec, settings) as (pool, plan):
         registry = create_registry()
         build_info(registry, service=spec.name, version=spec.version, instance_id=settings.instance_id)
         app = FastAPI(title=spec.name, version=spec.version)
@@ -262,8 +275,6 @@ async def _serve(spec: ServiceSpec, settings: BaseServiceSettings) -> int:
             task.cancel()
         log.info("service stopped", extra={"unfinished_workers": len(pending)})
         return 0 if server.started else EXIT_STARTUP_REFUSED
-    finally:
-        await pool.close()
 
 
 async def _migrate(spec: ServiceSpec, settings: BaseServiceSettings) -> int:

@@ -1,12 +1,23 @@
-"""orphan-scanner settings: environment variables prefixed `ORPHAN_`."""
+"""orphan-scanner settings: environment variables prefixed `ORPHAN_`, validated at start-up.
+
+The `sense-orphan` CLI reads the same settings as the service, so an operator runs it with the service's
+environment (`make sense-orphan ARGS=...` locally).
+"""
 
 from __future__ import annotations
 
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from orphan_scanner.domain import limits
+from yovision_platform.mediamtx import validate_api_url
 from yovision_platform.settings import BaseServiceSettings, Port
 
 DEFAULT_HTTP_PORT = 18082
+DEVICE_TOPIC = "sense.device.v1"
+OWNERSHIP_TOPIC = "sense.path-ownership.v1"
+CONSUMER_GROUP = "orphan-scanner-projection"
+TOPIC_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,199}$"
 
 
 class OrphanScannerSettings(BaseServiceSettings):
@@ -15,3 +26,35 @@ class OrphanScannerSettings(BaseServiceSettings):
     )
 
     http_port: Port = DEFAULT_HTTP_PORT
+    mediamtx_api_url: str
+    mediamtx_deadline_seconds: float = Field(default=limits.MEDIAMTX_DEADLINE_SECONDS_DEFAULT, gt=0)
+    scan_enabled: bool = True
+    scan_interval_seconds: float = Field(
+        default=limits.SCAN_INTERVAL_SECONDS_DEFAULT,
+        ge=limits.SCAN_INTERVAL_SECONDS_MIN,
+        le=limits.SCAN_INTERVAL_SECONDS_MAX,
+    )
+    scan_lease_seconds: float = Field(default=limits.SCAN_LEASE_SECONDS_DEFAULT, gt=0, le=3600)
+    report_retention_hours: int = Field(default=limits.REPORT_RETENTION_HOURS_DEFAULT, ge=1, le=24 * 365)
+    catch_up_timeout_seconds: float = Field(
+        default=limits.CATCH_UP_TIMEOUT_SECONDS_DEFAULT, gt=0, le=limits.CATCH_UP_TIMEOUT_SECONDS_MAX
+    )
+    projection_enabled: bool = True
+    device_topic: str = Field(default=DEVICE_TOPIC, pattern=TOPIC_PATTERN)
+    ownership_topic: str = Field(default=OWNERSHIP_TOPIC, pattern=TOPIC_PATTERN)
+    consumer_group: str = Field(default=CONSUMER_GROUP, pattern=TOPIC_PATTERN)
+
+    @field_validator("mediamtx_api_url")
+    @classmethod
+    def _mediamtx_url_is_http(cls, value: str) -> str:
+        return validate_api_url(value)
+
+    @model_validator(mode="after")
+    def _deadline_shorter_than_lease(self) -> OrphanScannerSettings:
+        if self.mediamtx_deadline_seconds >= self.scan_lease_seconds:
+            raise ValueError("mediamtx_deadline_seconds must be strictly shorter than scan_lease_seconds")
+        return self
+
+    @property
+    def projection_topics(self) -> tuple[str, str]:
+        return (self.device_topic, self.ownership_topic)

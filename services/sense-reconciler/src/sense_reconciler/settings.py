@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from pydantic import Field, PrivateAttr, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
@@ -11,6 +10,7 @@ from pydantic_settings import SettingsConfigDict
 from sense_reconciler.bell_relay.config import RelayConfig, load_relay_config
 from sense_reconciler.domain import limits
 from yovision_platform.auth import MIN_STATIC_TOKEN_CHARS
+from yovision_platform.mediamtx import validate_api_url
 from yovision_platform.settings import BaseServiceSettings, Port, read_secret_file
 
 DEFAULT_HTTP_PORT = 18081
@@ -47,10 +47,7 @@ class SenseReconcilerSettings(BaseServiceSettings):
     @field_validator("mediamtx_api_url")
     @classmethod
     def _mediamtx_url_is_http(cls, value: str) -> str:
-        parts = urlsplit(value)
-        if parts.scheme not in {"http", "https"} or not parts.hostname or parts.username or parts.query:
-            raise ValueError("must be an http(s) URL without credentials or query")
-        return value.rstrip("/")
+        return validate_api_url(value)
 
     @model_validator(mode="after")
     def _deadline_shorter_than_lease(self) -> SenseReconcilerSettings:

@@ -40,6 +40,7 @@ GENERIC_AUDIT_EVENT_TYPES = frozenset(
     {
         "ScanReported",
         "PathDisposed",
+        "ApplyBlocked",
         "MaterialUploaded",
         "TranscodeStarted",
         "TranscodeCompleted",

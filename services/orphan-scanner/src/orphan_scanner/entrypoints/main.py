@@ -1,15 +1,52 @@
-"""Composition root of orphan-scanner: `orphan-scanner serve | migrate | check-config`."""
+"""Composition root of orphan-scanner: `orphan-scanner serve | migrate | check-config`.
+
+`serve` runs the projection consumer, the periodic read-only scanner, the metrics refresher and (from the
+platform shell) the outbox relay. Deletion happens only through `sense-orphan apply` (entrypoints.cli).
+"""
 
 from __future__ import annotations
 
 import sys
 
+from orphan_scanner.entrypoints.projection_consumer import projection_worker
+from orphan_scanner.entrypoints.wiring import build
+from orphan_scanner.service_layer.metrics import OrphanMetrics
+from orphan_scanner.service_layer.metrics_refresher import MetricsRefresher
 from orphan_scanner.settings import OrphanScannerSettings
-from yovision_platform.service import ServiceSpec
+from yovision_platform.service import ServiceContext, ServiceSpec
 from yovision_platform.service import main as run
 
+
+async def configure(ctx: ServiceContext) -> None:
+    settings = ctx.settings
+    assert isinstance(settings, OrphanScannerSettings)
+    client_id = f"{ctx.spec.name}-{settings.instance_id}"
+    metrics = OrphanMetrics(ctx.registry)
+    components = build(ctx.pool, ctx.plan.schema, settings, client_id=client_id, metrics=metrics)
+    if settings.projection_enabled:
+        ctx.add_worker(
+            "projection-consumer",
+            projection_worker(
+                ctx.pool,
+                ctx.plan.schema,
+                components.serde,
+                bootstrap=settings.kafka_bootstrap,
+                topics=settings.projection_topics,
+                consumer_group=settings.consumer_group,
+                client_id=client_id,
+            ),
+        )
+    if settings.scan_enabled:
+        ctx.add_worker("scanner", components.scanner.run)
+    ctx.add_worker("metrics-refresher", MetricsRefresher(ctx.pool, components.reports, metrics).run)
+
+
 SPEC = ServiceSpec.for_package(
-    "orphan-scanner", package="orphan_scanner", schema="orphan", settings_cls=OrphanScannerSettings
+    "orphan-scanner",
+    package="orphan_scanner",
+    schema="orphan",
+    settings_cls=OrphanScannerSettings,
+    configure=configure,
 )
 
 

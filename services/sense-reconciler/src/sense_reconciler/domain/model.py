@@ -8,10 +8,9 @@ from urllib.parse import urlsplit
 
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.errors import InvalidInput, SiteLimitReached
+from yovision_platform.mediamtx import is_managed_path_name
 
 ID_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{limits.ID_MAX_CHARS - 1}}}")
-# MediaMTX accepts letters, digits, "_", ".", "-" and "/"; we leave out "/" so a path name is one URL segment.
-PATH_NAME_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{limits.PATH_NAME_MAX_CHARS - 1}}}")
 ACTOR_PATTERN = re.compile(rf"[A-Za-z0-9._:@-]{{1,{limits.ACTOR_MAX_CHARS}}}")
 SOURCE_URI_SCHEMES = frozenset({"rtsp", "rtsps"})
 
@@ -37,7 +36,7 @@ def validate_name(value: str) -> str:
 
 
 def validate_path_name(value: str) -> str:
-    if PATH_NAME_PATTERN.fullmatch(value) is None:
+    if not is_managed_path_name(value):
         raise InvalidInput("path_name")
     return value
 

@@ -54,6 +54,7 @@ class Reconciler:
         lease_seconds: float = limits.LEASE_SECONDS_DEFAULT,
         batch: int = limits.CLAIM_BATCH_DEFAULT_ITEMS,
         scan_interval_seconds: float = limits.SCAN_INTERVAL_SECONDS_DEFAULT,
+        ownership_topic: str | None = None,
     ) -> None:
         if mediamtx.deadline_seconds >= lease_seconds:
             raise ConfigError(
@@ -70,6 +71,8 @@ class Reconciler:
         self._owned = owned
         self._metrics = metrics
         self._serde = serde
+        # None: the catalogue's topic (sense.path-ownership.v1)
+        self._ownership_topic = ownership_topic
         self._owner = owner
         self._lease_seconds = lease_seconds
         self._batch = batch
@@ -197,4 +200,4 @@ class Reconciler:
             SOURCE_SYSTEM,
             event_id=uuid.uuid4(),
         )
-        await self._outbox.enqueue(conn, OutboxMessage.from_event(event))
+        await self._outbox.enqueue(conn, OutboxMessage.from_event(event, topic=self._ownership_topic))

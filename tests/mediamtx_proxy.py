@@ -1,6 +1,7 @@
 """A recording proxy in front of the real MediaMTX API, for tests that count one process's calls.
 
-With `hold_next()` armed, the next request is parked (not forwarded) until `release_with_404()`."""
+With `hold_next()` armed, the next request is parked (not forwarded) until `release_with_404()`. A DELETE of a
+name in `refuse_deletes` is answered 500 without reaching MediaMTX (a refused delete)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ class MediaMtxProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self.calls: list[tuple[str, str]] = []
+        self.refuse_deletes: set[str] = set()
         self.held = asyncio.Event()
         self._hold = False
         self._release = asyncio.Event()
@@ -39,6 +41,8 @@ class MediaMtxProxy:
 
     async def _handle(self, path: str, request: Request) -> Response:
         self.calls.append((request.method, path))
+        if request.method == "DELETE" and path.rpartition("/")[2] in self.refuse_deletes:
+            return Response(status_code=500, content=b'{"status":"error","error":"refused by the test"}')
         if self._hold:
             self._hold = False
             self.held.set()

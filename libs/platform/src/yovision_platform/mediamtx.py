@@ -1,0 +1,171 @@
+"""A thin, typed client for the MediaMTX Control API v3 (`/v3/config/paths/...`), shared by the services
+that manage MediaMTX paths (sense-reconciler configures them, orphan-scanner enumerates and prunes them).
+
+Contract:
+- every call runs under `deadline_seconds` (connect + read + whole call) and is cancellable;
+- calls that name a path accept only *managed* names (`MANAGED_PATH_NAME_PATTERN`: one URL segment, the
+  names Sense creates); anything else is refused before a request is made;
+- `delete_path` deletes exactly one named path, never a pattern; 404 counts as done (returns False);
+- `list_path_names` walks `/v3/config/paths/list` page by page with a page cap, refuses a page that repeats
+  the previous one and items without a string `name`, and returns sorted unique names only (any name
+  MediaMTX holds, including hand-made ones with "/" or "~regex" names);
+- errors are `MediaMtxError` with a stable code; neither a path's `source` nor a response body is ever
+  logged, returned by the enumeration or put into an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import httpx
+
+__all__ = [
+    "LIST_MAX_PAGES",
+    "LIST_PAGE_ITEMS",
+    "MANAGED_PATH_NAME_MAX_CHARS",
+    "MANAGED_PATH_NAME_PATTERN",
+    "MediaMtxApi",
+    "MediaMtxError",
+    "is_managed_path_name",
+    "validate_api_url",
+]
+
+MANAGED_PATH_NAME_MAX_CHARS = 100
+# MediaMTX accepts letters, digits, "_", ".", "-" and "/"; managed names leave out "/" (one URL segment).
+MANAGED_PATH_NAME_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MANAGED_PATH_NAME_MAX_CHARS - 1}}}")
+LIST_PAGE_ITEMS = 100
+LIST_MAX_PAGES = 1000
+
+
+def is_managed_path_name(name: str) -> bool:
+    return MANAGED_PATH_NAME_PATTERN.fullmatch(name) is not None
+
+
+def validate_api_url(value: str) -> str:
+    """The Control API base URL setting: http(s), a host, no credentials or query; trailing "/" dropped."""
+    parts = urlsplit(value)
+    if parts.scheme not in {"http", "https"} or not parts.hostname or "@" in parts.netloc or parts.query:
+        raise ValueError("must be an http(s) URL without credentials or query")
+    return value.rstrip("/")
+
+
+class MediaMtxError(Exception):
+    """Codes: mediamtx_timeout, mediamtx_unreachable, mediamtx_http_<status>, mediamtx_bad_response,
+    mediamtx_page_cap, mediamtx_duplicate_page, mediamtx_unmanaged_name."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+        super().__init__(code)
+
+
+class MediaMtxApi:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        deadline_seconds: float,
+        transport: httpx.AsyncBaseTransport | None = None,
+        page_items: int = LIST_PAGE_ITEMS,
+        max_pages: int = LIST_MAX_PAGES,
+    ) -> None:
+        if deadline_seconds <= 0:
+            raise ValueError("deadline_seconds must be > 0")
+        if page_items < 1 or max_pages < 1:
+            raise ValueError("page_items and max_pages must be >= 1")
+        self._deadline = deadline_seconds
+        self._page_items = page_items
+        self._max_pages = max_pages
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), timeout=httpx.Timeout(deadline_seconds), transport=transport
+        )
+
+    @property
+    def deadline_seconds(self) -> float:
+        return self._deadline
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def get_path_object(self, name: str) -> dict[str, Any] | None:
+        """The path's configuration object, or None when it does not exist. Holds secrets: never log it."""
+        response = await self._call("GET", f"/v3/config/paths/get/{_segment(name)}", allow_404=True)
+        if response.status_code == 404:
+            return None
+        return _json_object(response)
+
+    async def add_path_object(self, name: str, body: Mapping[str, object]) -> None:
+        await self._call("POST", f"/v3/config/paths/add/{_segment(name)}", json=dict(body))
+
+    async def replace_path_object(self, name: str, body: Mapping[str, object]) -> None:
+        await self._call("POST", f"/v3/config/paths/replace/{_segment(name)}", json=dict(body))
+
+    async def delete_path(self, name: str) -> bool:
+        """Delete exactly `name`. True when it existed, False on 404 (already gone: done)."""
+        response = await self._call("DELETE", f"/v3/config/paths/delete/{_segment(name)}", allow_404=True)
+        return response.status_code != 404
+
+    async def list_path_names(self) -> list[str]:
+        names: set[str] = set()
+        previous: Sequence[str] | None = None
+        page = 0
+        while True:
+            if page >= self._max_pages:
+                raise MediaMtxError("mediamtx_page_cap")
+            response = await self._call(
+                "GET", "/v3/config/paths/list", params={"page": page, "itemsPerPage": self._page_items}
+            )
+            body = _json_object(response)
+            page_count, items = body.get("pageCount"), body.get("items")
+            if not isinstance(page_count, int) or isinstance(page_count, bool) or not isinstance(items, list):
+                raise MediaMtxError("mediamtx_bad_response")
+            current = [_item_name(item) for item in items]
+            if current and previous is not None and current == list(previous):
+                raise MediaMtxError("mediamtx_duplicate_page")
+            names.update(current)
+            previous = current
+            page += 1
+            if page >= page_count or not current:
+                return sorted(names)
+
+    async def _call(self, method: str, url: str, *, allow_404: bool = False, **kwargs: Any) -> httpx.Response:
+        try:
+            async with asyncio.timeout(self._deadline):
+                response = await self._http.request(method, url, **kwargs)
+        except (TimeoutError, httpx.TimeoutException):
+            raise MediaMtxError("mediamtx_timeout") from None
+        except httpx.HTTPError:
+            raise MediaMtxError("mediamtx_unreachable") from None
+        if response.status_code == 404 and allow_404:
+            return response
+        if response.status_code != 200:
+            raise MediaMtxError(f"mediamtx_http_{response.status_code}")
+        return response
+
+
+def _segment(name: str) -> str:
+    if not is_managed_path_name(name):
+        raise MediaMtxError("mediamtx_unmanaged_name")
+    return quote(name, safe="")
+
+
+def _json_object(response: httpx.Response) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        raise MediaMtxError("mediamtx_bad_response") from None
+    if not isinstance(body, dict):
+        raise MediaMtxError("mediamtx_bad_response")
+    return body
+
+
+def _item_name(item: object) -> str:
+    if not isinstance(item, dict):
+        raise MediaMtxError("mediamtx_bad_response")
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        raise MediaMtxError("mediamtx_bad_response")
+    return name

@@ -1,0 +1,1 @@
+"""Database, Kafka and MediaMTX adapters of orphan-scanner."""

@@ -1,0 +1,304 @@
+"""SQL of scans, findings, apply runs and dispositions (schema `orphan`). Times come from the DB clock."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from orphan_scanner.domain.classify import Classification, PathClass
+from yovision_platform.db import DbConnection, Identifier
+from yovision_platform.leases import LeaseTable
+
+SCANNER_LEASE_ID = "scanner"
+FINAL_OUTCOMES = ("deleted", "already_absent")
+
+
+@dataclass(frozen=True)
+class StoredReport:
+    scan_id: uuid.UUID
+    trigger: str
+    status: str
+    error_code: str | None
+    created_at: datetime
+    expires_at: datetime
+    age_ms: int
+    observed_total: int | None
+    in_use_count: int | None
+    owned_stale_count: int | None
+    unowned_count: int | None
+    # owned_stale path -> last owning device
+    candidates: dict[str, uuid.UUID]
+    unowned: list[str]
+
+
+@dataclass(frozen=True)
+class Disposition:
+    path_name: str
+    outcome: str
+    error_code: str | None
+    attempts: int
+
+    @property
+    def final(self) -> bool:
+        return self.outcome in FINAL_OUTCOMES
+
+
+class ReportStore:
+    def __init__(self, schema: Identifier) -> None:
+        self.schema = schema
+        self.leases = LeaseTable(schema, Identifier("scan_leases"))
+        self._s = schema.quoted
+
+    async def insert_complete(
+        self,
+        conn: DbConnection,
+        scan_id: uuid.UUID,
+        *,
+        trigger: str,
+        instance_id: str,
+        lease_token: uuid.UUID,
+        classification: Classification,
+    ) -> tuple[datetime, datetime]:
+        """Insert a usable report and its findings; returns (created_at, expires_at) by the DB clock."""
+        s = self._s
+        counts = classification.counts()
+        row = await conn.fetchrow(
+            f"""
+            INSERT INTO {s}.scan_reports (id, trigger, instance_id, lease_token, status, expires_at,
+                                          observed_total, in_use_count, owned_stale_count, unowned_count)
+            VALUES ($1, $2, $3, $4, 'complete', now() + interval '15 minutes', $5, $6, $7, $8)
+            RETURNING created_at, expires_at
+            """,
+            scan_id,
+            trigger,
+            instance_id,
+            lease_token,
+            classification.observed_total,
+            counts[PathClass.IN_USE],
+            counts[PathClass.OWNED_STALE],
+            counts[PathClass.UNOWNED],
+        )
+        stale = sorted(classification.owned_stale.items())
+        unowned = sorted(classification.unowned)
+        await conn.execute(
+            f"""
+            INSERT INTO {s}.scan_findings (scan_id, path_name, path_class, device_id)
+            SELECT $1, f.path_name, f.path_class, f.device_id
+              FROM unnest($2::text[], $3::text[], $4::uuid[]) AS f(path_name, path_class, device_id)
+            """,
+            scan_id,
+            [name for name, _ in stale] + unowned,
+            [PathClass.OWNED_STALE.value] * len(stale) + [PathClass.UNOWNED.value] * len(unowned),
+            [device for _, device in stale] + [None] * len(unowned),
+        )
+        assert row is not None
+        return row["created_at"], row["expires_at"]
+
+    async def insert_failed(
+        self,
+        conn: DbConnection,
+        scan_id: uuid.UUID,
+        *,
+        trigger: str,
+        instance_id: str,
+        lease_token: uuid.UUID,
+        error_code: str,
+    ) -> datetime:
+        created_at: datetime = await conn.fetchval(
+            f"""
+            INSERT INTO {self._s}.scan_reports (id, trigger, instance_id, lease_token, status, error_code,
+                                                expires_at)
+            VALUES ($1, $2, $3, $4, 'failed', $5, now() + interval '15 minutes')
+            RETURNING created_at
+            """,
+            scan_id,
+            trigger,
+            instance_id,
+            lease_token,
+            error_code,
+        )
+        return created_at
+
+    async def load(self, conn: DbConnection, scan_id: uuid.UUID) -> StoredReport | None:
+        s = self._s
+        row = await conn.fetchrow(
+            f"""
+            SELECT id, trigger, status, error_code, created_at, expires_at, observed_total, in_use_count,
+                   owned_stale_count, unowned_count,
+                   floor(extract(epoch FROM (clock_timestamp() - created_at)) * 1000)::bigint AS age_ms
+              FROM {s}.scan_reports WHERE id = $1
+            """,
+            scan_id,
+        )
+        if row is None:
+            return None
+        findings = await conn.fetch(
+            f"SELECT path_name, path_class, device_id FROM {s}.scan_findings WHERE scan_id = $1 "
+            "ORDER BY path_name",
+            scan_id,
+        )
+        return StoredReport(
+            scan_id=row["id"],
+            trigger=row["trigger"],
+            status=row["status"],
+            error_code=row["error_code"],
+            created_at=row["created_at"],
+            expires_at=row["expires_at"],
+            age_ms=int(row["age_ms"]),
+            observed_total=row["observed_total"],
+            in_use_count=row["in_use_count"],
+            owned_stale_count=row["owned_stale_count"],
+            unowned_count=row["unowned_count"],
+            candidates={
+                f["path_name"]: f["device_id"] for f in findings if f["path_class"] == PathClass.OWNED_STALE
+            },
+            unowned=[f["path_name"] for f in findings if f["path_class"] == PathClass.UNOWNED],
+        )
+
+    async def report_age_ms(self, conn: DbConnection, scan_id: uuid.UUID) -> int:
+        age: int = await conn.fetchval(
+            f"SELECT floor(extract(epoch FROM (clock_timestamp() - created_at)) * 1000)::bigint "
+            f"FROM {self._s}.scan_reports WHERE id = $1",
+            scan_id,
+        )
+        return int(age)
+
+    async def prune(self, conn: DbConnection, *, older_than_hours: int, limit: int = 1000) -> int:
+        """Delete old reports no apply ever used (their findings go with them)."""
+        status = await conn.execute(
+            f"""
+            DELETE FROM {self._s}.scan_reports r
+             WHERE r.id IN (SELECT id FROM {self._s}.scan_reports
+                             WHERE created_at < now() - make_interval(hours => $1)
+                             ORDER BY created_at LIMIT $2)
+               AND NOT EXISTS (SELECT 1 FROM {self._s}.apply_runs a WHERE a.scan_id = r.id)
+            """,
+            older_than_hours,
+            limit,
+        )
+        return int(status.split()[-1])
+
+    # --- apply runs and dispositions -------------------------------------------------------------------
+
+    async def start_apply(
+        self,
+        conn: DbConnection,
+        apply_id: uuid.UUID,
+        *,
+        scan_id: uuid.UUID,
+        actor: str,
+        instance_id: str,
+        report_candidates: int,
+    ) -> None:
+        await conn.execute(
+            f"""
+            INSERT INTO {self._s}.apply_runs (id, scan_id, actor, instance_id, status, report_candidates)
+            VALUES ($1, $2, $3, $4, 'running', $5)
+            ON CONFLICT (id) DO NOTHING
+            """,
+            apply_id,
+            scan_id,
+            actor,
+            instance_id,
+            report_candidates,
+        )
+
+    async def finish_apply(
+        self,
+        conn: DbConnection,
+        apply_id: uuid.UUID,
+        *,
+        status: str,
+        reason_code: str | None,
+        current_total: int | None,
+        current_candidates: int | None,
+        counts: dict[str, int],
+    ) -> None:
+        await conn.execute(
+            f"""
+            UPDATE {self._s}.apply_runs
+               SET status = $2, reason_code = $3, current_total = $4, current_candidates = $5,
+                   deleted_count = $6, absent_count = $7, skipped_count = $8, failed_count = $9,
+                   finished_at = now()
+             WHERE id = $1
+            """,
+            apply_id,
+            status,
+            reason_code,
+            current_total,
+            current_candidates,
+            counts.get("deleted", 0),
+            counts.get("already_absent", 0),
+            counts.get("skipped_not_stale", 0),
+            counts.get("failed", 0),
+        )
+
+    async def dispositions(self, conn: DbConnection, scan_id: uuid.UUID) -> dict[str, Disposition]:
+        rows = await conn.fetch(
+            f"SELECT path_name, outcome, error_code, attempts FROM {self._s}.dispositions WHERE scan_id = $1",
+            scan_id,
+        )
+        return {
+            r["path_name"]: Disposition(r["path_name"], r["outcome"], r["error_code"], r["attempts"])
+            for r in rows
+        }
+
+    async def record_disposition(
+        self,
+        conn: DbConnection,
+        *,
+        scan_id: uuid.UUID,
+        path_name: str,
+        outcome: str,
+        error_code: str | None,
+        actor: str,
+        apply_id: uuid.UUID,
+    ) -> None:
+        """Insert or update the path's disposition; a final one is never rewritten (the DB enforces it)."""
+        await conn.execute(
+            f"""
+            INSERT INTO {self._s}.dispositions AS d (scan_id, path_name, outcome, error_code, actor, apply_id)
+            VALUES ($1, $2, $3, $4, $5, $6)
+            ON CONFLICT (scan_id, path_name) DO UPDATE
+               SET outcome = excluded.outcome, error_code = excluded.error_code, actor = excluded.actor,
+                   apply_id = excluded.apply_id, last_attempt_at = now(),
+                   attempts = d.attempts + CASE WHEN d.apply_id = excluded.apply_id THEN 0 ELSE 1 END
+             WHERE d.outcome NOT IN ('deleted', 'already_absent')
+            """,
+            scan_id,
+            path_name,
+            outcome,
+            error_code,
+            actor,
+            apply_id,
+        )
+
+    async def totals(self, conn: DbConnection) -> dict[str, int]:
+        """Monotonic totals over every apply run: blocked runs, deleted paths, failed deletes."""
+        row = await conn.fetchrow(
+            f"""
+            SELECT count(*) FILTER (WHERE status = 'blocked') AS blocked,
+                   coalesce(sum(deleted_count), 0) AS deleted,
+                   coalesce(sum(failed_count), 0) AS failed
+              FROM {self._s}.apply_runs
+            """
+        )
+        assert row is not None
+        return {"blocked": int(row["blocked"]), "deleted": int(row["deleted"]), "failed": int(row["failed"])}
+
+    async def last_complete_counts(self, conn: DbConnection) -> dict[str, int] | None:
+        row = await conn.fetchrow(
+            f"""
+            SELECT observed_total, in_use_count, owned_stale_count, unowned_count FROM {self._s}.scan_reports
+             WHERE status = 'complete' ORDER BY created_at DESC LIMIT 1
+            """
+        )
+        if row is None:
+            return None
+        return {
+            "observed": row["observed_total"],
+            "in_use": row["in_use_count"],
+            "owned_stale": row["owned_stale_count"],
+            "unowned": row["unowned_count"],
+        }

@@ -1,0 +1,52 @@
+"""Operator input of `sense-orphan apply`, validated before anything is read or deleted.
+
+The confirmation text is derived from the report (scan id and candidate count), so it can only be typed
+for the report the operator actually read. Validation errors carry a stable code, never the input.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from orphan_scanner.domain import limits
+
+ACTOR_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:@-]{{0,{limits.ACTOR_MAX_CHARS - 1}}}")
+
+
+class InvalidInput(Exception):
+    """code: invalid_actor | invalid_scan_id | invalid_confirmation."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+        self.code = f"invalid_{field}"
+        super().__init__(self.code)
+
+
+def validate_actor(value: str) -> str:
+    if ACTOR_PATTERN.fullmatch(value) is None:
+        raise InvalidInput("actor")
+    return value
+
+
+def parse_scan_id(value: str) -> uuid.UUID:
+    """A scan id is the canonical lower-case text of a UUID, exactly as the report printed it."""
+    try:
+        scan_id = uuid.UUID(value)
+    except ValueError:
+        raise InvalidInput("scan_id") from None
+    if str(scan_id) != value:
+        raise InvalidInput("scan_id")
+    return scan_id
+
+
+def validate_confirmation(value: str) -> str:
+    if not value or len(value) > limits.CONFIRMATION_MAX_CHARS or not value.isprintable():
+        raise InvalidInput("confirmation")
+    return value
+
+
+def confirmation_text(scan_id: uuid.UUID, report_candidates: int) -> str:
+    """The exact text `apply --confirm` must repeat for this report."""
+    noun = "path" if report_candidates == 1 else "paths"
+    return f"delete {report_candidates} owned_stale {noun} of scan {scan_id}"

@@ -1,0 +1,212 @@
+"""`sense-orphan`: the operator's orphan commands. JSON on stdout, logs (redacted JSON) on stderr.
+
+    sense-orphan report
+    sense-orphan apply --scan-id ID --actor NAME --confirm "<exact text shown by report>"
+
+Exit codes: 0 done; 1 scan failed (MediaMTX enumeration, lost lease) or nothing usable; 2 invalid input
+or configuration; 3 refused (unknown or failed scan id, another apply running, database not ready);
+4 blocked by the safety gate (nothing deleted); 5 partial (some deletes failed: re-run apply to retry them).
+There is no force flag, no environment variable and no other route around the gate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+
+from orphan_scanner.domain import limits
+from orphan_scanner.domain.classify import PathClass
+from orphan_scanner.domain.gate import GateInput, check_gate
+from orphan_scanner.domain.inputs import (
+    InvalidInput,
+    confirmation_text,
+    parse_scan_id,
+    validate_actor,
+    validate_confirmation,
+)
+from orphan_scanner.entrypoints.main import SPEC
+from orphan_scanner.entrypoints.wiring import build
+from orphan_scanner.service_layer.apply import ApplyRefused, ApplyResult, ApplyStatus
+from orphan_scanner.service_layer.metrics import ScanTrigger
+from orphan_scanner.service_layer.scanner import ScanError, ScanReport
+from orphan_scanner.settings import OrphanScannerSettings
+from yovision_platform.errors import ConfigError, PlatformError
+from yovision_platform.logging import configure_logging
+from yovision_platform.service import checked_pool
+from yovision_platform.settings import load_settings
+
+PROG = "sense-orphan"
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INVALID = 2
+EXIT_REFUSED = 3
+EXIT_BLOCKED = 4
+EXIT_PARTIAL = 5
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Report MediaMTX paths no Sense device claims, and remove the safe ones through a gate.",
+        epilog="Settings: the orphan-scanner service's ORPHAN_* environment. Output: JSON on stdout.",
+        allow_abbrev=False,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{report,apply}")
+    commands.add_parser(
+        "report",
+        help="scan now (read-only) and print a redacted summary with a scan id valid for 15 minutes",
+        description="Scan MediaMTX now under the scan lease, classify every path in_use / owned_stale / "
+        "unowned, store the report and print it. Deletes nothing.",
+    )
+    apply = commands.add_parser(
+        "apply",
+        allow_abbrev=False,
+        help="delete a report's owned_stale paths that are still stale, if the safety gate allows",
+        description="Re-enumerate MediaMTX, bring the ownership projection up to Kafka's end offsets, "
+        "re-classify and delete, one by one, the report's candidates that are still owned_stale. Gate: "
+        "1..128 candidates, at most 10% of the configured paths, report at most 15 minutes old. Any "
+        "failed condition deletes nothing. Re-running with the same scan id is idempotent.",
+    )
+    apply.add_argument("--scan-id", required=True, help="the scan id printed by `report`")
+    apply.add_argument(
+        "--actor", required=True, help="who runs this (letters, digits, . _ : @ -; at most 128 characters)"
+    )
+    apply.add_argument("--confirm", required=True, help="the exact confirmation text printed by `report`")
+    return parser
+
+
+def _emit(document: dict[str, Any]) -> None:
+    print(json.dumps(document, indent=2, sort_keys=False))
+
+
+def report_document(report: ScanReport) -> dict[str, Any]:
+    classification = report.classification
+    candidates = list(classification.owned_stale)
+    unowned = sorted(classification.unowned)
+    counts = classification.counts()
+    preview = check_gate(
+        GateInput(
+            report_candidates=set(candidates),
+            current_candidates=set(candidates),
+            current_total=classification.observed_total,
+            report_age_ms=0,
+        )
+    )
+    confirm = confirmation_text(report.scan_id, len(candidates))
+    return {
+        "scan_id": str(report.scan_id),
+        "status": "complete",
+        "created_at": report.created_at.isoformat(),
+        "expires_at": report.expires_at.isoformat(),
+        "valid_for_seconds": limits.REPORT_VALIDITY_MS // 1000,
+        "counts": {
+            "observed": classification.observed_total,
+            "in_use": counts[PathClass.IN_USE],
+            "owned_stale": counts[PathClass.OWNED_STALE],
+            "unowned": counts[PathClass.UNOWNED],
+        },
+        "candidates": candidates,
+        "unowned": unowned[: limits.REPORT_UNOWNED_NAMES_SHOWN_MAX],
+        "unowned_truncated": len(unowned) > limits.REPORT_UNOWNED_NAMES_SHOWN_MAX,
+        "gate_preview": {"allowed": preview is None, "reason_code": preview.value if preview else None},
+        "confirm": confirm,
+        "apply": f"{PROG} apply --scan-id {report.scan_id} --actor <your-name> --confirm '{confirm}'",
+    }
+
+
+def apply_document(result: ApplyResult) -> dict[str, Any]:
+    return {
+        "apply_id": str(result.apply_id),
+        "scan_id": str(result.scan_id),
+        "status": result.status.value,
+        "reason_code": result.reason_code.value if result.reason_code else None,
+        "deleted_nothing": result.status is ApplyStatus.BLOCKED,
+        "report_candidates": result.report_candidates,
+        "current_total": result.current_total,
+        "current_candidates": result.current_candidates,
+        "counts": result.counts(),
+        "items": [
+            {"path_name": i.path_name, "outcome": i.outcome, "error_code": i.error_code, "earlier": i.earlier}
+            for i in result.items
+        ],
+    }
+
+
+APPLY_EXIT = {
+    ApplyStatus.COMPLETED: EXIT_OK,
+    ApplyStatus.PARTIAL: EXIT_PARTIAL,
+    ApplyStatus.BLOCKED: EXIT_BLOCKED,
+}
+
+
+async def _run(
+    args: argparse.Namespace, settings: OrphanScannerSettings, apply_input: tuple[uuid.UUID, str, str] | None
+) -> int:
+    async with checked_pool(SPEC, settings, application=PROG) as (pool, plan):
+        components = build(pool, plan.schema, settings, client_id=f"{PROG}-{settings.instance_id}")
+        try:
+            if apply_input is None:
+                try:
+                    report = await components.scanner.scan(ScanTrigger.MANUAL)
+                except ScanError as exc:
+                    _emit({"status": "failed", "error_code": exc.code})
+                    return EXIT_REFUSED if exc.code == "scan_lease_busy" else EXIT_FAILED
+                assert report is not None
+                _emit(report_document(report))
+                return EXIT_OK
+            scan_id, actor, confirm = apply_input
+            try:
+                result = await components.apply.apply(scan_id, actor=actor, confirmation=confirm)
+            except ApplyRefused as exc:
+                _emit({"status": "refused", "error_code": exc.code, "deleted_nothing": True})
+                return EXIT_REFUSED
+            _emit(apply_document(result))
+            return APPLY_EXIT[result.status]
+        finally:
+            await components.mediamtx.aclose()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    apply_input: tuple[uuid.UUID, str, str] | None = None
+    if args.command == "apply":
+        try:
+            apply_input = (
+                parse_scan_id(args.scan_id),
+                validate_actor(args.actor),
+                validate_confirmation(args.confirm),
+            )
+        except InvalidInput as exc:
+            _emit({"status": "invalid", "error_code": exc.code, "deleted_nothing": True})
+            return EXIT_INVALID
+    try:
+        settings = load_settings(OrphanScannerSettings)
+    except ConfigError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    configure_logging(PROG, settings.instance_id, settings.log_level, stream=sys.stderr)
+    try:
+        return asyncio.run(_run(args, settings, apply_input))
+    except ConfigError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except PlatformError as exc:  # preflight: outdated schema, unsafe role
+        _emit({"status": "refused", "error_code": exc.code, "deleted_nothing": True})
+        return EXIT_REFUSED
+    except asyncpg.PostgresError as exc:  # only the SQLSTATE: server messages may name roles or objects
+        _emit({"status": "refused", "error_code": f"database_error_{exc.sqlstate}", "deleted_nothing": True})
+        return EXIT_REFUSED
+    except (OSError, asyncpg.InterfaceError):
+        _emit({"status": "refused", "error_code": "database_unavailable", "deleted_nothing": True})
+        return EXIT_REFUSED
+
+
+def console_main() -> None:
+    sys.exit(main())

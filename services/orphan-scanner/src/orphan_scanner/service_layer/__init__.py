@@ -1,0 +1,1 @@
+"""Use cases of orphan-scanner: projection, scan, apply, metrics."""

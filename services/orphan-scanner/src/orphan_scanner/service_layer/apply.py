@@ -1,0 +1,359 @@
+"""`apply`: delete, one by one, the report's candidates that are still owned_stale -- or nothing at all.
+
+Order of work (every refusal before the gate deletes nothing and says why with a stable code):
+ 1. input is validated by the caller (actor, scan id, confirmation syntax);
+ 2. one apply at a time (a session advisory lock; a crashed apply releases it with its connection);
+ 3. the report must exist and be usable; the confirmation must equal the report's text exactly;
+ 4. the ownership projection must reach the Kafka end offsets within a bounded wait;
+ 5. MediaMTX is enumerated again and every path re-classified; an earlier `attempting` record whose path is
+    gone is completed as `deleted` (recording a past delete, before and whatever the gate decides);
+ 6. current candidates = report candidates, minus paths already finally disposed, that are still owned_stale
+    (the target set can only shrink); the gate (domain.gate) is checked on them;
+ 7. each candidate: re-check the claim, record `attempting`, DELETE exactly that name, record the outcome and
+    a PathDisposed event in one transaction. `attempting` survives a crash, so a re-run knows the delete was
+    sent: a path then found absent is recorded `deleted` (step 5), never lost.
+A blocked run is recorded (apply_runs) with an ApplyBlocked event. Re-running is idempotent: final outcomes
+(deleted, already_absent) are kept and never redone; failed and skipped paths are re-evaluated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import logging
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import asyncpg
+
+from orphan_scanner.adapters.projection_store import ProjectionStore
+from orphan_scanner.adapters.report_store import ReportStore, StoredReport
+from orphan_scanner.domain import limits
+from orphan_scanner.domain.classify import Classification, classify
+from orphan_scanner.domain.gate import BlockReason, GateInput, check_gate, report_expired
+from orphan_scanner.domain.inputs import confirmation_text
+from orphan_scanner.service_layer.catch_up import ProjectionCatchUp
+from orphan_scanner.service_layer.events import OrphanEvents
+from yovision_platform.db import DbConnection
+from yovision_platform.errors import PlatformError
+from yovision_platform.mediamtx import MediaMtxApi, MediaMtxError
+
+log = logging.getLogger(__name__)
+
+
+class ApplyRefused(PlatformError):
+    """Refused before any gate: scan_not_found | scan_not_usable | apply_in_progress."""
+
+
+class Outcome(enum.StrEnum):
+    ATTEMPTING = "attempting"
+    DELETED = "deleted"
+    ALREADY_ABSENT = "already_absent"
+    FAILED = "failed"
+    SKIPPED_NOT_STALE = "skipped_not_stale"
+
+
+class ApplyStatus(enum.StrEnum):
+    COMPLETED = "completed"
+    PARTIAL = "partial"
+    BLOCKED = "blocked"
+
+
+@dataclass(frozen=True)
+class ItemOutcome:
+    path_name: str
+    outcome: str
+    error_code: str | None = None
+    # True when recorded by an earlier apply of the same scan (reported, not redone)
+    earlier: bool = False
+
+
+@dataclass
+class ApplyResult:
+    apply_id: uuid.UUID
+    scan_id: uuid.UUID
+    status: ApplyStatus
+    reason_code: BlockReason | None = None
+    report_candidates: int = 0
+    current_total: int | None = None
+    current_candidates: int | None = None
+    items: list[ItemOutcome] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return dict(Counter(i.outcome for i in self.items if not i.earlier))
+
+
+class ApplyService:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        reports: ReportStore,
+        projection: ProjectionStore,
+        events: OrphanEvents,
+        mediamtx: MediaMtxApi,
+        catch_up: ProjectionCatchUp,
+        *,
+        instance_id: str,
+        catch_up_timeout_seconds: float = limits.CATCH_UP_TIMEOUT_SECONDS_DEFAULT,
+    ) -> None:
+        self._pool = pool
+        self._reports = reports
+        self._projection = projection
+        self._events = events
+        self._mediamtx = mediamtx
+        self._catch_up = catch_up
+        self._instance_id = instance_id
+        self._catch_up_timeout = catch_up_timeout_seconds
+        self._lock_key = f"orphan-apply:{reports.schema}"
+
+    async def apply(self, scan_id: uuid.UUID, *, actor: str, confirmation: str) -> ApplyResult:
+        """`actor` and `confirmation` must already be validated for shape (domain.inputs)."""
+        async with self._exclusive():
+            async with self._pool.acquire() as conn:
+                report = await self._reports.load(conn, scan_id)
+                earlier = await self._reports.dispositions(conn, scan_id)
+            if report is None:
+                raise ApplyRefused("scan_not_found", "no report has this scan id")
+            if report.status != "complete":
+                raise ApplyRefused("scan_not_usable", "the scan failed; run a new report")
+            result = ApplyResult(
+                uuid.uuid4(), scan_id, ApplyStatus.BLOCKED, report_candidates=len(report.candidates)
+            )
+            if confirmation != confirmation_text(scan_id, len(report.candidates)):
+                return await self._block(result, actor, BlockReason.CONFIRMATION_MISMATCH)
+            if report_expired(report.age_ms):
+                return await self._block(result, actor, BlockReason.REPORT_EXPIRED)
+            pending = {p for p in report.candidates if not (p in earlier and earlier[p].final)}
+            result.items = [
+                ItemOutcome(p, d.outcome, d.error_code, earlier=True)
+                for p, d in sorted(earlier.items())
+                if d.final
+            ]
+            if report.candidates and not pending:
+                result.status = ApplyStatus.COMPLETED
+                await self._record_noop(result, actor)
+                return result
+            return await self._apply_pending(
+                result,
+                report,
+                pending,
+                earlier_attempting={p for p, d in earlier.items() if d.outcome == Outcome.ATTEMPTING},
+                actor=actor,
+            )
+
+    async def _apply_pending(
+        self,
+        result: ApplyResult,
+        report: StoredReport,
+        pending: set[str],
+        *,
+        earlier_attempting: set[str],
+        actor: str,
+    ) -> ApplyResult:
+        lagging = await self._catch_up.wait(self._catch_up_timeout)
+        if lagging is not None:
+            return await self._block(result, actor, lagging)
+        try:
+            names = await self._mediamtx.list_path_names()
+        except MediaMtxError as exc:
+            log.warning("apply: MediaMTX enumeration failed", extra={"error_code": exc.code})
+            return await self._block(result, actor, BlockReason.ENUMERATION_FAILED)
+        async with self._pool.acquire() as conn:
+            await self._reports.start_apply(
+                conn,
+                result.apply_id,
+                scan_id=report.scan_id,
+                actor=actor,
+                instance_id=self._instance_id,
+                report_candidates=len(report.candidates),
+            )
+        observed = set(names)
+        # Recovery, not a deletion: an earlier run sent this DELETE and stopped before recording the result.
+        for path in sorted(earlier_attempting - observed):
+            await self._record(result, report, path, Outcome.DELETED, None, actor)
+            pending.discard(path)
+        if report.candidates and not pending:
+            result.status = ApplyStatus.COMPLETED
+            await self._finish(result)
+            return result
+        async with self._pool.acquire() as conn:
+            current = await self._classify(conn, names)
+            age_ms = await self._reports.report_age_ms(conn, report.scan_id)
+        candidates = {p for p in pending if p in current.owned_stale}
+        result.current_total = current.observed_total
+        result.current_candidates = len(candidates)
+        reason = check_gate(
+            GateInput(
+                report_candidates=set(report.candidates),
+                current_candidates=candidates,
+                current_total=current.observed_total,
+                report_age_ms=age_ms,
+            )
+        )
+        if reason is not None:
+            return await self._block(result, actor, reason)
+        for path in sorted(pending - candidates):
+            # gone from MediaMTX (removed by someone else), or claimed again by an enabled device
+            outcome = Outcome.ALREADY_ABSENT if path not in observed else Outcome.SKIPPED_NOT_STALE
+            await self._record(result, report, path, outcome, None, actor)
+        for path in sorted(candidates):
+            await self._delete_one(result, report, path, actor)
+        counts = result.counts()
+        result.status = ApplyStatus.PARTIAL if counts.get(Outcome.FAILED, 0) else ApplyStatus.COMPLETED
+        await self._finish(result)
+        log.info(
+            "apply finished", extra={"scan_id": str(report.scan_id), "status": result.status.value, **counts}
+        )
+        return result
+
+    async def _finish(self, result: ApplyResult) -> None:
+        async with self._pool.acquire() as conn:
+            await self._reports.finish_apply(
+                conn,
+                result.apply_id,
+                status=result.status.value,
+                reason_code=None,
+                current_total=result.current_total,
+                current_candidates=result.current_candidates,
+                counts=result.counts(),
+            )
+
+    async def _delete_one(self, result: ApplyResult, report: StoredReport, path: str, actor: str) -> None:
+        async with self._pool.acquire() as conn:
+            if await self._projection.claimed_names(conn, [path]):
+                await self._record(result, report, path, Outcome.SKIPPED_NOT_STALE, None, actor, conn=conn)
+                return
+            await self._reports.record_disposition(
+                conn,
+                scan_id=report.scan_id,
+                path_name=path,
+                outcome=Outcome.ATTEMPTING,
+                error_code=None,
+                actor=actor,
+                apply_id=result.apply_id,
+            )
+        try:
+            existed = await self._mediamtx.delete_path(path)
+        except MediaMtxError as exc:
+            log.warning("apply: delete failed", extra={"error_code": exc.code})
+            await self._record(result, report, path, Outcome.FAILED, exc.code, actor)
+            return
+        await self._record(
+            result, report, path, Outcome.DELETED if existed else Outcome.ALREADY_ABSENT, None, actor
+        )
+
+    async def _record(
+        self,
+        result: ApplyResult,
+        report: StoredReport,
+        path: str,
+        outcome: Outcome,
+        error_code: str | None,
+        actor: str,
+        *,
+        conn: DbConnection | None = None,
+    ) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            if conn is None:
+                conn = await stack.enter_async_context(self._pool.acquire())
+            await stack.enter_async_context(conn.transaction())
+            await self._reports.record_disposition(
+                conn,
+                scan_id=report.scan_id,
+                path_name=path,
+                outcome=outcome.value,
+                error_code=error_code,
+                actor=actor,
+                apply_id=result.apply_id,
+            )
+            device = report.candidates.get(path)
+            await self._events.publish(
+                conn,
+                "PathDisposed",
+                report.scan_id,
+                {
+                    "path_name": path,
+                    "device_id": str(device) if device else None,
+                    "actor": actor,
+                    "outcome": outcome.value,
+                    "error_code": error_code,
+                },
+                correlation_id=result.apply_id,
+            )
+        result.items.append(ItemOutcome(path, outcome.value, error_code))
+
+    async def _block(self, result: ApplyResult, actor: str, reason: BlockReason) -> ApplyResult:
+        result.status = ApplyStatus.BLOCKED
+        result.reason_code = reason
+        async with self._pool.acquire() as conn, conn.transaction():
+            await self._reports.start_apply(
+                conn,
+                result.apply_id,
+                scan_id=result.scan_id,
+                actor=actor,
+                instance_id=self._instance_id,
+                report_candidates=result.report_candidates,
+            )
+            await self._reports.finish_apply(
+                conn,
+                result.apply_id,
+                status=ApplyStatus.BLOCKED.value,
+                reason_code=reason.value,
+                current_total=result.current_total,
+                current_candidates=result.current_candidates,
+                counts={},
+            )
+            await self._events.publish(
+                conn,
+                "ApplyBlocked",
+                result.scan_id,
+                {
+                    "apply_id": str(result.apply_id),
+                    "actor": actor,
+                    "reason_code": reason.value,
+                    "current_total": result.current_total,
+                    "report_candidates": result.report_candidates,
+                    "current_candidates": result.current_candidates,
+                },
+                correlation_id=result.apply_id,
+            )
+        log.warning("apply blocked; nothing deleted", extra={"error_code": reason.value})
+        return result
+
+    async def _record_noop(self, result: ApplyResult, actor: str) -> None:
+        async with self._pool.acquire() as conn, conn.transaction():
+            await self._reports.start_apply(
+                conn,
+                result.apply_id,
+                scan_id=result.scan_id,
+                actor=actor,
+                instance_id=self._instance_id,
+                report_candidates=result.report_candidates,
+            )
+            await self._reports.finish_apply(
+                conn,
+                result.apply_id,
+                status=ApplyStatus.COMPLETED.value,
+                reason_code=None,
+                current_total=None,
+                current_candidates=0,
+                counts={},
+            )
+
+    async def _classify(self, conn: DbConnection, names: list[str]) -> Classification:
+        claimed = await self._projection.claimed_names(conn, names)
+        owners = await self._projection.last_owners(conn, names)
+        return classify(names, claimed, owners)
+
+    @contextlib.asynccontextmanager
+    async def _exclusive(self) -> AsyncIterator[None]:
+        async with self._pool.acquire() as conn:
+            got = await conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", self._lock_key)
+            if not got:
+                raise ApplyRefused("apply_in_progress", "another apply is running")
+            try:
+                yield
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", self._lock_key)

@@ -1,0 +1,55 @@
+"""Has the ownership projection applied everything Sense published? Compare the topics' end offsets (taken
+now) with the positions the projection committed together with its effects; wait a bounded time."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+
+import asyncpg
+from aiokafka.errors import KafkaError
+
+from orphan_scanner.domain.gate import BlockReason
+from yovision_platform.consumer import stored_positions
+from yovision_platform.db import Identifier
+from yovision_platform.kafka import TopicUnavailable, fetch_end_offsets
+
+CATCH_UP_POLL_SECONDS = 0.25
+
+
+class ProjectionCatchUp:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        schema: Identifier,
+        *,
+        bootstrap: str,
+        topics: Sequence[str],
+        consumer_group: str,
+        client_id: str,
+    ) -> None:
+        self._pool = pool
+        self._schema = schema
+        self._bootstrap = bootstrap
+        self._topics = tuple(topics)
+        self._group = consumer_group
+        self._client_id = client_id
+
+    async def wait(self, timeout_seconds: float) -> BlockReason | None:
+        """None once every partition's stored position reaches its end offset; else the block reason."""
+        deadline = time.monotonic() + timeout_seconds
+        try:
+            ends = await fetch_end_offsets(
+                self._bootstrap, self._topics, client_id=self._client_id, timeout_seconds=timeout_seconds
+            )
+        except (TopicUnavailable, KafkaError, TimeoutError, OSError):
+            return BlockReason.PROJECTION_UNAVAILABLE
+        while True:
+            async with self._pool.acquire() as conn:
+                positions = await stored_positions(conn, self._schema, self._group)
+            if all(positions.get(tp, 0) >= end for tp, end in ends.items()):
+                return None
+            if time.monotonic() >= deadline:
+                return BlockReason.PROJECTION_LAGGING
+            await asyncio.sleep(CATCH_UP_POLL_SECONDS)

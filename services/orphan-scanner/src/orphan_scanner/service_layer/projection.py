@@ -1,0 +1,82 @@
+"""The ownership projection: Sense's device and path-ownership events into `device_claims` and
+`path_ownership`, as the handler of the platform's IdempotentConsumer (same transaction as the
+processed_events row and the partition position, so `consumer_positions` says how far the projection is).
+
+Only Sense's own events are accepted; any other type or source is dead-lettered with a stable code rather
+than ignored, so a new Sense event type cannot silently bypass the projection.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from orphan_scanner.adapters.projection_store import DeviceClaim, OwnershipEvidence, ProjectionStore
+from yovision_platform.consumer import EventRejected, InboundEvent
+from yovision_platform.db import DbConnection
+
+SOURCE_SYSTEM_SENSE = "sense"
+DEVICE_EVENT_TYPES = frozenset({"DeviceRegistered", "DeviceConfigChanged", "DeviceDesiredStateChanged"})
+OWNERSHIP_EVENT_TYPE = "PathOwnershipRecorded"
+DESIRED_STATES = frozenset({"enabled", "disabled"})
+
+
+class ProjectionHandler:
+    def __init__(self, store: ProjectionStore) -> None:
+        self._store = store
+
+    async def handle(self, conn: DbConnection, event: InboundEvent) -> None:
+        if event.source_system != SOURCE_SYSTEM_SENSE:
+            raise EventRejected("unexpected_source_system")
+        record = event.record
+        if event.event_type in DEVICE_EVENT_TYPES:
+            await self._store.apply_claim(conn, device_claim(event.event_id, record))
+        elif event.event_type == OWNERSHIP_EVENT_TYPE:
+            await self._store.record_ownership(conn, ownership_evidence(record))
+        else:
+            raise EventRejected("unsupported_event_type")
+
+
+def device_claim(event_id: uuid.UUID, record: Mapping[str, Any]) -> DeviceClaim:
+    desired_state = record["desired_state"]
+    if desired_state not in DESIRED_STATES:
+        raise EventRejected("invalid_field")
+    return DeviceClaim(
+        device_id=_uuid(record["device_id"]),
+        tenant_id=record["tenant_id"],
+        site_id=record["site_id"],
+        path_name=record["path_name"],
+        desired_state=desired_state,
+        config_version=int(record["config_version"]),
+        event_id=event_id,
+        occurred_at=_timestamp(record["envelope"]["occurred_at"]),
+    )
+
+
+def ownership_evidence(record: Mapping[str, Any]) -> OwnershipEvidence:
+    first, last = _timestamp(record["first_seen_at"]), _timestamp(record["last_seen_at"])
+    if last < first:
+        raise EventRejected("invalid_field")
+    return OwnershipEvidence(
+        path_name=record["path_name"],
+        device_id=_uuid(record["device_id"]),
+        tenant_id=record["tenant_id"],
+        site_id=record["site_id"],
+        first_seen_at=first,
+        last_seen_at=last,
+    )
+
+
+def _uuid(value: object) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise EventRejected("invalid_field") from None
+
+
+def _timestamp(value: object) -> datetime:
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise EventRejected("invalid_field")
+    return value

@@ -1,0 +1,226 @@
+"""The read-only scan: a singleton under a DB lease with a fencing token.
+
+One scan: claim the `scanner` lease (periodic: only when `next_scan_at` is due; manual: whenever the lease
+is free) -> enumerate MediaMTX (all pages under one deadline shorter than the lease) -> in ONE transaction:
+fenced update of the lease (still ours? then it is locked until commit and released by it), read the
+projection, classify, insert the report, its findings and the ScanReported event. A lost lease rolls all of
+it back: no usable report. A failed enumeration records a `failed` report, which apply refuses. Never deletes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import asyncpg
+
+from orphan_scanner.adapters.projection_store import ProjectionStore
+from orphan_scanner.adapters.report_store import SCANNER_LEASE_ID, ReportStore
+from orphan_scanner.domain import limits
+from orphan_scanner.domain.classify import Classification, PathClass, classify
+from orphan_scanner.service_layer.events import OrphanEvents
+from orphan_scanner.service_layer.metrics import OrphanMetrics, ScanResult, ScanTrigger
+from yovision_platform.db import DbConnection
+from yovision_platform.errors import LeaseLost, PlatformError
+from yovision_platform.leases import Lease
+from yovision_platform.mediamtx import MediaMtxApi, MediaMtxError
+
+log = logging.getLogger(__name__)
+
+MANUAL_SCAN_POLL_SECONDS = 0.5
+
+
+class ScanError(PlatformError):
+    """code: scan_lease_busy | mediamtx_* (enumeration failed) | lease_lost."""
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    scan_id: uuid.UUID
+    created_at: datetime
+    expires_at: datetime
+    classification: Classification
+
+
+class Scanner:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        reports: ReportStore,
+        projection: ProjectionStore,
+        events: OrphanEvents,
+        mediamtx: MediaMtxApi,
+        metrics: OrphanMetrics | None,
+        *,
+        owner: str,
+        lease_seconds: float = limits.SCAN_LEASE_SECONDS_DEFAULT,
+        interval_seconds: float = limits.SCAN_INTERVAL_SECONDS_DEFAULT,
+        retention_hours: int = limits.REPORT_RETENTION_HOURS_DEFAULT,
+    ) -> None:
+        if mediamtx.deadline_seconds >= lease_seconds:
+            raise ValueError("the MediaMTX deadline must be strictly shorter than the scan lease")
+        self._pool = pool
+        self._reports = reports
+        self._projection = projection
+        self._events = events
+        self._mediamtx = mediamtx
+        self._metrics = metrics
+        self._owner = owner
+        self._lease_seconds = lease_seconds
+        self._interval = interval_seconds
+        self._retention_hours = retention_hours
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """The periodic scan: try every few seconds; the lease's `next_scan_at` makes it one per interval
+        across all instances."""
+        poll = min(self._interval, 5.0)
+        while not stop.is_set():
+            with contextlib.suppress(ScanError):  # counted and logged by scan(); the next interval retries
+                await self.scan(ScanTrigger.PERIODIC)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), poll)
+
+    async def scan(self, trigger: ScanTrigger) -> ScanReport | None:
+        """Periodic: None when no scan is due or another instance holds the lease. Manual: waits for a
+        held lease up to lease + deadline, then raises ScanError(scan_lease_busy)."""
+        lease = await self._claim(trigger)
+        if lease is None:
+            return None
+        started = time.monotonic()
+        try:
+            report = await self._scan_under(lease, trigger)
+        finally:
+            if self._metrics is not None:
+                self._metrics.scan_seconds.labels().observe(time.monotonic() - started)
+        if trigger is ScanTrigger.PERIODIC:
+            async with self._pool.acquire() as conn:
+                await self._reports.prune(conn, older_than_hours=self._retention_hours)
+        return report
+
+    async def _claim(self, trigger: ScanTrigger) -> Lease | None:
+        due = "id = $4" if trigger is ScanTrigger.MANUAL else "id = $4 AND next_scan_at <= now()"
+        deadline = time.monotonic() + self._lease_seconds + self._mediamtx.deadline_seconds
+        while True:
+            async with self._pool.acquire() as conn:
+                rows = await self._reports.leases.claim(
+                    conn,
+                    self._owner,
+                    lease_seconds=self._lease_seconds,
+                    limit=1,
+                    due_condition=due,
+                    params=[SCANNER_LEASE_ID],
+                )
+            if rows:
+                return rows[0].lease
+            if trigger is ScanTrigger.PERIODIC:
+                return None
+            if time.monotonic() >= deadline:
+                raise ScanError("scan_lease_busy", "another scan holds the scan lease")
+            await asyncio.sleep(MANUAL_SCAN_POLL_SECONDS)
+
+    async def _scan_under(self, lease: Lease, trigger: ScanTrigger) -> ScanReport:
+        scan_id = uuid.uuid4()
+        try:
+            # The whole enumeration (every page), not each call, must end before the lease can expire.
+            async with asyncio.timeout(self._mediamtx.deadline_seconds):
+                names = await self._mediamtx.list_path_names()
+        except TimeoutError:
+            await self._record_failure(lease, scan_id, trigger, "mediamtx_timeout")
+            raise ScanError("mediamtx_timeout", "MediaMTX enumeration timed out") from None
+        except MediaMtxError as exc:
+            await self._record_failure(lease, scan_id, trigger, exc.code)
+            raise ScanError(exc.code, "MediaMTX enumeration failed") from None
+        try:
+            async with self._pool.acquire() as conn, conn.transaction():
+                created_at, expires_at, classification = await self._write_report(
+                    conn, lease, scan_id, names, trigger
+                )
+        except LeaseLost:
+            self._count(trigger, ScanResult.LEASE_LOST)
+            log.warning("scan lease lost; report discarded", extra={"error_code": "lease_lost"})
+            raise ScanError("lease_lost", "the scan lease was lost; no report") from None
+        self._count(trigger, ScanResult.COMPLETE)
+        if self._metrics is not None:
+            counts = {str(k): v for k, v in classification.counts().items()}
+            self._metrics.set_last_scan({"observed": classification.observed_total, **counts})
+        log.info(
+            "scan complete",
+            extra={
+                "scan_id": str(scan_id),
+                "observed": classification.observed_total,
+                "owned_stale": len(classification.owned_stale),
+                "unowned": len(classification.unowned),
+            },
+        )
+        return ScanReport(scan_id, created_at, expires_at, classification)
+
+    async def _write_report(
+        self,
+        conn: DbConnection,
+        lease: Lease,
+        scan_id: uuid.UUID,
+        names: list[str],
+        trigger: ScanTrigger,
+    ) -> tuple[datetime, datetime, Classification]:
+        # First: the fenced write locks the lease row until commit, so nobody can take it over meanwhile.
+        await self._release(conn, lease)
+        claimed = await self._projection.claimed_names(conn, names)
+        owners = await self._projection.last_owners(conn, names)
+        classification = classify(names, claimed, owners)
+        created_at, expires_at = await self._reports.insert_complete(
+            conn,
+            scan_id,
+            trigger=trigger.value,
+            instance_id=self._owner,
+            lease_token=lease.token,
+            classification=classification,
+        )
+        counts = classification.counts()
+        await self._events.publish(
+            conn,
+            "ScanReported",
+            scan_id,
+            {
+                "instance_id": self._owner,
+                "expires_at": expires_at,
+                "observed_total": classification.observed_total,
+                "in_use_count": counts[PathClass.IN_USE],
+                "owned_stale_count": len(classification.owned_stale),
+                "unowned_count": len(classification.unowned),
+                "owned_stale_path_names": list(classification.owned_stale),
+            },
+        )
+        return created_at, expires_at, classification
+
+    async def _release(self, conn: DbConnection, lease: Lease) -> None:
+        """Fenced: set the next due time and release the lease, or raise LeaseLost."""
+        next_scan_at: datetime = await conn.fetchval("SELECT now()") + timedelta(seconds=self._interval)
+        await self._reports.leases.fenced_update(
+            conn, SCANNER_LEASE_ID, lease, {"next_scan_at": next_scan_at}, release=True
+        )
+
+    async def _record_failure(
+        self, lease: Lease, scan_id: uuid.UUID, trigger: ScanTrigger, code: str
+    ) -> None:
+        self._count(trigger, ScanResult.FAILED)
+        log.warning("scan failed: MediaMTX enumeration", extra={"error_code": code})
+        with contextlib.suppress(LeaseLost):
+            async with self._pool.acquire() as conn, conn.transaction():
+                await self._release(conn, lease)
+                await self._reports.insert_failed(
+                    conn,
+                    scan_id,
+                    trigger=trigger.value,
+                    instance_id=self._owner,
+                    lease_token=lease.token,
+                    error_code=code,
+                )
+
+    def _count(self, trigger: ScanTrigger, result: ScanResult) -> None:
+        if self._metrics is not None:
+            self._metrics.scans.labels(trigger=trigger, result=result).inc()

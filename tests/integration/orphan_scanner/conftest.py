@@ -1,0 +1,246 @@
+"""orphan-scanner on the real stack: a unique `orphan` schema, unique Sense topics, a private MediaMTX.
+
+`Orphan` bundles what a test drives: the service's components built exactly as `serve` and the CLI build
+them, a feed that publishes Sense-shaped events to the test's topics, and the projection worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import asyncpg
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from orphan_scanner.entrypoints.projection_consumer import projection_worker
+from orphan_scanner.entrypoints.wiring import Components, build
+from orphan_scanner.settings import OrphanScannerSettings
+from tests.conftest import (
+    REPO_ROOT,
+    MigratedSchema,
+    Stack,
+    create_topic,
+    delete_topic,
+    migrate_test_schema,
+    private_file,
+    unique_name,
+)
+from tests.integration.orphan_scanner.private_mediamtx import PrivateMediaMtx, private_mediamtx
+from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.db import Identifier
+from yovision_platform.events import build_event
+from yovision_platform.kafka import start_producer
+from yovision_platform.mediamtx import MediaMtxApi
+from yovision_platform.settings import load_settings
+
+MIGRATIONS = REPO_ROOT / "services/orphan-scanner/src/orphan_scanner/migrations"
+TOPIC_PARTITIONS = 3
+
+
+@pytest.fixture
+async def orphan_schema(
+    stack: Stack, admin_conn: asyncpg.Connection, schema_name: Identifier
+) -> MigratedSchema:
+    return await migrate_test_schema(stack, admin_conn, schema_name, MIGRATIONS)
+
+
+@pytest.fixture
+async def orphan_pool(orphan_schema: MigratedSchema) -> AsyncIterator[asyncpg.Pool]:
+    pool = await asyncpg.create_pool(orphan_schema.runtime_dsn, min_size=1, max_size=8)
+    assert pool is not None
+    yield pool
+    await pool.close()
+
+
+@pytest.fixture
+async def mediamtx(tmp_path: Path) -> AsyncIterator[PrivateMediaMtx]:
+    async with private_mediamtx(tmp_path) as server:
+        yield server
+
+
+@pytest.fixture
+async def sense_topics(stack: Stack) -> AsyncIterator[tuple[str, str]]:
+    tag = uuid.uuid4().hex[:10]
+    topics = (f"test.{tag}.device.v1", f"test.{tag}.ownership.v1")
+    for name in topics:
+        await create_topic(stack.kafka_bootstrap, name, partitions=TOPIC_PARTITIONS)
+    yield topics
+    for name in topics:
+        await delete_topic(stack.kafka_bootstrap, name)
+
+
+def orphan_settings(
+    stack: Stack,
+    schema: MigratedSchema,
+    mediamtx_url: str,
+    topics: tuple[str, str],
+    work_dir: Path,
+    **overrides: object,
+) -> OrphanScannerSettings:
+    dsn_file = work_dir / f"{schema.name}-runtime.dsn"
+    if not dsn_file.exists():
+        private_file(dsn_file, schema.runtime_dsn + "\n")
+    values: dict[str, object] = {
+        "database_dsn_file": dsn_file,
+        "kafka_bootstrap": stack.kafka_bootstrap,
+        "mediamtx_api_url": mediamtx_url,
+        "mediamtx_deadline_seconds": 5.0,
+        "scan_lease_seconds": 10.0,
+        "catch_up_timeout_seconds": 15.0,
+        "device_topic": topics[0],
+        "ownership_topic": topics[1],
+        "consumer_group": unique_name("orphan-projection").replace("_", "-"),
+        "outbox_relay_enabled": False,
+    }
+    values.update(overrides)
+    return load_settings(OrphanScannerSettings, **values)
+
+
+class SenseFeed:
+    """Publishes Sense-shaped events (built with Sense's catalogue contracts) to the test's topics; sends are
+    batched, `flush` (called by `Orphan.caught_up`) waits for the broker's acknowledgements."""
+
+    def __init__(self, producer: AIOKafkaProducer, serde: AvroSerde, topics: tuple[str, str]) -> None:
+        self._producer = producer
+        self._serde = serde
+        self._device_topic, self._ownership_topic = topics
+        self._versions: dict[uuid.UUID, int] = {}
+
+    async def device(
+        self, device_id: uuid.UUID, path_name: str, desired_state: str, *, event_type: str | None = None
+    ) -> None:
+        version = self._versions.get(device_id, 0) + 1
+        self._versions[device_id] = version
+        payload: dict[str, object] = {
+            "device_id": str(device_id),
+            "tenant_id": "tenant-a",
+            "site_id": "site-1",
+            "name": f"camera {path_name}",
+            "path_name": path_name,
+            "desired_state": desired_state,
+            "config_version": version,
+        }
+        kind = event_type or ("DeviceRegistered" if version == 1 else "DeviceDesiredStateChanged")
+        if kind == "DeviceDesiredStateChanged":
+            payload["previous_desired_state"] = "disabled" if desired_state == "enabled" else "enabled"
+        event = build_event(self._serde, kind, str(device_id), payload, "sense")
+        await self._producer.send(self._device_topic, event.value, key=event.key)
+
+    async def ownership(self, path_name: str, device_id: uuid.UUID) -> None:
+        now = datetime.now(UTC)
+        payload = {
+            "path_name": path_name,
+            "device_id": str(device_id),
+            "tenant_id": "tenant-a",
+            "site_id": "site-1",
+            "first_seen_at": now,
+            "last_seen_at": now,
+        }
+        event = build_event(self._serde, "PathOwnershipRecorded", path_name, payload, "sense")
+        await self._producer.send(self._ownership_topic, event.value, key=event.key)
+
+    async def flush(self) -> None:
+        """Wait until every event sent so far is acknowledged by the broker."""
+        await self._producer.flush()
+
+    async def stale(self, path_name: str) -> uuid.UUID:
+        """A path Sense owned for a device that is now disabled."""
+        device_id = uuid.uuid4()
+        await self.device(device_id, path_name, "enabled")
+        await self.ownership(path_name, device_id)
+        await self.device(device_id, path_name, "disabled")
+        return device_id
+
+    async def live(self, path_name: str) -> uuid.UUID:
+        """A path of an enabled device that Sense configured."""
+        device_id = uuid.uuid4()
+        await self.device(device_id, path_name, "enabled")
+        await self.ownership(path_name, device_id)
+        return device_id
+
+
+@dataclass
+class Orphan:
+    settings: OrphanScannerSettings
+    schema: MigratedSchema
+    pool: asyncpg.Pool
+    components: Components
+    feed: SenseFeed
+    mediamtx: PrivateMediaMtx
+    _projection: asyncio.Task[None] | None = None
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def start_projection(self) -> None:
+        assert self._projection is None
+        self._stop = asyncio.Event()
+        worker = projection_worker(
+            self.pool,
+            self.schema.name,
+            self.components.serde,
+            bootstrap=self.settings.kafka_bootstrap,
+            topics=self.settings.projection_topics,
+            consumer_group=self.settings.consumer_group,
+            client_id=f"test-{self.settings.instance_id}",
+        )
+        self._projection = asyncio.create_task(worker(self._stop))
+
+    async def stop_projection(self) -> None:
+        if self._projection is not None:
+            self._stop.set()
+            await self._projection
+            self._projection = None
+
+    async def caught_up(self, timeout_seconds: float = 20.0) -> None:
+        await self.feed.flush()
+        reason = await self.components.catch_up.wait(timeout_seconds)
+        assert reason is None, reason
+
+
+@contextlib.asynccontextmanager
+async def orphan_harness(
+    stack: Stack,
+    schema: MigratedSchema,
+    pool: asyncpg.Pool,
+    mediamtx: PrivateMediaMtx,
+    topics: tuple[str, str],
+    work_dir: Path,
+    *,
+    mediamtx_api: MediaMtxApi | None = None,
+    **overrides: object,
+) -> AsyncIterator[Orphan]:
+    settings = orphan_settings(stack, schema, mediamtx.url, topics, work_dir, **overrides)
+    components = build(pool, schema.name, settings, client_id="orphan-test", mediamtx=mediamtx_api)
+    producer = await start_producer(stack.kafka_bootstrap, client_id="orphan-test-feed")
+    feed = SenseFeed(producer, components.serde, topics)
+    orphan = Orphan(settings, schema, pool, components, feed, mediamtx)
+    orphan.start_projection()
+    try:
+        yield orphan
+    finally:
+        await orphan.stop_projection()
+        await producer.stop()
+        await components.mediamtx.aclose()
+
+
+@pytest.fixture
+async def orphan(
+    stack: Stack,
+    orphan_schema: MigratedSchema,
+    orphan_pool: asyncpg.Pool,
+    mediamtx: PrivateMediaMtx,
+    sense_topics: tuple[str, str],
+    tmp_path: Path,
+) -> AsyncIterator[Orphan]:
+    async with orphan_harness(stack, orphan_schema, orphan_pool, mediamtx, sense_topics, tmp_path) as harness:
+        yield harness
+
+
+@pytest.fixture(scope="session")
+def serde() -> AvroSerde:
+    return AvroSerde(SchemaRegistry.load())
