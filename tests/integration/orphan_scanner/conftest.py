@@ -167,13 +167,14 @@ class SenseFeed:
 
 @dataclass
 class Orphan:
+    stack: Stack
     settings: OrphanScannerSettings
     schema: MigratedSchema
     pool: asyncpg.Pool
     components: Components
     feed: SenseFeed
     mediamtx: PrivateMediaMtx
-    _projection: asyncio.Task[None] | None = None
+    _projection: asyncio.Future[None] | None = None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
 
     def start_projection(self) -> None:
@@ -188,7 +189,7 @@ class Orphan:
             consumer_group=self.settings.consumer_group,
             client_id=f"test-{self.settings.instance_id}",
         )
-        self._projection = asyncio.create_task(worker(self._stop))
+        self._projection = asyncio.ensure_future(worker(self._stop))
 
     async def stop_projection(self) -> None:
         if self._projection is not None:
@@ -218,7 +219,7 @@ async def orphan_harness(
     components = build(pool, schema.name, settings, client_id="orphan-test", mediamtx=mediamtx_api)
     producer = await start_producer(stack.kafka_bootstrap, client_id="orphan-test-feed")
     feed = SenseFeed(producer, components.serde, topics)
-    orphan = Orphan(settings, schema, pool, components, feed, mediamtx)
+    orphan = Orphan(stack, settings, schema, pool, components, feed, mediamtx)
     orphan.start_projection()
     try:
         yield orphan

@@ -1,0 +1,192 @@
+"""orphan-scanner and `sense-orphan` as real processes: the installed CLI, exit codes, JSON output, and two
+`serve` processes sharing one scan lease (one report per interval between them)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+
+from tests.conftest import REPO_ROOT, MigratedSchema, Stack, free_port, private_file, unique_name
+from tests.integration.orphan_scanner.conftest import Orphan
+
+SENSE_ORPHAN = REPO_ROOT / ".venv/bin/sense-orphan"
+MODULE = "tests.integration.orphan_scanner.orphan_process"
+
+
+def orphan_env(orphan: Orphan, tmp_path: Path, **extra: str) -> dict[str, str]:
+    dsn_file = private_file(tmp_path / "orphan-runtime.dsn", orphan.schema.runtime_dsn + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORPHAN_")}
+    env.update(
+        {
+            "ORPHAN_TEST_SCHEMA": str(orphan.schema.name),
+            "ORPHAN_DATABASE_DSN_FILE": str(dsn_file),
+            "ORPHAN_KAFKA_BOOTSTRAP": orphan.settings.kafka_bootstrap,
+            "ORPHAN_MEDIAMTX_API_URL": orphan.mediamtx.url,
+            "ORPHAN_DEVICE_TOPIC": orphan.settings.device_topic,
+            "ORPHAN_OWNERSHIP_TOPIC": orphan.settings.ownership_topic,
+            "ORPHAN_CONSUMER_GROUP": orphan.settings.consumer_group,
+            "ORPHAN_OUTBOX_RELAY_ENABLED": "false",
+            **extra,
+        }
+    )
+    return env
+
+
+def run_cli(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
+    done = subprocess.run(
+        [sys.executable, "-m", MODULE, "cli", *args], env=env, cwd=REPO_ROOT, capture_output=True, timeout=120
+    )
+    return done.returncode, json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("args", [["--help"], ["report", "--help"], ["apply", "--help"]])
+def test_the_installed_cli_has_help_on_every_command(args: list[str]) -> None:
+    done = subprocess.run([str(SENSE_ORPHAN), *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    assert "usage: sense-orphan" in done.stdout
+    assert "--force" not in done.stdout
+
+
+def test_bad_input_is_refused_before_anything_is_read() -> None:
+    done = subprocess.run(
+        [str(SENSE_ORPHAN), "apply", "--scan-id", "7", "--actor", "alice", "--confirm", "yes"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": os.environ["PATH"]},  # no settings at all: input is checked first
+    )
+    assert done.returncode == 2
+    assert json.loads(done.stdout) == {
+        "status": "invalid",
+        "error_code": "invalid_scan_id",
+        "deleted_nothing": True,
+    }
+
+
+async def test_report_and_apply_through_the_cli(orphan: Orphan, tmp_path: Path) -> None:
+    await orphan.feed.stale("stale-1")
+    await orphan.mediamtx.add_many(["stale-1", *[f"hand-{i}" for i in range(9)]])
+    await orphan.caught_up()
+    env = orphan_env(orphan, tmp_path)
+
+    code, report = await asyncio.to_thread(run_cli, env, "report")
+    assert code == 0, report
+    assert report["counts"] == {"observed": 10, "in_use": 0, "owned_stale": 1, "unowned": 9}
+    assert report["candidates"] == ["stale-1"]
+    assert report["gate_preview"] == {"allowed": True, "reason_code": None}
+    assert report["valid_for_seconds"] == 900
+
+    apply = ["apply", "--scan-id", report["scan_id"], "--actor", "alice"]
+    code, blocked = await asyncio.to_thread(run_cli, env, *apply, "--confirm", "delete it")
+    assert (code, blocked["status"], blocked["reason_code"]) == (4, "blocked", "confirmation_mismatch")
+    assert "stale-1" in await orphan.mediamtx.names()
+
+    code, done = await asyncio.to_thread(run_cli, env, *apply, "--confirm", report["confirm"])
+    assert (code, done["status"], done["counts"]) == (0, "completed", {"deleted": 1})
+    assert "stale-1" not in await orphan.mediamtx.names()
+
+    code, unknown = await asyncio.to_thread(
+        run_cli,
+        env,
+        "apply",
+        "--scan-id",
+        "00000000-0000-4000-8000-000000000000",
+        "--actor",
+        "a",
+        "--confirm",
+        "x",
+    )
+    assert (code, unknown["error_code"]) == (3, "scan_not_found")
+
+
+class Served:
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.port = int(env["ORPHAN_HTTP_PORT"])
+        self._log = log.open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", MODULE, "serve"],
+            env=env,
+            cwd=REPO_ROOT,
+            stdout=self._log,
+            stderr=self._log,
+        )
+
+    def wait_healthy(self, timeout_seconds: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_seconds
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, "serve exited"
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/readyz", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError("serve did not become ready")
+
+    def metrics(self) -> str:
+        return httpx.get(f"http://127.0.0.1:{self.port}/metrics", timeout=5).text
+
+    def stop(self) -> int:
+        self.process.terminate()
+        code = self.process.wait(timeout=30)
+        self._log.close()
+        return code
+
+
+def serve_two(orphan: Orphan, tmp_path: Path) -> Iterator[Served]:
+    for n in range(2):
+        env = orphan_env(
+            orphan, tmp_path, ORPHAN_HTTP_PORT=str(free_port()), ORPHAN_SCAN_INTERVAL_SECONDS="2"
+        )
+        env["ORPHAN_INSTANCE_ID"] = unique_name(f"serve{n}").replace("_", "-")
+        yield Served(env, tmp_path / f"serve-{n}.log")
+
+
+async def test_two_serve_processes_share_one_scan_per_interval(
+    orphan: Orphan, stack: Stack, orphan_schema: MigratedSchema, tmp_path: Path
+) -> None:
+    await orphan.stop_projection()  # the processes run their own projection consumer (same group)
+    await orphan.feed.stale("stale-1")
+    await orphan.mediamtx.add_many(["stale-1", "hand-1"])
+    processes = list(serve_two(orphan, tmp_path))
+    try:
+        for process in processes:
+            await asyncio.to_thread(process.wait_healthy)
+        await asyncio.sleep(7)
+        metrics = [await asyncio.to_thread(p.metrics) for p in processes]
+    finally:
+        codes = [await asyncio.to_thread(p.stop) for p in processes]
+    assert codes == [0, 0]
+    conn = await asyncpg.connect(orphan_schema.runtime_dsn)
+    try:
+        rows = await conn.fetch(
+            "SELECT instance_id, created_at, owned_stale_count "
+            f"FROM {orphan_schema.name.quoted}.scan_reports "
+            "WHERE trigger = 'periodic' AND status = 'complete' ORDER BY created_at"
+        )
+    finally:
+        await conn.close()
+    assert 2 <= len(rows) <= 5
+    gaps = [(b["created_at"] - a["created_at"]).total_seconds() for a, b in itertools.pairwise(rows)]
+    assert all(gap >= 2.0 for gap in gaps), gaps  # never two reports in one interval, whichever instance
+    assert rows[-1]["owned_stale_count"] == 1  # the processes' own projection consumer saw Sense's events
+    completed = [
+        float(line.rsplit(" ", 1)[1])
+        for text in metrics
+        for line in text.splitlines()
+        if line.startswith('orphan_scans_total{result="complete",trigger="periodic"}')
+    ]
+    assert sum(completed) >= 2
+    assert all('orphan_last_scan_paths{class="observed"} 2.0' in text for text in metrics)

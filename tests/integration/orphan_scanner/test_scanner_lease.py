@@ -1,0 +1,148 @@
+"""The scanner singleton: one report per interval across instances, and a lost lease produces nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from orphan_scanner.entrypoints.wiring import Components, build
+from orphan_scanner.service_layer.apply import ApplyRefused
+from orphan_scanner.service_layer.metrics import ScanTrigger
+from orphan_scanner.service_layer.scanner import ScanError, Scanner
+from tests.integration.orphan_scanner.conftest import Orphan, orphan_settings
+from yovision_platform.mediamtx import MediaMtxApi
+
+
+async def report_count(orphan: Orphan, status: str = "complete") -> int:
+    async with orphan.pool.acquire() as conn:
+        count: int = await conn.fetchval(
+            f"SELECT count(*) FROM {orphan.schema.name.quoted}.scan_reports WHERE status = $1", status
+        )
+    return count
+
+
+@contextlib.asynccontextmanager
+async def another_instance(
+    orphan: Orphan, tmp_path: Path, *, mediamtx_api: MediaMtxApi | None = None, **overrides: object
+) -> AsyncIterator[Components]:
+    """The same service components as another process would build them (own instance id, own client)."""
+    settings = orphan_settings(
+        orphan.stack,
+        orphan.schema,
+        orphan.mediamtx.url,
+        orphan.settings.projection_topics,
+        tmp_path,
+        **overrides,
+    )
+    components = build(orphan.pool, orphan.schema.name, settings, client_id="another", mediamtx=mediamtx_api)
+    try:
+        yield components
+    finally:
+        await components.mediamtx.aclose()
+
+
+async def test_two_scanners_produce_one_report_per_interval(orphan: Orphan, tmp_path: Path) -> None:
+    await orphan.mediamtx.add_many([f"hand-{i}" for i in range(5)])
+    async with (
+        another_instance(orphan, tmp_path, instance_id="scanner-1", scan_interval_seconds=3600) as one,
+        another_instance(orphan, tmp_path, instance_id="scanner-2", scan_interval_seconds=3600) as two,
+    ):
+        await scan_concurrently_twice(orphan, [one.scanner, two.scanner])
+
+
+async def scan_concurrently_twice(orphan: Orphan, scanners: list[Scanner]) -> None:
+    results = await asyncio.gather(*(s.scan(ScanTrigger.PERIODIC) for s in scanners))
+    assert sum(r is not None for r in results) == 1
+    assert await report_count(orphan) == 1
+    again = await asyncio.gather(*(s.scan(ScanTrigger.PERIODIC) for s in scanners))
+    assert again == [None, None]  # not due again before the interval ends
+    assert await report_count(orphan) == 1
+
+
+class ParkedEnumeration(MediaMtxApi):
+    """The real client; its next enumeration waits until released (a scanner paused mid-scan)."""
+
+    def __init__(self, url: str, *, deadline_seconds: float = 5.0) -> None:
+        super().__init__(url, deadline_seconds=deadline_seconds)
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def list_path_names(self) -> list[str]:
+        self.entered.set()
+        await self.release.wait()
+        return await super().list_path_names()
+
+
+async def test_a_scanner_that_lost_its_lease_produces_no_usable_report(
+    orphan: Orphan, admin_conn: asyncpg.Connection, tmp_path: Path
+) -> None:
+    await orphan.feed.stale("stale-1")
+    await orphan.mediamtx.add_many(["stale-1", *[f"hand-{i}" for i in range(9)]])
+    await orphan.caught_up()
+    parked = ParkedEnumeration(orphan.mediamtx.url)
+    async with another_instance(orphan, tmp_path, mediamtx_api=parked, instance_id="paused") as paused:
+        await lose_the_lease_mid_scan(orphan, admin_conn, paused.scanner, parked)
+
+
+async def lose_the_lease_mid_scan(
+    orphan: Orphan, admin_conn: asyncpg.Connection, paused: Scanner, parked: ParkedEnumeration
+) -> None:
+    paused_scan = asyncio.create_task(paused.scan(ScanTrigger.MANUAL))
+    await parked.entered.wait()
+    # The pause outlives the lease (expired by the DB clock), and another instance takes over and scans.
+    await admin_conn.execute(
+        f"UPDATE {orphan.schema.name.quoted}.scan_leases SET lease_expires_at = now() - interval '1 second'"
+    )
+    successor = await orphan.components.scanner.scan(ScanTrigger.MANUAL)
+    assert successor is not None
+    parked.release.set()
+    with pytest.raises(ScanError) as lost:
+        await paused_scan
+    assert lost.value.code == "lease_lost"
+    async with orphan.pool.acquire() as conn:
+        ids = [r["id"] for r in await conn.fetch(f"SELECT id FROM {orphan.schema.name.quoted}.scan_reports")]
+        events = await conn.fetchval(
+            f"SELECT count(*) FROM {orphan.schema.name.quoted}.outbox WHERE event_type = 'ScanReported'"
+        )
+    assert ids == [successor.scan_id]
+    assert events == 1
+
+
+async def test_a_failed_enumeration_yields_a_report_apply_refuses(orphan: Orphan, tmp_path: Path) -> None:
+    async with another_instance(orphan, tmp_path, mediamtx_api_url="http://127.0.0.1:9") as broken:
+        await scan_and_apply_with_unreachable_mediamtx(orphan, broken)
+
+
+async def scan_and_apply_with_unreachable_mediamtx(orphan: Orphan, broken: Components) -> None:
+    with pytest.raises(ScanError) as failed:
+        await broken.scanner.scan(ScanTrigger.MANUAL)
+    assert failed.value.code == "mediamtx_unreachable"
+    assert await report_count(orphan, "failed") == 1
+    async with orphan.pool.acquire() as conn:
+        scan_id = await conn.fetchval(f"SELECT id FROM {orphan.schema.name.quoted}.scan_reports")
+    with pytest.raises(ApplyRefused) as refused:
+        await broken.apply.apply(scan_id, actor="alice", confirmation="anything")
+    assert refused.value.code == "scan_not_usable"
+
+
+async def test_a_manual_report_waits_for_a_running_scan(orphan: Orphan, tmp_path: Path) -> None:
+    parked = ParkedEnumeration(orphan.mediamtx.url, deadline_seconds=1.0)
+    async with (
+        another_instance(
+            orphan, tmp_path, mediamtx_api=parked, scan_lease_seconds=1.5, mediamtx_deadline_seconds=1.0
+        ) as holder,
+        another_instance(orphan, tmp_path, scan_lease_seconds=1.5, mediamtx_deadline_seconds=1.0) as waiter,
+    ):
+        holding = asyncio.create_task(holder.scanner.scan(ScanTrigger.MANUAL))
+        await parked.entered.wait()
+        report = await waiter.scanner.scan(ScanTrigger.MANUAL)  # waits until the holder's scan ends
+        assert report is not None
+        with pytest.raises(ScanError) as timed_out:  # the whole enumeration is bounded by the deadline
+            await holding
+        assert timed_out.value.code == "mediamtx_timeout"
+    assert (await report_count(orphan, "failed"), await report_count(orphan, "complete")) == (1, 1)
