@@ -190,3 +190,4 @@ async def test_two_serve_processes_share_one_scan_per_interval(
     ]
     assert sum(completed) >= 2
     assert all('orphan_last_scan_paths{class="observed"} 2.0' in text for text in metrics)
+    assert all("orphan_projection_lag_messages 0.0" in text for text in metrics)

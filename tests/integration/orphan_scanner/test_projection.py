@@ -69,3 +69,15 @@ async def test_redelivered_and_foreign_events_change_nothing(orphan: Orphan) -> 
         processed = await conn.fetchval(f"SELECT count(*) FROM {orphan.schema.name.quoted}.processed_events")
     assert [r["error_code"] for r in dead] == ["not_single_object"]
     assert processed == 2
+
+
+async def test_lag_counts_the_events_not_yet_applied(orphan: Orphan) -> None:
+    device = uuid.uuid4()
+    await orphan.feed.device(device, "cam-3", "enabled")
+    await orphan.caught_up()
+    assert await orphan.components.catch_up.lag() == 0
+    await orphan.stop_projection()
+    await orphan.feed.device(device, "cam-3", "disabled")
+    await orphan.feed.ownership("cam-3", device)
+    await orphan.feed.flush()
+    assert await orphan.components.catch_up.lag() == 2

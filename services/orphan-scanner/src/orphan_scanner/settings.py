@@ -39,6 +39,7 @@ class OrphanScannerSettings(BaseServiceSettings):
     catch_up_timeout_seconds: float = Field(
         default=limits.CATCH_UP_TIMEOUT_SECONDS_DEFAULT, gt=0, le=limits.CATCH_UP_TIMEOUT_SECONDS_MAX
     )
+    metrics_refresh_seconds: float = Field(default=limits.METRICS_REFRESH_SECONDS_DEFAULT, ge=1, le=300)
     projection_enabled: bool = True
     device_topic: str = Field(default=DEVICE_TOPIC, pattern=TOPIC_PATTERN)
     ownership_topic: str = Field(default=OWNERSHIP_TOPIC, pattern=TOPIC_PATTERN)

@@ -38,7 +38,14 @@ async def configure(ctx: ServiceContext) -> None:
         )
     if settings.scan_enabled:
         ctx.add_worker("scanner", components.scanner.run)
-    ctx.add_worker("metrics-refresher", MetricsRefresher(ctx.pool, components.reports, metrics).run)
+    refresher = MetricsRefresher(
+        ctx.pool,
+        components.reports,
+        metrics,
+        components.catch_up if settings.projection_enabled else None,
+        interval_seconds=settings.metrics_refresh_seconds,
+    )
+    ctx.add_worker("metrics-refresher", refresher.run)
 
 
 SPEC = ServiceSpec.for_package(

@@ -36,6 +36,16 @@ class ProjectionCatchUp:
         self._group = consumer_group
         self._client_id = client_id
 
+    async def lag(self, timeout_seconds: float = 5.0) -> int:
+        """Messages published but not yet applied, over every partition (for the lag metric).
+        Raises TopicUnavailable, KafkaError, TimeoutError or OSError when Kafka cannot tell."""
+        ends = await fetch_end_offsets(
+            self._bootstrap, self._topics, client_id=self._client_id, timeout_seconds=timeout_seconds
+        )
+        async with self._pool.acquire() as conn:
+            positions = await stored_positions(conn, self._schema, self._group)
+        return sum(max(0, end - positions.get(tp, 0)) for tp, end in ends.items())
+
     async def wait(self, timeout_seconds: float) -> BlockReason | None:
         """None once every partition's stored position reaches its end offset; else the block reason."""
         deadline = time.monotonic() + timeout_seconds

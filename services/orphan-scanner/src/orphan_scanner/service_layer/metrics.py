@@ -72,6 +72,12 @@ class OrphanMetrics:
             "Configured MediaMTX paths of the last usable report, by class.",
             {"class": ObservedClass},
         )
+        self.projection_lag = labeled_gauge(
+            registry,
+            "orphan_projection_lag_messages",
+            "Sense events published but not yet applied to the ownership projection.",
+            {},
+        )
         self.scans.initialize_all()
         self.scan_seconds.initialize_all()
         self.last_scan_paths.initialize_all()
