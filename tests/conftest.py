@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
 import subprocess
 import uuid
 from collections.abc import AsyncIterator
@@ -23,6 +22,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.migrations import SchemaPlan, drop, migrate
+from yovision_platform.tools import localhost
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,18 +46,8 @@ async def admin_conn(stack: Stack) -> AsyncIterator[asyncpg.Connection]:
         await conn.close()
 
 
-def free_port() -> int:
-    """A loopback TCP port free right now (for a child process to bind)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def private_file(path: Path, content: str) -> Path:
-    """Write a secret file the way the services demand it: readable by the owner only."""
-    path.write_text(content)
-    path.chmod(0o600)
-    return path
+free_port = localhost.free_port
+private_file = localhost.write_private_file
 
 
 def unique_name(prefix: str) -> str:

@@ -27,7 +27,6 @@ import hashlib
 import json
 import os
 import secrets
-import socket
 import statistics
 import subprocess
 import sys
@@ -51,6 +50,7 @@ from sense_reconciler.entrypoints.main import SPEC as SENSE_SPEC
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.migrations import SchemaPlan, drop, migrate
+from yovision_platform.tools.localhost import free_port, write_private_file
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 BELL_LAUNCHER = REPO_ROOT / "tests/integration/bell_receiver/bell_process.py"
@@ -74,12 +74,6 @@ BASELINE_INSERT = """
 """
 
 
-def private_file(path: Path, content: str) -> Path:
-    path.write_text(content)
-    path.chmod(0o600)
-    return path
-
-
 def bell_digest(document: dict[str, Any]) -> bytes:
     """``payload_digest`` as Bell computes it: SHA-256 of the sorted-key compact JSON
     (bell_receiver.domain.facts.digest_of)."""
@@ -100,7 +94,7 @@ class BellServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = secrets_dir / "bell.log"
-        self.relay_key_file = private_file(secrets_dir / "relay.key", secrets.token_hex(32) + "\n")
+        self.relay_key_file = write_private_file(secrets_dir / "relay.key", secrets.token_hex(32) + "\n")
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("BELL_")},
             "YOVISION_TEST_BELL_SCHEMA": schema,
@@ -108,11 +102,11 @@ class BellServer:
             "YOVISION_TEST_BELL_GROUP": f"bell-bench-{uuid.uuid4().hex[:8]}",
             "BELL_HTTP_PORT": str(self.port),
             "BELL_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
-            "BELL_DATABASE_DSN_FILE": str(private_file(secrets_dir / "runtime.dsn", dsn)),
-            "BELL_MIGRATION_DSN_FILE": str(private_file(secrets_dir / "admin.dsn", stack.admin_dsn)),
+            "BELL_DATABASE_DSN_FILE": str(write_private_file(secrets_dir / "runtime.dsn", dsn)),
+            "BELL_MIGRATION_DSN_FILE": str(write_private_file(secrets_dir / "admin.dsn", stack.admin_dsn)),
             "BELL_RELAY_KEY_FILES": json.dumps({KEY_ID: str(self.relay_key_file)}),
             "BELL_AUTH_JWT_KEY_FILE": str(
-                private_file(secrets_dir / "jwt.key", secrets.token_hex(32) + "\n")
+                write_private_file(secrets_dir / "jwt.key", secrets.token_hex(32) + "\n")
             ),
             "BELL_AUTH_JWT_ISSUER": "yovision-bench",
         }
@@ -149,12 +143,6 @@ class BellServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def kafka_topic(bootstrap: str, name: str, *, create: bool) -> None:

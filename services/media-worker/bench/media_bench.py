@@ -18,7 +18,6 @@ import asyncio
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from yovision_platform.auth import TokenVerifier
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.migrations import SchemaPlan, drop, migrate
+from yovision_platform.tools.localhost import free_port, write_private_file
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 MIGRATIONS = REPO_ROOT / "services/media-worker/src/media_worker/migrations"
@@ -46,18 +46,6 @@ SERVE = (
     "from yovision_platform.service import main\n"
     "sys.exit(main(dataclasses.replace(SPEC, schema=os.environ['BENCH_MEDIA_SCHEMA']), ['serve']))\n"
 )
-
-
-def private_file(path: Path, content: str) -> Path:
-    path.write_text(content)
-    path.chmod(0o600)
-    return path
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def make_video(path: Path, seconds: int) -> None:
@@ -141,8 +129,8 @@ async def run(video_seconds: int, upload_mib: int) -> None:
             "BENCH_MEDIA_SCHEMA": schema,
             "MEDIA_HTTP_PORT": str(port),
             "MEDIA_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
-            "MEDIA_DATABASE_DSN_FILE": str(private_file(work / "runtime.dsn", dsn + "\n")),
-            "MEDIA_AUTH_JWT_KEY_FILE": str(private_file(work / "jwt.key", key + "\n")),
+            "MEDIA_DATABASE_DSN_FILE": str(write_private_file(work / "runtime.dsn", dsn + "\n")),
+            "MEDIA_AUTH_JWT_KEY_FILE": str(write_private_file(work / "jwt.key", key + "\n")),
             "MEDIA_AUTH_JWT_ISSUER": "bench",
             "MEDIA_OUTBOX_RELAY_ENABLED": "false",
             "MEDIA_STORAGE_DIR": str(work / "storage"),

@@ -72,10 +72,10 @@ class ParkedEnumeration(MediaMtxApi):
         self.entered = asyncio.Event()
         self.release = asyncio.Event()
 
-    async def list_path_names(self) -> list[str]:
+    async def _walk_pages(self) -> list[str]:  # inside the client's deadline, like a slow MediaMTX
         self.entered.set()
         await self.release.wait()
-        return await super().list_path_names()
+        return await super()._walk_pages()
 
 
 async def test_a_scanner_that_lost_its_lease_produces_no_usable_report(

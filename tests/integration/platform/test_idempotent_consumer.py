@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncpg
+import pytest
 from aiokafka import ConsumerRecord
 
 from tests.conftest import MigratedSchema
@@ -148,3 +149,57 @@ async def test_a_transient_handler_failure_rolls_back_everything(
     assert (
         await consumer_for(runtime_pool, migrated, serde).process(record(value, 0)) is ConsumeOutcome.APPLIED
     )
+
+
+async def test_a_batch_applies_each_message_once_and_advances_past_the_last(
+    runtime_pool: asyncpg.Pool, migrated: MigratedSchema
+) -> None:
+    serde = AvroSerde(SchemaRegistry.load())
+    consumer = consumer_for(runtime_pool, migrated, serde)
+    first, second = smoke(serde, "a"), smoke(serde, "b")
+    batch = [record(first, 10), record(b"junk", 11), record(first, 12), record(second, 13)]
+    assert await consumer.process_batch(batch) == [
+        ConsumeOutcome.APPLIED,
+        ConsumeOutcome.UNDECODABLE,
+        ConsumeOutcome.DUPLICATE,  # a redelivery inside the same batch is recognised too
+        ConsumeOutcome.APPLIED,
+    ]
+    assert await effects(runtime_pool, migrated.name) == 2
+    assert list((await consumer.stored_positions()).values()) == [14]
+
+
+async def test_a_transient_failure_rolls_back_the_whole_batch(
+    runtime_pool: asyncpg.Pool, migrated: MigratedSchema
+) -> None:
+    serde = AvroSerde(SchemaRegistry.load())
+    calls = 0
+
+    async def fails_on_second(conn: asyncpg.Connection, event: InboundEvent) -> None:
+        nonlocal calls
+        calls += 1
+        await conn.execute(
+            f'INSERT INTO "{migrated.name}".applied_effects (event_id, event_type) VALUES ($1, $2)',
+            event.event_id,
+            event.event_type,
+        )
+        if calls == 2:
+            raise ConnectionError("downstream unavailable")
+
+    consumer = IdempotentConsumer(
+        runtime_pool, migrated.name, consumer_group="g1", decode=serde.decode, handler=fails_on_second
+    )
+    batch = [record(smoke(serde, "a"), 0), record(smoke(serde, "b"), 1)]
+    with pytest.raises(ConnectionError):
+        await consumer.process_batch(batch)
+    assert await effects(runtime_pool, migrated.name) == 0
+    assert await consumer.stored_positions() == {}
+    assert await consumer.process_batch(batch) == [ConsumeOutcome.APPLIED, ConsumeOutcome.APPLIED]
+
+
+async def test_a_batch_spans_one_partition_only(runtime_pool: asyncpg.Pool, migrated: MigratedSchema) -> None:
+    serde = AvroSerde(SchemaRegistry.load())
+    consumer = consumer_for(runtime_pool, migrated, serde)
+    with pytest.raises(ValueError, match="one partition"):
+        await consumer.process_batch(
+            [record(smoke(serde, "a"), 0), record(smoke(serde, "b"), 0, partition=1)]
+        )

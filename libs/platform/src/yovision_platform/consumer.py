@@ -1,6 +1,7 @@
 """The idempotent consumer: apply each event's effect exactly once, keyed by (source_system, event_id).
 
-For every Kafka message, in **one** database transaction:
+For every Kafka message, in **one** database transaction (the messages a poll returned for one partition
+share that transaction, each with its own savepoint):
 
 - decode it (an undecodable message is dead-lettered with its stable code, never dropped silently);
 - insert `(source_system, event_id, payload digest)` into `processed_events`;
@@ -14,8 +15,8 @@ finds its own `processed_events` row and changes nothing. On assignment the cons
 stored in the database, which is authoritative over Kafka's committed offset.
 
 A handler raises `EventRejected(code)` for a message that can never be applied (it is dead-lettered and the
-consumer moves on). Any other exception is treated as transient: the transaction rolls back, the consumer
-seeks back to the message and retries after a backoff.
+consumer moves on). Any other exception is treated as transient: the transaction rolls back (with the whole
+batch), the consumer seeks back to the batch's first message and retries after a backoff.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import enum
 import hashlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -154,14 +155,24 @@ class IdempotentConsumer:
             return await stored_positions(conn, self._schema, self._group)
 
     async def process(self, message: ConsumerRecord[bytes, bytes]) -> ConsumeOutcome:
-        value: bytes = message.value or b""
-        digest = hashlib.sha256(value).digest()
+        return (await self.process_batch([message]))[0]
+
+    async def process_batch(self, messages: Sequence[ConsumerRecord[bytes, bytes]]) -> list[ConsumeOutcome]:
+        """Apply consecutive messages of ONE partition in one transaction, then advance its position past
+        the last. Any transient error rolls the whole batch back (the caller retries from its first message);
+        each message's own rejection stays confined to its savepoint."""
+        if not messages:
+            return []
+        last = messages[-1]
+        if any(m.topic != last.topic or m.partition != last.partition for m in messages):
+            raise ValueError("a batch holds messages of one partition only")
+        outcomes = []
         async with self._pool.acquire() as conn, conn.transaction():
-            outcome = await self._apply(conn, message, value, digest)
-            await conn.execute(
-                self._advance, self._group, message.topic, message.partition, message.offset + 1
-            )
-        return outcome
+            for message in messages:
+                value: bytes = message.value or b""
+                outcomes.append(await self._apply(conn, message, value, hashlib.sha256(value).digest()))
+            await conn.execute(self._advance, self._group, last.topic, last.partition, last.offset + 1)
+        return outcomes
 
     async def _apply(
         self, conn: DbConnection, message: ConsumerRecord[bytes, bytes], value: bytes, digest: bytes
@@ -255,33 +266,30 @@ class IdempotentConsumer:
         while not stop.is_set():
             batches = await consumer.getmany(timeout_ms=CONSUMER_POLL_TIMEOUT_MS)
             for tp, messages in batches.items():
-                committed_to: int | None = None
-                for message in messages:
-                    try:
-                        await self.process(message)
-                    except Exception as exc:
-                        failures += 1
-                        log.warning(
-                            "event processing failed; will retry",
-                            extra={
-                                "error_code": type(exc).__name__,
-                                "topic": tp.topic,
-                                "partition": tp.partition,
-                            },
-                        )
-                        consumer.seek(tp, message.offset)
-                        delay = min(
-                            CONSUMER_RETRY_BACKOFF_CAP_SECONDS,
-                            CONSUMER_RETRY_BACKOFF_BASE_SECONDS * 2**failures,
-                        )
-                        with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(stop.wait(), delay)
-                        break
+                if not messages:
+                    continue
+                try:
+                    await self.process_batch(messages)
+                except Exception as exc:
+                    failures += 1
+                    log.warning(
+                        "event processing failed; will retry",
+                        extra={
+                            "error_code": type(exc).__name__,
+                            "topic": tp.topic,
+                            "partition": tp.partition,
+                        },
+                    )
+                    consumer.seek(tp, messages[0].offset)
+                    delay = min(
+                        CONSUMER_RETRY_BACKOFF_CAP_SECONDS, CONSUMER_RETRY_BACKOFF_BASE_SECONDS * 2**failures
+                    )
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), delay)
+                else:
                     failures = 0
-                    committed_to = message.offset + 1
-                if committed_to is not None:
                     with contextlib.suppress(Exception):  # the DB position is authoritative
-                        await consumer.commit({tp: committed_to})
+                        await consumer.commit({tp: messages[-1].offset + 1})
                 if stop.is_set():
                     break
 

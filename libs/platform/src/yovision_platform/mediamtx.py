@@ -8,7 +8,9 @@ Contract:
 - `delete_path` deletes exactly one named path, never a pattern; 404 counts as done (returns False);
 - `list_path_names` walks `/v3/config/paths/list` page by page with a page cap, refuses a page that repeats
   the previous one and items without a string `name`, and returns sorted unique names only (any name
-  MediaMTX holds, including hand-made ones with "/" or "~regex" names);
+  MediaMTX holds, including hand-made ones with "/" or "~regex" names). The whole walk, not each page, runs
+  under the deadline. Pages are large because every list request costs MediaMTX time proportional to all
+  configured paths (measured: 10,000 paths take 8-12 s at 100 per page, 1.4 s at 1,000);
 - errors are `MediaMtxError` with a stable code; neither a path's `source` nor a response body is ever
   logged, returned by the enumeration or put into an error.
 """
@@ -37,7 +39,7 @@ __all__ = [
 MANAGED_PATH_NAME_MAX_CHARS = 100
 # MediaMTX accepts letters, digits, "_", ".", "-" and "/"; managed names leave out "/" (one URL segment).
 MANAGED_PATH_NAME_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MANAGED_PATH_NAME_MAX_CHARS - 1}}}")
-LIST_PAGE_ITEMS = 100
+LIST_PAGE_ITEMS = 1000
 LIST_MAX_PAGES = 1000
 
 
@@ -109,6 +111,13 @@ class MediaMtxApi:
         return response.status_code != 404
 
     async def list_path_names(self) -> list[str]:
+        try:
+            async with asyncio.timeout(self._deadline):
+                return await self._walk_pages()
+        except TimeoutError:
+            raise MediaMtxError("mediamtx_timeout") from None
+
+    async def _walk_pages(self) -> list[str]:
         names: set[str] = set()
         previous: Sequence[str] | None = None
         page = 0

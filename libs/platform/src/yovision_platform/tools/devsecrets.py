@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from yovision_platform.localstack import LocalStack, runtime_dsn
+from yovision_platform.tools.localhost import write_private_file
 
 __all__ = ["LOCAL_SERVICES", "main"]
 
@@ -35,14 +36,6 @@ LOCAL_SERVICES = (
 )
 
 
-def _write_private(path: Path, content: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(content)
-    os.chmod(path, 0o600)
-
-
 DEV_JWT_ISSUER = "yovision-dev"
 BELL_RELAY_KEY_ID = "relay-dev-1"
 # Services whose APIs serve end users (JWT identity); Sense's Control API uses a static operator token.
@@ -53,7 +46,7 @@ def _ensure_secret(path: Path, make: str) -> bool:
     """Write `make` to `path` (0600) unless the file exists; True when written."""
     if path.exists():
         return False
-    _write_private(path, make + "\n")
+    write_private_file(path, make + "\n")
     return True
 
 
@@ -98,7 +91,7 @@ def generate(local_dir: Path) -> list[Path]:
     for service in LOCAL_SERVICES:
         dsn_file = local_dir / "secrets" / f"{service.schema}-runtime.dsn"
         if not dsn_file.exists():
-            _write_private(
+            write_private_file(
                 dsn_file, runtime_dsn(stack.admin_dsn, f"{service.schema}_app", secrets.token_hex(24)) + "\n"
             )
             written.append(dsn_file)
@@ -116,10 +109,10 @@ def generate(local_dir: Path) -> list[Path]:
         env_lines += extra_lines
         written += extra_files
         env_file = local_dir / "env" / f"{service.name}.env"
-        _write_private(env_file, "\n".join(env_lines) + "\n")
+        write_private_file(env_file, "\n".join(env_lines) + "\n")
         # The admin DSN goes only to `migrate` (infra/scripts/services.sh), never to `serve`.
         migrate_env = local_dir / "env" / f"{service.name}.migrate.env"
-        _write_private(migrate_env, f"{p}MIGRATION_DSN_FILE={stack.admin_dsn_file}\n")
+        write_private_file(migrate_env, f"{p}MIGRATION_DSN_FILE={stack.admin_dsn_file}\n")
         written += [env_file, migrate_env]
     return written
 
