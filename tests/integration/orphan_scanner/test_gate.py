@@ -151,3 +151,19 @@ async def test_wrong_confirmation_is_blocked(orphan: Orphan) -> None:
         result = await orphan.components.apply.apply(report.scan_id, actor="alice", confirmation=text)
         assert (result.status, result.reason_code) == (ApplyStatus.BLOCKED, BlockReason.CONFIRMATION_MISMATCH)
     assert await orphan.mediamtx.names() == before
+
+
+async def test_a_finished_apply_rerun_after_expiry_reports_its_results(
+    orphan: Orphan, admin_conn: asyncpg.Connection
+) -> None:
+    await seed(orphan, total=10, stale=1)
+    report = await fresh_report(orphan)
+    assert (await apply_report(orphan, report)).status is ApplyStatus.COMPLETED
+    await admin_conn.execute(
+        f"UPDATE {orphan.schema.name.quoted}.scan_reports SET created_at = now() - interval '1 hour', "
+        "expires_at = now() - interval '45 minutes' WHERE id = $1",
+        report.scan_id,
+    )
+    rerun = await apply_report(orphan, report)
+    assert rerun.status is ApplyStatus.COMPLETED
+    assert [(i.path_name, i.outcome, i.earlier) for i in rerun.items] == [("stale-0000", "deleted", True)]

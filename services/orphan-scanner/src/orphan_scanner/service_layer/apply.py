@@ -123,18 +123,18 @@ class ApplyService:
             )
             if confirmation != confirmation_text(scan_id, len(report.candidates)):
                 return await self._block(result, actor, BlockReason.CONFIRMATION_MISMATCH)
-            if report_expired(report.age_ms):
-                return await self._block(result, actor, BlockReason.REPORT_EXPIRED)
             pending = {p for p in report.candidates if not (p in earlier and earlier[p].final)}
             result.items = [
                 ItemOutcome(p, d.outcome, d.error_code, earlier=True)
                 for p, d in sorted(earlier.items())
                 if d.final
             ]
-            if report.candidates and not pending:
+            if report.candidates and not pending:  # all done earlier: report it, even after expiry
                 result.status = ApplyStatus.COMPLETED
                 await self._record_noop(result, actor)
                 return result
+            if report_expired(report.age_ms):
+                return await self._block(result, actor, BlockReason.REPORT_EXPIRED)
             return await self._apply_pending(
                 result,
                 report,
