@@ -227,7 +227,9 @@ async def test_two_workers_never_send_the_same_fact_at_the_same_time(
             await asyncio.gather(*tasks)
     assert overlaps == []
     assert sent == Counter({str(event_id): 1 for event_id in event_ids})
-    assert fake.requests == 15
+    # 300 facts in batches of at most 20. Two concurrent SKIP LOCKED claims may split the rows differently
+    # (one claim skips rows the other is locking), so a batch can be short: never fewer than 15 requests.
+    assert 15 <= fake.requests <= 30
     assert await bell_event_counts(admin_conn, schema_name) == dict.fromkeys(event_ids, 1)
 
 
