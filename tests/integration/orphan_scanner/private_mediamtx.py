@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from yovision_platform.tools.mediamtx_sandbox import mediamtx_sandbox
 MEDIAMTX_BIN = REPO_ROOT / ".local/bin/mediamtx"
 # Hand-made paths carry a credential in their source: it must never surface anywhere.
 HAND_MADE_SOURCE = "rtsp://admin:hand-made-s3cret@192.0.2.10:554/stream"
+VISIBLE_TIMEOUT_SECONDS = 10.0
 
 
 class PrivateMediaMtx:
@@ -31,13 +33,45 @@ class PrivateMediaMtx:
         response.raise_for_status()
 
     async def add_many(self, names: Iterable[str], *, concurrency: int = 16) -> None:
+        """Add concurrently, then wait until the list shows every one: MediaMTX answers an add before its
+        reloaded configuration is visible to a concurrent list request."""
+        wanted = list(names)
         limit = asyncio.Semaphore(concurrency)
 
         async def one(name: str) -> None:
             async with limit:
                 await self.add(name)
 
-        await asyncio.gather(*(one(n) for n in names))
+        await asyncio.gather(*(one(n) for n in wanted))
+        await self.wait_listed(wanted)
+
+    async def settled(self, expected: set[str]) -> set[str]:
+        """The listed names once they equal `expected`, or what is listed after the timeout. MediaMTX applies
+        API changes asynchronously: a list right after a change may briefly show the previous set."""
+        deadline = time.monotonic() + VISIBLE_TIMEOUT_SECONDS
+        while True:
+            names = await self.names()
+            if names == expected or time.monotonic() > deadline:
+                return names
+            await asyncio.sleep(0.05)
+
+    async def delete(self, name: str) -> None:
+        """Delete by hand, then wait until the list no longer shows it."""
+        (await self.http.delete(f"/v3/config/paths/delete/{name}")).raise_for_status()
+        deadline = time.monotonic() + VISIBLE_TIMEOUT_SECONDS
+        while name in await self.names():
+            if time.monotonic() > deadline:
+                raise AssertionError("a deleted path stayed in MediaMTX's list")
+            await asyncio.sleep(0.05)
+
+    async def wait_listed(self, names: Iterable[str]) -> None:
+        """Until MediaMTX's list shows every one of `names` (added by anyone)."""
+        wanted = set(names)
+        deadline = time.monotonic() + VISIBLE_TIMEOUT_SECONDS
+        while not wanted <= await self.names():
+            if time.monotonic() > deadline:
+                raise AssertionError("added paths did not become visible in MediaMTX's list")
+            await asyncio.sleep(0.05)
 
     async def names(self) -> set[str]:
         response = await self.http.get("/v3/config/paths/list", params={"itemsPerPage": 10000})

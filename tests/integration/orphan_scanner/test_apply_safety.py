@@ -49,14 +49,13 @@ async def test_reclaimed_candidate_and_new_stale_path_are_not_deleted(orphan: Or
 
     await orphan.feed.live("stale-b")  # a device claims stale-b again after the report
     await orphan.feed.stale("stale-new")  # a path that became stale after the report
-    await orphan.mediamtx.add("stale-new")
+    await orphan.mediamtx.add_many(["stale-new"])
     result = await apply_report(orphan, report)
 
     assert result.status is ApplyStatus.COMPLETED
     assert outcomes(result) == {"stale-a": "deleted", "stale-b": "skipped_not_stale", "stale-c": "deleted"}
-    names = await orphan.mediamtx.names()
-    assert {"stale-b", "stale-new"} <= names
-    assert not {"stale-a", "stale-c"} & names
+    expected = {"stale-b", "stale-new", *[f"hand-{i}" for i in range(37)]}
+    assert await orphan.mediamtx.settled(expected) == expected
 
 
 async def test_lagging_projection_blocks_apply_until_it_catches_up(
@@ -82,7 +81,7 @@ async def test_lagging_projection_blocks_apply_until_it_catches_up(
         before = await orphan.mediamtx.names()
         blocked = await apply_report(orphan, report)
         assert (blocked.status, blocked.reason_code) == (ApplyStatus.BLOCKED, BlockReason.PROJECTION_LAGGING)
-        assert await orphan.mediamtx.names() == before
+        assert await orphan.mediamtx.settled(before) == before
 
         # The consumer comes back while apply waits: apply reaches the end offsets, then sees the claim.
         async def restart_later() -> None:
@@ -146,7 +145,8 @@ async def test_partial_failure_is_recorded_and_a_rerun_retries_only_the_failed_p
                 ("stale-2", "deleted", 2),
                 ("stale-3", "deleted", 1),
             ]
-            assert await orphan.mediamtx.names() == {f"hand-{i}" for i in range(27)}
+            expected = {f"hand-{i}" for i in range(27)}
+            assert await orphan.mediamtx.settled(expected) == expected
 
 
 async def test_a_crash_after_the_delete_is_recovered_as_deleted(
@@ -167,7 +167,7 @@ async def test_a_crash_after_the_delete_is_recovered_as_deleted(
         f"SELECT $1, 'stale-1', 'attempting', 'crashed', id FROM {s}.apply_runs",
         report.scan_id,
     )
-    (await orphan.mediamtx.http.delete("/v3/config/paths/delete/stale-1")).raise_for_status()
+    await orphan.mediamtx.delete("stale-1")
     result = await apply_report(orphan, report)
     assert result.status is ApplyStatus.COMPLETED
     assert outcomes(result) == {"stale-1": "deleted"}

@@ -52,11 +52,12 @@ async def test_ten_percent_boundary(orphan: Orphan, total: int, stale: int, allo
     result = await apply_report(orphan, await fresh_report(orphan))
     if allowed:
         assert result.status is ApplyStatus.COMPLETED
-        assert await orphan.mediamtx.names() == before - set(stale_names)
+        expected = before - set(stale_names)
+        assert await orphan.mediamtx.settled(expected) == expected
     else:
         assert result.status is ApplyStatus.BLOCKED
         assert result.reason_code is BlockReason.RATIO_EXCEEDED
-        assert await orphan.mediamtx.names() == before
+        assert await orphan.mediamtx.settled(before) == before
 
 
 async def test_128_candidates_allowed_129_blocked(
@@ -80,7 +81,7 @@ async def test_128_candidates_allowed_129_blocked(
         assert len(report.classification.owned_stale) == 129
         blocked = await apply_report(orphan, report)
         assert (blocked.status, blocked.reason_code) == (ApplyStatus.BLOCKED, BlockReason.TOO_MANY_CANDIDATES)
-        assert await orphan.mediamtx.names() == before
+        assert await orphan.mediamtx.settled(before) == before
 
         await orphan.feed.live(stale_names[0])  # a device claims one again: 128 candidates of 1290
         report = await fresh_report(orphan)
@@ -88,7 +89,8 @@ async def test_128_candidates_allowed_129_blocked(
         result = await apply_report(orphan, report)
         assert result.status is ApplyStatus.COMPLETED
         assert result.counts() == {"deleted": 128}
-        assert await orphan.mediamtx.names() == before - set(stale_names[1:])
+        expected = before - set(stale_names[1:])
+        assert await orphan.mediamtx.settled(expected) == expected
 
 
 async def test_zero_candidates_blocked(orphan: Orphan) -> None:
@@ -107,7 +109,7 @@ async def test_total_dropping_to_zero_after_the_report_blocks(orphan: Orphan) ->
     await orphan.mediamtx.add_many(["only-one", *[f"hand-{i}" for i in range(9)]])
     report = await fresh_report(orphan)
     for name in await orphan.mediamtx.names():
-        (await orphan.mediamtx.http.delete(f"/v3/config/paths/delete/{name}")).raise_for_status()
+        await orphan.mediamtx.delete(name)
     result = await apply_report(orphan, report)
     assert (result.status, result.reason_code) == (ApplyStatus.BLOCKED, BlockReason.NO_PATHS)
 
@@ -133,10 +135,11 @@ async def test_report_age_boundary(
     result = await apply_report(orphan, report)
     if allowed:
         assert result.status is ApplyStatus.COMPLETED
-        assert await orphan.mediamtx.names() == before - set(stale_names)
+        expected = before - set(stale_names)
+        assert await orphan.mediamtx.settled(expected) == expected
     else:
         assert (result.status, result.reason_code) == (ApplyStatus.BLOCKED, BlockReason.REPORT_EXPIRED)
-        assert await orphan.mediamtx.names() == before
+        assert await orphan.mediamtx.settled(before) == before
 
 
 async def test_wrong_confirmation_is_blocked(orphan: Orphan) -> None:
@@ -150,7 +153,7 @@ async def test_wrong_confirmation_is_blocked(orphan: Orphan) -> None:
     ):
         result = await orphan.components.apply.apply(report.scan_id, actor="alice", confirmation=text)
         assert (result.status, result.reason_code) == (ApplyStatus.BLOCKED, BlockReason.CONFIRMATION_MISMATCH)
-    assert await orphan.mediamtx.names() == before
+    assert await orphan.mediamtx.settled(before) == before
 
 
 async def test_a_finished_apply_rerun_after_expiry_reports_its_results(

@@ -95,7 +95,8 @@ async def test_report_and_apply_through_the_cli(orphan: Orphan, tmp_path: Path) 
 
     code, done = await asyncio.to_thread(run_cli, env, *apply, "--confirm", report["confirm"])
     assert (code, done["status"], done["counts"]) == (0, "completed", {"deleted": 1})
-    assert "stale-1" not in await orphan.mediamtx.names()
+    hand_made = {f"hand-{i}" for i in range(9)}
+    assert await orphan.mediamtx.settled(hand_made) == hand_made
 
     code, unknown = await asyncio.to_thread(
         run_cli,

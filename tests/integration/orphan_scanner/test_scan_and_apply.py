@@ -36,7 +36,7 @@ async def test_classes_are_exact_and_only_owned_stale_paths_are_deleted(orphan: 
     )
     assert result.status is ApplyStatus.COMPLETED, result
     assert sorted((i.path_name, i.outcome) for i in result.items) == [(n, "deleted") for n in stale]
-    assert await orphan.mediamtx.names() == set(live + hand_made)
+    assert await orphan.mediamtx.settled(set(live + hand_made)) == set(live + hand_made)
 
     again = await orphan.components.apply.apply(
         scan.scan_id, actor="alice", confirmation=confirmation_text(scan.scan_id, len(stale))
@@ -45,7 +45,7 @@ async def test_classes_are_exact_and_only_owned_stale_paths_are_deleted(orphan: 
     assert sorted((i.path_name, i.outcome, i.earlier) for i in again.items) == [
         (n, "deleted", True) for n in stale
     ]
-    assert await orphan.mediamtx.names() == set(live + hand_made)
+    assert await orphan.mediamtx.settled(set(live + hand_made)) == set(live + hand_made)
 
 
 async def test_apply_records_runs_and_events(orphan: Orphan) -> None:

@@ -148,11 +148,12 @@ async def run_scenario(
     for device in retired:  # enabled, configured, then disabled; Sense has not removed the path yet
         await sense.devices.set_desired_state(device.id, DesiredState.DISABLED, actor="operator-1")
     hand_made = ["hand-kiosk", "hand-gate", "hand-yard", "lobby/cam-manual"]
-    for name in hand_made:
-        await orphan.mediamtx.add(name)
+    await orphan.mediamtx.add_many(hand_made)
     await sense.publish(admin)
+    expected = {d.path_name for d in live + retired} | set(hand_made)
+    await orphan.mediamtx.wait_listed(expected)
     all_names = await orphan.mediamtx.names()
-    assert len(all_names) == 20  # 2 candidates of 20: exactly at the 10 % boundary
+    assert all_names == expected and len(all_names) == 20  # 2 candidates of 20: exactly at the 10 % boundary
 
     await orphan.caught_up()
     registry = CollectorRegistry()
@@ -174,7 +175,8 @@ async def run_scenario(
             report.scan_id, actor="alice", confirmation=confirmation_text(report.scan_id, 2)
         )
         assert result.status is ApplyStatus.COMPLETED
-        assert await orphan.mediamtx.names() == all_names - {d.path_name for d in retired}
+        expected = all_names - {d.path_name for d in retired}
+        assert await orphan.mediamtx.settled(expected) == expected
         outcome = json.dumps(apply_document(result))
 
         rescan = await components.scanner.scan(ScanTrigger.MANUAL)
