@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # orphan-scanner image. Build from the repository root:
 #   docker build -f infra/docker/orphan-scanner.Dockerfile -t yovision/orphan-scanner:dev .
-# Runs `orphan-scanner serve` by default; `migrate` and `check-config` are the other commands.
+# Runs `orphan-scanner serve` by default; `migrate` and `check-config` are the other commands, and the
+# operator CLI `sense-orphan report|apply` is on PATH (run it with the service's ORPHAN_* environment).
 # Configuration: ORPHAN_* environment variables (docs/services/orphan-scanner.md); secrets are files, never env values.
 
 FROM python:3.11-slim AS build
