@@ -71,6 +71,7 @@ def reconciler(
     lease_seconds: float = 5.0,
     partitions: range = ALL_PARTITIONS,
     registry: CollectorRegistry | None = None,
+    drift_check_seconds: float = 0.0,
 ) -> Reconciler:
     owned = OwnedPartitions("sense.device.v1")
     owned.assign(partitions)
@@ -84,6 +85,7 @@ def reconciler(
         owner=owner,
         lease_seconds=lease_seconds,
         batch=limits.CLAIM_BATCH_MAX_ITEMS,
+        drift_check_seconds=drift_check_seconds,
     )
 
 
@@ -338,3 +340,35 @@ async def test_items_of_revoked_partitions_and_items_after_stop_are_released_unt
     assert (status["status"], status["attempts"]) == ("pending", 0)
     async with sense_pool.acquire() as conn:  # released, so claimable again at once
         assert len(await store.claim(conn, "y", list(ALL_PARTITIONS), lease_seconds=30, limit=1)) == 1
+
+
+async def test_the_drift_check_repairs_a_path_changed_behind_senses_back(
+    sense_pool: asyncpg.Pool,
+    sense_schema: MigratedSchema,
+    devices: DeviceService,
+    mediamtx: CountingMediaMtx,
+    serde: AvroSerde,
+    created_paths: list[str],
+) -> None:
+    enabled = await new_device(devices, created_paths)
+    disabled = await new_device(devices, created_paths)
+    worker = reconciler(sense_pool, sense_schema, mediamtx, serde, drift_check_seconds=0.5)
+    assert await worker.run_once() == 2
+    await devices.set_desired_state(disabled.id, DesiredState.DISABLED, actor="op")
+    assert await worker.run_once() == 1
+    assert await worker.mark_drift_checks() == 0  # results are newer than the drift interval
+
+    # Behind Sense's back: the enabled device's path is deleted, the disabled one's path is re-created.
+    await mediamtx.delete_path(enabled.path_name)
+    await mediamtx.add_path(disabled.path_name, PathConfig("rtsp://127.0.0.1:1/hand-made"))
+    await asyncio.sleep(0.6)
+    assert await worker.mark_drift_checks() == 2
+    assert await worker.run_once() == 2
+    assert await mediamtx.get_path(enabled.path_name) == PathConfig(
+        f"rtsp://admin:{SECRET}@127.0.0.1:1/{enabled.path_name}"
+    )
+    assert await mediamtx.get_path(disabled.path_name) is None
+    for device in (enabled, disabled):
+        status = await devices.reconcile_status(device.id)
+        assert status["status"] == "converged"
+        assert status["observed_generation"] == status["desired_generation"]

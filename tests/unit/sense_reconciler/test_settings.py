@@ -80,3 +80,24 @@ def test_instance_id_is_validated() -> None:
 def test_a_short_api_token_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SENSE_API_TOKEN_FILE", str(private(tmp_path / "short", "short\n")))
     assert "SENSE_API_TOKEN_FILE" in refused().settings
+
+
+@pytest.mark.parametrize(
+    ("seconds", "ok"),
+    [(-0.001, False), (0, True), (600, True), (limits.DRIFT_CHECK_SECONDS_MAX, True), (86_400.001, False)],
+)
+def test_drift_check_is_off_at_zero_and_bounded_by_a_day(seconds: float, ok: bool) -> None:
+    if ok:
+        assert (
+            load_settings(SenseReconcilerSettings, drift_check_seconds=seconds).drift_check_seconds == seconds
+        )
+    else:
+        assert refused(drift_check_seconds=seconds).settings == ("SENSE_DRIFT_CHECK_SECONDS",)
+
+
+def test_the_drift_check_defaults_to_ten_minutes() -> None:
+    assert (
+        load_settings(SenseReconcilerSettings).drift_check_seconds
+        == limits.DRIFT_CHECK_SECONDS_DEFAULT
+        == 600
+    )

@@ -30,6 +30,9 @@ class SenseReconcilerSettings(BaseServiceSettings):
     operation_deadline_seconds: float = Field(default=limits.OPERATION_DEADLINE_SECONDS_DEFAULT, gt=0)
     claim_batch: int = Field(default=limits.CLAIM_BATCH_DEFAULT_ITEMS, ge=1, le=limits.CLAIM_BATCH_MAX_ITEMS)
     scan_interval_seconds: float = Field(default=limits.SCAN_INTERVAL_SECONDS_DEFAULT, ge=0.05, le=3600)
+    drift_check_seconds: float = Field(
+        default=limits.DRIFT_CHECK_SECONDS_DEFAULT, ge=0, le=limits.DRIFT_CHECK_SECONDS_MAX
+    )
     device_topic: str = Field(default=DEVICE_TOPIC, pattern=r"^[a-z0-9][a-z0-9._-]{0,199}$")
     consumer_group: str = Field(default=CONSUMER_GROUP, pattern=r"^[a-z0-9][a-z0-9._-]{0,199}$")
     # 0: the partition count the event catalogue declares for the device topic (checked against Kafka).

@@ -100,6 +100,34 @@ class ReconcileStore:
             lease=lease,
         )
 
+    async def mark_drift_checks(
+        self, conn: DbConnection, partitions: Sequence[int], *, older_than_seconds: float, limit: int
+    ) -> int:
+        """Make converged devices of `partitions` whose last result is older than `older_than_seconds` due
+        again (a new desired generation), so MediaMTX is re-verified: a path deleted or changed behind
+        Sense's back is repaired. Leased rows are skipped. Returns how many were marked."""
+        if not partitions:
+            return 0
+        status = await conn.execute(
+            f"""
+            UPDATE {self._s}.reconcile_state AS r
+               SET desired_generation = r.desired_generation + 1, next_attempt_at = now()
+              FROM (SELECT device_id FROM {self._s}.reconcile_state
+                     WHERE partition = ANY($1::int[]) AND status = 'converged'
+                       AND observed_generation >= desired_generation
+                       AND last_result_at < now() - make_interval(secs => $2)
+                       AND (lease_expires_at IS NULL OR lease_expires_at <= now())
+                     ORDER BY last_result_at
+                     LIMIT $3
+                     FOR UPDATE SKIP LOCKED) AS due
+             WHERE r.device_id = due.device_id
+            """,
+            sorted(partitions),
+            float(older_than_seconds),
+            limit,
+        )
+        return int(status.split()[-1])
+
     async def complete(self, conn: DbConnection, item: WorkItem) -> None:
         """Record `item.generation` as observed; converged unless a newer generation arrived meanwhile."""
         status = await conn.execute(

@@ -72,6 +72,7 @@ async def configure(ctx: ServiceContext) -> None:
         lease_seconds=settings.lease_seconds,
         batch=settings.claim_batch,
         scan_interval_seconds=settings.scan_interval_seconds,
+        drift_check_seconds=settings.drift_check_seconds,
     )
     consumer = DeviceEventConsumer(
         ctx.pool,

@@ -35,6 +35,8 @@ from yovision_platform.events import build_event
 from yovision_platform.outbox import Outbox, OutboxMessage
 
 log = logging.getLogger(__name__)
+# How often per drift interval the loop looks for converged devices to re-verify.
+DRIFT_MARKS_PER_INTERVAL = 10
 
 T = TypeVar("T")
 SOURCE_SYSTEM = "sense"
@@ -55,6 +57,7 @@ class Reconciler:
         batch: int = limits.CLAIM_BATCH_DEFAULT_ITEMS,
         scan_interval_seconds: float = limits.SCAN_INTERVAL_SECONDS_DEFAULT,
         ownership_topic: str | None = None,
+        drift_check_seconds: float = limits.DRIFT_CHECK_SECONDS_DEFAULT,
     ) -> None:
         if mediamtx.deadline_seconds >= lease_seconds:
             raise ConfigError(
@@ -77,11 +80,15 @@ class Reconciler:
         self._lease_seconds = lease_seconds
         self._batch = batch
         self._scan_interval = scan_interval_seconds
+        # 0: off. Else converged devices are re-verified against MediaMTX once their last result is older.
+        self._drift_check = drift_check_seconds
+        self._next_drift_mark = 0.0
 
     async def run(self, stop: asyncio.Event) -> None:
         """Rounds until `stop`: right after a wake-up or a full batch, else every scan interval."""
         while not stop.is_set():
             try:
+                await self._mark_drift_checks_when_due()
                 claimed = await self.run_once(stop)
                 self._metrics.runs.labels(result=RunResult.OK).inc()
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
@@ -90,6 +97,22 @@ class Reconciler:
                 claimed = 0
             if claimed < self._batch and not stop.is_set():
                 await self._owned.wait(self._scan_interval)
+
+    async def mark_drift_checks(self) -> int:
+        """Mark converged devices of the owned partitions that are due for re-verification (see run)."""
+        if self._drift_check <= 0:
+            return 0
+        async with self._pool.acquire() as conn:
+            return await self._store.mark_drift_checks(
+                conn, sorted(self._owned.snapshot()), older_than_seconds=self._drift_check, limit=self._batch
+            )
+
+    async def _mark_drift_checks_when_due(self) -> None:
+        if self._drift_check <= 0 or time.monotonic() < self._next_drift_mark:
+            return
+        self._next_drift_mark = time.monotonic() + max(1.0, self._drift_check / DRIFT_MARKS_PER_INTERVAL)
+        if await self.mark_drift_checks():
+            self._owned.wake()
 
     async def run_once(self, stop: asyncio.Event | None = None) -> int:
         """One round; returns the number of claimed items. Once `stop` is set, the rest of the batch is
