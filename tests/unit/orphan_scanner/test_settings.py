@@ -190,3 +190,27 @@ def test_settings_are_frozen() -> None:
     settings = load_settings(OrphanScannerSettings)
     with pytest.raises(ValueError, match="frozen"):
         settings.scan_interval_seconds = 5
+
+
+@pytest.mark.parametrize(
+    ("seconds", "ok"),
+    [(0.999, False), (1, True), (1.001, True), (299.999, True), (300, True), (300.001, False)],
+)
+def test_metrics_refresh_is_between_1_second_and_5_minutes(seconds: float, ok: bool) -> None:
+    if ok:
+        settings = load_settings(OrphanScannerSettings, metrics_refresh_seconds=seconds)
+        assert settings.metrics_refresh_seconds == seconds
+    else:
+        assert refused(metrics_refresh_seconds=seconds).settings == ("ORPHAN_METRICS_REFRESH_SECONDS",)
+
+
+@pytest.mark.parametrize(
+    ("hours", "ok"), [(0, False), (1, True), (2, True), (8759, True), (8760, True), (8761, False)]
+)
+def test_report_retention_is_between_1_hour_and_1_year(hours: int, ok: bool) -> None:
+    if ok:
+        assert (
+            load_settings(OrphanScannerSettings, report_retention_hours=hours).report_retention_hours == hours
+        )
+    else:
+        assert refused(report_retention_hours=hours).settings == ("ORPHAN_REPORT_RETENTION_HOURS",)
