@@ -18,8 +18,12 @@ import asyncpg
 import pytest
 from aiokafka import AIOKafkaProducer
 
+from orphan_scanner.domain.inputs import confirmation_text
 from orphan_scanner.entrypoints.projection_consumer import projection_worker
 from orphan_scanner.entrypoints.wiring import Components, build
+from orphan_scanner.service_layer.apply import ApplyResult
+from orphan_scanner.service_layer.metrics import ScanTrigger
+from orphan_scanner.service_layer.scanner import ScanReport
 from orphan_scanner.settings import OrphanScannerSettings
 from tests.conftest import (
     REPO_ROOT,
@@ -196,6 +200,21 @@ class Orphan:
             self._stop.set()
             await self._projection
             self._projection = None
+
+    async def fresh_report(self) -> ScanReport:
+        """`report` as an operator runs it, once the projection has everything published so far."""
+        await self.caught_up()
+        report = await self.components.scanner.scan(ScanTrigger.MANUAL)
+        assert report is not None
+        return report
+
+    async def apply_report(self, report: ScanReport, *, actor: str = "operator-1") -> ApplyResult:
+        """`apply` of `report` with its exact confirmation text."""
+        return await self.components.apply.apply(
+            report.scan_id,
+            actor=actor,
+            confirmation=confirmation_text(report.scan_id, len(report.classification.owned_stale)),
+        )
 
     async def caught_up(self, timeout_seconds: float = 20.0) -> None:
         await self.feed.flush()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 
 import httpx
@@ -48,29 +48,27 @@ class PrivateMediaMtx:
     async def settled(self, expected: set[str]) -> set[str]:
         """The listed names once they equal `expected`, or what is listed after the timeout. MediaMTX applies
         API changes asynchronously: a list right after a change may briefly show the previous set."""
-        deadline = time.monotonic() + VISIBLE_TIMEOUT_SECONDS
-        while True:
-            names = await self.names()
-            if names == expected or time.monotonic() > deadline:
-                return names
-            await asyncio.sleep(0.05)
+        return await self._listed_when(lambda names: names == expected)
 
     async def delete(self, name: str) -> None:
         """Delete by hand, then wait until the list no longer shows it."""
         (await self.http.delete(f"/v3/config/paths/delete/{name}")).raise_for_status()
-        deadline = time.monotonic() + VISIBLE_TIMEOUT_SECONDS
-        while name in await self.names():
-            if time.monotonic() > deadline:
-                raise AssertionError("a deleted path stayed in MediaMTX's list")
-            await asyncio.sleep(0.05)
+        if name in await self._listed_when(lambda names: name not in names):
+            raise AssertionError("a deleted path stayed in MediaMTX's list")
 
     async def wait_listed(self, names: Iterable[str]) -> None:
         """Until MediaMTX's list shows every one of `names` (added by anyone)."""
         wanted = set(names)
+        if not wanted <= await self._listed_when(wanted.issubset):
+            raise AssertionError("added paths did not become visible in MediaMTX's list")
+
+    async def _listed_when(self, settled: Callable[[set[str]], bool]) -> set[str]:
+        """Poll the list until `settled(names)` or the timeout; returns the last list read."""
         deadline = time.monotonic() + VISIBLE_TIMEOUT_SECONDS
-        while not wanted <= await self.names():
-            if time.monotonic() > deadline:
-                raise AssertionError("added paths did not become visible in MediaMTX's list")
+        while True:
+            names = await self.names()
+            if settled(names) or time.monotonic() > deadline:
+                return names
             await asyncio.sleep(0.05)
 
     async def names(self) -> set[str]:

@@ -9,30 +9,12 @@ import asyncpg
 import pytest
 
 from orphan_scanner.domain.gate import BlockReason
-from orphan_scanner.domain.inputs import confirmation_text
 from orphan_scanner.service_layer.apply import ApplyRefused, ApplyResult, ApplyStatus
-from orphan_scanner.service_layer.metrics import ScanTrigger
-from orphan_scanner.service_layer.scanner import ScanReport
 from tests.conftest import MigratedSchema, Stack
 from tests.integration.orphan_scanner.conftest import Orphan, orphan_harness
 from tests.integration.orphan_scanner.private_mediamtx import PrivateMediaMtx
 from tests.mediamtx_proxy import MediaMtxProxy
 from yovision_platform.mediamtx import MediaMtxApi
-
-
-async def fresh_report(orphan: Orphan) -> ScanReport:
-    await orphan.caught_up()
-    report = await orphan.components.scanner.scan(ScanTrigger.MANUAL)
-    assert report is not None
-    return report
-
-
-async def apply_report(orphan: Orphan, report: ScanReport) -> ApplyResult:
-    return await orphan.components.apply.apply(
-        report.scan_id,
-        actor="safety-tester",
-        confirmation=confirmation_text(report.scan_id, len(report.classification.owned_stale)),
-    )
 
 
 def outcomes(result: ApplyResult) -> dict[str, str]:
@@ -44,13 +26,13 @@ async def test_reclaimed_candidate_and_new_stale_path_are_not_deleted(orphan: Or
     for name in stale:
         await orphan.feed.stale(name)
     await orphan.mediamtx.add_many(stale + [f"hand-{i}" for i in range(37)])
-    report = await fresh_report(orphan)
+    report = await orphan.fresh_report()
     assert set(report.classification.owned_stale) == set(stale)
 
     await orphan.feed.live("stale-b")  # a device claims stale-b again after the report
     await orphan.feed.stale("stale-new")  # a path that became stale after the report
     await orphan.mediamtx.add_many(["stale-new"])
-    result = await apply_report(orphan, report)
+    result = await orphan.apply_report(report)
 
     assert result.status is ApplyStatus.COMPLETED
     assert outcomes(result) == {"stale-a": "deleted", "stale-b": "skipped_not_stale", "stale-c": "deleted"}
@@ -72,14 +54,14 @@ async def test_lagging_projection_blocks_apply_until_it_catches_up(
         await orphan.feed.stale("stale-1")
         await orphan.feed.stale("stale-2")
         await orphan.mediamtx.add_many(["stale-1", "stale-2", *[f"hand-{i}" for i in range(18)]])
-        report = await fresh_report(orphan)
+        report = await orphan.fresh_report()
         assert len(report.classification.owned_stale) == 2
 
         await orphan.stop_projection()
         await orphan.feed.live("stale-1")  # Sense claims stale-1 again; the projection has not seen it
         await orphan.feed.flush()
         before = await orphan.mediamtx.names()
-        blocked = await apply_report(orphan, report)
+        blocked = await orphan.apply_report(report)
         assert (blocked.status, blocked.reason_code) == (ApplyStatus.BLOCKED, BlockReason.PROJECTION_LAGGING)
         assert await orphan.mediamtx.settled(before) == before
 
@@ -90,7 +72,7 @@ async def test_lagging_projection_blocks_apply_until_it_catches_up(
 
         restart = asyncio.create_task(restart_later())
         orphan.components.apply._catch_up_timeout = 20.0
-        result = await apply_report(orphan, report)
+        result = await orphan.apply_report(report)
         await restart
         assert result.status is ApplyStatus.COMPLETED
         assert outcomes(result) == {"stale-1": "skipped_not_stale", "stale-2": "deleted"}
@@ -116,16 +98,16 @@ async def test_partial_failure_is_recorded_and_a_rerun_retries_only_the_failed_p
             for name in stale:
                 await orphan.feed.stale(name)
             await orphan.mediamtx.add_many(stale + [f"hand-{i}" for i in range(27)])
-            report = await fresh_report(orphan)
+            report = await orphan.fresh_report()
 
-            first = await apply_report(orphan, report)
+            first = await orphan.apply_report(report)
             assert first.status is ApplyStatus.PARTIAL
             assert outcomes(first) == {"stale-1": "deleted", "stale-2": "failed", "stale-3": "deleted"}
             assert [i.error_code for i in first.items if i.outcome == "failed"] == ["mediamtx_http_500"]
 
             proxy.refuse_deletes = set()
             proxy.calls.clear()
-            second = await apply_report(orphan, report)
+            second = await orphan.apply_report(report)
             assert second.status is ApplyStatus.COMPLETED
             assert outcomes(second) == {"stale-2": "deleted"}
             assert {(i.path_name, i.outcome) for i in second.items if i.earlier} == {
@@ -154,7 +136,7 @@ async def test_a_crash_after_the_delete_is_recovered_as_deleted(
 ) -> None:
     await orphan.feed.stale("stale-1")
     await orphan.mediamtx.add_many(["stale-1", *[f"hand-{i}" for i in range(9)]])
-    report = await fresh_report(orphan)
+    report = await orphan.fresh_report()
     # What a crash between the DELETE and its record leaves behind: an `attempting` disposition, path gone.
     s = orphan.schema.name.quoted
     await admin_conn.execute(
@@ -168,7 +150,7 @@ async def test_a_crash_after_the_delete_is_recovered_as_deleted(
         report.scan_id,
     )
     await orphan.mediamtx.delete("stale-1")
-    result = await apply_report(orphan, report)
+    result = await orphan.apply_report(report)
     assert result.status is ApplyStatus.COMPLETED
     assert outcomes(result) == {"stale-1": "deleted"}
 
@@ -176,13 +158,13 @@ async def test_a_crash_after_the_delete_is_recovered_as_deleted(
 async def test_one_apply_at_a_time(orphan: Orphan) -> None:
     await orphan.feed.stale("stale-1")
     await orphan.mediamtx.add_many(["stale-1", *[f"hand-{i}" for i in range(9)]])
-    report = await fresh_report(orphan)
+    report = await orphan.fresh_report()
     async with orphan.pool.acquire() as conn:
         key = f"orphan-apply:{orphan.schema.name}"
         assert await conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", key)
         try:
             with pytest.raises(ApplyRefused) as refused:
-                await apply_report(orphan, report)
+                await orphan.apply_report(report)
             assert refused.value.code == "apply_in_progress"
         finally:
             await conn.execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", key)

@@ -10,27 +10,10 @@ import pytest
 
 from orphan_scanner.domain.gate import BlockReason
 from orphan_scanner.domain.inputs import confirmation_text
-from orphan_scanner.service_layer.apply import ApplyResult, ApplyStatus
-from orphan_scanner.service_layer.metrics import ScanTrigger
-from orphan_scanner.service_layer.scanner import ScanReport
+from orphan_scanner.service_layer.apply import ApplyStatus
 from tests.conftest import MigratedSchema, Stack
 from tests.integration.orphan_scanner.conftest import Orphan, orphan_harness
 from tests.integration.orphan_scanner.private_mediamtx import private_mediamtx
-
-
-async def fresh_report(orphan: Orphan) -> ScanReport:
-    await orphan.caught_up()
-    report = await orphan.components.scanner.scan(ScanTrigger.MANUAL)
-    assert report is not None
-    return report
-
-
-async def apply_report(orphan: Orphan, report: ScanReport) -> ApplyResult:
-    return await orphan.components.apply.apply(
-        report.scan_id,
-        actor="gate-tester",
-        confirmation=confirmation_text(report.scan_id, len(report.classification.owned_stale)),
-    )
 
 
 async def seed(orphan: Orphan, *, total: int, stale: int) -> list[str]:
@@ -49,7 +32,7 @@ async def seed(orphan: Orphan, *, total: int, stale: int) -> list[str]:
 async def test_ten_percent_boundary(orphan: Orphan, total: int, stale: int, allowed: bool) -> None:
     stale_names = await seed(orphan, total=total, stale=stale)
     before = await orphan.mediamtx.names()
-    result = await apply_report(orphan, await fresh_report(orphan))
+    result = await orphan.apply_report(await orphan.fresh_report())
     if allowed:
         assert result.status is ApplyStatus.COMPLETED
         expected = before - set(stale_names)
@@ -77,16 +60,16 @@ async def test_128_candidates_allowed_129_blocked(
             await orphan.feed.stale(name)
         before = await orphan.mediamtx.names()
         assert len(before) == 1290
-        report = await fresh_report(orphan)
+        report = await orphan.fresh_report()
         assert len(report.classification.owned_stale) == 129
-        blocked = await apply_report(orphan, report)
+        blocked = await orphan.apply_report(report)
         assert (blocked.status, blocked.reason_code) == (ApplyStatus.BLOCKED, BlockReason.TOO_MANY_CANDIDATES)
         assert await orphan.mediamtx.settled(before) == before
 
         await orphan.feed.live(stale_names[0])  # a device claims one again: 128 candidates of 1290
-        report = await fresh_report(orphan)
+        report = await orphan.fresh_report()
         assert len(report.classification.owned_stale) == 128
-        result = await apply_report(orphan, report)
+        result = await orphan.apply_report(report)
         assert result.status is ApplyStatus.COMPLETED
         assert result.counts() == {"deleted": 128}
         expected = before - set(stale_names[1:])
@@ -95,22 +78,22 @@ async def test_128_candidates_allowed_129_blocked(
 
 async def test_zero_candidates_blocked(orphan: Orphan) -> None:
     await orphan.mediamtx.add_many([f"hand-{i}" for i in range(20)])
-    result = await apply_report(orphan, await fresh_report(orphan))
+    result = await orphan.apply_report(await orphan.fresh_report())
     assert (result.status, result.reason_code) == (ApplyStatus.BLOCKED, BlockReason.NO_CANDIDATES)
 
 
 async def test_zero_configured_paths_blocked(orphan: Orphan) -> None:
-    result = await apply_report(orphan, await fresh_report(orphan))
+    result = await orphan.apply_report(await orphan.fresh_report())
     assert (result.status, result.reason_code) == (ApplyStatus.BLOCKED, BlockReason.NO_PATHS)
 
 
 async def test_total_dropping_to_zero_after_the_report_blocks(orphan: Orphan) -> None:
     await orphan.feed.stale("only-one")
     await orphan.mediamtx.add_many(["only-one", *[f"hand-{i}" for i in range(9)]])
-    report = await fresh_report(orphan)
+    report = await orphan.fresh_report()
     for name in await orphan.mediamtx.names():
         await orphan.mediamtx.delete(name)
-    result = await apply_report(orphan, report)
+    result = await orphan.apply_report(report)
     assert (result.status, result.reason_code) == (ApplyStatus.BLOCKED, BlockReason.NO_PATHS)
 
 
@@ -123,7 +106,7 @@ async def test_report_age_boundary(
     orphan: Orphan, admin_conn: asyncpg.Connection, offset: timedelta, allowed: bool
 ) -> None:
     stale_names = await seed(orphan, total=10, stale=1)
-    report = await fresh_report(orphan)
+    report = await orphan.fresh_report()
     # Age the report as the DB clock sees it (the runtime role cannot rewrite a report: done as admin).
     await admin_conn.execute(
         f"UPDATE {orphan.schema.name.quoted}.scan_reports SET created_at = now() - $2::interval, "
@@ -132,7 +115,7 @@ async def test_report_age_boundary(
         timedelta(minutes=15) + offset,
     )
     before = await orphan.mediamtx.names()
-    result = await apply_report(orphan, report)
+    result = await orphan.apply_report(report)
     if allowed:
         assert result.status is ApplyStatus.COMPLETED
         expected = before - set(stale_names)
@@ -144,7 +127,7 @@ async def test_report_age_boundary(
 
 async def test_wrong_confirmation_is_blocked(orphan: Orphan) -> None:
     await seed(orphan, total=10, stale=1)
-    report = await fresh_report(orphan)
+    report = await orphan.fresh_report()
     before = await orphan.mediamtx.names()
     for text in (
         confirmation_text(report.scan_id, 2),
@@ -160,13 +143,13 @@ async def test_a_finished_apply_rerun_after_expiry_reports_its_results(
     orphan: Orphan, admin_conn: asyncpg.Connection
 ) -> None:
     await seed(orphan, total=10, stale=1)
-    report = await fresh_report(orphan)
-    assert (await apply_report(orphan, report)).status is ApplyStatus.COMPLETED
+    report = await orphan.fresh_report()
+    assert (await orphan.apply_report(report)).status is ApplyStatus.COMPLETED
     await admin_conn.execute(
         f"UPDATE {orphan.schema.name.quoted}.scan_reports SET created_at = now() - interval '1 hour', "
         "expires_at = now() - interval '45 minutes' WHERE id = $1",
         report.scan_id,
     )
-    rerun = await apply_report(orphan, report)
+    rerun = await orphan.apply_report(report)
     assert rerun.status is ApplyStatus.COMPLETED
     assert [(i.path_name, i.outcome, i.earlier) for i in rerun.items] == [("stale-0000", "deleted", True)]

@@ -4,15 +4,7 @@ from __future__ import annotations
 
 from orphan_scanner.domain.inputs import confirmation_text
 from orphan_scanner.service_layer.apply import ApplyStatus
-from orphan_scanner.service_layer.metrics import ScanTrigger
 from tests.integration.orphan_scanner.conftest import Orphan
-
-
-async def report(orphan: Orphan):  # type: ignore[no-untyped-def]
-    await orphan.caught_up()
-    result = await orphan.components.scanner.scan(ScanTrigger.MANUAL)
-    assert result is not None
-    return result
 
 
 async def test_classes_are_exact_and_only_owned_stale_paths_are_deleted(orphan: Orphan) -> None:
@@ -25,7 +17,7 @@ async def test_classes_are_exact_and_only_owned_stale_paths_are_deleted(orphan: 
         await orphan.feed.stale(name)
     await orphan.mediamtx.add_many(live + stale + hand_made)
 
-    scan = await report(orphan)
+    scan = await orphan.fresh_report()
     c = scan.classification
     assert c.in_use == set(live)
     assert set(c.owned_stale) == set(stale)
@@ -51,7 +43,7 @@ async def test_classes_are_exact_and_only_owned_stale_paths_are_deleted(orphan: 
 async def test_apply_records_runs_and_events(orphan: Orphan) -> None:
     await orphan.feed.stale("gone-1")
     await orphan.mediamtx.add_many(["gone-1", *[f"hand-{i}" for i in range(9)]])
-    scan = await report(orphan)
+    scan = await orphan.fresh_report()
     confirmation = confirmation_text(scan.scan_id, 1)
     await orphan.components.apply.apply(scan.scan_id, actor="bob", confirmation=confirmation)
     async with orphan.pool.acquire() as conn:

@@ -12,6 +12,8 @@ from yovision_platform.leases import LeaseTable
 
 SCANNER_LEASE_ID = "scanner"
 FINAL_OUTCOMES = ("deleted", "already_absent")
+# A report's age in whole milliseconds by the database clock, now (not at the start of the transaction).
+AGE_MS_SQL = "floor(extract(epoch FROM (clock_timestamp() - created_at)) * 1000)::bigint"
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,7 @@ class ReportStore:
             f"""
             SELECT id, trigger, status, error_code, created_at, expires_at, observed_total, in_use_count,
                    owned_stale_count, unowned_count,
-                   floor(extract(epoch FROM (clock_timestamp() - created_at)) * 1000)::bigint AS age_ms
+                   {AGE_MS_SQL} AS age_ms
               FROM {s}.scan_reports WHERE id = $1
             """,
             scan_id,
@@ -158,8 +160,7 @@ class ReportStore:
 
     async def report_age_ms(self, conn: DbConnection, scan_id: uuid.UUID) -> int:
         age: int = await conn.fetchval(
-            f"SELECT floor(extract(epoch FROM (clock_timestamp() - created_at)) * 1000)::bigint "
-            f"FROM {self._s}.scan_reports WHERE id = $1",
+            f"SELECT {AGE_MS_SQL} FROM {self._s}.scan_reports WHERE id = $1",
             scan_id,
         )
         return int(age)

@@ -161,14 +161,7 @@ class ApplyService:
             log.warning("apply: MediaMTX enumeration failed", extra={"error_code": exc.code})
             return await self._block(result, actor, BlockReason.ENUMERATION_FAILED)
         async with self._pool.acquire() as conn:
-            await self._reports.start_apply(
-                conn,
-                result.apply_id,
-                scan_id=report.scan_id,
-                actor=actor,
-                instance_id=self._instance_id,
-                report_candidates=len(report.candidates),
-            )
+            await self._start(conn, result, actor)
         observed = set(names)
         # Recovery, not a deletion: an earlier run sent this DELETE and stopped before recording the result.
         for path in sorted(earlier_attempting - observed):
@@ -207,6 +200,17 @@ class ApplyService:
             "apply finished", extra={"scan_id": str(report.scan_id), "status": result.status.value, **counts}
         )
         return result
+
+    async def _start(self, conn: DbConnection, result: ApplyResult, actor: str) -> None:
+        """The `apply_runs` row (status running); idempotent, so a run that then blocks can call it again."""
+        await self._reports.start_apply(
+            conn,
+            result.apply_id,
+            scan_id=result.scan_id,
+            actor=actor,
+            instance_id=self._instance_id,
+            report_candidates=result.report_candidates,
+        )
 
     async def _finish(self, result: ApplyResult) -> None:
         async with self._pool.acquire() as conn:
@@ -288,14 +292,7 @@ class ApplyService:
         result.status = ApplyStatus.BLOCKED
         result.reason_code = reason
         async with self._pool.acquire() as conn, conn.transaction():
-            await self._reports.start_apply(
-                conn,
-                result.apply_id,
-                scan_id=result.scan_id,
-                actor=actor,
-                instance_id=self._instance_id,
-                report_candidates=result.report_candidates,
-            )
+            await self._start(conn, result, actor)
             await self._reports.finish_apply(
                 conn,
                 result.apply_id,
@@ -324,14 +321,7 @@ class ApplyService:
 
     async def _record_noop(self, result: ApplyResult, actor: str) -> None:
         async with self._pool.acquire() as conn, conn.transaction():
-            await self._reports.start_apply(
-                conn,
-                result.apply_id,
-                scan_id=result.scan_id,
-                actor=actor,
-                instance_id=self._instance_id,
-                report_candidates=result.report_candidates,
-            )
+            await self._start(conn, result, actor)
             await self._reports.finish_apply(
                 conn,
                 result.apply_id,

@@ -16,6 +16,8 @@ from yovision_platform.db import Identifier
 from yovision_platform.kafka import TopicUnavailable, fetch_end_offsets
 
 CATCH_UP_POLL_SECONDS = 0.25
+# What fetching end offsets raises when Kafka cannot tell (broker down, topic missing, no answer in time).
+KAFKA_UNAVAILABLE: tuple[type[BaseException], ...] = (TopicUnavailable, KafkaError, TimeoutError, OSError)
 
 
 class ProjectionCatchUp:
@@ -38,7 +40,7 @@ class ProjectionCatchUp:
 
     async def lag(self, timeout_seconds: float = 5.0) -> int:
         """Messages published but not yet applied, over every partition (for the lag metric).
-        Raises TopicUnavailable, KafkaError, TimeoutError or OSError when Kafka cannot tell."""
+        Raises one of KAFKA_UNAVAILABLE when Kafka cannot tell."""
         ends = await fetch_end_offsets(
             self._bootstrap, self._topics, client_id=self._client_id, timeout_seconds=timeout_seconds
         )
@@ -53,7 +55,7 @@ class ProjectionCatchUp:
             ends = await fetch_end_offsets(
                 self._bootstrap, self._topics, client_id=self._client_id, timeout_seconds=timeout_seconds
             )
-        except (TopicUnavailable, KafkaError, TimeoutError, OSError):
+        except KAFKA_UNAVAILABLE:
             return BlockReason.PROJECTION_UNAVAILABLE
         while True:
             async with self._pool.acquire() as conn:

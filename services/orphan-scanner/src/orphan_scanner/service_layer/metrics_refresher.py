@@ -8,13 +8,11 @@ import contextlib
 import logging
 
 import asyncpg
-from aiokafka.errors import KafkaError
 
 from orphan_scanner.adapters.report_store import ReportStore
 from orphan_scanner.domain import limits
-from orphan_scanner.service_layer.catch_up import ProjectionCatchUp
+from orphan_scanner.service_layer.catch_up import KAFKA_UNAVAILABLE, ProjectionCatchUp
 from orphan_scanner.service_layer.metrics import OrphanMetrics
-from yovision_platform.kafka import TopicUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +43,7 @@ class MetricsRefresher:
         if self._catch_up is not None:
             try:
                 self._metrics.projection_lag.labels().set(await self._catch_up.lag())
-            except (TopicUnavailable, KafkaError, TimeoutError, OSError) as exc:
+            except KAFKA_UNAVAILABLE as exc:
                 # The gauge keeps its last value; a Kafka outage shows in the consumer's own readiness.
                 log.warning("projection lag unknown", extra={"error_code": type(exc).__name__})
 
