@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import AsyncIterator
 
 import httpx
 import uvicorn
 from fastapi import FastAPI, Request, Response
+
+from yovision_platform.tools.localhost import free_port
 
 
 class MediaMtxProxy:
@@ -23,9 +24,7 @@ class MediaMtxProxy:
         self.held = asyncio.Event()
         self._hold = False
         self._release = asyncio.Event()
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = int(sock.getsockname()[1])
+        self.port = free_port()
         self.app = FastAPI()
         self.app.add_api_route("/{path:path}", self._handle, methods=["GET", "POST", "DELETE", "PATCH"])
 

@@ -17,7 +17,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
-from tests.conftest import MigratedSchema, Stack, create_topic, delete_topic, free_port
+from tests.conftest import MigratedSchema, Stack, create_topic, delete_topic, free_port, private_file
 from tests.mediamtx_proxy import MediaMtxProxy
 
 SCRIPT = Path(__file__).with_name("sense_process.py")
@@ -37,12 +37,6 @@ ALLOWED_LABELS = {
     "minor",
     "patchlevel",
 }
-
-
-def private(path: Path, content: str) -> Path:
-    path.write_text(content)
-    path.chmod(0o600)
-    return path
 
 
 class SenseProcess:
@@ -108,9 +102,9 @@ async def sense_env(
             "SENSE_TEST_SCHEMA": sense_schema.name,
             "SENSE_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
             "SENSE_DATABASE_DSN_FILE": str(
-                private(tmp_path / "runtime.dsn", sense_schema.runtime_dsn + "\n")
+                private_file(tmp_path / "runtime.dsn", sense_schema.runtime_dsn + "\n")
             ),
-            "SENSE_API_TOKEN_FILE": str(private(tmp_path / "token", TOKEN + "\n")),
+            "SENSE_API_TOKEN_FILE": str(private_file(tmp_path / "token", TOKEN + "\n")),
             "SENSE_MEDIAMTX_API_URL": stack.mediamtx_api_url,
             "SENSE_DEVICE_TOPIC": topic,
             "SENSE_DEVICE_TOPIC_PARTITIONS": str(PARTITIONS),

@@ -6,7 +6,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ import httpx
 import pytest
 
 from signal_watcher.settings import JWT_AUDIENCE
-from tests.conftest import Stack, runtime_dsn_for
+from tests.conftest import Stack, free_port, private_file, runtime_dsn_for
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.db import Identifier
 
@@ -25,33 +24,24 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 ISSUER = "test-issuer"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _private(path: Path, content: str) -> str:
-    path.write_text(content)
-    path.chmod(0o600)
-    return str(path)
-
-
 @pytest.fixture
 def env(stack: Stack, schema_name: Identifier, tmp_path: Path) -> dict[str, str]:
     password = secrets.token_hex(16)
     return {
         **os.environ,
         "YOVISION_TEST_SIGNAL_SCHEMA": str(schema_name),
-        "SIGNAL_HTTP_PORT": str(_free_port()),
+        "SIGNAL_HTTP_PORT": str(free_port()),
         "SIGNAL_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
         "SIGNAL_OUTBOX_RELAY_ENABLED": "false",
-        "SIGNAL_DATABASE_DSN_FILE": _private(
-            tmp_path / "runtime.dsn", runtime_dsn_for(stack.admin_dsn, f"{schema_name}_app", password) + "\n"
+        "SIGNAL_DATABASE_DSN_FILE": str(
+            private_file(
+                tmp_path / "runtime.dsn",
+                runtime_dsn_for(stack.admin_dsn, f"{schema_name}_app", password) + "\n",
+            )
         ),
-        "SIGNAL_MIGRATION_DSN_FILE": _private(tmp_path / "admin.dsn", stack.admin_dsn + "\n"),
-        "SIGNAL_SECRETS_AES_KEY_FILE": _private(tmp_path / "aes.key", secrets.token_hex(32) + "\n"),
-        "SIGNAL_AUTH_JWT_KEY_FILE": _private(tmp_path / "jwt.key", secrets.token_hex(32) + "\n"),
+        "SIGNAL_MIGRATION_DSN_FILE": str(private_file(tmp_path / "admin.dsn", stack.admin_dsn + "\n")),
+        "SIGNAL_SECRETS_AES_KEY_FILE": str(private_file(tmp_path / "aes.key", secrets.token_hex(32) + "\n")),
+        "SIGNAL_AUTH_JWT_KEY_FILE": str(private_file(tmp_path / "jwt.key", secrets.token_hex(32) + "\n")),
         "SIGNAL_AUTH_JWT_ISSUER": ISSUER,
     }
 
@@ -74,7 +64,7 @@ def test_start_up_is_refused_without_a_valid_aes_key(env: dict[str, str], tmp_pa
     assert result.returncode == 2 and "SIGNAL_SECRETS_AES_KEY_FILE" in result.stderr
     short_key = secrets.token_hex(16)
     result = _run(
-        {**env, "SIGNAL_SECRETS_AES_KEY_FILE": _private(tmp_path / "short.key", short_key)}, "serve"
+        {**env, "SIGNAL_SECRETS_AES_KEY_FILE": str(private_file(tmp_path / "short.key", short_key))}, "serve"
     )
     assert result.returncode == 2 and "SIGNAL_SECRETS_AES_KEY_FILE" in result.stderr
     assert short_key not in result.stderr + result.stdout

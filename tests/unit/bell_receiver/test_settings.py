@@ -9,28 +9,25 @@ from pathlib import Path
 import pytest
 
 from bell_receiver.settings import BellReceiverSettings
+from tests.conftest import private_file
 from yovision_platform.errors import ConfigError
 from yovision_platform.settings import load_settings
-
-
-def private(path: Path, content: str) -> Path:
-    path.write_text(content)
-    path.chmod(0o600)
-    return path
 
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     values = {
         "BELL_KAFKA_BOOTSTRAP": "127.0.0.1:19092",
-        "BELL_DATABASE_DSN_FILE": str(private(tmp_path / "dsn", "postgresql://bell_app:pw@127.0.0.1:5/db\n")),
+        "BELL_DATABASE_DSN_FILE": str(
+            private_file(tmp_path / "dsn", "postgresql://bell_app:pw@127.0.0.1:5/db\n")
+        ),
         "BELL_RELAY_KEY_FILES": json.dumps(
             {
-                "relay-1": str(private(tmp_path / "k1", secrets.token_hex(32))),
-                "relay-2": str(private(tmp_path / "k2", secrets.token_hex(32))),
+                "relay-1": str(private_file(tmp_path / "k1", secrets.token_hex(32))),
+                "relay-2": str(private_file(tmp_path / "k2", secrets.token_hex(32))),
             }
         ),
-        "BELL_AUTH_JWT_KEY_FILE": str(private(tmp_path / "jwt", secrets.token_hex(32))),
+        "BELL_AUTH_JWT_KEY_FILE": str(private_file(tmp_path / "jwt", secrets.token_hex(32))),
         "BELL_AUTH_JWT_ISSUER": "yovision-dev",
     }
     for name in [*values, "BELL_HTTP_HOST"]:
@@ -75,7 +72,9 @@ def test_a_short_relay_key_is_refused_without_printing_it(
     env: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     short = secrets.token_hex(31)
-    monkeypatch.setenv("BELL_RELAY_KEY_FILES", json.dumps({"relay-1": str(private(tmp_path / "s", short))}))
+    monkeypatch.setenv(
+        "BELL_RELAY_KEY_FILES", json.dumps({"relay-1": str(private_file(tmp_path / "s", short))})
+    )
     with pytest.raises(ConfigError) as refused:
         load_settings(BellReceiverSettings)
     assert "BELL_RELAY_KEY_FILES[relay-1]" in str(refused.value) and short not in str(refused.value)

@@ -9,14 +9,9 @@ import pytest
 
 from orphan_scanner.domain import limits
 from orphan_scanner.settings import OrphanScannerSettings
+from tests.conftest import private_file
 from yovision_platform.errors import ConfigError
 from yovision_platform.settings import load_settings
-
-
-def private(path: Path, content: str) -> Path:
-    path.write_text(content)
-    os.chmod(path, 0o600)
-    return path
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +22,7 @@ def orphan_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("ORPHAN_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
     monkeypatch.setenv("ORPHAN_MEDIAMTX_API_URL", "http://127.0.0.1:19997/")
     dsn = "postgresql://orphan_app:pw@127.0.0.1:55432/yovision\n"
-    monkeypatch.setenv("ORPHAN_DATABASE_DSN_FILE", str(private(tmp_path / "dsn", dsn)))
+    monkeypatch.setenv("ORPHAN_DATABASE_DSN_FILE", str(private_file(tmp_path / "dsn", dsn)))
 
 
 def refused(**overrides: object) -> ConfigError:

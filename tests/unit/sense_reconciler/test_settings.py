@@ -7,16 +7,11 @@ import pytest
 
 from sense_reconciler.domain import limits
 from sense_reconciler.settings import SenseReconcilerSettings
+from tests.conftest import private_file
 from yovision_platform.errors import ConfigError
 from yovision_platform.settings import load_settings
 
 TOKEN = "api-token-" + "x" * 40
-
-
-def private(path: Path, content: str) -> Path:
-    path.write_text(content)
-    os.chmod(path, 0o600)
-    return path
 
 
 @pytest.fixture(autouse=True)
@@ -27,8 +22,8 @@ def sense_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SENSE_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
     monkeypatch.setenv("SENSE_MEDIAMTX_API_URL", "http://127.0.0.1:19997/")
     dsn = "postgresql://sense_app:pw@127.0.0.1:55432/yovision\n"
-    monkeypatch.setenv("SENSE_DATABASE_DSN_FILE", str(private(tmp_path / "dsn", dsn)))
-    monkeypatch.setenv("SENSE_API_TOKEN_FILE", str(private(tmp_path / "token", TOKEN + "\n")))
+    monkeypatch.setenv("SENSE_DATABASE_DSN_FILE", str(private_file(tmp_path / "dsn", dsn)))
+    monkeypatch.setenv("SENSE_API_TOKEN_FILE", str(private_file(tmp_path / "token", TOKEN + "\n")))
 
 
 def refused(**overrides: object) -> ConfigError:
@@ -78,7 +73,7 @@ def test_instance_id_is_validated() -> None:
 
 
 def test_a_short_api_token_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SENSE_API_TOKEN_FILE", str(private(tmp_path / "short", "short\n")))
+    monkeypatch.setenv("SENSE_API_TOKEN_FILE", str(private_file(tmp_path / "short", "short\n")))
     assert "SENSE_API_TOKEN_FILE" in refused().settings
 
 
