@@ -32,7 +32,7 @@ async def configure(ctx: ServiceContext) -> None:
                 components.serde,
                 bootstrap=settings.kafka_bootstrap,
                 topics=settings.projection_topics,
-                consumer_group=settings.consumer_group,
+                consumer_group=settings.projection_group,
                 client_id=client_id,
             ),
         )
