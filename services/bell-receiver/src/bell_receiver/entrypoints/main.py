@@ -11,6 +11,7 @@ from bell_receiver.entrypoints.receipt_purge import receipt_purge_worker
 from bell_receiver.metrics import BellMetrics
 from bell_receiver.service_layer.ingest import CONSUMER_GROUP, audit_topics
 from bell_receiver.settings import BellReceiverSettings
+from yovision_platform.consumer import ConsumerMetrics
 from yovision_platform.events import default_catalog
 from yovision_platform.service import ServiceContext, ServiceSpec, migrations_dir_of
 from yovision_platform.service import main as run
@@ -48,6 +49,7 @@ def build_spec(
                 topics=read,
                 consumer_group=kafka.group(consumer_group),
                 client_id=f"{SERVICE_NAME}-{settings.instance_id}",
+                consumer_metrics=ConsumerMetrics(ctx.registry),
             ),
         )
         ctx.add_worker("receipt-purge", receipt_purge_worker(ctx.pool, ctx.plan.schema))

@@ -17,6 +17,7 @@ from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.settings import SenseReconcilerSettings
 from yovision_platform.auth import StaticBearerToken
 from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.consumer import ConsumerMetrics
 from yovision_platform.errors import ConfigError
 from yovision_platform.events import catalog_for
 from yovision_platform.service import ServiceContext, ServiceSpec
@@ -92,6 +93,7 @@ async def configure(ctx: ServiceContext) -> None:
         bootstrap=settings.kafka_bootstrap,
         group_id=kafka.group(settings.consumer_group),
         client_id=f"{ctx.spec.name}-{settings.instance_id}",
+        metrics=ConsumerMetrics(ctx.registry),
     )
     ctx.add_worker("reconciler", reconciler.run)
     ctx.add_worker("device-consumer", consumer.run)
