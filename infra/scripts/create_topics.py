@@ -3,7 +3,8 @@
 Existing topics are never deleted or altered; one whose partition count differs from the list is reported.
 With `--prefix P` every topic is created as `P<name>` (an environment sharing the cluster, see
 `<P>_KAFKA_PREFIX` in docs/architecture.md).
-Usage: .venv/bin/python infra/scripts/create_topics.py [--bootstrap HOST:PORT] [--topics-file PATH] [--prefix P]
+Usage: .venv/bin/python infra/scripts/create_topics.py [--bootstrap HOST:PORT] [--topics-file PATH]
+       [--prefix P]
 """
 
 from __future__ import annotations
