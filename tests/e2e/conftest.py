@@ -20,6 +20,7 @@ Operator settings that differ from `make up` (and why):
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -201,6 +202,25 @@ def device_body(tenant: str, site: str, path: str, source: str, state: str = "en
         "source_uri": source,
         "desired_state": state,
     }
+
+
+CHUNK_BYTES = 256 * 1024
+
+
+@pytest.fixture(scope="session")
+def source_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 12 s 640x360 test video with sound (more than the 10 s clip), several chunks long."""
+    path = tmp_path_factory.mktemp("e2e-media") / "source.mp4"
+    subprocess.run(
+        [
+            "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=duration=12:size=640x360:rate=25",
+            "-f", "lavfi", "-i", "sine=frequency=440:duration=12",
+            "-c:v", "libx264", "-preset", "ultrafast", "-b:v", "1M", "-c:a", "aac", "-shortest", str(path),
+        ],
+        check=True,
+    )  # fmt: skip
+    assert path.stat().st_size > 3 * CHUNK_BYTES
+    return path
 
 
 def camera_source(witness: Witness, host: str) -> str:

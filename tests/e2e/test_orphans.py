@@ -87,7 +87,9 @@ async def test_report_then_apply_deletes_only_the_stale_path(
     added = await mediamtx.post(f"/v3/config/paths/add/{stale}", json={"source": stale_source})
     assert added.status_code == 200, added.status_code
     unowned = f"manual-{uuid.uuid4().hex[:8]}"
-    assert (await mediamtx.post(f"/v3/config/paths/add/{unowned}", json={"source": "publisher"})).status_code == 200
+    assert (
+        await mediamtx.post(f"/v3/config/paths/add/{unowned}", json={"source": "publisher"})
+    ).status_code == 200
     await eventually(lambda: _configured(mediamtx, [stale, unowned]), what="hand-made paths listed")
 
     scan = await eventually(lambda: _report_with_candidates(env, [stale]), what="report sees the stale path")
@@ -106,7 +108,8 @@ async def test_report_then_apply_deletes_only_the_stale_path(
     again, rerun = await apply(env, scan)
     assert again == EXIT_OK and [i["earlier"] for i in rerun["items"]] == [True]
     events = await eventually(
-        lambda: _events(admin_db, env, scan["scan_id"], {"ScanReported", "PathDisposed"}), what="audit in Bell"
+        lambda: _events(admin_db, env, scan["scan_id"], {"ScanReported", "PathDisposed"}),
+        what="audit in Bell",
     )
     assert events.count("PathDisposed") == 1, "one disposition, one audit fact"
 
