@@ -208,9 +208,7 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         status_code=202,
         responses={
             409: {"description": "watcher_not_active: only an ACTIVE watcher is checked"},
-            429: {
-                "description": f"check_too_soon: the last check is under {CHECK_NOW_MIN_SPACING_SECONDS} s old"
-            },
+            429: {"description": f"check_too_soon: last check under {CHECK_NOW_MIN_SPACING_SECONDS} s ago"},
         },
     )
     async def check_now(caller: Caller, watcher_id: uuid.UUID) -> WatcherOut:
