@@ -31,7 +31,8 @@ def metric_names_in_rules(text: str) -> set[str]:
 
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:
     assert PROMTOOL.is_file(), "promtool missing: `make test` builds it (infra/scripts/install-promtool.sh)"
-    return subprocess.run([str(PROMTOOL), *args], capture_output=True, text=True, check=False, cwd=RULES.parent)
+    command = [str(PROMTOOL), *args]
+    return subprocess.run(command, capture_output=True, text=True, check=False, cwd=RULES.parent)
 
 
 def test_the_rules_are_valid() -> None:
