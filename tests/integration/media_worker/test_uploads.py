@@ -182,6 +182,23 @@ async def test_init_limits(
         assert response.json() == {"error": code}
 
 
+async def test_a_resumed_init_answers_200_and_a_new_one_201(client: httpx.AsyncClient, media: Media) -> None:
+    first = await init(client, media, 2500, 1000)
+    resumed = await init(client, media, 2500, 1000)
+    other = await init(client, media, 2500, 1000, key="k2")
+    assert [first.status_code, resumed.status_code, other.status_code] == [201, 200, 201]
+    assert resumed.json() == first.json()
+    assert other.json()["session_id"] != first.json()["session_id"]
+
+
+async def test_concurrent_inits_of_one_key_create_one_session_and_resume_it(
+    client: httpx.AsyncClient, media: Media
+) -> None:
+    responses = await asyncio.gather(*(init(client, media, 2500, 1000) for _ in range(4)))
+    assert sorted(r.status_code for r in responses) == [200, 200, 200, 201]
+    assert len({r.json()["session_id"] for r in responses}) == 1
+
+
 async def test_a_layout_change_on_resume_is_refused(client: httpx.AsyncClient, media: Media) -> None:
     first = await init(client, media, 2500, 1000)
     resumed = await init(client, media, 2500, 1000)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import asyncpg
-from fastapi import APIRouter, Depends, FastAPI, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, Field
 
@@ -140,12 +140,23 @@ async def upload_plain(
     return {"material_id": str(material_id), "status": "pending"}
 
 
-@router.post("/v1/uploads", status_code=201)
-async def init_upload(api: Api, spec: InitUpload, user: User) -> dict[str, Any]:
-    session = await api.uploads.init(
+@router.post(
+    "/v1/uploads",
+    status_code=201,
+    responses={
+        200: {"description": "Resumed: a session of this `upload_key` with the same layout already exists"},
+        201: {"description": "Created: a new session"},
+    },
+)
+async def init_upload(api: Api, spec: InitUpload, user: User, response: Response) -> dict[str, Any]:
+    """Start a chunked upload, or resume the caller's session of the same `upload_key` (same layout only,
+    else 409 `layout_conflict`)."""
+    outcome = await api.uploads.init(
         user.subject, spec.upload_key, spec.total_bytes, spec.chunk_bytes, spec.title, spec.content_type
     )
-    return _session_view(session)
+    if not outcome.created:
+        response.status_code = 200
+    return _session_view(outcome.session)
 
 
 @router.get("/v1/uploads/{session_id}")
