@@ -19,6 +19,7 @@ from media_worker.domain.limits import MIB, Limits
 from media_worker.entrypoints.api import DRAIN_PERMISSION, MediaApi, install_routes
 from media_worker.service_layer.activity import Activity
 from media_worker.service_layer.events import EventWriter
+from media_worker.service_layer.metrics import MediaMetrics
 from media_worker.service_layer.transcoder import TranscodeWorker, WorkerTiming
 from media_worker.service_layer.uploads import UploadService
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema
@@ -163,7 +164,7 @@ def media(pool: asyncpg.Pool, media_schema: MigratedSchema, tmp_path: Path) -> M
     return build_media(pool, media_schema.name, tmp_path)
 
 
-def build_app(media: Media) -> FastAPI:
+def build_app(media: Media, metrics: MediaMetrics | None = None) -> FastAPI:
     app = FastAPI(title="media-worker")
     install_routes(
         app,
@@ -176,6 +177,7 @@ def build_app(media: Media) -> FastAPI:
             media.verifier,
             INSTANCE,
             media.capability_file,
+            metrics,
         ),
     )
     return app

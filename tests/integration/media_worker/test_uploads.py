@@ -42,6 +42,11 @@ def files_under(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
 
 
+def entries_under(root: Path) -> list[Path]:
+    """Files and folders below `root` (a refused upload must leave neither)."""
+    return sorted(root.rglob("*")) if root.exists() else []
+
+
 async def init(
     client: httpx.AsyncClient, media: Media, total: int, chunk: int, key: str = "k1"
 ) -> httpx.Response:
@@ -105,6 +110,7 @@ async def test_plain_upload_of_the_chunked_threshold_must_be_chunked_and_leaves_
     body = multipart_body(os.urandom(TEST_LIMITS.chunked_required_from_bytes))
     response = await client.post("/v1/materials", content=body, headers=multipart_headers(media))
     assert (response.status_code, response.json()) == (413, {"error": "chunked_upload_required"})
+    assert entries_under(media.storage.root / "sources") == []
     assert files_under(media.storage.root) == []
     assert await media.fetch("SELECT id FROM {s}.materials") == []
 
@@ -310,7 +316,7 @@ async def test_a_multipart_body_without_a_file_part_is_refused(
     body = f"--{BOUNDARY}\r\n{part}\r\n--{BOUNDARY}--\r\n".encode()
     response = await client.post("/v1/materials", content=body, headers=multipart_headers(media))
     assert (response.status_code, response.json()) == (400, {"error": "invalid_multipart"})
-    assert files_under(media.storage.root / "sources") == []
+    assert entries_under(media.storage.root / "sources") == []
 
 
 async def test_an_empty_file_is_refused_and_leaves_no_file(client: httpx.AsyncClient, media: Media) -> None:
@@ -318,7 +324,7 @@ async def test_an_empty_file_is_refused_and_leaves_no_file(client: httpx.AsyncCl
         "/v1/materials", content=multipart_body(b""), headers=multipart_headers(media)
     )
     assert (response.status_code, response.json()) == (400, {"error": "invalid_multipart"})
-    assert files_under(media.storage.root / "sources") == []
+    assert entries_under(media.storage.root / "sources") == []
 
 
 async def test_merges_share_one_slot_across_instances(client: httpx.AsyncClient, media: Media) -> None:

@@ -2,8 +2,11 @@
 
 Keys are relative paths made by this service only (`sources/<material>/source`, never caller input).
 Every write goes to a unique `*.partial` file next to its target, is fsynced, then renamed into place, so a
-reader never sees half a file and concurrent attempts never share a file. A failed write removes only its
-own partial file. Nothing here deletes a source: there is no operation that could.
+reader never sees half a file and concurrent attempts never share a file. A failed write -- whatever ended
+its body: a client disconnect, a read deadline, a cancellation, a refused size -- removes its own partial file
+at once, and a failed `write_stream` also removes its key's folder when that is left empty (keys of
+`write_stream` are unique per attempt, so no other writer shares it). Nothing here deletes a source: there is
+no operation that could.
 """
 
 from __future__ import annotations
@@ -177,7 +180,12 @@ class LocalStorage:
 
     async def write_stream(self, key: str, body: AsyncIterator[bytes]) -> StoredFile:
         target = self.local_path(key)
-        partial, size, sha = await self._write_partial(target, body)
+        try:
+            partial, size, sha = await self._write_partial(target, body)
+        except BaseException:
+            with contextlib.suppress(OSError):  # not empty (or already gone): keep it
+                target.parent.rmdir()
+            raise
         try:
             await self._commit(partial, target)
         finally:
