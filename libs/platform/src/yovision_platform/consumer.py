@@ -35,6 +35,7 @@ import asyncpg
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.abc import ConsumerRebalanceListener
 
+from yovision_platform.backoff import backoff_seconds, wait_for_stop
 from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.errors import PlatformError
 
@@ -281,11 +282,12 @@ class IdempotentConsumer:
                         },
                     )
                     consumer.seek(tp, messages[0].offset)
-                    delay = min(
-                        CONSUMER_RETRY_BACKOFF_CAP_SECONDS, CONSUMER_RETRY_BACKOFF_BASE_SECONDS * 2**failures
+                    delay = backoff_seconds(
+                        failures,
+                        base_seconds=CONSUMER_RETRY_BACKOFF_BASE_SECONDS,
+                        cap_seconds=CONSUMER_RETRY_BACKOFF_CAP_SECONDS,
                     )
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), delay)
+                    await wait_for_stop(stop, delay)
                 else:
                     failures = 0
                     with contextlib.suppress(Exception):  # the DB position is authoritative

@@ -33,6 +33,7 @@ from fastapi import FastAPI, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry
 
+from yovision_platform.backoff import backoff_seconds, wait_for_stop
 from yovision_platform.db import DbConnection, Identifier, create_pool
 from yovision_platform.errors import ConfigError, PlatformError
 from yovision_platform.kafka import RELAY_PRODUCER_LINGER_MS, start_producer
@@ -48,6 +49,7 @@ log = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE_SECONDS = 20.0
 READINESS_CHECK_TIMEOUT_SECONDS = 2.0
+WORKER_RESTART_BACKOFF_BASE_SECONDS = 1.0
 WORKER_RESTART_BACKOFF_CAP_SECONDS = 30.0
 EXIT_CONFIG_ERROR = 2
 EXIT_STARTUP_REFUSED = 3
@@ -203,8 +205,14 @@ async def _supervise(ctx: ServiceContext, name: str, worker: Worker, stop: async
                 extra={"worker": name, "error_code": type(exc).__name__},
                 exc_info=True,
             )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), min(WORKER_RESTART_BACKOFF_CAP_SECONDS, 2.0**failures))
+            await wait_for_stop(
+                stop,
+                backoff_seconds(
+                    failures,
+                    base_seconds=WORKER_RESTART_BACKOFF_BASE_SECONDS,
+                    cap_seconds=WORKER_RESTART_BACKOFF_CAP_SECONDS,
+                ),
+            )
 
 
 class _Server(uvicorn.Server):

@@ -12,7 +12,6 @@ one slot only until its own timeout, never the scan loop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 
@@ -20,6 +19,7 @@ import asyncpg
 
 from signal_watcher.adapters.repository import WatcherRepository
 from signal_watcher.service_layer.checks import CheckRunner
+from yovision_platform.backoff import wait_for_stop
 from yovision_platform.leases import Lease
 
 __all__ = ["LEASE_SECONDS", "MAX_IN_FLIGHT", "SCAN_BATCH_SIZE", "SCAN_INTERVAL_SECONDS", "Scheduler"]
@@ -60,8 +60,7 @@ class Scheduler:
         try:
             while not stop.is_set():
                 await self.scan(stop)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), self._interval)
+                await wait_for_stop(stop, self._interval)
         finally:
             await self.drain(STOP_GRACE_SECONDS)
 
