@@ -8,13 +8,13 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
-from fastapi import FastAPI
 
 from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.repository import WatcherRepository
 from signal_watcher.entrypoints.api import ApiDeps, install_api
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.settings import JWT_AUDIENCE
+from tests.conftest import problem_code
 from tests.integration.signal_watcher.conftest import (
     FIXTURE_HOST,
     LOOPBACK_FOR_TESTS,
@@ -23,6 +23,7 @@ from tests.integration.signal_watcher.conftest import (
 )
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.auth import TokenVerifier
+from yovision_platform.web import create_app
 
 MAX_PER_USER = 3
 VERIFIER = TokenVerifier(os.urandom(32), issuer="test-issuer", audience=JWT_AUDIENCE)
@@ -39,7 +40,7 @@ ALICE, BOB = auth("alice"), auth("bob")
 async def api(
     pool: asyncpg.Pool, repo: WatcherRepository, local_probe: ProbeClient
 ) -> AsyncIterator[httpx.AsyncClient]:
-    app = FastAPI()
+    app = create_app("test", "0")
     install_api(app, ApiDeps(pool, repo, local_probe, VERIFIER, MAX_PER_USER))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api") as client:
         yield client
@@ -102,7 +103,7 @@ async def test_users_cannot_see_or_touch_each_others_watchers(
         ("DELETE", "", None),
     ]:
         response = await api.request(method, path + suffix, json=body, headers=BOB)
-        assert (response.status_code, response.json()) == (404, {"error": "not_found"}), (method, suffix)
+        assert (response.status_code, problem_code(response)) == (404, "not_found"), (method, suffix)
     assert fixture_server.requests == {}  # bob's test-now never probed alice's target
     assert (await api.get(path, headers=ALICE)).status_code == 200
 
@@ -124,7 +125,7 @@ async def test_per_user_cap_is_enforced(api: httpx.AsyncClient, fixture_server: 
     response = await api.post(
         "/v1/signal-watchers", json=watcher_body(fixture_server.url(FIXTURE_HOST, "/text")), headers=ALICE
     )
-    assert (response.status_code, response.json()) == (409, {"error": "watcher_limit_reached"})
+    assert (response.status_code, problem_code(response)) == (409, "watcher_limit_reached")
     await _create(api, fixture_server.url(FIXTURE_HOST, "/text"), headers=BOB)
 
 
@@ -151,7 +152,7 @@ async def test_invalid_definitions_are_refused_with_stable_codes(
     probe = ProbeClient(
         resolver=fake_resolver({"private.example.com": ["10.1.2.3"]}), guard=LOOPBACK_FOR_TESTS
     )
-    app = FastAPI()
+    app = create_app("test", "0")
     install_api(app, ApiDeps(pool, repo, probe, VERIFIER, MAX_PER_USER))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api") as client:
         response = await client.post(
@@ -160,7 +161,7 @@ async def test_invalid_definitions_are_refused_with_stable_codes(
     await probe.aclose()
     assert response.status_code == 422
     if code != "validation_error":
-        assert response.json() == {"error": code}
+        assert problem_code(response) == code
 
 
 async def test_update_keeps_masked_secrets_and_resets_baseline_only_for_probe_fields(

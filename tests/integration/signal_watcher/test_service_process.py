@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from signal_watcher.settings import JWT_AUDIENCE
-from tests.conftest import Stack, free_port, private_file, runtime_dsn_for
+from tests.conftest import Stack, free_port, private_file, problem_code, runtime_dsn_for
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.db import Identifier
 
@@ -98,7 +98,7 @@ def test_serves_the_api_with_verified_identity_and_stops_on_sigterm(env: dict[st
             json={"name": "n", "agent_id": "a", "url": "http://10.0.0.1/", "prompt_template": "{diff}"},
             headers={"Authorization": f"Bearer {token}"},
         )
-        assert (created.status_code, created.json()) == (422, {"error": "ssrf_blocked_address"})
+        assert (created.status_code, problem_code(created)) == (422, "ssrf_blocked_address")
         listed = httpx.get(f"{base}/v1/signal-watchers", headers={"Authorization": f"Bearer {token}"})
         assert listed.status_code == 200 and listed.json()["items"] == []
     finally:

@@ -28,6 +28,7 @@ from fastapi.responses import JSONResponse
 from pydantic import Field, PrivateAttr
 
 from yovision_platform.errors import PlatformError
+from yovision_platform.problems import problem_response
 from yovision_platform.settings import BaseServiceSettings, read_secret_file
 from yovision_platform.signing import MIN_KEY_BYTES, load_key_file
 
@@ -168,10 +169,10 @@ BearerToken = Annotated[str, Depends(bearer_token)]
 
 
 def auth_error_response(exc: PlatformError) -> JSONResponse:
-    """401 for AuthError (with the challenge header), 403 for Forbidden; body is only the stable code."""
+    """401 for AuthError (with the challenge header), 403 for Forbidden; a `Problem` with only the code."""
     if isinstance(exc, Forbidden):
-        return JSONResponse({"error": exc.code}, status_code=403)
-    return JSONResponse({"error": "unauthorized"}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        return problem_response(403, exc.code)
+    return problem_response(401, "unauthorized", headers={"WWW-Authenticate": "Bearer"})
 
 
 def install_auth_error_handlers(app: Any) -> None:

@@ -42,6 +42,7 @@ from yovision_platform.metrics import build_info, create_registry, render_latest
 from yovision_platform.migrations import SchemaPlan, migrate, preflight
 from yovision_platform.relay import OutboxRelay, RelayMetrics
 from yovision_platform.settings import BaseServiceSettings, load_settings
+from yovision_platform.web import create_app
 
 __all__ = ["ServiceContext", "ServiceSpec", "checked_pool", "main", "migrations_dir_of"]
 
@@ -250,7 +251,7 @@ async def _serve(spec: ServiceSpec, settings: BaseServiceSettings) -> int:
     async with checked_pool(spec, settings) as (pool, plan):
         registry = create_registry()
         build_info(registry, service=spec.name, version=spec.version, instance_id=settings.instance_id)
-        app = FastAPI(title=spec.name, version=spec.version)
+        app = create_app(spec.name, spec.version)
         ctx = ServiceContext(spec, settings, plan, pool, registry, app)
         ctx.add_readiness_check("database", lambda: _database_ready(pool))
         _add_health_routes(ctx)
