@@ -125,7 +125,8 @@ class TokenVerifier:
             raise AuthError() from None
         issued, expires, not_before = claims["iat"], claims["exp"], claims.get("nbf", claims["iat"])
         current = time.time() if now is None else now
-        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (issued, expires, not_before)):
+        times = (issued, expires, not_before)
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in times):
             raise AuthError()
         if expires - issued > JWT_MAX_TTL_SECONDS or current >= expires + self._leeway:
             raise AuthError()
