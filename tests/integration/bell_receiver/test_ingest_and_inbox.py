@@ -175,6 +175,10 @@ async def check_inbox_api(served: Served) -> None:
         "/v1/notifications", params={"cursor": "!!"}, headers={"authorization": f"Bearer {token}"}
     )
     assert (bad.status_code, problem_code(bad)) == (400, "invalid_cursor")
+    nul = await http.get(
+        "/v1/notifications", params={"cursor": "a\u0000"}, headers={"authorization": f"Bearer {token}"}
+    )
+    assert (nul.status_code, problem_code(nul)) == (400, "invalid_text")
     for limit, status in ((0, 422), (1, 200), (100, 200), (101, 422)):
         response = await http.get(
             "/v1/notifications", params={"limit": limit}, headers={"authorization": f"Bearer {token}"}

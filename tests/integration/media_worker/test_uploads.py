@@ -359,3 +359,17 @@ async def test_upload_sessions_are_private_to_their_owner(client: httpx.AsyncCli
         f"/v1/uploads/{session_id}/chunks/0", content=b"a" * 1000, headers=media.auth("user-2")
     )
     assert put.status_code == 404
+
+
+async def test_a_nul_in_an_upload_title_or_key_is_refused_before_any_work(
+    client: httpx.AsyncClient, media: Media
+) -> None:
+    spec = {"upload_key": "k-nul", "total_bytes": 10, "chunk_bytes": 10, "title": "a\u0000b"}
+    response = await client.post("/v1/uploads", json=spec, headers=media.auth())
+    assert (response.status_code, problem_code(response)) == (400, "invalid_text")
+    plain = await client.post(
+        "/v1/materials?title=x%00", content=multipart_body(b"v"), headers=multipart_headers(media)
+    )
+    assert (plain.status_code, problem_code(plain)) == (400, "invalid_text")
+    async with media.pool.acquire() as conn:
+        assert await conn.fetchval(f'SELECT count(*) FROM "{media.schema}".upload_sessions') == 0

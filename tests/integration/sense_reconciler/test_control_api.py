@@ -145,3 +145,27 @@ async def test_published_openapi_matches_the_app(devices: DeviceService) -> None
         OPENAPI_FILE.write_text(rendered, encoding="utf-8")
     assert OPENAPI_FILE.read_text() == rendered, "regenerate schemas/openapi/sense-reconciler.v1.json"
     assert "source_uri" not in json.dumps(document["components"]["schemas"]["Device"])  # type: ignore[index]
+
+
+@pytest.mark.parametrize("field", ["tenant_id", "site_id", "name", "path_name", "source_uri"])
+async def test_a_nul_in_any_device_text_is_refused_before_any_work(
+    api: httpx.AsyncClient, field: str
+) -> None:
+    body = device_body()
+    body[field] = f"{body[field]}\u0000"
+    response = await api.post("/v1/devices", json=body)
+    assert (response.status_code, problem_code(response)) == (400, "invalid_text")
+    assert (await api.get("/v1/devices")).json()["items"] == []
+    site = await api.put("/v1/sites/tenant-a/site%00", json={"max_video_channels": 4})
+    assert (site.status_code, problem_code(site)) == (400, "invalid_text")
+
+
+async def test_a_wrong_method_is_405_with_allow_and_unparsable_json_400(api: httpx.AsyncClient) -> None:
+    wrong = await api.delete("/v1/devices")
+    assert (wrong.status_code, problem_code(wrong)) == (405, "method_not_allowed")
+    assert set(wrong.headers["allow"].split(", ")) == {"GET", "POST"}
+    broken = await api.post(
+        "/v1/devices", content=b'{"name": "rtsp://u:pw@x', headers={"content-type": "application/json"}
+    )
+    assert (broken.status_code, problem_code(broken)) == (400, "invalid_json")
+    assert "pw@x" not in broken.text

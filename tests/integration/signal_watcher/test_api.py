@@ -247,3 +247,32 @@ async def test_checks_are_paged_newest_first_and_deleted_with_the_watcher(
     assert (await api.delete(f"/v1/signal-watchers/{created['id']}", headers=ALICE)).status_code == 204
     async with pool.acquire() as conn:
         assert await conn.fetchval(f"SELECT count(*) FROM {repo.schema.quoted}.checks") == 0
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"name": "w\u0000"},
+        {"agent_id": "agent\u00001"},
+        {"prompt_template": "{diff}\u0000"},
+        {"compare_mode": "JSON_FIELD", "json_path": "a.\u0000b"},
+        {"headers": [{"key": "X-A", "value": "v\u0000"}]},
+        {"url": "https://example.com/\u0000"},
+        {"body": "\u0000"},
+    ],
+)
+async def test_a_nul_in_any_text_field_is_refused_before_any_work(
+    api: httpx.AsyncClient, pool: asyncpg.Pool, repo: WatcherRepository, changes: dict[str, Any]
+) -> None:
+    response = await api.post(
+        "/v1/signal-watchers", json={**watcher_body("https://example.com/"), **changes}, headers=ALICE
+    )
+    assert (response.status_code, problem_code(response)) == (400, "invalid_text")
+    async with pool.acquire() as conn:
+        assert await repo.count_for_user(conn, "alice") == 0
+
+
+async def test_a_nul_in_a_path_or_query_parameter_is_refused(api: httpx.AsyncClient) -> None:
+    for url in ("/v1/signal-watchers/%00", "/v1/signal-watchers?limit=1%00"):
+        response = await api.get(url, headers=ALICE)
+        assert (response.status_code, problem_code(response)) == (400, "invalid_text"), url

@@ -37,6 +37,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from yovision_platform.db import DatabaseUnavailable, is_database_unavailable
 
@@ -148,14 +149,31 @@ async def _validation_problem(request: Request, exc: Exception) -> JSONResponse:
     return problem_response(422, "invalid_request", fields=field_paths(exc))
 
 
-async def _http_problem(_: Request, exc: Exception) -> JSONResponse:
+_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method some route serves at this path (Starlette's own Allow names one route's at most)."""
+    routes = request.app.router.routes
+    allowed = [
+        method
+        for method in _METHODS
+        if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
+    ]
+    return ", ".join(allowed)
+
+
+async def _http_problem(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
     code = exc.code if isinstance(exc, RequestRefused) else _CODE_BY_STATUS.get(exc.status_code)
     if code is None:
         code = "client_error" if exc.status_code < 500 else "server_error"
     if exc.status_code == 400 and not isinstance(exc, RequestRefused):
         code = "invalid_body"  # FastAPI's "There was an error parsing the body"
-    return problem_response(exc.status_code, code, headers=exc.headers)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = _allowed_methods(request)
+    return problem_response(exc.status_code, code, headers=headers)
 
 
 async def _database_problem(_: Request, exc: Exception) -> JSONResponse:
