@@ -8,6 +8,12 @@ A service supplies a `ServiceSpec` (name, schema, settings class, migrations fol
 `configure` hook that adds routes, readiness checks and workers to the `ServiceContext`. `serve` refuses to
 start on bad configuration, an outdated schema or an unsafe runtime role, and exits 0 after SIGTERM once
 the HTTP server, every worker and the database pool have stopped.
+
+Health: `/healthz` is liveness only (200 while the process serves HTTP): a dependency outage does not fail
+it, because restarting the process would not bring PostgreSQL or Kafka back. `/readyz` is readiness: 503
+`not_ready` while the database check fails or a worker is down (crashed, waiting for its capped-backoff
+restart), 200 again by itself once both recover. While PostgreSQL is unreachable every route answers 503
+`database_unavailable` with `Retry-After` (yovision_platform.problems).
 """
 
 from __future__ import annotations
@@ -34,12 +40,13 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry
 
 from yovision_platform.backoff import backoff_seconds, wait_for_stop
-from yovision_platform.db import DbConnection, Identifier, create_pool
+from yovision_platform.db import DbConnection, Identifier, create_pool, is_database_unavailable
 from yovision_platform.errors import ConfigError, PlatformError
 from yovision_platform.kafka import RELAY_PRODUCER_LINGER_MS, start_producer
 from yovision_platform.logging import configure_logging
 from yovision_platform.metrics import build_info, create_registry, render_latest
 from yovision_platform.migrations import SchemaPlan, migrate, preflight
+from yovision_platform.problems import BROKER_UNAVAILABLE_ERRORS
 from yovision_platform.relay import OutboxRelay, RelayMetrics
 from yovision_platform.settings import BaseServiceSettings, load_settings
 from yovision_platform.web import create_app
@@ -201,11 +208,18 @@ async def _supervise(ctx: ServiceContext, name: str, worker: Worker, stop: async
         except Exception as exc:
             ctx.worker_alive[name] = False
             failures = 1 if time.monotonic() - started > WORKER_RESTART_BACKOFF_CAP_SECONDS else failures + 1
-            log.error(
-                "worker crashed; restarting",
-                extra={"worker": name, "error_code": type(exc).__name__},
-                exc_info=True,
-            )
+            if is_database_unavailable(exc) or isinstance(exc, BROKER_UNAVAILABLE_ERRORS):
+                # An outage, not a bug: no traceback, and the repeat filter folds the restarts it causes.
+                log.warning(
+                    "worker stopped: dependency unavailable; restarting",
+                    extra={"worker": name, "error_code": type(exc).__name__},
+                )
+            else:
+                log.error(
+                    "worker crashed; restarting",
+                    extra={"worker": name, "error_code": type(exc).__name__},
+                    exc_info=True,
+                )
             await wait_for_stop(
                 stop,
                 backoff_seconds(
