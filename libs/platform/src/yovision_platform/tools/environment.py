@@ -152,12 +152,16 @@ class LocalEnvironment:
         await self.services_script("down", *names, within_seconds=SERVICES_DOWN_TIMEOUT_SECONDS)
 
     async def kill(self, name: str) -> None:
-        """SIGKILL the service's process, as a crash would; waits until it is gone."""
+        """SIGKILL the service's process group (the service and any child, such as ffmpeg), as a crash of
+        its container would; waits until the service is gone."""
         pid = self.pid(name)
         if pid is None:
             raise AssertionError(f"{name} is not running")
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+            if os.getpgid(pid) == pid:  # services.sh starts each service as its own session leader
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + KILL_WAIT_SECONDS
         while _alive(pid):
             if time.monotonic() > deadline:

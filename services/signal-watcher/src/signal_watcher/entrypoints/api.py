@@ -22,6 +22,7 @@ from signal_watcher.adapters.repository import WatcherRecord, WatcherRepository
 from signal_watcher.domain.errors import ValidationFailed
 from signal_watcher.domain.masking import MASK, is_sensitive_key
 from signal_watcher.domain.model import Header, Status, WatcherSpec, resets_baseline
+from signal_watcher.domain.ssrf import AddressGuard
 from signal_watcher.entrypoints.api_models import (
     AdminWatcherPage,
     CheckOut,
@@ -84,7 +85,9 @@ Limit = Annotated[int, Query(ge=1, le=PAGE_MAX_ITEMS)]
 Offset = Annotated[int, Query(ge=0, le=1_000_000)]
 
 
-def _spec_of(body: WatcherIn, previous: WatcherSpec | None, body_sent: bool) -> WatcherSpec:
+def _spec_of(
+    body: WatcherIn, previous: WatcherSpec | None, body_sent: bool, guard: AddressGuard
+) -> WatcherSpec:
     stored = {h.key.lower(): h.value for h in previous.headers} if previous else {}
     headers = tuple(
         Header(h.key, stored[h.key.lower()])
@@ -103,7 +106,7 @@ def _spec_of(body: WatcherIn, previous: WatcherSpec | None, body_sent: bool) -> 
         compare_mode=body.compare_mode,
         json_path=body.json_path,
         prompt_template=body.prompt_template,
-    ).validated()
+    ).validated(guard)
 
 
 async def _preflight(probe: ProbeClient, url: str) -> None:
@@ -151,7 +154,7 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
 
     @router.post("/signal-watchers", response_model=WatcherOut, status_code=201)
     async def create_watcher(caller: Caller, body: WatcherIn) -> WatcherOut:
-        spec = _spec_of(body, None, True)
+        spec = _spec_of(body, None, True, deps.probe.guard)
         await _preflight(deps.probe, spec.url)
         async with deps.pool.acquire() as conn, conn.transaction():
             await deps.repo.lock_user(conn, caller.subject)
@@ -169,7 +172,7 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
     async def update_watcher(caller: Caller, watcher_id: uuid.UUID, body: WatcherIn) -> WatcherOut:
         async with deps.pool.acquire() as conn:
             previous = (await owned(conn, caller, watcher_id)).spec
-        spec = _spec_of(body, previous, "body" in body.model_fields_set)
+        spec = _spec_of(body, previous, "body" in body.model_fields_set, deps.probe.guard)
         if spec.url != previous.url:
             await _preflight(deps.probe, spec.url)
         async with deps.pool.acquire() as conn, conn.transaction():
@@ -210,10 +213,7 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         status_code=202,
         responses={
             409: {"description": "watcher_not_active: only an ACTIVE watcher is checked"},
-            429: {
-                "description": "check_too_soon: the last check is under "
-                f"{CHECK_NOW_MIN_SPACING_SECONDS} s old"
-            },
+            429: {"description": f"check_too_soon: last check under {CHECK_NOW_MIN_SPACING_SECONDS} s ago"},
         },
     )
     async def check_now(caller: Caller, watcher_id: uuid.UUID) -> WatcherOut:
