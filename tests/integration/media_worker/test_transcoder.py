@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from media_worker.adapters.storage import source_key
-from tests.conftest import MigratedSchema
+from tests.conftest import MigratedSchema, problem_code
 from tests.integration.media_worker.conftest import VIDEO_LIMITS, Media, build_media, sha256_of
 from tests.integration.media_worker.test_uploads import files_under
 
@@ -268,7 +268,7 @@ async def test_outputs_are_streamed_to_their_owner_once_done(
 ) -> None:
     material_id = await upload(media, sample_video)
     early = await client.get(f"/v1/materials/{material_id}/outputs/preview_720p", headers=media.auth())
-    assert (early.status_code, early.json()) == (404, {"error": "not_found"})
+    assert (early.status_code, problem_code(early)) == (404, "not_found")
     await media.worker().run_once()
     status = (await client.get(f"/v1/materials/{material_id}", headers=media.auth())).json()
     assert (status["status"], status["progress"], status["outputs"]) == (

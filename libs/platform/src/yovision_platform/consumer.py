@@ -38,6 +38,7 @@ from aiokafka.abc import ConsumerRebalanceListener
 from aiokafka.errors import IllegalStateError
 from prometheus_client import CollectorRegistry
 
+from yovision_platform.backoff import backoff_seconds, wait_for_stop
 from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.errors import PlatformError
 from yovision_platform.metrics import labeled_gauge
@@ -333,11 +334,12 @@ class IdempotentConsumer:
                         },
                     )
                     consumer.seek(tp, messages[0].offset)
-                    delay = min(
-                        CONSUMER_RETRY_BACKOFF_CAP_SECONDS, CONSUMER_RETRY_BACKOFF_BASE_SECONDS * 2**failures
+                    delay = backoff_seconds(
+                        failures,
+                        base_seconds=CONSUMER_RETRY_BACKOFF_BASE_SECONDS,
+                        cap_seconds=CONSUMER_RETRY_BACKOFF_CAP_SECONDS,
                     )
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), delay)
+                    await wait_for_stop(stop, delay)
                 else:
                     failures = 0
                     with contextlib.suppress(Exception):  # the DB position is authoritative
