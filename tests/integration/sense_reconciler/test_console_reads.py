@@ -1,4 +1,4 @@
-"""Control API reads the console needs: the device list by site, reconcile states of a page, a site's limit."""
+"""Control API reads the console needs: devices by site, reconcile states of a page, a site's limit."""
 
 from __future__ import annotations
 
