@@ -24,11 +24,13 @@ setup: ## Install everything the stack needs (Debian packages, .venv, Kafka jars
 	infra/scripts/bootstrap-python.sh
 	infra/scripts/install-kafka.sh
 	infra/scripts/install-mediamtx.sh
+	infra/scripts/install-console-assets.sh
 
-up: setup ## Whole local stack: PostgreSQL, Kafka, MediaMTX, topics, dev secrets, the five services
+up: setup ## Whole local stack: PostgreSQL, Kafka, MediaMTX, topics, dev secrets, the five services, the console
 	$(STACK) up
 	$(MAKE) topics secrets
 	$(SERVICES) up
+	@echo "console: http://127.0.0.1:$$(sed -n 's/^CONSOLE_HTTP_PORT=//p' .local/env/console.env) (dev sign-in)"
 
 down: ## Stop the services and the infrastructure
 	$(SERVICES) down
@@ -107,6 +109,7 @@ bench-services: ## Service benchmarks: Sense convergence, Sense→Bell relay, Si
 	$(PY) services/signal-watcher/bench/probe_bench.py
 	$(PY) services/orphan-scanner/bench/scan_bench.py
 	$(PY) services/media-worker/bench/media_bench.py
+	$(PY) services/console/bench/render_bench.py
 
 clean: down ## Stop everything and delete local state (data, logs, secrets); keeps built/downloaded caches
 	rm -rf .local/pg .local/kafka/data .local/kafka/cluster.id .local/kafka/server.properties .local/mediamtx \
