@@ -9,7 +9,6 @@ HTML of every page is kept, so the test can prove no secret was ever rendered.
 from __future__ import annotations
 
 import re
-import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,13 +37,15 @@ TIMEOUT_MS = 30_000
 
 @pytest.fixture(scope="session")
 async def chromium() -> AsyncIterator[Browser]:
-    with tempfile.TemporaryDirectory(prefix="console-chromium-") as profile:
-        async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch(
-                executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, f"--user-data-dir={profile}"], headless=True
-            )
-            yield browser
-            await browser.close()
+    """Playwright gives each `launch` a fresh temporary profile (its own --user-data-dir, removed on close);
+    it refuses the flag from the caller, so the profile is fresh without it. Each user gets its own context
+    (cookies apart)."""
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+        )
+        yield browser
+        await browser.close()
 
 
 @dataclass

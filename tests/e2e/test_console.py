@@ -47,13 +47,13 @@ async def create_device(
     visitor: Visitor, tenant: str, site: str, path: str, source: str, enabled: bool
 ) -> str:
     page = await visitor.open("/devices/new")
-    await page.get_by_label("Tenant").fill(tenant)
-    await page.get_by_label("Site").fill(site)
-    await page.get_by_label("Name").fill(f"camera {path}")
-    await page.get_by_label("MediaMTX path name").fill(path)
-    await page.get_by_label("Source URI").fill(source)
+    await page.get_by_label("Tenant", exact=True).fill(tenant)
+    await page.get_by_label("Site", exact=True).fill(site)
+    await page.get_by_label("Name", exact=True).fill(f"camera {path}")
+    await page.get_by_label("MediaMTX path name", exact=True).fill(path)
+    await page.get_by_label("Source URI", exact=True).fill(source)
     if enabled:
-        await page.get_by_label("Enabled").check()
+        await page.get_by_label("Enabled", exact=True).check()
     await page.get_by_role("button", name="Create device").click()
     await page.wait_for_url(f"{visitor.base_url}/devices/*")
     return page.url.rsplit("/", 1)[1]
@@ -119,7 +119,7 @@ async def test_disable_a_selection_of_devices(
         expected = "disabled" if device_id in ids[:2] else "enabled"
         assert expected in await row.locator("td").nth(2).inner_text()
     await operator.open(f"/sites?tenant_id={tenant}&site_id=site-2")
-    await operator.page.get_by_label("Maximum enabled video devices (1..128)").fill("8")
+    await operator.page.get_by_label("Maximum enabled video devices (1..128)", exact=True).fill("8")
     await operator.page.get_by_role("button", name="Save limit").click()
     await operator.page.get_by_text("Site limit saved.").wait_for()
     await operator.look("site-limit")
@@ -142,7 +142,7 @@ async def test_the_orphan_page_shows_classes_gate_and_the_exact_cli_command(
     if report["candidates"]:
         assert await page.locator("#apply-command").inner_text() == report["apply"]
         assert await page.locator("#confirm-text").inner_text() == report["confirm"]
-    assert "× 100" in await page.locator("table.gate").inner_text()
+    assert "\u00d7 100" in await page.locator("table.gate").inner_text()
     await operator.look("orphans")
 
 
@@ -154,21 +154,21 @@ async def test_a_watcher_with_a_bad_url_then_fixed_tested_and_checked(
     async with Target() as target:
         target.answer_price(41)
         page = await user.open("/watchers/new")
-        await page.get_by_label("Name").fill("price watch")
-        await page.get_by_label("Agent id").fill("agent-7")
-        await page.get_by_label("URL").fill("ftp://example.invalid/file")
+        await page.get_by_label("Name", exact=True).fill("price watch")
+        await page.get_by_label("Agent id", exact=True).fill("agent-7")
+        await page.get_by_label("URL", exact=True).fill("ftp://example.invalid/file")
         secret_header = f"hv-{uuid.uuid4().hex}"
         witness.secrets.add(secret_header)
-        await page.get_by_label("Key 1").fill("Authorization")
-        await page.get_by_label("Value 1").fill(secret_header)
-        await page.get_by_label("Prompt template").fill("Price changed at {url}: {diff}")
+        await page.get_by_label("Key 1", exact=True).fill("Authorization")
+        await page.get_by_label("Value 1", exact=True).fill(secret_header)
+        await page.get_by_label("Prompt template", exact=True).fill("Price changed at {url}: {diff}")
         await page.get_by_role("button", name="Create watcher").click()
         error = page.locator("#url-error")
         await error.wait_for()
-        assert await page.get_by_label("URL").get_attribute("aria-invalid") == "true"
+        assert await page.get_by_label("URL", exact=True).get_attribute("aria-invalid") == "true"
         await user.look("watcher-bad-url")
-        await page.get_by_label("URL").fill(target.url)
-        await page.get_by_label("Value 1").fill(secret_header)
+        await page.get_by_label("URL", exact=True).fill(target.url)
+        await page.get_by_label("Value 1", exact=True).fill(secret_header)
         await page.get_by_role("button", name="Create watcher").click()
         await page.wait_for_url(f"{user.base_url}/watchers/*")
         await page.get_by_role("button", name="Test now").click()
@@ -195,8 +195,8 @@ async def test_upload_a_video_see_progress_and_play_the_clip(
     env: LocalEnvironment, operator: Visitor, source_video: Path
 ) -> None:
     page = await operator.open("/media")
-    await page.get_by_label("Video file").set_input_files(str(source_video))
-    await page.get_by_label("Title").fill("browser upload")
+    await page.get_by_label("Video file", exact=True).set_input_files(str(source_video))
+    await page.get_by_label("Title", exact=True).fill("browser upload")
     await page.get_by_role("button", name="Upload").click()
     await page.wait_for_url(f"{operator.base_url}/media/*", timeout=120_000)
     material = page.url.rsplit("/", 1)[1]
@@ -210,7 +210,8 @@ async def test_upload_a_video_see_progress_and_play_the_clip(
     await clip.wait_for()
     playing = await clip.evaluate(
         """async (video) => { video.muted = true; await video.play();
-             await new Promise((ok) => setTimeout(ok, 500)); return video.currentTime > 0 && !video.error; }"""
+             await new Promise((ok) => setTimeout(ok, 500));
+             return video.currentTime > 0 && !video.error; }"""
     )
     assert playing
     await operator.look("material-playing")

@@ -9,7 +9,6 @@ input values.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -121,10 +120,6 @@ class Apis:
             await response.aclose()
             raise _error(service, response)
         return response, response.aiter_bytes()
-
-    async def gather(self, *calls: Any) -> list[Any]:
-        """Run calls concurrently; each result is the value or the ApiError it raised."""
-        return list(await asyncio.gather(*calls, return_exceptions=True))
 
 
 def _error(service: str, response: httpx.Response) -> ApiError:

@@ -148,19 +148,9 @@ async def device_page(
     request: Request, console: ConsoleDep, user: CurrentUser, device_id: uuid.UUID
 ) -> Response:
     require(user, SENSE_OPERATE)
-    device, status = await console.apis.gather(
-        console.apis.get(SENSE, f"/v1/devices/{device_id}", user),
-        console.apis.get(SENSE, f"/v1/devices/{device_id}/reconcile-status", user),
-    )
-    if isinstance(device, ApiError):
-        raise device
-    return console.render(
-        request,
-        "device.html",
-        device=device,
-        status=None if isinstance(status, ApiError) else status,
-        errors={},
-    )
+    device = await console.apis.get(SENSE, f"/v1/devices/{device_id}", user)
+    reconcile = await console.apis.get(SENSE, f"/v1/devices/{device_id}/reconcile-status", user)
+    return console.render(request, "device.html", device=device, reconcile=reconcile, errors={})
 
 
 @router.get("/devices/{device_id}/status", response_class=HTMLResponse)

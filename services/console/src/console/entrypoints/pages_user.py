@@ -101,15 +101,10 @@ async def create_watcher(request: Request, console: ConsoleDep, user: CurrentUse
 
 
 async def _watcher_context(console: Any, user: Any, watcher_id: uuid.UUID, offset: int) -> dict[str, Any]:
-    watcher, checks = await console.apis.gather(
-        console.apis.get(SIGNAL, f"/v1/signal-watchers/{watcher_id}", user),
-        console.apis.get(
-            SIGNAL, f"/v1/signal-watchers/{watcher_id}/checks", user, limit=CHECK_PAGE_ITEMS, offset=offset
-        ),
+    watcher = await console.apis.get(SIGNAL, f"/v1/signal-watchers/{watcher_id}", user)
+    checks = await console.apis.get(
+        SIGNAL, f"/v1/signal-watchers/{watcher_id}/checks", user, limit=CHECK_PAGE_ITEMS, offset=offset
     )
-    for result in (watcher, checks):
-        if isinstance(result, ApiError):
-            raise result
     items = checks["items"]
     changed_at = next((i for i, c in enumerate(items) if c["changed"]), None)
     last_change = items[changed_at] if changed_at is not None else None
@@ -223,13 +218,14 @@ async def media_page(request: Request, console: ConsoleDep, user: CurrentUser) -
     context = await _media_context(console, user, cursor[:96] if cursor else None)
     drain: dict[str, Any] | None = None
     if user.may(MEDIA_DRAIN):
-        instances, answering = await console.apis.gather(
-            console.apis.get(MEDIA, "/internal/instances", user),
-            console.apis.get(MEDIA, "/internal/drain", user),
-        )
+        instances = await console.apis.get(MEDIA, "/internal/instances", user)
+        try:
+            answering: dict[str, Any] | None = await console.apis.get(MEDIA, "/internal/drain", user)
+        except ApiError:
+            answering = None
         drain = {
-            "instances": [] if isinstance(instances, ApiError) else instances["items"],
-            "answering": None if isinstance(answering, ApiError) else answering,
+            "instances": instances["items"],
+            "answering": answering,
         }
     return console.render(request, "media.html", drain=drain, **context)
 
