@@ -109,7 +109,6 @@ bench-services: ## Service benchmarks: Sense convergence, Sense→Bell relay, Si
 	$(PY) services/signal-watcher/bench/probe_bench.py
 	$(PY) services/orphan-scanner/bench/scan_bench.py
 	$(PY) services/media-worker/bench/media_bench.py
-	$(PY) services/console/bench/render_bench.py
 
 clean: down ## Stop everything and delete local state (data, logs, secrets); keeps built/downloaded caches
 	rm -rf .local/pg .local/kafka/data .local/kafka/cluster.id .local/kafka/server.properties .local/mediamtx \
