@@ -37,6 +37,7 @@ from prometheus_client import CollectorRegistry
 
 from yovision_platform.db import Identifier
 from yovision_platform.metrics import labeled_counter, labeled_gauge, labeled_histogram
+from yovision_platform.naming import KafkaNames
 
 __all__ = ["OutboxRelay", "RelayConfig", "RelayMetrics", "RelayRound"]
 
@@ -130,8 +131,10 @@ class OutboxRelay:
         owner: str,
         config: RelayConfig | None = None,
         metrics: RelayMetrics | None = None,
+        names: KafkaNames | None = None,
     ) -> None:
         self._pool = pool
+        self._names = names or KafkaNames()
         self._producer_factory = producer_factory
         self._producer: AIOKafkaProducer | None = None
         self._owner = owner
@@ -287,7 +290,9 @@ class OutboxRelay:
             for row in rows:
                 headers = [(name, value.encode()) for name, value in _headers(row)]
                 futures.append(
-                    await producer.send(row["topic"], row["value"], key=row["message_key"], headers=headers)
+                    await producer.send(
+                        self._names.topic(row["topic"]), row["value"], key=row["message_key"], headers=headers
+                    )
                 )
             return await asyncio.gather(*futures, return_exceptions=True)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -41,6 +42,7 @@ from yovision_platform.errors import PlatformError
 __all__ = ["ADMIN_PERMISSION", "PAGE_MAX_ITEMS", "ApiDeps", "install_api", "openapi_document"]
 
 ADMIN_PERMISSION = "signal:read"
+CHECK_NOW_MIN_SPACING_SECONDS = 5
 PAGE_MAX_ITEMS = 100
 PAGE_DEFAULT_ITEMS = 50
 
@@ -52,6 +54,7 @@ class ApiDeps:
     probe: ProbeClient
     verifier: TokenVerifier
     max_watchers_per_user: int
+    check_requested: Callable[[], None] = lambda: None  # wakes this instance's scheduler
 
 
 class NotFound(PlatformError):
@@ -60,6 +63,14 @@ class NotFound(PlatformError):
 
 class LimitReached(PlatformError):
     code = "watcher_limit_reached"
+
+
+class NotActive(PlatformError):
+    code = "watcher_not_active"
+
+
+class CheckTooSoon(PlatformError):
+    code = "check_too_soon"
 
 
 def _caller(request: Request, token: BearerToken) -> Identity:
@@ -111,12 +122,15 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
 
     async def handle_platform_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, PlatformError)
-        status = {NotFound: 404, LimitReached: 409}.get(
+        status = {NotFound: 404, LimitReached: 409, NotActive: 409, CheckTooSoon: 429}.get(
             type(exc), 422 if isinstance(exc, ValidationFailed) else 500
         )
-        return JSONResponse({"error": exc.code}, status_code=status)
+        headers = (
+            {"Retry-After": str(CHECK_NOW_MIN_SPACING_SECONDS)} if isinstance(exc, CheckTooSoon) else None
+        )
+        return JSONResponse({"error": exc.code}, status_code=status, headers=headers)
 
-    for error in (NotFound, LimitReached, ValidationFailed):
+    for error in (NotFound, LimitReached, NotActive, CheckTooSoon, ValidationFailed):
         app.add_exception_handler(error, handle_platform_error)
 
     app.state.signal_token_verifier = deps.verifier
@@ -190,6 +204,29 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
             await owned(conn, caller, watcher_id)
             rows = await deps.repo.list_checks(conn, watcher_id, limit=limit, offset=offset)
         return CheckPage(items=[CheckOut.of(r) for r in rows], limit=limit, offset=offset)
+
+    @router.post(
+        "/signal-watchers/{watcher_id}/check",
+        response_model=WatcherOut,
+        status_code=202,
+        responses={
+            409: {"description": "watcher_not_active: only an ACTIVE watcher is checked"},
+            429: {"description": f"check_too_soon: last check under {CHECK_NOW_MIN_SPACING_SECONDS} s ago"},
+        },
+    )
+    async def check_now(caller: Caller, watcher_id: uuid.UUID) -> WatcherOut:
+        """Run a real check as soon as possible (recorded, may trigger, counts failures), like a due one.
+        Overrides the interval and a failure backoff; at most one per watcher every
+        CHECK_NOW_MIN_SPACING_SECONDS, so the API cannot be used to hammer a target."""
+        async with deps.pool.acquire() as conn:
+            record = await deps.repo.request_check(
+                conn, caller.subject, watcher_id, min_spacing_seconds=CHECK_NOW_MIN_SPACING_SECONDS
+            )
+            if record is None:
+                current = await owned(conn, caller, watcher_id)
+                raise NotActive() if current.status is not Status.ACTIVE else CheckTooSoon()
+        deps.check_requested()
+        return WatcherOut.of(record)
 
     @router.post("/signal-watchers/{watcher_id}/test", response_model=TestResultOut)
     async def test_now(caller: Caller, watcher_id: uuid.UUID) -> TestResultOut:

@@ -39,6 +39,12 @@ async def configure(ctx: ServiceContext) -> None:
             extra={"allowed_networks": [str(n) for n in guard.allowed_networks]},
         )
     probe = ProbeClient(guard=guard)
+    scheduler: Scheduler | None = None
+    if settings.scheduler_enabled:
+        metrics = SignalMetrics.create(ctx.registry)
+        runner = CheckRunner(ctx.pool, repo, probe, AvroSerde(SchemaRegistry.load()), metrics=metrics)
+        scheduler = Scheduler(ctx.pool, repo, runner, settings.instance_id)
+        ctx.add_worker("scheduler", scheduler.run)
     install_api(
         ctx.app,
         ApiDeps(
@@ -47,12 +53,9 @@ async def configure(ctx: ServiceContext) -> None:
             probe=probe,
             verifier=settings.token_verifier,
             max_watchers_per_user=settings.max_watchers_per_user,
+            check_requested=scheduler.wake if scheduler is not None else lambda: None,
         ),
     )
-    if settings.scheduler_enabled:
-        metrics = SignalMetrics.create(ctx.registry)
-        runner = CheckRunner(ctx.pool, repo, probe, AvroSerde(SchemaRegistry.load()), metrics=metrics)
-        ctx.add_worker("scheduler", Scheduler(ctx.pool, repo, runner, settings.instance_id).run)
     cleaner = RetentionCleaner(ctx.pool, repo, effective_retention_days(settings.check_retention_days))
     ctx.add_worker("check-retention", cleaner.run)
 

@@ -28,7 +28,6 @@ from yovision_platform.leases import Lease
 from yovision_platform.outbox import Outbox, OutboxMessage
 
 __all__ = [
-    "EVENT_SOURCE",
     "JUDGE_INTERNAL_ERROR",
     "PROBE_INTERNAL_ERROR",
     "CheckRunner",
@@ -38,7 +37,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-EVENT_SOURCE = "signal"
 NOTIFICATION_KIND_WATCHER_DISABLED = "WATCHER_DISABLED"
 PREVIEW_SAMPLE_CHARS = 200
 UTF8_MAX_BYTES_PER_CHAR = 4
@@ -182,7 +180,7 @@ class CheckRunner:
     async def _enqueue(
         self, conn: DbConnection, event_type: str, watcher_id: str, payload: dict[str, object]
     ) -> None:
-        event = build_event(self._serde, event_type, watcher_id, payload, EVENT_SOURCE)
+        event = build_event(self._serde, event_type, watcher_id, payload)
         await self._outbox.enqueue(conn, OutboxMessage.from_event(event, topic=self._topics.get(event_type)))
 
     async def _publish_trigger(
