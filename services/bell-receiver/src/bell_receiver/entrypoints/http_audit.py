@@ -19,14 +19,10 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from bell_receiver.adapters.audit_reader import AuditFilter, AuditReader, StoredAuditEvent
 from bell_receiver.adapters.inbox import PagePosition
-from bell_receiver.entrypoints.http_notifications import (
-    MAX_CURSOR_CHARS,
-    InvalidCursor,
-    decode_cursor,
-    encode_cursor,
-)
+from bell_receiver.entrypoints.http_notifications import MAX_CURSOR_CHARS, decode_cursor, encode_cursor
 from yovision_platform.auth import Identity, TokenVerifier, bearer_token
 from yovision_platform.db import Identifier
+from yovision_platform.paging import InvalidCursor
 from yovision_platform.problems import problem_response
 
 AUDIT_EVENTS_PATH = "/v1/audit-events"

@@ -7,11 +7,8 @@ Identity: a bearer JWT (audience ``bell-receiver``) verified by ``yovision_platf
 
 from __future__ import annotations
 
-import base64
-import binascii
-import re
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Annotated, Any
 
 import asyncpg
@@ -20,8 +17,10 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from bell_receiver.adapters.inbox import Inbox, NotificationRow, PagePosition
+from yovision_platform import paging
 from yovision_platform.auth import Identity, TokenVerifier, bearer_token, install_auth_error_handlers
 from yovision_platform.db import Identifier
+from yovision_platform.paging import InvalidCursor
 from yovision_platform.problems import problem_response
 
 NOTIFICATIONS_PATH = "/v1/notifications"
@@ -29,9 +28,6 @@ DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
 MAX_CURSOR_CHARS = 64
 MAX_NOTIFICATION_ID = 2**63 - 1
-_CURSOR_TEXT = re.compile(r"(-?[0-9]{1,18})\.([0-9]{1,18})")
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
 NotificationId = Annotated[int, Path(ge=1, le=MAX_NOTIFICATION_ID)]
 
 
@@ -56,30 +52,14 @@ class NotificationPage(BaseModel):
     )
 
 
-class InvalidCursor(Exception):
-    pass
-
-
 def encode_cursor(position: PagePosition) -> str:
-    micros = (position.occurred_at - _EPOCH) // _MICROSECOND
-    return base64.urlsafe_b64encode(f"{micros}.{position.id}".encode("ascii")).decode("ascii").rstrip("=")
+    return paging.encode_cursor(position.occurred_at, position.id)
 
 
 def decode_cursor(cursor: str) -> PagePosition:
     if len(cursor) > MAX_CURSOR_CHARS:
         raise InvalidCursor
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
-    except (binascii.Error, ValueError):
-        raise InvalidCursor from None
-    match = _CURSOR_TEXT.fullmatch(text)
-    if match is None:
-        raise InvalidCursor
-    try:
-        moment = _EPOCH + int(match.group(1)) * _MICROSECOND
-    except OverflowError:
-        raise InvalidCursor from None
-    return PagePosition(moment, int(match.group(2)))
+    return PagePosition(*paging.decode_cursor(cursor, int))
 
 
 def _item(row: NotificationRow) -> Notification:

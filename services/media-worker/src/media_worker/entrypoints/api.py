@@ -7,14 +7,12 @@ permission. Error bodies are problem details with a stable `code` only.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -37,6 +35,7 @@ from media_worker.service_layer.metrics import DisconnectedUpload, MediaMetrics
 from media_worker.service_layer.uploads import UploadService, UploadSession
 from yovision_platform.auth import BearerToken, Identity, TokenVerifier, install_auth_error_handlers
 from yovision_platform.guards import BodyReadRule
+from yovision_platform.paging import InvalidCursor, decode_cursor, encode_cursor
 from yovision_platform.problems import problem_response
 from yovision_platform.web import create_app, guard_policy
 
@@ -211,16 +210,13 @@ INSTANCES_SHOWN_MAX = 100
 
 
 def _encode_after(row: dict[str, Any]) -> str:
-    micros = int(row["created_at"].timestamp() * 1_000_000)
-    return base64.urlsafe_b64encode(f"{micros}.{row['id']}".encode()).decode().rstrip("=")
+    return encode_cursor(row["created_at"], row["id"])
 
 
 def _decode_after(cursor: str) -> tuple[datetime, uuid.UUID]:
     try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
-        micros, _, material = text.partition(".")
-        return datetime.fromtimestamp(int(micros) / 1_000_000, tz=UTC), uuid.UUID(material)
-    except (binascii.Error, ValueError, OverflowError, OSError):
+        return decode_cursor(cursor, uuid.UUID)
+    except InvalidCursor:
         raise MediaError("invalid_cursor") from None
 
 

@@ -8,10 +8,8 @@ installed only when ``ORPHAN_AUTH_JWT_KEY_FILE`` and ``ORPHAN_AUTH_JWT_ISSUER`` 
 
 from __future__ import annotations
 
-import base64
-import binascii
 import uuid
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
 import asyncpg
@@ -24,8 +22,10 @@ from orphan_scanner.adapters.report_store import ReportStore, StoredReport
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.gate import GateInput, check_gate, ratio_allows, report_expired
 from orphan_scanner.domain.inputs import apply_command, confirmation_text
+from yovision_platform import paging
 from yovision_platform.auth import Identity, TokenVerifier, bearer_token, install_auth_error_handlers
 from yovision_platform.db import Identifier
+from yovision_platform.paging import InvalidCursor
 from yovision_platform.problems import Problem, problem_response
 
 READ_PERMISSION = "orphan:read"
@@ -98,24 +98,12 @@ class ReportPage(BaseModel):
     next_cursor: str | None
 
 
-class InvalidCursor(Exception):
-    pass
-
-
 def encode_cursor(position: ReportPosition) -> str:
-    micros = int(position.created_at.timestamp() * 1_000_000)
-    text = f"{micros}.{position.scan_id}"
-    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+    return paging.encode_cursor(position.created_at, position.scan_id)
 
 
 def decode_cursor(cursor: str) -> ReportPosition:
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
-        micros, _, scan = text.partition(".")
-        moment = datetime.fromtimestamp(int(micros) / 1_000_000, tz=UTC)
-        return ReportPosition(moment, uuid.UUID(scan))
-    except (binascii.Error, ValueError, OverflowError, OSError):
-        raise InvalidCursor from None
+    return ReportPosition(*paging.decode_cursor(cursor, uuid.UUID))
 
 
 def gate_of(report: StoredReport) -> Gate:

@@ -20,7 +20,7 @@ from signal_watcher.domain.model import CompareMode, Method, Status, WatcherSpec
 from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.leases import ClaimedRow, Lease, LeaseTable
 
-__all__ = ["CheckRow", "WatcherRecord", "WatcherRepository"]
+__all__ = ["CheckRow", "Position", "WatcherRecord", "WatcherRepository"]
 
 _WATCHER_COLUMNS = """
     id, user_id, agent_id, name, url, method, headers_ciphertext, body_ciphertext, body_length,
@@ -33,6 +33,8 @@ _CHECK_COLUMNS = """
 # SET expressions see the row before the update: "was DISABLED and becomes ACTIVE".
 _REENABLE = "(status = 'DISABLED' AND $3 = 'ACTIVE')"
 _CLEAR_LEASE = "lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL"
+
+Position = tuple[datetime, uuid.UUID]  # a keyset position: (created_at or checked_at, id)
 
 
 @dataclass(frozen=True)
@@ -160,22 +162,30 @@ class WatcherRepository:
         return None if row is None else self._record(row)
 
     async def list_for_user(
-        self, conn: DbConnection, user_id: str, *, limit: int, offset: int
+        self, conn: DbConnection, user_id: str, *, limit: int, offset: int = 0, after: Position | None = None
     ) -> list[WatcherRecord]:
+        """Oldest first by (created_at, id); ``after``: rows strictly after that position (keyset)."""
+        keyset = "AND (created_at, id) > ($4, $5)" if after else ""
         rows = await conn.fetch(
-            f"""SELECT {_WATCHER_COLUMNS} FROM {self._watchers} WHERE user_id = $1
+            f"""SELECT {_WATCHER_COLUMNS} FROM {self._watchers} WHERE user_id = $1 {keyset}
                 ORDER BY created_at, id LIMIT $2 OFFSET $3""",
             user_id,
             limit,
             offset,
+            *(after or ()),
         )
         return [self._record(r) for r in rows]
 
-    async def list_all(self, conn: DbConnection, *, limit: int, offset: int) -> list[WatcherRecord]:
+    async def list_all(
+        self, conn: DbConnection, *, limit: int, offset: int = 0, after: Position | None = None
+    ) -> list[WatcherRecord]:
+        keyset = "WHERE (created_at, id) > ($3, $4)" if after else ""
         rows = await conn.fetch(
-            f"SELECT {_WATCHER_COLUMNS} FROM {self._watchers} ORDER BY created_at, id LIMIT $1 OFFSET $2",
+            f"""SELECT {_WATCHER_COLUMNS} FROM {self._watchers} {keyset}
+                ORDER BY created_at, id LIMIT $1 OFFSET $2""",
             limit,
             offset,
+            *(after or ()),
         )
         return [self._record(r) for r in rows]
 
@@ -266,14 +276,23 @@ class WatcherRepository:
         return bool(status == "DELETE 1")
 
     async def list_checks(
-        self, conn: DbConnection, watcher_id: uuid.UUID, *, limit: int, offset: int
+        self,
+        conn: DbConnection,
+        watcher_id: uuid.UUID,
+        *,
+        limit: int,
+        offset: int = 0,
+        before: Position | None = None,
     ) -> list[CheckRow]:
+        """Newest first by (checked_at, id); ``before``: rows strictly before that position (keyset)."""
+        keyset = "AND (checked_at, id) < ($4, $5)" if before else ""
         rows = await conn.fetch(
-            f"""SELECT {_CHECK_COLUMNS} FROM {self._checks} WHERE watcher_id = $1
+            f"""SELECT {_CHECK_COLUMNS} FROM {self._checks} WHERE watcher_id = $1 {keyset}
                 ORDER BY checked_at DESC, id DESC LIMIT $2 OFFSET $3""",
             watcher_id,
             limit,
             offset,
+            *(before or ()),
         )
         return [CheckRow(**dict(r)) for r in rows]
 

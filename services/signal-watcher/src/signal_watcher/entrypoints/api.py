@@ -11,6 +11,7 @@ import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated, Any
 
 import asyncpg
@@ -18,7 +19,7 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from signal_watcher.adapters.probe_client import ProbeClient, ProbeFailed
-from signal_watcher.adapters.repository import WatcherRecord, WatcherRepository
+from signal_watcher.adapters.repository import Position, WatcherRecord, WatcherRepository
 from signal_watcher.domain.errors import ValidationFailed
 from signal_watcher.domain.masking import MASK, is_sensitive_key
 from signal_watcher.domain.model import Header, Status, WatcherSpec, resets_baseline
@@ -38,6 +39,7 @@ from signal_watcher.service_layer.checks import probe_and_judge
 from yovision_platform.auth import BearerToken, Identity, TokenVerifier, install_auth_error_handlers
 from yovision_platform.db import DbConnection
 from yovision_platform.errors import PlatformError
+from yovision_platform.paging import MAX_CURSOR_CHARS, InvalidCursor, decode_cursor, encode_cursor
 from yovision_platform.problems import problem_response
 from yovision_platform.web import create_app
 
@@ -75,6 +77,14 @@ class CheckTooSoon(PlatformError):
     code = "check_too_soon"
 
 
+class BadCursor(PlatformError):
+    code = "invalid_cursor"
+
+
+class CursorWithOffset(PlatformError):
+    code = "cursor_with_offset"
+
+
 def _caller(request: Request, token: BearerToken) -> Identity:
     verifier: TokenVerifier = request.app.state.signal_token_verifier
     return verifier.verify(token)
@@ -82,7 +92,32 @@ def _caller(request: Request, token: BearerToken) -> Identity:
 
 Caller = Annotated[Identity, Depends(_caller)]
 Limit = Annotated[int, Query(ge=1, le=PAGE_MAX_ITEMS)]
-Offset = Annotated[int, Query(ge=0, le=1_000_000)]
+Offset = Annotated[
+    int, Query(ge=0, le=1_000_000, description="Deprecated (kept for old clients): use `cursor`.")
+]
+Cursor = Annotated[
+    str | None,
+    Query(max_length=MAX_CURSOR_CHARS, description="`next_cursor` of the previous page; not with `offset`."),
+]
+PAGING_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"description": "invalid_cursor; cursor_with_offset: `cursor` with a non-zero `offset`."}
+}
+
+
+def _position(cursor: str | None, offset: int) -> Position | None:
+    if cursor is None:
+        return None
+    if offset:
+        raise CursorWithOffset()
+    try:
+        return decode_cursor(cursor, uuid.UUID)
+    except InvalidCursor:
+        raise BadCursor() from None
+
+
+def _next_cursor(rows: list[Any], limit: int, moment: Callable[[Any], datetime]) -> str | None:
+    """The cursor after the page's last row when one more row than `limit` was fetched, else None."""
+    return encode_cursor(moment(rows[limit - 1]), rows[limit - 1].id) if len(rows) > limit else None
 
 
 def _spec_of(
@@ -124,15 +159,28 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
 
     async def handle_platform_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, PlatformError)
-        status = {NotFound: 404, LimitReached: 409, NotActive: 409, CheckTooSoon: 429}.get(
-            type(exc), 422 if isinstance(exc, ValidationFailed) else 500
-        )
+        status = {
+            NotFound: 404,
+            LimitReached: 409,
+            NotActive: 409,
+            CheckTooSoon: 429,
+            BadCursor: 400,
+            CursorWithOffset: 400,
+        }.get(type(exc), 422 if isinstance(exc, ValidationFailed) else 500)
         headers = (
             {"Retry-After": str(CHECK_NOW_MIN_SPACING_SECONDS)} if isinstance(exc, CheckTooSoon) else None
         )
         return problem_response(status, exc.code, headers=headers)
 
-    for error in (NotFound, LimitReached, NotActive, CheckTooSoon, ValidationFailed):
+    for error in (
+        NotFound,
+        LimitReached,
+        NotActive,
+        CheckTooSoon,
+        BadCursor,
+        CursorWithOffset,
+        ValidationFailed,
+    ):
         app.add_exception_handler(error, handle_platform_error)
 
     app.state.signal_token_verifier = deps.verifier
@@ -144,13 +192,22 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
             raise NotFound()
         return record
 
-    @router.get("/signal-watchers", response_model=WatcherPage)
+    @router.get("/signal-watchers", response_model=WatcherPage, responses=PAGING_ERRORS)
     async def list_watchers(
-        caller: Caller, limit: Limit = PAGE_DEFAULT_ITEMS, offset: Offset = 0
+        caller: Caller, limit: Limit = PAGE_DEFAULT_ITEMS, offset: Offset = 0, cursor: Cursor = None
     ) -> WatcherPage:
+        """The caller's watchers, oldest first, keyset-paged (`next_cursor`)."""
+        after = _position(cursor, offset)
         async with deps.pool.acquire() as conn:
-            records = await deps.repo.list_for_user(conn, caller.subject, limit=limit, offset=offset)
-        return WatcherPage(items=[WatcherOut.of(r) for r in records], limit=limit, offset=offset)
+            records = await deps.repo.list_for_user(
+                conn, caller.subject, limit=limit + 1, offset=offset, after=after
+            )
+        return WatcherPage(
+            items=[WatcherOut.of(r) for r in records[:limit]],
+            limit=limit,
+            offset=offset,
+            next_cursor=_next_cursor(records, limit, lambda r: r.created_at),
+        )
 
     @router.post("/signal-watchers", response_model=WatcherOut, status_code=201)
     async def create_watcher(caller: Caller, body: WatcherIn) -> WatcherOut:
@@ -198,14 +255,27 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
             raise NotFound()
         return WatcherOut.of(record)
 
-    @router.get("/signal-watchers/{watcher_id}/checks", response_model=CheckPage)
+    @router.get("/signal-watchers/{watcher_id}/checks", response_model=CheckPage, responses=PAGING_ERRORS)
     async def list_checks(
-        caller: Caller, watcher_id: uuid.UUID, limit: Limit = PAGE_DEFAULT_ITEMS, offset: Offset = 0
+        caller: Caller,
+        watcher_id: uuid.UUID,
+        limit: Limit = PAGE_DEFAULT_ITEMS,
+        offset: Offset = 0,
+        cursor: Cursor = None,
     ) -> CheckPage:
+        """The watcher's check rows, newest first, keyset-paged (`next_cursor`)."""
+        before = _position(cursor, offset)
         async with deps.pool.acquire() as conn:
             await owned(conn, caller, watcher_id)
-            rows = await deps.repo.list_checks(conn, watcher_id, limit=limit, offset=offset)
-        return CheckPage(items=[CheckOut.of(r) for r in rows], limit=limit, offset=offset)
+            rows = await deps.repo.list_checks(
+                conn, watcher_id, limit=limit + 1, offset=offset, before=before
+            )
+        return CheckPage(
+            items=[CheckOut.of(r) for r in rows[:limit]],
+            limit=limit,
+            offset=offset,
+            next_cursor=_next_cursor(rows, limit, lambda r: r.checked_at),
+        )
 
     @router.post(
         "/signal-watchers/{watcher_id}/check",
@@ -250,14 +320,21 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
             sample=result.sample,
         )
 
-    @router.get("/admin/signal-watchers", response_model=AdminWatcherPage)
+    @router.get("/admin/signal-watchers", response_model=AdminWatcherPage, responses=PAGING_ERRORS)
     async def admin_list(
-        caller: Caller, limit: Limit = PAGE_DEFAULT_ITEMS, offset: Offset = 0
+        caller: Caller, limit: Limit = PAGE_DEFAULT_ITEMS, offset: Offset = 0, cursor: Cursor = None
     ) -> AdminWatcherPage:
+        """Every user's watchers, oldest first, keyset-paged (`next_cursor`); needs `signal:read`."""
         caller.require(ADMIN_PERMISSION)
+        after = _position(cursor, offset)
         async with deps.pool.acquire() as conn:
-            records = await deps.repo.list_all(conn, limit=limit, offset=offset)
-        return AdminWatcherPage(items=[WatcherAdminOut.of(r) for r in records], limit=limit, offset=offset)
+            records = await deps.repo.list_all(conn, limit=limit + 1, offset=offset, after=after)
+        return AdminWatcherPage(
+            items=[WatcherAdminOut.of(r) for r in records[:limit]],
+            limit=limit,
+            offset=offset,
+            next_cursor=_next_cursor(records, limit, lambda r: r.created_at),
+        )
 
     app.include_router(router)
 

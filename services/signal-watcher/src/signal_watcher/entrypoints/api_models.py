@@ -120,16 +120,21 @@ def _view(record: WatcherRecord) -> dict[str, object]:
     }
 
 
+NEXT_CURSOR = "Pass as `cursor` for the next page; null at the end."
+
+
 class WatcherPage(BaseModel):
     items: list[WatcherOut]
     limit: int
     offset: int
+    next_cursor: str | None = Field(description=NEXT_CURSOR)
 
 
 class AdminWatcherPage(BaseModel):
     items: list[WatcherAdminOut]
     limit: int
     offset: int
+    next_cursor: str | None = Field(description=NEXT_CURSOR)
 
 
 class CheckOut(BaseModel):
@@ -162,6 +167,7 @@ class CheckPage(BaseModel):
     items: list[CheckOut]
     limit: int
     offset: int
+    next_cursor: str | None = Field(description=NEXT_CURSOR)
 
 
 class TestResultOut(BaseModel):
