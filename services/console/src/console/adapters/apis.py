@@ -9,7 +9,8 @@ input values.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,12 +23,17 @@ DEV_TOKEN_TTL_SECONDS = 300
 SENSE = "sense-reconciler"
 
 
-@dataclass(frozen=True)
 class ApiError(Exception):
-    service: str
-    status: int
-    code: str
-    fields: tuple[str, ...] = ()
+    """A service's refusal or absence: its name, the HTTP status, its stable ``code`` and the names of the
+    fields it refused. A plain exception (not a frozen dataclass): Starlette clears ``__traceback__`` on
+    every exception its handlers answered, and a frozen instance refuses that assignment."""
+
+    def __init__(self, service: str, status: int, code: str, fields: tuple[str, ...] = ()) -> None:
+        super().__init__(service, status, code, fields)
+        self.service = service
+        self.status = status
+        self.code = code
+        self.fields = fields
 
     def __str__(self) -> str:
         return f"{self.service}: {self.status} {self.code}"
@@ -120,6 +126,24 @@ class Apis:
             await response.aclose()
             raise _error(service, response)
         return response, response.aiter_bytes()
+
+
+async def concurrently(*reads: Awaitable[Any]) -> list[Any]:
+    """Independent API reads of one page, at the same time; their answers in order. Each read runs to its
+    end (none is left behind a failed one), then the first ApiError in argument order is raised."""
+    answers = await asyncio.gather(*reads, return_exceptions=True)
+    for answer in answers:
+        if isinstance(answer, BaseException):
+            raise answer
+    return answers
+
+
+async def optional(read: Awaitable[Any]) -> Any:
+    """The answer of a read the page can do without, or None when the service refused it."""
+    try:
+        return await read
+    except ApiError:
+        return None
 
 
 def _error(service: str, response: httpx.Response) -> ApiError:

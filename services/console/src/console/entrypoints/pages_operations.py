@@ -8,10 +8,10 @@ from typing import Any
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import HTMLResponse
 
-from console.adapters.apis import SENSE, ApiError
+from console.adapters.apis import SENSE, ApiError, concurrently
 from console.domain.identity import AUDIT_READ, ORPHAN_READ, SENSE_OPERATE
 from console.entrypoints.web import ConsoleDep, CurrentUser, form_of, require
-from console.service_layer.overview import SERVICES, overview
+from console.service_layer.overview import SERVICES, health_of, overview
 
 router = APIRouter(include_in_schema=False)
 DEVICE_PAGE_ITEMS = 50
@@ -40,9 +40,8 @@ async def overview_page(request: Request, console: ConsoleDep, user: CurrentUser
 @router.get("/services/{name}", response_class=HTMLResponse)
 async def service_page(request: Request, console: ConsoleDep, user: CurrentUser, name: str) -> Response:
     if name not in SERVICES:
-        return console.render(request, "error.html", 404, code="not_found", status=404)
-    [health] = [h for h in await overview(console.apis) if h.name == name]
-    return console.render(request, "service.html", health=health)
+        return console.error(request, 404, "not_found")
+    return console.render(request, "service.html", health=await health_of(console.apis, name))
 
 
 # --- devices ---------------------------------------------------------------------------------------------
@@ -148,9 +147,11 @@ async def device_page(
     request: Request, console: ConsoleDep, user: CurrentUser, device_id: uuid.UUID
 ) -> Response:
     require(user, SENSE_OPERATE)
-    device = await console.apis.get(SENSE, f"/v1/devices/{device_id}", user)
-    reconcile = await console.apis.get(SENSE, f"/v1/devices/{device_id}/reconcile-status", user)
-    return console.render(request, "device.html", device=device, reconcile=reconcile, errors={})
+    device, reconcile = await concurrently(
+        console.apis.get(SENSE, f"/v1/devices/{device_id}", user),
+        console.apis.get(SENSE, f"/v1/devices/{device_id}/reconcile-status", user),
+    )
+    return console.render(request, "device.html", device=device, reconcile=reconcile)
 
 
 @router.get("/devices/{device_id}/status", response_class=HTMLResponse)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from starlette.background import BackgroundTask
 
-from console.adapters.apis import ApiError
+from console.adapters.apis import ApiError, concurrently, optional
 from console.domain.identity import MEDIA_DRAIN, SIGNAL_ADMIN_READ
 from console.domain.watcher_form import FIELDS, HEADER_ROWS, body_of, field_of
 from console.entrypoints.web import ConsoleDep, CurrentUser, form_of, require
@@ -23,9 +23,9 @@ OUTPUT_KINDS = ("cover", "preview_720p", "clip_10s")
 PASSED_HEADERS = ("content-type", "content-length", "content-range", "accept-ranges", "last-modified", "etag")
 
 
-def _offset(request: Request) -> int:
-    raw = request.query_params.get("offset", "0")
-    return min(int(raw), 1_000_000) if raw.isdigit() else 0
+def _cursor(request: Request) -> str | None:
+    """The page's `cursor` as given (the owning API validates it: `400 invalid_cursor`), or None."""
+    return request.query_params.get("cursor") or None
 
 
 # --- inbox -----------------------------------------------------------------------------------------------
@@ -33,8 +33,7 @@ def _offset(request: Request) -> int:
 
 @router.get("/inbox", response_class=HTMLResponse)
 async def inbox_page(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
-    cursor = request.query_params.get("cursor")
-    page = await console.apis.get(BELL, "/v1/notifications", user, cursor=cursor[:64] if cursor else None)
+    page = await console.apis.get(BELL, "/v1/notifications", user, cursor=_cursor(request))
     return console.render(request, "inbox.html", page=page)
 
 
@@ -51,21 +50,21 @@ async def mark(request: Request, console: ConsoleDep, user: CurrentUser, notific
 
 @router.get("/watchers", response_class=HTMLResponse)
 async def watchers_page(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
-    offset = _offset(request)
+    cursor = _cursor(request)
     page = await console.apis.get(
-        SIGNAL, "/v1/signal-watchers", user, limit=WATCHER_PAGE_ITEMS, offset=offset
+        SIGNAL, "/v1/signal-watchers", user, limit=WATCHER_PAGE_ITEMS, cursor=cursor
     )
-    return console.render(request, "watchers.html", page=page, admin=False, page_items=WATCHER_PAGE_ITEMS)
+    return console.render(request, "watchers.html", page=page, admin=False, paged=cursor is not None)
 
 
 @router.get("/watchers/all", response_class=HTMLResponse)
 async def all_watchers_page(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
     require(user, SIGNAL_ADMIN_READ)
-    offset = _offset(request)
+    cursor = _cursor(request)
     page = await console.apis.get(
-        SIGNAL, "/v1/admin/signal-watchers", user, limit=WATCHER_PAGE_ITEMS, offset=offset
+        SIGNAL, "/v1/admin/signal-watchers", user, limit=WATCHER_PAGE_ITEMS, cursor=cursor
     )
-    return console.render(request, "watchers.html", page=page, admin=True, page_items=WATCHER_PAGE_ITEMS)
+    return console.render(request, "watchers.html", page=page, admin=True, paged=cursor is not None)
 
 
 def _header_pairs(form: Any) -> list[tuple[str, str]]:
@@ -100,10 +99,13 @@ async def create_watcher(request: Request, console: ConsoleDep, user: CurrentUse
     return console.redirect(request, f"/watchers/{created['id']}", flash="Watcher created.")
 
 
-async def _watcher_context(console: Any, user: Any, watcher_id: uuid.UUID, offset: int) -> dict[str, Any]:
-    watcher = await console.apis.get(SIGNAL, f"/v1/signal-watchers/{watcher_id}", user)
-    checks = await console.apis.get(
-        SIGNAL, f"/v1/signal-watchers/{watcher_id}/checks", user, limit=CHECK_PAGE_ITEMS, offset=offset
+async def _watcher_context(
+    console: Any, user: Any, watcher_id: uuid.UUID, cursor: str | None
+) -> dict[str, Any]:
+    path = f"/v1/signal-watchers/{watcher_id}"
+    watcher, checks = await concurrently(
+        console.apis.get(SIGNAL, path, user),
+        console.apis.get(SIGNAL, f"{path}/checks", user, limit=CHECK_PAGE_ITEMS, cursor=cursor),
     )
     items = checks["items"]
     changed_at = next((i for i, c in enumerate(items) if c["changed"]), None)
@@ -112,8 +114,8 @@ async def _watcher_context(console: Any, user: Any, watcher_id: uuid.UUID, offse
     return {
         "watcher": watcher,
         "checks": items,
-        "offset": offset,
-        "page_items": CHECK_PAGE_ITEMS,
+        "next_cursor": checks["next_cursor"],
+        "paged": cursor is not None,
         "bars": check_bars(items),
         "chart_width": WIDTH,
         "chart_height": HEIGHT,
@@ -126,7 +128,7 @@ async def _watcher_context(console: Any, user: Any, watcher_id: uuid.UUID, offse
 async def watcher_page(
     request: Request, console: ConsoleDep, user: CurrentUser, watcher_id: uuid.UUID
 ) -> Response:
-    context = await _watcher_context(console, user, watcher_id, _offset(request))
+    context = await _watcher_context(console, user, watcher_id, _cursor(request))
     return console.render(request, "watcher.html", preview=None, **context)
 
 
@@ -174,7 +176,7 @@ async def test_watcher(
     preview = await console.apis.call(SIGNAL, "POST", f"/v1/signal-watchers/{watcher_id}/test", user)
     if request.headers.get("hx-request") == "true":
         return console.render(request, "partials/test_preview.html", preview=preview)
-    context = await _watcher_context(console, user, watcher_id, 0)
+    context = await _watcher_context(console, user, watcher_id, None)
     return console.render(request, "watcher.html", preview=preview, **context)
 
 
@@ -206,33 +208,34 @@ async def watcher_status(
 # --- media -----------------------------------------------------------------------------------------------
 
 
-async def _media_context(console: Any, user: Any, cursor: str | None) -> dict[str, Any]:
-    page = await console.apis.get(MEDIA, "/v1/materials", user, cursor=cursor)
+def _media_context(page: dict[str, Any], cursor: str | None) -> dict[str, Any]:
     busy = any(m["status"] in ("pending", "processing") for m in page["items"])
-    return {"page": page, "busy": busy}
+    return {"page": page, "busy": busy, "cursor": cursor}
 
 
 @router.get("/media", response_class=HTMLResponse)
 async def media_page(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
-    cursor = request.query_params.get("cursor")
-    context = await _media_context(console, user, cursor[:96] if cursor else None)
+    cursor = _cursor(request)
+    materials = console.apis.get(MEDIA, "/v1/materials", user, cursor=cursor)
     drain: dict[str, Any] | None = None
     if user.may(MEDIA_DRAIN):
-        instances = await console.apis.get(MEDIA, "/internal/instances", user)
-        try:
-            answering: dict[str, Any] | None = await console.apis.get(MEDIA, "/internal/drain", user)
-        except ApiError:
-            answering = None
-        drain = {
-            "instances": instances["items"],
-            "answering": answering,
-        }
-    return console.render(request, "media.html", drain=drain, **context)
+        page, instances, answering = await concurrently(
+            materials,
+            console.apis.get(MEDIA, "/internal/instances", user),
+            optional(console.apis.get(MEDIA, "/internal/drain", user)),
+        )
+        drain = {"instances": instances["items"], "answering": answering}
+    else:
+        page = await materials
+    return console.render(request, "media.html", drain=drain, **_media_context(page, cursor))
 
 
 @router.get("/media/rows", response_class=HTMLResponse)
 async def media_rows(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
-    return console.render(request, "partials/material_rows.html", **await _media_context(console, user, None))
+    """The table body alone: htmx polls it while a material is pending or processing."""
+    cursor = _cursor(request)
+    page = await console.apis.get(MEDIA, "/v1/materials", user, cursor=cursor)
+    return console.render(request, "partials/material_rows.html", **_media_context(page, cursor))
 
 
 @router.get("/media/{material_id}", response_class=HTMLResponse)

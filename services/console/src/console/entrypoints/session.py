@@ -1,10 +1,14 @@
 """Signed cookie sessions and CSRF tokens. The console stores nothing server-side.
 
 The cookie ``yv_session`` holds, signed with the session key (itsdangerous, HMAC-SHA256, timestamped): a
-random CSRF token and, after a dev sign-in, the chosen user and permissions -- never a token. It is HttpOnly,
-SameSite=Lax, and Secure unless the console is reached on a loopback address. Every state-changing request
-(form or htmx/fetch) must carry the CSRF token (form field ``csrf`` or header ``X-CSRF-Token``); a missing or
-wrong one is ``403 csrf_failed`` before anything is called.
+random CSRF token and, after a dev sign-in, the chosen user and permissions -- never a token. It is
+HttpOnly, SameSite=Lax, and Secure except for a dev sign-in console reached on a loopback address
+(``http://127.0.0.1``, ``localhost``, ``[::1]``). Behind the OIDC proxy (production) it is always Secure:
+the browser talks https to the proxy, and the Host the proxy forwards (often its upstream's own
+``127.0.0.1``) says nothing about that.
+
+Every state-changing request (form or htmx/fetch) must carry the CSRF token (form field ``csrf`` or header
+``X-CSRF-Token``); a missing or wrong one is ``403 csrf_failed`` before anything is called.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ CSRF_FIELD = "csrf"
 CSRF_HEADER = "x-csrf-token"
 CSRF_TOKEN_BYTES = 32
 SUBJECT_MAX_CHARS = 128
+SESSION_SALT = "yovision-console-session"
 
 
 @dataclass
@@ -39,8 +44,9 @@ class Session:
 
 
 class Sessions:
-    def __init__(self, key: bytes) -> None:
-        self._serializer = URLSafeTimedSerializer(key, salt="yovision-console-session")
+    def __init__(self, key: bytes, *, always_secure: bool) -> None:
+        self._serializer = URLSafeTimedSerializer(key, salt=SESSION_SALT)
+        self._always_secure = always_secure
 
     def load(self, request: Request) -> Session:
         raw = request.cookies.get(COOKIE_NAME)
@@ -66,7 +72,7 @@ class Sessions:
             max_age=SESSION_MAX_AGE_SECONDS,
             httponly=True,
             samesite="lax",
-            secure=not is_loopback_request(request),
+            secure=self._always_secure or not is_loopback_request(request),
             path="/",
         )
 

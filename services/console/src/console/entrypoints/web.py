@@ -8,7 +8,6 @@ should never let such a request through). Every POST/PUT/DELETE checks the CSRF 
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Environment
 from starlette.datastructures import FormData
 
 from console.adapters.apis import ApiError, Apis
@@ -30,6 +29,7 @@ from console.entrypoints.session import (
     Sessions,
     csrf_matches,
 )
+from console.entrypoints.templating import page_templates
 from console.settings import ConsoleSettings
 from yovision_platform.auth import PERMISSION_PATTERN, SUBJECT_PATTERN, AuthError
 from yovision_platform.errors import ConfigError
@@ -77,6 +77,19 @@ class Console:
         response = HTMLResponse(html, status_code=http_status)
         self.sessions.store(request, response, session)
         return response
+
+    def error(
+        self,
+        request: Request,
+        status: int,
+        code: str,
+        *,
+        service: str | None = None,
+        permission: str | None = None,
+    ) -> HTMLResponse:
+        return self.render(
+            request, "error.html", status, status=status, code=code, service=service, permission=permission
+        )
 
     def redirect(self, request: Request, url: str, flash: str | None = None) -> RedirectResponse:
         session: Session = request.state.session
@@ -131,18 +144,6 @@ async def form_of(request: Request) -> FormData:
     return form
 
 
-def _templates() -> Environment:
-    env = Environment(
-        loader=FileSystemLoader(PACKAGE_DIR / "templates"),
-        autoescape=select_autoescape(["html", "svg"]),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["pretty_json"] = lambda value: json.dumps(value, indent=2, sort_keys=True)
-    env.filters["when"] = lambda value: (str(value)[:19].replace("T", " ") + " UTC") if value else "-"
-    return env
-
-
 def _install_middleware(app: FastAPI, console: Console) -> None:
     @app.middleware("http")
     async def session_and_csrf(
@@ -160,12 +161,7 @@ def _install_middleware(app: FastAPI, console: Console) -> None:
                 value = form.get(CSRF_FIELD)
                 presented = value if isinstance(value, str) else None
             if not csrf_matches(request.state.session, presented):
-                refused: Response = HTMLResponse(
-                    console.templates.get_template("error.html").render(
-                        request=request, user=None, csrf="", code="csrf_failed", status=403, path=""
-                    ),
-                    status_code=403,
-                )
+                refused: Response = console.error(request, 403, "csrf_failed")
                 return refused
         response = await call_next(request)
         response.headers.setdefault("Cache-Control", "no-store")
@@ -184,20 +180,16 @@ def _install_error_pages(app: FastAPI, console: Console) -> None:
         return RedirectResponse("/sign-in", status_code=303)
 
     async def unauthorized(request: Request, _: Exception) -> Response:
-        return console.render(request, "error.html", 401, code="unauthorized", status=401)
+        return console.error(request, 401, "unauthorized")
 
     async def not_permitted(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, NotPermitted)
-        return console.render(
-            request, "error.html", 403, code="forbidden", status=403, permission=exc.permission
-        )
+        return console.error(request, 403, "forbidden", permission=exc.permission)
 
     async def api_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)
         status = exc.status if exc.status in (400, 401, 403, 404, 409, 422, 429) else 502
-        return console.render(
-            request, "error.html", status, code=exc.code, status=status, service=exc.service
-        )
+        return console.error(request, status, exc.code, service=exc.service)
 
     app.add_exception_handler(SignInRequired, sign_in_required)
     app.add_exception_handler(AuthError, unauthorized)
@@ -209,13 +201,13 @@ def _install_sign_in(app: FastAPI, console: Console) -> None:
     @app.get("/sign-in", response_class=HTMLResponse, include_in_schema=False)
     async def sign_in_page(request: Request) -> Response:
         if not console.settings.dev_sign_in:
-            return console.render(request, "error.html", 404, code="not_found", status=404)
-        return console.render(request, "sign_in.html", permissions=PERMISSIONS)
+            return console.error(request, 404, "not_found")
+        return console.render(request, "sign_in.html", permissions=PERMISSIONS, error=None, chosen=())
 
     @app.post("/sign-in", include_in_schema=False)
     async def sign_in(request: Request) -> Response:
         if not console.settings.dev_sign_in:
-            return console.render(request, "error.html", 404, code="not_found", status=404)
+            return console.error(request, 404, "not_found")
         form = await form_of(request)
         subject = str(form.get("subject", "")).strip()
         chosen = [str(p) for p in form.getlist("permission")]
@@ -266,7 +258,8 @@ def build_console(settings: ConsoleSettings) -> Console:
         dev_minters=settings.dev_minters,
         timeout_seconds=settings.api_timeout_seconds,
     )
-    return Console(settings, apis, Sessions(settings.session_key), _templates())
+    sessions = Sessions(settings.session_key, always_secure=settings.verifier is not None)
+    return Console(settings, apis, sessions, page_templates())
 
 
 def install(app: FastAPI, console: Console) -> None:

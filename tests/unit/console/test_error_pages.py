@@ -1,0 +1,55 @@
+"""Error pages: a service that does not answer is a 502 page naming it (the handler path completes: an
+ApiError used to be a frozen dataclass, and Starlette's clearing of its traceback after the answer raised);
+a missing permission is a 403 naming it; no dev sign-in exists unless it is configured."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from console.domain.identity import SENSE_OPERATE
+from tests.unit.console.conftest import PROD_ISSUER, ClientFactory, csrf_of, signed_in
+from yovision_platform.auth import TokenVerifier
+
+
+@pytest.mark.parametrize(
+    ("page", "service"),
+    [("/inbox", "bell-receiver"), ("/watchers", "signal-watcher"), ("/media", "media-worker")],
+)
+async def test_a_service_that_does_not_answer_is_a_502_page_naming_it(
+    console_env: dict[str, str], client_for: ClientFactory, page: str, service: str
+) -> None:
+    client = client_for()
+    await signed_in(client, "alice")
+    answer = await client.get(page)
+    assert answer.status_code == 502
+    assert "service_unavailable" in answer.text and service in answer.text
+    assert "Bearer" not in answer.text and "eyJ" not in answer.text  # no token of the outbound call
+
+
+async def test_a_page_without_its_permission_is_a_403_naming_it(
+    console_env: dict[str, str], client_for: ClientFactory
+) -> None:
+    client = client_for()
+    await signed_in(client, "alice")  # no permissions
+    answer = await client.get("/devices")
+    assert answer.status_code == 403 and SENSE_OPERATE in answer.text
+    assert 'href="/devices"' not in answer.text  # the menu hides what the user cannot use
+
+
+async def test_without_dev_sign_in_there_is_no_sign_in_page_even_with_a_valid_form(
+    production_env: Path, client_for: ClientFactory
+) -> None:
+    token = TokenVerifier.from_key_file(production_env, "k", issuer=PROD_ISSUER, audience="console").mint(
+        "bob"
+    )
+    client = client_for(scheme="https")
+    client.headers["Authorization"] = f"Bearer {token}"
+    csrf = await csrf_of(client, "/watchers/new")
+    assert (await client.get("/sign-in")).status_code == 404
+    answer = await client.post(
+        "/sign-in", data={"csrf": csrf, "subject": "mallory", "permission": SENSE_OPERATE}
+    )
+    assert answer.status_code == 404 and "mallory" not in answer.text
+    assert "bob" in (await client.get("/watchers/new")).text
