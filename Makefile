@@ -102,13 +102,14 @@ bench: bench-platform bench-services ## All benchmarks (platform, then the servi
 bench-platform: ## Platform benchmarks: outbox relay vs raw produce, enqueue vs INSERT, leases (bench/)
 	$(PY) -m bench $(ARGS)
 
-bench-services: ## Service benchmarks: Sense convergence, Sense→Bell relay, Signal probes, media uploads/transcodes
+bench-services: ## Service benchmarks: Sense convergence, Sense→Bell relay, Signal probes, media uploads/transcodes, console pages
 	$(STACK) up pg kafka mediamtx
 	$(PY) services/sense-reconciler/bench/converge_bench.py
 	$(PY) services/bell-receiver/bench/relay_bench.py
 	$(PY) services/signal-watcher/bench/probe_bench.py
 	$(PY) services/orphan-scanner/bench/scan_bench.py
 	$(PY) services/media-worker/bench/media_bench.py
+	$(PY) services/console/bench/render_bench.py
 
 clean: down ## Stop everything and delete local state (data, logs, secrets); keeps built/downloaded caches
 	rm -rf .local/pg .local/kafka/data .local/kafka/cluster.id .local/kafka/server.properties .local/mediamtx \

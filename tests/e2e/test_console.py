@@ -1,15 +1,19 @@
 """The console in a real Chromium, on the services of the end-to-end environment (the same session `env`).
 
 Covers: sign in, create a device, watch it converge, see its audit rows; disable a selection; the orphan
-page with its classes and the copyable CLI command; a watcher created with a bad URL (error beside the
-field), fixed, tested now and checked (check log); a browser upload with progress, then the clip plays;
-the inbox; CSRF refusal; and no secret in any rendered page. Every page is screenshotted under
-`.local/console-screenshots/` and checked with axe-core.
+page with a staged candidate, its classes, gate and the command block copied in the browser (then run: it
+deletes exactly that path); a watcher created with a bad URL (error beside the field), fixed, tested now
+and checked (check log); a watcher auto-disabled by failures, its WATCHER_DISABLED notification in the
+inbox marked read and unread, then re-enabled; a browser upload cancelled mid-way and resumed after a page
+reload, then the clip plays; keyboard-only sign-in with visible focus; CSRF refusal. Every page is
+screenshotted under `.local/console-screenshots/`, checked with axe-core under the page's own CSP, and no
+secret of the environment or of a test (nor any JWT) may appear in any HTML the console sent.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,30 +21,47 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.async_api import Page, Request, Route
 
-from tests.e2e.conftest import Witness, camera_source, eventually, run_cli, venv_bin
-from tests.e2e.console_browser import Visitor, chromium, visitor_factory
-from tests.e2e.test_watchers import Target
+from tests.e2e.conftest import Witness, camera_source, device_body, eventually, run_cli, venv_bin
+from tests.e2e.console_browser import (
+    Visitor,
+    assert_nothing_secret_rendered,
+    axe_source,
+    chromium,
+    visitor_factory,
+)
+from tests.e2e.test_orphans import IN_USE_DEVICES
+from tests.e2e.test_watchers import FAILURES_TO_DISABLE, Target
+from yovision_platform.tools.doctor import secrets_of
 from yovision_platform.tools.environment import LocalEnvironment
 
-__all__ = ["chromium", "visitor_factory"]
+__all__ = ["axe_source", "chromium", "visitor_factory"]
 
 OPERATOR_PERMISSIONS = ("sense:operate", "orphan:read", "bell:audit-read", "signal:read", "media:drain")
+UPLOAD_CHUNK_BYTES = 1024 * 1024  # static/console.js
+
+
+def all_secrets(env: LocalEnvironment, witness: Witness) -> set[str]:
+    """The environment's secrets (every secret file, the admin DSN's password) and the tests' own."""
+    return secrets_of(env.root, env.stack) | {s for s in witness.secrets if len(s) >= 12}
 
 
 @pytest.fixture
 async def operator(env: LocalEnvironment, visitor_factory: Any, witness: Witness) -> AsyncIterator[Visitor]:
-    witness.secrets.add(env.secret_file("sense-reconciler", "API_TOKEN_FILE").read_text().strip())
     visitor: Visitor = await visitor_factory(env.url("console"), "operator")
     await visitor.sign_in(f"op-{uuid.uuid4().hex[:6]}", *OPERATOR_PERMISSIONS)
     yield visitor
-    assert_no_secret(visitor, witness)
+    await assert_nothing_secret_rendered(visitor, all_secrets(env, witness))
 
 
-def assert_no_secret(visitor: Visitor, witness: Witness) -> None:
-    for html in visitor.pages_html:
-        for secret in witness.secrets:
-            assert secret not in html, f"a page shows a secret of {len(secret)} chars"
+@pytest.fixture
+async def user(env: LocalEnvironment, visitor_factory: Any, witness: Witness) -> AsyncIterator[Visitor]:
+    """A user without any operator permission."""
+    visitor: Visitor = await visitor_factory(env.url("console"), "user")
+    await visitor.sign_in(f"u-{uuid.uuid4().hex[:6]}")
+    yield visitor
+    await assert_nothing_secret_rendered(visitor, all_secrets(env, witness))
 
 
 async def create_device(
@@ -84,7 +105,7 @@ async def test_sign_in_create_a_device_watch_it_converge_and_see_its_audit_rows(
     await operator.look("audit-trail-device")
     await operator.open("/services/sense-reconciler")
     await operator.look("service-details")
-    narrow: Visitor = Visitor(operator.page, operator.base_url, operator.name + "-375")
+    narrow: Visitor = Visitor(operator.page, operator.base_url, operator.name + "-375", operator.axe)
     await operator.page.set_viewport_size({"width": 375, "height": 800})
     await narrow.open(f"/devices?tenant_id={tenant}")
     await narrow.look("devices-375px")
@@ -125,32 +146,82 @@ async def test_disable_a_selection_of_devices(
     await operator.look("site-limit")
 
 
-async def test_the_orphan_page_shows_classes_gate_and_the_exact_cli_command(
-    env: LocalEnvironment, operator: Visitor
-) -> None:
+async def _stage_stale_path(
+    env: LocalEnvironment, sense: httpx.AsyncClient, mediamtx: httpx.AsyncClient, witness: Witness
+) -> str:
+    """As tests/e2e/test_orphans.py does: live devices (so the gate's ratio holds) and one disabled device
+    whose path someone re-added by hand: Sense once owned it, no device claims it now."""
+    tenant, site = "tenant-console-orphan", f"site-{uuid.uuid4().hex[:6]}"
+    live = [f"corph-live-{uuid.uuid4().hex[:8]}" for _ in range(IN_USE_DEVICES)]
+    for n, path in enumerate(live):
+        body = device_body(tenant, site, path, camera_source(witness, f"10.4.0.{n + 1}"))
+        assert (await sense.post("/v1/devices", json=body)).status_code == 201
+    stale = f"corph-stale-{uuid.uuid4().hex[:8]}"
+    created = await sense.post("/v1/devices", json=device_body(tenant, site, stale, "rtsp://10.4.1.1:554/s"))
+    device_id = created.json()["id"]
+
+    async def configured(names: list[str], present: bool) -> bool:
+        found = [await mediamtx.get(f"/v3/config/paths/get/{n}") for n in names]
+        return all((r.status_code == 200) == present for r in found)
+
+    await eventually(lambda: configured([*live, stale], True), what="the devices' paths configured")
+    disabled = await sense.put(f"/v1/devices/{device_id}/desired-state", json={"desired_state": "disabled"})
+    assert disabled.status_code == 200
+    await eventually(lambda: configured([stale], False), what="Sense removed the disabled device's path")
+    added = await mediamtx.post(f"/v3/config/paths/add/{stale}", json={"source": "rtsp://10.4.1.1:554/s"})
+    assert added.status_code == 200
+    return stale
+
+
+async def _report(env: LocalEnvironment) -> dict[str, Any]:
     code, out, err = await run_cli(env, "orphan-scanner", venv_bin("sense-orphan"), "report")
     assert code == 0, err
-    report = json.loads(out)
+    document: dict[str, Any] = json.loads(out)
+    return document
+
+
+async def test_the_orphan_page_shows_a_candidate_its_gate_and_the_command_to_copy(
+    env: LocalEnvironment,
+    operator: Visitor,
+    sense: httpx.AsyncClient,
+    mediamtx: httpx.AsyncClient,
+    witness: Witness,
+) -> None:
+    stale = await _stage_stale_path(env, sense, mediamtx, witness)
+
+    async def reported() -> dict[str, Any] | None:
+        scan = await _report(env)
+        return scan if scan["candidates"] == [stale] else None
+
+    report = await eventually(reported, what="a report with the staged candidate")
     page = await operator.open("/orphans")
     await page.get_by_text(report["scan_id"]).first.wait_for()
-    counts = await page.locator("ul.counts").inner_text()
+    counts = (await page.locator("ul.counts").inner_text()).replace("\n", " ")
     for name in ("in_use", "owned_stale", "unowned"):
-        assert (
-            f"{report['counts'][name]}\n{name}" in counts
-            or f"{report['counts'][name]} {name}" in counts.replace("\n", " ")
-        )
-    if report["candidates"]:
-        assert await page.locator("#apply-command").inner_text() == report["apply"]
-        assert await page.locator("#confirm-text").inner_text() == report["confirm"]
-    assert "\u00d7 100" in await page.locator("table.gate").inner_text()
-    await operator.look("orphans")
+        assert f"{report['counts'][name]} {name}" in counts, (name, counts)
+    assert await page.locator("table.gate").get_by_text("holds").count() == 3
+    assert await page.get_by_role("cell", name=stale).count() == 1
+    command = page.locator("#apply-command")
+    assert await command.inner_text() == report["apply"]
+    assert await page.locator("#confirm-text").inner_text() == report["confirm"]
+    assert report["scan_id"] in report["apply"] and report["confirm"] in report["apply"]
+    await page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=operator.base_url)
+    await page.get_by_role("button", name="Copy command").click()
+    await page.get_by_role("button", name="Copied").wait_for()
+    copied = await page.evaluate("() => navigator.clipboard.readText()")
+    assert copied == report["apply"]
+    await operator.look("orphans-with-candidate")
+    # The console never deletes: the operator runs the copied command, with a name in place of <your-name>.
+    program, *arguments = shlex.split(copied.replace("<your-name>", "console-e2e"))
+    assert program == "sense-orphan" and arguments[0] == "apply"
+    code, out, err = await run_cli(env, "orphan-scanner", venv_bin(program), *arguments)
+    assert code == 0, err
+    assert [(i["path_name"], i["outcome"]) for i in json.loads(out)["items"]] == [(stale, "deleted")]
 
 
 async def test_a_watcher_with_a_bad_url_then_fixed_tested_and_checked(
-    env: LocalEnvironment, visitor_factory: Any, witness: Witness
+    env: LocalEnvironment, user: Visitor, witness: Witness
 ) -> None:
-    user: Visitor = await visitor_factory(env.url("console"), "user")
-    await user.sign_in(f"u-{uuid.uuid4().hex[:6]}")
     async with Target() as target:
         target.answer_price(41)
         page = await user.open("/watchers/new")
@@ -176,6 +247,7 @@ async def test_a_watcher_with_a_bad_url_then_fixed_tested_and_checked(
         assert "ok" in await page.locator("#preview-result").inner_text()
         await user.look("watcher-test-now")
         await page.get_by_role("button", name="Check now").click()
+        await page.get_by_text("Check requested").wait_for()
 
         async def logged() -> bool:
             await page.reload()
@@ -185,20 +257,112 @@ async def test_a_watcher_with_a_bad_url_then_fixed_tested_and_checked(
         await user.look("watcher-check-log")
         await user.open("/watchers")
         await user.look("watchers")
-        await user.open("/inbox")
-        await user.page.get_by_role("heading", name="Inbox").wait_for()
-        await user.look("inbox")
-    assert_no_secret(user, witness)
 
 
-async def test_upload_a_video_see_progress_and_play_the_clip(
+async def _check_now_until_recorded(page: Page, rows_before: int) -> None:
+    """Press "Check now" until the API accepts it (5 s spacing), then wait for its row in the log."""
+
+    async def accepted() -> bool:
+        await page.get_by_role("button", name="Check now").click()
+        return await page.get_by_text("Check requested").count() > 0
+
+    await eventually(accepted, what="a check accepted")
+
+    async def recorded() -> bool:
+        await page.reload()
+        return await page.locator("table.check-log tbody tr.check-row").count() > rows_before
+
+    await eventually(recorded, what="the check in the log")
+
+
+async def test_a_watcher_disabled_by_failures_reaches_the_inbox_read_unread_and_is_re_enabled(
+    env: LocalEnvironment, user: Visitor
+) -> None:
+    async with Target() as target:
+        target.answer_text("not json")
+        page = await user.open("/watchers/new")
+        await page.get_by_label("Name", exact=True).fill("failing watch")
+        await page.get_by_label("Agent id", exact=True).fill("agent-8")
+        await page.get_by_label("URL", exact=True).fill(target.url)
+        await page.get_by_label("Compare", exact=True).select_option("JSON_FIELD")
+        await page.get_by_label("JSON path (JSON_FIELD)", exact=True).fill("data.price")
+        await page.get_by_label("Prompt template", exact=True).fill("{name}: {diff}")
+        await page.get_by_role("button", name="Create watcher").click()
+        await page.wait_for_url(f"{user.base_url}/watchers/*")
+        watcher_url = page.url
+        for n in range(FAILURES_TO_DISABLE):
+            await _check_now_until_recorded(page, n)
+        await page.locator(".badge", has_text="DISABLED").first.wait_for()
+        await user.look("watcher-disabled")
+
+    inbox = await user.open("/inbox")
+
+    async def notified() -> bool:
+        await inbox.reload()
+        return await inbox.get_by_text("WATCHER_DISABLED").count() > 0
+
+    await eventually(notified, what="WATCHER_DISABLED in the inbox")
+    note = inbox.locator("ul.inbox li", has_text="failing watch")
+    assert "unread" in await note.locator(".badge").inner_text()
+    assert f"{FAILURES_TO_DISABLE} failed checks" in await note.inner_text()
+    await user.look("inbox-unread")
+    await note.get_by_role("button", name="Mark read").click()
+    await inbox.locator("ul.inbox li.read", has_text="failing watch").wait_for()
+    await user.look("inbox-read")
+    await (
+        inbox.locator("ul.inbox li", has_text="failing watch")
+        .get_by_role("button", name="Mark unread")
+        .click()
+    )
+    await inbox.locator("ul.inbox li.unread", has_text="failing watch").wait_for()
+
+    await (
+        inbox.locator("ul.inbox li", has_text="failing watch")
+        .get_by_role("link", name="failing watch")
+        .click()
+    )
+    assert page.url == watcher_url
+    await page.get_by_role("button", name="Re-enable").click()
+    await page.get_by_text("Watcher active.").wait_for()
+    assert await page.locator("h1 .badge").inner_text() == "ACTIVE"
+
+
+async def test_an_upload_cancelled_mid_way_resumes_after_a_reload_then_the_clip_plays(
     env: LocalEnvironment, operator: Visitor, source_video: Path
 ) -> None:
-    page = await operator.open("/media")
+    chunks = -(-source_video.stat().st_size // UPLOAD_CHUNK_BYTES)  # noqa: ASYNC240 - one stat, no I/O wait
+    assert chunks >= 2, "the video must span two chunks to cancel between them"
+    page = operator.page
+    sent: list[str] = []
+    held: list[Route] = []
+
+    def on_request(request: Request) -> None:
+        if request.method == "PUT" and "/chunks/" in request.url:
+            sent.append(request.url.rsplit("/", 1)[1])
+
+    async def hold_last_chunk(route: Route) -> None:
+        held.append(route)  # never answered: the browser's Cancel aborts it
+
+    page.on("request", on_request)
+    await page.route(f"**/media/uploads/*/chunks/{chunks - 1}", hold_last_chunk)
+    await operator.open("/media")
     await page.get_by_label("Video file", exact=True).set_input_files(str(source_video))
-    await page.get_by_label("Title", exact=True).fill("browser upload")
+    await page.get_by_label("Title", exact=True).fill("resumed upload")
+    await page.get_by_role("button", name="Upload").click()
+    await eventually(lambda: _true(bool(held)), what="the last chunk in flight")
+    assert await page.locator("#upload-status").inner_text() == f"uploading {chunks - 1}/{chunks}"
+    await operator.look("upload-in-flight", idle=False)
+    await page.get_by_role("button", name="Cancel").click()
+    await page.get_by_text("cancelled (choose the file again to resume)").wait_for()
+    await operator.look("upload-cancelled")
+    await page.unroute(f"**/media/uploads/*/chunks/{chunks - 1}")
+
+    await page.reload()
+    sent.clear()
+    await page.get_by_label("Video file", exact=True).set_input_files(str(source_video))
     await page.get_by_role("button", name="Upload").click()
     await page.wait_for_url(f"{operator.base_url}/media/*", timeout=120_000)
+    assert sent == [str(chunks - 1)], f"after the reload only the missing chunk is sent, not {sent}"
     material = page.url.rsplit("/", 1)[1]
 
     async def done() -> bool:
@@ -210,7 +374,7 @@ async def test_upload_a_video_see_progress_and_play_the_clip(
     await clip.wait_for()
     playing = await clip.evaluate(
         """async (video) => { video.muted = true; await video.play();
-             await new Promise((ok) => setTimeout(ok, 500));
+             await new Promise((ok) => { if (video.currentTime > 0) ok(); else video.ontimeupdate = ok; });
              return video.currentTime > 0 && !video.error; }"""
     )
     assert playing
@@ -218,6 +382,48 @@ async def test_upload_a_video_see_progress_and_play_the_clip(
     await operator.open("/media")
     assert await page.locator(f'a[href="/media/{material}"]').count() == 1
     await operator.look("media")
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def test_sign_in_with_the_keyboard_alone_with_a_visible_focus(
+    env: LocalEnvironment, visitor_factory: Any, witness: Witness
+) -> None:
+    visitor: Visitor = await visitor_factory(env.url("console"), "keyboard")
+    page = await visitor.open("/sign-in")
+    focus_of = """() => { const e = document.activeElement; const s = getComputedStyle(e);
+        return {tag: e.tagName, id: e.id, text: (e.textContent || '').trim(), outline: s.outlineStyle,
+                width: parseFloat(s.outlineWidth), visible: e.getBoundingClientRect().left >= 0}; }"""
+    await page.keyboard.press("Tab")
+    skip = await page.evaluate(focus_of)
+    assert skip["text"] == "Skip to content" and skip["visible"], skip
+    assert skip["outline"] != "none" and skip["width"] >= 2, skip
+    await page.keyboard.press("Enter")
+    await page.keyboard.press("Tab")
+    field = await page.evaluate(focus_of)
+    assert field["id"] == "subject" and field["outline"] != "none" and field["width"] >= 2, field
+    await page.keyboard.type(f"kb-{uuid.uuid4().hex[:6]}")
+    await page.keyboard.press("Tab")
+    assert (await page.evaluate(focus_of))["id"] == "perm-1"  # sense:operate
+    await page.keyboard.press("Space")
+    await visitor.look("keyboard-focus-on-a-permission")
+    for _ in range(10):  # on through the other permissions to the button
+        await page.keyboard.press("Tab")
+        focused = await page.evaluate(focus_of)
+        if focused["tag"] == "BUTTON":
+            break
+    assert focused["text"] == "Sign in" and focused["outline"] != "none", focused
+    await page.keyboard.press("Enter")
+    await page.wait_for_url(visitor.base_url + "/")
+    await page.keyboard.press("Tab")
+    await page.keyboard.press("Tab")
+    link = await page.evaluate(focus_of)
+    assert link["tag"] == "A" and link["outline"] != "none", link
+    await visitor.look("keyboard-focus-in-the-menu")
+    assert await page.get_by_role("link", name="Devices").count() == 1  # the permission was chosen
+    await assert_nothing_secret_rendered(visitor, all_secrets(env, witness))
 
 
 async def test_a_form_without_its_csrf_token_is_refused(env: LocalEnvironment, operator: Visitor) -> None:

@@ -37,10 +37,7 @@ from yovision_platform.errors import ConfigError
 log = logging.getLogger(__name__)
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
-VENDOR_FILES = {
-    "htmx.min.js": Path("htmx.org/dist/htmx.min.js"),
-    "axe.min.js": Path("axe-core/axe.min.js"),
-}
+VENDOR_FILES = {"htmx.min.js": Path("htmx.org/dist/htmx.min.js")}  # axe-core (npm) is the tests' alone
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
@@ -250,7 +247,7 @@ def _install_assets(app: FastAPI, console: Console) -> None:
 
 
 def build_console(settings: ConsoleSettings) -> Console:
-    if not (settings.assets_dir / VENDOR_FILES["htmx.min.js"]).is_file():  # axe-core is for tests only
+    if not (settings.assets_dir / VENDOR_FILES["htmx.min.js"]).is_file():
         raise ConfigError(settings.env_var_name("assets_dir"), "missing", "htmx not found: run `make setup`")
     apis = Apis(
         urls=settings.service_urls(),

@@ -8,6 +8,7 @@ from typing import Any
 WIDTH = 600
 HEIGHT = 120
 PADDING = 4
+MIN_SLOTS = 25  # a page of the check log: a few checks make narrow bars on the right, not one wide block
 
 
 @dataclass(frozen=True)
@@ -21,12 +22,15 @@ class Bar:
 
 
 def check_bars(checks: list[dict[str, Any]]) -> list[Bar]:
-    """Oldest left. Height: duration relative to the slowest check shown (at least 2 px, so each shows)."""
+    """Oldest left, newest at the right edge; one slot per check, at least MIN_SLOTS slots. Height: duration
+    relative to the slowest check shown (at least 2 px, so each shows)."""
     ordered = list(reversed(checks))
     if not ordered:
         return []
     slowest = max((c.get("duration_ms") or 0) for c in ordered) or 1
-    step = (WIDTH - 2 * PADDING) / len(ordered)
+    slots = max(len(ordered), MIN_SLOTS)
+    step = (WIDTH - 2 * PADDING) / slots
+    first = slots - len(ordered)
     bars = []
     for i, check in enumerate(ordered):
         duration = check.get("duration_ms") or 0
@@ -35,9 +39,9 @@ def check_bars(checks: list[dict[str, Any]]) -> list[Bar]:
         label = f"{str(check.get('checked_at'))[:19]} {outcome} {duration} ms"
         bars.append(
             Bar(
-                x=PADDING + i * step,
+                x=PADDING + (first + i) * step,
                 y=HEIGHT - PADDING - height,
-                width=max(1.0, step - 1),
+                width=max(1.0, step * 0.8),
                 height=height,
                 outcome=outcome,
                 label=label,
