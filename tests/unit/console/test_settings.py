@@ -168,3 +168,46 @@ def test_the_oidc_issuer_has_1_to_128_characters(
         assert load_settings(ConsoleSettings).auth_jwt_issuer == "i" * length
     else:
         _refused("CONSOLE_AUTH_JWT_ISSUER")
+
+
+@pytest.mark.parametrize(
+    ("hosts", "url", "ok"),
+    [
+        ("[]", "http://sense-reconciler:18081", False),
+        ('["sense-reconciler"]', "http://sense-reconciler:18081", True),
+        ('["sense-reconciler"]', "http://sense-reconciler.evil.example.com:18081", False),
+        ('["bell-receiver"]', "http://sense-reconciler:18081", False),
+        ('["sense-reconciler"]', "https://anything.example.com", True),
+    ],
+)
+def test_plain_http_off_loopback_only_to_the_hosts_an_operator_names(
+    console_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, hosts: str, url: str, ok: bool
+) -> None:
+    monkeypatch.setenv("CONSOLE_PLAIN_HTTP_HOSTS", hosts)
+    monkeypatch.setenv("CONSOLE_SENSE_URL", url)
+    if ok:
+        assert load_settings(ConsoleSettings).sense_url == url
+    else:
+        _refused("CONSOLE_SENSE_URL")
+
+
+@pytest.mark.parametrize(
+    ("hosts", "ok"),
+    [
+        ('["sense-reconciler", "bell-receiver.yovision.svc.cluster.local"]', True),
+        ('["10.0.0.5"]', False),  # an address, not a name
+        ('["*.svc"]', False),
+        ('["Sense"]', False),
+        ('["a/b"]', False),
+        (json.dumps([f"h{n}" for n in range(16)]), True),
+        (json.dumps([f"h{n}" for n in range(17)]), False),
+    ],
+)
+def test_plain_http_hosts_are_at_most_16_dns_names(
+    console_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, hosts: str, ok: bool
+) -> None:
+    monkeypatch.setenv("CONSOLE_PLAIN_HTTP_HOSTS", hosts)
+    if ok:
+        assert len(load_settings(ConsoleSettings).plain_http_hosts) == len(json.loads(hosts))
+    else:
+        _refused("CONSOLE_PLAIN_HTTP_HOSTS")

@@ -1,8 +1,11 @@
 """console settings: environment variables prefixed `CONSOLE_`, validated at start-up.
 
 The console keeps no database: sessions are signed cookies (``CONSOLE_SESSION_KEY_FILE``, >= 32 bytes hex).
-It calls the five services at ``CONSOLE_<SERVICE>_URL`` (http only on loopback) and Sense with the
-operator token of ``CONSOLE_SENSE_API_TOKEN_FILE``.
+It calls the five services at ``CONSOLE_<SERVICE>_URL`` and Sense with the operator token of
+``CONSOLE_SENSE_API_TOKEN_FILE``. A service URL is https, or plain http to a loopback address or to a host
+named in ``CONSOLE_PLAIN_HTTP_HOSTS`` (JSON list; empty by default): an operator's statement that those
+names live on a private network (a compose network, a cluster's service network) where the services'
+tokens may travel unencrypted. Nothing else goes over plain http.
 
 Identity, one of two ways:
 
@@ -17,11 +20,12 @@ Identity, one of two ways:
 from __future__ import annotations
 
 import ipaddress
+import re
 from pathlib import Path
 from typing import ClassVar
 from urllib.parse import urlsplit
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from yovision_platform.auth import MIN_STATIC_TOKEN_CHARS, TokenVerifier
@@ -32,6 +36,18 @@ DEFAULT_HTTP_PORT = 18080
 JWT_AUDIENCE = "console"
 JWT_SERVICES = ("orphan-scanner", "bell-receiver", "signal-watcher", "media-worker")
 DEFAULT_ASSETS_DIR = Path(__file__).resolve().parents[2] / "node_modules"
+PLAIN_HTTP_HOSTS_MAX = 16
+HOST_NAME = re.compile(
+    r"(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*"
+)
+
+
+def _is_ip_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_loopback(host: str) -> bool:
@@ -51,6 +67,8 @@ class ConsoleSettings(BaseWebSettings):
 
     http_port: Port = DEFAULT_HTTP_PORT
     session_key_file: Path
+    # Before the URLs: their validator reads it.
+    plain_http_hosts: tuple[str, ...] = Field(default=(), max_length=PLAIN_HTTP_HOSTS_MAX)
     sense_url: str
     sense_api_token_file: Path
     orphan_url: str
@@ -72,13 +90,25 @@ class ConsoleSettings(BaseWebSettings):
 
     @field_validator("sense_url", "orphan_url", "bell_url", "signal_url", "media_url")
     @classmethod
-    def _service_url(cls, value: str) -> str:
+    def _service_url(cls, value: str, info: ValidationInfo) -> str:
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.query:
             raise ValueError("must be http(s)://host[:port] without credentials or query")
-        if parts.scheme == "http" and not _is_loopback(parts.hostname):
-            raise ValueError("plain http only on loopback; use https")
+        allowed = info.data.get("plain_http_hosts") or ()
+        if parts.scheme == "http" and not _is_loopback(parts.hostname) and parts.hostname not in allowed:
+            raise ValueError("plain http only to loopback or a host of plain_http_hosts; use https")
         return value.rstrip("/")
+
+    @field_validator("plain_http_hosts")
+    @classmethod
+    def _host_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """Host names only: no address, no wildcard, so a listed name never widens to a network."""
+        for host in value:
+            if HOST_NAME.fullmatch(host) is None or _is_ip_address(host):
+                raise ValueError(
+                    "each entry must be a lower-case DNS host name (not an address or a pattern)"
+                )
+        return value
 
     @model_validator(mode="after")
     def _one_identity_source(self) -> ConsoleSettings:
