@@ -35,12 +35,12 @@ from prometheus_client import CollectorRegistry
 
 from yovision_platform.db import DbConnection, Identifier, create_pool
 from yovision_platform.errors import ConfigError, PlatformError
-from yovision_platform.kafka import RELAY_PRODUCER_LINGER_MS, start_producer
 from yovision_platform.logging import configure_logging
 from yovision_platform.metrics import build_info, create_registry, render_latest
 from yovision_platform.migrations import SchemaPlan, migrate, preflight
-from yovision_platform.relay import OutboxRelay, RelayMetrics
+from yovision_platform.relay import OutboxRelay, RelayConfig, RelayMetrics, executor_for
 from yovision_platform.settings import BaseServiceSettings, load_settings
+from yovision_platform.txn_producer import confluent_publisher_factory
 
 __all__ = ["ServiceContext", "ServiceSpec", "checked_pool", "main", "migrations_dir_of"]
 
@@ -168,22 +168,27 @@ async def _database_ready(pool: asyncpg.Pool) -> None:
 
 def _add_outbox_relay(ctx: ServiceContext) -> None:
     settings = ctx.settings
+    config = RelayConfig()
+    metrics = RelayMetrics(ctx.registry)
 
-    async def producer_factory():  # type: ignore[no-untyped-def]
-        return await start_producer(
-            settings.kafka_bootstrap,
-            client_id=f"{ctx.spec.name}-{settings.instance_id}",
-            linger_ms=RELAY_PRODUCER_LINGER_MS,
-        )
+    async def relay(stop: asyncio.Event) -> None:
+        with executor_for(config) as executor:
+            publishers = confluent_publisher_factory(
+                settings.kafka_bootstrap,
+                client_id=f"{ctx.spec.name}-{settings.instance_id}",
+                executor=executor,
+            )
+            outbox_relay = OutboxRelay(
+                ctx.pool,
+                ctx.plan.schema,
+                publishers,
+                owner=settings.instance_id,
+                config=config,
+                metrics=metrics,
+            )
+            await outbox_relay.run(stop)
 
-    relay = OutboxRelay(
-        ctx.pool,
-        ctx.plan.schema,
-        producer_factory,
-        owner=settings.instance_id,
-        metrics=RelayMetrics(ctx.registry),
-    )
-    ctx.add_worker("outbox-relay", relay.run)
+    ctx.add_worker("outbox-relay", relay)
 
 
 async def _supervise(ctx: ServiceContext, name: str, worker: Worker, stop: asyncio.Event) -> None:
