@@ -14,7 +14,7 @@ FROM ?=
 MAX ?=
 
 .PHONY: help setup up down status logs topics secrets kafka-topics kafka-console-consumer \
-	kafka-console-producer kafka-consumer-groups consume sense-orphan dev-token lint bench-platform bench-services typecheck test bench clean distclean
+	kafka-console-producer kafka-consumer-groups consume doctor sense-orphan dev-token lint bench-platform bench-services typecheck test bench clean distclean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-24s %s\n", $$1, $$2}'
@@ -69,6 +69,9 @@ consume: ## Print a topic's Avro events as JSON: TOPIC=... [FROM=beginning] [MAX
 	$(PY) -m yovision_platform.tools.consume --topic $(TOPIC) $(if $(filter beginning,$(FROM)),--from-beginning) \
 		$(if $(MAX),--max $(MAX)) $(ARGS)
 
+doctor: ## Check the invariants of the running stack: no dead letter, outboxes drained, no lag, no leaked secret [WAIT=s] [ENV_DIR=.local]
+	$(PY) -m yovision_platform.tools.doctor --env-dir $(if $(ENV_DIR),$(ENV_DIR),.local) --wait $(if $(WAIT),$(WAIT),30)
+
 sense-orphan: ## Orphan operator CLI with the local orphan-scanner env: ARGS="report" | ARGS="apply --scan-id ID --actor NAME --confirm '<text>'"
 	@bash infra/scripts/services.sh exec orphan-scanner $(CURDIR)/.venv/bin/sense-orphan $(ARGS)
 
@@ -86,6 +89,7 @@ typecheck: ## mypy (libs/platform strict via pyproject, plus the services and th
 	.venv/bin/mypy libs/platform/src services/*/src bench services/*/bench
 
 test: setup lint typecheck ## The whole suite on real infrastructure (starts PostgreSQL, Kafka, MediaMTX)
+	infra/scripts/install-promtool.sh
 	$(STACK) up pg kafka mediamtx
 	$(MAKE) topics secrets
 	@rc=0; .venv/bin/pytest || rc=$$?; \

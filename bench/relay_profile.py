@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from bench.infra import BenchSchema, BenchTopics, Stack
 from bench.relay_throughput import insert_in_one_transaction, wait_all_passed, wait_split
 from bench.stats import per_second
+from yovision_platform.naming import KafkaNames
 from yovision_platform.outbox import OutboxMessage
 from yovision_platform.relay import OutboxRelay, RelayConfig, executor_for
 from yovision_platform.txn_producer import confluent_publisher_factory
@@ -98,8 +99,7 @@ async def profile_relay(
             publishers,
             owner="bench-relay-profile",
             config=config,
-            topic_prefix=f"{prefix}.",
-            transactional_id_prefix=f"{prefix}.",
+            names=KafkaNames(f"{prefix}."),
         )
         stop = asyncio.Event()
         task = asyncio.create_task(relay.run(stop))

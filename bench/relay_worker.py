@@ -17,6 +17,7 @@ import sys
 
 from bench.aiokafka_publisher import aiokafka_publisher_factory
 from yovision_platform.db import Identifier, create_pool
+from yovision_platform.naming import KafkaNames
 from yovision_platform.relay import OutboxRelay, RelayConfig, executor_for
 from yovision_platform.txn_producer import confluent_publisher_factory
 
@@ -42,8 +43,7 @@ async def main(args: argparse.Namespace) -> None:
                 publishers,
                 owner=args.owner,
                 config=config,
-                topic_prefix=args.topic_prefix,
-                transactional_id_prefix=args.topic_prefix,
+                names=KafkaNames(args.topic_prefix),
             )
             await relay.run(stop)
     finally:

@@ -1,7 +1,10 @@
 """Creates the Kafka topics listed in infra/topics.toml that do not exist yet.
 
 Existing topics are never deleted or altered; one whose partition count differs from the list is reported.
+With `--prefix P` every topic is created as `P<name>` (an environment sharing the cluster, see
+`<P>_KAFKA_PREFIX` in docs/architecture.md).
 Usage: .venv/bin/python infra/scripts/create_topics.py [--bootstrap HOST:PORT] [--topics-file PATH]
+       [--prefix P]
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from pathlib import Path
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
+
+from yovision_platform.naming import KAFKA_PREFIX_PATTERN
 
 DEFAULT_TOPICS_FILE = Path(__file__).resolve().parents[1] / "topics.toml"
 DEFAULT_BOOTSTRAP = os.environ.get("YOVISION_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
@@ -37,12 +42,12 @@ class TopicSpec:
         return configs
 
 
-def load_topic_specs(path: Path) -> list[TopicSpec]:
+def load_topic_specs(path: Path, prefix: str = "") -> list[TopicSpec]:
     with path.open("rb") as f:
         entries = tomllib.load(f)["topic"]
     return [
         TopicSpec(
-            name=e["name"],
+            name=prefix + e["name"],
             partitions=int(e["partitions"]),
             cleanup_policy=e["cleanup_policy"],
             retention_ms=int(e["retention_ms"]) if "retention_ms" in e else None,
@@ -88,8 +93,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", default=DEFAULT_BOOTSTRAP)
     parser.add_argument("--topics-file", type=Path, default=DEFAULT_TOPICS_FILE)
+    parser.add_argument("--prefix", default="", help="put this in front of every topic name")
     args = parser.parse_args()
-    specs = load_topic_specs(args.topics_file)
+    if KAFKA_PREFIX_PATTERN.fullmatch(args.prefix) is None:
+        sys.exit("create_topics: --prefix must be empty or match ^[a-z0-9][a-z0-9._-]{0,62}$")
+    specs = load_topic_specs(args.topics_file, args.prefix)
     try:
         asyncio.run(asyncio.wait_for(ensure_topics(args.bootstrap, specs), ADMIN_TIMEOUT_S * 2))
     except Exception as exc:  # one clear line instead of a traceback

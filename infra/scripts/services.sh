@@ -2,10 +2,15 @@
 # Runs the five services (infra/services.list) as background processes on the local stack.
 # Usage: infra/scripts/services.sh up|down|status|logs [name...]
 #        infra/scripts/services.sh exec <name> <command...>   (a command with the service's runtime env)
-# Per service: env from .local/stack.env then .local/env/<name>.env (if present), `.venv/bin/<name> migrate`,
-# then `.venv/bin/<name> serve` in the background; pid in .local/run/<name>.pid, log in .local/logs/<name>.log.
+# Per service: env from <env>/stack.env then <env>/env/<name>.env (if present), `.venv/bin/<name> migrate`,
+# then `.venv/bin/<name> serve` in the background; pid in <env>/run/<name>.pid, log in <env>/logs/<name>.log.
+# <env> is the environment folder: YOVISION_ENV_DIR, default .local (the stack of `make up`). The HTTP port
+# of a service is the <PREFIX>_HTTP_PORT of its env file, else the one in infra/services.list.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ENV_DIR="${YOVISION_ENV_DIR:-$LOCAL_DIR}"
+RUN_DIR="$ENV_DIR/run"
+LOG_DIR="$ENV_DIR/logs"
 
 SERVICE_START_TIMEOUT_S=60
 SERVICE_STOP_TIMEOUT_S=30
@@ -17,7 +22,8 @@ SERVICE_NAMES=()
 while read -r name port _; do
   [[ -z "$name" || "$name" == \#* ]] && continue
   SERVICE_NAMES+=("$name")
-  SERVICE_PORTS["$name"]="$port"
+  env_port="$(sed -n 's/^[A-Z]*_HTTP_PORT=\([0-9]*\)$/\1/p' "$ENV_DIR/env/$name.env" 2>/dev/null | tail -n 1)"
+  SERVICE_PORTS["$name"]="${env_port:-$port}"
 done <"$INFRA_DIR/services.list"
 
 healthz() { curl -fsS -m 3 -o /dev/null "http://127.0.0.1:${SERVICE_PORTS[$1]}/healthz" 2>/dev/null; }
@@ -29,11 +35,11 @@ exec_with_service_env() {
   local name="$1"; shift
   set -a
   # shellcheck disable=SC1090
-  [[ "${MIGRATE_ENV:-0}" == 1 && -f "$LOCAL_DIR/env/$name.migrate.env" ]] && source "$LOCAL_DIR/env/$name.migrate.env"
+  [[ "${MIGRATE_ENV:-0}" == 1 && -f "$ENV_DIR/env/$name.migrate.env" ]] && source "$ENV_DIR/env/$name.migrate.env"
   # shellcheck disable=SC1090,SC1091 # generated files
-  [[ -f "$LOCAL_DIR/stack.env" ]] && source "$LOCAL_DIR/stack.env"
+  [[ -f "$ENV_DIR/stack.env" ]] && source "$ENV_DIR/stack.env"
   # shellcheck disable=SC1090
-  [[ -f "$LOCAL_DIR/env/$name.env" ]] && source "$LOCAL_DIR/env/$name.env"
+  [[ -f "$ENV_DIR/env/$name.env" ]] && source "$ENV_DIR/env/$name.env"
   set +a
   exec "$@"
 }
@@ -41,7 +47,7 @@ exec_with_service_env() {
 service_migrate() {
   local name="$1" exe="$SERVICES_BIN_DIR/$1" logfile="$LOG_DIR/$1.log" rc=0
   [[ -x "$exe" ]] || { log "$name: FAILED: $exe not found (run make setup)"; return 1; }
-  [[ -f "$LOCAL_DIR/env/$name.env" ]] || log "$name: note: no $LOCAL_DIR/env/$name.env (using stack.env only)"
+  [[ -f "$ENV_DIR/env/$name.env" ]] || log "$name: note: no $ENV_DIR/env/$name.env (using stack.env only)"
   log "$name: migrate"
   (MIGRATE_ENV=1 exec_with_service_env "$name" timeout "$MIGRATE_TIMEOUT_S" "$exe" migrate >>"$logfile" 2>&1) || rc=$?
   if ((rc != 0)); then

@@ -84,3 +84,11 @@ def test_build_event_reports_schema_violations_by_field(serde: AvroSerde, catalo
     with pytest.raises(InvalidEventError) as raised:
         build_event(serde, "DeviceRegistered", "dev-1", {**DEVICE_PAYLOAD, "config_version": "1"}, "sense")
     assert raised.value.field == "config_version"
+
+
+def test_the_source_system_is_the_catalogue_owner_when_not_given(
+    serde: AvroSerde, catalog: EventCatalog
+) -> None:
+    record = build_event(serde, "DeviceRegistered", "dev-1", DEVICE_PAYLOAD)
+    assert record.source_system == catalog.source_system_of("DeviceRegistered") == "sense"
+    assert dict(record.headers)["source_system"] == b"sense"

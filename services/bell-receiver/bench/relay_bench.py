@@ -76,7 +76,7 @@ BASELINE_INSERT = """
 
 def bell_digest(document: dict[str, Any]) -> bytes:
     """``payload_digest`` as Bell computes it: SHA-256 of the sorted-key compact JSON
-    (bell_receiver.domain.facts.digest_of)."""
+    (yovision_platform.audit_relay.facts.digest_of)."""
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).digest()
 

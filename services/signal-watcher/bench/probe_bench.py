@@ -95,7 +95,7 @@ async def main(watchers: int, concurrency: int, port: int) -> dict[str, float]:
     plan = SchemaPlan.for_service(schema, MIGRATIONS_DIR)
     await migrate(admin, plan, runtime_password=password)
     pool = await asyncpg.create_pool(runtime_dsn(stack.admin_dsn, plan.runtime_role, password), max_size=20)
-    probe = ProbeClient(resolver=_resolve, guard=AddressGuard(allow_loopback=True))
+    probe = ProbeClient(resolver=_resolve, guard=AddressGuard.allowing([ipaddress.ip_network("127.0.0.0/8")]))
     try:
         repo = WatcherRepository(schema, SecretCipher(secrets.token_bytes(32)))
         url = f"http://{BENCH_HOST}:{port}/"

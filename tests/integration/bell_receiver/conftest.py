@@ -7,18 +7,15 @@ Tests that need Bell as its own process use bell_process.py (test_bell_process.p
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import secrets
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
@@ -26,8 +23,9 @@ from bell_receiver.entrypoints.api import install_api
 from bell_receiver.entrypoints.main import MIGRATIONS_DIR
 from bell_receiver.metrics import BellMetrics
 from bell_receiver.settings import JWT_AUDIENCE
-from tests.conftest import MigratedSchema, Stack, free_port, migrate_test_schema, private_file
+from tests.conftest import MigratedSchema, Stack, migrate_test_schema, private_file
 from tests.integration.bell_receiver.relay_client import RelayClient
+from tests.served_app import serve_app
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.db import Identifier
 from yovision_platform.migrations import SchemaPlan
@@ -98,12 +96,6 @@ class Clock:
         return time.time() if self.frozen is None else self.frozen
 
 
-class _Server(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 @dataclass
 class Served:
     base_url: str
@@ -137,17 +129,8 @@ async def served(
         clock=clock,
         deadline_seconds=TEST_DEADLINE_SECONDS,
     )
-    port = free_port()
-    server = _Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False, lifespan="off")
-    )
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    base_url = f"http://127.0.0.1:{port}"
-    try:
+    async with serve_app(app) as port:
+        base_url = f"http://127.0.0.1:{port}"
         async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
             yield Served(
                 base_url,
@@ -159,6 +142,3 @@ async def served(
                 runtime_pool,
                 keys,
             )
-    finally:
-        server.should_exit = True
-        await task

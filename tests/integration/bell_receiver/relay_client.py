@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from bell_receiver.domain.batch import BATCH_PATH
+from yovision_platform.audit_relay.batch import BATCH_PATH
 from yovision_platform.signing import KeyRing, sign_request
 
 

@@ -14,10 +14,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bell_receiver.domain.batch import BatchResult, ErrorBody
 from bell_receiver.entrypoints.api import relay_contract, service_document
 from tests.integration.bell_receiver.conftest import Served
 from tests.integration.bell_receiver.relay_client import fact
+from yovision_platform.audit_relay.batch import BatchResult, ErrorBody
 
 OPENAPI_DIR = Path(__file__).resolve().parents[3] / "schemas" / "openapi"
 SERVICE_FILE = OPENAPI_DIR / "bell-receiver.v1.json"

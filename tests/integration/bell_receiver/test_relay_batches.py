@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bell_receiver.domain.batch import BATCH_PATH, MAX_BATCH_ITEMS, MAX_BODY_BYTES
 from tests.integration.bell_receiver.conftest import TEST_DEADLINE_SECONDS, Served
 from tests.integration.bell_receiver.relay_client import batch_body, fact
+from yovision_platform.audit_relay.batch import BATCH_PATH, MAX_BATCH_ITEMS, MAX_BODY_BYTES
 
 
 def padded(items: list[object], size: int) -> bytes:

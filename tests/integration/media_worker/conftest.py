@@ -19,6 +19,7 @@ from media_worker.domain.limits import MIB, Limits
 from media_worker.entrypoints.api import DRAIN_PERMISSION, MediaApi, install_routes
 from media_worker.service_layer.activity import Activity
 from media_worker.service_layer.events import EventWriter
+from media_worker.service_layer.metrics import MediaMetrics
 from media_worker.service_layer.transcoder import TranscodeWorker, WorkerTiming
 from media_worker.service_layer.uploads import UploadService
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema
@@ -49,10 +50,8 @@ def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.fixture(scope="session")
-def sample_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 2 s 320x240 test video made by ffmpeg's lavfi test source."""
-    path = tmp_path_factory.mktemp("video") / "sample.mp4"
+def make_test_video(path: Path, *, seconds: int, size: str, rate: int) -> Path:
+    """A video from ffmpeg's lavfi test source."""
     subprocess.run(
         [
             "ffmpeg",
@@ -62,7 +61,7 @@ def sample_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "-f",
             "lavfi",
             "-i",
-            "testsrc=duration=2:size=320x240:rate=15",
+            f"testsrc=duration={seconds}:size={size}:rate={rate}",
             "-c:v",
             "libx264",
             "-preset",
@@ -74,6 +73,14 @@ def sample_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=True,
     )
     return path
+
+
+@pytest.fixture(scope="session")
+def sample_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2 s 320x240 test video."""
+    return make_test_video(
+        tmp_path_factory.mktemp("video") / "sample.mp4", seconds=2, size="320x240", rate=15
+    )
 
 
 @pytest.fixture
@@ -113,7 +120,12 @@ class Media:
     capability_file: Path
 
     def worker(
-        self, ffmpeg: str = "ffmpeg", *, instance_id: str = INSTANCE, lease_seconds: float = 30.0
+        self,
+        ffmpeg: str = "ffmpeg",
+        *,
+        instance_id: str = INSTANCE,
+        lease_seconds: float = 30.0,
+        rescan_seconds: float = 0.5,
     ) -> TranscodeWorker:
         return TranscodeWorker(
             self.pool,
@@ -123,7 +135,7 @@ class Media:
             self.activity,
             FfmpegTools(ffmpeg, "ffprobe"),
             instance_id=instance_id,
-            timing=WorkerTiming(lease_seconds=lease_seconds, rescan_seconds=0.5),
+            timing=WorkerTiming(lease_seconds=lease_seconds, rescan_seconds=rescan_seconds),
         )
 
     def auth(self, subject: str = "user-1", *permissions: str) -> dict[str, str]:
@@ -163,7 +175,7 @@ def media(pool: asyncpg.Pool, media_schema: MigratedSchema, tmp_path: Path) -> M
     return build_media(pool, media_schema.name, tmp_path)
 
 
-def build_app(media: Media) -> FastAPI:
+def build_app(media: Media, metrics: MediaMetrics | None = None) -> FastAPI:
     app = FastAPI(title="media-worker")
     install_routes(
         app,
@@ -176,6 +188,7 @@ def build_app(media: Media) -> FastAPI:
             media.verifier,
             INSTANCE,
             media.capability_file,
+            metrics,
         ),
     )
     return app

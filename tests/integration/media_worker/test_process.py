@@ -1,4 +1,5 @@
-"""media-worker as real processes: a worker SIGKILLed mid-ffmpeg; another instance finishes the job."""
+"""media-worker as real processes: a worker SIGKILLed mid-ffmpeg is taken over promptly by a restarted
+instance (a new id: at the dead lease's expiry; the same id: at once), which leaves no temporary file."""
 
 from __future__ import annotations
 
@@ -17,14 +18,15 @@ import pytest
 
 from media_worker.adapters.storage import source_key
 from tests.conftest import MigratedSchema, Stack, free_port, private_file
-from tests.integration.media_worker.conftest import Media, sha256_of
+from tests.integration.media_worker.conftest import Media, make_test_video, sha256_of
+from tests.integration.media_worker.test_recovery import TAKE_OVER_SLACK_SECONDS, started_at
 from tests.integration.media_worker.test_transcoder import alive, media, probe, script, upload
+from tests.integration.media_worker.test_uploads import entries_under
 
 __all__ = ["media"]  # the video-sized limits fixture
 
 SERVE = Path(__file__).with_name("serve_media.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
-LEASE_SECONDS = 3
 
 
 class Instance:
@@ -61,8 +63,16 @@ async def wait_for(condition: Callable[[], Awaitable[bool]], within_seconds: flo
         await asyncio.sleep(0.1)
 
 
+@pytest.fixture(scope="session")
+def long_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """12 s at 10 fps: read at its native rate (`-re`) it keeps ffmpeg busy long enough to be killed."""
+    return make_test_video(tmp_path_factory.mktemp("video") / "long.mp4", seconds=12, size="320x180", rate=10)
+
+
 @pytest.fixture
 def base_env(stack: Stack, media_schema: MigratedSchema, media: Media, tmp_path: Path) -> dict[str, str]:
+    """A real media-worker on the test schema with the production rescan period (60 s). With SLOW_FFMPEG
+    set, ffmpeg reads its input at the native frame rate, so a render takes as long as the video."""
     return {
         **os.environ,
         "YOVISION_TEST_MEDIA_SCHEMA": media_schema.name,
@@ -74,46 +84,61 @@ def base_env(stack: Stack, media_schema: MigratedSchema, media: Media, tmp_path:
         "MEDIA_AUTH_JWT_ISSUER": "yovision-test",
         "MEDIA_OUTBOX_RELAY_ENABLED": "false",
         "MEDIA_STORAGE_DIR": str(media.storage.root),
-        "MEDIA_JOB_LEASE_SECONDS": str(LEASE_SECONDS),
-        "MEDIA_RESCAN_SECONDS": "0.5",
         "MEDIA_FFMPEG_PATH": script(
             tmp_path / "ffmpeg-wrapper",
             f"echo $$ >> {tmp_path / 'ffmpeg.pids'}\n"
-            'if [ -n "$SLOW_FFMPEG" ]; then sleep 60; fi\nexec ffmpeg "$@"\n',
+            'if [ -n "$SLOW_FFMPEG" ]; then exec ffmpeg -re "$@"; fi\nexec ffmpeg "$@"\n',
         ),
     }
 
 
-async def test_a_worker_killed_mid_ffmpeg_is_replaced_after_its_lease_expires(
-    media: Media, sample_video: Path, base_env: dict[str, str], tmp_path: Path
+def video_streams(path: Path) -> tuple[list[dict[str, object]], float]:
+    info = probe(path)
+    streams = [s for s in info["streams"] if s["codec_type"] == "video"]  # type: ignore[attr-defined, index]
+    return streams, float(info["format"]["duration"]) if "duration" in info["format"] else 0.0  # type: ignore[index, operator]
+
+
+@pytest.mark.parametrize(
+    ("restart_id", "lease_seconds"),
+    [
+        ("media-proc-b", 8),  # a new process id (the default): taken over at the dead lease's expiry
+        ("media-proc-a", 30),  # the same MEDIA_INSTANCE_ID: its predecessor's job is taken over at once
+    ],
+)
+async def test_a_worker_killed_mid_ffmpeg_is_taken_over_promptly_and_leaves_no_temporary_file(
+    media: Media,
+    long_video: Path,
+    base_env: dict[str, str],
+    tmp_path: Path,
+    restart_id: str,
+    lease_seconds: int,
 ) -> None:
-    material_id = await upload(media, sample_video)
+    env = {**base_env, "MEDIA_JOB_LEASE_SECONDS": str(lease_seconds)}
+    material_id = await upload(media, long_video)
     source = media.storage.local_path(source_key(material_id))
     digest = sha256_of(source)
-    pids = tmp_path / "ffmpeg.pids"
+    work = media.storage.root / "work"
 
-    first = Instance("media-proc-a", {**base_env, "SLOW_FFMPEG": "1"}, tmp_path / "a.log")
+    first = Instance("media-proc-a", {**env, "SLOW_FFMPEG": "1"}, tmp_path / "first.log")
     try:
-        await wait_for(lambda: asyncio.sleep(0, pids.exists() and pids.read_text().strip() != ""), 30)
-        ffmpeg_pid = int(pids.read_text().split()[0])
-        row = await media.fetchrow("SELECT lease_owner, state FROM {s}.transcode_jobs")
-        assert (row["lease_owner"], row["state"]) == ("media-proc-a", "running")
+        # mid-ffmpeg: the cover is written and the preview is half written
+        await wait_for(
+            lambda: asyncio.sleep(0, any(p.stat().st_size for p in work.glob("*/preview.mp4"))), 60
+        )
         first.proc.kill()
         first.proc.wait(10)
     finally:
         first.stop()
-    # the orphaned ffmpeg dies with its worker: no second live executor
-    await wait_for(lambda: asyncio.sleep(0, not alive(ffmpeg_pid)), 5)
+    for pid in map(int, (tmp_path / "ffmpeg.pids").read_text().split()):  # ffmpeg died with its worker
+        await wait_for(lambda pid=pid: asyncio.sleep(0, not alive(pid)), 5)  # type: ignore[misc]
+    dead = await media.fetchrow("SELECT lease_owner, lease_expires_at FROM {s}.transcode_jobs")
+    assert dead["lease_owner"] == "media-proc-a"
+    assert [p.name for p in sorted(work.glob("*/*"))] == ["cover.jpg", "preview.mp4"]
 
-    second = Instance("media-proc-b", base_env, tmp_path / "b.log")
+    second = Instance(restart_id, env, tmp_path / "second.log")
     try:
-
-        async def done() -> bool:
-            status = (await media.fetchrow("SELECT status FROM {s}.materials"))["status"]
-            assert status != "failed"
-            return bool(status == "done")
-
-        await wait_for(done, LEASE_SECONDS + 60)
+        started = await started_at(media, 2)
+        await wait_for(lambda: done(media), 120)
         async with httpx.AsyncClient() as http:
             health = await http.get(f"http://127.0.0.1:{second.port}/readyz")
             metrics = (await http.get(f"http://127.0.0.1:{second.port}/metrics")).text
@@ -122,10 +147,38 @@ async def test_a_worker_killed_mid_ffmpeg_is_replaced_after_its_lease_expires(
         assert 'media_active_work{kind="jobs"} 0.0' in metrics
     finally:
         assert second.stop() == 0
+    if restart_id == first.name:
+        assert started < dead["lease_expires_at"], "the predecessor's lease was not released at once"
+    else:
+        delay = (started - dead["lease_expires_at"]).total_seconds()
+        assert 0 <= delay < TAKE_OVER_SLACK_SECONDS, delay
+
+    assert entries_under(work) == []
+    assert list(media.storage.root.rglob("*.partial")) == []
     row = await media.fetchrow("SELECT * FROM {s}.materials WHERE id = $1", material_id)
-    assert probe(media.storage.local_path(row["preview_ref"]))["streams"]
+    recorded = [media.storage.local_path(row[c]) for c in ("cover_ref", "preview_ref", "clip_ref")]
+    assert entries_under(media.storage.root / "outputs") == sorted(
+        [recorded[0].parent.parent, recorded[0].parent, *recorded]
+    )
+    cover, _ = video_streams(recorded[0])
+    assert (cover[0]["width"], cover[0]["height"]) == (320, 180)
+    preview, preview_seconds = video_streams(recorded[1])
+    assert preview[0]["height"] == 720 and abs(preview_seconds - 12.0) < 0.5
+    clip, clip_seconds = video_streams(recorded[2])
+    assert clip[0]["height"] == 720 and abs(clip_seconds - 10.0) < 0.5
+    assert sha256_of(source) == digest
     job = await media.fetchrow("SELECT * FROM {s}.transcode_jobs")
     assert (job["state"], job["attempt"], job["lease_owner"]) == ("done", 2, None)
-    assert sha256_of(source) == digest
-    started = await media.fetch("SELECT event_type FROM {s}.outbox WHERE event_type = 'TranscodeStarted'")
-    assert len(started) == 2
+    events = await media.fetch("SELECT event_type FROM {s}.outbox ORDER BY id")
+    assert [e["event_type"] for e in events] == [
+        "MaterialUploaded",
+        "TranscodeStarted",
+        "TranscodeStarted",
+        "TranscodeCompleted",
+    ]
+
+
+async def done(media: Media) -> bool:
+    status = (await media.fetchrow("SELECT status FROM {s}.materials"))["status"]
+    assert status != "failed"
+    return bool(status == "done")

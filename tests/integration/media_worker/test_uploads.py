@@ -42,6 +42,11 @@ def files_under(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
 
 
+def entries_under(root: Path) -> list[Path]:
+    """Files and folders below `root` (a refused upload must leave neither)."""
+    return sorted(root.rglob("*")) if root.exists() else []
+
+
 async def init(
     client: httpx.AsyncClient, media: Media, total: int, chunk: int, key: str = "k1"
 ) -> httpx.Response:
@@ -105,6 +110,7 @@ async def test_plain_upload_of_the_chunked_threshold_must_be_chunked_and_leaves_
     body = multipart_body(os.urandom(TEST_LIMITS.chunked_required_from_bytes))
     response = await client.post("/v1/materials", content=body, headers=multipart_headers(media))
     assert (response.status_code, response.json()) == (413, {"error": "chunked_upload_required"})
+    assert entries_under(media.storage.root / "sources") == []
     assert files_under(media.storage.root) == []
     assert await media.fetch("SELECT id FROM {s}.materials") == []
 
@@ -180,6 +186,23 @@ async def test_init_limits(
     assert response.status_code == status
     if code is not None:
         assert response.json() == {"error": code}
+
+
+async def test_a_resumed_init_answers_200_and_a_new_one_201(client: httpx.AsyncClient, media: Media) -> None:
+    first = await init(client, media, 2500, 1000)
+    resumed = await init(client, media, 2500, 1000)
+    other = await init(client, media, 2500, 1000, key="k2")
+    assert [first.status_code, resumed.status_code, other.status_code] == [201, 200, 201]
+    assert resumed.json() == first.json()
+    assert other.json()["session_id"] != first.json()["session_id"]
+
+
+async def test_concurrent_inits_of_one_key_create_one_session_and_resume_it(
+    client: httpx.AsyncClient, media: Media
+) -> None:
+    responses = await asyncio.gather(*(init(client, media, 2500, 1000) for _ in range(4)))
+    assert sorted(r.status_code for r in responses) == [200, 200, 200, 201]
+    assert len({r.json()["session_id"] for r in responses}) == 1
 
 
 async def test_a_layout_change_on_resume_is_refused(client: httpx.AsyncClient, media: Media) -> None:
@@ -293,7 +316,7 @@ async def test_a_multipart_body_without_a_file_part_is_refused(
     body = f"--{BOUNDARY}\r\n{part}\r\n--{BOUNDARY}--\r\n".encode()
     response = await client.post("/v1/materials", content=body, headers=multipart_headers(media))
     assert (response.status_code, response.json()) == (400, {"error": "invalid_multipart"})
-    assert files_under(media.storage.root / "sources") == []
+    assert entries_under(media.storage.root / "sources") == []
 
 
 async def test_an_empty_file_is_refused_and_leaves_no_file(client: httpx.AsyncClient, media: Media) -> None:
@@ -301,7 +324,7 @@ async def test_an_empty_file_is_refused_and_leaves_no_file(client: httpx.AsyncCl
         "/v1/materials", content=multipart_body(b""), headers=multipart_headers(media)
     )
     assert (response.status_code, response.json()) == (400, {"error": "invalid_multipart"})
-    assert files_under(media.storage.root / "sources") == []
+    assert entries_under(media.storage.root / "sources") == []
 
 
 async def test_merges_share_one_slot_across_instances(client: httpx.AsyncClient, media: Media) -> None:

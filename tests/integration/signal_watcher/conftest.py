@@ -25,7 +25,8 @@ from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
 
 FIXTURE_HOST = "fixture.example.com"
-LOOPBACK_FOR_TESTS = AddressGuard(allow_loopback=True)
+LOOPBACK_NETWORK = ipaddress.ip_network("127.0.0.0/8")
+LOOPBACK_FOR_TESTS = AddressGuard.allowing([LOOPBACK_NETWORK])  # as SIGNAL_PROBE_ALLOWED_NETWORKS=127.0.0.0/8
 
 
 def fake_resolver(table: Mapping[str, Sequence[str]]):  # type: ignore[no-untyped-def]

@@ -246,3 +246,36 @@ async def test_checks_are_paged_newest_first_and_deleted_with_the_watcher(
     assert (await api.delete(f"/v1/signal-watchers/{created['id']}", headers=ALICE)).status_code == 204
     async with pool.acquire() as conn:
         assert await conn.fetchval(f"SELECT count(*) FROM {repo.schema.quoted}.checks") == 0
+
+
+@pytest.mark.parametrize(
+    ("port", "status"),
+    [("0", 422), ("1", 201), ("65535", 201), ("65536", 422), ("99999", 422), ("12345678901234567890", 422)],
+)
+async def test_watcher_url_ports_outside_1_to_65535_are_refused_at_create_and_update(
+    api: httpx.AsyncClient, fixture_server: FixtureServer, port: str, status: int
+) -> None:
+    url = f"http://{FIXTURE_HOST}:{port}/text"
+    created = await api.post("/v1/signal-watchers", json=watcher_body(url), headers=ALICE)
+    assert created.status_code == status, created.text
+    if status == 422:
+        assert created.json() == {"error": "url_port_invalid"}
+    existing = await _create(api, fixture_server.url(FIXTURE_HOST, "/text"))
+    updated = await api.put(f"/v1/signal-watchers/{existing['id']}", json=watcher_body(url), headers=ALICE)
+    assert updated.status_code == (200 if status == 201 else 422), updated.text
+    if status == 422:
+        assert updated.json() == {"error": "url_port_invalid"}
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "12345678901234567890"])
+async def test_test_now_of_a_stored_watcher_with_a_bad_port_answers_a_stable_error(
+    api: httpx.AsyncClient, pool: asyncpg.Pool, repo: WatcherRepository, port: str
+) -> None:
+    created = await _create(api, "https://example.com/")
+    async with pool.acquire() as conn:  # as written before ports were validated
+        await conn.execute(
+            f"UPDATE {repo.schema.quoted}.watchers SET url = $1", f"http://{FIXTURE_HOST}:{port}/"
+        )
+    response = await api.post(f"/v1/signal-watchers/{created['id']}/test", headers=ALICE)
+    assert response.status_code == 200, response.text
+    assert (response.json()["ok"], response.json()["error_code"]) == (False, "url_refused")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -9,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -16,6 +18,7 @@ import pytest
 
 from signal_watcher.settings import JWT_AUDIENCE
 from tests.conftest import Stack, free_port, private_file, runtime_dsn_for
+from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.db import Identifier
 
@@ -70,7 +73,10 @@ def test_start_up_is_refused_without_a_valid_aes_key(env: dict[str, str], tmp_pa
     assert short_key not in result.stderr + result.stdout
 
 
-def test_serves_the_api_with_verified_identity_and_stops_on_sigterm(env: dict[str, str]) -> None:
+@contextlib.contextmanager
+def _serving(env: dict[str, str]) -> Iterator[tuple[str, str, list[str]]]:
+    """Migrate, start `serve`, wait until ready; yields (base URL, alice's token, log lines). SIGTERM on exit
+    must stop it with exit code 0; the JSON log lines (stdout) are filled in then."""
     migrated = _run(env, "migrate")
     assert migrated.returncode == 0, migrated.stderr
     assert "service/0001_signal" in json.loads(migrated.stdout)["applied"]
@@ -92,16 +98,56 @@ def test_serves_the_api_with_verified_identity_and_stops_on_sigterm(env: dict[st
             except httpx.TransportError:
                 pass
             time.sleep(0.1)
-        assert httpx.get(f"{base}/v1/signal-watchers").status_code == 401
-        created = httpx.post(
-            f"{base}/v1/signal-watchers",
-            json={"name": "n", "agent_id": "a", "url": "http://10.0.0.1/", "prompt_template": "{diff}"},
-            headers={"Authorization": f"Bearer {token}"},
-        )
-        assert (created.status_code, created.json()) == (422, {"error": "ssrf_blocked_address"})
-        listed = httpx.get(f"{base}/v1/signal-watchers", headers={"Authorization": f"Bearer {token}"})
-        assert listed.status_code == 200 and listed.json()["items"] == []
+        logs: list[str] = []
+        yield base, token, logs
     finally:
         process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=30)
+        stdout, stderr = process.communicate(timeout=30)
+    logs.extend(stdout.decode().splitlines())
     assert process.returncode == 0, stderr.decode()[-2000:]
+
+
+def _watcher(url: str) -> dict[str, str]:
+    return {"name": "n", "agent_id": "a", "url": url, "prompt_template": "{diff}"}
+
+
+def test_serves_the_api_with_verified_identity_and_stops_on_sigterm(env: dict[str, str]) -> None:
+    with _serving(env) as (base, token, _):
+        assert httpx.get(f"{base}/v1/signal-watchers").status_code == 401
+        for url in ("http://10.0.0.1/", "http://127.0.0.1:9/"):  # the default guard refuses loopback too
+            created = httpx.post(
+                f"{base}/v1/signal-watchers", json=_watcher(url), headers={"Authorization": f"Bearer {token}"}
+            )
+            assert (created.status_code, created.json()) == (422, {"error": "ssrf_blocked_address"})
+        listed = httpx.get(f"{base}/v1/signal-watchers", headers={"Authorization": f"Bearer {token}"})
+        assert listed.status_code == 200 and listed.json()["items"] == []
+
+
+@pytest.mark.parametrize("networks", ["127.0.0.1/8", "127.0.0.0/8,", "loopback"])
+def test_start_up_is_refused_with_a_malformed_allow_list(env: dict[str, str], networks: str) -> None:
+    result = _run({**env, "SIGNAL_PROBE_ALLOWED_NETWORKS": networks}, "check-config")
+    assert result.returncode == 2 and "SIGNAL_PROBE_ALLOWED_NETWORKS" in result.stderr
+    assert networks not in result.stderr.replace("SIGNAL_PROBE_ALLOWED_NETWORKS", "")
+
+
+async def test_an_allow_listed_network_lets_the_real_process_probe_a_local_target(
+    env: dict[str, str], fixture_server: FixtureServer
+) -> None:
+    fixture_server.state["text"] = "local"
+    allowing = {**env, "SIGNAL_PROBE_ALLOWED_NETWORKS": "127.0.0.0/8", "SIGNAL_SCHEDULER_ENABLED": "false"}
+    with _serving(allowing) as (base, token, logs):
+        async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}) as api:
+            created = await api.post(
+                "/v1/signal-watchers", json=_watcher(fixture_server.url("127.0.0.1", "/text"))
+            )
+            assert created.status_code == 201, created.text
+            tested = await api.post(f"/v1/signal-watchers/{created.json()['id']}/test")
+            refused = await api.post("/v1/signal-watchers", json=_watcher("http://10.0.0.1/"))
+    assert (tested.json()["ok"], tested.json()["sample"]) == (True, "local")
+    assert (refused.status_code, refused.json()) == (422, {"error": "ssrf_blocked_address"})
+    assert fixture_server.requests["/text"] == 1
+    logged = [json.loads(line) for line in logs if line.startswith("{")]
+    assert any(
+        r.get("level") == "WARNING" and r.get("extra", {}).get("allowed_networks") == ["127.0.0.0/8"]
+        for r in logged
+    ), logged[:5]

@@ -8,6 +8,7 @@ from pydantic_settings import SettingsConfigDict
 
 from yovision_platform.errors import ConfigError
 from yovision_platform.metrics import validate_instance_id
+from yovision_platform.naming import KafkaNames
 from yovision_platform.redaction import redact_text
 from yovision_platform.settings import (
     SECRET_FILE_MAX_BYTES,
@@ -245,3 +246,73 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         read_secret_file(fifo, "S")
     assert caught.value.problems[0].reason == "not_a_file"
+
+
+# Deployment names: the schema and the Kafka prefix settings, and the physical Kafka names they give.
+PREFIX_AT_LIMIT = "e" + "2" * 62  # 63 characters
+
+
+def test_by_default_the_names_are_the_logical_ones(demo_env: pytest.MonkeyPatch) -> None:
+    settings = load_settings(DemoSettings)
+    assert settings.database_schema is None and settings.kafka_prefix == ""
+    assert settings.kafka_names.topic("sense.device.v1") == "sense.device.v1"
+    assert settings.kafka_names.group("sense-reconciler") == "sense-reconciler"
+
+
+def test_the_prefix_goes_in_front_of_every_topic_and_group(demo_env: pytest.MonkeyPatch) -> None:
+    demo_env.setenv("DEMO_KAFKA_PREFIX", "e2e-1a2b.")
+    names = load_settings(DemoSettings).kafka_names
+    assert names.topic("sense.device.v1") == "e2e-1a2b.sense.device.v1"
+    assert names.topics(("a.v1", "b.v1")) == ("e2e-1a2b.a.v1", "e2e-1a2b.b.v1")
+    assert names.group("bell-receiver-audit") == "e2e-1a2b.bell-receiver-audit"
+    assert names.logical_topic("e2e-1a2b.sense.device.v1") == "sense.device.v1"
+    with pytest.raises(ValueError, match="prefix"):
+        names.logical_topic("other.sense.device.v1")
+
+
+@pytest.mark.parametrize(
+    ("prefix", "accepted"),
+    [
+        ("", True),
+        ("a", True),
+        (PREFIX_AT_LIMIT, True),
+        (PREFIX_AT_LIMIT + "x", False),
+        ("Staging.", False),
+        (".staging", False),
+        ("stag ing", False),
+        ("stag/ing", False),
+    ],
+)
+def test_the_kafka_prefix_is_validated(demo_env: pytest.MonkeyPatch, prefix: str, accepted: bool) -> None:
+    demo_env.setenv("DEMO_KAFKA_PREFIX", prefix)
+    if accepted:
+        assert load_settings(DemoSettings).kafka_prefix == prefix
+        assert KafkaNames(prefix).prefix == prefix
+    else:
+        error = config_error()
+        assert "DEMO_KAFKA_PREFIX" in str(error) and prefix not in str(error).replace("DEMO_KAFKA_PREFIX", "")
+        with pytest.raises(ValueError, match="prefix"):
+            KafkaNames(prefix)
+
+
+@pytest.mark.parametrize(
+    ("schema", "accepted"),
+    [
+        ("sense", True),
+        ("e2e_1a2b_sense", True),
+        ("s" * 63, True),
+        ("s" * 64, False),
+        ("Sense", False),
+        ("1sense", False),
+        ("sense-x", False),
+        ('sense"; drop', False),
+    ],
+)
+def test_the_database_schema_is_an_identifier(
+    demo_env: pytest.MonkeyPatch, schema: str, accepted: bool
+) -> None:
+    demo_env.setenv("DEMO_DATABASE_SCHEMA", schema)
+    if accepted:
+        assert load_settings(DemoSettings).database_schema == schema
+    else:
+        assert "DEMO_DATABASE_SCHEMA" in str(config_error())

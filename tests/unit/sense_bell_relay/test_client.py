@@ -10,10 +10,11 @@ from datetime import UTC, datetime
 
 import httpx
 
-from sense_reconciler.bell_relay.client import BATCH_PATH, BellClient
+from sense_reconciler.bell_relay.client import BellClient
 from sense_reconciler.bell_relay.config import RelayConfig
 from sense_reconciler.bell_relay.facts import OutboxFact
 from sense_reconciler.bell_relay.outcome import BatchErrorCode, BatchFailure, ItemResults
+from yovision_platform.audit_relay import BATCH_PATH
 from yovision_platform.signing import HEADER_NONCE, HEADER_TIMESTAMP, KeyRing, SigningKey, verify_request
 
 NOW = 1_790_000_000.0

@@ -25,6 +25,7 @@ def test_every_route_is_documented() -> None:
         "/v1/signal-watchers/{watcher_id}",
         "/v1/signal-watchers/{watcher_id}/status",
         "/v1/signal-watchers/{watcher_id}/checks",
+        "/v1/signal-watchers/{watcher_id}/check",
         "/v1/signal-watchers/{watcher_id}/test",
         "/v1/admin/signal-watchers",
     }

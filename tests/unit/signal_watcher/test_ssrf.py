@@ -6,11 +6,14 @@ import pytest
 
 from signal_watcher.domain.errors import UrlRefused
 from signal_watcher.domain.ssrf import (
+    PORT_MAX,
+    PORT_MIN,
     STRICT_GUARD,
     URL_MAX_CHARS,
     AddressGuard,
     check_url,
     is_blocked_address,
+    parse_networks,
 )
 
 REFUSED_URLS = [
@@ -142,9 +145,78 @@ def test_public_addresses_pass(address: str) -> None:
     assert not is_blocked_address(ipaddress.ip_address(address))
 
 
-def test_loopback_test_guard_allows_only_ipv4_loopback() -> None:
-    guard = AddressGuard(allow_loopback=True)
-    guard.check(ipaddress.ip_address("127.0.0.1"))
-    for address in ("10.0.0.1", "::1", "169.254.169.254"):
+LOOPBACK_ALLOWED = AddressGuard.allowing(parse_networks("127.0.0.0/8"))
+
+
+@pytest.mark.parametrize(("port", "expected"), [("1", 1), ("65535", 65535), ("080", 80), ("", 80)])
+def test_ports_from_1_to_65535_are_accepted(port: str, expected: int) -> None:
+    assert (PORT_MIN, PORT_MAX) == (1, 65535)
+    assert check_url(f"http://example.com:{port}/a").port == expected
+
+
+@pytest.mark.parametrize(
+    "port",
+    ["0", "00000", "65536", "99999", "12345678901234567890", "+80", "8_0", "-1", "\u0668\u0660", "065535"],
+)
+def test_ports_outside_1_to_65535_or_not_1_to_5_ascii_digits_are_refused(port: str) -> None:
+    for url in (f"http://example.com:{port}/", f"https://93.184.216.34:{port}"):
+        with pytest.raises(UrlRefused) as exc:
+            check_url(url)
+        assert exc.value.code == "url_port_invalid", url
+
+
+def test_the_default_guard_allows_no_network_and_refuses_loopback() -> None:
+    assert STRICT_GUARD.allowed_networks == () and AddressGuard() == STRICT_GUARD
+    with pytest.raises(UrlRefused) as exc:
+        check_url("http://127.0.0.1:8080/")
+    assert exc.value.code == "ssrf_blocked_address"
+
+
+def test_an_allowed_network_admits_its_addresses_and_nothing_else() -> None:
+    for inside in ("127.0.0.1", "127.255.255.254"):
+        LOOPBACK_ALLOWED.check(ipaddress.ip_address(inside))
+    for outside in ("10.0.0.1", "169.254.169.254", "::1", "::ffff:127.0.0.1", "0.0.0.0"):  # noqa: S104
         with pytest.raises(UrlRefused):
-            guard.check(ipaddress.ip_address(address))
+            LOOPBACK_ALLOWED.check(ipaddress.ip_address(outside))
+    LOOPBACK_ALLOWED.check(ipaddress.ip_address("8.8.8.8"))  # public addresses stay reachable
+
+
+def test_an_allowed_network_makes_its_canonical_literals_acceptable_but_not_names_or_odd_spellings() -> None:
+    target = check_url("http://127.0.0.1:8080/x", LOOPBACK_ALLOWED)
+    assert (target.host, target.port, str(target.address)) == ("127.0.0.1", 8080, "127.0.0.1")
+    for url, code in [
+        ("http://localhost:8080/", "ssrf_blocked_name"),
+        ("http://a.localhost/", "ssrf_blocked_name"),
+        ("http://intranet/", "ssrf_blocked_name"),
+        ("http://127.1/", "ssrf_ambiguous_ip"),
+        ("http://2130706433/", "ssrf_ambiguous_ip"),
+        ("http://[::1]/", "ssrf_ipv6_literal"),
+        ("http://10.0.0.1/", "ssrf_blocked_address"),
+        ("http://127.0.0.1:65536/", "url_port_invalid"),
+    ]:
+        with pytest.raises(UrlRefused) as exc:
+            check_url(url, LOOPBACK_ALLOWED)
+        assert exc.value.code == code, url
+
+
+@pytest.mark.parametrize(
+    ("text", "networks"),
+    [
+        ("", []),
+        ("  ", []),
+        ("127.0.0.0/8", ["127.0.0.0/8"]),
+        (" 127.0.0.0/8 , 10.1.0.0/16,127.0.0.0/8", ["127.0.0.0/8", "10.1.0.0/16"]),
+        ("::1/128", ["::1/128"]),
+    ],
+)
+def test_allowed_networks_are_comma_separated_cidrs(text: str, networks: list[str]) -> None:
+    assert [str(n) for n in parse_networks(text)] == networks
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["127.0.0.1", "127.0.0.1/8", "localhost/8", "127.0.0.0/33", "127.0.0.0/8,", "10.0.0.0/8;1.0.0.0/8"],
+)
+def test_malformed_allowed_networks_are_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="CIDR"):
+        parse_networks(text)

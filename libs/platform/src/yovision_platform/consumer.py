@@ -26,6 +26,7 @@ import contextlib
 import enum
 import hashlib
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,12 +35,15 @@ from typing import Any, Protocol
 import asyncpg
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.abc import ConsumerRebalanceListener
+from prometheus_client import CollectorRegistry
 
 from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.errors import PlatformError
+from yovision_platform.metrics import labeled_gauge
 
 __all__ = [
     "ConsumeOutcome",
+    "ConsumerMetrics",
     "EventRejected",
     "IdempotentConsumer",
     "InboundEvent",
@@ -52,6 +56,8 @@ log = logging.getLogger(__name__)
 CONSUMER_RETRY_BACKOFF_BASE_SECONDS = 0.5
 CONSUMER_RETRY_BACKOFF_CAP_SECONDS = 30.0
 CONSUMER_POLL_TIMEOUT_MS = 500
+CONSUMER_LAG_REFRESH_SECONDS = 1.0
+CONSUMER_DEAD_LETTER_REFRESH_SECONDS = 15.0
 
 
 class ConsumeOutcome(enum.StrEnum):
@@ -60,6 +66,31 @@ class ConsumeOutcome(enum.StrEnum):
     ID_CONFLICT = "id_conflict"
     UNDECODABLE = "undecodable"
     REJECTED = "rejected"
+
+
+class ConsumerMetrics:
+    """The consumer's health as an operator (and the alert rules in infra/prometheus/) sees it:
+
+    - ``consumer_lag_messages``: on the partitions assigned to this process, messages between the consumer's
+      position and the end of the partition (read_committed), refreshed about every second;
+    - ``consumer_dead_letters``: rows of ``consumer_dead_letters`` for this consumer group (all time,
+      from the database, so a restart does not hide them), refreshed about every 15 s and at each new one.
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.lag = labeled_gauge(
+            registry, "consumer_lag_messages", "Messages on this process's partitions not yet applied", {}
+        )
+        self.dead_letters = labeled_gauge(
+            registry, "consumer_dead_letters", "Dead-lettered messages of this consumer group (database)", {}
+        )
+        self.lag.labels().set(0)
+        self.dead_letters.labels().set(0)
+
+
+DEAD_LETTER_OUTCOMES = frozenset(
+    {ConsumeOutcome.ID_CONFLICT, ConsumeOutcome.UNDECODABLE, ConsumeOutcome.REJECTED}
+)
 
 
 class EventRejected(PlatformError):
@@ -115,8 +146,12 @@ class IdempotentConsumer:
         consumer_group: str,
         decode: Decoder,
         handler: Handler,
+        metrics: ConsumerMetrics | None = None,
     ) -> None:
         self._pool = pool
+        self._metrics = metrics
+        self._lag_refreshed_at = 0.0
+        self._dead_letters_refreshed_at = 0.0
         self._group = consumer_group
         self._decode = decode
         self._handler = handler
@@ -144,8 +179,23 @@ class IdempotentConsumer:
                SET next_offset = greatest({s}.consumer_positions.next_offset, excluded.next_offset),
                    updated_at = now()
         """
+        self._count_dead_letters = f"SELECT count(*) FROM {s}.consumer_dead_letters WHERE consumer_group = $1"
         self._schema = schema
         self._stored: dict[TopicPartition, int] = {}
+
+    async def refresh_metrics(self, consumer: AIOKafkaConsumer, *, dead_letters_now: bool = False) -> None:
+        """Update lag and dead-letter gauges when due (no-op without metrics)."""
+        if self._metrics is None:
+            return
+        now = time.monotonic()
+        if now - self._lag_refreshed_at >= CONSUMER_LAG_REFRESH_SECONDS:
+            self._lag_refreshed_at = now
+            self._metrics.lag.labels().set(await _lag(consumer))
+        if dead_letters_now or now - self._dead_letters_refreshed_at >= CONSUMER_DEAD_LETTER_REFRESH_SECONDS:
+            self._dead_letters_refreshed_at = now
+            async with self._pool.acquire() as conn:
+                count: int = await conn.fetchval(self._count_dead_letters, self._group)
+            self._metrics.dead_letters.labels().set(count)
 
     @property
     def consumer_group(self) -> str:
@@ -290,7 +340,7 @@ class IdempotentConsumer:
                 if not messages:
                     continue
                 try:
-                    await self.process_batch(messages, next_offset=await consumer.position(tp))
+                    outcomes = await self.process_batch(messages, next_offset=await consumer.position(tp))
                 except Exception as exc:
                     failed = True
                     failures += 1
@@ -312,11 +362,28 @@ class IdempotentConsumer:
                     failures = 0
                     with contextlib.suppress(Exception):  # the DB position is authoritative
                         await consumer.commit({tp: messages[-1].offset + 1})
+                    if any(outcome in DEAD_LETTER_OUTCOMES for outcome in outcomes):
+                        self._dead_letters_refreshed_at = 0.0
                 if stop.is_set():
                     break
             if not failed and not stop.is_set():
                 with contextlib.suppress(Exception):  # best effort: retried on the next poll
                     await self._store_skipped_offsets(consumer, batches)
+            with contextlib.suppress(Exception):  # metrics never stop consumption
+                await self.refresh_metrics(consumer)
+
+
+async def _lag(consumer: AIOKafkaConsumer) -> int:
+    """Sum over assigned partitions of (last stable offset - position); partitions not fetched yet count 0."""
+    total = 0
+    for tp in consumer.assignment():
+        end = consumer.last_stable_offset(tp)
+        if end is None:
+            end = consumer.highwater(tp)
+        if end is None:
+            continue
+        total += max(0, end - await consumer.position(tp))
+    return total
 
 
 class PositionRestoringListener(ConsumerRebalanceListener):  # type: ignore[misc]

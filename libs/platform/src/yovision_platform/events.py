@@ -15,7 +15,7 @@ import functools
 import json
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ __all__ = [
     "TopicSpec",
     "build_event",
     "catalog_for",
+    "default_catalog",
     "new_envelope",
 ]
 
@@ -122,6 +123,18 @@ class EventCatalog:
             raise UnknownEventTypeError(event_type)
         return entry
 
+    def topic_of(self, event_type: str) -> str:
+        """The logical topic that carries ``event_type``."""
+        return self.entry(event_type).topic
+
+    def topics_of(self, event_types: Iterable[str]) -> tuple[str, ...]:
+        """The logical topics carrying any of ``event_types``, sorted, each once."""
+        return tuple(sorted({self.topic_of(event_type) for event_type in event_types}))
+
+    def source_system_of(self, event_type: str) -> str:
+        """The service that owns (produces) ``event_type``: its envelopes' ``source_system``."""
+        return self.entry(event_type).owner
+
     def event_types_for_topic(self, topic: str) -> list[str]:
         return sorted(e.event_type for e in self.events.values() if e.topic == topic)
 
@@ -151,6 +164,16 @@ def _load_verified_catalog(schemas_dir: Path, registry: SchemaRegistry) -> Event
     catalog = EventCatalog.load(schemas_dir)
     catalog.verify_against(registry)
     return catalog
+
+
+def default_catalog() -> EventCatalog:
+    """The catalogue shipped with the platform's schemas (not re-checked against a registry)."""
+    return _load_catalog(default_schemas_dir())
+
+
+@functools.cache
+def _load_catalog(schemas_dir: Path) -> EventCatalog:
+    return EventCatalog.load(schemas_dir)
 
 
 def catalog_for(serde: AvroSerde) -> EventCatalog:
@@ -210,7 +233,7 @@ def build_event(
     event_type: str,
     aggregate_id: str,
     payload: Mapping[str, Any],
-    source_system: str,
+    source_system: str | None = None,
     *,
     catalog: EventCatalog | None = None,
     correlation_id: str | None = None,
@@ -220,11 +243,14 @@ def build_event(
 ) -> EventRecord:
     """Validate and encode one event. ``payload`` holds the event's fields except ``envelope``.
 
-    Raises UnknownEventTypeError for an event type outside the catalogue and InvalidEventError (naming the
-    field) when the source system is not the event's owner, the key field differs from ``aggregate_id``
-    or the payload does not match the schema.
+    The envelope's source system is the event type's owner in the catalogue; a caller that passes
+    ``source_system`` asserts it. Raises UnknownEventTypeError for an event type outside the catalogue and
+    InvalidEventError (naming the field) when ``source_system`` is not the event's owner, the key field
+    differs from ``aggregate_id`` or the payload does not match the schema.
     """
     entry = (catalog if catalog is not None else catalog_for(serde)).entry(event_type)
+    if source_system is None:
+        source_system = entry.owner
     if source_system != entry.owner:
         raise InvalidEventError("envelope.source_system")
     if "envelope" in payload:

@@ -40,6 +40,7 @@ from prometheus_client import CollectorRegistry
 from yovision_platform.db import Identifier
 from yovision_platform.errors import PlatformError
 from yovision_platform.metrics import labeled_counter, labeled_gauge, labeled_histogram
+from yovision_platform.naming import KafkaNames
 from yovision_platform.outbox import OUTBOX_SHARDS, notify_channel
 from yovision_platform.outbox_windows import OutboxWindows, WindowBatch, WindowPosition, WindowReader
 from yovision_platform.shard_cursors import CursorFenced, ShardCursors, ShardLease, assigned_shards
@@ -126,9 +127,10 @@ class RelayMetrics:
         self.shards = labeled_gauge(registry, "outbox_relay_shards", "Shards this relay holds", {})
 
 
-def transactional_id(prefix: str, schema: Identifier, table: str, shard: int) -> str:
-    """The Kafka transactional id of one outbox shard: the same for every relay of that shard."""
-    return f"{prefix}{schema}.{table}.{shard}"
+def transactional_id(names: KafkaNames, schema: Identifier, table: str, shard: int) -> str:
+    """The Kafka transactional id of one outbox shard, under the deployment's prefix: the same for every
+    relay of that shard, so a successor's init_transactions fences its predecessor."""
+    return f"{names.prefix}{schema}.{table}.{shard}"
 
 
 def _headers(row: asyncpg.Record) -> list[tuple[str, str]]:
@@ -164,8 +166,7 @@ class OutboxRelay:
         owner: str,
         config: RelayConfig | None = None,
         metrics: RelayMetrics | None = None,
-        topic_prefix: str = "",
-        transactional_id_prefix: str = "",
+        names: KafkaNames | None = None,
     ) -> None:
         self._pool = pool
         self._schema = schema
@@ -173,8 +174,7 @@ class OutboxRelay:
         self._owner = owner
         self._config = config or RelayConfig()
         self._metrics = metrics
-        self._topic_prefix = topic_prefix
-        self._txn_prefix = transactional_id_prefix
+        self._names = names or KafkaNames()
         self._cursors = ShardCursors(schema, OUTBOX_TABLE, owner, lease_seconds=self._config.lease_seconds)
         table = f"{schema.quoted}.{OUTBOX_TABLE}"
         self._windows = OutboxWindows(table, ("topic", "message_key", "value", "headers"))
@@ -459,15 +459,15 @@ class _ShardRelay:
     def _produce(self, batch: WindowBatch) -> None:
         assert self._publisher is not None
         self._publisher.begin()
-        prefix = self._relay._topic_prefix
+        topic = self._relay._names.topic
         send = self._publisher.send
         for row in batch.rows:
-            send(prefix + row["topic"], row["value"], row["message_key"], _headers(row))
+            send(topic(row["topic"]), row["value"], row["message_key"], _headers(row))
 
     async def _start_publisher(self) -> bool:
         relay = self._relay
         publisher = relay._publisher_factory(
-            transactional_id(relay._txn_prefix, relay._schema, OUTBOX_TABLE, self._shard)
+            transactional_id(relay._names, relay._schema, OUTBOX_TABLE, self._shard)
         )
         try:
             await publisher.start()

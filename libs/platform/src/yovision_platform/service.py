@@ -42,7 +42,7 @@ from yovision_platform.relay import OutboxRelay, RelayConfig, RelayMetrics, exec
 from yovision_platform.settings import BaseServiceSettings, load_settings
 from yovision_platform.txn_producer import confluent_publisher_factory
 
-__all__ = ["ServiceContext", "ServiceSpec", "checked_pool", "main", "migrations_dir_of"]
+__all__ = ["ServiceContext", "ServiceSpec", "checked_pool", "main", "migrations_dir_of", "schema_of"]
 
 log = logging.getLogger(__name__)
 
@@ -127,9 +127,16 @@ def runtime_role_of(dsn: str) -> tuple[str, str | None]:
     return unquote(parts.username), unquote(parts.password) if parts.password else None
 
 
+def schema_of(spec: ServiceSpec, settings: BaseServiceSettings) -> str:
+    """The schema this process works in: ``<P>_DATABASE_SCHEMA``, else the service's own (``sense``...)."""
+    return settings.database_schema or spec.schema
+
+
 def _plan(spec: ServiceSpec, settings: BaseServiceSettings) -> SchemaPlan:
     role, _ = runtime_role_of(settings.database_dsn.get_secret_value())
-    return SchemaPlan.for_service(spec.schema, spec.migrations_dir, runtime_role=Identifier(role))
+    return SchemaPlan.for_service(
+        schema_of(spec, settings), spec.migrations_dir, runtime_role=Identifier(role)
+    )
 
 
 def _add_health_routes(ctx: ServiceContext) -> None:
@@ -185,6 +192,7 @@ def _add_outbox_relay(ctx: ServiceContext) -> None:
                 owner=settings.instance_id,
                 config=config,
                 metrics=metrics,
+                names=settings.kafka_names,
             )
             await outbox_relay.run(stop)
 
@@ -283,8 +291,8 @@ async def _serve(spec: ServiceSpec, settings: BaseServiceSettings) -> int:
 
 
 async def _migrate(spec: ServiceSpec, settings: BaseServiceSettings) -> int:
-    role, password = runtime_role_of(settings.database_dsn.get_secret_value())
-    plan = SchemaPlan.for_service(spec.schema, spec.migrations_dir, runtime_role=Identifier(role))
+    _, password = runtime_role_of(settings.database_dsn.get_secret_value())
+    plan = _plan(spec, settings)
     admin: DbConnection = await asyncpg.connect(settings.read_migration_dsn().get_secret_value())
     try:
         applied = await migrate(admin, plan, runtime_password=password)

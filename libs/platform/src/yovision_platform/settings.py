@@ -27,8 +27,10 @@ from urllib.parse import parse_qs, urlsplit
 from pydantic import BeforeValidator, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
+from yovision_platform.db import Identifier
 from yovision_platform.errors import ConfigError, ConfigProblem
 from yovision_platform.metrics import INSTANCE_ID_PATTERN
+from yovision_platform.naming import KAFKA_PREFIX_PATTERN, KafkaNames
 from yovision_platform.redaction import REDACTED, redact_text, register_secret
 
 __all__ = [
@@ -181,7 +183,11 @@ class BaseServiceSettings(BaseSettings):
     Env vars (with prefix ``P_``): ``P_HTTP_HOST``, ``P_HTTP_PORT``, ``P_KAFKA_BOOTSTRAP`` (required,
     ``host:port[,host:port...]``), ``P_DATABASE_DSN_FILE`` (required, path to the runtime-role DSN),
     ``P_MIGRATION_DSN_FILE`` (optional, path to the owner DSN used only by ``migrate``), ``P_INSTANCE_ID``
-    (default: generated per process), ``P_LOG_LEVEL``, ``P_METRICS_ENABLED``, ``P_OUTBOX_RELAY_ENABLED``.
+    (default: generated per process), ``P_LOG_LEVEL``, ``P_METRICS_ENABLED``, ``P_OUTBOX_RELAY_ENABLED``,
+    ``P_DATABASE_SCHEMA`` (default: the service's own schema name, e.g. ``sense``) and ``P_KAFKA_PREFIX``
+    (default empty: prefixed to every topic, consumer group and transactional id, see
+    :mod:`yovision_platform.naming`). The last two let several environments share one PostgreSQL cluster
+    and one Kafka cluster.
     """
 
     model_config = SettingsConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
@@ -195,6 +201,8 @@ class BaseServiceSettings(BaseSettings):
     log_level: LogLevel = "INFO"
     metrics_enabled: bool = True
     outbox_relay_enabled: bool = True
+    database_schema: str | None = None
+    kafka_prefix: str = ""
 
     _database_dsn: SecretStr | None = PrivateAttr(default=None)
 
@@ -214,6 +222,28 @@ class BaseServiceSettings(BaseSettings):
             if not sep or not host or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
                 raise ValueError("must be host:port[,host:port...]")
         return ",".join(servers)
+
+    @field_validator("database_schema")
+    @classmethod
+    def _database_schema_is_an_identifier(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                Identifier(value)
+            except ValueError:
+                raise ValueError("must match ^[a-z_][a-z0-9_]{0,62}$") from None
+        return value
+
+    @field_validator("kafka_prefix")
+    @classmethod
+    def _kafka_prefix_is_valid(cls, value: str) -> str:
+        if KAFKA_PREFIX_PATTERN.fullmatch(value) is None:
+            raise ValueError("must be empty or match ^[a-z0-9][a-z0-9._-]{0,62}$")
+        return value
+
+    @property
+    def kafka_names(self) -> KafkaNames:
+        """This deployment's Kafka names (topics, consumer groups) under ``kafka_prefix``."""
+        return KafkaNames(self.kafka_prefix)
 
     @field_validator("instance_id")
     @classmethod

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from bell_receiver.domain.batch import ItemStatus
-from bell_receiver.domain.facts import ItemRejectCode
+from yovision_platform.audit_relay.batch import ItemStatus
+from yovision_platform.audit_relay.facts import ItemRejectCode
 from yovision_platform.errors import SignatureRejectReason
 from yovision_platform.metrics import LabeledMetric, labeled_counter, labeled_histogram
 

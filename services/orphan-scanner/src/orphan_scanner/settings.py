@@ -10,12 +10,12 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from orphan_scanner.domain import limits
+from orphan_scanner.service_layer.projection import DEVICE_EVENT_TYPE, OWNERSHIP_EVENT_TYPE
+from yovision_platform.events import default_catalog
 from yovision_platform.mediamtx import validate_api_url
 from yovision_platform.settings import BaseServiceSettings, Port
 
 DEFAULT_HTTP_PORT = 18082
-DEVICE_TOPIC = "sense.device.v1"
-OWNERSHIP_TOPIC = "sense.path-ownership.v1"
 CONSUMER_GROUP = "orphan-scanner-projection"
 TOPIC_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,199}$"
 
@@ -41,8 +41,9 @@ class OrphanScannerSettings(BaseServiceSettings):
     )
     metrics_refresh_seconds: float = Field(default=limits.METRICS_REFRESH_SECONDS_DEFAULT, ge=1, le=300)
     projection_enabled: bool = True
-    device_topic: str = Field(default=DEVICE_TOPIC, pattern=TOPIC_PATTERN)
-    ownership_topic: str = Field(default=OWNERSHIP_TOPIC, pattern=TOPIC_PATTERN)
+    # Logical topic names; unset: the catalogue's topics of Sense's device and ownership events.
+    device_topic: str | None = Field(default=None, pattern=TOPIC_PATTERN)
+    ownership_topic: str | None = Field(default=None, pattern=TOPIC_PATTERN)
     consumer_group: str = Field(default=CONSUMER_GROUP, pattern=TOPIC_PATTERN)
 
     @field_validator("mediamtx_api_url")
@@ -57,5 +58,17 @@ class OrphanScannerSettings(BaseServiceSettings):
         return self
 
     @property
-    def projection_topics(self) -> tuple[str, str]:
-        return (self.device_topic, self.ownership_topic)
+    def projection_topics(self) -> tuple[str, ...]:
+        """The Kafka topics the projection reads (this deployment's names, under ``kafka_prefix``)."""
+        catalog = default_catalog()
+        return self.kafka_names.topics(
+            (
+                self.device_topic or catalog.topic_of(DEVICE_EVENT_TYPE),
+                self.ownership_topic or catalog.topic_of(OWNERSHIP_EVENT_TYPE),
+            )
+        )
+
+    @property
+    def projection_group(self) -> str:
+        """The projection's Kafka consumer group (under ``kafka_prefix``)."""
+        return self.kafka_names.group(self.consumer_group)

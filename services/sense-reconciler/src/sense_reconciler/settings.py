@@ -14,7 +14,6 @@ from yovision_platform.mediamtx import validate_api_url
 from yovision_platform.settings import BaseServiceSettings, Port, read_secret_file
 
 DEFAULT_HTTP_PORT = 18081
-DEVICE_TOPIC = "sense.device.v1"
 CONSUMER_GROUP = "sense-reconciler"
 
 
@@ -33,7 +32,8 @@ class SenseReconcilerSettings(BaseServiceSettings):
     drift_check_seconds: float = Field(
         default=limits.DRIFT_CHECK_SECONDS_DEFAULT, ge=0, le=limits.DRIFT_CHECK_SECONDS_MAX
     )
-    device_topic: str = Field(default=DEVICE_TOPIC, pattern=r"^[a-z0-9][a-z0-9._-]{0,199}$")
+    # The logical device topic; unset: the catalogue's topic of the device events.
+    device_topic: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9._-]{0,199}$")
     consumer_group: str = Field(default=CONSUMER_GROUP, pattern=r"^[a-z0-9][a-z0-9._-]{0,199}$")
     # 0: the partition count the event catalogue declares for the device topic (checked against Kafka).
     device_topic_partitions: int = Field(default=0, ge=0, le=10_000)

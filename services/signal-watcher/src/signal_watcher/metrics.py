@@ -26,6 +26,8 @@ FAILURE_CODES = frozenset(
         "json_parse_error",
         "json_path_missing",
         "json_value_null",
+        "probe_internal_error",
+        "judge_internal_error",
         "other",
     }
 )

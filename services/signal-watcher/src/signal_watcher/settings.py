@@ -7,18 +7,23 @@ Start-up is refused without both secret files:
 - ``SIGNAL_AUTH_JWT_KEY_FILE`` + ``SIGNAL_AUTH_JWT_ISSUER``: the JWT key of the user API (audience
   ``signal-watcher``).
 
-Nothing here can loosen the SSRF guard: the probe client's address policy is not configurable.
+The one setting that loosens the SSRF guard is ``SIGNAL_PROBE_ALLOWED_NETWORKS``: a comma-separated list of
+CIDR networks (e.g. ``127.0.0.0/8``) whose addresses probes may reach although they are not public. It is
+empty by default, meant for test and end-to-end environments only, and DANGEROUS anywhere users can create
+watchers: every address inside it becomes reachable by every user's probes. A malformed entry, or one with
+host bits set (``127.0.0.1/8``), refuses start-up. It is never shown in, nor changeable through, the API.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
-from pydantic import Field, PrivateAttr
-from pydantic_settings import SettingsConfigDict
+from pydantic import BeforeValidator, Field, PrivateAttr
+from pydantic_settings import NoDecode, SettingsConfigDict
 
 from signal_watcher.adapters.crypto import SecretCipher
+from signal_watcher.domain.ssrf import AddressGuard, IpNetwork, parse_networks
 from yovision_platform.auth import JwtIdentitySettings
 from yovision_platform.errors import ConfigError
 from yovision_platform.settings import Port
@@ -34,6 +39,13 @@ def effective_retention_days(configured: int) -> int:
     return configured if configured > 0 else DEFAULT_CHECK_RETENTION_DAYS
 
 
+def _networks(value: object) -> object:
+    return parse_networks(value) if isinstance(value, str) else value
+
+
+AllowedNetworks = Annotated[tuple[IpNetwork, ...], NoDecode, BeforeValidator(_networks)]
+
+
 class SignalWatcherSettings(JwtIdentitySettings):
     model_config = SettingsConfigDict(
         env_prefix="SIGNAL_", extra="forbid", frozen=True, hide_input_in_errors=True
@@ -45,6 +57,7 @@ class SignalWatcherSettings(JwtIdentitySettings):
     check_retention_days: int = DEFAULT_CHECK_RETENTION_DAYS
     max_watchers_per_user: int = Field(default=DEFAULT_MAX_WATCHERS_PER_USER, ge=1, le=100_000)
     scheduler_enabled: bool = True
+    probe_allowed_networks: AllowedNetworks = ()
 
     _cipher: SecretCipher | None = PrivateAttr(default=None)
 
@@ -53,6 +66,11 @@ class SignalWatcherSettings(JwtIdentitySettings):
         self._cipher = SecretCipher.from_key_file(
             self.secrets_aes_key_file, self.env_var_name("secrets_aes_key_file")
         )
+
+    @property
+    def probe_guard(self) -> AddressGuard:
+        """The SSRF guard of every probe and of create/update: strict unless networks are allow-listed."""
+        return AddressGuard.allowing(self.probe_allowed_networks)
 
     @property
     def cipher(self) -> SecretCipher:

@@ -1,22 +1,35 @@
 """Generate local development secrets and env files per service (`make secrets`, part of `make up`).
 
 For each service: a runtime-role password (kept once generated), a runtime DSN file and an env file
-`.local/env/<service>.env` naming the files -- never the secrets themselves. The migration DSN is the local
+`<dir>/env/<service>.env` naming the files -- never the secrets themselves. The migration DSN is the local
 cluster's admin DSN. Every secret file is written 0600. Re-running changes nothing that exists.
+
+One folder is one *environment* of the five services (``make up`` uses ``.local``). An environment with a
+name (``--name e2e-1a2b``) shares the PostgreSQL cluster and the Kafka broker of the stack with every other
+environment, isolated by name: schemas ``e2e_1a2b_sense``..., a Kafka prefix ``e2e-1a2b.`` for topics and
+consumer groups, its own HTTP ports (``--port sense-reconciler=18181``), its own secrets, media folder, pid
+and log files. ``--setting NAME=VALUE`` adds an operator setting (a full env var name such as
+``SIGNAL_PROBE_ALLOWED_NETWORKS``) to the env file of the service whose prefix it carries. The end-to-end
+suite makes its environments with this tool, so they are configured exactly as ``make up`` configures the
+local stack (``yovision_platform.tools.environment``).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import re
 import secrets
+import shlex
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.tools.localhost import write_private_file
 
-__all__ = ["LOCAL_SERVICES", "main"]
+__all__ = ["DEFAULT_ENVIRONMENT", "LOCAL_SERVICES", "Environment", "generate", "main"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +49,43 @@ LOCAL_SERVICES = (
 )
 
 
+SERVICE_BY_NAME = {service.name: service for service in LOCAL_SERVICES}
+ENVIRONMENT_NAME_PATTERN = re.compile(r"[a-z][a-z0-9-]{0,23}")
+SETTING_PATTERN = re.compile(r"([A-Z]+_)[A-Z0-9_]+")
+
+
+@dataclass(frozen=True)
+class Environment:
+    """One deployment of the five services on the shared local stack. The unnamed environment is the
+    local stack of ``make up``: schemas ``sense``..., no Kafka prefix, ports 18081..18085."""
+
+    name: str = ""
+    ports: Mapping[str, int] = field(default_factory=dict)
+    settings: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.name and ENVIRONMENT_NAME_PATTERN.fullmatch(self.name) is None:
+            raise ValueError("environment name must match [a-z][a-z0-9-]{0,23}")
+        if unknown := set(self.ports) - set(SERVICE_BY_NAME):
+            raise ValueError(f"unknown services: {sorted(unknown)}")
+        prefixes = {service.env_prefix for service in LOCAL_SERVICES}
+        for setting in self.settings:
+            match = SETTING_PATTERN.fullmatch(setting)
+            if match is None or match.group(1) not in prefixes:
+                raise ValueError(f"{setting}: not a setting of one of the services")
+
+    def schema(self, service: LocalService) -> str:
+        return f"{self.name.replace('-', '_')}_{service.schema}" if self.name else service.schema
+
+    @property
+    def kafka_prefix(self) -> str:
+        return f"{self.name}." if self.name else ""
+
+    def port(self, service: LocalService) -> int:
+        return self.ports.get(service.name, service.http_port)
+
+
+DEFAULT_ENVIRONMENT = Environment()
 DEV_JWT_ISSUER = "yovision-dev"
 BELL_RELAY_KEY_ID = "relay-dev-1"
 # Services whose APIs serve end users (JWT identity); Sense's Control API uses a static operator token.
@@ -50,7 +100,9 @@ def _ensure_secret(path: Path, make: str) -> bool:
     return True
 
 
-def _extra_secrets(local_dir: Path, service: LocalService) -> tuple[list[str], list[Path]]:
+def _extra_secrets(
+    local_dir: Path, service: LocalService, environment: Environment
+) -> tuple[list[str], list[Path]]:
     """Service-specific secret files and the env lines naming them (all keys: hex of 32 random bytes)."""
     secret_dir = local_dir / "secrets"
     p = service.env_prefix
@@ -69,7 +121,7 @@ def _extra_secrets(local_dir: Path, service: LocalService) -> tuple[list[str], l
             f"{p}API_TOKEN_FILE={api_token}",
             # the signed audit push to the local bell-receiver (plain HTTP is allowed on loopback only)
             f"{p}BELL_RELAY_ENABLED=true",
-            f"{p}BELL_URL=http://127.0.0.1:18083",
+            f"{p}BELL_URL=http://127.0.0.1:{environment.port(SERVICE_BY_NAME['bell-receiver'])}",
             f"{p}BELL_KEY_FILE={relay_key}",
             f"{p}BELL_KEY_ID={BELL_RELAY_KEY_ID}",
         ]
@@ -85,28 +137,39 @@ def _extra_secrets(local_dir: Path, service: LocalService) -> tuple[list[str], l
     return lines, written
 
 
-def generate(local_dir: Path) -> list[Path]:
+def generate(local_dir: Path, environment: Environment = DEFAULT_ENVIRONMENT) -> list[Path]:
     stack = LocalStack.load(local_dir)
     written: list[Path] = []
     for service in LOCAL_SERVICES:
+        schema = environment.schema(service)
         dsn_file = local_dir / "secrets" / f"{service.schema}-runtime.dsn"
         if not dsn_file.exists():
             write_private_file(
-                dsn_file, runtime_dsn(stack.admin_dsn, f"{service.schema}_app", secrets.token_hex(24)) + "\n"
+                dsn_file, runtime_dsn(stack.admin_dsn, f"{schema}_app", secrets.token_hex(24)) + "\n"
             )
             written.append(dsn_file)
         p = service.env_prefix
         env_lines = [
             f"# {service.name}: generated by `make secrets`; names secret files, holds no secret",
             f"{p}HTTP_HOST=127.0.0.1",
-            f"{p}HTTP_PORT={service.http_port}",
+            f"{p}HTTP_PORT={environment.port(service)}",
             f"{p}KAFKA_BOOTSTRAP={stack.kafka_bootstrap}",
             f"{p}DATABASE_DSN_FILE={dsn_file}",
         ]
+        if environment.name:
+            env_lines += [f"{p}DATABASE_SCHEMA={schema}", f"{p}KAFKA_PREFIX={environment.kafka_prefix}"]
         if service.schema in ("sense", "orphan"):
             env_lines.append(f"{p}MEDIAMTX_API_URL={stack.mediamtx_api_url}")
-        extra_lines, extra_files = _extra_secrets(local_dir, service)
+        if service.schema == "media":
+            env_lines += [
+                f"{p}STORAGE_DIR={local_dir / 'media'}",
+                f"{p}CAPABILITY_FILE={local_dir / 'run' / 'media-worker.capability'}",
+            ]
+        extra_lines, extra_files = _extra_secrets(local_dir, service, environment)
         env_lines += extra_lines
+        env_lines += [
+            f"{k}={shlex.quote(v)}" for k, v in sorted(environment.settings.items()) if k.startswith(p)
+        ]
         written += extra_files
         env_file = local_dir / "env" / f"{service.name}.env"
         write_private_file(env_file, "\n".join(env_lines) + "\n")
@@ -117,12 +180,38 @@ def generate(local_dir: Path) -> list[Path]:
     return written
 
 
+def _pairs(values: Sequence[str], what: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for value in values:
+        key, sep, rest = value.partition("=")
+        if not sep or not key:
+            raise ValueError(f"{what} must look like NAME=VALUE")
+        pairs[key] = rest
+    return pairs
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="devsecrets", description="generate dev secrets and env files")
+    parser.add_argument("dir", nargs="?", default=os.environ.get("YOVISION_LOCAL_DIR", ".local"))
+    parser.add_argument("--name", default="", help="environment name (schemas, Kafka prefix); default none")
+    parser.add_argument("--port", action="append", default=[], metavar="SERVICE=PORT")
+    parser.add_argument("--setting", action="append", default=[], metavar="ENV_VAR=VALUE")
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
-    local_dir = Path(argv[0] if argv else os.environ.get("YOVISION_LOCAL_DIR", ".local")).resolve()
+    args = _parser().parse_args(argv)
+    local_dir = Path(args.dir).resolve()
+    try:
+        ports = {name: int(port) for name, port in _pairs(args.port, "--port").items()}
+        environment = Environment(args.name, ports, _pairs(args.setting, "--setting"))
+    except ValueError as exc:
+        print(f"devsecrets: {exc}", file=sys.stderr)
+        return 2
     if not (local_dir / "stack.env").exists():
         print(f"devsecrets: {local_dir}/stack.env missing: start the stack first (make up)", file=sys.stderr)
         return 2
-    for path in generate(local_dir):
+    for path in generate(local_dir, environment):
         print(f"devsecrets: wrote {path}")
     return 0
 

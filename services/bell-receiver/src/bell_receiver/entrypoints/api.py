@@ -17,7 +17,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 
-from bell_receiver.domain.batch import (
+from bell_receiver.entrypoints.http_notifications import install_notification_routes
+from bell_receiver.entrypoints.http_relay import install_relay_route
+from bell_receiver.metrics import BellMetrics
+from bell_receiver.settings import JWT_AUDIENCE
+from yovision_platform.audit_relay.batch import (
     BATCH_PATH,
     CONTRACT_NAME,
     MAX_BATCH_ITEMS,
@@ -26,10 +30,6 @@ from bell_receiver.domain.batch import (
     REQUEST_DEADLINE_SECONDS,
     AuditEventBatch,
 )
-from bell_receiver.entrypoints.http_notifications import install_notification_routes
-from bell_receiver.entrypoints.http_relay import install_relay_route
-from bell_receiver.metrics import BellMetrics
-from bell_receiver.settings import JWT_AUDIENCE
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.signing import MAX_CLOCK_SKEW_SECONDS, NONCE_RECEIPT_TTL_SECONDS, KeyRing, SigningKey
 

@@ -10,7 +10,7 @@ import asyncpg
 from bell_receiver.metrics import BellMetrics
 from bell_receiver.service_layer.ingest import EventIngest
 from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.consumer import IdempotentConsumer, PositionRestoringListener
+from yovision_platform.consumer import ConsumerMetrics, IdempotentConsumer, PositionRestoringListener
 from yovision_platform.db import Identifier
 from yovision_platform.kafka import create_consumer
 
@@ -24,6 +24,7 @@ def ingest_worker(
     topics: Sequence[str],
     consumer_group: str,
     client_id: str,
+    consumer_metrics: ConsumerMetrics | None = None,
 ) -> Callable[[asyncio.Event], Awaitable[None]]:
     serde = AvroSerde(SchemaRegistry.load())
     idempotent = IdempotentConsumer(
@@ -32,6 +33,7 @@ def ingest_worker(
         consumer_group=consumer_group,
         decode=serde.decode,
         handler=EventIngest(schema, metrics).handle,
+        metrics=consumer_metrics,
     )
 
     async def run(stop: asyncio.Event) -> None:

@@ -19,7 +19,9 @@ import asyncpg
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
-from bell_receiver.domain.batch import (
+from bell_receiver.metrics import BellMetrics, RequestOutcome
+from bell_receiver.service_layer.relay import RelayHandler, RelayResponse, ResponseKind
+from yovision_platform.audit_relay.batch import (
     BATCH_PATH,
     CONTRACT_NAME,
     MAX_BODY_BYTES,
@@ -30,8 +32,6 @@ from bell_receiver.domain.batch import (
     ItemStatus,
     error_body,
 )
-from bell_receiver.metrics import BellMetrics, RequestOutcome
-from bell_receiver.service_layer.relay import RelayHandler, RelayResponse, ResponseKind
 from yovision_platform.db import Identifier
 from yovision_platform.errors import SignatureError
 from yovision_platform.signing import (

@@ -9,8 +9,10 @@ from bell_receiver.entrypoints.api import SERVICE_NAME, install_api
 from bell_receiver.entrypoints.consumer import ingest_worker
 from bell_receiver.entrypoints.receipt_purge import receipt_purge_worker
 from bell_receiver.metrics import BellMetrics
-from bell_receiver.service_layer.ingest import AUDIT_TOPICS, CONSUMER_GROUP
+from bell_receiver.service_layer.ingest import CONSUMER_GROUP, audit_topics
 from bell_receiver.settings import BellReceiverSettings
+from yovision_platform.consumer import ConsumerMetrics
+from yovision_platform.events import default_catalog
 from yovision_platform.service import ServiceContext, ServiceSpec, migrations_dir_of
 from yovision_platform.service import main as run
 
@@ -18,13 +20,16 @@ MIGRATIONS_DIR = migrations_dir_of("bell_receiver")
 
 
 def build_spec(
-    schema: str = "bell", *, topics: Sequence[str] = AUDIT_TOPICS, consumer_group: str = CONSUMER_GROUP
+    schema: str = "bell", *, topics: Sequence[str] | None = None, consumer_group: str = CONSUMER_GROUP
 ) -> ServiceSpec:
-    """The service; tests pass their own schema, topics and consumer group."""
+    """The service; tests pass their own schema, (physical) topics and consumer group. By default Bell reads
+    the catalogue's topics of the events it ingests, under ``BELL_KAFKA_PREFIX``."""
 
     async def configure(ctx: ServiceContext) -> None:
         settings = ctx.settings
         assert isinstance(settings, BellReceiverSettings)
+        kafka = settings.kafka_names
+        read = topics if topics is not None else kafka.topics(audit_topics(default_catalog()))
         metrics = BellMetrics.create(ctx.registry)
         install_api(
             ctx.app,
@@ -41,9 +46,10 @@ def build_spec(
                 ctx.plan.schema,
                 metrics,
                 bootstrap=settings.kafka_bootstrap,
-                topics=topics,
-                consumer_group=consumer_group,
+                topics=read,
+                consumer_group=kafka.group(consumer_group),
                 client_id=f"{SERVICE_NAME}-{settings.instance_id}",
+                consumer_metrics=ConsumerMetrics(ctx.registry),
             ),
         )
         ctx.add_worker("receipt-purge", receipt_purge_worker(ctx.pool, ctx.plan.schema))

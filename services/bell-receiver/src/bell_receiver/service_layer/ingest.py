@@ -17,21 +17,19 @@ from typing import Any
 
 from bell_receiver.adapters.audit_trail import AppendOutcome, AuditRow, AuditTrail, Channel
 from bell_receiver.adapters.inbox import Inbox
-from bell_receiver.domain.facts import (
-    EVENT_TYPE_DEVICE_AUDIT,
+from bell_receiver.metrics import BellMetrics, IngestOutcome
+from bell_receiver.service_layer.relay import fact_row
+from yovision_platform.audit_relay.facts import (
+    EVENT_TYPE,
     RejectedItem,
     canonical_timestamp,
     digest_of,
     fact_from_audit_event,
 )
-from bell_receiver.metrics import BellMetrics, IngestOutcome
-from bell_receiver.service_layer.relay import fact_row
 from yovision_platform.consumer import EventRejected, InboundEvent
 from yovision_platform.db import DbConnection, Identifier
+from yovision_platform.events import EventCatalog
 
-# The topics Bell reads (schemas/avro/catalog.json). signal.trigger.v1 is deliberately absent: it carries
-# agent-run requests with rendered prompts, not audit facts.
-AUDIT_TOPICS = ("sense.audit.v1", "orphan.scan.v1", "signal.notification.v1", "media.material.v1")
 CONSUMER_GROUP = "bell-receiver-audit"
 
 WATCHER_DISABLED = "WatcherDisabled"
@@ -48,6 +46,16 @@ GENERIC_AUDIT_EVENT_TYPES = frozenset(
         WATCHER_DISABLED,
     }
 )
+# Every event type Bell ingests; the topics it reads are the catalogue's topics of these. WatcherTriggered
+# (signal.trigger.v1) is deliberately absent: it carries agent-run requests with rendered prompts, not audit.
+INGESTED_EVENT_TYPES = GENERIC_AUDIT_EVENT_TYPES | {EVENT_TYPE}
+
+
+def audit_topics(catalog: EventCatalog) -> tuple[str, ...]:
+    """The logical topics carrying the event types Bell ingests."""
+    return catalog.topics_of(INGESTED_EVENT_TYPES)
+
+
 # Which record field names the actor / device of a generic event, where it has one.
 _ACTOR_FIELDS = ("actor", "uploaded_by", "user_id")
 
@@ -120,7 +128,7 @@ class EventIngest:
         ).inc()
 
     def _row_for(self, event: InboundEvent) -> AuditRow:
-        if event.event_type == EVENT_TYPE_DEVICE_AUDIT:
+        if event.event_type == EVENT_TYPE:
             checked = fact_from_audit_event(event.record)
             if isinstance(checked, RejectedItem):
                 raise self._reject(IngestOutcome.INVALID_FACT)

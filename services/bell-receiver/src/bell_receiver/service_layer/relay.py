@@ -15,7 +15,7 @@ import asyncpg
 
 from bell_receiver.adapters.audit_trail import AppendOutcome, AuditRow, AuditTrail, Channel
 from bell_receiver.adapters.receipts import Receipt, ReceiptStore
-from bell_receiver.domain.batch import (
+from yovision_platform.audit_relay.batch import (
     BatchErrorCode,
     EnvelopeError,
     ItemResult,
@@ -24,9 +24,9 @@ from bell_receiver.domain.batch import (
     parse_envelope,
     result_body,
 )
-from bell_receiver.domain.facts import (
-    EVENT_TYPE_DEVICE_AUDIT,
-    SOURCE_SYSTEM_SENSE,
+from yovision_platform.audit_relay.facts import (
+    EVENT_TYPE,
+    SOURCE_SYSTEM,
     ItemRejectCode,
     RejectedItem,
     ValidFact,
@@ -58,9 +58,9 @@ class RelayResponse:
 def fact_row(valid: ValidFact) -> AuditRow:
     fact = valid.fact
     return AuditRow(
-        source_system=SOURCE_SYSTEM_SENSE,
+        source_system=SOURCE_SYSTEM,
         event_id=fact.event_id,
-        event_type=EVENT_TYPE_DEVICE_AUDIT,
+        event_type=EVENT_TYPE,
         action=fact.action,
         actor=fact.actor,
         tenant_id=fact.tenant_id,

@@ -7,7 +7,7 @@ DB-clock expiry) is current, and raise `LeaseLost` otherwise, so a stale worker 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from yovision_platform.db import DbConnection, Identifier
@@ -268,6 +268,85 @@ class MediaRepository:
             material_id,
             error_code,
         )
+
+    async def next_lease_expiry_in(self, conn: DbConnection) -> float | None:
+        """Seconds (DB clock) until the earliest current lease of an unfinished job expires; None if none."""
+        seconds = await conn.fetchval(
+            f"""SELECT extract(epoch FROM min(lease_expires_at) - now())::float8 FROM {self.jobs}
+                 WHERE state IN ('pending', 'running') AND lease_expires_at > now()"""
+        )
+        return None if seconds is None else float(seconds)
+
+    async def leases_of(self, conn: DbConnection, owner: str) -> list[Row]:
+        """Current leases held by `owner` on running jobs: (id, material_id, lease_token)."""
+        rows = await conn.fetch(
+            f"""SELECT id, material_id, lease_token FROM {self.jobs}
+                 WHERE lease_owner = $1 AND state = 'running' AND lease_expires_at > now()""",
+            owner,
+        )
+        return [dict(r) for r in rows]
+
+    async def release_dead_lease(
+        self, conn: DbConnection, job_id: uuid.UUID, owner: str, token: uuid.UUID
+    ) -> bool:
+        """Hand back a job whose executor is known dead (the caller holds the material lock): pending
+        again, material pending. Matches only the lease that was read, so nothing newer is touched."""
+        async with conn.transaction():
+            status = await conn.execute(
+                f"""UPDATE {self.jobs} SET state = 'pending', lease_owner = NULL, lease_token = NULL,
+                           lease_expires_at = NULL, updated_at = now()
+                     WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 AND state = 'running'""",
+                job_id,
+                owner,
+                token,
+            )
+            if status != "UPDATE 1":
+                return False
+            await conn.execute(
+                f"""UPDATE {self.materials} SET status = 'pending', updated_at = now()
+                     WHERE id = (SELECT material_id FROM {self.jobs} WHERE id = $1)
+                       AND status = 'processing'""",
+                job_id,
+            )
+        return True
+
+    async def tokens_in_use(
+        self, conn: DbConnection, tokens: Sequence[uuid.UUID], material_ids: Sequence[uuid.UUID] = ()
+    ) -> set[uuid.UUID]:
+        """Which attempt tokens may still be needed: the current lease token of a job (an executor that may
+        still write), or, for the given materials, the token of a stored output reference
+        (`outputs/<material>/<token>/<file>`). One statement, so both come from one snapshot."""
+        rows = await conn.fetch(
+            f"""SELECT lease_token::text AS token FROM {self.jobs} WHERE lease_token = ANY($1::uuid[])
+                UNION
+                SELECT split_part(r.ref, '/', 3) FROM {self.materials} m,
+                       LATERAL (VALUES (m.cover_ref), (m.preview_ref), (m.clip_ref)) AS r(ref)
+                 WHERE m.id = ANY($2::uuid[]) AND r.ref IS NOT NULL""",
+            list(tokens),
+            list(material_ids),
+        )
+        in_use: set[uuid.UUID] = set()
+        for row in rows:
+            try:
+                in_use.add(uuid.UUID(row["token"]))
+            except ValueError:
+                continue  # a reference of another shape names no attempt
+        return in_use
+
+    async def try_lock_material(self, conn: DbConnection, material_id: uuid.UUID) -> bool:
+        """Session advisory lock held by the one live executor of a material (released on disconnect)."""
+        locked: bool = await conn.fetchval(
+            "SELECT pg_try_advisory_lock(hashtextextended($1, 0))", self._material_lock_key(material_id)
+        )
+        return locked
+
+    async def unlock_material(self, conn: DbConnection, material_id: uuid.UUID) -> None:
+        await conn.execute(
+            "SELECT pg_advisory_unlock(hashtextextended($1, 0))", self._material_lock_key(material_id)
+        )
+
+    def _material_lock_key(self, material_id: uuid.UUID) -> str:
+        return f"{self.schema}.material:{material_id}"
 
     # instances -------------------------------------------------------------------------------------
     async def register_instance(self, conn: DbConnection, instance_id: str) -> None:

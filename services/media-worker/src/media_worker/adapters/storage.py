@@ -2,8 +2,12 @@
 
 Keys are relative paths made by this service only (`sources/<material>/source`, never caller input).
 Every write goes to a unique `*.partial` file next to its target, is fsynced, then renamed into place, so a
-reader never sees half a file and concurrent attempts never share a file. A failed write removes only its
-own partial file. Nothing here deletes a source: there is no operation that could.
+reader never sees half a file and concurrent attempts never share a file. A failed write -- whatever ended
+its body: a client disconnect, a read deadline, a cancellation, a refused size -- removes its own partial file
+at once, and a failed `write_stream` also removes its key's folder when that is left empty (keys of
+`write_stream` are unique per attempt, so no other writer shares it). Temporary folders of transcode attempts
+(`work/<job>-<token>/`, `outputs/<material>/<token>/`) are listed and removed one attempt at a time
+(`AttemptFolder`). Nothing here deletes a source: there is no operation that could.
 """
 
 from __future__ import annotations
@@ -14,16 +18,29 @@ import hashlib
 import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from media_worker.domain.errors import MediaError
 
-__all__ = ["COPY_BUFFER_BYTES", "FreeSpaceProbe", "LocalStorage", "Storage", "StoredFile", "source_key"]
+__all__ = [
+    "COPY_BUFFER_BYTES",
+    "AttemptFolder",
+    "FreeSpaceProbe",
+    "LocalStorage",
+    "Storage",
+    "StoredFile",
+    "output_key",
+    "source_key",
+    "work_folder_name",
+]
 
 COPY_BUFFER_BYTES = 1024 * 1024
+WORK_FOLDER = "work"
+OUTPUTS_FOLDER = "outputs"
+UUID_CHARS = 36
 
 FreeSpaceProbe = Callable[[], int | None]
 
@@ -37,6 +54,34 @@ class StoredFile:
 
 def source_key(material_id: uuid.UUID) -> str:
     return f"sources/{material_id}/source"
+
+
+def output_key(material_id: uuid.UUID, token: uuid.UUID, file_name: str) -> str:
+    """Where one attempt (lease `token`) stores an output of `material_id`."""
+    return f"{OUTPUTS_FOLDER}/{material_id}/{token}/{file_name}"
+
+
+def work_folder_name(job_id: uuid.UUID, token: uuid.UUID) -> str:
+    """The ffmpeg work folder (under `work/`) of one attempt (lease `token`) of `job_id`."""
+    return f"{job_id}-{token}"
+
+
+@dataclass(frozen=True)
+class AttemptFolder:
+    """A temporary folder that one transcode attempt wrote: `work/<job>-<token>/` (ffmpeg's files) or
+    `outputs/<material>/<token>/` (outputs stored before the attempt was recorded)."""
+
+    key: str
+    token: uuid.UUID
+    material_id: uuid.UUID | None  # set for an outputs folder
+
+
+def _uuid_or_none(text: str) -> uuid.UUID | None:
+    try:
+        value = uuid.UUID(text)
+    except ValueError:
+        return None
+    return value if str(value) == text else None
 
 
 class Storage(Protocol):
@@ -65,6 +110,12 @@ class Storage(Protocol):
     def local_path(self, key: str) -> Path: ...
 
     def work_dir(self, name: str) -> Path: ...
+
+    def work_folders(self) -> list[AttemptFolder]: ...
+
+    def output_folders(self, material_ids: Iterable[uuid.UUID] | None = None) -> list[AttemptFolder]: ...
+
+    async def remove_attempt_folder(self, folder: AttemptFolder) -> None: ...
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -104,9 +155,51 @@ class LocalStorage:
         return path
 
     def work_dir(self, name: str) -> Path:
-        path = self.local_path(f"work/{name}")
+        path = self.local_path(f"{WORK_FOLDER}/{name}")
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    def _subfolders(self, key: str) -> list[str]:
+        try:
+            return sorted(entry.name for entry in self.local_path(key).iterdir() if entry.is_dir())
+        except FileNotFoundError:
+            return []
+
+    def work_folders(self) -> list[AttemptFolder]:
+        """Every `work/<job>-<token>/` folder (other names are not ours and are left alone)."""
+        folders = []
+        for name in self._subfolders(WORK_FOLDER):
+            job, dash, token = name[:UUID_CHARS], name[UUID_CHARS : UUID_CHARS + 1], name[UUID_CHARS + 1 :]
+            parsed = _uuid_or_none(token)
+            if dash == "-" and parsed is not None and _uuid_or_none(job) is not None:
+                folders.append(AttemptFolder(f"{WORK_FOLDER}/{name}", parsed, None))
+        return folders
+
+    def output_folders(self, material_ids: Iterable[uuid.UUID] | None = None) -> list[AttemptFolder]:
+        """The `outputs/<material>/<token>/` folders of `material_ids` (None: of every material)."""
+        if material_ids is None:
+            materials = [m for m in map(_uuid_or_none, self._subfolders(OUTPUTS_FOLDER)) if m is not None]
+        else:
+            materials = list(material_ids)
+        folders = []
+        for material in materials:
+            for name in self._subfolders(f"{OUTPUTS_FOLDER}/{material}"):
+                token = _uuid_or_none(name)
+                if token is not None:
+                    folders.append(AttemptFolder(f"{OUTPUTS_FOLDER}/{material}/{name}", token, material))
+        return folders
+
+    async def remove_attempt_folder(self, folder: AttemptFolder) -> None:
+        """Remove one attempt's folder; only `work/` and `outputs/` folders qualify (never a source). An
+        outputs folder's material folder goes too when left empty, so the caller of an outputs folder must
+        be the material's only executor (hold its lock)."""
+        if folder.key.split("/", 1)[0] not in (WORK_FOLDER, OUTPUTS_FOLDER):
+            raise ValueError("not an attempt folder")
+        path = self.local_path(folder.key)
+        await asyncio.to_thread(shutil.rmtree, path, True)
+        if folder.material_id is not None:
+            with contextlib.suppress(OSError):  # another attempt's outputs are still there
+                path.parent.rmdir()
 
     def _chunk_path(self, session_id: uuid.UUID, index: int) -> Path:
         return self.local_path(f"chunks/{session_id}/{index:06d}.chunk")
@@ -177,7 +270,12 @@ class LocalStorage:
 
     async def write_stream(self, key: str, body: AsyncIterator[bytes]) -> StoredFile:
         target = self.local_path(key)
-        partial, size, sha = await self._write_partial(target, body)
+        try:
+            partial, size, sha = await self._write_partial(target, body)
+        except BaseException:
+            with contextlib.suppress(OSError):  # not empty (or already gone): keep it
+                target.parent.rmdir()
+            raise
         try:
             await self._commit(partial, target)
         finally:

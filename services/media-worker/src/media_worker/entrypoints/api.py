@@ -8,6 +8,7 @@ permission. Error bodies are `{"error": <stable code>}` only.
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -15,9 +16,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import asyncpg
-from fastapi import APIRouter, Depends, FastAPI, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, Field
+from starlette.requests import ClientDisconnect
 
 from media_worker.adapters.repository import MediaRepository
 from media_worker.adapters.storage import Storage
@@ -27,11 +29,13 @@ from media_worker.domain.limits import CHUNK_SLOTS_RETRY_AFTER_SECONDS
 from media_worker.domain.material import source_exposable
 from media_worker.entrypoints.multipart import file_part_stream
 from media_worker.service_layer.activity import Activity
-from media_worker.service_layer.metrics import MediaMetrics
+from media_worker.service_layer.metrics import DisconnectedUpload, MediaMetrics
 from media_worker.service_layer.uploads import UploadService, UploadSession
 from yovision_platform.auth import BearerToken, Identity, TokenVerifier, install_auth_error_handlers
 
 __all__ = ["DRAIN_PERMISSION", "MediaApi", "install_routes", "openapi_document", "router"]
+
+log = logging.getLogger(__name__)
 
 DRAIN_PERMISSION = "media:drain"
 DRAINING_RETRY_AFTER_SECONDS = 30
@@ -140,12 +144,23 @@ async def upload_plain(
     return {"material_id": str(material_id), "status": "pending"}
 
 
-@router.post("/v1/uploads", status_code=201)
-async def init_upload(api: Api, spec: InitUpload, user: User) -> dict[str, Any]:
-    session = await api.uploads.init(
+@router.post(
+    "/v1/uploads",
+    status_code=201,
+    responses={
+        200: {"description": "Resumed: a session of this `upload_key` with the same layout already exists"},
+        201: {"description": "Created: a new session"},
+    },
+)
+async def init_upload(api: Api, spec: InitUpload, user: User, response: Response) -> dict[str, Any]:
+    """Start a chunked upload, or resume the caller's session of the same `upload_key` (same layout only,
+    else 409 `layout_conflict`)."""
+    outcome = await api.uploads.init(
         user.subject, spec.upload_key, spec.total_bytes, spec.chunk_bytes, spec.title, spec.content_type
     )
-    return _session_view(session)
+    if not outcome.created:
+        response.status_code = 200
+    return _session_view(outcome.session)
 
 
 @router.get("/v1/uploads/{session_id}")
@@ -242,6 +257,12 @@ async def drain_state(api: Api, _: Operator) -> dict[str, Any]:
     return await drain_report(api)
 
 
+DISCONNECTED_UPLOADS: dict[object, DisconnectedUpload] = {
+    upload_plain: DisconnectedUpload.PLAIN,
+    put_chunk: DisconnectedUpload.CHUNK,
+}
+
+
 def install_routes(app: FastAPI, api: MediaApi) -> None:
     install_auth_error_handlers(app)
 
@@ -259,6 +280,17 @@ def install_routes(app: FastAPI, api: MediaApi) -> None:
         return JSONResponse({"error": exc.code}, status_code=exc.status, headers=headers)
 
     app.add_exception_handler(MediaError, media_error)
+
+    async def client_disconnected(request: Request, _: Exception) -> JSONResponse:
+        """An expected event: the upload use case already released its slot and removed its partial file.
+        Counted and logged at info without a traceback; the answer reaches nobody."""
+        upload = DISCONNECTED_UPLOADS.get(request.scope.get("endpoint"), DisconnectedUpload.OTHER)
+        if api.metrics is not None:
+            api.metrics.client_disconnects.labels(upload=upload).inc()
+        log.info("client disconnected before sending the whole body", extra={"upload": upload.value})
+        return JSONResponse({"error": "client_disconnected"}, status_code=400)
+
+    app.add_exception_handler(ClientDisconnect, client_disconnected)
 
     app.state.media_api = api
     app.include_router(router)

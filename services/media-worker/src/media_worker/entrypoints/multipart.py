@@ -6,7 +6,8 @@ hands each piece straight to the caller, which writes it to the storage and enfo
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import functools
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from python_multipart.multipart import MultipartParser, parse_options_header
@@ -37,8 +38,19 @@ def _boundary(content_type: str | None) -> bytes:
     return boundary
 
 
+def _parse(step: Callable[[], object]) -> None:
+    """One parser step; anything it raises means the body is not the multipart we accept."""
+    try:
+        step()
+    except MediaError:
+        raise
+    except Exception:
+        raise MediaError("invalid_multipart") from None
+
+
 async def file_part_stream(content_type: str | None, body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """The content of the one part named `file`; MediaError(invalid_multipart) for anything else."""
+    """The content of the one part named `file`; MediaError(invalid_multipart) for anything else. Errors of
+    `body` itself (a client disconnect, a read deadline) pass through unchanged."""
     state = _State()
 
     def on_header_field(data: bytes, start: int, end: int) -> None:
@@ -73,15 +85,10 @@ async def file_part_stream(content_type: str | None, body: AsyncIterator[bytes])
             "on_part_end": on_part_end,
         },
     )
-    try:
-        async for piece in body:
-            parser.write(piece)
-            while state.ready:
-                yield state.ready.pop(0)
-        parser.finalize()
-    except MediaError:
-        raise
-    except Exception:
-        raise MediaError("invalid_multipart") from None
+    async for piece in body:
+        _parse(functools.partial(parser.write, piece))
+        while state.ready:
+            yield state.ready.pop(0)
+    _parse(parser.finalize)
     if state.files_seen != 1:
         raise MediaError("invalid_multipart")

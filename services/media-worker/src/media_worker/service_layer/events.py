@@ -12,8 +12,6 @@ from yovision_platform.outbox import Outbox, OutboxMessage
 
 __all__ = ["EventWriter"]
 
-SOURCE_SYSTEM = "media"
-
 
 class EventWriter:
     def __init__(self, serde: AvroSerde, outbox: Outbox, *, topic: str | None = None) -> None:
@@ -24,7 +22,5 @@ class EventWriter:
     async def emit(
         self, conn: DbConnection, event_type: str, material_id: str, payload: Mapping[str, Any]
     ) -> None:
-        record = build_event(
-            self._serde, event_type, material_id, {"material_id": material_id, **payload}, SOURCE_SYSTEM
-        )
+        record = build_event(self._serde, event_type, material_id, {"material_id": material_id, **payload})
         await self._outbox.enqueue(conn, OutboxMessage.from_event(record, topic=self._topic))

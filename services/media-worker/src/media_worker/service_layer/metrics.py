@@ -10,13 +10,21 @@ from media_worker.domain.errors import STATUS_BY_CODE
 from media_worker.service_layer.activity import Activity
 from yovision_platform.metrics import labeled_counter, labeled_gauge
 
-__all__ = ["MediaMetrics", "TranscodeOutcome"]
+__all__ = ["DisconnectedUpload", "MediaMetrics", "TranscodeOutcome"]
 
 
 class TranscodeOutcome(enum.StrEnum):
     DONE = "done"
     FAILED = "failed"
     ABORTED = "aborted"  # lease lost or stop: nothing written
+
+
+class DisconnectedUpload(enum.StrEnum):
+    """Which request body a client stopped sending (an expected event, not an error)."""
+
+    PLAIN = "plain"
+    CHUNK = "chunk"
+    OTHER = "other"
 
 
 class WorkKind(enum.StrEnum):
@@ -37,6 +45,13 @@ class MediaMetrics:
             "API requests refused, by error code",
             {"code": frozenset(STATUS_BY_CODE)},
         )
+        self.client_disconnects = labeled_counter(
+            registry,
+            "media_client_disconnects_total",
+            "Requests whose client went away before its body was read; the attempt's partial file is removed",
+            {"upload": DisconnectedUpload},
+        )
+        self.client_disconnects.initialize_all()
         active = labeled_gauge(
             registry, "media_active_work", "Work in progress in this process", {"kind": WorkKind}
         )

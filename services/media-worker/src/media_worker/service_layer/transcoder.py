@@ -3,9 +3,13 @@
 One material has at most one live executor across instances: the job row's lease (owner, random token,
 DB-clock expiry) plus a session advisory lock on the material held for the whole run. While ffmpeg runs, a
 heartbeat renews the lease; when a renewal fails the child is killed and nothing more is written. Success,
-failure and release are single fenced transactions. Start-up recovery runs at once (expired leases of dead
-executors are claimable), then every `rescan_seconds`; a database outage only waits for the next round.
-The canonical source is read, never moved or deleted; only this attempt's work folder is removed.
+failure and release are single fenced transactions.
+
+Recovery: at start-up the worker releases its own predecessor's leases (`AttemptRecovery`), then runs a round
+at once; the next round comes when the earliest known lease expires (plus `LEASE_EXPIRY_SLACK_SECONDS`), and
+at the latest after `rescan_seconds`, so a job whose executor died is taken over within about a second of its
+lease's expiry. Every round and every take-over also removes the temporary folders of dead attempts. A
+database outage only waits for the next round. The canonical source is read, never moved or deleted.
 """
 
 from __future__ import annotations
@@ -25,10 +29,11 @@ import asyncpg
 
 from media_worker.adapters.ffmpeg import OUTPUTS, Aborted, FfmpegTools, OutputSpec, TranscodeFailure
 from media_worker.adapters.repository import MediaRepository
-from media_worker.adapters.storage import Storage
+from media_worker.adapters.storage import Storage, output_key, work_folder_name
 from media_worker.service_layer.activity import Activity
 from media_worker.service_layer.events import EventWriter
 from media_worker.service_layer.metrics import MediaMetrics, TranscodeOutcome
+from media_worker.service_layer.recovery import AttemptRecovery
 from yovision_platform.db import DbConnection
 from yovision_platform.errors import LeaseLost
 from yovision_platform.leases import ClaimedRow, Lease
@@ -41,6 +46,11 @@ T = TypeVar("T")
 JOB_LEASE_SECONDS = 30.0
 HEARTBEAT_FRACTION = 3  # renew every lease/3
 RESCAN_SECONDS = 60.0
+LEASE_EXPIRY_SLACK_SECONDS = (
+    0.2  # wake this long after the earliest lease expiry (DB vs local clock, latency)
+)
+MIN_ROUND_GAP_SECONDS = 0.1  # never spin: at least this between two rounds
+DB_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
 RETRYABLE_CODES = frozenset({"ffmpeg_failed", "ffmpeg_missing", "ffprobe_missing", "ffprobe_failed"})
 
 
@@ -52,6 +62,15 @@ class WorkerTiming:
     @property
     def heartbeat_seconds(self) -> float:
         return self.lease_seconds / HEARTBEAT_FRACTION
+
+    def next_round_in(self, lease_expiry_in: float | None) -> float:
+        """Seconds until the next recovery round: just after the earliest known lease expiry, bounded by
+        MIN_ROUND_GAP_SECONDS and `rescan_seconds`; `rescan_seconds` when no lease is known."""
+        if lease_expiry_in is None:
+            return self.rescan_seconds
+        return min(
+            self.rescan_seconds, max(MIN_ROUND_GAP_SECONDS, lease_expiry_in + LEASE_EXPIRY_SLACK_SECONDS)
+        )
 
 
 class _LeaseKeeper:
@@ -106,23 +125,51 @@ class TranscodeWorker:
         self.metrics = metrics
         self.wake = asyncio.Event()
 
+    @property
+    def recovery(self) -> AttemptRecovery:
+        return AttemptRecovery(self.pool, self.repo, self.storage, self.instance_id)
+
     async def run(self, stop: asyncio.Event) -> None:
-        """Process due jobs now, then again every rescan period (or when woken) until `stop`."""
+        """Recover, process due jobs now, then again at the next lease expiry or rescan (or when woken)
+        until `stop`."""
+        recovered = False
         while not stop.is_set():
             self.wake.clear()  # a wake-up during the round below makes the wait return at once
             try:
+                if not recovered:  # before the first claim, so no lease of this process is taken for dead
+                    await self.recovery.release_predecessor_leases()
+                    await self.recovery.sweep_output_folders()
+                    recovered = True
+                await self.recovery.sweep_work_folders()
                 while not stop.is_set() and not self.activity.draining and await self.run_once(stop):
                     pass
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            except DB_ERRORS as exc:
                 log.warning(
                     "transcode round failed; waiting for the next", extra={"error_code": type(exc).__name__}
                 )
             waiters = {asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self.wake.wait())}
             await asyncio.wait(
-                waiters, timeout=self.timing.rescan_seconds, return_when=asyncio.FIRST_COMPLETED
+                waiters, timeout=await self._next_round_in(), return_when=asyncio.FIRST_COMPLETED
             )
             for waiter in waiters:
                 waiter.cancel()
+
+    async def _next_round_in(self) -> float:
+        try:
+            async with self.pool.acquire() as conn:
+                expiry = await self.repo.next_lease_expiry_in(conn)
+        except DB_ERRORS:
+            return self.timing.rescan_seconds
+        return self.timing.next_round_in(expiry)
+
+    async def _sweep_after(self, material_id: uuid.UUID) -> None:
+        """Remove dead attempts' folders of this material (its lock is held) and of `work/`; a failure to
+        sweep never fails the job, the next round sweeps again."""
+        try:
+            await self.recovery.sweep_work_folders()
+            await self.recovery.sweep_output_folders([material_id], lock_held=True)
+        except DB_ERRORS as exc:
+            log.warning("sweep of dead attempts failed", extra={"error_code": type(exc).__name__})
 
     async def run_once(self, stop: asyncio.Event | None = None) -> bool:
         """Claim and execute one due job; False when none was due."""
@@ -137,15 +184,14 @@ class TranscodeWorker:
     async def _execute(self, claimed: ClaimedRow, stop: asyncio.Event) -> None:
         material_id: uuid.UUID = claimed.row["material_id"]
         async with self.pool.acquire() as lock_conn:
-            key = f"{self.repo.schema}.material:{material_id}"
-            if not await lock_conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", key):
+            if not await self.repo.try_lock_material(lock_conn, material_id):
                 with contextlib.suppress(LeaseLost):
                     await self._in_tx(lambda c: self.repo.release_job(c, claimed.row_id, claimed.lease))
                 return
             try:
                 await self._execute_locked(claimed, material_id, stop)
             finally:
-                await lock_conn.execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", key)
+                await self.repo.unlock_material(lock_conn, material_id)
 
     async def _in_tx(self, work: Callable[[DbConnection], Awaitable[T]]) -> T:
         async with self.pool.acquire() as conn, conn.transaction():
@@ -165,11 +211,13 @@ class TranscodeWorker:
             attempt, material = await self._in_tx(start)
         except LeaseLost:
             return
+        await self._sweep_after(material_id)  # a dead attempt of this job is taken over: drop its files
+        done = False
         keeper = _LeaseKeeper(self, job_id, lease)
         abort = asyncio.Event()
         heartbeat = asyncio.create_task(keeper.run())
         relay_abort = asyncio.create_task(self._first_of(keeper.lost, stop, abort))
-        work = self.storage.work_dir(f"{job_id}-{lease.token}")
+        work = self.storage.work_dir(work_folder_name(job_id, lease.token))
         try:
             refs = await self._render_all(
                 str(material["source_path"]), material_id, lease, work, keeper, abort
@@ -178,6 +226,7 @@ class TranscodeWorker:
             await self._in_tx(
                 lambda c: self._record_done(c, job_id, lease, material_id, attempt, refs, started)
             )
+            done = True
             self._count(TranscodeOutcome.DONE)
         except TranscodeFailure as failure:
             code = failure.code
@@ -196,6 +245,8 @@ class TranscodeWorker:
             heartbeat.cancel()
             relay_abort.cancel()
             await asyncio.to_thread(shutil.rmtree, work, True)
+            if not done:  # outputs stored before a lost lease or a failed record are garbage
+                await self._sweep_after(material_id)
 
     def _count(self, outcome: TranscodeOutcome) -> None:
         if self.metrics is not None:
@@ -233,9 +284,7 @@ class TranscodeWorker:
         await keeper.renew()
         refs: dict[str, str] = {}
         for spec, target in rendered:
-            stored = await self.storage.put_file(
-                target, f"outputs/{material_id}/{lease.token}/{spec.file_name}"
-            )
+            stored = await self.storage.put_file(target, output_key(material_id, lease.token, spec.file_name))
             refs[spec.kind] = stored.key
         return refs
 

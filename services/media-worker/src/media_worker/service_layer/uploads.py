@@ -29,7 +29,7 @@ from media_worker.domain.limits import Limits
 from media_worker.service_layer.activity import Activity
 from media_worker.service_layer.events import EventWriter
 
-__all__ = ["MERGE_STALE_SECONDS", "UploadService", "UploadSession"]
+__all__ = ["MERGE_STALE_SECONDS", "InitOutcome", "UploadService", "UploadSession"]
 
 MERGE_STALE_SECONDS = 900.0  # a `merging` session untouched this long was abandoned by a dead instance
 
@@ -51,6 +51,12 @@ class UploadSession:
             row["state"],
             row["material_id"],
         )
+
+
+@dataclass(frozen=True)
+class InitOutcome:
+    session: UploadSession
+    created: bool  # False: an existing session of the same upload key and layout was resumed
 
 
 class UploadService:
@@ -153,15 +159,16 @@ class UploadService:
         chunk_bytes: int,
         title: str,
         content_type: str | None,
-    ) -> UploadSession:
+    ) -> InitOutcome:
         """Fix the layout (or resume the session of `upload_key` when the layout is identical)."""
         self._activity.refuse_if_draining()
         layout = ChunkLayout.plan(total_bytes, chunk_bytes, self.limits)
         async with self._pool.acquire() as conn:
             existing = await self._repo.find_session(conn, owner, upload_key)
+            inserted = None
             if existing is None:
                 self.limits.check_init_free_space(total_bytes, self._storage.free_bytes())
-                existing = await self._repo.insert_session(
+                inserted = await self._repo.insert_session(
                     conn,
                     {
                         "id": uuid.uuid4(),
@@ -174,12 +181,14 @@ class UploadService:
                         "chunk_count": layout.chunk_count,
                         "material_id": uuid.uuid4(),
                     },
-                ) or await self._repo.find_session(conn, owner, upload_key)
+                )
+                # None: a concurrent init of the same key won the insert; this one resumes it
+                existing = inserted or await self._repo.find_session(conn, owner, upload_key)
             assert existing is not None
         session = UploadSession.from_row(existing)
         if session.layout != layout:
             raise MediaError("layout_conflict")
-        return session
+        return InitOutcome(session, created=inserted is not None)
 
     async def session(self, owner: str, session_id: uuid.UUID) -> UploadSession:
         async with self._pool.acquire() as conn:

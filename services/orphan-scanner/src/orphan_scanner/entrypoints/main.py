@@ -13,6 +13,7 @@ from orphan_scanner.entrypoints.wiring import build
 from orphan_scanner.service_layer.metrics import OrphanMetrics
 from orphan_scanner.service_layer.metrics_refresher import MetricsRefresher
 from orphan_scanner.settings import OrphanScannerSettings
+from yovision_platform.consumer import ConsumerMetrics
 from yovision_platform.service import ServiceContext, ServiceSpec
 from yovision_platform.service import main as run
 
@@ -32,8 +33,9 @@ async def configure(ctx: ServiceContext) -> None:
                 components.serde,
                 bootstrap=settings.kafka_bootstrap,
                 topics=settings.projection_topics,
-                consumer_group=settings.consumer_group,
+                consumer_group=settings.projection_group,
                 client_id=client_id,
+                consumer_metrics=ConsumerMetrics(ctx.registry),
             ),
         )
     if settings.scan_enabled:

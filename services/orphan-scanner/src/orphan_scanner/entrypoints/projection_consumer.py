@@ -10,7 +10,7 @@ import asyncpg
 from orphan_scanner.adapters.projection_store import ProjectionStore
 from orphan_scanner.service_layer.projection import ProjectionHandler
 from yovision_platform.avro import AvroSerde
-from yovision_platform.consumer import IdempotentConsumer, PositionRestoringListener
+from yovision_platform.consumer import ConsumerMetrics, IdempotentConsumer, PositionRestoringListener
 from yovision_platform.db import Identifier
 from yovision_platform.kafka import create_consumer
 
@@ -24,6 +24,7 @@ def projection_worker(
     topics: Sequence[str],
     consumer_group: str,
     client_id: str,
+    consumer_metrics: ConsumerMetrics | None = None,
 ) -> Callable[[asyncio.Event], Awaitable[None]]:
     idempotent = IdempotentConsumer(
         pool,
@@ -31,6 +32,7 @@ def projection_worker(
         consumer_group=consumer_group,
         decode=serde.decode,
         handler=ProjectionHandler(ProjectionStore(schema)).handle,
+        metrics=consumer_metrics,
     )
 
     async def run(stop: asyncio.Event) -> None:

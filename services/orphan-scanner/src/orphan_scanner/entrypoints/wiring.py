@@ -62,7 +62,7 @@ def build(
         schema,
         bootstrap=settings.kafka_bootstrap,
         topics=settings.projection_topics,
-        consumer_group=settings.consumer_group,
+        consumer_group=settings.projection_group,
         client_id=client_id,
     )
     apply = ApplyService(

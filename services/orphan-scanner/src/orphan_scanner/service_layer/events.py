@@ -11,8 +11,6 @@ from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.events import build_event
 from yovision_platform.outbox import Outbox, OutboxMessage
 
-SOURCE_SYSTEM = "orphan"
-
 
 class OrphanEvents:
     def __init__(self, schema: Identifier, serde: AvroSerde) -> None:
@@ -34,7 +32,6 @@ class OrphanEvents:
             event_type,
             str(scan_id),
             {"scan_id": str(scan_id), **payload},
-            SOURCE_SYSTEM,
             event_id=uuid.uuid4(),
             correlation_id=str(correlation_id) if correlation_id else None,
         )

@@ -16,27 +16,32 @@ from typing import Any
 from orphan_scanner.adapters.projection_store import DeviceClaim, OwnershipEvidence, ProjectionStore
 from yovision_platform.consumer import EventRejected, InboundEvent
 from yovision_platform.db import DbConnection
+from yovision_platform.events import EventCatalog, default_catalog
 
-SOURCE_SYSTEM_SENSE = "sense"
-DEVICE_EVENT_TYPES = frozenset({"DeviceRegistered", "DeviceConfigChanged", "DeviceDesiredStateChanged"})
+DEVICE_EVENT_TYPE = "DeviceRegistered"  # names the device topic (every device event shares it)
+DEVICE_EVENT_TYPES = frozenset({DEVICE_EVENT_TYPE, "DeviceConfigChanged", "DeviceDesiredStateChanged"})
 OWNERSHIP_EVENT_TYPE = "PathOwnershipRecorded"
 DESIRED_STATES = frozenset({"enabled", "disabled"})
 
 
+PROJECTED_EVENT_TYPES = DEVICE_EVENT_TYPES | {OWNERSHIP_EVENT_TYPE}
+
+
 class ProjectionHandler:
-    def __init__(self, store: ProjectionStore) -> None:
+    def __init__(self, store: ProjectionStore, catalog: EventCatalog | None = None) -> None:
         self._store = store
+        self._catalog = catalog or default_catalog()
 
     async def handle(self, conn: DbConnection, event: InboundEvent) -> None:
-        if event.source_system != SOURCE_SYSTEM_SENSE:
+        if event.event_type not in PROJECTED_EVENT_TYPES:
+            raise EventRejected("unsupported_event_type")
+        if event.source_system != self._catalog.source_system_of(event.event_type):
             raise EventRejected("unexpected_source_system")
         record = event.record
         if event.event_type in DEVICE_EVENT_TYPES:
             await self._store.apply_claim(conn, device_claim(event.event_id, record))
-        elif event.event_type == OWNERSHIP_EVENT_TYPE:
-            await self._store.record_ownership(conn, ownership_evidence(record))
         else:
-            raise EventRejected("unsupported_event_type")
+            await self._store.record_ownership(conn, ownership_evidence(record))
 
 
 def device_claim(event_id: uuid.UUID, record: Mapping[str, Any]) -> DeviceClaim:

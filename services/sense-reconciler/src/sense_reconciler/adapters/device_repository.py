@@ -195,12 +195,14 @@ class DeviceRepository:
         )
         return record
 
-    async def insert_fact(self, conn: DbConnection, fact: AuditFact) -> None:
+    async def insert_fact(self, conn: DbConnection, fact: AuditFact) -> datetime:
+        """Insert the fact; returns its ``occurred_at``: the database clock at whole milliseconds."""
         device = fact.device
-        await conn.execute(
+        occurred_at: datetime = await conn.fetchval(
             f"INSERT INTO {self._s}.device_operation_outbox (event_id, fact_version, action, actor, "
-            "device_id, tenant_id, site_id, changed_fields, config_version) "
-            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            "device_id, tenant_id, site_id, changed_fields, config_version, occurred_at) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, date_trunc('milliseconds', now())) "
+            "RETURNING occurred_at",
             fact.event_id,
             fact.fact_version,
             fact.action,
@@ -211,3 +213,4 @@ class DeviceRepository:
             list(fact.changed_fields),
             device.config_version,
         )
+        return occurred_at

@@ -23,11 +23,11 @@ from sense_reconciler.bell_relay.outcome import (
     ItemResults,
     parse_batch_response,
 )
+from yovision_platform.audit_relay import BATCH_PATH
 from yovision_platform.signing import sign_request
 
-__all__ = ["BATCH_PATH", "BellClient"]
+__all__ = ["BellClient"]
 
-BATCH_PATH = "/internal/v1/audit-events:batch"
 MAX_RESPONSE_BYTES = 1024 * 1024  # a 100-item BatchResult is ~15 KiB; anything bigger is malformed
 
 

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from yovision_platform.audit_relay import MAX_BATCH_ITEMS
 from yovision_platform.errors import ConfigError
 from yovision_platform.signing import KEY_ID_PATTERN, KeyRing, SigningKey, load_key_file
 
@@ -34,7 +35,7 @@ SETTING_URL = "SENSE_BELL_URL"
 SETTING_KEY_FILE = "SENSE_BELL_KEY_FILE"
 SETTING_KEY_ID = "SENSE_BELL_KEY_ID"
 
-BATCH_MAX_ITEMS = 100  # contract sense-audit-relay-v1: 1..100 facts per request
+BATCH_MAX_ITEMS = MAX_BATCH_ITEMS
 LEASE_SECONDS = 30.0  # DB-clock lease on claimed outbox rows
 REQUEST_DEADLINE_SECONDS = 10.0  # whole HTTP exchange; must stay shorter than the lease
 LEASE_SAFETY_SECONDS = 5.0  # time left on the lease after the deadline, for the acknowledgement

@@ -10,13 +10,12 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-__all__ = ["OutboxFact", "batch_body", "fact_document"]
+from yovision_platform import audit_relay
 
-FACT_VERSION_1 = 1
-FACT_VERSION_2 = 2
+__all__ = ["OutboxFact", "batch_body", "fact_document"]
 
 
 @dataclass(frozen=True)
@@ -52,31 +51,21 @@ class OutboxFact:
         )
 
 
-def _timestamp(moment: datetime) -> str:
-    """RFC 3339 in UTC with microseconds, the form Bell stores (``2026-11-30T01:02:03.456789Z``)."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def fact_document(fact: OutboxFact) -> dict[str, Any]:
-    """The JSON object of one batch item. Format 2 adds ``config_version`` and ``correlation_id`` (always
-    null: the outbox records no correlation id)."""
-    if fact.fact_version not in (FACT_VERSION_1, FACT_VERSION_2):
-        raise ValueError("fact_version must be 1 or 2")
-    document: dict[str, Any] = {
-        "schema_version": fact.fact_version,
-        "event_id": str(fact.event_id),
-        "occurred_at": _timestamp(fact.occurred_at),
-        "tenant_id": fact.tenant_id,
-        "site_id": fact.site_id,
-        "device_id": str(fact.device_id),
-        "action": fact.action,
-        "actor": fact.actor,
-        "changed_fields": list(fact.changed_fields),
-    }
-    if fact.fact_version == FACT_VERSION_2:
-        document["config_version"] = fact.config_version
-        document["correlation_id"] = None
-    return document
+    """The JSON object of one batch item, in the contract's canonical form. Format 2's ``correlation_id``
+    is always null: the outbox records no correlation id."""
+    return audit_relay.fact_document(
+        fact_version=fact.fact_version,
+        event_id=fact.event_id,
+        occurred_at=fact.occurred_at,
+        tenant_id=fact.tenant_id,
+        site_id=fact.site_id,
+        device_id=str(fact.device_id),
+        action=fact.action,
+        actor=fact.actor,
+        changed_fields=fact.changed_fields,
+        config_version=fact.config_version,
+    )
 
 
 def batch_body(facts: Sequence[OutboxFact]) -> bytes:

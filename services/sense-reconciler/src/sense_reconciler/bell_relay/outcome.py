@@ -16,9 +16,17 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["BatchErrorCode", "BatchFailure", "ItemOutcome", "ItemResults", "parse_batch_response"]
+from yovision_platform.audit_relay import CONTRACT_NAME, ItemStatus
 
-CONTRACT_NAME = "sense-audit-relay-v1"
+__all__ = [
+    "BatchErrorCode",
+    "BatchFailure",
+    "ItemOutcome",
+    "ItemResults",
+    "ItemStatus",
+    "parse_batch_response",
+]
+
 HTTP_OK = 200
 HTTP_UNAUTHORIZED = 401
 HTTP_CONFLICT = 409
@@ -37,12 +45,6 @@ class BatchErrorCode(enum.StrEnum):
     REQUEST_REFUSED = "request_refused"
     MALFORMED_RESPONSE = "malformed_response"
     RESULT_COUNT_MISMATCH = "result_count_mismatch"
-
-
-class ItemStatus(enum.StrEnum):
-    ACCEPTED = "accepted"
-    DUPLICATE = "duplicate"
-    REJECTED = "rejected"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,12 @@ import asyncpg
 
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from yovision_platform.avro import AvroSerde
-from yovision_platform.consumer import IdempotentConsumer, InboundEvent, PositionRestoringListener
+from yovision_platform.consumer import (
+    ConsumerMetrics,
+    IdempotentConsumer,
+    InboundEvent,
+    PositionRestoringListener,
+)
 from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.kafka import create_consumer
 
@@ -30,13 +35,14 @@ class DeviceEventConsumer:
         bootstrap: str,
         group_id: str,
         client_id: str,
+        metrics: ConsumerMetrics | None = None,
     ) -> None:
         self._owned = owned
         self._bootstrap = bootstrap
         self._group_id = group_id
         self._client_id = client_id
         self._idempotent = IdempotentConsumer(
-            pool, schema, consumer_group=group_id, decode=serde.decode, handler=self._handle
+            pool, schema, consumer_group=group_id, decode=serde.decode, handler=self._handle, metrics=metrics
         )
 
     async def _handle(self, conn: DbConnection, event: InboundEvent) -> None:

@@ -17,17 +17,25 @@ from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.settings import SenseReconcilerSettings
 from yovision_platform.auth import StaticBearerToken
 from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.consumer import ConsumerMetrics
 from yovision_platform.errors import ConfigError
 from yovision_platform.events import catalog_for
 from yovision_platform.service import ServiceContext, ServiceSpec
 from yovision_platform.service import main as run
+
+DEVICE_EVENT_TYPE = "DeviceRegistered"  # names the device topic (every device event shares it)
+
+
+def device_topic(settings: SenseReconcilerSettings, serde: AvroSerde) -> str:
+    """The logical device topic: the setting, else the catalogue's topic of the device events."""
+    return settings.device_topic or catalog_for(serde).topic_of(DEVICE_EVENT_TYPE)
 
 
 def device_topic_partitions(settings: SenseReconcilerSettings, serde: AvroSerde) -> int:
     """The setting, else the partition count the event catalogue declares for the device topic."""
     if settings.device_topic_partitions:
         return settings.device_topic_partitions
-    topic = catalog_for(serde).topics.get(settings.device_topic)
+    topic = catalog_for(serde).topics.get(device_topic(settings, serde))
     if topic is None:
         raise ConfigError(
             settings.env_var_name("device_topic_partitions"), "missing", "topic not in catalogue"
@@ -44,7 +52,7 @@ async def configure(ctx: ServiceContext) -> None:
         ctx.pool,
         DeviceRepository(schema),
         serde,
-        device_topic=settings.device_topic,
+        device_topic=device_topic(settings, serde),
         partitions=device_topic_partitions(settings, serde),
     )
     api.install(ctx.app, service, StaticBearerToken(settings.api_token.get_secret_value()))
@@ -59,7 +67,10 @@ async def configure(ctx: ServiceContext) -> None:
         ctx.add_worker("bell-relay", bell_relay.run)
     if not settings.reconciler_enabled:
         return
-    owned = OwnedPartitions(settings.device_topic, drain_timeout_seconds=settings.lease_seconds)
+    kafka = settings.kafka_names
+    owned = OwnedPartitions(
+        kafka.topic(device_topic(settings, serde)), drain_timeout_seconds=settings.lease_seconds
+    )
     mediamtx = MediaMtxClient(settings.mediamtx_api_url, deadline_seconds=settings.operation_deadline_seconds)
     reconciler = Reconciler(
         ctx.pool,
@@ -80,8 +91,9 @@ async def configure(ctx: ServiceContext) -> None:
         serde,
         owned,
         bootstrap=settings.kafka_bootstrap,
-        group_id=settings.consumer_group,
+        group_id=kafka.group(settings.consumer_group),
         client_id=f"{ctx.spec.name}-{settings.instance_id}",
+        metrics=ConsumerMetrics(ctx.registry),
     )
     ctx.add_worker("reconciler", reconciler.run)
     ctx.add_worker("device-consumer", consumer.run)

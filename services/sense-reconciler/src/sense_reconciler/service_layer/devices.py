@@ -34,13 +34,12 @@ from sense_reconciler.domain.model import (
     validate_path_name,
     validate_source_uri,
 )
+from yovision_platform import audit_relay
 from yovision_platform.avro import AvroSerde
 from yovision_platform.db import DbConnection
 from yovision_platform.events import build_event
 from yovision_platform.kafka import partition_for_key
 from yovision_platform.outbox import Outbox, OutboxMessage
-
-SOURCE_SYSTEM = "sense"
 
 
 @dataclass(frozen=True)
@@ -247,27 +246,38 @@ class DeviceService:
             "config_version": device.config_version,
             **extra,
         }
-        event = build_event(self._serde, event_type, str(device.id), payload, SOURCE_SYSTEM)
+        event = build_event(self._serde, event_type, str(device.id), payload)
         await self._outbox.enqueue(conn, OutboxMessage.from_event(event, topic=self._device_topic))
 
     async def _audit(
         self, conn: DbConnection, action: str, actor: str, device: DeviceRow, changed: Sequence[str]
     ) -> None:
+        """The device-audit fact, in the outbox Bell's relay reads and, in the same canonical form, as a
+        DeviceAuditRecorded event: one id, one time (the database clock at whole milliseconds)."""
         fact = AuditFact(
             event_id=uuid.uuid4(), action=action, actor=actor, device=device, changed_fields=changed
         )
-        await self._repo.insert_fact(conn, fact)
-        payload = {
-            "action": action,
-            "actor": actor,
-            "device_id": str(device.id),
-            "tenant_id": device.tenant_id,
-            "site_id": device.site_id,
-            "changed_fields": list(changed),
-            "config_version": device.config_version,
-            "fact_version": fact.fact_version,
-        }
+        occurred_at = await self._repo.insert_fact(conn, fact)
+        document = audit_relay.fact_document(
+            fact_version=fact.fact_version,
+            event_id=fact.event_id,
+            occurred_at=occurred_at,
+            tenant_id=device.tenant_id,
+            site_id=device.site_id,
+            device_id=str(device.id),
+            action=action,
+            actor=actor,
+            changed_fields=changed,
+            config_version=device.config_version,
+        )
+        parts = audit_relay.audit_event_parts(document)
         event = build_event(
-            self._serde, "DeviceAuditRecorded", str(device.id), payload, SOURCE_SYSTEM, event_id=fact.event_id
+            self._serde,
+            audit_relay.EVENT_TYPE,
+            str(device.id),
+            parts.payload,
+            event_id=parts.event_id,
+            occurred_at_ms=parts.occurred_at_ms,
+            correlation_id=parts.correlation_id,
         )
         await self._outbox.enqueue(conn, OutboxMessage.from_event(event))

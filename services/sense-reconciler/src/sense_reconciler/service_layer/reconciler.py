@@ -39,7 +39,6 @@ log = logging.getLogger(__name__)
 DRIFT_MARKS_PER_INTERVAL = 10
 
 T = TypeVar("T")
-SOURCE_SYSTEM = "sense"
 
 
 class Reconciler:
@@ -220,7 +219,6 @@ class Reconciler:
             "PathOwnershipRecorded",
             work.path_name,
             payload,
-            SOURCE_SYSTEM,
             event_id=uuid.uuid4(),
         )
         await self._outbox.enqueue(conn, OutboxMessage.from_event(event, topic=self._ownership_topic))

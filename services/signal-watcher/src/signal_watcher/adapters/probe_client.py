@@ -10,7 +10,8 @@ connect cannot redirect the probe. TLS still uses the original name for SNI and 
 Limits: connect 10 s, read 15 s (per read), a 60 s overall deadline, at most 1 MiB of body read while
 streaming (the response is closed, and its connection dropped, as soon as the cap is passed). Redirects are
 not followed: a 3xx is the failure `redirect`. Any other completed status is returned for judging.
-Failures carry only a stable code (`ProbeFailed.code`), never the URL, headers or body.
+Failures carry only a stable code (`ProbeFailed.code`), never the URL, headers or body. The service layer
+(`probe_and_judge`) turns any other exception into `probe_internal_error`, so no probe can crash a check.
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
                 addresses = list(await asyncio.wait_for(self._resolver(host, port), limit_seconds))
             except TimeoutError:
                 raise ProbeFailed("timeout") from None
-            except (OSError, UnicodeError):
+            except Exception:  # the resolver is a port: any failure of it means "no usable answer"
                 raise ProbeFailed("dns") from None
         if not addresses:
             raise ProbeFailed("dns")
@@ -239,9 +240,9 @@ class _GuardedTransport(httpx.AsyncBaseTransport):
 
 
 class ProbeClient:
-    """Runs probes. `guard` and `resolver` are injected only by tests (a fake resolver, or a guard that
-    lets fixture servers on 127.0.0.1 be probed); production always uses `STRICT_GUARD` and the system
-    resolver, and no setting can change that. Close with `aclose()`."""
+    """Runs probes. Production passes the guard built from `SIGNAL_PROBE_ALLOWED_NETWORKS` (strict when it
+    is empty) and uses the system resolver; tests inject a fake resolver. The same guard checks the URL
+    (create, update, every probe) and every resolved address at connect time. Close with `aclose()`."""
 
     def __init__(
         self,
@@ -250,7 +251,7 @@ class ProbeClient:
         guard: AddressGuard = STRICT_GUARD,
         read_timeout_seconds: float = READ_TIMEOUT_SECONDS,
     ) -> None:
-        self._guard = guard
+        self.guard = guard
         self._backend = GuardedNetworkBackend(resolver, guard)
         self._client = httpx.AsyncClient(
             transport=_GuardedTransport(self._backend),
@@ -267,7 +268,7 @@ class ProbeClient:
 
     async def preflight(self, url: str) -> None:
         """URL rules plus resolving the name now and checking every address (create/update time)."""
-        target = check_url(url, self._guard)
+        target = check_url(url, self.guard)
         await self._backend.resolve_checked(target.host, target.port, CONNECT_TIMEOUT_SECONDS)
 
     async def probe(
@@ -275,7 +276,7 @@ class ProbeClient:
     ) -> ProbeResponse:
         """One request. Returns the status and at most MAX_BODY_BYTES of body; ProbeFailed otherwise."""
         try:
-            check_url(url, self._guard)
+            check_url(url, self.guard)
         except UrlRefused:
             raise ProbeFailed("url_refused") from None
         started = time.monotonic()

@@ -240,6 +240,25 @@ class WatcherRepository:
         )
         return None if row is None else self._record(row)
 
+    async def request_check(
+        self, conn: DbConnection, user_id: str, watcher_id: uuid.UUID, *, min_spacing_seconds: float
+    ) -> WatcherRecord | None:
+        """Make an ACTIVE watcher due now, unless its last check is less than ``min_spacing_seconds`` old
+        (database clock). None when nothing changed: not the caller's, not active, or checked too recently."""
+        row = await conn.fetchrow(
+            f"""
+            UPDATE {self._watchers}
+               SET next_check_at = least(next_check_at, now()), updated_at = now()
+             WHERE id = $1 AND user_id = $2 AND status = 'ACTIVE'
+               AND (last_checked_at IS NULL OR last_checked_at <= now() - make_interval(secs => $3))
+         RETURNING {_WATCHER_COLUMNS}
+            """,
+            watcher_id,
+            user_id,
+            min_spacing_seconds,
+        )
+        return None if row is None else self._record(row)
+
     async def delete(self, conn: DbConnection, user_id: str, watcher_id: uuid.UUID) -> bool:
         status = await conn.execute(
             f"DELETE FROM {self._watchers} WHERE id = $1 AND user_id = $2", watcher_id, user_id

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from signal_watcher.domain.errors import ValidationFailed
-from signal_watcher.domain.ssrf import check_url
+from signal_watcher.domain.ssrf import STRICT_GUARD, AddressGuard, check_url
 
 __all__ = [
     "AUTO_DISABLE_FAILURES",
@@ -120,12 +120,13 @@ class WatcherSpec:
     json_path: str | None
     prompt_template: str
 
-    def validated(self) -> WatcherSpec:
+    def validated(self, guard: AddressGuard = STRICT_GUARD) -> WatcherSpec:
+        """The spec with its interval clamped; ValidationFailed (or UrlRefused, checked with `guard`)."""
         if not self.name.strip() or len(self.name) > NAME_MAX_CHARS:
             raise ValidationFailed("invalid_name")
         if not self.agent_id.strip() or len(self.agent_id) > AGENT_ID_MAX_CHARS:
             raise ValidationFailed("invalid_agent_id")
-        check_url(self.url)
+        check_url(self.url, guard)
         validate_headers(self.headers)
         if self.body is not None:
             if self.method is not Method.POST:

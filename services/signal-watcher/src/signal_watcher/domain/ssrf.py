@@ -3,11 +3,16 @@
 Two checks, both required:
 
 - `check_url` (at create/update time and again before every probe): http/https only, no credentials, no
-  IPv6 literals, no `localhost`/`.localhost`/`.local`/`.internal`/single-label names, every numeric IPv4
-  spelling (`127.1`, `0x7f000001`, `2130706433`, `0177.0.0.1`) is decoded the way `inet_aton` (and so the
-  system resolver) reads it and refused unless it is a canonical public dotted quad.
+  IPv6 literals, a port of 1..65535 written as 1 to 5 ASCII digits, no
+  `localhost`/`.localhost`/`.local`/`.internal`/single-label names, every numeric IPv4 spelling (`127.1`,
+  `0x7f000001`, `2130706433`, `0177.0.0.1`) is decoded the way `inet_aton` (and so the system resolver)
+  reads it and refused unless it is a canonical dotted quad that the guard lets through.
 - `AddressGuard.check` on **every** address the name resolves to, at connect time (see
   `adapters.probe_client`), so a name that later resolves to a private address (DNS rebinding) is refused.
+
+The guard refuses every non-public address, except addresses inside the operator's explicit allow-list
+(`SIGNAL_PROBE_ALLOWED_NETWORKS`, empty by default). The allow-list opens addresses only: the name rules
+above (`localhost`, single-label names, ...) and the IPv6-literal rule hold whatever it contains.
 
 The URL is parsed with `httpx.URL`, the same parser the probe client uses, so the validated host is the host
 that is connected to (no parser differential). Parsing is pure; nothing here does I/O.
@@ -16,7 +21,9 @@ that is connected to (no parser differential). Parsing is pure; nothing here doe
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import httpx
@@ -24,21 +31,30 @@ import httpx
 from signal_watcher.domain.errors import UrlRefused
 
 __all__ = [
+    "PORT_MAX",
+    "PORT_MIN",
     "STRICT_GUARD",
     "URL_MAX_CHARS",
     "AddressGuard",
     "IpAddress",
+    "IpNetwork",
     "ProbeTarget",
     "check_url",
     "is_blocked_address",
+    "parse_networks",
 ]
 
 URL_MAX_CHARS = 1024
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 BLOCKED_NAME_SUFFIXES = (".localhost", ".local", ".internal")
 BLOCKED_NAMES = frozenset({"localhost"})
+PORT_MIN = 1
+PORT_MAX = 65535
+_PORT_TEXT = re.compile(r"[0-9]{1,5}")
+_AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)")
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 _BLOCKED_NETWORKS = tuple(
     ipaddress.ip_network(n)
@@ -99,15 +115,42 @@ def is_blocked_address(address: IpAddress) -> bool:
     )
 
 
+def parse_networks(text: str) -> tuple[IpNetwork, ...]:
+    """`"127.0.0.0/8, 10.1.0.0/16"` -> networks; ValueError for a malformed entry or one with host bits set
+    (`127.0.0.1/8`), so a typo never opens more or other addresses than the operator wrote."""
+    parts = [part.strip() for part in text.split(",")] if text.strip() else []
+    networks: list[IpNetwork] = []
+    for part in parts:
+        if not part.isascii() or "/" not in part:
+            raise ValueError("every entry must be a network in CIDR notation, e.g. 127.0.0.0/8")
+        try:
+            network = ipaddress.ip_network(part, strict=True)
+        except ValueError:
+            raise ValueError("every entry must be a network in CIDR notation without host bits") from None
+        if network not in networks:
+            networks.append(network)
+    return tuple(networks)
+
+
 @dataclass(frozen=True)
 class AddressGuard:
-    """Connect-time address policy. Production uses `STRICT_GUARD`; `allow_loopback=True` exists only so
-    tests can probe fixture servers on 127.0.0.1. No setting or environment variable constructs it."""
+    """Connect-time address policy: public addresses pass, plus any address inside `allowed_networks`.
 
-    allow_loopback: bool = False
+    Production builds it once from `SIGNAL_PROBE_ALLOWED_NETWORKS` (see `settings`); the default, and
+    `STRICT_GUARD`, allow no network. An IPv4-mapped IPv6 address is matched as IPv6 only, so an allowed
+    IPv4 network never lets its `::ffff:` spelling through."""
+
+    allowed_networks: tuple[IpNetwork, ...] = ()
+
+    @classmethod
+    def allowing(cls, networks: Iterable[IpNetwork]) -> AddressGuard:
+        return cls(tuple(networks))
+
+    def allows(self, address: IpAddress) -> bool:
+        return any(address in n for n in self.allowed_networks if n.version == address.version)
 
     def check(self, address: IpAddress) -> None:
-        if self.allow_loopback and address.version == 4 and address.is_loopback:
+        if self.allows(address):
             return
         if is_blocked_address(address):
             raise UrlRefused("ssrf_blocked_address")
@@ -133,6 +176,22 @@ def _ipv4_literal(host: str) -> ipaddress.IPv4Address | None:
     return ipaddress.IPv4Address(packed)
 
 
+def _port_of(raw: str, scheme: str) -> int:
+    """The port as written in the authority (1..65535, ASCII digits only), or the scheme's default.
+
+    httpx reads the port with `int()`, which also takes `+80`, `8_0`, non-ASCII digits and any size, so the
+    text is checked here first; a port outside 1..65535 is `url_port_invalid`."""
+    match = _AUTHORITY.match(raw)
+    if match is None:
+        raise UrlRefused("url_invalid")
+    _, colon, text = match.group(1).partition(":")
+    if not colon or text == "":
+        return 443 if scheme == "https" else 80
+    if _PORT_TEXT.fullmatch(text) is None or not PORT_MIN <= int(text) <= PORT_MAX:
+        raise UrlRefused("url_port_invalid")
+    return int(text)
+
+
 def check_url(raw: str, guard: AddressGuard = STRICT_GUARD) -> ProbeTarget:
     """Validate a probe URL; raises UrlRefused with a stable code. Does not resolve names."""
     if not raw or len(raw) > URL_MAX_CHARS or not raw.isprintable() or any(c in raw for c in " \\\t"):
@@ -152,7 +211,7 @@ def check_url(raw: str, guard: AddressGuard = STRICT_GUARD) -> ProbeTarget:
         raise UrlRefused("url_invalid")
     if ":" in host:
         raise UrlRefused("ssrf_ipv6_literal")
-    port = url.port or (443 if url.scheme == "https" else 80)
+    port = _port_of(raw, url.scheme)
     literal = _ipv4_literal(host)
     if literal is not None:
         if str(literal) != host:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -21,6 +22,7 @@ from signal_watcher.adapters.repository import WatcherRecord, WatcherRepository
 from signal_watcher.domain.errors import ValidationFailed
 from signal_watcher.domain.masking import MASK, is_sensitive_key
 from signal_watcher.domain.model import Header, Status, WatcherSpec, resets_baseline
+from signal_watcher.domain.ssrf import AddressGuard
 from signal_watcher.entrypoints.api_models import (
     AdminWatcherPage,
     CheckOut,
@@ -40,6 +42,7 @@ from yovision_platform.errors import PlatformError
 __all__ = ["ADMIN_PERMISSION", "PAGE_MAX_ITEMS", "ApiDeps", "install_api", "openapi_document"]
 
 ADMIN_PERMISSION = "signal:read"
+CHECK_NOW_MIN_SPACING_SECONDS = 5
 PAGE_MAX_ITEMS = 100
 PAGE_DEFAULT_ITEMS = 50
 
@@ -51,6 +54,7 @@ class ApiDeps:
     probe: ProbeClient
     verifier: TokenVerifier
     max_watchers_per_user: int
+    check_requested: Callable[[], None] = lambda: None  # wakes this instance's scheduler
 
 
 class NotFound(PlatformError):
@@ -59,6 +63,14 @@ class NotFound(PlatformError):
 
 class LimitReached(PlatformError):
     code = "watcher_limit_reached"
+
+
+class NotActive(PlatformError):
+    code = "watcher_not_active"
+
+
+class CheckTooSoon(PlatformError):
+    code = "check_too_soon"
 
 
 def _caller(request: Request, token: BearerToken) -> Identity:
@@ -71,7 +83,9 @@ Limit = Annotated[int, Query(ge=1, le=PAGE_MAX_ITEMS)]
 Offset = Annotated[int, Query(ge=0, le=1_000_000)]
 
 
-def _spec_of(body: WatcherIn, previous: WatcherSpec | None, body_sent: bool) -> WatcherSpec:
+def _spec_of(
+    body: WatcherIn, previous: WatcherSpec | None, body_sent: bool, guard: AddressGuard
+) -> WatcherSpec:
     stored = {h.key.lower(): h.value for h in previous.headers} if previous else {}
     headers = tuple(
         Header(h.key, stored[h.key.lower()])
@@ -90,7 +104,7 @@ def _spec_of(body: WatcherIn, previous: WatcherSpec | None, body_sent: bool) -> 
         compare_mode=body.compare_mode,
         json_path=body.json_path,
         prompt_template=body.prompt_template,
-    ).validated()
+    ).validated(guard)
 
 
 async def _preflight(probe: ProbeClient, url: str) -> None:
@@ -108,12 +122,15 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
 
     async def handle_platform_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, PlatformError)
-        status = {NotFound: 404, LimitReached: 409}.get(
+        status = {NotFound: 404, LimitReached: 409, NotActive: 409, CheckTooSoon: 429}.get(
             type(exc), 422 if isinstance(exc, ValidationFailed) else 500
         )
-        return JSONResponse({"error": exc.code}, status_code=status)
+        headers = (
+            {"Retry-After": str(CHECK_NOW_MIN_SPACING_SECONDS)} if isinstance(exc, CheckTooSoon) else None
+        )
+        return JSONResponse({"error": exc.code}, status_code=status, headers=headers)
 
-    for error in (NotFound, LimitReached, ValidationFailed):
+    for error in (NotFound, LimitReached, NotActive, CheckTooSoon, ValidationFailed):
         app.add_exception_handler(error, handle_platform_error)
 
     app.state.signal_token_verifier = deps.verifier
@@ -135,7 +152,7 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
 
     @router.post("/signal-watchers", response_model=WatcherOut, status_code=201)
     async def create_watcher(caller: Caller, body: WatcherIn) -> WatcherOut:
-        spec = _spec_of(body, None, True)
+        spec = _spec_of(body, None, True, deps.probe.guard)
         await _preflight(deps.probe, spec.url)
         async with deps.pool.acquire() as conn, conn.transaction():
             await deps.repo.lock_user(conn, caller.subject)
@@ -153,7 +170,7 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
     async def update_watcher(caller: Caller, watcher_id: uuid.UUID, body: WatcherIn) -> WatcherOut:
         async with deps.pool.acquire() as conn:
             previous = (await owned(conn, caller, watcher_id)).spec
-        spec = _spec_of(body, previous, "body" in body.model_fields_set)
+        spec = _spec_of(body, previous, "body" in body.model_fields_set, deps.probe.guard)
         if spec.url != previous.url:
             await _preflight(deps.probe, spec.url)
         async with deps.pool.acquire() as conn, conn.transaction():
@@ -187,6 +204,29 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
             await owned(conn, caller, watcher_id)
             rows = await deps.repo.list_checks(conn, watcher_id, limit=limit, offset=offset)
         return CheckPage(items=[CheckOut.of(r) for r in rows], limit=limit, offset=offset)
+
+    @router.post(
+        "/signal-watchers/{watcher_id}/check",
+        response_model=WatcherOut,
+        status_code=202,
+        responses={
+            409: {"description": "watcher_not_active: only an ACTIVE watcher is checked"},
+            429: {"description": f"check_too_soon: last check under {CHECK_NOW_MIN_SPACING_SECONDS} s ago"},
+        },
+    )
+    async def check_now(caller: Caller, watcher_id: uuid.UUID) -> WatcherOut:
+        """Run a real check as soon as possible (recorded, may trigger, counts failures), like a due one.
+        Overrides the interval and a failure backoff; at most one per watcher every
+        CHECK_NOW_MIN_SPACING_SECONDS, so the API cannot be used to hammer a target."""
+        async with deps.pool.acquire() as conn:
+            record = await deps.repo.request_check(
+                conn, caller.subject, watcher_id, min_spacing_seconds=CHECK_NOW_MIN_SPACING_SECONDS
+            )
+            if record is None:
+                current = await owned(conn, caller, watcher_id)
+                raise NotActive() if current.status is not Status.ACTIVE else CheckTooSoon()
+        deps.check_requested()
+        return WatcherOut.of(record)
 
     @router.post("/signal-watchers/{watcher_id}/test", response_model=TestResultOut)
     async def test_now(caller: Caller, watcher_id: uuid.UUID) -> TestResultOut:

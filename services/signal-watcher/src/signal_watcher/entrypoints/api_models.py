@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from signal_watcher.adapters.repository import CheckRow, WatcherRecord
 from signal_watcher.domain.masking import body_length, mask_headers
 from signal_watcher.domain.model import MAX_HEADERS, CompareMode, Method, Status
+from signal_watcher.domain.ssrf import PORT_MAX, PORT_MIN, URL_MAX_CHARS
 
 __all__ = [
     "CheckOut",
@@ -39,7 +40,13 @@ class WatcherIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     agent_id: str
-    url: str
+    url: str = Field(
+        description=(
+            f"http or https, at most {URL_MAX_CHARS} characters, no userinfo, port {PORT_MIN}..{PORT_MAX} "
+            "(1 to 5 ASCII digits; else 422 `url_port_invalid`); the SSRF guard refuses non-public hosts "
+            "(422 `ssrf_*`)."
+        )
+    )
     method: Method = Method.GET
     headers: list[HeaderModel] = Field(default_factory=list, max_length=MAX_HEADERS)
     body: str | None = None

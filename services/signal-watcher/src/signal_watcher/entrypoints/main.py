@@ -1,12 +1,13 @@
 """Composition root of signal-watcher: `signal-watcher serve | migrate | check-config`.
 
 `serve` wires the API, the due-scan scheduler and the retention cleaner onto the shared process shell. The
-probe client is always built with the strict SSRF guard and the system resolver: nothing in configuration
-can loosen it.
+probe client uses the system resolver and the SSRF guard of `SIGNAL_PROBE_ALLOWED_NETWORKS` (strict when
+empty, the default); a non-empty allow-list is logged as a warning at every start.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 
 from signal_watcher.adapters.probe_client import ProbeClient
@@ -24,12 +25,26 @@ from yovision_platform.service import main as run
 SERVICE_NAME = "signal-watcher"
 MIGRATIONS_DIR = migrations_dir_of("signal_watcher")
 
+log = logging.getLogger(__name__)
+
 
 async def configure(ctx: ServiceContext) -> None:
     settings = ctx.settings
     assert isinstance(settings, SignalWatcherSettings)
     repo = WatcherRepository(ctx.plan.schema, settings.cipher)
-    probe = ProbeClient()
+    guard = settings.probe_guard
+    if guard.allowed_networks:
+        log.warning(
+            "SSRF guard loosened: probes may reach these non-public networks",
+            extra={"allowed_networks": [str(n) for n in guard.allowed_networks]},
+        )
+    probe = ProbeClient(guard=guard)
+    scheduler: Scheduler | None = None
+    if settings.scheduler_enabled:
+        metrics = SignalMetrics.create(ctx.registry)
+        runner = CheckRunner(ctx.pool, repo, probe, AvroSerde(SchemaRegistry.load()), metrics=metrics)
+        scheduler = Scheduler(ctx.pool, repo, runner, settings.instance_id)
+        ctx.add_worker("scheduler", scheduler.run)
     install_api(
         ctx.app,
         ApiDeps(
@@ -38,12 +53,9 @@ async def configure(ctx: ServiceContext) -> None:
             probe=probe,
             verifier=settings.token_verifier,
             max_watchers_per_user=settings.max_watchers_per_user,
+            check_requested=scheduler.wake if scheduler is not None else lambda: None,
         ),
     )
-    if settings.scheduler_enabled:
-        metrics = SignalMetrics.create(ctx.registry)
-        runner = CheckRunner(ctx.pool, repo, probe, AvroSerde(SchemaRegistry.load()), metrics=metrics)
-        ctx.add_worker("scheduler", Scheduler(ctx.pool, repo, runner, settings.instance_id).run)
     cleaner = RetentionCleaner(ctx.pool, repo, effective_retention_days(settings.check_retention_days))
     ctx.add_worker("check-retention", cleaner.run)
 

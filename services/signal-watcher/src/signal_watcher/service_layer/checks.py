@@ -27,14 +27,21 @@ from yovision_platform.events import build_event
 from yovision_platform.leases import Lease
 from yovision_platform.outbox import Outbox, OutboxMessage
 
-__all__ = ["EVENT_SOURCE", "CheckRunner", "ProbeResult", "probe_and_judge"]
+__all__ = [
+    "JUDGE_INTERNAL_ERROR",
+    "PROBE_INTERNAL_ERROR",
+    "CheckRunner",
+    "ProbeResult",
+    "probe_and_judge",
+]
 
 log = logging.getLogger(__name__)
 
-EVENT_SOURCE = "signal"
 NOTIFICATION_KIND_WATCHER_DISABLED = "WATCHER_DISABLED"
 PREVIEW_SAMPLE_CHARS = 200
 UTF8_MAX_BYTES_PER_CHAR = 4
+PROBE_INTERNAL_ERROR = "probe_internal_error"  # an unexpected exception while checking/resolving/connecting
+JUDGE_INTERNAL_ERROR = "judge_internal_error"  # an unexpected exception while judging a response
 
 
 @dataclass(frozen=True)
@@ -46,19 +53,31 @@ class ProbeResult:
     sample: str | None  # the first PREVIEW_SAMPLE_CHARS of the body as text, for the test-now preview only
 
 
+def _unexpected(code: str, exc: Exception) -> str:
+    # Only the class: messages and tracebacks of unexpected errors may quote the URL or a header.
+    log.error("probe failed unexpectedly; recorded as a failure", extra={"error_code": type(exc).__name__})
+    return code
+
+
 async def probe_and_judge(probe: ProbeClient, record: WatcherRecord) -> ProbeResult:
-    """Probe the watcher's target and judge the response; failures become a stable code, never raise."""
+    """Probe the watcher's target and judge the response. Never raises (cancellation aside): every failure,
+    expected or not, becomes a stable code, so it is recorded and counts towards auto-disable."""
     spec = record.spec
     try:
         response = await probe.probe(spec.method.value, spec.url, spec.headers, spec.body)
     except ProbeFailed as exc:
         return ProbeResult(None, exc.code, None, None, None)
+    except Exception as exc:
+        return ProbeResult(None, _unexpected(PROBE_INTERNAL_ERROR, exc), None, None, None)
     head = response.body[: PREVIEW_SAMPLE_CHARS * UTF8_MAX_BYTES_PER_CHAR]
     sample = head.decode("utf-8", "replace")[:PREVIEW_SAMPLE_CHARS]
     try:
         judged = judge(spec.compare_mode, spec.json_path, response.status_code, response.body)
     except JudgeFailed as exc:
         return ProbeResult(None, exc.code, response.status_code, response.duration_ms, sample)
+    except Exception as exc:
+        code = _unexpected(JUDGE_INTERNAL_ERROR, exc)
+        return ProbeResult(None, code, response.status_code, response.duration_ms, sample)
     return ProbeResult(judged, None, response.status_code, response.duration_ms, sample)
 
 
@@ -161,7 +180,7 @@ class CheckRunner:
     async def _enqueue(
         self, conn: DbConnection, event_type: str, watcher_id: str, payload: dict[str, object]
     ) -> None:
-        event = build_event(self._serde, event_type, watcher_id, payload, EVENT_SOURCE)
+        event = build_event(self._serde, event_type, watcher_id, payload)
         await self._outbox.enqueue(conn, OutboxMessage.from_event(event, topic=self._topics.get(event_type)))
 
     async def _publish_trigger(

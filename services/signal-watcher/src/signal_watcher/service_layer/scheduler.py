@@ -12,7 +12,6 @@ one slot only until its own timeout, never the scan loop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 
@@ -53,17 +52,31 @@ class Scheduler:
         self._batch = batch_size
         self._max_in_flight = max_in_flight
         self._in_flight: dict[uuid.UUID, asyncio.Task[None]] = {}
+        self._woken = asyncio.Event()
         self.checks_done = 0
+
+    def wake(self) -> None:
+        """Scan now instead of at the end of the interval (a user asked for a check)."""
+        self._woken.set()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Worker entry point: scan until `stop`, then let in-flight checks finish (bounded)."""
         try:
             while not stop.is_set():
+                self._woken.clear()
                 await self.scan(stop)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), self._interval)
+                await self._sleep(stop)
         finally:
             await self.drain(STOP_GRACE_SECONDS)
+
+    async def _sleep(self, stop: asyncio.Event) -> None:
+        """Until the interval passed, ``stop`` is set or :meth:`wake` is called."""
+        waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._woken.wait())]
+        try:
+            await asyncio.wait(waits, timeout=self._interval, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
 
     async def scan(self, stop: asyncio.Event | None = None) -> int:
         """Claim and start due checks until no full batch is left; returns how many were started."""

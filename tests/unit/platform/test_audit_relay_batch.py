@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bell_receiver.domain.batch import (
+from yovision_platform.audit_relay.batch import (
     MAX_BATCH_ITEMS,
     BatchErrorCode,
     EnvelopeError,

@@ -1,6 +1,7 @@
 """The batch envelope and response of contract ``sense-audit-relay-v1``. Pure: no I/O.
 
-Decision (docs/services/bell-receiver.md): a malformed *envelope* (not UTF-8 JSON, duplicate object keys,
+Bell builds its answers with these models and Sense reads them with the same constants. Decision
+(docs/services/bell-receiver.md): a malformed *envelope* (not UTF-8 JSON, duplicate object keys,
 NaN/Infinity, not exactly ``{"items": [...]}``, 0 or more than 100 items) is refused as a whole with
 ``400`` and a stable code, because no item can be attributed. A malformed *item* only rejects that item;
 the other items of the batch are processed.
@@ -15,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bell_receiver.domain.facts import DeviceAuditFactV1, DeviceAuditFactV2, ItemRejectCode
+from yovision_platform.audit_relay.facts import DeviceAuditFactV1, DeviceAuditFactV2, ItemRejectCode
 
 CONTRACT_NAME: Literal["sense-audit-relay-v1"] = "sense-audit-relay-v1"
 BATCH_PATH = "/internal/v1/audit-events:batch"

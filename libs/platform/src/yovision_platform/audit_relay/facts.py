@@ -1,12 +1,17 @@
 """Device-audit facts of contract ``sense-audit-relay-v1``: formats v1 and v2, validation, digest.
 
-Pure: no I/O. The same models validate an HTTP batch item (JSON, strict) and a ``DeviceAuditRecorded``
-Kafka event (decoded Avro), so both paths of one fact yield the same canonical document and digest and
-Bell deduplicates them on ``(source_system, event_id)``.
+Pure: no I/O. The same models build and validate an HTTP batch item (JSON, strict) and the fact a
+``DeviceAuditRecorded`` Kafka event carries (decoded Avro), so both channels of one fact yield the same
+canonical document and digest, and Bell deduplicates them on ``(source_system, event_id)``.
 
 Canonical document: the validated fact with ``event_id`` as lowercase hyphenated UUID text and
 ``occurred_at`` converted to UTC, ``YYYY-MM-DDTHH:MM:SS.ffffffZ``. Digest: SHA-256 of that document as
 JSON with sorted keys, no whitespace, UTF-8 (:func:`canonical_json`).
+
+One clock, one precision: a producer takes a fact's ``occurred_at`` once, from the database clock,
+truncated to whole milliseconds (:func:`fact_time`), and puts that same instant in the outbox row and in the
+Kafka envelope (whose ``occurred_at`` is epoch milliseconds, :func:`epoch_millis`). The contract's text form
+keeps six fraction digits; for a canonical fact the last three are always ``000``.
 """
 
 from __future__ import annotations
@@ -15,15 +20,15 @@ import enum
 import hashlib
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-SOURCE_SYSTEM_SENSE = "sense"
-EVENT_TYPE_DEVICE_AUDIT = "DeviceAuditRecorded"
+SOURCE_SYSTEM = "sense"  # the catalogue's owner of EVENT_TYPE (checked by tests/contract)
+EVENT_TYPE = "DeviceAuditRecorded"
 
 MAX_ID_CHARS = 128
 MAX_ACTION_CHARS = 64
@@ -32,7 +37,9 @@ MAX_CHANGED_FIELDS = 64
 MAX_FIELD_NAME_CHARS = 64
 MAX_CORRELATION_ID_CHARS = 128
 MAX_CONFIG_VERSION = 2**63 - 1
-SUPPORTED_SCHEMA_VERSIONS = (1, 2)
+FACT_VERSION_1 = 1
+FACT_VERSION_2 = 2
+SUPPORTED_SCHEMA_VERSIONS = (FACT_VERSION_1, FACT_VERSION_2)
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
 ACTION_PATTERN = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$"
@@ -130,8 +137,28 @@ class RejectedItem:
     event_id: uuid.UUID | None
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_MILLISECOND = timedelta(milliseconds=1)
+
+
 def canonical_timestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def fact_time(moment: datetime) -> datetime:
+    """``moment`` (timezone-aware) in UTC, truncated to whole milliseconds: a fact's ``occurred_at``."""
+    utc = moment.astimezone(UTC)
+    return utc.replace(microsecond=utc.microsecond - utc.microsecond % 1000)
+
+
+def epoch_millis(moment: datetime) -> int:
+    """Whole milliseconds since the Unix epoch (exact integer arithmetic, no float rounding)."""
+    return (moment - _EPOCH) // _ONE_MILLISECOND
+
+
+def is_fact_time(moment: datetime) -> bool:
+    """True when ``moment`` is at the facts' precision (whole milliseconds)."""
+    return moment.microsecond % 1000 == 0
 
 
 def canonical_json(document: Mapping[str, Any]) -> bytes:
@@ -198,6 +225,45 @@ def validate_item(item: object) -> ValidFact | RejectedItem:
     return _valid(fact)
 
 
+def fact_document(
+    *,
+    fact_version: int,
+    event_id: uuid.UUID,
+    occurred_at: datetime,
+    tenant_id: str,
+    site_id: str,
+    device_id: str,
+    action: str,
+    actor: str,
+    changed_fields: Sequence[str],
+    config_version: int,
+    correlation_id: str | None = None,
+) -> dict[str, Any]:
+    """The JSON object of one fact as a producer sends it (format 1 or 2, chosen by ``fact_version``).
+
+    Format 1 has no ``config_version`` / ``correlation_id``. Only the shape is built here, nothing is
+    validated: a relay sends a stored fact exactly as it was written (Bell's answer settles it), and a
+    producer validates a new fact when it derives the Kafka form (:func:`audit_event_parts`). A new fact is
+    timed by :func:`fact_time`; facts stored before that rule keep their microseconds."""
+    if fact_version not in SUPPORTED_SCHEMA_VERSIONS:
+        raise ValueError("fact_version must be 1 or 2")
+    document: dict[str, Any] = {
+        "schema_version": fact_version,
+        "event_id": str(event_id),
+        "occurred_at": canonical_timestamp(occurred_at),
+        "tenant_id": tenant_id,
+        "site_id": site_id,
+        "device_id": device_id,
+        "action": action,
+        "actor": actor,
+        "changed_fields": list(changed_fields),
+    }
+    if fact_version == FACT_VERSION_2:
+        document["config_version"] = config_version
+        document["correlation_id"] = correlation_id
+    return document
+
+
 def fact_from_audit_event(record: Mapping[str, Any]) -> ValidFact | RejectedItem:
     """The fact carried by a decoded ``DeviceAuditRecorded`` event (``fact_version`` 1 or 2)."""
     envelope = record["envelope"]
@@ -217,3 +283,44 @@ def fact_from_audit_event(record: Mapping[str, Any]) -> ValidFact | RejectedItem
         document["config_version"] = record["config_version"]
         document["correlation_id"] = envelope.get("correlation_id")
     return validate_item(document)
+
+
+@dataclass(frozen=True)
+class AuditEventParts:
+    """What a ``DeviceAuditRecorded`` event carries for one fact: the payload fields and the envelope
+    values (event id, time in epoch milliseconds, correlation id). The inverse of
+    :func:`fact_from_audit_event`."""
+
+    payload: Mapping[str, Any]
+    event_id: uuid.UUID
+    occurred_at_ms: int
+    correlation_id: str | None
+
+
+def audit_event_parts(document: Mapping[str, Any]) -> AuditEventParts:
+    """The Kafka form of a fact built by :func:`fact_document`; both forms have one digest. Raises
+    ValueError for a fact not at whole milliseconds: the envelope could not carry its exact time."""
+    checked = validate_item(dict(document))
+    if isinstance(checked, RejectedItem):
+        raise ValueError(f"fact refused by the contract: {checked.code.value}")
+    fact = checked.fact
+    if not is_fact_time(fact.occurred_at):
+        raise ValueError("occurred_at must be a whole number of milliseconds")
+    v2 = fact if isinstance(fact, DeviceAuditFactV2) else None
+    payload = {
+        "action": fact.action,
+        "actor": fact.actor,
+        "device_id": fact.device_id,
+        "tenant_id": fact.tenant_id,
+        "site_id": fact.site_id,
+        "changed_fields": list(fact.changed_fields),
+        # Format 1 has no config version, but the Avro field is required; readers ignore it for format 1.
+        "config_version": v2.config_version if v2 else 0,
+        "fact_version": fact.schema_version,
+    }
+    return AuditEventParts(
+        payload=payload,
+        event_id=fact.event_id,
+        occurred_at_ms=epoch_millis(fact.occurred_at),
+        correlation_id=v2.correlation_id if v2 else None,
+    )

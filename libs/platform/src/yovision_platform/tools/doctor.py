@@ -1,0 +1,424 @@
+"""``make doctor``: check the invariants of a running environment of the five services.
+
+    python -m yovision_platform.tools.doctor [--env-dir .local] [--wait SECONDS] [--json]
+
+Checks, each a list of findings (empty = healthy):
+
+- ``dead_letters``: rows of every service schema's ``consumer_dead_letters``, and Sense's device-audit
+  facts dead-lettered in place (``device_operation_outbox.dead_lettered_at``). A dead letter never goes away
+  by itself: each one is a fact that did not arrive and needs an operator (docs/runbooks/doctor.md).
+- ``outbox_backlog``: outbox rows not yet published to Kafka, and (when Sense's relay to Bell is on) facts
+  not yet delivered to Bell.
+- ``consumer_lag``: for every consumer group of the environment, Kafka's end offsets (read_committed)
+  minus the position the consumer stored with its effects.
+- ``secrets``: any secret of the environment (every file in ``<env>/secrets``, the PostgreSQL admin DSN's
+  password, and what the caller adds) found in a service log, a ``/metrics`` page or a Kafka message
+  (key, value or header) of the environment's topics.
+
+Backlog and lag shrink on their own; ``--wait`` re-checks them until they are gone or the time is up.
+Dead letters and leaked secrets are reported at once. The doctor only reads: it connects with the admin DSN
+named by ``<env>/stack.env`` and runs SELECTs, and reads Kafka without joining a consumer group. Findings
+name the service, schema, table or group and a count, never a secret or a message's content.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import asyncpg
+import httpx
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from yovision_platform.db import Identifier
+from yovision_platform.localstack import LocalStack, read_env_file
+from yovision_platform.tools.devsecrets import LOCAL_SERVICES, LocalService
+
+__all__ = ["CHECKS", "Finding", "Report", "examine", "main", "secrets_of"]
+
+CHECKS = ("dead_letters", "outbox_backlog", "consumer_lag", "secrets")
+SETTLING_CHECKS = frozenset({"outbox_backlog", "consumer_lag"})
+MIN_SECRET_CHARS = 12
+KAFKA_TIMEOUT_SECONDS = 20.0
+READ_BATCH_TIMEOUT_MS = 1000
+HTTP_TIMEOUT_SECONDS = 5.0
+WAIT_POLL_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    where: str
+    detail: str
+    count: int = 1
+
+
+@dataclass
+class Report:
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return not self.findings
+
+    def of(self, check: str) -> list[Finding]:
+        return [f for f in self.findings if f.check == check]
+
+    def text(self) -> str:
+        if self.healthy:
+            return "doctor: healthy (" + ", ".join(CHECKS) + ")"
+        lines = [f"doctor: {len(self.findings)} finding(s)"]
+        lines += [f"  {f.check:<15} {f.where}: {f.detail} (x{f.count})" for f in self.findings]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """What the doctor needs of one service of the environment, from its generated env file."""
+
+    service: LocalService
+    schema: Identifier
+    kafka_prefix: str
+    port: int
+    bell_relay: bool
+
+
+def _configs(env_dir: Path) -> list[ServiceConfig]:
+    configs: list[ServiceConfig] = []
+    for service in LOCAL_SERVICES:
+        path = env_dir / "env" / f"{service.name}.env"
+        if not path.exists():
+            continue
+        env = read_env_file(path)
+        p = service.env_prefix
+        configs.append(
+            ServiceConfig(
+                service=service,
+                schema=Identifier(env.get(f"{p}DATABASE_SCHEMA", service.schema)),
+                kafka_prefix=env.get(f"{p}KAFKA_PREFIX", ""),
+                port=int(env.get(f"{p}HTTP_PORT", str(service.http_port))),
+                bell_relay=env.get(f"{p}BELL_RELAY_ENABLED", "false").lower() == "true",
+            )
+        )
+    return configs
+
+
+def secrets_of(env_dir: Path, stack: LocalStack) -> set[str]:
+    """Every secret of the environment: each secret file's content, and each DSN's password."""
+    found: set[str] = set()
+    texts = [stack.admin_dsn]
+    secret_dir = env_dir / "secrets"
+    if secret_dir.is_dir():
+        texts += [
+            p.read_text(encoding="utf-8", errors="replace") for p in secret_dir.iterdir() if p.is_file()
+        ]
+    for text in texts:
+        value = text.strip()
+        found.add(value)
+        if value.startswith(("postgresql://", "postgres://")):
+            password = urlsplit(value).password
+            if password:
+                found |= {password, unquote(password)}
+    return {s for s in found if len(s) >= MIN_SECRET_CHARS}
+
+
+async def _dead_letters(conn: asyncpg.Connection, config: ServiceConfig) -> list[Finding]:
+    s = config.schema.quoted
+    where = f"{config.service.name} ({config.schema})"
+    rows = await conn.fetch(
+        f"SELECT consumer_group, error_code, count(*) AS n FROM {s}.consumer_dead_letters "
+        "GROUP BY consumer_group, error_code ORDER BY 1, 2"
+    )
+    findings = [
+        Finding(
+            "dead_letters",
+            where,
+            f"consumer_dead_letters group={r['consumer_group']} code={r['error_code']}",
+            r["n"],
+        )
+        for r in rows
+    ]
+    if config.service.schema == "sense":
+        facts = await conn.fetch(
+            f"SELECT dead_letter_code, count(*) AS n FROM {s}.device_operation_outbox "
+            "WHERE dead_lettered_at IS NOT NULL GROUP BY 1 ORDER BY 1"
+        )
+        findings += [
+            Finding("dead_letters", where, f"device_operation_outbox code={r['dead_letter_code']}", r["n"])
+            for r in facts
+        ]
+    return findings
+
+
+async def _backlog(conn: asyncpg.Connection, config: ServiceConfig) -> list[Finding]:
+    s = config.schema.quoted
+    where = f"{config.service.name} ({config.schema})"
+    findings: list[Finding] = []
+    unpublished: int = await conn.fetchval(f"SELECT count(*) FROM {s}.outbox WHERE published_at IS NULL")
+    if unpublished:
+        findings.append(Finding("outbox_backlog", where, "outbox rows not published to Kafka", unpublished))
+    if config.service.schema == "sense" and config.bell_relay:
+        pending: int = await conn.fetchval(
+            f"SELECT count(*) FROM {s}.device_operation_outbox "
+            "WHERE delivered_at IS NULL AND dead_lettered_at IS NULL"
+        )
+        if pending:
+            findings.append(
+                Finding("outbox_backlog", where, "device-audit facts not delivered to Bell", pending)
+            )
+    return findings
+
+
+async def _positions(
+    conn: asyncpg.Connection, config: ServiceConfig
+) -> dict[tuple[str, TopicPartition], int]:
+    rows = await conn.fetch(
+        "SELECT consumer_group, topic, kafka_partition, next_offset "
+        f"FROM {config.schema.quoted}.consumer_positions"
+    )
+    return {
+        (r["consumer_group"], TopicPartition(r["topic"], r["kafka_partition"])): r["next_offset"]
+        for r in rows
+    }
+
+
+async def _end_offsets(bootstrap: str, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+    if not partitions:
+        return {}
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, isolation_level="read_committed"
+    )
+    await consumer.start()
+    try:
+        ends: dict[TopicPartition, int] = await consumer.end_offsets(list(partitions))
+        return ends
+    finally:
+        await consumer.stop()
+
+
+async def _partitions_of(bootstrap: str, topics: Iterable[str]) -> list[TopicPartition]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        found: list[TopicPartition] = []
+        for topic in sorted(topics):
+            parts = consumer.partitions_for_topic(topic)
+            if parts is None:
+                await consumer._client.force_metadata_update()  # aiokafka has no public call for this
+                parts = consumer.partitions_for_topic(topic) or set()
+            found += [TopicPartition(topic, p) for p in sorted(parts)]
+        return found
+    finally:
+        await consumer.stop()
+
+
+async def _lag(
+    stack: LocalStack, conn: asyncpg.Connection, configs: Sequence[ServiceConfig]
+) -> list[Finding]:
+    """Two views, both must be zero: the positions each consumer stored with its effects against the end of
+    every partition of the topics it has applied events from, and each running service's own
+    ``consumer_lag_messages`` over the partitions assigned to it (which also covers partitions it has not
+    applied anything from yet)."""
+    positions: dict[tuple[str, TopicPartition], int] = {}
+    group_service: dict[str, str] = {}
+    for config in configs:
+        for (group, tp), offset in (await _positions(conn, config)).items():
+            positions[(group, tp)] = offset
+            group_service[group] = config.service.name
+    watched: dict[str, set[str]] = {}
+    for group, tp in positions:
+        watched.setdefault(group, set()).add(tp.topic)
+    partitions = await _partitions_of(stack.kafka_bootstrap, {t for ts in watched.values() for t in ts})
+    ends = await _end_offsets(stack.kafka_bootstrap, partitions)
+    findings: list[Finding] = []
+    for group in sorted(watched):
+        lag = sum(
+            max(0, ends.get(tp, 0) - positions.get((group, tp), 0))
+            for tp in partitions
+            if tp.topic in watched[group]
+        )
+        if lag:
+            findings.append(
+                Finding("consumer_lag", group_service[group], f"group={group} stored positions behind", lag)
+            )
+    async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS) as http:
+        for config in configs:
+            reported = await _metric(http, config, "consumer_lag_messages")
+            if reported:
+                findings.append(
+                    Finding("consumer_lag", config.service.name, "consumer_lag_messages", int(reported))
+                )
+    return findings
+
+
+async def _metric(http: httpx.AsyncClient, config: ServiceConfig, name: str) -> float | None:
+    """The value of an unlabelled sample on the service's /metrics page; None when absent or unreachable."""
+    try:
+        page = (await http.get(f"http://127.0.0.1:{config.port}/metrics")).text
+    except httpx.HTTPError:
+        return None
+    for family in text_string_to_metric_families(page):
+        for sample in family.samples:
+            if sample.name == name and not sample.labels:
+                return float(sample.value)
+    return None
+
+
+def _scan(text: bytes, needles: Iterable[bytes]) -> int:
+    return sum(1 for needle in needles if needle in text)
+
+
+async def _secrets_in_logs_and_metrics(
+    env_dir: Path, configs: Sequence[ServiceConfig], needles: Sequence[bytes]
+) -> list[Finding]:
+    findings: list[Finding] = []
+    log_dir = env_dir / "logs"
+    for config in configs:
+        log = log_dir / f"{config.service.name}.log"
+        if log.is_file() and (hits := _scan(log.read_bytes(), needles)):
+            findings.append(Finding("secrets", config.service.name, f"secret(s) in {log.name}", hits))
+    async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS) as http:
+        for config in configs:
+            try:
+                page = (await http.get(f"http://127.0.0.1:{config.port}/metrics")).content
+            except httpx.HTTPError:
+                continue  # a stopped service has no metrics page; the logs were still read
+            if hits := _scan(page, needles):
+                findings.append(Finding("secrets", config.service.name, "secret(s) on /metrics", hits))
+    return findings
+
+
+async def _secrets_in_events(
+    stack: LocalStack, prefixes: set[str], needles: Sequence[bytes]
+) -> list[Finding]:
+    admin = AIOKafkaAdminClient(bootstrap_servers=stack.kafka_bootstrap, client_id="yovision-doctor")
+    await admin.start()
+    try:
+        topics = [
+            t
+            for t in await admin.list_topics()
+            if not t.startswith("__") and any(t.startswith(p) for p in prefixes)
+        ]
+    finally:
+        await admin.close()
+    if "" in prefixes:  # the unnamed environment: its topics are the catalogue names (no dot-prefix)
+        topics = [t for t in topics if t.split(".")[0] in {s.schema for s in LOCAL_SERVICES} | {"platform"}]
+    partitions = await _partitions_of(stack.kafka_bootstrap, topics)
+    ends = await _end_offsets(stack.kafka_bootstrap, partitions)
+    hits_by_topic: dict[str, int] = {}
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=stack.kafka_bootstrap,
+        group_id=None,
+        enable_auto_commit=False,
+        isolation_level="read_committed",
+        auto_offset_reset="earliest",
+    )
+    await consumer.start()
+    try:
+        pending = [tp for tp in partitions if ends.get(tp, 0) > 0]
+        if pending:
+            consumer.assign(pending)
+            await consumer.seek_to_beginning(*pending)
+        deadline = time.monotonic() + KAFKA_TIMEOUT_SECONDS
+        remaining = set(pending)
+        while remaining and time.monotonic() < deadline:
+            batches = await consumer.getmany(timeout_ms=READ_BATCH_TIMEOUT_MS)
+            for tp, messages in batches.items():
+                for message in messages:
+                    blob = (
+                        (message.key or b"")
+                        + (message.value or b"")
+                        + b"".join(v for _, v in message.headers)
+                    )
+                    if hits := _scan(blob, needles):
+                        hits_by_topic[tp.topic] = hits_by_topic.get(tp.topic, 0) + hits
+            for tp in list(remaining):
+                if await consumer.position(tp) >= ends[tp]:
+                    remaining.discard(tp)
+    finally:
+        await consumer.stop()
+    return [
+        Finding("secrets", topic, "secret(s) in Kafka messages", n)
+        for topic, n in sorted(hits_by_topic.items())
+    ]
+
+
+async def examine(
+    env_dir: Path,
+    *,
+    extra_secrets: Iterable[str] = (),
+    checks: Iterable[str] = CHECKS,
+) -> Report:
+    """One pass of the chosen checks over the environment in ``env_dir``."""
+    wanted = set(checks)
+    stack = LocalStack.load(env_dir)
+    configs = _configs(env_dir)
+    report = Report()
+    conn = await asyncpg.connect(stack.admin_dsn)
+    try:
+        async with conn.transaction(readonly=True):
+            for config in configs:
+                if "dead_letters" in wanted:
+                    report.findings += await _dead_letters(conn, config)
+                if "outbox_backlog" in wanted:
+                    report.findings += await _backlog(conn, config)
+            if "consumer_lag" in wanted:
+                report.findings += await _lag(stack, conn, configs)
+    finally:
+        await conn.close()
+    if "secrets" in wanted:
+        needles = sorted(
+            s.encode()
+            for s in secrets_of(env_dir, stack) | {s for s in extra_secrets if len(s) >= MIN_SECRET_CHARS}
+        )
+        report.findings += await _secrets_in_logs_and_metrics(env_dir, configs, needles)
+        report.findings += await _secrets_in_events(stack, {c.kafka_prefix for c in configs}, needles)
+    return report
+
+
+async def examine_until_settled(
+    env_dir: Path, *, wait_seconds: float, extra_secrets: Iterable[str] = (), checks: Iterable[str] = CHECKS
+) -> Report:
+    """Like :func:`examine`, re-checking backlog and lag until they are gone or ``wait_seconds`` passed;
+    the other checks run once, on the final pass."""
+    wanted = set(checks)
+    settling = wanted & SETTLING_CHECKS
+    deadline = time.monotonic() + wait_seconds
+    while settling:
+        report = await examine(env_dir, checks=settling)
+        if report.healthy or time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(WAIT_POLL_SECONDS)
+    return await examine(env_dir, extra_secrets=extra_secrets, checks=wanted)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="doctor", description="check the invariants of a running environment"
+    )
+    parser.add_argument("--env-dir", type=Path, default=Path(".local"))
+    parser.add_argument("--wait", type=float, default=0.0, help="seconds to let backlog and lag settle")
+    parser.add_argument("--json", action="store_true", help="print the findings as JSON")
+    args = parser.parse_args(argv)
+    if not (args.env_dir / "stack.env").exists():
+        print(f"doctor: {args.env_dir}/stack.env missing: start the stack first (make up)", file=sys.stderr)
+        return 2
+    report = asyncio.run(examine_until_settled(args.env_dir.resolve(), wait_seconds=args.wait))
+    if args.json:
+        print(json.dumps({"healthy": report.healthy, "findings": [asdict(f) for f in report.findings]}))
+    else:
+        print(report.text())
+    return 0 if report.healthy else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

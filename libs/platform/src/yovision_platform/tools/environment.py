@@ -1,0 +1,261 @@
+"""A whole, isolated environment of the five services on the shared local stack, for end-to-end tests.
+
+An environment is a folder laid out like ``.local`` (``stack.env``, ``env/``, ``secrets/``, ``run/``,
+``logs/``, ``media/``) and a name. It is made and run by exactly the tools ``make up`` uses:
+
+1. ``stack.env`` names the stack's PostgreSQL admin DSN file and Kafka broker, and the environment's own
+   MediaMTX (a private process: its path list belongs to this environment alone);
+2. ``infra/scripts/create_topics.py --prefix <name>.`` creates the catalogue's topics under the prefix;
+3. ``yovision_platform.tools.devsecrets <dir> --name <name> --port ...`` writes the env files and secrets
+   (schemas ``<name>_sense``..., Kafka prefix ``<name>.``, free HTTP ports);
+4. ``infra/scripts/services.sh up`` (``YOVISION_ENV_DIR=<dir>``) migrates and starts every service with
+   its real console script.
+
+On exit every service is stopped and the environment's schemas, roles and topics are removed, so runs
+never see each other. The environment can kill a service with SIGKILL and start it again, as an operator
+or a crash would. Nothing here reaches into a service: the caller drives the services through their
+public interfaces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncpg
+from aiokafka.admin import AIOKafkaAdminClient
+
+from yovision_platform.db import Identifier
+from yovision_platform.localstack import LocalStack, read_env_file
+from yovision_platform.migrations import SchemaPlan, drop
+from yovision_platform.tools.devsecrets import LOCAL_SERVICES, Environment, LocalService
+from yovision_platform.tools.localhost import free_port
+from yovision_platform.tools.mediamtx_sandbox import mediamtx_sandbox
+
+__all__ = ["LocalEnvironment", "ServiceHandle", "local_environment"]
+
+REPO_ROOT = Path(__file__).resolve().parents[5]
+SERVICES_SCRIPT = REPO_ROOT / "infra" / "scripts" / "services.sh"
+CREATE_TOPICS_SCRIPT = REPO_ROOT / "infra" / "scripts" / "create_topics.py"
+SERVICES_UP_TIMEOUT_SECONDS = 240.0
+SERVICES_DOWN_TIMEOUT_SECONDS = 90.0
+KILL_WAIT_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class ServiceHandle:
+    """One service of the environment: its name, env-var prefix, schema and HTTP base URL."""
+
+    service: LocalService
+    schema: str
+    port: int
+
+    @property
+    def name(self) -> str:
+        return self.service.name
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@dataclass
+class LocalEnvironment:
+    """A started environment (see the module docstring); made by :func:`local_environment`."""
+
+    root: Path
+    definition: Environment
+    stack: LocalStack
+    mediamtx_url: str
+    services: dict[str, ServiceHandle] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    @property
+    def kafka_prefix(self) -> str:
+        return self.definition.kafka_prefix
+
+    def service(self, name: str) -> ServiceHandle:
+        return self.services[name]
+
+    def url(self, name: str) -> str:
+        return self.services[name].url
+
+    def env_of(self, name: str) -> dict[str, str]:
+        """The service's generated env file (names of secret files, never secrets)."""
+        return read_env_file(self.root / "env" / f"{name}.env")
+
+    def secret_file(self, name: str, setting: str) -> Path:
+        """The secret file a setting of the service names (e.g. ``API_TOKEN_FILE``)."""
+        service = self.services[name].service
+        return Path(self.env_of(name)[f"{service.env_prefix}{setting}"])
+
+    def log_file(self, name: str) -> Path:
+        return self.root / "logs" / f"{name}.log"
+
+    def pid(self, name: str) -> int | None:
+        try:
+            return int((self.root / "run" / f"{name}.pid").read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def topic(self, logical: str) -> str:
+        return self.kafka_prefix + logical
+
+    def exec_args(self, name: str, *command: str) -> list[str]:
+        """A command line running ``command`` with the service's runtime env (``services.sh exec``)."""
+        return ["bash", str(SERVICES_SCRIPT), "exec", name, *command]
+
+    def script_env(self) -> dict[str, str]:
+        return {**os.environ, "YOVISION_ENV_DIR": str(self.root)}
+
+    async def services_script(self, action: str, *names: str, within_seconds: float) -> None:
+        process = await asyncio.create_subprocess_exec(
+            "bash",
+            str(SERVICES_SCRIPT),
+            action,
+            *names,
+            cwd=REPO_ROOT,
+            env=self.script_env(),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        try:
+            output, _ = await asyncio.wait_for(process.communicate(), within_seconds)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            raise AssertionError(
+                f"services.sh {action} {' '.join(names)}: no answer in {within_seconds:.0f}s"
+            ) from None
+        if process.returncode != 0:
+            tail = "\n".join(output.decode(errors="replace").splitlines()[-40:])
+            raise AssertionError(
+                f"services.sh {action} {' '.join(names)} exited {process.returncode}:\n{tail}"
+            )
+
+    async def start(self, *names: str) -> None:
+        """Start the named services (all when none is named); idempotent for running ones."""
+        await self.services_script("up", *names, within_seconds=SERVICES_UP_TIMEOUT_SECONDS)
+
+    async def stop(self, *names: str) -> None:
+        await self.services_script("down", *names, within_seconds=SERVICES_DOWN_TIMEOUT_SECONDS)
+
+    async def kill(self, name: str) -> None:
+        """SIGKILL the service's process group (the service and any child, such as ffmpeg), as a crash of
+        its container would; waits until the service is gone."""
+        pid = self.pid(name)
+        if pid is None:
+            raise AssertionError(f"{name} is not running")
+        with contextlib.suppress(ProcessLookupError):
+            if os.getpgid(pid) == pid:  # services.sh starts each service as its own session leader
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + KILL_WAIT_SECONDS
+        while _alive(pid):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{name} (pid {pid}) still alive after SIGKILL")
+            await asyncio.sleep(0.05)
+
+    async def restart_after_kill(self, name: str) -> None:
+        await self.kill(name)
+        await self.start(name)
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie is not running)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _run(*args: str, env: Mapping[str, str] | None = None) -> None:
+    completed = subprocess.run(
+        list(args), cwd=REPO_ROOT, env=dict(env or os.environ), capture_output=True, text=True, check=False
+    )
+    if completed.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(args[:3])}... exited {completed.returncode}: {completed.stderr[-2000:]}"
+        )
+
+
+async def _drop_everything(stack: LocalStack, definition: Environment) -> None:
+    admin = await asyncpg.connect(stack.admin_dsn)
+    try:
+        for service in LOCAL_SERVICES:
+            schema = Identifier(definition.schema(service))
+            plan = SchemaPlan(schema, Identifier(f"{schema}_owner"), Identifier(f"{schema}_app"), ())
+            await drop(admin, plan)
+    finally:
+        await admin.close()
+    kafka = AIOKafkaAdminClient(bootstrap_servers=stack.kafka_bootstrap)
+    await kafka.start()
+    try:
+        ours = [t for t in await kafka.list_topics() if t.startswith(definition.kafka_prefix)]
+        if ours:
+            await kafka.delete_topics(ours)
+    finally:
+        await kafka.close()
+
+
+@contextlib.asynccontextmanager
+async def local_environment(
+    root: Path,
+    name: str,
+    *,
+    stack_dir: Path = REPO_ROOT / ".local",
+    settings: Mapping[str, str] | None = None,
+) -> AsyncIterator[LocalEnvironment]:
+    """Make, start and finally remove the environment ``name`` in the empty folder ``root``.
+
+    ``settings`` are operator settings (full env var names) added to the services' env files, exactly as
+    an operator would add them to ``.local/env``. The stack (PostgreSQL, Kafka) must be running."""
+    if not name:
+        raise ValueError("an environment needs a name (the unnamed one is the local stack of `make up`)")
+    stack = LocalStack.load(stack_dir)
+    root.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, before anything runs
+    ports = {service.name: free_port() for service in LOCAL_SERVICES}
+    definition = Environment(name, ports, dict(settings or {}))
+    binary = stack_dir / "bin" / "mediamtx"
+    async with contextlib.AsyncExitStack() as cleanup:
+        mediamtx_url = await cleanup.enter_async_context(mediamtx_sandbox(binary, root, label=name))
+        (root / "stack.env").write_text(
+            f"YOVISION_PG_ADMIN_DSN_FILE={stack.admin_dsn_file}\n"
+            f"YOVISION_KAFKA_BOOTSTRAP={stack.kafka_bootstrap}\n"
+            f"YOVISION_MEDIAMTX_API_URL={mediamtx_url}\n",
+            encoding="utf-8",
+        )
+        python = sys.executable
+        cleanup.push_async_callback(_drop_everything, stack, definition)
+        _run(python, str(CREATE_TOPICS_SCRIPT), "--bootstrap", stack.kafka_bootstrap, "--prefix", f"{name}.")
+        _run(
+            python,
+            "-m",
+            "yovision_platform.tools.devsecrets",
+            str(root),
+            "--name",
+            name,
+            *(arg for service, port in ports.items() for arg in ("--port", f"{service}={port}")),
+            *(arg for key, value in definition.settings.items() for arg in ("--setting", f"{key}={value}")),
+        )
+        environment = LocalEnvironment(root, definition, stack, mediamtx_url)
+        for service in LOCAL_SERVICES:
+            environment.services[service.name] = ServiceHandle(
+                service, definition.schema(service), ports[service.name]
+            )
+        cleanup.push_async_callback(environment.stop)
+        await environment.start()
+        yield environment

@@ -1,0 +1,249 @@
+"""The end-to-end suite: the five services as real processes, driven only through public interfaces.
+
+One environment for the whole session (`yovision_platform.tools.environment`): the services are started
+by `infra/scripts/services.sh` with env files made by `devsecrets`, exactly as `make up` does, in their own
+schemas, under their own Kafka prefix, on free ports and with a private MediaMTX; they share the run's
+PostgreSQL cluster and Kafka broker. Flows talk to the HTTP APIs, the `sense-orphan` CLI, Kafka topics
+and the MediaMTX API. The database is only read, to check invariants.
+
+After every test the doctor (`make doctor`) must find the environment healthy: no dead letter anywhere,
+every outbox drained, no consumer lag, and no secret in any log, metric or Kafka message; every HTTP
+response the test received is checked for secrets too.
+
+Operator settings that differ from `make up` (and why):
+- `SIGNAL_PROBE_ALLOWED_NETWORKS=127.0.0.1/32`: the watcher target is a local HTTP server; the SSRF guard
+  refuses loopback unless an operator allows it.
+- `SENSE_DRIFT_CHECK_SECONDS=0`: the orphan flow stages a leftover path by hand; the drift check, which
+  would repair it at an arbitrary moment, has its own tests (tests/integration/sense_reconciler).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import asyncpg
+import httpx
+import pytest
+
+from tests.conftest import Stack
+from yovision_platform.auth import TokenVerifier
+from yovision_platform.tools.doctor import Finding, Report, examine_until_settled
+from yovision_platform.tools.environment import LocalEnvironment, local_environment
+
+E2E_SETTINGS = {
+    "SIGNAL_PROBE_ALLOWED_NETWORKS": "127.0.0.1/32",
+    "SENSE_DRIFT_CHECK_SECONDS": "0",
+}
+SETTLE_SECONDS = 90.0
+FLOW_TIMEOUT_SECONDS = 60.0
+POLL_SECONDS = 0.2
+DEV_ISSUER = "yovision-dev"
+
+T = TypeVar("T")
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="session")
+async def env(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LocalEnvironment]:
+    name = f"e2e-{uuid.uuid4().hex[:6]}"
+    root = tmp_path_factory.mktemp("e2e-env")
+    async with local_environment(root, name, settings=E2E_SETTINGS) as environment:
+        yield environment
+
+
+@dataclass
+class Witness:
+    """What the run must never leak (credentials the flows chose, tokens they minted) and every HTTP
+    response the flows received, checked after each test."""
+
+    secrets: set[str] = field(default_factory=set)
+    responses: list[bytes] = field(default_factory=list)
+    planted: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def plant_dead_letter(self, service: str, detail: str) -> None:
+        """A test put a dead letter there on purpose: the health check after each test allows exactly it."""
+        self.planted[(service, detail)] = self.planted.get((service, detail), 0) + 1
+
+    def unexpected(self, findings: list[Finding]) -> list[Finding]:
+        return [
+            f
+            for f in findings
+            if not (
+                f.check == "dead_letters"
+                and any(
+                    f.where.startswith(service) and f.detail.endswith(detail) and f.count == count
+                    for (service, detail), count in self.planted.items()
+                )
+            )
+        ]
+
+    async def record(self, response: httpx.Response) -> None:
+        await response.aread()
+        headers = "\n".join(f"{k}: {v}" for k, v in response.headers.items()).encode()
+        self.responses.append(headers + b"\n" + response.content)
+
+    def leaks_in_responses(self) -> list[str]:
+        return sorted(
+            f"a response holds a secret of {len(s)} chars"
+            for s in self.secrets
+            for r in self.responses
+            if s.encode() in r
+        )
+
+
+@pytest.fixture(scope="session")
+def witness() -> Witness:
+    return Witness()
+
+
+@pytest.fixture(autouse=True)
+async def healthy_after_each_flow(env: LocalEnvironment, witness: Witness) -> AsyncIterator[None]:
+    yield
+    report = await examine_until_settled(env.root, wait_seconds=SETTLE_SECONDS, extra_secrets=witness.secrets)
+    unexpected = witness.unexpected(report.findings)
+    assert not unexpected, Report(unexpected).text()
+    assert not witness.leaks_in_responses()
+
+
+def client(base_url: str, witness: Witness, headers: dict[str, str] | None = None) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        base_url=base_url, headers=headers or {}, timeout=20.0, event_hooks={"response": [witness.record]}
+    )
+
+
+@pytest.fixture
+async def sense(env: LocalEnvironment, witness: Witness) -> AsyncIterator[httpx.AsyncClient]:
+    """Sense's Control API with the operator token of the environment."""
+    token = env.secret_file("sense-reconciler", "API_TOKEN_FILE").read_text().strip()
+    witness.secrets.add(token)
+    async with client(env.url("sense-reconciler"), witness, {"Authorization": f"Bearer {token}"}) as http:
+        yield http
+
+
+@pytest.fixture
+async def mediamtx(env: LocalEnvironment) -> AsyncIterator[httpx.AsyncClient]:
+    """The environment's MediaMTX Control API (not recorded: path sources carry the cameras' credentials)."""
+    async with httpx.AsyncClient(base_url=env.mediamtx_url, timeout=10.0) as http:
+        yield http
+
+
+def user_token(env: LocalEnvironment, service: str, subject: str, *permissions: str) -> str:
+    """A dev JWT for a user-facing service, as `make dev-token` mints it."""
+    verifier = TokenVerifier.from_key_file(
+        env.secret_file(service, "AUTH_JWT_KEY_FILE"), "key", issuer=DEV_ISSUER, audience=service
+    )
+    return verifier.mint(subject, permissions)
+
+
+@pytest.fixture
+async def admin_db(env: LocalEnvironment) -> AsyncIterator[asyncpg.Connection]:
+    """A read-only admin connection, for invariant checks only."""
+    conn = await asyncpg.connect(env.stack.admin_dsn)
+    try:
+        await conn.execute("SET default_transaction_read_only = on")
+        yield conn
+    finally:
+        await conn.close()
+
+
+async def eventually(
+    check: Callable[[], Awaitable[T | None]], *, within: float = FLOW_TIMEOUT_SECONDS, what: str = "condition"
+) -> T:
+    """Poll ``check`` until it returns a truthy value (returned) or ``within`` seconds pass."""
+    deadline = time.monotonic() + within
+    last_error: BaseException | None = None
+    while True:
+        try:
+            value = await check()
+            if value:
+                return value
+        except (httpx.HTTPError, AssertionError) as exc:
+            last_error = exc
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not reached within {within:.0f}s (last error: {last_error!r})")
+        await asyncio.sleep(POLL_SECONDS)
+
+
+async def path_source(mediamtx: httpx.AsyncClient, name: str) -> str | None:
+    """The source MediaMTX has configured for path ``name``, or None when the path does not exist."""
+    response = await mediamtx.get(f"/v3/config/paths/get/{name}")
+    if response.status_code == 404:
+        return None
+    response.raise_for_status()
+    source: str = response.json()["source"]
+    return source
+
+
+async def path_names(mediamtx: httpx.AsyncClient) -> set[str]:
+    names: set[str] = set()
+    page = 0
+    while True:
+        body = (
+            await mediamtx.get("/v3/config/paths/list", params={"page": page, "itemsPerPage": 1000})
+        ).json()
+        names |= {item["name"] for item in body["items"]}
+        page += 1
+        if page >= body["pageCount"]:
+            return names
+
+
+async def run_cli(env: LocalEnvironment, service: str, *command: str) -> tuple[int, str, str]:
+    """Run an installed console script with the service's runtime env (`make sense-orphan` does this)."""
+    process = await asyncio.create_subprocess_exec(
+        *env.exec_args(service, *command),
+        env=env.script_env(),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), FLOW_TIMEOUT_SECONDS * 2)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+def venv_bin(name: str) -> str:
+    return str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / name)
+
+
+def device_body(tenant: str, site: str, path: str, source: str, state: str = "enabled") -> dict[str, Any]:
+    return {
+        "tenant_id": tenant,
+        "site_id": site,
+        "name": f"camera {path}",
+        "path_name": path,
+        "source_uri": source,
+        "desired_state": state,
+    }
+
+
+CHUNK_BYTES = 256 * 1024
+
+
+@pytest.fixture(scope="session")
+def source_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 12 s 640x360 test video with sound (more than the 10 s clip), several chunks long."""
+    path = tmp_path_factory.mktemp("e2e-media") / "source.mp4"
+    subprocess.run(
+        [
+            "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=duration=12:size=640x360:rate=25",
+            "-f", "lavfi", "-i", "sine=frequency=440:duration=12",
+            "-c:v", "libx264", "-preset", "ultrafast", "-b:v", "1M", "-c:a", "aac", "-shortest", str(path),
+        ],
+        check=True,
+    )  # fmt: skip
+    assert path.stat().st_size > 3 * CHUNK_BYTES
+    return path
+
+
+def camera_source(witness: Witness, host: str) -> str:
+    """An RTSP URL with a fresh credential, remembered as a secret that must never leak."""
+    password = f"pw-{uuid.uuid4().hex}"
+    witness.secrets.add(password)
+    return f"rtsp://viewer:{password}@{host}:554/stream"

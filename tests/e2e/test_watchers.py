@@ -1,0 +1,195 @@
+"""Watchers: signal-watcher probes a local target; one agent-run event per value change and none without a
+change (read from Kafka), SIGKILL in the middle changes nothing, five failures disable the watcher and one
+WATCHER_DISABLED reaches the user's inbox in Bell."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from tests.e2e.conftest import Witness, client, eventually, user_token
+from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.tools.environment import LocalEnvironment
+
+FAILURES_TO_DISABLE = 5
+CHECK_TIMEOUT_SECONDS = 60.0
+
+
+class Target:
+    """A tiny HTTP server on 127.0.0.1 whose answer the test sets: JSON `{"data": {"price": N}}` or text."""
+
+    def __init__(self) -> None:
+        self.body = b""
+        self.requests = 0
+        self._server: asyncio.Server | None = None
+
+    def answer_price(self, price: int) -> None:
+        self.body = json.dumps({"data": {"price": price}}).encode()
+
+    def answer_text(self, text: str) -> None:
+        self.body = text.encode()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            await reader.readuntil(b"\r\n\r\n")
+            self.requests += 1
+            head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(self.body)}\r\nConnection: close\r\n\r\n"
+            writer.write(head.encode() + self.body)
+            await writer.drain()
+        writer.close()
+
+    async def __aenter__(self) -> Target:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        port = self._server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}/price"
+
+
+@pytest.fixture
+async def target() -> AsyncIterator[Target]:
+    async with Target() as server:
+        yield server
+
+
+async def checks(signal: httpx.AsyncClient, watcher_id: str) -> list[dict[str, Any]]:
+    page = (await signal.get(f"/v1/signal-watchers/{watcher_id}/checks", params={"limit": 100})).json()
+    items: list[dict[str, Any]] = page["items"]
+    return list(reversed(items))  # oldest first
+
+
+async def check_now(signal: httpx.AsyncClient, watcher_id: str) -> dict[str, Any]:
+    """Ask for a real check (retrying while the 5 s spacing refuses it) and wait for its check row."""
+    before = len(await checks(signal, watcher_id))
+
+    async def requested() -> bool:
+        response = await signal.post(f"/v1/signal-watchers/{watcher_id}/check")
+        assert response.status_code in (202, 429), response.text
+        return response.status_code == 202
+
+    await eventually(requested, what="check request accepted")
+
+    async def recorded() -> dict[str, Any] | None:
+        rows = await checks(signal, watcher_id)
+        return rows[before] if len(rows) > before else None
+
+    return await eventually(recorded, within=CHECK_TIMEOUT_SECONDS, what="check recorded")
+
+
+async def triggers_on_kafka(env: LocalEnvironment, watcher_id: str) -> set[str]:
+    """Distinct event ids of WatcherTriggered events for the watcher on the environment's trigger topic
+    (at-least-once: a redelivered copy has the same event id, and counts once)."""
+    serde = AvroSerde(SchemaRegistry.load())
+    topic = env.topic("signal.trigger.v1")
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=env.stack.kafka_bootstrap, group_id=None, isolation_level="read_committed"
+    )
+    await consumer.start()
+    try:
+        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or set())]
+        if not partitions:
+            await consumer._client.force_metadata_update()  # aiokafka has no public call for this
+            partitions = [
+                TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or set())
+            ]
+        consumer.assign(partitions)
+        await consumer.seek_to_beginning(*partitions)
+        ends = await consumer.end_offsets(partitions)
+        found: set[str] = set()
+        while any([await consumer.position(tp) < ends[tp] for tp in partitions]):
+            for messages in (await consumer.getmany(timeout_ms=1000)).values():
+                for message in messages:
+                    record = serde.decode(message.value or b"").record
+                    if record["watcher_id"] == watcher_id:
+                        found.add(str(record["envelope"]["event_id"]))
+        return found
+    finally:
+        await consumer.stop()
+
+
+async def test_a_watcher_triggers_once_per_change_survives_a_kill_and_is_disabled_by_failures(
+    env: LocalEnvironment, witness: Witness, target: Target
+) -> None:
+    user = f"e2e-user-{uuid.uuid4().hex[:6]}"
+    token = user_token(env, "signal-watcher", user)
+    bell_token = user_token(env, "bell-receiver", user)
+    witness.secrets |= {token, bell_token}
+    target.answer_price(100)
+    async with client(env.url("signal-watcher"), witness, {"Authorization": f"Bearer {token}"}) as signal:
+        created = await signal.post(
+            "/v1/signal-watchers",
+            json={
+                "name": "price watch",
+                "agent_id": "agent-e2e",
+                "url": target.url,
+                "method": "GET",
+                "headers": [],
+                "interval_minutes": 60,
+                "compare_mode": "JSON_FIELD",
+                "json_path": "data.price",
+                "prompt_template": "{name}: {diff}",
+            },
+        )
+        assert created.status_code == 201, created.text
+        watcher_id = created.json()["id"]
+
+        baseline = await check_now(signal, watcher_id)
+        assert (baseline["changed"], baseline["error_code"], baseline["trigger_id"]) == (False, None, None)
+        unchanged = await check_now(signal, watcher_id)
+        assert (unchanged["changed"], unchanged["trigger_id"]) == (False, None)
+
+        target.answer_price(120)
+        changed = await check_now(signal, watcher_id)
+        assert changed["changed"] is True and changed["trigger_id"] is not None
+        # SIGKILL right after the trigger was recorded: its outbox row may or may not have been relayed.
+        await env.kill("signal-watcher")
+        await env.start("signal-watcher")
+        after_kill = await check_now(signal, watcher_id)
+        assert (after_kill["changed"], after_kill["trigger_id"]) == (False, None)
+        triggers = await eventually(
+            lambda: _some(triggers_on_kafka(env, watcher_id)), what="trigger on Kafka"
+        )
+        assert len(triggers) == 1, "one change, one agent-run event"
+
+        target.answer_text("not json")
+        for n in range(FAILURES_TO_DISABLE):
+            failed = await check_now(signal, watcher_id)
+            assert failed["error_code"] is not None and failed["changed"] is False, failed
+            status = (await signal.get(f"/v1/signal-watchers/{watcher_id}")).json()["status"]
+            assert status == ("DISABLED" if n == FAILURES_TO_DISABLE - 1 else "ACTIVE")
+        refused = await signal.post(f"/v1/signal-watchers/{watcher_id}/check")
+        assert refused.status_code == 409 and refused.json()["error"] == "watcher_not_active"
+        assert len(await triggers_on_kafka(env, watcher_id)) == 1, "failures trigger no agent run"
+
+    async with client(env.url("bell-receiver"), witness, {"Authorization": f"Bearer {bell_token}"}) as bell:
+        notes = await eventually(
+            lambda: _disabled_notes(bell, watcher_id), what="WATCHER_DISABLED in the inbox"
+        )
+        assert len(notes) == 1
+
+
+async def _some(found: Any) -> set[str] | None:
+    result: set[str] = await found
+    return result or None
+
+
+async def _disabled_notes(bell: httpx.AsyncClient, watcher_id: str) -> list[dict[str, Any]] | None:
+    items: list[dict[str, Any]] = (await bell.get("/v1/notifications", params={"limit": 100})).json()["items"]
+    notes = [n for n in items if n["kind"] == "WATCHER_DISABLED" and n["data"]["watcher_id"] == watcher_id]
+    return notes or None
