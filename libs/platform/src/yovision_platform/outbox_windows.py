@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 
 import asyncpg
 
-from yovision_platform.db import DbConnection
+from yovision_platform.db import DbConnection, Identifier
 
-__all__ = ["OutboxWindows", "WindowBatch", "WindowPosition", "WindowReader"]
+__all__ = ["OutboxWindows", "WindowBatch", "WindowPosition", "WindowReader", "unpassed_count_sql"]
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,26 @@ class OutboxWindows:
 
     async def by_ids(self, conn: DbConnection, ids: Sequence[int]) -> list[asyncpg.Record]:
         return list(await conn.fetch(self._by_ids_sql, list(ids)))
+
+
+def unpassed_count_sql(schema: Identifier, table: str, *, sharded: bool = True) -> str:
+    """SQL counting the committed rows of `schema.table` not yet past their shard's stored cursor (the
+    relay's backlog); no parameters."""
+    t = f"{schema.quoted}.{Identifier(table).quoted}"
+    shard = "o.shard = c.shard AND " if sharded else ""
+    return f"""
+        SELECT coalesce(sum(n), 0)::bigint FROM {schema.quoted}.outbox_cursors c, LATERAL (
+            SELECT count(*) AS n FROM (
+                SELECT o.id, o.xid FROM {t} o
+                 WHERE {shard}o.xid = ANY(ARRAY(SELECT pg_snapshot_xip(c.prev_snapshot)))
+                UNION ALL
+                SELECT o.id, o.xid FROM {t} o
+                 WHERE {shard}o.xid >= pg_snapshot_xmax(c.prev_snapshot)
+            ) AS unpassed
+             WHERE NOT (pg_visible_in_snapshot(unpassed.xid, c.cur_snapshot) AND unpassed.id <= c.last_id)
+        ) AS per_shard
+         WHERE c.outbox = '{table}'
+    """
 
 
 @dataclass

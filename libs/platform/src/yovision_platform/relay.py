@@ -42,7 +42,13 @@ from yovision_platform.errors import PlatformError
 from yovision_platform.metrics import labeled_counter, labeled_gauge, labeled_histogram
 from yovision_platform.naming import KafkaNames
 from yovision_platform.outbox import OUTBOX_SHARDS, notify_channel
-from yovision_platform.outbox_windows import OutboxWindows, WindowBatch, WindowPosition, WindowReader
+from yovision_platform.outbox_windows import (
+    OutboxWindows,
+    WindowBatch,
+    WindowPosition,
+    WindowReader,
+    unpassed_count_sql,
+)
 from yovision_platform.shard_cursors import CursorFenced, ShardCursors, ShardLease, assigned_shards
 from yovision_platform.txn_producer import (
     PublisherFactory,
@@ -181,19 +187,7 @@ class OutboxRelay:
         self._shards: dict[int, _Shard] = {}
         self._rebalance_now = asyncio.Event()
         cursors = f"{schema.quoted}.outbox_cursors"
-        self._backlog_sql = f"""
-            SELECT coalesce(sum(n), 0)::bigint FROM {cursors} c, LATERAL (
-                SELECT count(*) AS n FROM (
-                    SELECT o.id, o.xid FROM {table} o
-                     WHERE o.shard = c.shard AND o.xid = ANY(ARRAY(SELECT pg_snapshot_xip(c.prev_snapshot)))
-                    UNION ALL
-                    SELECT o.id, o.xid FROM {table} o
-                     WHERE o.shard = c.shard AND o.xid >= pg_snapshot_xmax(c.prev_snapshot)
-                ) AS unpassed
-                 WHERE NOT (pg_visible_in_snapshot(unpassed.xid, c.cur_snapshot) AND unpassed.id <= c.last_id)
-            ) AS per_shard
-             WHERE c.outbox = '{OUTBOX_TABLE}'
-        """
+        self._backlog_sql = unpassed_count_sql(schema, OUTBOX_TABLE)
         # Only rows every relevant cursor has passed go: a relayed row once its shard's prev_snapshot sees
         # its transaction, a row of the previous design (xid NULL) once it is old enough.
         self._prune_sql = f"""
