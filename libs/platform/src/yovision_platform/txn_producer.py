@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import enum
 import functools
 import logging
@@ -182,7 +183,8 @@ class ConfluentPublisher:
     async def _failed(self, exc: KafkaException) -> PublishFailed:
         error: KafkaError = exc.args[0]
         if self._producer is not None:
-            await self._blocking(self._producer.poll, 0)  # serve queued callbacks
+            with contextlib.suppress(KafkaException):  # a fatally failed client may refuse even this
+                await self._blocking(self._producer.poll, 0)  # serve queued callbacks
         await asyncio.sleep(0)  # let the call_soon_threadsafe hand-overs run
         seen = [error, *self._errors]
         self._errors.clear()
