@@ -127,18 +127,23 @@ async def count_records(bootstrap: str, topic: str, partitions: int, *, expected
     )
     await consumer.start()
     try:
+        deadline = time.monotonic() + COUNT_TIMEOUT_SECONDS
+        while topic not in await consumer.topics() and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.2)  # a topic created moments ago may not be in the metadata yet
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         consumer.assign(tps)
         ends = await consumer.end_offsets(tps)
         await consumer.seek_to_beginning(*tps)
         count = 0
-        deadline = time.monotonic() + COUNT_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             positions = [await consumer.position(tp) for tp in tps]
-            if count >= expected and all(p >= ends[tp] for p, tp in zip(positions, tps, strict=True)):
-                break
-            if count < expected:
+            if all(p >= ends[tp] for p, tp in zip(positions, tps, strict=True)):
+                if count >= expected:
+                    break
+                # Read up to the known end but short of `expected`: the end may have moved on.
+                await asyncio.sleep(0.2)
                 ends = await consumer.end_offsets(tps)
+                continue
             batch = await consumer.getmany(timeout_ms=200, max_records=50_000)
             count += sum(len(records) for records in batch.values())
         return count
