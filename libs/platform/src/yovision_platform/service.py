@@ -8,6 +8,12 @@ A service supplies a `ServiceSpec` (name, schema, settings class, migrations fol
 `configure` hook that adds routes, readiness checks and workers to the `ServiceContext`. `serve` refuses to
 start on bad configuration, an outdated schema or an unsafe runtime role, and exits 0 after SIGTERM once
 the HTTP server, every worker and the database pool have stopped.
+
+Health: `/healthz` is liveness only (200 while the process serves HTTP): a dependency outage does not fail
+it, because restarting the process would not bring PostgreSQL or Kafka back. `/readyz` is readiness: 503
+`not_ready` while the database check fails or a worker is down (crashed, waiting for its capped-backoff
+restart), 200 again by itself once both recover. While PostgreSQL is unreachable every route answers 503
+`database_unavailable` with `Retry-After` (yovision_platform.problems).
 """
 
 from __future__ import annotations
@@ -33,14 +39,17 @@ from fastapi import FastAPI, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry
 
-from yovision_platform.db import DbConnection, Identifier, create_pool
+from yovision_platform.backoff import backoff_seconds, wait_for_stop
+from yovision_platform.db import DbConnection, Identifier, create_pool, is_database_unavailable
 from yovision_platform.errors import ConfigError, PlatformError
 from yovision_platform.logging import configure_logging
 from yovision_platform.metrics import build_info, create_registry, render_latest
 from yovision_platform.migrations import SchemaPlan, migrate, preflight
+from yovision_platform.problems import BROKER_UNAVAILABLE_ERRORS
 from yovision_platform.relay import OutboxRelay, RelayConfig, RelayMetrics, executor_for
 from yovision_platform.settings import BaseServiceSettings, load_settings
 from yovision_platform.txn_producer import confluent_publisher_factory
+from yovision_platform.web import create_app
 
 __all__ = ["ServiceContext", "ServiceSpec", "checked_pool", "main", "migrations_dir_of", "schema_of"]
 
@@ -48,6 +57,7 @@ log = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE_SECONDS = 20.0
 READINESS_CHECK_TIMEOUT_SECONDS = 2.0
+WORKER_RESTART_BACKOFF_BASE_SECONDS = 1.0
 WORKER_RESTART_BACKOFF_CAP_SECONDS = 30.0
 EXIT_CONFIG_ERROR = 2
 EXIT_STARTUP_REFUSED = 3
@@ -211,13 +221,26 @@ async def _supervise(ctx: ServiceContext, name: str, worker: Worker, stop: async
         except Exception as exc:
             ctx.worker_alive[name] = False
             failures = 1 if time.monotonic() - started > WORKER_RESTART_BACKOFF_CAP_SECONDS else failures + 1
-            log.error(
-                "worker crashed; restarting",
-                extra={"worker": name, "error_code": type(exc).__name__},
-                exc_info=True,
+            if is_database_unavailable(exc) or isinstance(exc, BROKER_UNAVAILABLE_ERRORS):
+                # An outage, not a bug: no traceback, and the repeat filter folds the restarts it causes.
+                log.warning(
+                    "worker stopped: dependency unavailable; restarting",
+                    extra={"worker": name, "error_code": type(exc).__name__},
+                )
+            else:
+                log.error(
+                    "worker crashed; restarting",
+                    extra={"worker": name, "error_code": type(exc).__name__},
+                    exc_info=True,
+                )
+            await wait_for_stop(
+                stop,
+                backoff_seconds(
+                    failures,
+                    base_seconds=WORKER_RESTART_BACKOFF_BASE_SECONDS,
+                    cap_seconds=WORKER_RESTART_BACKOFF_CAP_SECONDS,
+                ),
             )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), min(WORKER_RESTART_BACKOFF_CAP_SECONDS, 2.0**failures))
 
 
 class _Server(uvicorn.Server):
@@ -255,7 +278,7 @@ async def _serve(spec: ServiceSpec, settings: BaseServiceSettings) -> int:
     async with checked_pool(spec, settings) as (pool, plan):
         registry = create_registry()
         build_info(registry, service=spec.name, version=spec.version, instance_id=settings.instance_id)
-        app = FastAPI(title=spec.name, version=spec.version)
+        app = create_app(spec.name, spec.version)
         ctx = ServiceContext(spec, settings, plan, pool, registry, app)
         ctx.add_readiness_check("database", lambda: _database_ready(pool))
         _add_health_routes(ctx)

@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from orphan_scanner.domain import limits
-from orphan_scanner.service_layer.projection import DEVICE_EVENT_TYPE, OWNERSHIP_EVENT_TYPE
+from orphan_scanner.domain.projected_events import DEVICE_EVENT_TYPE, OWNERSHIP_EVENT_TYPE
 from yovision_platform.events import default_catalog
 from yovision_platform.mediamtx import validate_api_url
 from yovision_platform.settings import BaseServiceSettings, Port

@@ -204,11 +204,14 @@ async def _end_offsets(bootstrap: str, partitions: Sequence[TopicPartition]) -> 
 
 
 async def _partitions_of(bootstrap: str, topics: Iterable[str]) -> list[TopicPartition]:
+    topics = sorted(topics)
+    if not topics:
+        return []
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
     await consumer.start()
     try:
         found: list[TopicPartition] = []
-        for topic in sorted(topics):
+        for topic in topics:
             parts = consumer.partitions_for_topic(topic)
             if parts is None:
                 await consumer._client.force_metadata_update()  # aiokafka has no public call for this
@@ -312,6 +315,9 @@ async def _secrets_in_events(
         topics = [t for t in topics if t.split(".")[0] in {s.schema for s in LOCAL_SERVICES} | {"platform"}]
     partitions = await _partitions_of(stack.kafka_bootstrap, topics)
     ends = await _end_offsets(stack.kafka_bootstrap, partitions)
+    pending = [tp for tp in partitions if ends.get(tp, 0) > 0]
+    if not pending:
+        return []
     hits_by_topic: dict[str, int] = {}
     consumer = AIOKafkaConsumer(
         bootstrap_servers=stack.kafka_bootstrap,
@@ -322,10 +328,8 @@ async def _secrets_in_events(
     )
     await consumer.start()
     try:
-        pending = [tp for tp in partitions if ends.get(tp, 0) > 0]
-        if pending:
-            consumer.assign(pending)
-            await consumer.seek_to_beginning(*pending)
+        consumer.assign(pending)
+        await consumer.seek_to_beginning(*pending)
         deadline = time.monotonic() + KAFKA_TIMEOUT_SECONDS
         remaining = set(pending)
         while remaining and time.monotonic() < deadline:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from bell_receiver.adapters.inbox import Inbox, NotificationRow, PagePosition
 from yovision_platform.auth import Identity, TokenVerifier, bearer_token, install_auth_error_handlers
 from yovision_platform.db import Identifier
+from yovision_platform.problems import problem_response
 
 NOTIFICATIONS_PATH = "/v1/notifications"
 DEFAULT_PAGE_SIZE = 20
@@ -114,7 +115,7 @@ def install_notification_routes(
         try:
             after = decode_cursor(cursor) if cursor is not None else None
         except InvalidCursor:
-            return JSONResponse({"error": "invalid_cursor"}, status_code=400)
+            return problem_response(400, "invalid_cursor")
         async with pool.acquire() as conn:
             rows = await inbox.page(conn, user.subject, limit + 1, after)
         more = len(rows) > limit

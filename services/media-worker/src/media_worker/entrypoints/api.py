@@ -2,7 +2,7 @@
 
 Identity comes from a verified bearer JWT (audience `media-worker`); a user sees only materials and upload
 sessions of its own subject (anything else is `not_found`). The drain endpoints need the `media:drain`
-permission. Error bodies are `{"error": <stable code>}` only.
+permission. Error bodies are problem details with a stable `code` only.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ from media_worker.service_layer.activity import Activity
 from media_worker.service_layer.metrics import DisconnectedUpload, MediaMetrics
 from media_worker.service_layer.uploads import UploadService, UploadSession
 from yovision_platform.auth import BearerToken, Identity, TokenVerifier, install_auth_error_handlers
+from yovision_platform.guards import BodyReadRule
+from yovision_platform.problems import problem_response
+from yovision_platform.web import create_app, guard_policy
 
 __all__ = ["DRAIN_PERMISSION", "MediaApi", "install_routes", "openapi_document", "router"]
 
@@ -277,7 +280,7 @@ def install_routes(app: FastAPI, api: MediaApi) -> None:
             headers["Retry-After"] = str(MERGE_RETRY_AFTER_SECONDS)
         elif exc.code == "draining":
             headers["Retry-After"] = str(DRAINING_RETRY_AFTER_SECONDS)
-        return JSONResponse({"error": exc.code}, status_code=exc.status, headers=headers)
+        return problem_response(exc.status, exc.code, headers=headers)
 
     app.add_exception_handler(MediaError, media_error)
 
@@ -296,8 +299,17 @@ def install_routes(app: FastAPI, api: MediaApi) -> None:
     app.include_router(router)
 
 
+UPLOAD_ROUTES = (("POST", r"/v1/materials"), ("PUT", r"/v1/uploads/[^/]+/chunks/[^/]+"))
+
+
+def set_upload_body_rule(app: FastAPI, rule: BodyReadRule) -> None:
+    """Upload bodies follow `rule` (a minimum rate) instead of the platform's fixed read deadline."""
+    for method, path in UPLOAD_ROUTES:
+        guard_policy(app).override(method, path, body_rule=rule)
+
+
 def openapi_document(version: str) -> dict[str, Any]:
     """The OpenAPI document of the served API (published as schemas/openapi/media-worker.v1.json)."""
-    app = FastAPI(title="media-worker", version=version)
+    app = create_app("media-worker", version)
     app.include_router(router)
     return app.openapi()

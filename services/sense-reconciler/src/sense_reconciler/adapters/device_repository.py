@@ -1,7 +1,8 @@
 """SQL for devices, sites, reconcile due rows, audit facts and path ownership (schema given at runtime).
 
-`source_uri` is selected only by `source_uri_of`, which the reconcile worker uses to configure MediaMTX;
-every other query leaves it out, so API views cannot carry it by accident.
+`source_uri` is written here but never selected: only compared (`source_uri_differs`). The reconcile worker
+reads it with its work item (adapters.reconcile_store); every query here leaves it out, so API views cannot
+carry it by accident.
 """
 
 from __future__ import annotations
@@ -166,11 +167,6 @@ class DeviceRepository:
             source_uri,
         )
         return differs
-
-    async def source_uri_of(self, conn: DbConnection, device_id: uuid.UUID) -> str:
-        """The secret source URI, for configuring MediaMTX only. Never log or return it."""
-        uri: str = await conn.fetchval(f"SELECT source_uri FROM {self._s}.devices WHERE id = $1", device_id)
-        return uri
 
     async def insert_due_row(self, conn: DbConnection, device_id: uuid.UUID, partition: int) -> None:
         await conn.execute(

@@ -1,8 +1,9 @@
 """Control API v1: devices, desired state (single and batch), reconcile status, site limits.
 
 Every route needs `Authorization: Bearer <token>` (the static token from SENSE_API_TOKEN_FILE). Errors are
-`{"error": "<stable_code>"}`; request validation errors name the fields only, never the input, so a
-source URI sent in a bad request is not echoed. Source URIs are accepted, never returned.
+the platform's problem details (`code`, see yovision_platform.problems); request validation errors name the
+fields only, never the input, so a source URI sent in a bad request is not echoed. Source URIs are
+accepted, never returned.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +28,8 @@ from sense_reconciler.domain.errors import (
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.service_layer.devices import DeviceService
 from yovision_platform.auth import StaticBearerToken, bearer_token, install_auth_error_handlers
+from yovision_platform.problems import Problem, problem_response
+from yovision_platform.web import create_app
 
 API_TITLE = "sense-reconciler Control API"
 API_VERSION = "1.0.0"
@@ -117,12 +119,8 @@ class ReconcileStatus(BaseModel):
     partition: int
 
 
-class ErrorBody(BaseModel):
-    error: str
-
-
 Actor = Annotated[str, Header(alias="X-Actor", max_length=limits.ACTOR_MAX_CHARS)]
-ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorBody} for code in (401, 404, 409, 422)}
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (401, 404, 409, 422)}
 
 
 def build_router(service: DeviceService, token: StaticBearerToken) -> APIRouter:
@@ -195,15 +193,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def sense_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, SenseError)
         status = next((code for kind, code in STATUS_BY_ERROR.items() if isinstance(exc, kind)), 400)
-        return JSONResponse({"error": exc.code}, status_code=status)
-
-    async def invalid_request(_: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, RequestValidationError)
-        fields = sorted({".".join(str(part) for part in error["loc"][1:]) for error in exc.errors()})
-        return JSONResponse({"error": "invalid_request", "fields": fields}, status_code=422)
+        return problem_response(status, exc.code)
 
     app.add_exception_handler(SenseError, sense_error)
-    app.add_exception_handler(RequestValidationError, invalid_request)
 
 
 def install(app: FastAPI, service: DeviceService, token: StaticBearerToken) -> None:
@@ -213,6 +205,6 @@ def install(app: FastAPI, service: DeviceService, token: StaticBearerToken) -> N
 
 def openapi_document(service: DeviceService, token: StaticBearerToken) -> dict[str, object]:
     """The published contract (schemas/openapi/sense-reconciler.v1.json): the Control API routes only."""
-    app = FastAPI(title=API_TITLE, version=API_VERSION)
+    app = create_app(API_TITLE, API_VERSION)
     install(app, service, token)
     return app.openapi()
