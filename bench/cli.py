@@ -10,7 +10,6 @@ run gets its own schema and topic. Progress goes to stderr, results to stdout. D
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import json
 import os
@@ -38,13 +37,8 @@ from bench.report import (
     relay_table,
 )
 from bench.stats import per_second
-<<<<<<< HEAD
 from yovision_platform.relay import RELAY_BATCH_MAX_ROWS, RelayConfig
-=======
-from yovision_platform.kafka import PRODUCER_LINGER_MS
-from yovision_platform.relay import RELAY_BATCH_MAX_ROWS
 from yovision_platform.tools.bench_runner import run_cleanly
->>>>>>> main
 
 __all__ = ["main"]
 
@@ -293,11 +287,5 @@ async def _run(args: argparse.Namespace) -> dict[str, object]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parse_args(argv)
-<<<<<<< HEAD
-    with contextlib.suppress(KeyboardInterrupt):
-        summary = asyncio.run(_run(args))
-        print(JSON_PREFIX + json.dumps(summary, separators=(",", ":"), sort_keys=True), flush=True)
-=======
     summary = run_cleanly(_run(args))
     print(JSON_PREFIX + json.dumps(summary, separators=(",", ":"), sort_keys=True), flush=True)
->>>>>>> main
