@@ -240,9 +240,9 @@ class IdempotentConsumer:
         no message: store positions past them, so a stored position reaches the partition's end offset."""
         for tp in consumer.assignment():
             if tp in handled or consumer.highwater(tp) is None:
-                continue  # just handled, or nothing fetched yet (no valid position to read)
-            position = await consumer.position(tp)
-            if position > self._stored.get(tp, -1):
+                continue  # just handled, or nothing fetched yet
+            position = await _known_position(consumer, tp)
+            if position is not None and position > self._stored.get(tp, -1):
                 async with self._pool.acquire() as conn:
                     await conn.execute(self._advance, self._group, tp.topic, tp.partition, position)
                 self._stored[tp] = position
@@ -386,12 +386,21 @@ async def _lag(consumer: AIOKafkaConsumer) -> int:
             end = consumer.highwater(tp)
         if end is None:
             continue
-        try:  # position() waits for a partition whose position is being reset: never stall consumption
-            position = await asyncio.wait_for(consumer.position(tp), CONSUMER_POSITION_WAIT_SECONDS)
-        except (TimeoutError, IllegalStateError):
+        position = await _known_position(consumer, tp)
+        if position is None:
             continue
         total += max(0, end - position)
     return total
+
+
+async def _known_position(consumer: AIOKafkaConsumer, tp: TopicPartition) -> int | None:
+    """The partition's position, or None while it is being reset: position() would wait for it, and
+    consumption must never stall on that."""
+    try:
+        position: int = await asyncio.wait_for(consumer.position(tp), CONSUMER_POSITION_WAIT_SECONDS)
+    except (TimeoutError, IllegalStateError):
+        return None
+    return position
 
 
 class PositionRestoringListener(ConsumerRebalanceListener):  # type: ignore[misc]
