@@ -15,7 +15,9 @@ from tests.integration.platform.kafka_helpers import drained, publishers, read_t
 from yovision_platform.errors import OutboxError
 from yovision_platform.kafka import partition_for_key
 from yovision_platform.outbox import MAX_MESSAGE_BYTES, OUTBOX_SHARDS, Outbox, OutboxMessage
+from yovision_platform.outbox_windows import WindowPosition
 from yovision_platform.relay import OutboxRelay, RelayConfig
+from yovision_platform.shard_cursors import CursorFenced, ShardCursors
 from yovision_platform.txn_producer import PublisherFactory, TransactionalPublisher
 
 FAST = RelayConfig(lease_seconds=3, poll_interval_seconds=0.1)
@@ -305,3 +307,37 @@ async def test_pruning_removes_only_old_rows_their_cursor_has_passed(
     left = await runtime_pool.fetch(f"SELECT value FROM {table} ORDER BY id")
     assert [bytes(r["value"]) for r in left] == [b"k2:1", b"k9:1"], "recent and unrelayed rows stay"
     assert await pruner.backlog() == 1
+
+
+async def test_a_relay_whose_shard_was_taken_over_cannot_advance_renew_or_back_off(
+    runtime_pool: asyncpg.Pool, migrated: MigratedSchema
+) -> None:
+    paused = ShardCursors(migrated.name, "outbox", "relay-a", lease_seconds=1.0)
+    successor = ShardCursors(migrated.name, "outbox", "relay-b", lease_seconds=30.0)
+    async with runtime_pool.acquire() as conn:
+        (held,) = await paused.acquire(conn, [0])
+        assert await successor.acquire(conn, [0]) == [], "a held shard is not taken"
+
+        async def expired() -> bool:
+            return bool(
+                await conn.fetchval(
+                    f"""SELECT lease_expires_at <= now() FROM "{migrated.name}".outbox_cursors
+                         WHERE outbox = 'outbox' AND shard = 0"""
+                )
+            )
+
+        await wait_until(expired, timeout_seconds=10)
+        (taken,) = await successor.acquire(conn, [0])
+        assert taken.epoch == held.epoch + 1 and taken.position == held.position
+        moved = WindowPosition(held.position.cur, held.position.cur, 0)
+        with pytest.raises(CursorFenced):
+            await paused.advance(conn, 0, held.epoch, moved)
+        with pytest.raises(CursorFenced):
+            await paused.record_failure(conn, 0, held.epoch, "timeout", base_seconds=1, cap_seconds=30)
+        assert await paused.renew(conn, {0: held.epoch}) == {}
+        await paused.release(conn, 0, held.epoch)  # a no-op: the shard is the successor's
+        row = await conn.fetchrow(
+            f"""SELECT owner, epoch, attempts FROM "{migrated.name}".outbox_cursors
+                 WHERE outbox = 'outbox' AND shard = 0"""
+        )
+        assert dict(row) == {"owner": "relay-b", "epoch": taken.epoch, "attempts": 0}
