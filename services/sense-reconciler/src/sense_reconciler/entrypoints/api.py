@@ -98,6 +98,11 @@ class Device(BaseModel):
         return cls.model_validate(row, from_attributes=True)
 
 
+class SiteLimitView(BaseModel):
+    max_video_channels: int
+    enabled_devices: int
+
+
 class DevicePage(BaseModel):
     items: list[Device]
     next_after: uuid.UUID | None
@@ -117,6 +122,10 @@ class ReconcileStatus(BaseModel):
     last_error_code: str | None
     last_result_at: datetime | None
     partition: int
+
+
+class ReconcileStatusList(BaseModel):
+    items: list[ReconcileStatus]
 
 
 Actor = Annotated[str, Header(alias="X-Actor", max_length=limits.ACTOR_MAX_CHARS)]
@@ -145,10 +154,11 @@ def build_router(service: DeviceService, token: StaticBearerToken) -> APIRouter:
     @router.get("/devices", response_model=DevicePage)
     async def list_devices(
         tenant_id: Annotated[str | None, Query(max_length=limits.ID_MAX_CHARS)] = None,
+        site_id: Annotated[str | None, Query(max_length=limits.ID_MAX_CHARS)] = None,
         after: uuid.UUID | None = None,
         limit: Annotated[int, Query(ge=1, le=limits.LIST_PAGE_SIZE_MAX)] = limits.LIST_PAGE_SIZE_DEFAULT,
     ) -> DevicePage:
-        page = await service.list_devices(tenant_id=tenant_id, after=after, limit=limit)
+        page = await service.list_devices(tenant_id=tenant_id, site_id=site_id, after=after, limit=limit)
         return DevicePage(items=[Device.of(r) for r in page.items], next_after=page.next_after)
 
     @router.get("/devices/{device_id}", response_model=Device)
@@ -178,6 +188,19 @@ def build_router(service: DeviceService, token: StaticBearerToken) -> APIRouter:
     @router.get("/devices/{device_id}/reconcile-status", response_model=ReconcileStatus)
     async def reconcile_status(device_id: uuid.UUID) -> ReconcileStatus:
         return ReconcileStatus.model_validate(await service.reconcile_status(device_id))
+
+    @router.get("/reconcile-statuses", response_model=ReconcileStatusList)
+    async def reconcile_statuses(
+        device_id: Annotated[list[uuid.UUID], Query(min_length=1, max_length=limits.LIST_PAGE_SIZE_MAX)],
+    ) -> ReconcileStatusList:
+        """The reconcile state of several devices at once (a list page's ids); unknown ids are left out."""
+        rows = await service.reconcile_statuses(device_id)
+        return ReconcileStatusList(items=[ReconcileStatus.model_validate(r) for r in rows])
+
+    @router.get("/sites/{tenant_id}/{site_id}", response_model=SiteLimitView)
+    async def get_site_limit(tenant_id: str, site_id: str) -> SiteLimitView:
+        limit, enabled = await service.site_limit(tenant_id, site_id)
+        return SiteLimitView(max_video_channels=limit, enabled_devices=enabled)
 
     @router.put("/sites/{tenant_id}/{site_id}", response_model=SiteLimit)
     async def set_site_limit(tenant_id: str, site_id: str, body: SiteLimit) -> SiteLimit:
