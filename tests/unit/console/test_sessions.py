@@ -4,6 +4,7 @@ from the forwarded bearer token."""
 
 from __future__ import annotations
 
+import base64
 import time
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import httpx
 import pytest
 from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
-from console.entrypoints.session import COOKIE_NAME, SESSION_MAX_AGE_SECONDS, SESSION_SALT
+from console.entrypoints.session import COOKIE_NAME, SESSION_MAX_AGE_SECONDS, session_serializer
 from tests.unit.console.conftest import PROD_ISSUER, ClientFactory, signed_in
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.signing import load_key_file
@@ -35,7 +36,9 @@ def _serializer_at(key: bytes, at: int) -> URLSafeTimedSerializer:
         def get_timestamp(self) -> int:
             return at
 
-    return URLSafeTimedSerializer(key, salt=SESSION_SALT, signer=ClockedSigner)
+    serializer = session_serializer(key)
+    serializer.signer = ClockedSigner
+    return serializer
 
 
 def _forged(console_env: dict[str, str], *, age_seconds: int, key: bytes | None = None) -> str:
@@ -77,6 +80,15 @@ async def test_behind_the_oidc_proxy_the_cookie_is_always_secure(
     assert {"secure", "httponly", "samesite"} <= _attributes(_set_cookie(answer))
 
 
+async def test_the_cookie_is_signed_with_hmac_sha256(
+    console_env: dict[str, str], client_for: ClientFactory
+) -> None:
+    client = client_for()
+    await signed_in(client, "alice")
+    signature = client.cookies[COOKIE_NAME].rpartition(".")[2]
+    assert len(base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4))) == 32  # SHA-1 would be 20
+
+
 async def test_a_signed_in_session_opens_identity_pages(
     console_env: dict[str, str], client_for: ClientFactory
 ) -> None:
@@ -94,7 +106,8 @@ async def test_a_tampered_cookie_is_a_fresh_anonymous_session(
     await signed_in(client, "alice")
     cookie = client.cookies[COOKIE_NAME]
     payload, _, signature = cookie.rpartition(".")
-    flipped = signature[:-1] + ("A" if signature[-1] != "A" else "B")
+    # The first character: all its six bits count (the last one of base64 carries padding bits too).
+    flipped = ("A" if signature[0] != "A" else "B") + signature[1:]
     for tampered in (f"{payload}.{flipped}", "x" + cookie[1:], cookie + "x", "garbage", ""):
         client.cookies.set(COOKIE_NAME, tampered)
         answer = await client.get(IDENTITY_ONLY_PAGE)

@@ -1,11 +1,11 @@
 """Signed cookie sessions and CSRF tokens. The console stores nothing server-side.
 
-The cookie ``yv_session`` holds, signed with the session key (itsdangerous, HMAC-SHA256, timestamped): a
-random CSRF token and, after a dev sign-in, the chosen user and permissions -- never a token. It is
-HttpOnly, SameSite=Lax, and Secure except for a dev sign-in console reached on a loopback address
-(``http://127.0.0.1``, ``localhost``, ``[::1]``). Behind the OIDC proxy (production) it is always Secure:
-the browser talks https to the proxy, and the Host the proxy forwards (often its upstream's own
-``127.0.0.1``) says nothing about that.
+The cookie ``yv_session`` holds, signed with the session key (itsdangerous, timestamped, HMAC-SHA256
+rather than its SHA-1 default): a random CSRF token and, after a dev sign-in, the chosen user and
+permissions -- never a token. It is HttpOnly, SameSite=Lax, and Secure except for a dev sign-in console
+reached on a loopback address (``http://127.0.0.1``, ``localhost``, ``[::1]``). Behind the OIDC proxy
+(production) it is always Secure: the browser talks https to the proxy, and the Host the proxy forwards
+(often its upstream's own ``127.0.0.1``) says nothing about that.
 
 Every state-changing request (form or htmx/fetch) must carry the CSRF token (form field ``csrf`` or header
 ``X-CSRF-Token``); a missing or wrong one is ``403 csrf_failed`` before anything is called.
@@ -13,6 +13,7 @@ Every state-changing request (form or htmx/fetch) must carry the CSRF token (for
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import secrets
@@ -45,7 +46,7 @@ class Session:
 
 class Sessions:
     def __init__(self, key: bytes, *, always_secure: bool) -> None:
-        self._serializer = URLSafeTimedSerializer(key, salt=SESSION_SALT)
+        self._serializer = session_serializer(key)
         self._always_secure = always_secure
 
     def load(self, request: Request) -> Session:
@@ -79,6 +80,11 @@ class Sessions:
     @staticmethod
     def clear(response: Response) -> None:
         response.delete_cookie(COOKIE_NAME, path="/")
+
+
+def session_serializer(key: bytes) -> URLSafeTimedSerializer:
+    """HMAC-SHA256 over the timestamped payload (itsdangerous' own default would be SHA-1)."""
+    return URLSafeTimedSerializer(key, salt=SESSION_SALT, signer_kwargs={"digest_method": hashlib.sha256})
 
 
 def is_loopback_request(request: Request) -> bool:
