@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
 )
 
 func main() {
@@ -107,7 +108,16 @@ func isEmpty(doc []byte) bool {
 func validateDocument(decoder runtime.Decoder, doc []byte) (string, []string) {
 	obj, gvk, err := decoder.Decode(doc, nil, nil)
 	if err != nil {
-		// A strict-decoding error still returns the object: the unknown fields are the problem.
+		// Name the document even when it did not decode: read kind and name loosely.
+		var loose struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if yaml.Unmarshal(doc, &loose) == nil && loose.Kind != "" {
+			return loose.Kind + "/" + loose.Metadata.Name, []string{err.Error()}
+		}
 		return describe(obj, gvk), []string{err.Error()}
 	}
 	name := describe(obj, gvk)

@@ -3,7 +3,8 @@
 Runs inside the media-worker container (`python media-drain.py --timeout-seconds N`), with the container's
 own environment: it mints a short-lived operator token (permission ``media:drain``, audience
 ``media-worker``) with the instance's JWT key file, sends ``POST /internal/drain`` to the instance on
-127.0.0.1 and polls ``GET /internal/drain`` until ``safe_to_stop`` is true (docs/runbooks/draining-a-worker.md).
+127.0.0.1 and polls ``GET /internal/drain`` until ``safe_to_stop`` is true
+(docs/runbooks/draining-a-worker.md).
 
 Exit 0 once drained. Exit 1 when the timeout passes first or the state stays unknown: "unknown means not
 drained". Either way the kubelet then sends SIGTERM, and the worker hands a running job back with a fenced
@@ -31,7 +32,8 @@ REQUEST_TIMEOUT_SECONDS = 5.0
 
 
 def _request(method: str, url: str, token: str) -> dict[str, object] | None:
-    request = urllib.request.Request(url, method=method, headers={"Authorization": f"Bearer {token}"})
+    # S310: the URL is always http://127.0.0.1:<port>/internal/drain, built by main()
+    request = urllib.request.Request(url, method=method, headers={"Authorization": f"Bearer {token}"})  # noqa: S310
     try:
         with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_SECONDS) as response:  # noqa: S310
             report = json.load(response)
