@@ -1,6 +1,6 @@
-"""The renders every property test runs on: the default values, the production-like values file, and the
-production values with every option on: Sense's signed audit push to Bell (the one optional flow) and a
-database schema of its own for every service."""
+"""The renders every property test runs on: the default values (Sense's signed push to Bell off, no TLS),
+the production-like values file (the push on, to Bell over HTTPS), and the production values with every
+other option on: an explicit relay URL, TLS and a database schema of its own for every service."""
 
 from __future__ import annotations
 
@@ -16,11 +16,9 @@ SCHEMAS = {
     "media-worker": "media",
 }
 OPTIONS = {
-    "services.sense-reconciler.bellRelay.enabled": "true",
-    "services.sense-reconciler.bellRelay.url": "https://bell-receiver.yovision.svc:18083",
-    "services.sense-reconciler.bellRelay.keyId": "relay-2026-11",
-    "services.sense-reconciler.bellRelay.caBundle.configMap": "bell-ca",
+    "services.sense-reconciler.bellRelay.url": "https://bell.internal.example.com",
     **{f"services.{service}.databaseSchema": f"prod_{schema}" for service, schema in SCHEMAS.items()},
+    **{f"services.{service}.tls.secretName": f"{service}-tls" for service in SCHEMAS},
 }
 RENDERS = ("default", "production", "production+options")
 

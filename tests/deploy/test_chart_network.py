@@ -89,11 +89,11 @@ def test_production_names_every_peer_and_probes_reach_only_public_addresses() ->
 
 
 def test_only_sense_reaches_bell_inside_the_namespace() -> None:
-    manifest = rendered("production+options")
+    manifest = rendered("production")
     bell = manifest.network_policies()["bell-receiver"]["spec"]
     in_namespace = [p for r in bell["ingress"] for p in r["from"] if set(p) == {"podSelector"}]
     assert in_namespace == [{"podSelector": {"matchLabels": selector_of(manifest, "sense-reconciler")}}]
-    without_relay = rendered("production").network_policies()["bell-receiver"]["spec"]
+    without_relay = rendered("default").network_policies()["bell-receiver"]["spec"]
     assert not [p for r in without_relay["ingress"] for p in r["from"] if set(p) == {"podSelector"}]
 
 

@@ -26,9 +26,10 @@ from tests.deploy.values import values_of
 SERVICES = tuple(SETTINGS)
 SECRET_DIR = "/run/secrets/yovision/"
 ADMIN_DIR = "/run/secrets/yovision-admin/"
+TLS_DIR = "/run/secrets/yovision-tls/"
 SECRET_WORDS = re.compile(r"DSN|KEY|TOKEN|PASSWORD|SECRET", re.I)
 FILE_SETTING = re.compile(r"_FILES?$")
-MOUNTED_DIRS = (SECRET_DIR, ADMIN_DIR, "/etc/yovision/")
+MOUNTED_DIRS = (SECRET_DIR, ADMIN_DIR, TLS_DIR, "/etc/yovision/")
 LOOKS_SECRET = re.compile(r"://[^/\s]*@|[0-9a-f]{32}|-----BEGIN", re.I)  # URL credentials, hex keys, PEM
 SHUTDOWN_GRACE_SECONDS = 20  # yovision_platform.service: workers' time after the HTTP server stopped
 
@@ -87,7 +88,7 @@ def test_every_secret_file_setting_names_a_projected_key_of_a_mounted_secret(nam
             mounts = {m["mountPath"].rstrip("/") + "/": volumes[m["name"]] for m in container["volumeMounts"]}
             for entry in container["env"]:
                 value = entry.get("value", "")
-                if not value.startswith((SECRET_DIR, ADMIN_DIR)):
+                if not value.startswith((SECRET_DIR, ADMIN_DIR, TLS_DIR)):
                     continue
                 directory, _, key = value.rpartition("/")
                 secret = mounts[directory + "/"]["secret"]
@@ -125,12 +126,47 @@ def test_every_container_runs_as_non_root_with_a_read_only_root_filesystem(name:
 def test_every_deployment_probes_readyz_and_healthz_on_its_port(name: str) -> None:
     for service, deployment in rendered(name).deployments().items():
         (container,) = containers(deployment)
-        port = SETTINGS[service].model_fields["http_port"].default
+        cls = SETTINGS[service]
+        port = cls.model_fields["http_port"].default
         assert container["ports"] == [{"name": "http", "containerPort": port, "protocol": "TCP"}]
-        assert env_of(container)[SETTINGS[service].env_var_name("http_port")]["value"] == str(port)
-        assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
-        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
-        assert container["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+        env = env_of(container)
+        assert env[cls.env_var_name("http_port")]["value"] == str(port)
+        scheme = "HTTPS" if cls.env_var_name("http_tls_cert_file") in env else "HTTP"
+        assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http", "scheme": scheme}
+        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http", "scheme": scheme}
+        assert container["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "http", "scheme": scheme}
+
+
+def test_tls_files_come_from_the_services_tls_secret(name: str) -> None:
+    for service, deployment in rendered(name).deployments().items():
+        secret_name = values_of(name)["services"][service]["tls"]["secretName"]
+        (container,) = containers(deployment)
+        env = env_of(container)
+        cls = SETTINGS[service]
+        volumes = {v["name"]: v for v in pod_spec(deployment)["volumes"]}
+        if not secret_name:
+            assert cls.env_var_name("http_tls_cert_file") not in env and "tls" not in volumes
+            continue
+        assert volumes["tls"]["secret"]["secretName"] == secret_name
+        assert env[cls.env_var_name("http_tls_cert_file")]["value"] == TLS_DIR + "tls.crt"
+        assert env[cls.env_var_name("http_tls_key_file")]["value"] == TLS_DIR + "tls.key"
+
+
+def test_sense_pushes_to_bell_over_https_trusting_the_configured_ca(name: str) -> None:
+    values = values_of(name)["services"]
+    (sense,) = containers(rendered(name).deployments()["sense-reconciler"])
+    env = env_of(sense)
+    if not values["sense-reconciler"]["bellRelay"]["enabled"]:
+        assert not any(n.startswith("SENSE_BELL_") for n in env) and "SSL_CERT_FILE" not in env
+        return
+    bell_service = rendered(name).deployments()["bell-receiver"]["metadata"]["name"]
+    expected = values["sense-reconciler"]["bellRelay"]["url"] or f"https://{bell_service}.yovision.svc:18083"
+    assert env["SENSE_BELL_URL"]["value"] == expected
+    assert env["SENSE_BELL_KEY_FILE"]["value"] == SECRET_DIR + "bell-relay-key"
+    mounts = {m["mountPath"]: m["name"] for m in sense["volumeMounts"]}
+    ca = values["sense-reconciler"]["bellRelay"]["caBundle"]
+    assert env["SSL_CERT_FILE"]["value"] == f"/etc/yovision/bell-ca/{ca['key']}"
+    assert mounts["/etc/yovision/bell-ca"] == "bell-ca"
 
 
 def test_every_container_has_resource_requests_and_limits(name: str) -> None:
@@ -238,7 +274,11 @@ def test_monitoring_objects_follow_the_values(name: str) -> None:
         for monitor in monitors:
             service = services[monitor["metadata"]["name"]]
             assert monitor["spec"]["selector"]["matchLabels"] == service["spec"]["selector"]
-            assert [(e["port"], e["path"]) for e in monitor["spec"]["endpoints"]] == [("http", "/metrics")]
+            (endpoint,) = monitor["spec"]["endpoints"]
+            assert (endpoint["port"], endpoint["path"]) == ("http", "/metrics")
+            component = service["metadata"]["labels"]["app.kubernetes.io/component"]
+            tls = values_of(name)["services"][component]["tls"]["secretName"]
+            assert endpoint.get("scheme", "http") == ("https" if tls else "http")
     rules = manifest.of_kind("PrometheusRule")
     if not monitoring["prometheusRule"]["enabled"]:
         assert rules == []

@@ -150,3 +150,15 @@ def test_names_fit_kubernetes_limits_for_the_longest_release_name() -> None:
         # pods are <deployment>-<hash, up to 10>-<5>: media-worker's pod name is its MEDIA_INSTANCE_ID (<= 63)
         assert len(deployment["metadata"]["name"]) + 17 <= 63
     assert validate(manifest.text).returncode == 0
+
+
+def test_relay_without_a_url_needs_bell_to_serve_tls() -> None:
+    settings = {
+        "services.sense-reconciler.bellRelay.enabled": "true",
+        "services.sense-reconciler.bellRelay.keyId": "relay-1",
+    }
+    result = render_text(settings=settings)
+    assert result.returncode != 0
+    assert "unless bell-receiver serves TLS" in result.stderr
+    tls = render_text(settings={**settings, "services.bell-receiver.tls.secretName": "bell-tls"})
+    assert tls.returncode == 0, tls.stderr

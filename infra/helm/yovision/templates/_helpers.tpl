@@ -61,6 +61,7 @@ app.kubernetes.io/component: {{ .name }}-migrate
 
 {{/* Where secret files are mounted: the service's own Secret, and (migration Jobs only) the admin DSN. */}}
 {{- define "yovision.secretDir" -}}/run/secrets/yovision{{- end }}
+{{- define "yovision.tlsDir" -}}/run/secrets/yovision-tls{{- end }}
 {{- define "yovision.adminSecretDir" -}}/run/secrets/yovision-admin{{- end }}
 {{- define "yovision.postgresCaDir" -}}/etc/yovision/postgres-ca{{- end }}
 {{- define "yovision.bellCaDir" -}}/etc/yovision/bell-ca{{- end }}
@@ -112,6 +113,12 @@ same settings and reads the same secret files), plus the admin DSN for the Job o
 - name: {{ $p }}_{{ $setting }}
   value: {{ printf "%s/%s" $secretDir $key | quote }}
 {{- end }}
+{{- if (.values.tls).secretName }}
+- name: {{ $p }}_HTTP_TLS_CERT_FILE
+  value: {{ printf "%s/tls.crt" (include "yovision.tlsDir" .) | quote }}
+- name: {{ $p }}_HTTP_TLS_KEY_FILE
+  value: {{ printf "%s/tls.key" (include "yovision.tlsDir" .) | quote }}
+{{- end }}
 {{- if .spec.jwt }}
 - name: {{ $p }}_AUTH_JWT_ISSUER
   value: {{ required "auth.jwtIssuer is required" $root.Values.auth.jwtIssuer | quote }}
@@ -126,7 +133,7 @@ same settings and reads the same secret files), plus the admin DSN for the Job o
 - name: SENSE_BELL_RELAY_ENABLED
   value: "true"
 - name: SENSE_BELL_URL
-  value: {{ required "services.sense-reconciler.bellRelay.url is required when the relay is enabled" .url | quote }}
+  value: {{ include "yovision.bellRelayUrl" $ | quote }}
 - name: SENSE_BELL_KEY_ID
   value: {{ required "services.sense-reconciler.bellRelay.keyId is required when the relay is enabled" .keyId | quote }}
 - name: SENSE_BELL_KEY_FILE
@@ -164,6 +171,27 @@ same settings and reads the same secret files), plus the admin DSN for the Job o
 {{- end }}
 {{- end }}
 
+{{/*
+Sense's URL of Bell: bellRelay.url, else bell-receiver's Service over HTTPS when Bell serves TLS (the relay
+refuses plain HTTP to anything but loopback). Argument: sense-reconciler's service context.
+*/}}
+{{- define "yovision.bellRelayUrl" -}}
+{{- $bell := index .root.Values.services "bell-receiver" -}}
+{{- if .values.bellRelay.url -}}
+{{- .values.bellRelay.url -}}
+{{- else if and $bell.enabled ($bell.tls).secretName -}}
+{{- $catalog := fromYaml (include "yovision.catalog" .root) -}}
+{{- printf "https://%s.%s.svc:%v" (include "yovision.componentName" (dict "root" .root "name" "bell-receiver")) .root.Release.Namespace (index $catalog "bell-receiver").port -}}
+{{- else -}}
+{{- fail "services.sense-reconciler.bellRelay.url is required when the relay is enabled, unless bell-receiver serves TLS (services.bell-receiver.tls.secretName)" -}}
+{{- end -}}
+{{- end }}
+
+{{/* The probes' scheme: HTTPS when the service serves TLS (the kubelet does not verify the certificate). */}}
+{{- define "yovision.scheme" -}}
+{{- if (.values.tls).secretName }}HTTPS{{ else }}HTTP{{ end -}}
+{{- end }}
+
 {{/* Volumes every pod of a service has (Secret, /tmp, CA bundles); the admin DSN only with `migrate`. */}}
 {{- define "yovision.volumes" -}}
 - name: secrets
@@ -178,6 +206,17 @@ same settings and reads the same secret files), plus the admin DSN for the Job o
 - name: tmp
   emptyDir:
     sizeLimit: {{ .values.tmpSizeLimit | default .root.Values.tmpSizeLimit }}
+{{- with (.values.tls).secretName }}
+- name: tls
+  secret:
+    secretName: {{ . }}
+    defaultMode: 288 # 0440
+    items:
+      - key: tls.crt
+        path: tls.crt
+      - key: tls.key
+        path: tls.key
+{{- end }}
 {{- with .root.Values.postgres.caBundle }}
 {{- if .configMap }}
 - name: postgres-ca
@@ -207,6 +246,11 @@ same settings and reads the same secret files), plus the admin DSN for the Job o
   readOnly: true
 - name: tmp
   mountPath: /tmp
+{{- if (.values.tls).secretName }}
+- name: tls
+  mountPath: {{ include "yovision.tlsDir" . }}
+  readOnly: true
+{{- end }}
 {{- if .root.Values.postgres.caBundle.configMap }}
 - name: postgres-ca
   mountPath: {{ include "yovision.postgresCaDir" . }}

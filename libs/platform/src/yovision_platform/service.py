@@ -267,6 +267,8 @@ async def _serve(spec: ServiceSpec, settings: BaseServiceSettings) -> int:
                 app,
                 host=settings.http_host,
                 port=settings.http_port,
+                ssl_certfile=settings.http_tls_cert_file,
+                ssl_keyfile=settings.http_tls_key_file,
                 log_config=None,
                 access_log=False,
                 lifespan="off",

@@ -19,6 +19,7 @@ import os
 import re
 import secrets
 import socket
+import ssl
 import stat
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -187,7 +188,9 @@ class BaseServiceSettings(BaseSettings):
     ``P_DATABASE_SCHEMA`` (default: the service's own schema name, e.g. ``sense``) and ``P_KAFKA_PREFIX``
     (default empty: prefixed to every topic, consumer group and transactional id, see
     :mod:`yovision_platform.naming`). The last two let several environments share one PostgreSQL cluster
-    and one Kafka cluster.
+    and one Kafka cluster. ``P_HTTP_TLS_CERT_FILE`` + ``P_HTTP_TLS_KEY_FILE`` (both or neither) make the
+    HTTP server speak TLS: a PEM certificate chain and its PEM private key (a secret file), for a service
+    reached across hosts (Sense's signed push refuses plain HTTP to anything but loopback).
     """
 
     model_config = SettingsConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
@@ -203,6 +206,8 @@ class BaseServiceSettings(BaseSettings):
     outbox_relay_enabled: bool = True
     database_schema: str | None = None
     kafka_prefix: str = ""
+    http_tls_cert_file: Path | None = None
+    http_tls_key_file: Path | None = None
 
     _database_dsn: SecretStr | None = PrivateAttr(default=None)
 
@@ -261,6 +266,32 @@ class BaseServiceSettings(BaseSettings):
         """Read and check every secret file this service needs to start. :func:`load_settings` calls it;
         subclasses with more secret files override it and call ``super().load_secret_files()``."""
         self._database_dsn = read_dsn_file(self.database_dsn_file, self.env_var_name("database_dsn_file"))
+        self._check_http_tls()
+
+    def _check_http_tls(self) -> None:
+        """Both TLS files or neither; the key is a secret file; the pair must load as a server context.
+        Reasons: ``missing`` (one without the other, or no such certificate file), the secret file reasons
+        for the key, ``tls_invalid`` (not PEM, or a certificate that does not match the key)."""
+        cert_setting, key_setting = (
+            self.env_var_name("http_tls_cert_file"),
+            self.env_var_name("http_tls_key_file"),
+        )
+        cert, key = self.http_tls_cert_file, self.http_tls_key_file
+        if cert is None and key is None:
+            return
+        if cert is None:
+            raise ConfigError(cert_setting, "missing", f"required with {key_setting}")
+        if key is None:
+            raise ConfigError(key_setting, "missing", f"required with {cert_setting}")
+        if not cert.is_file():
+            raise ConfigError(cert_setting, "missing", "file does not exist")
+        read_secret_file(key, key_setting)  # mode and size checks; the key is registered for redaction
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+        except (OSError, ValueError):  # ssl.SSLError is an OSError
+            raise ConfigError(
+                cert_setting, "tls_invalid", "certificate and key do not load as a pair"
+            ) from None
 
     @property
     def database_dsn(self) -> SecretStr:
