@@ -121,6 +121,10 @@ def test_every_container_runs_as_non_root_with_a_read_only_root_filesystem(name:
             assert context["privileged"] is False
             assert context["capabilities"] == {"drop": ["ALL"]}
             assert "/tmp" in {m["mountPath"] for m in container["volumeMounts"]}  # writable scratch
+        # the "restricted" Pod Security Standard: seccomp, and only these volume types
+        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        for volume in spec["volumes"]:
+            assert set(volume) - {"name"} <= {"secret", "configMap", "emptyDir", "persistentVolumeClaim"}
 
 
 def test_every_deployment_probes_readyz_and_healthz_on_its_port(name: str) -> None:
