@@ -24,11 +24,13 @@ setup: ## Install everything the stack needs (Debian packages, .venv, Kafka jars
 	infra/scripts/bootstrap-python.sh
 	infra/scripts/install-kafka.sh
 	infra/scripts/install-mediamtx.sh
+	infra/scripts/install-console-assets.sh
 
-up: setup ## Whole local stack: PostgreSQL, Kafka, MediaMTX, topics, dev secrets, the five services
+up: setup ## Whole local stack: PostgreSQL, Kafka, MediaMTX, topics, dev secrets, the five services, the console
 	$(STACK) up
 	$(MAKE) topics secrets
 	$(SERVICES) up
+	@echo "console: http://127.0.0.1:$$(sed -n 's/^CONSOLE_HTTP_PORT=//p' .local/env/console.env) (dev sign-in)"
 
 down: ## Stop the services and the infrastructure
 	$(SERVICES) down

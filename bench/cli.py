@@ -9,7 +9,6 @@ Progress goes to stderr, results to stdout. Details: docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import datetime
 import json
@@ -40,6 +39,7 @@ from bench.report import (
 from bench.stats import per_second
 from yovision_platform.kafka import PRODUCER_LINGER_MS
 from yovision_platform.relay import RELAY_BATCH_MAX_ROWS
+from yovision_platform.tools.bench_runner import run_cleanly
 
 __all__ = ["main"]
 
@@ -330,5 +330,5 @@ async def _run(args: argparse.Namespace) -> dict[str, object]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parse_args(argv)
-    summary = asyncio.run(_run(args))
+    summary = run_cleanly(_run(args))
     print(JSON_PREFIX + json.dumps(summary, separators=(",", ":"), sort_keys=True), flush=True)

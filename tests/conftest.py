@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
+import httpx
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
@@ -119,3 +120,11 @@ async def topic(stack: Stack) -> AsyncIterator[str]:
     await create_topic(stack.kafka_bootstrap, name, partitions=3)
     yield name
     await delete_topic(stack.kafka_bootstrap, name)
+
+
+def problem_code(response: httpx.Response) -> str:
+    """The stable code of a problem-details error response (asserting the media type and body shape)."""
+    assert response.headers["content-type"] == "application/problem+json"
+    body = response.json()
+    assert body["status"] == response.status_code and body["code"] == body["error"]
+    return str(body["code"])

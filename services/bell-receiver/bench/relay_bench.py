@@ -50,6 +50,7 @@ from sense_reconciler.entrypoints.main import SPEC as SENSE_SPEC
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.migrations import SchemaPlan, drop, migrate
+from yovision_platform.tools.bench_runner import run_cleanly
 from yovision_platform.tools.localhost import free_port, write_private_file
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -388,7 +389,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=200, help="100-item batches for the latency run")
     parser.add_argument("--stack-dir", type=Path, default=REPO_ROOT / ".local", help="the stack's .local")
     args = parser.parse_args()
-    report(asyncio.run(bench(LocalStack.load(args.stack_dir), args.facts, args.batches)))
+    report(run_cleanly(bench(LocalStack.load(args.stack_dir), args.facts, args.batches)))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from yovision_platform.auth import TokenVerifier
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.migrations import SchemaPlan, drop, migrate
+from yovision_platform.tools.bench_runner import run_cleanly
 from yovision_platform.tools.localhost import free_port, write_private_file
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -218,7 +219,7 @@ def main() -> None:
     parser.add_argument("--video-seconds", type=int, default=20)
     parser.add_argument("--upload-mib", type=int, default=1024)
     args = parser.parse_args()
-    asyncio.run(run(args.video_seconds, args.upload_mib))
+    run_cleanly(run(args.video_seconds, args.upload_mib))
 
 
 if __name__ == "__main__":

@@ -76,6 +76,7 @@ from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.mediamtx import LIST_PAGE_ITEMS, MediaMtxApi
 from yovision_platform.migrations import SchemaPlan, drop, migrate
 from yovision_platform.settings import load_settings
+from yovision_platform.tools.bench_runner import run_cleanly
 from yovision_platform.tools.localhost import write_private_file
 from yovision_platform.tools.mediamtx_sandbox import mediamtx_sandbox
 
@@ -667,7 +668,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.paths < 100 or args.scans < 1:
         parser.error("--paths must be >= 100 and --scans >= 1")
-    report(asyncio.run(bench(LocalStack.load(args.stack_dir), args.paths, args.scans)))
+    report(run_cleanly(bench(LocalStack.load(args.stack_dir), args.paths, args.scans)))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import asyncpg
 import httpx
-from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
 from sense_reconciler.adapters.device_repository import DeviceRepository
@@ -39,11 +38,14 @@ from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.migrations import SchemaPlan, drop, migrate
+from yovision_platform.tools.bench_runner import run_cleanly
+from yovision_platform.web import create_app
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PARTITIONS = 12
 DEVICES_PER_SITE = 16  # the default per-site limit of enabled devices
 TOKEN = secrets.token_hex(24)
+CLEANUP_ROUNDS = 5
 
 
 async def bench(devices: int) -> None:
@@ -69,15 +71,34 @@ async def raw_mediamtx_adds(api_url: str, count: int) -> float:
     MediaMTX rewrites its whole path configuration on every add, so one add costs more the more paths
     exist: this is the ceiling any reconciler of one MediaMTX instance works under."""
     prefix = f"bench-raw-{uuid.uuid4().hex[:6]}"
-    async with httpx.AsyncClient(base_url=api_url, timeout=30) as client:
-        started = time.monotonic()
-        for n in range(count):
-            body = {"source": f"rtsp://127.0.0.1:1/{prefix}-{n}", "sourceOnDemand": True}
-            (await client.post(f"/v3/config/paths/add/{prefix}-{n}", json=body)).raise_for_status()
-        seconds = time.monotonic() - started
-        for n in range(count):
-            await client.post(f"/v3/config/paths/delete/{prefix}-{n}")
-    return count / seconds
+    try:
+        async with httpx.AsyncClient(base_url=api_url, timeout=30) as client:
+            started = time.monotonic()
+            for n in range(count):
+                body = {"source": f"rtsp://127.0.0.1:1/{prefix}-{n}", "sourceOnDemand": True}
+                (await client.post(f"/v3/config/paths/add/{prefix}-{n}", json=body)).raise_for_status()
+            return count / (time.monotonic() - started)
+    finally:
+        await delete_paths_with_prefix(api_url, prefix)
+
+
+async def delete_paths_with_prefix(api_url: str, prefix: str) -> int:
+    """Delete every MediaMTX path whose name starts with `prefix` (what a run created, however far it
+    got), re-listing until none is left; returns how many were deleted."""
+    mediamtx = MediaMtxClient(api_url, deadline_seconds=30.0)
+    deleted = 0
+    try:
+        for _ in range(CLEANUP_ROUNDS):
+            left = [name for name in await mediamtx.list_path_names() if name.startswith(prefix)]
+            if not left:
+                return deleted
+            for name in left:
+                with contextlib.suppress(Exception):  # the next round lists what is still there
+                    await mediamtx.delete_path(name)
+                    deleted += 1
+        raise RuntimeError(f"paths with prefix {prefix} are still configured after cleanup")
+    finally:
+        await mediamtx.aclose()
 
 
 async def wait_converged(pool: asyncpg.Pool, schema: Identifier) -> None:
@@ -100,7 +121,7 @@ async def run(stack: LocalStack, schema: Identifier, dsn: str, devices: int) -> 
     worker = Reconciler(
         pool, schema, mediamtx, owned, metrics, serde, owner="bench", batch=128, scan_interval_seconds=0.05
     )
-    app = FastAPI()
+    app = create_app("sense-reconciler-bench", "0")
     install(app, service, StaticBearerToken(TOKEN))
     stop = asyncio.Event()
     loop_task = asyncio.create_task(worker.run(stop))
@@ -144,11 +165,9 @@ async def run(stack: LocalStack, schema: Identifier, dsn: str, devices: int) -> 
         stop.set()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(loop_task, 30)
-        for path in paths:
-            with contextlib.suppress(Exception):
-                await mediamtx.delete_path(path)
         await mediamtx.aclose()
         await pool.close()
+        await delete_paths_with_prefix(stack.mediamtx_api_url, prefix)
 
 
 def main() -> None:
@@ -156,7 +175,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--devices", type=int, default=1000)
-    asyncio.run(bench(parser.parse_args().devices))
+    run_cleanly(bench(parser.parse_args().devices))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ from pathlib import Path
 import asyncpg
 import httpx
 import pytest
-from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
 from bell_receiver.entrypoints.api import install_api
@@ -30,6 +29,7 @@ from yovision_platform.auth import TokenVerifier
 from yovision_platform.db import Identifier
 from yovision_platform.migrations import SchemaPlan
 from yovision_platform.signing import KeyRing
+from yovision_platform.web import create_app
 
 TEST_DEADLINE_SECONDS = 1.0
 KEY_ID = "relay-test-1"
@@ -118,7 +118,7 @@ async def served(
 ) -> AsyncIterator[Served]:
     clock = Clock()
     registry = CollectorRegistry()
-    app = FastAPI(title="bell-receiver", version="test")
+    app = create_app("bell-receiver", "test")
     install_api(
         app,
         pool=runtime_pool,

@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 
 from bell_receiver.entrypoints.consumer import ingest_worker
 from bell_receiver.metrics import BellMetrics
-from tests.conftest import REPO_ROOT, Stack, create_topic, delete_topic
+from tests.conftest import REPO_ROOT, Stack, create_topic, delete_topic, problem_code
 from tests.integration.bell_receiver.conftest import Served
 from tests.integration.bell_receiver.relay_client import fact
 from tests.integration.platform.kafka_helpers import wait_until
@@ -174,11 +174,15 @@ async def check_inbox_api(served: Served) -> None:
     bad = await http.get(
         "/v1/notifications", params={"cursor": "!!"}, headers={"authorization": f"Bearer {token}"}
     )
-    assert (bad.status_code, bad.json()) == (400, {"error": "invalid_cursor"})
+    assert (bad.status_code, problem_code(bad)) == (400, "invalid_cursor")
+    nul = await http.get(
+        "/v1/notifications", params={"cursor": "a\u0000"}, headers={"authorization": f"Bearer {token}"}
+    )
+    assert (nul.status_code, problem_code(nul)) == (400, "invalid_text")
     for limit, status in ((0, 422), (1, 200), (100, 200), (101, 422)):
         response = await http.get(
             "/v1/notifications", params={"limit": limit}, headers={"authorization": f"Bearer {token}"}
         )
         assert response.status_code == status
         if status == 422:
-            assert response.json() == {"error": "invalid_request"}
+            assert problem_code(response) == "invalid_request"

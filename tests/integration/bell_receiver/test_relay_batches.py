@@ -98,8 +98,34 @@ async def test_a_streamed_body_is_signed_and_accepted(served: Served) -> None:
         for start in range(0, len(body), 100):
             yield body[start : start + 100]
 
-    response = await served.relay.http.post(BATCH_PATH, content=stream(), headers=served.relay.sign(body))
+    headers = {**served.relay.sign(body), "content-type": "application/json"}
+    response = await served.relay.http.post(BATCH_PATH, content=stream(), headers=headers)
     assert response.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [
+        ("application/json", 200),
+        ("Application/JSON; charset=utf-8", 200),
+        (None, 400),
+        ("text/plain", 400),
+        ("application/x-www-form-urlencoded", 400),
+        ("application/json-seq", 400),
+    ],
+)
+async def test_a_batch_must_be_sent_as_application_json(
+    served: Served, content_type: str | None, status: int
+) -> None:
+    body = batch_body([fact()])
+    headers = served.relay.sign(body)
+    if content_type is not None:
+        headers["content-type"] = content_type
+    response = await served.relay.http.post(BATCH_PATH, content=body, headers=headers)
+    assert response.status_code == status
+    if status == 400:
+        assert response.content == b'{"error":"invalid_json"}'
+        assert response.headers["content-type"] == "application/json"
 
 
 @pytest.mark.parametrize(("count", "status"), [(0, 400), (1, 200), (MAX_BATCH_ITEMS, 200), (101, 400)])

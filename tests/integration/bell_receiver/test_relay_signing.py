@@ -31,6 +31,15 @@ async def test_clock_skew_boundary_in_both_directions(
         assert served.metric("bell_relay_signature_rejections_total", reason="stale_timestamp") == 1
 
 
+@pytest.mark.parametrize(("signed_at", "accepted"), [(-300, True), (-301, False), (300, True), (301, False)])
+async def test_the_skew_window_is_whole_seconds_whatever_the_fraction_on_bells_clock(
+    served: Served, signed_at: int, accepted: bool
+) -> None:
+    served.clock.frozen = FIXED_NOW + 0.9  # exactly 300 whole seconds from FIXED_NOW - 300 and + 300
+    response = await served.relay.post_items([fact()], now=FIXED_NOW + signed_at)
+    assert response.status_code == (200 if accepted else 401)
+
+
 def tampered(served: Served, what: str) -> tuple[bytes, dict[str, str], str]:
     body = batch_body([fact()])
     headers = served.relay.sign(body)

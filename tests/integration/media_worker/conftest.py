@@ -27,6 +27,7 @@ from yovision_platform.auth import TokenVerifier
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
 from yovision_platform.outbox import Outbox
+from yovision_platform.web import create_app
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "services/media-worker/src/media_worker/migrations"
 INSTANCE = "media-test-a"
@@ -176,7 +177,7 @@ def media(pool: asyncpg.Pool, media_schema: MigratedSchema, tmp_path: Path) -> M
 
 
 def build_app(media: Media, metrics: MediaMetrics | None = None) -> FastAPI:
-    app = FastAPI(title="media-worker")
+    app = create_app("media-worker", "test")
     install_routes(
         app,
         MediaApi(

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from media_worker.domain.limits import MAX_CONCURRENT_CHUNK_WRITES
 from media_worker.service_layer.metrics import MediaMetrics
-from tests.conftest import MigratedSchema
+from tests.conftest import MigratedSchema, problem_code
 from tests.integration.media_worker.conftest import TEST_LIMITS, Media, build_app, build_media
 from tests.integration.media_worker.test_uploads import BOUNDARY, init, multipart_body
 from tests.served_app import serve_app
@@ -86,7 +86,7 @@ async def test_stalled_then_disconnected_chunk_uploads_free_every_slot_and_parti
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{served}") as http:
         url = f"/v1/uploads/{session_id}/chunks/{slots}"
         busy = await http.put(url, content=b"n" * CHUNK_BYTES, headers=media.auth())
-        assert (busy.status_code, busy.json()) == (429, {"error": "chunk_slots_busy"})
+        assert (busy.status_code, problem_code(busy)) == (429, "chunk_slots_busy")
         for writer in stalled:
             writer.close()
         await wait_until(lambda: media.activity.uploads == 0)

@@ -22,6 +22,7 @@ from tests.integration.media_worker.conftest import Media, make_test_video, sha2
 from tests.integration.media_worker.test_recovery import TAKE_OVER_SLACK_SECONDS, started_at
 from tests.integration.media_worker.test_transcoder import alive, media, probe, script, upload
 from tests.integration.media_worker.test_uploads import entries_under
+from yovision_platform.auth import TokenVerifier
 
 __all__ = ["media"]  # the video-sized limits fixture
 
@@ -182,3 +183,46 @@ async def done(media: Media) -> bool:
     status = (await media.fetchrow("SELECT status FROM {s}.materials"))["status"]
     assert status != "failed"
     return bool(status == "done")
+
+
+async def test_a_stalled_chunk_body_is_answered_408_once_it_falls_behind_the_minimum_rate(
+    base_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {**base_env, "MEDIA_UPLOAD_READ_GRACE_SECONDS": "1", "MEDIA_UPLOAD_MIN_BYTES_PER_SECOND": "1024"}
+    instance = Instance("media-stall", env, tmp_path / "stall.log")
+    key_text = await asyncio.to_thread(Path(env["MEDIA_AUTH_JWT_KEY_FILE"]).read_text)
+    key = bytes.fromhex(key_text.strip())
+    token = TokenVerifier(key, issuer="yovision-test", audience="media-worker").mint("alice")
+    base = f"http://127.0.0.1:{instance.port}"
+    try:
+        async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
+
+            async def ready() -> bool:
+                try:
+                    return (await http.get("/readyz")).status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            await wait_for(ready, 30)
+            spec = {"upload_key": "stall", "total_bytes": 2 * 65_536, "chunk_bytes": 65_536}
+            session = await http.post("/v1/uploads", json=spec)
+            assert session.status_code == 201, session.text
+            session_id = session.json()["session_id"]
+        reader, writer = await asyncio.open_connection("127.0.0.1", instance.port)
+        head = (
+            f"PUT /v1/uploads/{session_id}/chunks/0 HTTP/1.1\r\nHost: media\r\n"
+            f"Authorization: Bearer {token}\r\nContent-Type: application/octet-stream\r\n"
+            "Content-Length: 65536\r\n\r\n"
+        )
+        started = time.monotonic()
+        writer.write(head.encode() + b"x" * 100)
+        await writer.drain()
+        status_line = await asyncio.wait_for(reader.readline(), 20)
+        took = time.monotonic() - started
+        rest = await asyncio.wait_for(reader.read(), 10)
+        writer.close()
+        assert status_line.startswith(b"HTTP/1.1 408"), status_line
+        assert 1.0 <= took < 10.0  # grace 1 s + 100 bytes at 1 KiB/s, plus scheduling
+        assert b'"code":"request_timeout"' in rest
+    finally:
+        assert instance.stop() == 0

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from media_worker.adapters.storage import source_key
+from tests.conftest import problem_code
 from tests.integration.media_worker.conftest import TEST_LIMITS, Media, sha256_of
 
 BOUNDARY = "media-test-boundary"
@@ -100,7 +101,7 @@ async def test_plain_upload_one_byte_over_the_limit_is_refused_before_parsing(
 
     headers = {**multipart_headers(media), "Content-Length": str(len(body))}
     response = await client.post("/v1/materials", content=must_not_be_read(), headers=headers)
-    assert (response.status_code, response.json()) == (413, {"error": "request_too_large"})
+    assert (response.status_code, problem_code(response)) == (413, "request_too_large")
     assert files_under(media.storage.root) == []
 
 
@@ -109,7 +110,7 @@ async def test_plain_upload_of_the_chunked_threshold_must_be_chunked_and_leaves_
 ) -> None:
     body = multipart_body(os.urandom(TEST_LIMITS.chunked_required_from_bytes))
     response = await client.post("/v1/materials", content=body, headers=multipart_headers(media))
-    assert (response.status_code, response.json()) == (413, {"error": "chunked_upload_required"})
+    assert (response.status_code, problem_code(response)) == (413, "chunked_upload_required")
     assert entries_under(media.storage.root / "sources") == []
     assert files_under(media.storage.root) == []
     assert await media.fetch("SELECT id FROM {s}.materials") == []
@@ -146,7 +147,7 @@ async def test_complete_before_all_chunks_is_refused(client: httpx.AsyncClient, 
     session_id = response.json()["session_id"]
     await client.put(f"/v1/uploads/{session_id}/chunks/0", content=b"a" * 1000, headers=media.auth())
     done = await client.post(f"/v1/uploads/{session_id}/complete", headers=media.auth())
-    assert (done.status_code, done.json()) == (409, {"error": "upload_incomplete"})
+    assert (done.status_code, problem_code(done)) == (409, "upload_incomplete")
     state = await client.get(f"/v1/uploads/{session_id}", headers=media.auth())
     assert (state.json()["received"], state.json()["missing"]) == ([0], [1, 2])
 
@@ -185,7 +186,7 @@ async def test_init_limits(
     response = await init(client, media, total, chunk)
     assert response.status_code == status
     if code is not None:
-        assert response.json() == {"error": code}
+        assert problem_code(response) == code
 
 
 async def test_a_resumed_init_answers_200_and_a_new_one_201(client: httpx.AsyncClient, media: Media) -> None:
@@ -210,7 +211,7 @@ async def test_a_layout_change_on_resume_is_refused(client: httpx.AsyncClient, m
     resumed = await init(client, media, 2500, 1000)
     assert resumed.json()["session_id"] == first.json()["session_id"]
     changed = await init(client, media, 2500, 500)
-    assert (changed.status_code, changed.json()) == (409, {"error": "layout_conflict"})
+    assert (changed.status_code, problem_code(changed)) == (409, "layout_conflict")
 
 
 @pytest.mark.parametrize(
@@ -221,7 +222,7 @@ async def test_init_refuses_without_room_for_chunks_merged_file_and_margin(
 ) -> None:
     media.free_space.free = free
     response = await init(client, media, 2500, 1000)
-    assert (response.status_code, response.json()) == (507, {"error": code})
+    assert (response.status_code, problem_code(response)) == (507, code)
     media.free_space.free = 2 * 2500 + 1000
     assert (await init(client, media, 2500, 1000)).status_code == 201
 
@@ -230,7 +231,7 @@ async def test_merge_rechecks_free_space_and_can_be_retried(client: httpx.AsyncC
     session_id = await upload_chunked(client, media, os.urandom(2500), 1000)
     media.free_space.free = 2500 + 1000 - 1
     refused = await client.post(f"/v1/uploads/{session_id}/complete", headers=media.auth())
-    assert (refused.status_code, refused.json()) == (507, {"error": "insufficient_storage"})
+    assert (refused.status_code, problem_code(refused)) == (507, "insufficient_storage")
     assert files_under(media.storage.root / "sources") == []
     media.free_space.free = 2500 + 1000
     assert (await client.post(f"/v1/uploads/{session_id}/complete", headers=media.auth())).status_code == 200
@@ -256,7 +257,7 @@ async def test_chunk_writes_beyond_the_slots_wait_then_get_429_with_retry_after(
     holders = [put(0, slow_body()), put(1, slow_body())]
     await asyncio.sleep(0.1)
     refused = await put(2, b"a" * 1000)
-    assert (refused.status_code, refused.json()) == (429, {"error": "chunk_slots_busy"})
+    assert (refused.status_code, problem_code(refused)) == (429, "chunk_slots_busy")
     assert refused.headers["Retry-After"] == "2"
     release.set()
     assert [(await h).status_code for h in holders] == [200, 200]
@@ -276,7 +277,7 @@ async def test_users_see_only_their_own_materials_and_never_the_source_during_pr
     assert own.json()["source_key"] is None
     assert "sources/" not in own.text
     other = await client.get(f"/v1/materials/{material_id}", headers=media.auth("user-2"))
-    assert (other.status_code, other.json()) == (404, {"error": "not_found"})
+    assert (other.status_code, problem_code(other)) == (404, "not_found")
     anonymous = await client.get(f"/v1/materials/{material_id}")
     assert anonymous.status_code == 401
 
@@ -288,7 +289,7 @@ async def test_retry_only_applies_to_failed_materials(client: httpx.AsyncClient,
         )
     ).json()["material_id"]
     refused = await client.post(f"/v1/materials/{material_id}/retry", headers=media.auth())
-    assert (refused.status_code, refused.json()) == (409, {"error": "not_retryable"})
+    assert (refused.status_code, problem_code(refused)) == (409, "not_retryable")
 
 
 async def test_a_failed_enqueue_keeps_the_stored_source(media: Media) -> None:
@@ -315,7 +316,7 @@ async def test_a_multipart_body_without_a_file_part_is_refused(
     part = 'Content-Disposition: form-data; name="title"\r\n\r\nx'
     body = f"--{BOUNDARY}\r\n{part}\r\n--{BOUNDARY}--\r\n".encode()
     response = await client.post("/v1/materials", content=body, headers=multipart_headers(media))
-    assert (response.status_code, response.json()) == (400, {"error": "invalid_multipart"})
+    assert (response.status_code, problem_code(response)) == (400, "invalid_multipart")
     assert entries_under(media.storage.root / "sources") == []
 
 
@@ -323,7 +324,7 @@ async def test_an_empty_file_is_refused_and_leaves_no_file(client: httpx.AsyncCl
     response = await client.post(
         "/v1/materials", content=multipart_body(b""), headers=multipart_headers(media)
     )
-    assert (response.status_code, response.json()) == (400, {"error": "invalid_multipart"})
+    assert (response.status_code, problem_code(response)) == (400, "invalid_multipart")
     assert entries_under(media.storage.root / "sources") == []
 
 
@@ -333,9 +334,9 @@ async def test_merges_share_one_slot_across_instances(client: httpx.AsyncClient,
     async with media.pool.acquire() as other_instance:
         assert await other_instance.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", key)
         busy = await client.post(f"/v1/uploads/{session_id}/complete", headers=media.auth())
-        assert (busy.status_code, busy.json(), busy.headers["Retry-After"]) == (
+        assert (busy.status_code, problem_code(busy), busy.headers["Retry-After"]) == (
             409,
-            {"error": "merge_in_progress"},
+            "merge_in_progress",
             "5",
         )
         await other_instance.execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", key)
@@ -365,7 +366,7 @@ async def test_a_failed_chunk_attempt_removes_only_its_own_partial_file(
         yield b"c" * 999
 
     bad = await client.put(f"/v1/uploads/{session_id}/chunks/0", content=short_body(), headers=media.auth())
-    assert (bad.status_code, bad.json()) == (400, {"error": "chunk_size_mismatch"})
+    assert (bad.status_code, problem_code(bad)) == (400, "chunk_size_mismatch")
     assert len(files_under(media.storage.root / "chunks")) == 1  # the slow attempt's partial survives
     release.set()
     assert (await good).status_code == 200
@@ -376,8 +377,22 @@ async def test_a_failed_chunk_attempt_removes_only_its_own_partial_file(
 async def test_upload_sessions_are_private_to_their_owner(client: httpx.AsyncClient, media: Media) -> None:
     session_id = (await init(client, media, 1000, 1000)).json()["session_id"]
     other = await client.get(f"/v1/uploads/{session_id}", headers=media.auth("user-2"))
-    assert (other.status_code, other.json()) == (404, {"error": "not_found"})
+    assert (other.status_code, problem_code(other)) == (404, "not_found")
     put = await client.put(
         f"/v1/uploads/{session_id}/chunks/0", content=b"a" * 1000, headers=media.auth("user-2")
     )
     assert put.status_code == 404
+
+
+async def test_a_nul_in_an_upload_title_or_key_is_refused_before_any_work(
+    client: httpx.AsyncClient, media: Media
+) -> None:
+    spec = {"upload_key": "k-nul", "total_bytes": 10, "chunk_bytes": 10, "title": "a\u0000b"}
+    response = await client.post("/v1/uploads", json=spec, headers=media.auth())
+    assert (response.status_code, problem_code(response)) == (400, "invalid_text")
+    plain = await client.post(
+        "/v1/materials?title=x%00", content=multipart_body(b"v"), headers=multipart_headers(media)
+    )
+    assert (plain.status_code, problem_code(plain)) == (400, "invalid_text")
+    async with media.pool.acquire() as conn:
+        assert await conn.fetchval(f'SELECT count(*) FROM "{media.schema}".upload_sessions') == 0

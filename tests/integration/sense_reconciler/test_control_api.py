@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
-from fastapi import FastAPI
 
 from sense_reconciler.domain import limits
 from sense_reconciler.entrypoints.api import install, openapi_document
 from sense_reconciler.service_layer.devices import DeviceService
+from tests.conftest import problem_code
 from yovision_platform.auth import StaticBearerToken
+from yovision_platform.web import create_app
 
 TOKEN = "t" * 40
 SECRET = "s3cr3t-pw"
@@ -25,7 +27,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}", "X-Actor": "operator:alice"}
 
 @pytest.fixture
 async def api(devices: DeviceService) -> AsyncIterator[httpx.AsyncClient]:
-    app = FastAPI()
+    app = create_app("test", "0")
     install(app, devices, StaticBearerToken(TOKEN))
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://sense.test", headers=AUTH) as client:
@@ -52,7 +54,7 @@ async def test_every_route_requires_the_bearer_token(api: httpx.AsyncClient) -> 
     ):
         response = await api.get("/v1/devices", headers=headers)
         assert response.status_code == 401
-        assert response.json() == {"error": "unauthorized"}
+        assert problem_code(response) == "unauthorized"
 
 
 async def test_device_lifecycle_never_returns_or_logs_the_source_uri(
@@ -104,13 +106,13 @@ async def test_device_lifecycle_never_returns_or_logs_the_source_uri(
 
 async def test_error_codes_are_stable(api: httpx.AsyncClient) -> None:
     missing = await api.get(f"/v1/devices/{uuid.uuid4()}")
-    assert (missing.status_code, missing.json()) == (404, {"error": "device_not_found"})
+    assert (missing.status_code, problem_code(missing)) == (404, "device_not_found")
     body = device_body()
     assert (await api.post("/v1/devices", json=body)).status_code == 201
     taken = await api.post("/v1/devices", json=body)
-    assert (taken.status_code, taken.json()) == (409, {"error": "path_name_taken"})
+    assert (taken.status_code, problem_code(taken)) == (409, "path_name_taken")
     bad_uri = await api.post("/v1/devices", json=device_body(source_uri="http://h/x"))
-    assert (bad_uri.status_code, bad_uri.json()) == (422, {"error": "invalid_source_uri"})
+    assert (bad_uri.status_code, problem_code(bad_uri)) == (422, "invalid_source_uri")
 
 
 @pytest.mark.parametrize(("value", "status"), [(1, 200), (128, 200), (0, 422), (129, 422)])
@@ -123,7 +125,7 @@ async def test_site_limit_refusal_is_a_clear_error(api: httpx.AsyncClient) -> No
     assert (await api.put("/v1/sites/tenant-a/one", json={"max_video_channels": 1})).status_code == 200
     assert (await api.post("/v1/devices", json=device_body(site_id="one"))).status_code == 201
     refused = await api.post("/v1/devices", json=device_body(site_id="one"))
-    assert (refused.status_code, refused.json()) == (409, {"error": "site_video_channel_limit_reached"})
+    assert (refused.status_code, problem_code(refused)) == (409, "site_video_channel_limit_reached")
 
 
 @pytest.mark.parametrize(
@@ -139,5 +141,31 @@ async def test_batch_size_limit(api: httpx.AsyncClient, count: int, status: int)
 async def test_published_openapi_matches_the_app(devices: DeviceService) -> None:
     document = openapi_document(devices, StaticBearerToken(TOKEN))
     rendered = json.dumps(document, indent=2, sort_keys=True) + "\n"
+    if os.environ.get("SENSE_WRITE_OPENAPI") == "1":
+        OPENAPI_FILE.write_text(rendered, encoding="utf-8")
     assert OPENAPI_FILE.read_text() == rendered, "regenerate schemas/openapi/sense-reconciler.v1.json"
     assert "source_uri" not in json.dumps(document["components"]["schemas"]["Device"])  # type: ignore[index]
+
+
+@pytest.mark.parametrize("field", ["tenant_id", "site_id", "name", "path_name", "source_uri"])
+async def test_a_nul_in_any_device_text_is_refused_before_any_work(
+    api: httpx.AsyncClient, field: str
+) -> None:
+    body = device_body()
+    body[field] = f"{body[field]}\u0000"
+    response = await api.post("/v1/devices", json=body)
+    assert (response.status_code, problem_code(response)) == (400, "invalid_text")
+    assert (await api.get("/v1/devices")).json()["items"] == []
+    site = await api.put("/v1/sites/tenant-a/site%00", json={"max_video_channels": 4})
+    assert (site.status_code, problem_code(site)) == (400, "invalid_text")
+
+
+async def test_a_wrong_method_is_405_with_allow_and_unparsable_json_400(api: httpx.AsyncClient) -> None:
+    wrong = await api.delete("/v1/devices")
+    assert (wrong.status_code, problem_code(wrong)) == (405, "method_not_allowed")
+    assert set(wrong.headers["allow"].split(", ")) == {"GET", "POST"}
+    broken = await api.post(
+        "/v1/devices", content=b'{"name": "rtsp://u:pw@x', headers={"content-type": "application/json"}
+    )
+    assert (broken.status_code, problem_code(broken)) == (400, "invalid_json")
+    assert "pw@x" not in broken.text

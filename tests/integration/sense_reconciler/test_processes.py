@@ -19,11 +19,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
 from tests.conftest import MigratedSchema, Stack, create_topic, delete_topic, free_port, private_file
 from tests.mediamtx_proxy import MediaMtxProxy
+from yovision_platform.kafka import partition_for_key
 
 SCRIPT = Path(__file__).with_name("sense_process.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
 TOKEN = "process-test-token-" + "z" * 32
 PARTITIONS = 4
+MAX_DEVICES = 100  # server-chosen ids; covering 4 partitions takes ~8 on average, more than 100 ~1e-11
 SECRET = "proc-secret-pw"
 ALLOWED_LABELS = {
     "result",
@@ -139,14 +141,18 @@ async def test_two_processes_split_devices_and_survive_a_kill(
         await eventually(split)
         headers = {"Authorization": f"Bearer {TOKEN}"}
         async with httpx.AsyncClient(base_url=a.url, headers=headers) as api:
-            ids = []
-            for n in range(8):
+            # The server picks device ids: devices are added until every partition holds one, so both
+            # processes (each owning at least one partition) always have a device to converge.
+            ids: list[str] = []
+            covered: set[int] = set()
+            while len(covered) < PARTITIONS:
+                assert len(ids) < MAX_DEVICES, "device ids did not cover every partition"
                 path = f"t-{uuid.uuid4().hex[:12]}"
                 paths.append(path)
                 body = {
                     "tenant_id": "tenant-a",
                     "site_id": "site-1",
-                    "name": f"cam {n}",
+                    "name": f"cam {len(ids)}",
                     "path_name": path,
                     "source_uri": f"rtsp://admin:{SECRET}@127.0.0.1:1/{path}",
                     "desired_state": "enabled",
@@ -154,6 +160,7 @@ async def test_two_processes_split_devices_and_survive_a_kill(
                 response = await api.post("/v1/devices", json=body)
                 assert response.status_code == 201, response.text
                 ids.append(response.json()["id"])
+                covered.add(partition_for_key(ids[-1].encode(), PARTITIONS))
 
             async def all_status(expected_generation: int) -> bool:
                 statuses = [(await api.get(f"/v1/devices/{i}/reconcile-status")).json() for i in ids]

@@ -20,6 +20,7 @@ from signal_watcher.domain.ssrf import STRICT_GUARD, AddressGuard, IpAddress
 from signal_watcher.entrypoints.api import ApiDeps, install_api, openapi_document
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.settings import JWT_AUDIENCE
+from tests.conftest import problem_code
 from tests.integration.signal_watcher.conftest import LOOPBACK_FOR_TESTS, LOOPBACK_NETWORK, check_now
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.auth import TokenVerifier
@@ -91,7 +92,7 @@ async def test_addresses_and_names_outside_the_list_are_still_refused_at_create(
             response = await api.post("/v1/signal-watchers", json=_body(url), headers=ALICE)
     finally:
         await probe.aclose()
-    assert (response.status_code, response.json()) == (422, {"error": code})
+    assert (response.status_code, problem_code(response)) == (422, code)
 
 
 async def test_rebinding_to_an_address_outside_the_list_is_refused_at_connect_time(
@@ -129,6 +130,6 @@ async def test_the_default_guard_refuses_loopback_by_literal_and_by_name(
             await probe.probe("GET", fixture_server.url("127.0.0.1", "/text"), [], None)
     finally:
         await probe.aclose()
-    assert (literal.status_code, literal.json()) == (422, {"error": "ssrf_blocked_address"})
+    assert (literal.status_code, problem_code(literal)) == (422, "ssrf_blocked_address")
     assert exc.value.code == "url_refused"
     assert fixture_server.requests["/text"] == 0

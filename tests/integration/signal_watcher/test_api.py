@@ -8,13 +8,13 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
-from fastapi import FastAPI
 
 from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.repository import WatcherRepository
 from signal_watcher.entrypoints.api import ApiDeps, install_api
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.settings import JWT_AUDIENCE
+from tests.conftest import problem_code
 from tests.integration.signal_watcher.conftest import (
     FIXTURE_HOST,
     LOOPBACK_FOR_TESTS,
@@ -23,6 +23,7 @@ from tests.integration.signal_watcher.conftest import (
 )
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.auth import TokenVerifier
+from yovision_platform.web import create_app
 
 MAX_PER_USER = 3
 VERIFIER = TokenVerifier(os.urandom(32), issuer="test-issuer", audience=JWT_AUDIENCE)
@@ -39,7 +40,7 @@ ALICE, BOB = auth("alice"), auth("bob")
 async def api(
     pool: asyncpg.Pool, repo: WatcherRepository, local_probe: ProbeClient
 ) -> AsyncIterator[httpx.AsyncClient]:
-    app = FastAPI()
+    app = create_app("test", "0")
     install_api(app, ApiDeps(pool, repo, local_probe, VERIFIER, MAX_PER_USER))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api") as client:
         yield client
@@ -102,7 +103,7 @@ async def test_users_cannot_see_or_touch_each_others_watchers(
         ("DELETE", "", None),
     ]:
         response = await api.request(method, path + suffix, json=body, headers=BOB)
-        assert (response.status_code, response.json()) == (404, {"error": "not_found"}), (method, suffix)
+        assert (response.status_code, problem_code(response)) == (404, "not_found"), (method, suffix)
     assert fixture_server.requests == {}  # bob's test-now never probed alice's target
     assert (await api.get(path, headers=ALICE)).status_code == 200
 
@@ -124,7 +125,7 @@ async def test_per_user_cap_is_enforced(api: httpx.AsyncClient, fixture_server: 
     response = await api.post(
         "/v1/signal-watchers", json=watcher_body(fixture_server.url(FIXTURE_HOST, "/text")), headers=ALICE
     )
-    assert (response.status_code, response.json()) == (409, {"error": "watcher_limit_reached"})
+    assert (response.status_code, problem_code(response)) == (409, "watcher_limit_reached")
     await _create(api, fixture_server.url(FIXTURE_HOST, "/text"), headers=BOB)
 
 
@@ -151,7 +152,7 @@ async def test_invalid_definitions_are_refused_with_stable_codes(
     probe = ProbeClient(
         resolver=fake_resolver({"private.example.com": ["10.1.2.3"]}), guard=LOOPBACK_FOR_TESTS
     )
-    app = FastAPI()
+    app = create_app("test", "0")
     install_api(app, ApiDeps(pool, repo, probe, VERIFIER, MAX_PER_USER))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api") as client:
         response = await client.post(
@@ -160,7 +161,7 @@ async def test_invalid_definitions_are_refused_with_stable_codes(
     await probe.aclose()
     assert response.status_code == 422
     if code != "validation_error":
-        assert response.json() == {"error": code}
+        assert problem_code(response) == code
 
 
 async def test_update_keeps_masked_secrets_and_resets_baseline_only_for_probe_fields(
@@ -259,12 +260,12 @@ async def test_watcher_url_ports_outside_1_to_65535_are_refused_at_create_and_up
     created = await api.post("/v1/signal-watchers", json=watcher_body(url), headers=ALICE)
     assert created.status_code == status, created.text
     if status == 422:
-        assert created.json() == {"error": "url_port_invalid"}
+        assert problem_code(created) == "url_port_invalid"
     existing = await _create(api, fixture_server.url(FIXTURE_HOST, "/text"))
     updated = await api.put(f"/v1/signal-watchers/{existing['id']}", json=watcher_body(url), headers=ALICE)
     assert updated.status_code == (200 if status == 201 else 422), updated.text
     if status == 422:
-        assert updated.json() == {"error": "url_port_invalid"}
+        assert problem_code(updated) == "url_port_invalid"
 
 
 @pytest.mark.parametrize("port", ["0", "65536", "12345678901234567890"])
@@ -279,3 +280,32 @@ async def test_test_now_of_a_stored_watcher_with_a_bad_port_answers_a_stable_err
     response = await api.post(f"/v1/signal-watchers/{created['id']}/test", headers=ALICE)
     assert response.status_code == 200, response.text
     assert (response.json()["ok"], response.json()["error_code"]) == (False, "url_refused")
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"name": "w\u0000"},
+        {"agent_id": "agent\u00001"},
+        {"prompt_template": "{diff}\u0000"},
+        {"compare_mode": "JSON_FIELD", "json_path": "a.\u0000b"},
+        {"headers": [{"key": "X-A", "value": "v\u0000"}]},
+        {"url": "https://example.com/\u0000"},
+        {"body": "\u0000"},
+    ],
+)
+async def test_a_nul_in_any_text_field_is_refused_before_any_work(
+    api: httpx.AsyncClient, pool: asyncpg.Pool, repo: WatcherRepository, changes: dict[str, Any]
+) -> None:
+    response = await api.post(
+        "/v1/signal-watchers", json={**watcher_body("https://example.com/"), **changes}, headers=ALICE
+    )
+    assert (response.status_code, problem_code(response)) == (400, "invalid_text")
+    async with pool.acquire() as conn:
+        assert await repo.count_for_user(conn, "alice") == 0
+
+
+async def test_a_nul_in_a_path_or_query_parameter_is_refused(api: httpx.AsyncClient) -> None:
+    for url in ("/v1/signal-watchers/%00", "/v1/signal-watchers?limit=1%00"):
+        response = await api.get(url, headers=ALICE)
+        assert (response.status_code, problem_code(response)) == (400, "invalid_text"), url

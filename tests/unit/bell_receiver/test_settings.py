@@ -78,3 +78,23 @@ def test_a_short_relay_key_is_refused_without_printing_it(
     with pytest.raises(ConfigError) as refused:
         load_settings(BellReceiverSettings)
     assert "BELL_RELAY_KEY_FILES[relay-1]" in str(refused.value) and short not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "accepted"), [(None, True), ("0", True), ("60", True), ("-1", False), ("61", False)]
+)
+def test_the_jwt_leeway_is_a_bounded_setting(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch, value: str | None, accepted: bool
+) -> None:
+    monkeypatch.delenv("BELL_AUTH_JWT_LEEWAY_SECONDS", raising=False)
+    if value is not None:
+        monkeypatch.setenv("BELL_AUTH_JWT_LEEWAY_SECONDS", value)
+    if not accepted:
+        with pytest.raises(ConfigError) as refused:
+            load_settings(BellReceiverSettings)
+        assert "BELL_AUTH_JWT_LEEWAY_SECONDS" in refused.value.settings
+        return
+    settings = load_settings(BellReceiverSettings)
+    assert settings.auth_jwt_leeway_seconds == (5 if value is None else int(value))
+    token = settings.token_verifier.mint("alice", ttl_seconds=60, now=1_000_000)
+    settings.token_verifier.verify(token, now=1_000_060 + settings.auth_jwt_leeway_seconds - 1)

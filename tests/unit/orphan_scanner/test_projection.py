@@ -8,13 +8,8 @@ from typing import Any
 
 import pytest
 
-from orphan_scanner.service_layer.projection import (
-    DESIRED_STATES,
-    DEVICE_EVENT_TYPES,
-    OWNERSHIP_EVENT_TYPE,
-    device_claim,
-    ownership_evidence,
-)
+from orphan_scanner.domain.projected_events import DEVICE_EVENT_TYPES, OWNERSHIP_EVENT_TYPE
+from orphan_scanner.service_layer.projection import DESIRED_STATES, device_claim, ownership_evidence
 from yovision_platform.consumer import EventRejected
 
 EVENT_ID = uuid.UUID("00000000-0000-4000-8000-000000000001")

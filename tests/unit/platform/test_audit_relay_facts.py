@@ -65,6 +65,11 @@ def test_both_formats_validate() -> None:
         (fact(1, config_version=2), ItemRejectCode.UNKNOWN_FIELD),
         (fact(password="hunter2"), ItemRejectCode.UNKNOWN_FIELD),
         (fact(event_id="not-a-uuid"), ItemRejectCode.INVALID_FIELD),
+        (fact(event_id=EVENT_ID.replace("-", "")), ItemRejectCode.INVALID_FIELD),
+        (fact(event_id="{" + EVENT_ID + "}"), ItemRejectCode.INVALID_FIELD),
+        (fact(event_id="urn:uuid:" + EVENT_ID), ItemRejectCode.INVALID_FIELD),
+        (fact(event_id=EVENT_ID + "\u0000"), ItemRejectCode.INVALID_FIELD),
+        (fact(actor="operator:\u0000alice"), ItemRejectCode.INVALID_FIELD),
         (fact(occurred_at="2026-11-30T01:02:03"), ItemRejectCode.INVALID_FIELD),
         (fact(occurred_at=1764464523), ItemRejectCode.INVALID_FIELD),
         (fact(2, config_version="2"), ItemRejectCode.INVALID_FIELD),
@@ -83,6 +88,10 @@ def test_a_rejected_item_keeps_only_a_valid_event_id() -> None:
     assert isinstance(rejected, RejectedItem) and rejected.event_id == uuid.UUID(EVENT_ID)
     rejected = validate_item(fact(event_id="x", actor=""))
     assert isinstance(rejected, RejectedItem) and rejected.event_id is None
+    rejected = validate_item(fact(event_id=EVENT_ID.replace("-", "")))
+    assert (
+        isinstance(rejected, RejectedItem) and rejected.event_id is None
+    )  # never echoed in another spelling
 
 
 @pytest.mark.parametrize(

@@ -94,3 +94,54 @@ def test_static_token_length_boundary(length: int, accepted: bool) -> None:
 def test_a_wrong_static_token_is_refused() -> None:
     with pytest.raises(AuthError):
         StaticBearerToken("s" * 40).verify("s" * 39 + "x")
+
+
+EXPIRES = 1_800_000_000
+
+
+def token_expiring_at(verifier_: TokenVerifier, expires: int) -> str:
+    return verifier_.mint("alice", ttl_seconds=600, now=expires - 600)
+
+
+@pytest.mark.parametrize(
+    ("offset", "accepted"),
+    [(-1, True), (0, True), (4, True), (5, False), (6, False), (30, False)],
+)
+def test_an_expired_token_is_accepted_only_within_the_default_5_s_leeway(offset: int, accepted: bool) -> None:
+    check = verifier()
+    token = token_expiring_at(check, EXPIRES)
+    if accepted:
+        assert check.verify(token, now=EXPIRES + offset).subject == "alice"
+    else:
+        with pytest.raises(AuthError):
+            check.verify(token, now=EXPIRES + offset)
+
+
+@pytest.mark.parametrize(
+    ("leeway", "offset", "accepted"), [(0, -1, True), (0, 0, False), (60, 59, True), (60, 60, False)]
+)
+def test_the_leeway_is_configurable(leeway: int, offset: int, accepted: bool) -> None:
+    check = TokenVerifier(KEY, issuer="yovision-dev", audience="signal-watcher", leeway_seconds=leeway)
+    token = token_expiring_at(check, EXPIRES)
+    if accepted:
+        check.verify(token, now=EXPIRES + offset)
+    else:
+        with pytest.raises(AuthError):
+            check.verify(token, now=EXPIRES + offset)
+
+
+@pytest.mark.parametrize("leeway", [-1, 61])
+def test_a_leeway_outside_0_to_60_is_refused(leeway: int) -> None:
+    with pytest.raises(ValueError, match="leeway_seconds"):
+        TokenVerifier(KEY, issuer="i", audience="a", leeway_seconds=leeway)
+
+
+@pytest.mark.parametrize(("issued_ahead", "accepted"), [(5, True), (6, False)])
+def test_a_token_issued_in_the_future_is_refused_beyond_the_leeway(issued_ahead: int, accepted: bool) -> None:
+    check = verifier()
+    token = check.mint("alice", ttl_seconds=600, now=EXPIRES + issued_ahead)
+    if accepted:
+        check.verify(token, now=EXPIRES)
+    else:
+        with pytest.raises(AuthError):
+            check.verify(token, now=EXPIRES)

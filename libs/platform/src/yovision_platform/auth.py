@@ -28,6 +28,7 @@ from fastapi.responses import JSONResponse
 from pydantic import Field, PrivateAttr
 
 from yovision_platform.errors import PlatformError
+from yovision_platform.problems import problem_response
 from yovision_platform.settings import BaseServiceSettings, read_secret_file
 from yovision_platform.signing import MIN_KEY_BYTES, load_key_file
 
@@ -44,7 +45,11 @@ __all__ = [
 ]
 
 JWT_ALGORITHM = "HS256"
-JWT_LEEWAY_SECONDS = 30
+# Clock tolerance for `exp`, `iat` and `nbf`: `<P>AUTH_JWT_LEEWAY_SECONDS`, default 5 s, at most 60 s. A token
+# is accepted while now < exp + leeway (RFC 7519: "before" the expiry), so it may outlive its `exp` by less
+# than the leeway and never more.
+JWT_LEEWAY_SECONDS_DEFAULT = 5
+JWT_LEEWAY_SECONDS_MAX = 60
 JWT_MAX_TTL_SECONDS = 24 * 3600
 MIN_STATIC_TOKEN_CHARS = 32
 SUBJECT_PATTERN = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
@@ -74,18 +79,31 @@ class Identity:
 
 
 class TokenVerifier:
-    def __init__(self, key: bytes, *, issuer: str, audience: str) -> None:
+    def __init__(
+        self, key: bytes, *, issuer: str, audience: str, leeway_seconds: int = JWT_LEEWAY_SECONDS_DEFAULT
+    ) -> None:
         if len(key) < MIN_KEY_BYTES:
             raise ValueError(f"JWT key must be at least {MIN_KEY_BYTES} bytes")
+        if not 0 <= leeway_seconds <= JWT_LEEWAY_SECONDS_MAX:
+            raise ValueError(f"leeway_seconds must be within 0..{JWT_LEEWAY_SECONDS_MAX}")
         self._key = key
         self._issuer = issuer
         self._audience = audience
+        self._leeway = leeway_seconds
 
     @classmethod
     def from_key_file(
-        cls, path: str | os.PathLike[str], setting_name: str, *, issuer: str, audience: str
+        cls,
+        path: str | os.PathLike[str],
+        setting_name: str,
+        *,
+        issuer: str,
+        audience: str,
+        leeway_seconds: int = JWT_LEEWAY_SECONDS_DEFAULT,
     ) -> TokenVerifier:
-        return cls(load_key_file(path, setting_name), issuer=issuer, audience=audience)
+        return cls(
+            load_key_file(path, setting_name), issuer=issuer, audience=audience, leeway_seconds=leeway_seconds
+        )
 
     def verify(self, token: str, *, now: float | None = None) -> Identity:
         try:
@@ -95,16 +113,24 @@ class TokenVerifier:
                 algorithms=[JWT_ALGORITHM],
                 issuer=self._issuer,
                 audience=self._audience,
-                leeway=JWT_LEEWAY_SECONDS,
-                options={"require": ["sub", "exp", "iat", "iss", "aud"], "verify_iat": True},
+                # The time claims are checked below against `now`, so tests can pin the clock.
+                options={
+                    "require": ["sub", "exp", "iat", "iss", "aud"],
+                    "verify_exp": False,
+                    "verify_iat": False,
+                    "verify_nbf": False,
+                },
             )
         except jwt.PyJWTError:
             raise AuthError() from None
-        issued, expires = claims["iat"], claims["exp"]
+        issued, expires, not_before = claims["iat"], claims["exp"], claims.get("nbf", claims["iat"])
         current = time.time() if now is None else now
-        if not isinstance(issued, int | float) or not isinstance(expires, int | float):
+        times = (issued, expires, not_before)
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in times):
             raise AuthError()
-        if expires - issued > JWT_MAX_TTL_SECONDS or expires + JWT_LEEWAY_SECONDS < current:
+        if expires - issued > JWT_MAX_TTL_SECONDS or current >= expires + self._leeway:
+            raise AuthError()
+        if issued > current + self._leeway or not_before > current + self._leeway:
             raise AuthError()
         subject = claims["sub"]
         permissions = claims.get("perm", [])
@@ -168,10 +194,10 @@ BearerToken = Annotated[str, Depends(bearer_token)]
 
 
 def auth_error_response(exc: PlatformError) -> JSONResponse:
-    """401 for AuthError (with the challenge header), 403 for Forbidden; body is only the stable code."""
+    """401 for AuthError (with the challenge header), 403 for Forbidden; a `Problem` with only the code."""
     if isinstance(exc, Forbidden):
-        return JSONResponse({"error": exc.code}, status_code=403)
-    return JSONResponse({"error": "unauthorized"}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        return problem_response(403, exc.code)
+    return problem_response(401, "unauthorized", headers={"WWW-Authenticate": "Bearer"})
 
 
 def install_auth_error_handlers(app: Any) -> None:
@@ -188,12 +214,14 @@ def install_auth_error_handlers(app: Any) -> None:
 
 class JwtIdentitySettings(BaseServiceSettings):
     """Settings of a service whose API identifies users by JWT: `<P>AUTH_JWT_KEY_FILE` (hex key file,
-    >= 32 bytes) and `<P>AUTH_JWT_ISSUER`; the audience is the subclass's `jwt_audience` (its name)."""
+    >= 32 bytes), `<P>AUTH_JWT_ISSUER` and `<P>AUTH_JWT_LEEWAY_SECONDS` (clock tolerance, 0..60, default 5);
+    the audience is the subclass's `jwt_audience` (its name)."""
 
     jwt_audience: ClassVar[str]
 
     auth_jwt_key_file: Path
     auth_jwt_issuer: str = Field(min_length=1, max_length=128)
+    auth_jwt_leeway_seconds: int = Field(default=JWT_LEEWAY_SECONDS_DEFAULT, ge=0, le=JWT_LEEWAY_SECONDS_MAX)
 
     _token_verifier: TokenVerifier | None = PrivateAttr(default=None)
 
@@ -204,6 +232,7 @@ class JwtIdentitySettings(BaseServiceSettings):
             self.env_var_name("auth_jwt_key_file"),
             issuer=self.auth_jwt_issuer,
             audience=self.jwt_audience,
+            leeway_seconds=self.auth_jwt_leeway_seconds,
         )
 
     @property

@@ -35,8 +35,10 @@ from typing import Any, Protocol
 import asyncpg
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.abc import ConsumerRebalanceListener
+from aiokafka.errors import IllegalStateError
 from prometheus_client import CollectorRegistry
 
+from yovision_platform.backoff import backoff_seconds, wait_for_stop
 from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.errors import PlatformError
 from yovision_platform.metrics import labeled_gauge
@@ -57,6 +59,7 @@ CONSUMER_RETRY_BACKOFF_BASE_SECONDS = 0.5
 CONSUMER_RETRY_BACKOFF_CAP_SECONDS = 30.0
 CONSUMER_POLL_TIMEOUT_MS = 500
 CONSUMER_LAG_REFRESH_SECONDS = 1.0
+CONSUMER_POSITION_WAIT_SECONDS = 0.05
 CONSUMER_DEAD_LETTER_REFRESH_SECONDS = 15.0
 
 
@@ -331,11 +334,12 @@ class IdempotentConsumer:
                         },
                     )
                     consumer.seek(tp, messages[0].offset)
-                    delay = min(
-                        CONSUMER_RETRY_BACKOFF_CAP_SECONDS, CONSUMER_RETRY_BACKOFF_BASE_SECONDS * 2**failures
+                    delay = backoff_seconds(
+                        failures,
+                        base_seconds=CONSUMER_RETRY_BACKOFF_BASE_SECONDS,
+                        cap_seconds=CONSUMER_RETRY_BACKOFF_CAP_SECONDS,
                     )
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), delay)
+                    await wait_for_stop(stop, delay)
                 else:
                     failures = 0
                     with contextlib.suppress(Exception):  # the DB position is authoritative
@@ -357,7 +361,11 @@ async def _lag(consumer: AIOKafkaConsumer) -> int:
             end = consumer.highwater(tp)
         if end is None:
             continue
-        total += max(0, end - await consumer.position(tp))
+        try:  # position() waits for a partition whose position is being reset: never stall consumption
+            position = await asyncio.wait_for(consumer.position(tp), CONSUMER_POSITION_WAIT_SECONDS)
+        except (TimeoutError, IllegalStateError):
+            continue
+        total += max(0, end - position)
     return total
 
 

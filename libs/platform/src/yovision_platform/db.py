@@ -8,11 +8,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 import asyncpg
+import asyncpg.exceptions as pg_errors
 from asyncpg.pool import PoolConnectionProxy
 
-__all__ = ["DbConnection", "Identifier", "create_pool", "quote_ident"]
+from yovision_platform.errors import PlatformError
+
+__all__ = [
+    "DatabaseUnavailable",
+    "DbConnection",
+    "Identifier",
+    "create_pool",
+    "is_database_unavailable",
+    "quote_ident",
+]
 
 # A plain connection or one borrowed from a pool; repository functions accept either.
 DbConnection = asyncpg.Connection | PoolConnectionProxy
@@ -22,6 +33,43 @@ _IDENTIFIER_PATTERN = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 POOL_MIN_SIZE = 1
 POOL_MAX_SIZE = 10
 POOL_COMMAND_TIMEOUT_SECONDS = 30.0
+# A new pooled connection must be up within this; asyncpg's own default (60 s) would hold a request that long
+# while PostgreSQL is unreachable.
+POOL_CONNECT_TIMEOUT_SECONDS = 5.0
+
+# Server or link states that say "the database is not there right now", not "this statement is wrong":
+# connection exceptions (class 08), admin/crash shutdown and start-up (57P01-57P03), too many connections.
+_UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
+    pg_errors.PostgresConnectionError,
+    pg_errors.AdminShutdownError,
+    pg_errors.CrashShutdownError,
+    pg_errors.CannotConnectNowError,
+    pg_errors.TooManyConnectionsError,
+    asyncpg.InterfaceError,  # e.g. "connection is closed": the pool hands out a new one next time
+)
+
+
+class DatabaseUnavailable(PlatformError, ConnectionError):
+    """No connection to PostgreSQL could be made (refused, reset, timed out, server starting or stopping).
+
+    Also a ConnectionError, so every loop that already waits out `OSError` keeps doing so."""
+
+    code = "database_unavailable"
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """True for errors that mean PostgreSQL is unreachable or going away, whatever the statement."""
+    return isinstance(exc, (DatabaseUnavailable, *_UNAVAILABLE_ERRORS))
+
+
+async def _connect(*args: Any, **kwargs: Any) -> asyncpg.Connection:
+    try:
+        return await asyncpg.connect(*args, **kwargs)
+    except Exception as exc:
+        if not isinstance(exc, (OSError, *_UNAVAILABLE_ERRORS)):
+            raise
+        # The class name only: driver messages may carry host or role names.
+        raise DatabaseUnavailable(detail=type(exc).__name__) from exc
 
 
 class Identifier(str):
@@ -53,14 +101,17 @@ async def create_pool(
     max_size: int = POOL_MAX_SIZE,
     server_settings: Mapping[str, str] | None = None,
 ) -> asyncpg.Pool:
-    """Open a pool; `application_name` makes every session visible in pg_stat_activity."""
+    """Open a pool; `application_name` makes every session visible in pg_stat_activity. A connection that
+    cannot be made raises `DatabaseUnavailable` (from `acquire` too, while PostgreSQL is down)."""
     settings = {"application_name": application_name, **(server_settings or {})}
     pool = await asyncpg.create_pool(
         dsn,
         min_size=min_size,
         max_size=max_size,
         command_timeout=POOL_COMMAND_TIMEOUT_SECONDS,
+        timeout=POOL_CONNECT_TIMEOUT_SECONDS,
         server_settings=settings,
+        connect=_connect,
     )
     assert pool is not None
     return pool

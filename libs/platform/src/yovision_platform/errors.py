@@ -6,9 +6,7 @@ The human message never contains secrets or caller input; it is safe to log and 
     PlatformError                 code = "platform_error"
     ├── ConfigError               code = "config_invalid"   (.problems: setting name + reason code each)
     ├── SignatureError            code = "unauthorized"     (.reason: internal SignatureRejectReason)
-    ├── ReplayConflict            code = "replay_conflict"
     ├── LeaseLost                 code = "lease_lost"
-    ├── IdConflict                code = "id_conflict"
     ├── SchemaOutdated            code = "schema_outdated"
     ├── MigrationError            code = "migration_failed"
     ├── OutboxError               code = "outbox_refused"
@@ -27,12 +25,10 @@ from dataclasses import dataclass
 __all__ = [
     "ConfigError",
     "ConfigProblem",
-    "IdConflict",
     "LeaseLost",
     "MigrationError",
     "OutboxError",
     "PlatformError",
-    "ReplayConflict",
     "SchemaOutdated",
     "SignatureError",
     "SignatureRejectReason",
@@ -125,22 +121,10 @@ class SignatureError(PlatformError):
         super().__init__()
 
 
-class ReplayConflict(PlatformError):
-    """Same key id and nonce seen before with a different request digest."""
-
-    code = "replay_conflict"
-
-
 class LeaseLost(PlatformError):
     """The caller's lease expired or was taken over; its write was fenced off."""
 
     code = "lease_lost"
-
-
-class IdConflict(PlatformError):
-    """Same (source_system, event_id) seen before with a different digest."""
-
-    code = "id_conflict"
 
 
 class SchemaOutdated(PlatformError):

@@ -26,6 +26,11 @@ PRODUCER_MAX_BATCH_BYTES = 256 * 1024
 CONSUMER_SESSION_TIMEOUT_MS = 10_000
 CONSUMER_HEARTBEAT_INTERVAL_MS = 3_000
 CONSUMER_MAX_POLL_RECORDS = 500
+# aiokafka 0.14 has one fixed retry interval for every internal retry (metadata, coordinator, fetch, send)
+# and no reconnect backoff of its own (no reconnect_backoff_max_ms). Its default, 100 ms, retried ten times
+# a second through a broker outage; 1 s keeps recovery within a second of the broker's return. The capped
+# exponential part lives where we own the loop: the supervisor's restarts and the consumer's retries.
+KAFKA_RETRY_BACKOFF_MS = 1_000
 
 
 async def start_producer(
@@ -44,6 +49,7 @@ async def start_producer(
         linger_ms=linger_ms,
         request_timeout_ms=PRODUCER_REQUEST_TIMEOUT_MS,
         max_batch_size=PRODUCER_MAX_BATCH_BYTES,
+        retry_backoff_ms=KAFKA_RETRY_BACKOFF_MS,
     )
     try:
         await producer.start()
@@ -73,6 +79,7 @@ def create_consumer(
         session_timeout_ms=CONSUMER_SESSION_TIMEOUT_MS,
         heartbeat_interval_ms=CONSUMER_HEARTBEAT_INTERVAL_MS,
         max_poll_records=CONSUMER_MAX_POLL_RECORDS,
+        retry_backoff_ms=KAFKA_RETRY_BACKOFF_MS,
     )
     if topics:
         consumer.subscribe(list(topics), listener=listener)

@@ -7,6 +7,11 @@ Each line holds ``ts`` (UTC, RFC 3339 with milliseconds), ``level``, ``logger``,
 Redaction happens twice on purpose: :class:`RedactionFilter` rewrites the record in place (so any other
 handler attached later sees redacted data too), and :class:`JsonFormatter` redacts again while rendering.
 Neither ever drops a line: on an internal failure the line is still written, with a fixed safe message.
+
+:class:`RepeatFilter` is the one exception, on purpose: a warning or error identical to one written less
+than ``REPEAT_WINDOW_SECONDS`` ago (same logger, level, rendered message and extra fields) is counted, not
+written; the next identical line after the window carries ``extra.repeated`` = how many were held back.
+A dependency outage (aiokafka retries every ``retry_backoff_ms``) then writes a line per window, not 10/s.
 """
 
 from __future__ import annotations
@@ -14,6 +19,9 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -30,11 +38,14 @@ __all__ = [
     "LOG_LEVELS",
     "JsonFormatter",
     "RedactionFilter",
+    "RepeatFilter",
     "configure_logging",
     "extra_fields",
 ]
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+REPEAT_WINDOW_SECONDS = 60.0
+REPEAT_KEYS_MAX = 1024
 REDACTION_FAILED_MSG = "log record redaction failed; original message suppressed"
 ARGS_FAILED_SUFFIX = " [log args could not be rendered]"
 FORMAT_FAILED_MSG = "log record formatting failed; original message suppressed"
@@ -86,6 +97,48 @@ class RedactionFilter(logging.Filter):
             record.exc_text = redact_text(record.exc_text, self._registry)
         if record.stack_info:
             record.stack_info = redact_text(record.stack_info, self._registry)
+
+
+class RepeatFilter(logging.Filter):
+    """Holds back warnings and errors identical to one written within `window_seconds`, and counts them."""
+
+    def __init__(
+        self,
+        window_seconds: float = REPEAT_WINDOW_SECONDS,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        max_keys: int = REPEAT_KEYS_MAX,
+    ) -> None:
+        super().__init__()
+        self._window = window_seconds
+        self._clock = clock
+        self._max_keys = max_keys
+        self._seen: OrderedDict[tuple[str, int, str, str], tuple[float, int]] = OrderedDict()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        try:
+            key = (
+                record.name,
+                record.levelno,
+                record.getMessage(),
+                repr(sorted(extra_fields(record).items())),
+            )
+        except Exception:
+            return True  # the redaction filter deals with a record that cannot be rendered
+        now = self._clock()
+        first, held = self._seen.get(key, (None, 0))
+        if first is not None and now - first < self._window:
+            self._seen[key] = (first, held + 1)
+            return False
+        if held:
+            record.repeated = held
+        self._seen[key] = (now, 0)
+        self._seen.move_to_end(key)
+        while len(self._seen) > self._max_keys:
+            self._seen.popitem(last=False)
+        return True
 
 
 def _suppress(record: logging.LogRecord) -> None:
@@ -166,6 +219,7 @@ def configure_logging(
         raise ValueError(f"log level must be one of {', '.join(LOG_LEVELS)}")
     handler = logging.StreamHandler(stream if stream is not None else sys.stdout)
     handler.setFormatter(JsonFormatter(service, instance_id, registry))
+    handler.addFilter(RepeatFilter())  # first: it keys on the message before redaction rewrites it
     handler.addFilter(RedactionFilter(registry))
     setattr(handler, _HANDLER_MARK, True)
 

@@ -243,7 +243,7 @@ def verify_request(
     body: bytes,
     now: float,
 ) -> VerifiedRequest:
-    """Verify a signed request at Unix time ``now`` (seconds). Accepts ``|now - timestamp| <= 300``.
+    """Verify a signed request at Unix time ``now`` (seconds). Accepts ``|floor(now) - timestamp| <= 300``.
 
     ``headers`` may be any mapping (matched case-insensitively) or a list of raw (name, value) pairs;
     a signing header present twice is refused. ``path`` must be the raw request target as received.
@@ -268,7 +268,9 @@ def verify_request(
     if key is None:
         raise SignatureError(SignatureRejectReason.UNKNOWN_KEY_ID)
     timestamp = int(timestamp_text)
-    if abs(now - timestamp) > MAX_CLOCK_SKEW_SECONDS:
+    # Whole seconds on both sides, inclusive: a timestamp exactly 300 s old or ahead is accepted, 301 is not,
+    # whatever fraction of a second the receiver's clock shows.
+    if abs(math.floor(now) - timestamp) > MAX_CLOCK_SKEW_SECONDS:
         raise SignatureError(SignatureRejectReason.STALE_TIMESTAMP)
     try:
         canonical = canonical_string(method, path, timestamp_text, nonce, body)

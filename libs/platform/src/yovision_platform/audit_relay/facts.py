@@ -19,13 +19,22 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+)
 
 SOURCE_SYSTEM = "sense"  # the catalogue's owner of EVENT_TYPE (checked by tests/contract)
 EVENT_TYPE = "DeviceAuditRecorded"
@@ -45,6 +54,11 @@ ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
 ACTION_PATTERN = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$"
 ACTOR_PATTERN = r"^[A-Za-z0-9._:@-]+$"
 FIELD_NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
+# The spelling of an id Bell accepts: RFC 9562's hyphenated 8-4-4-4-12 form, 36 characters. Hex digits are
+# case-insensitive on input (RFC 9562; the canonical digest lowercases them). Braces, urn:uuid: and the
+# hyphen-less form that Python's uuid.UUID also parses are `invalid_field`: a stricter enforcement of the
+# contract's `format: uuid`, so one fact has one spelling on the wire.
+CANONICAL_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 IdText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS, pattern=ID_PATTERN)]
 ActionText = Annotated[
@@ -91,6 +105,13 @@ class _FactBase(BaseModel):
     changed_fields: Annotated[list[FieldName], Field(max_length=MAX_CHANGED_FIELDS)] = Field(
         description="Names of the changed device fields, never their values."
     )
+
+    @field_validator("event_id", mode="before")
+    @classmethod
+    def _canonical_event_id(cls, value: object) -> object:
+        if isinstance(value, str) and CANONICAL_UUID.fullmatch(value) is None:
+            raise ValueError("event_id must be a hyphenated 36-character UUID")
+        return value
 
 
 class DeviceAuditFactV1(_FactBase):
@@ -201,7 +222,7 @@ def _model_for(item: Mapping[str, Any]) -> type[DeviceAuditFactV1] | type[Device
 
 def _loose_event_id(item: Mapping[str, Any]) -> uuid.UUID | None:
     value = item.get("event_id")
-    if not isinstance(value, str):
+    if not isinstance(value, str) or CANONICAL_UUID.fullmatch(value) is None:
         return None
     try:
         return uuid.UUID(value)

@@ -86,7 +86,7 @@ class ServiceConfig:
     """What the doctor needs of one service of the environment, from its generated env file."""
 
     service: LocalService
-    schema: Identifier
+    schema: Identifier | None  # None: a service without a database (only its log and /metrics are read)
     kafka_prefix: str
     port: int
     bell_relay: bool
@@ -103,7 +103,9 @@ def _configs(env_dir: Path) -> list[ServiceConfig]:
         configs.append(
             ServiceConfig(
                 service=service,
-                schema=Identifier(env.get(f"{p}DATABASE_SCHEMA", service.schema)),
+                schema=None
+                if service.schema is None
+                else Identifier(env.get(f"{p}DATABASE_SCHEMA", service.schema)),
                 kafka_prefix=env.get(f"{p}KAFKA_PREFIX", ""),
                 port=int(env.get(f"{p}HTTP_PORT", str(service.http_port))),
                 bell_relay=env.get(f"{p}BELL_RELAY_ENABLED", "false").lower() == "true",
@@ -132,6 +134,7 @@ def secrets_of(env_dir: Path, stack: LocalStack) -> set[str]:
 
 
 async def _dead_letters(conn: asyncpg.Connection, config: ServiceConfig) -> list[Finding]:
+    assert config.schema is not None
     s = config.schema.quoted
     where = f"{config.service.name} ({config.schema})"
     rows = await conn.fetch(
@@ -160,6 +163,7 @@ async def _dead_letters(conn: asyncpg.Connection, config: ServiceConfig) -> list
 
 
 async def _backlog(conn: asyncpg.Connection, config: ServiceConfig) -> list[Finding]:
+    assert config.schema is not None
     s = config.schema.quoted
     where = f"{config.service.name} ({config.schema})"
     findings: list[Finding] = []
@@ -181,6 +185,7 @@ async def _backlog(conn: asyncpg.Connection, config: ServiceConfig) -> list[Find
 async def _positions(
     conn: asyncpg.Connection, config: ServiceConfig
 ) -> dict[tuple[str, TopicPartition], int]:
+    assert config.schema is not None
     rows = await conn.fetch(
         "SELECT consumer_group, topic, kafka_partition, next_offset "
         f"FROM {config.schema.quoted}.consumer_positions"
@@ -233,7 +238,7 @@ async def _lag(
     applied anything from yet)."""
     positions: dict[tuple[str, TopicPartition], int] = {}
     group_service: dict[str, str] = {}
-    for config in configs:
+    for config in (c for c in configs if c.schema is not None):
         for (group, tp), offset in (await _positions(conn, config)).items():
             positions[(group, tp)] = offset
             group_service[group] = config.service.name
@@ -370,7 +375,7 @@ async def examine(
     conn = await asyncpg.connect(stack.admin_dsn)
     try:
         async with conn.transaction(readonly=True):
-            for config in configs:
+            for config in (c for c in configs if c.schema is not None):
                 if "dead_letters" in wanted:
                     report.findings += await _dead_letters(conn, config)
                 if "outbox_backlog" in wanted:
@@ -385,7 +390,8 @@ async def examine(
             for s in secrets_of(env_dir, stack) | {s for s in extra_secrets if len(s) >= MIN_SECRET_CHARS}
         )
         report.findings += await _secrets_in_logs_and_metrics(env_dir, configs, needles)
-        report.findings += await _secrets_in_events(stack, {c.kafka_prefix for c in configs}, needles)
+        prefixes = {c.kafka_prefix for c in configs if c.schema is not None}
+        report.findings += await _secrets_in_events(stack, prefixes, needles)
     return report
 
 

@@ -7,16 +7,16 @@ limit rules). tests/integration/bell_receiver/test_contract.py regenerates both 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import Any, cast
 
 import asyncpg
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
+from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse
 
+from bell_receiver.entrypoints.http_audit import install_audit_routes
 from bell_receiver.entrypoints.http_notifications import install_notification_routes
 from bell_receiver.entrypoints.http_relay import install_relay_route
 from bell_receiver.metrics import BellMetrics
@@ -32,6 +32,7 @@ from yovision_platform.audit_relay.batch import (
 )
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.signing import MAX_CLOCK_SKEW_SECONDS, NONCE_RECEIPT_TTL_SECONDS, KeyRing, SigningKey
+from yovision_platform.web import create_app, guard_policy, with_problem_responses
 
 SERVICE_NAME = "bell-receiver"
 OPENAPI_VERSION = "1.0.0"
@@ -69,17 +70,15 @@ RELAY_LIMITS = {
 }
 
 
-def _validation_error(_: Request, __: Exception) -> JSONResponse:
-    """FastAPI's default 422 echoes the input; ours names only a stable code."""
-    return JSONResponse({"error": "invalid_request"}, status_code=422)
-
-
 def install_openapi(app: FastAPI) -> None:
-    """Add the manually parsed relay body's schemas to the app's OpenAPI components."""
+    """Add the manually parsed relay body's schemas to the app's OpenAPI components, and the platform's
+    answers to every operation but the frozen relay's."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            document = get_openapi(title=app.title, version=app.version, routes=app.routes)
+            document = with_problem_responses(
+                get_openapi(title=app.title, version=app.version, routes=app.routes), skip_paths=[BATCH_PATH]
+            )
             components = document.setdefault("components", {}).setdefault("schemas", {})
             batch = AuditEventBatch.model_json_schema(ref_template=REF_TEMPLATE)
             components.update(batch.pop("$defs", {}))
@@ -102,7 +101,9 @@ def install_api(
     clock: Callable[[], float] = time.time,
     deadline_seconds: float = REQUEST_DEADLINE_SECONDS,
 ) -> None:
-    app.add_exception_handler(RequestValidationError, _validation_error)
+    # The relay enforces its own read deadline and answers in the frozen contract's error body; a NUL in
+    # an item is rejected per item by the facts' patterns (invalid_field).
+    guard_policy(app).override("POST", re.escape(BATCH_PATH), body_rule=None, check_text=False)
     install_relay_route(
         app,
         pool=pool,
@@ -113,6 +114,7 @@ def install_api(
         deadline_seconds=deadline_seconds,
     )
     install_notification_routes(app, pool=pool, schema=schema, verifier=verifier)
+    install_audit_routes(app, pool=pool, schema=schema, verifier=verifier)
     install_openapi(app)
 
 
@@ -120,7 +122,7 @@ def service_document(version: str) -> dict[str, Any]:
     """The app's OpenAPI document, built without a database: the routes are only declared, never called."""
     from prometheus_client import CollectorRegistry
 
-    app = FastAPI(title=SERVICE_NAME, version=version)
+    app = create_app(SERVICE_NAME, version)
     key = b"\x00" * 32  # declaration only: no request is ever verified with this ring or verifier
     install_api(
         app,

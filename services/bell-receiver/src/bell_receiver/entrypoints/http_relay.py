@@ -1,6 +1,8 @@
 """``POST /internal/v1/audit-events:batch`` (contract sense-audit-relay-v1): limits, signature, deadline.
 
-Order: the declared ``Content-Length`` is checked before any body byte is read, the streamed body is
+Order: a ``Content-Type`` other than ``application/json`` is refused first (``400 invalid_json``: the frozen
+contract declares no 415, see docs/decisions.md), then the declared ``Content-Length`` is checked before
+any body byte is read, the streamed body is
 counted while it arrives (chunked bodies too) and refused at ``MAX_BODY_BYTES + 1``; then the signature
 is verified over the raw request target; then the batch is handled. One deadline of
 ``REQUEST_DEADLINE_SECONDS`` covers reading (``408 request_timeout``) and handling
@@ -46,6 +48,7 @@ from yovision_platform.signing import (
 log = logging.getLogger(__name__)
 
 JSON_MEDIA_TYPE = "application/json"
+HTTP_BAD_REQUEST = 400
 HTTP_UNAUTHORIZED = 401
 HTTP_REQUEST_TIMEOUT = 408
 HTTP_PAYLOAD_TOO_LARGE = 413
@@ -80,6 +83,11 @@ async def read_limited_body(request: Request, limit_bytes: int) -> bytes:
             raise _BodyTooLarge
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def declares_json(content_type: str | None) -> bool:
+    """True for ``application/json`` with any parameters (``; charset=utf-8``), matched case-insensitively."""
+    return content_type is not None and content_type.split(";", 1)[0].strip().lower() == JSON_MEDIA_TYPE
 
 
 def raw_target(request: Request) -> str:
@@ -175,6 +183,9 @@ def install_relay_route(
     )
     async def post_batch(request: Request) -> Response:
         started = time.monotonic()
+        if not declares_json(request.headers.get("content-type")):
+            count(RequestOutcome.INVALID_BATCH, started)
+            return _error(HTTP_BAD_REQUEST, BatchErrorCode.INVALID_JSON)
         deadline = asyncio.get_running_loop().time() + deadline_seconds
         try:
             async with asyncio.timeout_at(deadline):

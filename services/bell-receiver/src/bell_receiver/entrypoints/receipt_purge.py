@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 
 import asyncpg
 
 from bell_receiver.adapters.receipts import ReceiptStore
+from yovision_platform.backoff import wait_for_stop
 from yovision_platform.db import Identifier
 
 RECEIPT_PURGE_INTERVAL_SECONDS = 60.0
@@ -23,7 +23,6 @@ def receipt_purge_worker(
         while not stop.is_set():
             async with pool.acquire() as conn:
                 await store.purge_expired(conn)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), interval_seconds)
+            await wait_for_stop(stop, interval_seconds)
 
     return run

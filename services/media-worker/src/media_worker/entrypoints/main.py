@@ -11,7 +11,7 @@ from media_worker.adapters.ffmpeg import FfmpegTools
 from media_worker.adapters.repository import MediaRepository
 from media_worker.adapters.storage import LocalStorage
 from media_worker.domain.errors import MediaError
-from media_worker.entrypoints.api import MediaApi, install_routes
+from media_worker.entrypoints.api import MediaApi, install_routes, set_upload_body_rule
 from media_worker.service_layer.activity import Activity
 from media_worker.service_layer.events import EventWriter
 from media_worker.service_layer.metrics import MediaMetrics
@@ -80,6 +80,8 @@ async def configure(ctx: ServiceContext) -> None:
             worker.wake.set,
         ),
     )
+
+    set_upload_body_rule(ctx.app, settings.upload_body_rule)
 
     async def storage_ready() -> None:
         if storage.free_bytes() is None:

@@ -4,7 +4,6 @@ current in the service process."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 import asyncpg
@@ -13,6 +12,7 @@ from orphan_scanner.adapters.report_store import ReportStore
 from orphan_scanner.domain import limits
 from orphan_scanner.service_layer.catch_up import KAFKA_UNAVAILABLE, ProjectionCatchUp
 from orphan_scanner.service_layer.metrics import OrphanMetrics
+from yovision_platform.backoff import wait_for_stop
 
 log = logging.getLogger(__name__)
 
@@ -50,5 +50,4 @@ class MetricsRefresher:
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             await self.refresh()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self._interval)
+            await wait_for_stop(stop, self._interval)

@@ -14,17 +14,12 @@ from datetime import datetime
 from typing import Any
 
 from orphan_scanner.adapters.projection_store import DeviceClaim, OwnershipEvidence, ProjectionStore
+from orphan_scanner.domain.projected_events import DEVICE_EVENT_TYPES, PROJECTED_EVENT_TYPES
 from yovision_platform.consumer import EventRejected, InboundEvent
 from yovision_platform.db import DbConnection
 from yovision_platform.events import EventCatalog, default_catalog
 
-DEVICE_EVENT_TYPE = "DeviceRegistered"  # names the device topic (every device event shares it)
-DEVICE_EVENT_TYPES = frozenset({DEVICE_EVENT_TYPE, "DeviceConfigChanged", "DeviceDesiredStateChanged"})
-OWNERSHIP_EVENT_TYPE = "PathOwnershipRecorded"
 DESIRED_STATES = frozenset({"enabled", "disabled"})
-
-
-PROJECTED_EVENT_TYPES = DEVICE_EVENT_TYPES | {OWNERSHIP_EVENT_TYPE}
 
 
 class ProjectionHandler:

@@ -25,6 +25,7 @@ from orphan_scanner.domain import limits
 from orphan_scanner.domain.classify import Classification, PathClass, classify
 from orphan_scanner.service_layer.events import OrphanEvents
 from orphan_scanner.service_layer.metrics import OrphanMetrics, ScanResult, ScanTrigger
+from yovision_platform.backoff import wait_for_stop
 from yovision_platform.db import DbConnection
 from yovision_platform.errors import LeaseLost, PlatformError
 from yovision_platform.leases import Lease
@@ -82,8 +83,7 @@ class Scanner:
         while not stop.is_set():
             with contextlib.suppress(ScanError):  # counted and logged by scan(); the next interval retries
                 await self.scan(ScanTrigger.PERIODIC)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), poll)
+            await wait_for_stop(stop, poll)
 
     async def scan(self, trigger: ScanTrigger) -> ScanReport | None:
         """Periodic: None when no scan is due or another instance holds the lease. Manual: waits for a

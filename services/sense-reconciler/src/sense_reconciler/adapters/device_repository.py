@@ -1,7 +1,8 @@
 """SQL for devices, sites, reconcile due rows, audit facts and path ownership (schema given at runtime).
 
-`source_uri` is selected only by `source_uri_of`, which the reconcile worker uses to configure MediaMTX;
-every other query leaves it out, so API views cannot carry it by accident.
+`source_uri` is written here but never selected: only compared (`source_uri_differs`). The reconcile worker
+reads it with its work item (adapters.reconcile_store); every query here leaves it out, so API views cannot
+carry it by accident.
 """
 
 from __future__ import annotations
@@ -127,17 +128,46 @@ class DeviceRepository:
         return DeviceRow.from_record(record) if record is not None else None
 
     async def list_page(
-        self, conn: DbConnection, *, tenant_id: str | None, after: uuid.UUID | None, limit: int
+        self,
+        conn: DbConnection,
+        *,
+        tenant_id: str | None,
+        after: uuid.UUID | None,
+        limit: int,
+        site_id: str | None = None,
     ) -> list[DeviceRow]:
         records = await conn.fetch(
             f"SELECT {DEVICE_COLUMNS} FROM {self._s}.devices "
             "WHERE ($1::text IS NULL OR tenant_id = $1) AND ($2::uuid IS NULL OR id > $2) "
-            "ORDER BY id LIMIT $3",
+            "AND ($4::text IS NULL OR site_id = $4) ORDER BY id LIMIT $3",
             tenant_id,
             after,
             limit,
+            site_id,
         )
         return [DeviceRow.from_record(r) for r in records]
+
+    async def reconcile_statuses(
+        self, conn: DbConnection, device_ids: list[uuid.UUID]
+    ) -> list[asyncpg.Record]:
+        records: list[asyncpg.Record] = await conn.fetch(
+            "SELECT device_id, desired_generation, observed_generation, status, attempts, next_attempt_at, "
+            f"last_error_code, last_result_at, partition FROM {self._s}.reconcile_state "
+            "WHERE device_id = ANY($1::uuid[])",
+            device_ids,
+        )
+        return records
+
+    async def site(self, conn: DbConnection, tenant_id: str, site_id: str) -> tuple[int, int] | None:
+        """(max_video_channels, enabled devices) of a known site; None for a site Sense never saw."""
+        limit = await conn.fetchval(
+            f"SELECT max_video_channels FROM {self._s}.sites WHERE tenant_id = $1 AND site_id = $2",
+            tenant_id,
+            site_id,
+        )
+        if limit is None:
+            return None
+        return int(limit), await self.count_enabled(conn, tenant_id, site_id)
 
     async def update_device(
         self,
@@ -166,11 +196,6 @@ class DeviceRepository:
             source_uri,
         )
         return differs
-
-    async def source_uri_of(self, conn: DbConnection, device_id: uuid.UUID) -> str:
-        """The secret source URI, for configuring MediaMTX only. Never log or return it."""
-        uri: str = await conn.fetchval(f"SELECT source_uri FROM {self._s}.devices WHERE id = $1", device_id)
-        return uri
 
     async def insert_due_row(self, conn: DbConnection, device_id: uuid.UUID, partition: int) -> None:
         await conn.execute(

@@ -1,8 +1,9 @@
 """Control API v1: devices, desired state (single and batch), reconcile status, site limits.
 
 Every route needs `Authorization: Bearer <token>` (the static token from SENSE_API_TOKEN_FILE). Errors are
-`{"error": "<stable_code>"}`; request validation errors name the fields only, never the input, so a
-source URI sent in a bad request is not echoed. Source URIs are accepted, never returned.
+the platform's problem details (`code`, see yovision_platform.problems); request validation errors name the
+fields only, never the input, so a source URI sent in a bad request is not echoed. Source URIs are
+accepted, never returned.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +28,8 @@ from sense_reconciler.domain.errors import (
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.service_layer.devices import DeviceService
 from yovision_platform.auth import StaticBearerToken, bearer_token, install_auth_error_handlers
+from yovision_platform.problems import Problem, problem_response
+from yovision_platform.web import create_app
 
 API_TITLE = "sense-reconciler Control API"
 API_VERSION = "1.0.0"
@@ -96,6 +98,11 @@ class Device(BaseModel):
         return cls.model_validate(row, from_attributes=True)
 
 
+class SiteLimitView(BaseModel):
+    max_video_channels: int
+    enabled_devices: int
+
+
 class DevicePage(BaseModel):
     items: list[Device]
     next_after: uuid.UUID | None
@@ -117,12 +124,12 @@ class ReconcileStatus(BaseModel):
     partition: int
 
 
-class ErrorBody(BaseModel):
-    error: str
+class ReconcileStatusList(BaseModel):
+    items: list[ReconcileStatus]
 
 
 Actor = Annotated[str, Header(alias="X-Actor", max_length=limits.ACTOR_MAX_CHARS)]
-ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorBody} for code in (401, 404, 409, 422)}
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (401, 404, 409, 422)}
 
 
 def build_router(service: DeviceService, token: StaticBearerToken) -> APIRouter:
@@ -147,10 +154,11 @@ def build_router(service: DeviceService, token: StaticBearerToken) -> APIRouter:
     @router.get("/devices", response_model=DevicePage)
     async def list_devices(
         tenant_id: Annotated[str | None, Query(max_length=limits.ID_MAX_CHARS)] = None,
+        site_id: Annotated[str | None, Query(max_length=limits.ID_MAX_CHARS)] = None,
         after: uuid.UUID | None = None,
         limit: Annotated[int, Query(ge=1, le=limits.LIST_PAGE_SIZE_MAX)] = limits.LIST_PAGE_SIZE_DEFAULT,
     ) -> DevicePage:
-        page = await service.list_devices(tenant_id=tenant_id, after=after, limit=limit)
+        page = await service.list_devices(tenant_id=tenant_id, site_id=site_id, after=after, limit=limit)
         return DevicePage(items=[Device.of(r) for r in page.items], next_after=page.next_after)
 
     @router.get("/devices/{device_id}", response_model=Device)
@@ -181,6 +189,19 @@ def build_router(service: DeviceService, token: StaticBearerToken) -> APIRouter:
     async def reconcile_status(device_id: uuid.UUID) -> ReconcileStatus:
         return ReconcileStatus.model_validate(await service.reconcile_status(device_id))
 
+    @router.get("/reconcile-statuses", response_model=ReconcileStatusList)
+    async def reconcile_statuses(
+        device_id: Annotated[list[uuid.UUID], Query(min_length=1, max_length=limits.LIST_PAGE_SIZE_MAX)],
+    ) -> ReconcileStatusList:
+        """The reconcile state of several devices at once (a list page's ids); unknown ids are left out."""
+        rows = await service.reconcile_statuses(device_id)
+        return ReconcileStatusList(items=[ReconcileStatus.model_validate(r) for r in rows])
+
+    @router.get("/sites/{tenant_id}/{site_id}", response_model=SiteLimitView)
+    async def get_site_limit(tenant_id: str, site_id: str) -> SiteLimitView:
+        limit, enabled = await service.site_limit(tenant_id, site_id)
+        return SiteLimitView(max_video_channels=limit, enabled_devices=enabled)
+
     @router.put("/sites/{tenant_id}/{site_id}", response_model=SiteLimit)
     async def set_site_limit(tenant_id: str, site_id: str, body: SiteLimit) -> SiteLimit:
         limit = await service.set_site_limit(tenant_id, site_id, body.max_video_channels)
@@ -195,15 +216,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def sense_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, SenseError)
         status = next((code for kind, code in STATUS_BY_ERROR.items() if isinstance(exc, kind)), 400)
-        return JSONResponse({"error": exc.code}, status_code=status)
-
-    async def invalid_request(_: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, RequestValidationError)
-        fields = sorted({".".join(str(part) for part in error["loc"][1:]) for error in exc.errors()})
-        return JSONResponse({"error": "invalid_request", "fields": fields}, status_code=422)
+        return problem_response(status, exc.code)
 
     app.add_exception_handler(SenseError, sense_error)
-    app.add_exception_handler(RequestValidationError, invalid_request)
 
 
 def install(app: FastAPI, service: DeviceService, token: StaticBearerToken) -> None:
@@ -213,6 +228,6 @@ def install(app: FastAPI, service: DeviceService, token: StaticBearerToken) -> N
 
 def openapi_document(service: DeviceService, token: StaticBearerToken) -> dict[str, object]:
     """The published contract (schemas/openapi/sense-reconciler.v1.json): the Control API routes only."""
-    app = FastAPI(title=API_TITLE, version=API_VERSION)
+    app = create_app(API_TITLE, API_VERSION)
     install(app, service, token)
     return app.openapi()

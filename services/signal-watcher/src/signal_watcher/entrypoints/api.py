@@ -2,7 +2,7 @@
 permission `signal:read`).
 
 Identity is the `sub` of a verified JWT (audience `signal-watcher`). Every user query filters by it: a
-watcher of another user is `404 not_found`, never 403. Errors are `{"error": <stable code>}`.
+watcher of another user is `404 not_found`, never 403. Errors are problem details with a stable `code`.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ from signal_watcher.service_layer.checks import probe_and_judge
 from yovision_platform.auth import BearerToken, Identity, TokenVerifier, install_auth_error_handlers
 from yovision_platform.db import DbConnection
 from yovision_platform.errors import PlatformError
+from yovision_platform.problems import problem_response
+from yovision_platform.web import create_app
 
 __all__ = ["ADMIN_PERMISSION", "PAGE_MAX_ITEMS", "ApiDeps", "install_api", "openapi_document"]
 
@@ -128,7 +130,7 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         headers = (
             {"Retry-After": str(CHECK_NOW_MIN_SPACING_SECONDS)} if isinstance(exc, CheckTooSoon) else None
         )
-        return JSONResponse({"error": exc.code}, status_code=status, headers=headers)
+        return problem_response(status, exc.code, headers=headers)
 
     for error in (NotFound, LimitReached, NotActive, CheckTooSoon, ValidationFailed):
         app.add_exception_handler(error, handle_platform_error)
@@ -263,7 +265,7 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
 def openapi_document(version: str) -> dict[str, Any]:
     """The API's OpenAPI document (published as schemas/openapi/signal-watcher.v1.json). Building it calls
     no route, so the dependencies are placeholders and nothing connects anywhere."""
-    app = FastAPI(title="signal-watcher", version=version)
+    app = create_app("signal-watcher", version)
     placeholder: Any = None
     install_api(
         app,

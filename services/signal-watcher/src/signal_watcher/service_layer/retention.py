@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import asyncpg
 
 from signal_watcher.adapters.repository import WatcherRepository
+from yovision_platform.backoff import wait_for_stop
 
 __all__ = ["CLEANUP_BATCH_ROWS", "CLEANUP_INTERVAL_SECONDS", "CLEANUP_MAX_BATCHES", "RetentionCleaner"]
 
@@ -48,5 +48,4 @@ class RetentionCleaner:
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             await self.clean_once()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), CLEANUP_INTERVAL_SECONDS)
+            await wait_for_stop(stop, CLEANUP_INTERVAL_SECONDS)
