@@ -14,7 +14,7 @@ from tests.deploy.values import values_of
 
 HTTP = [{"port": "http", "protocol": "TCP"}]
 MEDIAMTX_CLIENTS = {"sense-reconciler", "orphan-scanner"}
-USER_FACING = {"bell-receiver", "signal-watcher", "media-worker"}
+USER_FACING = {"orphan-scanner", "bell-receiver", "signal-watcher", "media-worker"}
 
 
 def selector_of(manifest: Manifest, service: str) -> Obj:

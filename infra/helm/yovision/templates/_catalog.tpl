@@ -19,8 +19,9 @@ orphan-scanner:
   port: 18082
   secretFiles:
     DATABASE_DSN_FILE: database-dsn
+    AUTH_JWT_KEY_FILE: jwt-key # the read API of reports (GET /v1/reports...)
   mediamtx: true
-  jwt: false
+  jwt: true
 bell-receiver:
   prefix: BELL
   port: 18083

@@ -183,9 +183,9 @@ class BaseWebSettings(BaseSettings):
     """Settings of every process the shell serves, with or without a database (a stateless web service
     such as the console uses only these). Env vars (prefix ``P_``): ``P_HTTP_HOST``, ``P_HTTP_PORT``,
     ``P_INSTANCE_ID`` (default: generated per process), ``P_LOG_LEVEL``, ``P_METRICS_ENABLED``, and
-    ``P_HTTP_TLS_CERT_FILE`` + ``P_HTTP_TLS_KEY_FILE`` (both or neither): the HTTP server then speaks TLS, with
-    a PEM certificate chain and its PEM private key (a secret file), for a process reached across hosts
-    (Sense's signed push refuses plain HTTP to anything but loopback)."""
+    ``P_HTTP_TLS_CERT_FILE`` + ``P_HTTP_TLS_KEY_FILE`` (both or neither): the HTTP server then speaks TLS,
+    with a PEM certificate chain and its PEM private key (a secret file), for a process reached across
+    hosts (Sense's signed push refuses plain HTTP to anything but loopback)."""
 
     model_config = SettingsConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
