@@ -20,7 +20,7 @@ from yovision_platform.tools.localhost import write_private_file
 
 __all__ = ["Installed", "chart_env", "install_alone", "secret_files"]
 
-IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")  # .dockerignore-like: build leftovers
+IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "node_modules")  # as .dockerignore
 UV = REPO_ROOT / ".local" / "tools" / "uv-venv" / "bin" / "uv"
 # The container paths of the chart, and where a test puts them (longest first: one is a prefix of another).
 CONTAINER_DIRS = (

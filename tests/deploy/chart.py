@@ -15,14 +15,16 @@ from typing import Any
 import yaml
 
 from bell_receiver.settings import BellReceiverSettings
+from console.settings import ConsoleSettings
 from media_worker.settings import MediaWorkerSettings
 from orphan_scanner.settings import OrphanScannerSettings
 from sense_reconciler.settings import SenseReconcilerSettings
 from signal_watcher.settings import SignalWatcherSettings
-from yovision_platform.settings import BaseServiceSettings
+from yovision_platform.settings import BaseServiceSettings, BaseWebSettings
 
 __all__ = [
     "CHART",
+    "DATABASE_SETTINGS",
     "PRODUCTION_VALUES",
     "SETTINGS",
     "Manifest",
@@ -44,13 +46,14 @@ HELM = BIN_DIR / "helm"
 K8S_VALIDATE = BIN_DIR / "k8s-validate"
 RELEASE = "yov"
 
-SETTINGS: dict[str, type[BaseServiceSettings]] = {
+DATABASE_SETTINGS: dict[str, type[BaseServiceSettings]] = {
     "sense-reconciler": SenseReconcilerSettings,
     "orphan-scanner": OrphanScannerSettings,
     "bell-receiver": BellReceiverSettings,
     "signal-watcher": SignalWatcherSettings,
     "media-worker": MediaWorkerSettings,
 }
+SETTINGS: dict[str, type[BaseWebSettings]] = {**DATABASE_SETTINGS, "console": ConsoleSettings}
 
 Obj = dict[str, Any]
 

@@ -24,6 +24,22 @@ class Dockerfile:
         return [args for instruction, args in self.stages[stage] if instruction == name]
 
     @property
+    def build_stage(self) -> int:
+        """The stage `FROM ... AS build`, which installs the service with uv."""
+        (index,) = [i for i, stage in enumerate(self.stages) if stage[0][1].endswith(" AS build")]
+        return index
+
+    @property
+    def context_sources(self) -> list[str]:
+        """Every path any stage copies from the build context (not from another stage)."""
+        sources = []
+        for stage in range(len(self.stages)):
+            for args in self.instructions(stage, "COPY"):
+                if not args.startswith("--from"):
+                    sources += args.split()[:-1]
+        return sources
+
+    @property
     def final_env(self) -> dict[str, str]:
         env: dict[str, str] = {}
         for args in self.instructions(-1, "ENV"):
@@ -34,16 +50,18 @@ class Dockerfile:
 
     @property
     def build_copies(self) -> list[tuple[str, str]]:
-        """(source, destination) of the first stage's COPY instructions (the build context it uses)."""
+        """(source, destination) of the build stage's COPY instructions (the build context it uses)."""
         copies = []
-        for args in self.instructions(0, "COPY"):
+        for args in self.instructions(self.build_stage, "COPY"):
             *sources, destination = args.split()
             copies += [(source, destination) for source in sources if not source.startswith("--")]
         return copies
 
     @property
     def final_uv_sync(self) -> list[str]:
-        (command,) = [a for a in self.instructions(0, "RUN") if "uv sync" in a and "--no-editable" in a]
+        (command,) = [
+            a for a in self.instructions(self.build_stage, "RUN") if "uv sync" in a and "--no-editable" in a
+        ]
         return shlex.split(command)
 
 

@@ -18,7 +18,7 @@ SCHEMAS = {
 OPTIONS = {
     "services.sense-reconciler.bellRelay.url": "https://bell.internal.example.com",
     **{f"services.{service}.databaseSchema": f"prod_{schema}" for service, schema in SCHEMAS.items()},
-    **{f"services.{service}.tls.secretName": f"{service}-tls" for service in SCHEMAS},
+    **{f"services.{service}.tls.secretName": f"{service}-tls" for service in (*SCHEMAS, "console")},
 }
 RENDERS = ("default", "production", "production+options")
 

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.chart import REPO_ROOT, SETTINGS, Manifest, Obj, canonical
+from tests.deploy.chart import DATABASE_SETTINGS, REPO_ROOT, SETTINGS, Manifest, Obj, canonical
 from tests.deploy.renders import RENDERS, rendered
-from tests.deploy.values import values_of
+from tests.deploy.values import enabled_services, values_of
 
 HTTP = [{"port": "http", "protocol": "TCP"}]
 MEDIAMTX_CLIENTS = {"sense-reconciler", "orphan-scanner"}
-USER_FACING = {"orphan-scanner", "bell-receiver", "signal-watcher", "media-worker"}
+USER_FACING = {"orphan-scanner", "bell-receiver", "signal-watcher", "media-worker", "console"}
 
 
 def selector_of(manifest: Manifest, service: str) -> Obj:
@@ -26,48 +26,54 @@ def egress(rule: dict[str, Any]) -> Obj:
     return {"to": rule["to"], "ports": rule["ports"]} if rule["to"] else {"ports": rule["ports"]}
 
 
+def pods(manifest: Manifest, service: str) -> list[Obj]:
+    return [{"podSelector": {"matchLabels": selector_of(manifest, service)}}]
+
+
+def port_of(service: str) -> list[Obj]:
+    return [{"port": SETTINGS[service].model_fields["http_port"].default, "protocol": "TCP"}]
+
+
 def expected_flows(name: str, manifest: Manifest, service: str) -> tuple[list[Obj], list[Obj]]:
     values = values_of(name)
     np = values["networkPolicy"]
     relay = values["services"]["sense-reconciler"]["bellRelay"]["enabled"]
+    console = values["services"]["console"]["enabled"]
     ingress = [{"from": np["monitoring"]["from"], "ports": HTTP}]
     if service == "bell-receiver" and relay:
-        ingress.append(
-            {
-                "from": [{"podSelector": {"matchLabels": selector_of(manifest, "sense-reconciler")}}],
-                "ports": HTTP,
-            }
-        )
+        ingress.append({"from": pods(manifest, "sense-reconciler"), "ports": HTTP})
+    if console and service != "console":
+        ingress.append({"from": pods(manifest, "console"), "ports": HTTP})
     if service in USER_FACING:
         ingress.append({"from": np["userTraffic"]["from"], "ports": HTTP})
     if service == "sense-reconciler" and np["operatorTraffic"]["from"]:
         ingress.append({"from": np["operatorTraffic"]["from"], "ports": HTTP})
-    out = [egress(np["dns"]), egress(np["kafka"]), egress(np["postgres"])]
+    out = [egress(np["dns"])]
+    if service in DATABASE_SETTINGS:
+        out += [egress(np["kafka"]), egress(np["postgres"])]
     if service in MEDIAMTX_CLIENTS:
         out.append(egress(np["mediamtx"]))
     if service == "sense-reconciler" and relay:
-        bell_port = SETTINGS["bell-receiver"].model_fields["http_port"].default
-        out.append(
-            {
-                "to": [{"podSelector": {"matchLabels": selector_of(manifest, "bell-receiver")}}],
-                "ports": [{"port": bell_port, "protocol": "TCP"}],
-            }
-        )
+        out.append({"to": pods(manifest, "bell-receiver"), "ports": port_of("bell-receiver")})
+    if service == "console":
+        out += [{"to": pods(manifest, target), "ports": port_of(target)} for target in DATABASE_SETTINGS]
     if service == "signal-watcher":
         out.append({"to": np["probeTargets"]["to"]})
     return ingress, out
 
 
 @pytest.mark.parametrize("name", RENDERS)
-@pytest.mark.parametrize("service", tuple(SETTINGS))
-def test_each_service_may_talk_only_along_the_architectures_flows(name: str, service: str) -> None:
+def test_each_service_may_talk_only_along_the_architectures_flows(name: str) -> None:
     manifest = rendered(name)
-    policy = manifest.network_policies()[service]["spec"]
-    assert policy["podSelector"]["matchLabels"] == selector_of(manifest, service)
-    assert policy["policyTypes"] == ["Ingress", "Egress"]  # both default-deny
-    ingress, out = expected_flows(name, manifest, service)
-    assert sorted(map(canonical, policy["ingress"])) == sorted(map(canonical, ingress))
-    assert sorted(map(canonical, policy["egress"])) == sorted(map(canonical, out))
+    policies = manifest.network_policies()
+    assert set(policies) == enabled_services(name)
+    for service, policy in policies.items():
+        spec = policy["spec"]
+        assert spec["podSelector"]["matchLabels"] == selector_of(manifest, service)
+        assert spec["policyTypes"] == ["Ingress", "Egress"]  # both default-deny
+        ingress, out = expected_flows(name, manifest, service)
+        assert sorted(map(canonical, spec["ingress"])) == sorted(map(canonical, ingress)), service
+        assert sorted(map(canonical, spec["egress"])) == sorted(map(canonical, out)), service
 
 
 @pytest.mark.parametrize("name", RENDERS)
@@ -88,11 +94,13 @@ def test_production_names_every_peer_and_probes_reach_only_public_addresses() ->
     assert private <= set(ipv4["except"])
 
 
-def test_only_sense_reaches_bell_inside_the_namespace() -> None:
+def test_only_sense_and_the_console_reach_bell_inside_the_namespace() -> None:
     manifest = rendered("production")
     bell = manifest.network_policies()["bell-receiver"]["spec"]
     in_namespace = [p for r in bell["ingress"] for p in r["from"] if set(p) == {"podSelector"}]
-    assert in_namespace == [{"podSelector": {"matchLabels": selector_of(manifest, "sense-reconciler")}}]
+    assert sorted(map(canonical, in_namespace)) == sorted(
+        map(canonical, pods(manifest, "sense-reconciler") + pods(manifest, "console"))
+    )
     without_relay = rendered("default").network_policies()["bell-receiver"]["spec"]
     assert not [p for r in without_relay["ingress"] for p in r["from"] if set(p) == {"podSelector"}]
 
@@ -105,14 +113,17 @@ def openapi_paths(service: str) -> set[str]:
 def test_the_ingress_routes_exactly_the_user_facing_paths() -> None:
     manifest = rendered("production")
     (ingress,) = manifest.of_kind("Ingress")
+    hosts = values_of("production")["ingress"]
     names = {d["metadata"]["name"]: s for s, d in manifest.deployments().items()}
+    rules = {rule["host"]: rule["http"]["paths"] for rule in ingress["spec"]["rules"]}
+    assert set(rules) == {hosts["host"], hosts["consoleHost"]}
+    (console,) = rules[hosts["consoleHost"]]  # the console's pages, on a host of their own
+    assert (console["path"], names[console["backend"]["service"]["name"]]) == ("/", "console")
     routed: dict[str, set[str]] = {}
-    for rule in ingress["spec"]["rules"]:
-        for path in rule["http"]["paths"]:
-            assert path["pathType"] == "Prefix"
-            backend = names[path["backend"]["service"]["name"]]
-            routed.setdefault(backend, set()).add(path["path"])
-    assert set(routed) == USER_FACING
+    for path in rules[hosts["host"]]:
+        assert path["pathType"] == "Prefix"
+        routed.setdefault(names[path["backend"]["service"]["name"]], set()).add(path["path"])
+    assert set(routed) == USER_FACING - {"console"}
     for service, prefixes in routed.items():
         public = {p for p in openapi_paths(service) if not p.startswith("/internal/")}
         assert all(not prefix.startswith("/internal") for prefix in prefixes)

@@ -12,6 +12,7 @@ import yaml
 
 from tests.deploy.chart import (
     CHART,
+    DATABASE_SETTINGS,
     REPO_ROOT,
     SETTINGS,
     Manifest,
@@ -21,9 +22,8 @@ from tests.deploy.chart import (
     pod_spec,
 )
 from tests.deploy.renders import RENDERS, rendered
-from tests.deploy.values import values_of
+from tests.deploy.values import enabled_services, values_of
 
-SERVICES = tuple(SETTINGS)
 SECRET_DIR = "/run/secrets/yovision/"
 ADMIN_DIR = "/run/secrets/yovision-admin/"
 TLS_DIR = "/run/secrets/yovision-tls/"
@@ -42,8 +42,10 @@ def workloads(manifest: Manifest) -> list[Obj]:
 
 def test_every_service_has_a_deployment_a_service_and_a_migration_job(name: str) -> None:
     manifest = rendered(name)
-    assert set(manifest.deployments()) == set(SERVICES)
-    assert set(manifest.migration_jobs()) == set(SERVICES)
+    assert set(manifest.deployments()) == enabled_services(name)
+    assert set(manifest.migration_jobs()) == enabled_services(name) & set(
+        DATABASE_SETTINGS
+    )  # not the console
     services = {
         s["metadata"]["labels"]["app.kubernetes.io/component"]: s for s in manifest.of_kind("Service")
     }
@@ -274,7 +276,7 @@ def test_monitoring_objects_follow_the_values(name: str) -> None:
         assert monitors == []
     else:
         services = {s["metadata"]["name"]: s for s in manifest.of_kind("Service")}
-        assert len(monitors) == len(SERVICES)
+        assert len(monitors) == len(enabled_services(name))
         for monitor in monitors:
             service = services[monitor["metadata"]["name"]]
             assert monitor["spec"]["selector"]["matchLabels"] == service["spec"]["selector"]

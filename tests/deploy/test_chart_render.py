@@ -142,8 +142,10 @@ def test_relay_needs_an_https_url() -> None:
     assert "/services/sense-reconciler/bellRelay/url" in result.stderr
 
 
-def test_names_fit_kubernetes_limits_for_the_longest_release_name() -> None:
-    manifest = render(release="a-53-character-release-name-which-helm-still-accepts")
+@pytest.mark.parametrize("release", ["a-53-character-release-name-which-helm-still-accepts", "y", "on"])
+def test_any_release_name_renders_valid_names_and_labels(release: str) -> None:
+    """The longest name Helm accepts, and names YAML 1.1 would read as booleans in an unquoted label."""
+    manifest = render([PRODUCTION_VALUES], release=release)
     for obj in manifest.objects:
         assert len(obj["metadata"]["name"]) <= 63
     for deployment in manifest.of_kind("Deployment"):

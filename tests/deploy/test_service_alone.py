@@ -22,6 +22,7 @@ PACKAGES = {
     "bell-receiver": "bell_receiver",
     "signal-watcher": "signal_watcher",
     "media-worker": "media_worker",
+    "console": "console",
 }
 # Console scripts on the image's PATH besides the service itself (Dockerfile comments name them).
 EXTRA_SCRIPTS = {"orphan-scanner": ["sense-orphan"]}
@@ -47,8 +48,10 @@ def image_env(installed: Installed) -> dict[str, str]:
 def pod_env(
     installed: Installed, scratch: Path, dsn: str = "postgresql://app:pw@db.example:5432/yovision"
 ) -> dict[str, str]:
-    """The chart's env of the service's Deployment (default values), its secret files made in `scratch`."""
-    deployment = rendered("default").deployments()[installed.service]
+    """The chart's env of the service's Deployment (default values; the console: the production file, as it
+    is off by default), its secret files made in `scratch`."""
+    render = "production" if installed.service == "console" else "default"
+    deployment = rendered(render).deployments()[installed.service]
     for mount, keys in secret_keys(deployment).items():
         secret_files(host_dir(mount, scratch), keys, dsn)
     (container,) = containers(deployment)
@@ -77,11 +80,12 @@ def test_the_service_accepts_the_charts_configuration(installed: Installed, tmp_
 
 def test_check_config_refuses_a_missing_secret_file(installed: Installed, tmp_path: Path) -> None:
     env = image_env(installed) | pod_env(installed, tmp_path)
-    dsn_setting = SETTINGS[installed.service].env_var_name("database_dsn_file")
-    os.remove(env[dsn_setting])
+    first_file = "session_key_file" if installed.service == "console" else "database_dsn_file"
+    setting = SETTINGS[installed.service].env_var_name(first_file)
+    os.remove(env[setting])
     result = installed.run(installed.service, "check-config", env=env, cwd=tmp_path)
     assert result.returncode == 2
-    assert dsn_setting in result.stderr
+    assert setting in result.stderr
 
 
 def test_the_service_runs_from_its_own_virtualenv_only(installed: Installed, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import yaml
 from tests.deploy.chart import CHART, PRODUCTION_VALUES
 from tests.deploy.renders import OPTIONS
 
-__all__ = ["values_of"]
+__all__ = ["enabled_services", "values_of"]
 
 
 def _merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
@@ -39,3 +39,7 @@ def values_of(render_name: str) -> dict[str, Any]:
         for key, value in OPTIONS.items():
             _set(values, key, value)
     return values
+
+
+def enabled_services(render_name: str) -> set[str]:
+    return {name for name, service in values_of(render_name)["services"].items() if service["enabled"]}

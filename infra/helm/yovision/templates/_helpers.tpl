@@ -20,29 +20,29 @@ its MEDIA_INSTANCE_ID, which allows at most 63.
 
 {{- define "yovision.commonLabels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
-app.kubernetes.io/name: {{ .Chart.Name }}
-app.kubernetes.io/instance: {{ .Release.Name | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ .Chart.Name | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | trunc 63 | trimSuffix "-" | quote }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
 app.kubernetes.io/part-of: yovision
 {{- end }}
 
 {{/* Labels of a service's objects; `component` is the service name (the selector's discriminator). */}}
 {{- define "yovision.labels" -}}
 {{ include "yovision.commonLabels" .root }}
-app.kubernetes.io/component: {{ .name }}
+app.kubernetes.io/component: {{ .name | quote }}
 {{- end }}
 
 {{- define "yovision.selectorLabels" -}}
-app.kubernetes.io/name: {{ .root.Chart.Name }}
-app.kubernetes.io/instance: {{ .root.Release.Name | trunc 63 | trimSuffix "-" }}
-app.kubernetes.io/component: {{ .name }}
+app.kubernetes.io/name: {{ .root.Chart.Name | quote }}
+app.kubernetes.io/instance: {{ .root.Release.Name | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/component: {{ .name | quote }}
 {{- end }}
 
 {{/* Labels of a service's migration Job and its pod: never matched by the service's own selector. */}}
 {{- define "yovision.migrationLabels" -}}
 {{ include "yovision.commonLabels" .root }}
-app.kubernetes.io/component: {{ .name }}-migrate
+app.kubernetes.io/component: {{ printf "%s-migrate" .name | quote }}
 {{- end }}
 
 {{- define "yovision.image" -}}
@@ -65,6 +65,7 @@ app.kubernetes.io/component: {{ .name }}-migrate
 {{- define "yovision.adminSecretDir" -}}/run/secrets/yovision-admin{{- end }}
 {{- define "yovision.postgresCaDir" -}}/etc/yovision/postgres-ca{{- end }}
 {{- define "yovision.bellCaDir" -}}/etc/yovision/bell-ca{{- end }}
+{{- define "yovision.servicesCaDir" -}}/etc/yovision/services-ca{{- end }}
 {{- define "yovision.mediaStorageDir" -}}/var/lib/yovision/media{{- end }}
 {{- define "yovision.mediaRunDir" -}}/run/yovision{{- end }}
 {{- define "yovision.drainDir" -}}/etc/yovision/drain{{- end }}
@@ -99,6 +100,7 @@ same settings and reads the same secret files), plus the admin DSN for the Job o
   value: "0.0.0.0"
 - name: {{ $p }}_HTTP_PORT
   value: {{ .spec.port | quote }}
+{{- if .spec.database }}
 - name: {{ $p }}_KAFKA_BOOTSTRAP
   value: {{ required "kafka.bootstrap is required" $root.Values.kafka.bootstrap | quote }}
 {{- with $root.Values.kafka.prefix }}
@@ -108,6 +110,7 @@ same settings and reads the same secret files), plus the admin DSN for the Job o
 {{- with .values.databaseSchema }}
 - name: {{ $p }}_DATABASE_SCHEMA
   value: {{ . | quote }}
+{{- end }}
 {{- end }}
 {{- range $setting, $key := .spec.secretFiles }}
 - name: {{ $p }}_{{ $setting }}
@@ -145,6 +148,16 @@ same settings and reads the same secret files), plus the admin DSN for the Job o
 {{- end }}
 {{- end }}
 {{- end }}
+{{- if eq .name "console" }}
+{{- range $target, $setting := dict "sense-reconciler" "SENSE_URL" "orphan-scanner" "ORPHAN_URL" "bell-receiver" "BELL_URL" "signal-watcher" "SIGNAL_URL" "media-worker" "MEDIA_URL" }}
+- name: CONSOLE_{{ $setting }}
+  value: {{ include "yovision.serviceHttpsUrl" (dict "root" $root "name" $target) | quote }}
+{{- end }}
+{{- if .values.caBundle.configMap }}
+- name: SSL_CERT_FILE
+  value: {{ printf "%s/%s" (include "yovision.servicesCaDir" .) .values.caBundle.key | quote }}
+{{- end }}
+{{- end }}
 {{- if eq .name "bell-receiver" }}
 {{- $files := dict }}
 {{- range $id := .values.relayKeyIds }}{{- $_ := set $files $id (printf "%s/relay-key-%s" $secretDir $id) }}{{- end }}
@@ -172,6 +185,20 @@ same settings and reads the same secret files), plus the admin DSN for the Job o
 {{- end }}
 
 {{/*
+https://<service>.<namespace>.svc:<port> of an enabled service that serves TLS (the console and Sense's push
+refuse plain HTTP to anything but loopback). Argument: dict root, name.
+*/}}
+{{- define "yovision.serviceHttpsUrl" -}}
+{{- $values := index .root.Values.services .name -}}
+{{- if not $values.enabled -}}{{- fail (printf "the console needs %s: enable it" .name) -}}{{- end -}}
+{{- if not ($values.tls).secretName -}}
+{{- fail (printf "the console calls %s over HTTPS: set services.%s.tls.secretName" .name .name) -}}
+{{- end -}}
+{{- $catalog := fromYaml (include "yovision.catalog" .root) -}}
+{{- printf "https://%s.%s.svc:%v" (include "yovision.componentName" .) .root.Release.Namespace (index $catalog .name).port -}}
+{{- end }}
+
+{{/*
 Sense's URL of Bell: bellRelay.url, else bell-receiver's Service over HTTPS when Bell serves TLS (the relay
 refuses plain HTTP to anything but loopback). Argument: sense-reconciler's service context.
 */}}
@@ -180,8 +207,7 @@ refuses plain HTTP to anything but loopback). Argument: sense-reconciler's servi
 {{- if .values.bellRelay.url -}}
 {{- .values.bellRelay.url -}}
 {{- else if and $bell.enabled ($bell.tls).secretName -}}
-{{- $catalog := fromYaml (include "yovision.catalog" .root) -}}
-{{- printf "https://%s.%s.svc:%v" (include "yovision.componentName" (dict "root" .root "name" "bell-receiver")) .root.Release.Namespace (index $catalog "bell-receiver").port -}}
+{{- include "yovision.serviceHttpsUrl" (dict "root" .root "name" "bell-receiver") -}}
 {{- else -}}
 {{- fail "services.sense-reconciler.bellRelay.url is required when the relay is enabled, unless bell-receiver serves TLS (services.bell-receiver.tls.secretName)" -}}
 {{- end -}}
@@ -218,7 +244,7 @@ refuses plain HTTP to anything but loopback). Argument: sense-reconciler's servi
         path: tls.key
 {{- end }}
 {{- with .root.Values.postgres.caBundle }}
-{{- if .configMap }}
+{{- if and .configMap $.spec.database }}
 - name: postgres-ca
   configMap:
     name: {{ .configMap }}
@@ -228,6 +254,11 @@ refuses plain HTTP to anything but loopback). Argument: sense-reconciler's servi
 - name: bell-ca
   configMap:
     name: {{ .values.bellRelay.caBundle.configMap }}
+{{- end }}
+{{- if and (eq .name "console") .values.caBundle.configMap }}
+- name: services-ca
+  configMap:
+    name: {{ .values.caBundle.configMap }}
 {{- end }}
 {{- if .migrate }}
 - name: admin-secret
@@ -251,7 +282,7 @@ refuses plain HTTP to anything but loopback). Argument: sense-reconciler's servi
   mountPath: {{ include "yovision.tlsDir" . }}
   readOnly: true
 {{- end }}
-{{- if .root.Values.postgres.caBundle.configMap }}
+{{- if and .root.Values.postgres.caBundle.configMap .spec.database }}
 - name: postgres-ca
   mountPath: {{ include "yovision.postgresCaDir" . }}
   readOnly: true
@@ -259,6 +290,11 @@ refuses plain HTTP to anything but loopback). Argument: sense-reconciler's servi
 {{- if and (eq .name "sense-reconciler") .values.bellRelay.enabled .values.bellRelay.caBundle.configMap }}
 - name: bell-ca
   mountPath: {{ include "yovision.bellCaDir" . }}
+  readOnly: true
+{{- end }}
+{{- if and (eq .name "console") .values.caBundle.configMap }}
+- name: services-ca
+  mountPath: {{ include "yovision.servicesCaDir" . }}
   readOnly: true
 {{- end }}
 {{- if .migrate }}
