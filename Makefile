@@ -101,7 +101,7 @@ test: setup lint typecheck ## The whole suite on real infrastructure (starts Pos
 
 bench: bench-platform bench-services ## All benchmarks (platform, then the services'); figures, not pass/fail
 
-bench-platform: ## Platform benchmarks: outbox relay vs raw produce, enqueue vs INSERT, leases (bench/)
+bench-platform: ## Platform benchmarks: relay (1/2/4, aiokafka vs confluent) vs raw produce vs ProducerPerformance, paced latency, outbox size, enqueue, leases (bench/)
 	$(PY) -m bench $(ARGS)
 
 bench-services: ## Service benchmarks: Sense convergence, Sense→Bell relay, Signal probes, media uploads/transcodes

@@ -44,13 +44,13 @@ from prometheus_client import CollectorRegistry
 from yovision_platform.backoff import backoff_seconds, wait_for_stop
 from yovision_platform.db import DbConnection, Identifier, create_pool, is_database_unavailable
 from yovision_platform.errors import ConfigError, PlatformError
-from yovision_platform.kafka import RELAY_PRODUCER_LINGER_MS, start_producer
 from yovision_platform.logging import configure_logging
 from yovision_platform.metrics import build_info, create_registry, render_latest
 from yovision_platform.migrations import SchemaPlan, migrate, preflight
 from yovision_platform.problems import BROKER_UNAVAILABLE_ERRORS
-from yovision_platform.relay import OutboxRelay, RelayMetrics
+from yovision_platform.relay import OutboxRelay, RelayConfig, RelayMetrics, executor_for
 from yovision_platform.settings import BaseServiceSettings, BaseWebSettings, load_settings
+from yovision_platform.txn_producer import confluent_publisher_factory
 from yovision_platform.web import create_app
 
 __all__ = [
@@ -214,23 +214,28 @@ async def _database_ready(pool: asyncpg.Pool) -> None:
 
 def _add_outbox_relay(ctx: ServiceContext) -> None:
     settings = ctx.settings
+    config = RelayConfig()
+    metrics = RelayMetrics(ctx.registry)
 
-    async def producer_factory():  # type: ignore[no-untyped-def]
-        return await start_producer(
-            settings.kafka_bootstrap,
-            client_id=f"{ctx.spec.name}-{settings.instance_id}",
-            linger_ms=RELAY_PRODUCER_LINGER_MS,
-        )
+    async def relay(stop: asyncio.Event) -> None:
+        with executor_for(config) as executor:
+            publishers = confluent_publisher_factory(
+                settings.kafka_bootstrap,
+                client_id=f"{ctx.spec.name}-{settings.instance_id}",
+                executor=executor,
+            )
+            outbox_relay = OutboxRelay(
+                ctx.pool,
+                ctx.plan.schema,
+                publishers,
+                owner=settings.instance_id,
+                config=config,
+                metrics=metrics,
+                names=settings.kafka_names,
+            )
+            await outbox_relay.run(stop)
 
-    relay = OutboxRelay(
-        ctx.pool,
-        ctx.plan.schema,
-        producer_factory,
-        owner=settings.instance_id,
-        metrics=RelayMetrics(ctx.registry),
-        names=settings.kafka_names,
-    )
-    ctx.add_worker("outbox-relay", relay.run)
+    ctx.add_worker("outbox-relay", relay)
 
 
 async def _supervise(ctx: WebContext, name: str, worker: Worker, stop: asyncio.Event) -> None:

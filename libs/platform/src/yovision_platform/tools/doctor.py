@@ -5,10 +5,10 @@
 Checks, each a list of findings (empty = healthy):
 
 - ``dead_letters``: rows of every service schema's ``consumer_dead_letters``, and Sense's device-audit
-  facts dead-lettered in place (``device_operation_outbox.dead_lettered_at``). A dead letter never goes away
+  facts Bell rejected (``device_operation_dead_letters``). A dead letter never goes away
   by itself: each one is a fact that did not arrive and needs an operator (docs/runbooks/doctor.md).
-- ``outbox_backlog``: outbox rows not yet published to Kafka, and (when Sense's relay to Bell is on) facts
-  not yet delivered to Bell.
+- ``outbox_backlog``: outbox rows not yet past their shard's relay cursor (published to Kafka), and (when
+  Sense's relay to Bell is on) facts not yet past the push's cursor (delivered to Bell).
 - ``consumer_lag``: for every consumer group of the environment, Kafka's end offsets (read_committed)
   minus the position the consumer stored with its effects.
 - ``secrets``: any secret of the environment (every file in ``<env>/secrets``, the PostgreSQL admin DSN's
@@ -41,6 +41,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, read_env_file
+from yovision_platform.outbox_windows import unpassed_count_sql
 from yovision_platform.tools.devsecrets import LOCAL_SERVICES, LocalService
 
 __all__ = ["CHECKS", "Finding", "Report", "examine", "main", "secrets_of"]
@@ -152,11 +153,10 @@ async def _dead_letters(conn: asyncpg.Connection, config: ServiceConfig) -> list
     ]
     if config.service.schema == "sense":
         facts = await conn.fetch(
-            f"SELECT dead_letter_code, count(*) AS n FROM {s}.device_operation_outbox "
-            "WHERE dead_lettered_at IS NOT NULL GROUP BY 1 ORDER BY 1"
+            f"SELECT error_code, count(*) AS n FROM {s}.device_operation_dead_letters GROUP BY 1 ORDER BY 1"
         )
         findings += [
-            Finding("dead_letters", where, f"device_operation_outbox code={r['dead_letter_code']}", r["n"])
+            Finding("dead_letters", where, f"device_operation_dead_letters code={r['error_code']}", r["n"])
             for r in facts
         ]
     return findings
@@ -164,16 +164,14 @@ async def _dead_letters(conn: asyncpg.Connection, config: ServiceConfig) -> list
 
 async def _backlog(conn: asyncpg.Connection, config: ServiceConfig) -> list[Finding]:
     assert config.schema is not None
-    s = config.schema.quoted
     where = f"{config.service.name} ({config.schema})"
     findings: list[Finding] = []
-    unpublished: int = await conn.fetchval(f"SELECT count(*) FROM {s}.outbox WHERE published_at IS NULL")
+    unpublished: int = await conn.fetchval(unpassed_count_sql(config.schema, "outbox"))
     if unpublished:
         findings.append(Finding("outbox_backlog", where, "outbox rows not published to Kafka", unpublished))
     if config.service.schema == "sense" and config.bell_relay:
         pending: int = await conn.fetchval(
-            f"SELECT count(*) FROM {s}.device_operation_outbox "
-            "WHERE delivered_at IS NULL AND dead_lettered_at IS NULL"
+            unpassed_count_sql(config.schema, "device_operation_outbox", sharded=False)
         )
         if pending:
             findings.append(
