@@ -13,8 +13,9 @@ An environment is a folder laid out like ``.local`` (``stack.env``, ``env/``, ``
    its real console script.
 
 On exit every service is stopped and the environment's schemas, roles and topics are removed, so runs
-never see each other; the services' logs are kept in ``.local/e2e-runs/<name>/`` (the newest five runs). The environment can kill a service with SIGKILL and start it again, as an operator
-or a crash would. Nothing here reaches into a service: the caller drives the services through their
+never see each other; the services' logs are kept in ``.local/e2e-runs/<name>/`` (the newest five
+runs). The environment can kill a service with SIGKILL and start it again, as an operator or a crash
+would. Nothing here reaches into a service: the caller drives the services through their
 public interfaces.
 """
 
