@@ -83,7 +83,7 @@ for schema in "${SCHEMAS[@]}"; do
 done
 # The services' own secret files: exactly those their settings read (compose.yaml mounts them).
 [[ -s "$SECRETS_DIR/sense_api_token" ]] || write_secret "$SECRETS_DIR/sense_api_token" "$(urlsafe_token)"
-for key in bell_relay_key bell_jwt_key signal_jwt_key signal_secrets_aes_key media_jwt_key orphan_jwt_key \
+for key in bell_relay_key orphan_jwt_key bell_jwt_key signal_jwt_key signal_secrets_aes_key media_jwt_key \
   console_session_key; do
   [[ -s "$SECRETS_DIR/$key" ]] || write_secret "$SECRETS_DIR/$key" "$(random_hex 32)"
 done

@@ -181,7 +181,8 @@ def _plan(spec: ServiceSpec, settings: BaseServiceSettings) -> SchemaPlan:
 def _add_health_routes(ctx: WebContext) -> None:
     @ctx.app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
-        return {"status": "ok", "service": ctx.spec.name}
+        # The instance id tells a caller (an operator, a test that picked a free port) which process answered.
+        return {"status": "ok", "service": ctx.spec.name, "instance_id": ctx.settings.instance_id}
 
     @ctx.app.get("/readyz", include_in_schema=False)
     async def readyz() -> JSONResponse:
@@ -313,6 +314,8 @@ async def _run(ctx: WebContext) -> int:
             ctx.app,
             host=settings.http_host,
             port=settings.http_port,
+            ssl_certfile=settings.http_tls_cert_file,
+            ssl_keyfile=settings.http_tls_key_file,
             log_config=None,
             access_log=False,
             lifespan="off",
