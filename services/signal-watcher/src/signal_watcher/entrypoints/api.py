@@ -37,6 +37,7 @@ from signal_watcher.entrypoints.api_models import (
 from signal_watcher.service_layer.checks import probe_and_judge
 from yovision_platform.auth import BearerToken, Identity, TokenVerifier, install_auth_error_handlers
 from yovision_platform.db import DbConnection
+from yovision_platform.encryption import SecretUnreadable
 from yovision_platform.errors import PlatformError
 from yovision_platform.problems import problem_response
 from yovision_platform.web import create_app
@@ -124,6 +125,8 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
 
     async def handle_platform_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, PlatformError)
+        # SecretUnreadable: the watcher's stored secrets cannot be decrypted with the configured key ring
+        # (an operator problem, docs/runbooks/rotating-keys.md): 500 with its stable code, never the value.
         status = {NotFound: 404, LimitReached: 409, NotActive: 409, CheckTooSoon: 429}.get(
             type(exc), 422 if isinstance(exc, ValidationFailed) else 500
         )
@@ -132,7 +135,7 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         )
         return problem_response(status, exc.code, headers=headers)
 
-    for error in (NotFound, LimitReached, NotActive, CheckTooSoon, ValidationFailed):
+    for error in (NotFound, LimitReached, NotActive, CheckTooSoon, ValidationFailed, SecretUnreadable):
         app.add_exception_handler(error, handle_platform_error)
 
     app.state.signal_token_verifier = deps.verifier
