@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import secrets
 import statistics
 import time
@@ -33,9 +34,11 @@ from sense_reconciler.service_layer.devices import DeviceService
 from sense_reconciler.service_layer.metrics import ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
+from sense_reconciler.service_layer.source_uris import SourceUris
 from yovision_platform.auth import StaticBearerToken
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
+from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.migrations import SchemaPlan, drop, migrate
 from yovision_platform.tools.bench_runner import run_cleanly
@@ -111,15 +114,25 @@ async def run(stack: LocalStack, schema: Identifier, dsn: str, devices: int) -> 
     pool = await asyncpg.create_pool(dsn, min_size=1, max_size=6)
     assert pool is not None
     serde = AvroSerde(SchemaRegistry.load())
+    sources = SourceUris(EncryptionKeyRing({"bench": os.urandom(32)}, "bench"))
     service = DeviceService(
-        pool, DeviceRepository(schema), serde, device_topic="sense.device.v1", partitions=12
+        pool, DeviceRepository(schema), serde, device_topic="sense.device.v1", partitions=12, sources=sources
     )
     mediamtx = MediaMtxClient(stack.mediamtx_api_url)
     owned = OwnedPartitions("sense.device.v1")
     owned.assign(range(PARTITIONS))
     metrics = ReconcileMetrics(CollectorRegistry())
     worker = Reconciler(
-        pool, schema, mediamtx, owned, metrics, serde, owner="bench", batch=128, scan_interval_seconds=0.05
+        pool,
+        schema,
+        mediamtx,
+        owned,
+        metrics,
+        serde,
+        owner="bench",
+        sources=sources,
+        batch=128,
+        scan_interval_seconds=0.05,
     )
     app = create_app("sense-reconciler-bench", "0")
     install(app, service, StaticBearerToken(TOKEN))

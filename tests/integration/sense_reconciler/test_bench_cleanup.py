@@ -19,7 +19,9 @@ async def bench_paths(mediamtx: MediaMtxApi, before: set[str]) -> set[str]:
 
 
 async def test_a_benchmark_stopped_mid_run_leaves_no_mediamtx_path(stack: Stack) -> None:
-    mediamtx = MediaMtxApi(stack.mediamtx_api_url, deadline_seconds=10.0)
+    mediamtx = MediaMtxApi(
+        stack.mediamtx_api_url, credentials=stack.mediamtx_credentials(), deadline_seconds=10.0
+    )
     before = await bench_paths(mediamtx, set())
     process = await asyncio.create_subprocess_exec(
         sys.executable,

@@ -3,8 +3,10 @@
 SenseError                      code = "sense_error"
 ├── InvalidInput                code = "invalid_<field>"  (.field: the offending input field)
 ├── DeviceNotFound              code = "device_not_found"
+├── SiteNotFound                code = "site_not_found"
 ├── PathNameTaken               code = "path_name_taken"
-└── SiteLimitReached            code = "site_video_channel_limit_reached"
+├── SiteLimitReached            code = "site_video_channel_limit_reached"
+└── MediaServerNotRegistered    code = "media_server_not_registered"
 """
 
 from __future__ import annotations
@@ -29,9 +31,17 @@ class DeviceNotFound(SenseError):
     code = "device_not_found"
 
 
+class SiteNotFound(SenseError):
+    code = "site_not_found"
+
+
 class PathNameTaken(SenseError):
     code = "path_name_taken"
 
 
 class SiteLimitReached(SenseError):
     code = "site_video_channel_limit_reached"
+
+
+class MediaServerNotRegistered(SenseError):
+    code = "media_server_not_registered"
