@@ -54,7 +54,7 @@ class SiteRow:
 @dataclass(frozen=True)
 class StoredSource:
     """A device's source URI as stored: the ciphertext, or cleartext from before encryption (migration
-    0006). A secret: never log it."""
+    0007). A secret: never log it."""
 
     ciphertext: bytes | None
     plaintext: str | None

@@ -78,7 +78,7 @@ async def configure(ctx: ServiceContext) -> None:
     )
 
     async def encrypt_legacy_source_uris(_: object) -> None:
-        """Once per start: encrypt the source URIs stored in cleartext before encryption (migration 0006)."""
+        """Once per start: encrypt the source URIs stored in cleartext before encryption (migration 0007)."""
         await rotate_keys(ctx.pool, SourceUriSecrets(schema, legacy_only=True), settings.key_ring)
 
     ctx.add_worker("encrypt-legacy-source-uris", encrypt_legacy_source_uris)

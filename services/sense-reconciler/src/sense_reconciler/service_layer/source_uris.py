@@ -1,7 +1,7 @@
 """Source URIs (camera credentials) at rest: encrypted with the platform key ring, bound to their device.
 
 The associated data is ``sense:devices:<device id>:source_uri``, so a ciphertext copied onto another device
-does not decrypt. Rows from before encryption (migration 0006) still hold cleartext, which `reveal` returns
+does not decrypt. Rows from before encryption (migration 0007) still hold cleartext, which `reveal` returns
 until the service has encrypted them (`encrypt_legacy_rows`, at start-up and by `rotate-keys`).
 """
 
