@@ -24,11 +24,13 @@ setup: ## Install everything the stack needs (Debian packages, .venv, Kafka jars
 	infra/scripts/bootstrap-python.sh
 	infra/scripts/install-kafka.sh
 	infra/scripts/install-mediamtx.sh
+	infra/scripts/install-console-assets.sh
 
-up: setup ## Whole local stack: PostgreSQL, Kafka, MediaMTX, topics, dev secrets, the five services
+up: setup ## Whole local stack: PostgreSQL, Kafka, MediaMTX, topics, dev secrets, the five services, the console
 	$(STACK) up
 	$(MAKE) topics secrets
 	$(SERVICES) up
+	@echo "console: http://127.0.0.1:$$(sed -n 's/^CONSOLE_HTTP_PORT=//p' .local/env/console.env) (dev sign-in)"
 
 down: ## Stop the services and the infrastructure
 	$(SERVICES) down
@@ -97,7 +99,7 @@ test: setup lint typecheck ## The whole suite on real infrastructure (starts Pos
 
 bench: bench-platform bench-services ## All benchmarks (platform, then the services'); figures, not pass/fail
 
-bench-platform: ## Platform benchmarks: outbox relay vs raw produce, enqueue vs INSERT, leases (bench/)
+bench-platform: ## Platform benchmarks: relay (1/2/4, aiokafka vs confluent) vs raw produce vs ProducerPerformance, paced latency, outbox size, enqueue, leases (bench/)
 	$(PY) -m bench $(ARGS)
 
 bench-services: ## Service benchmarks: Sense convergence, Sense→Bell relay, Signal probes, media uploads/transcodes

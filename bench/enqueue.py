@@ -2,8 +2,9 @@
 
 All variants write one connection's worth of transactions of `transaction_rows` rows each:
 
-- ``outbox_enqueue``: `Outbox.enqueue` per row (advisory lock on (topic, key), size check, INSERT RETURNING).
-- ``raw_insert``: the same INSERT ... RETURNING id per row, no lock and no checks.
+- ``outbox_enqueue``: `Outbox.enqueue` per row (advisory lock on (topic, key), size check, shard, NOTIFY,
+  INSERT RETURNING).
+- ``raw_insert``: the same INSERT ... RETURNING id per row (shard included), no lock, no NOTIFY, no checks.
 - ``raw_executemany``: the same rows as one `executemany` per transaction (reference only: the ceiling a
   batched enqueue API could approach; the platform has none).
 """
@@ -19,7 +20,8 @@ import asyncpg
 
 from bench.stats import Latency, Stopwatch, per_second
 from yovision_platform.db import DbConnection, Identifier
-from yovision_platform.outbox import Outbox, OutboxMessage
+from yovision_platform.kafka import partition_for_key
+from yovision_platform.outbox import OUTBOX_SHARDS, Outbox, OutboxMessage
 
 __all__ = ["EnqueueResult", "run_enqueue"]
 
@@ -54,14 +56,16 @@ class EnqueueResult:
 
 def _insert_sql(schema: Identifier, *, returning: bool) -> str:
     return (
-        f"INSERT INTO {schema.quoted}.outbox (event_id, event_type, topic, message_key, value, headers) "
-        "VALUES ($1, $2, $3, $4, $5, $6::jsonb)" + (" RETURNING id" if returning else "")
+        f"INSERT INTO {schema.quoted}.outbox "
+        "(event_id, event_type, topic, message_key, value, headers, shard)"
+        " VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)" + (" RETURNING id" if returning else "")
     )
 
 
 def _params(message: OutboxMessage) -> tuple[object, ...]:
     headers = json.dumps([[k, v] for k, v in message.headers])
-    return (message.event_id, message.event_type, message.topic, message.key, message.value, headers)
+    shard = partition_for_key(message.key, OUTBOX_SHARDS)
+    return (message.event_id, message.event_type, message.topic, message.key, message.value, headers, shard)
 
 
 def outbox_writer(schema: Identifier) -> Writer:

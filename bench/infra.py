@@ -24,7 +24,16 @@ from yovision_platform.db import Identifier, create_pool
 from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.migrations import SchemaPlan, drop, migrate
 
-__all__ = ["BENCH_TOPIC_PARTITIONS", "BenchSchema", "Stack", "bench_schema", "bench_topic", "ensure_stack"]
+__all__ = [
+    "BENCH_TOPIC_PARTITIONS",
+    "REPO_ROOT",
+    "BenchSchema",
+    "BenchTopics",
+    "Stack",
+    "bench_schema",
+    "bench_topics",
+    "ensure_stack",
+]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
@@ -54,10 +63,12 @@ def ensure_stack() -> Stack:
 
 @dataclass(frozen=True)
 class BenchSchema:
-    """A migrated schema (platform track + bench/migrations) and a pool of its runtime role."""
+    """A migrated schema (platform track + bench/migrations), a pool of its runtime role and its DSN (for
+    relay processes)."""
 
     name: Identifier
     pool: asyncpg.Pool
+    dsn: str
 
 
 @contextlib.asynccontextmanager
@@ -68,13 +79,10 @@ async def bench_schema(stack: Stack, *, purpose: str) -> AsyncIterator[BenchSche
     admin = await asyncpg.connect(stack.admin_dsn)
     try:
         await migrate(admin, plan, runtime_password=password)
-        pool = await create_pool(
-            runtime_dsn(stack.admin_dsn, plan.runtime_role, password),
-            application_name=f"bench-{purpose}",
-            max_size=BENCH_POOL_MAX_SIZE,
-        )
+        dsn = runtime_dsn(stack.admin_dsn, plan.runtime_role, password)
+        pool = await create_pool(dsn, application_name=f"bench-{purpose}", max_size=BENCH_POOL_MAX_SIZE)
         try:
-            yield BenchSchema(plan.schema, pool)
+            yield BenchSchema(plan.schema, pool, dsn)
         finally:
             await pool.close()
     finally:
@@ -84,19 +92,37 @@ async def bench_schema(stack: Stack, *, purpose: str) -> AsyncIterator[BenchSche
             await admin.close()
 
 
-@contextlib.asynccontextmanager
-async def bench_topic(stack: Stack) -> AsyncIterator[str]:
-    """A fresh `bench.<hex>.v1` topic with BENCH_TOPIC_PARTITIONS partitions, deleted on exit."""
-    name = f"bench.{uuid.uuid4().hex[:12]}.v1"
-    admin = AIOKafkaAdminClient(bootstrap_servers=stack.kafka_bootstrap, client_id="bench-admin")
-    await admin.start()
-    try:
-        await admin.create_topics(
+class BenchTopics:
+    """Creates `bench.<hex>...` topics with BENCH_TOPIC_PARTITIONS partitions; deletes them all on exit.
+    Each run gets its own topic, so counting a topic's records checks that run's delivery."""
+
+    def __init__(self, admin: AIOKafkaAdminClient, base: str) -> None:
+        self._admin = admin
+        self.base = base
+        self.created: list[str] = []
+
+    async def create(self, name: str) -> str:
+        await self._admin.create_topics(
             [NewTopic(name, num_partitions=BENCH_TOPIC_PARTITIONS, replication_factor=1)]
         )
-        yield name
+        self.created.append(name)
+        return name
+
+    async def for_run(self, run: str) -> str:
+        """The topic a relay run publishes to with topic prefix `run.` (the relay adds the prefix)."""
+        return await self.create(f"{run}.{self.base}")
+
+
+@contextlib.asynccontextmanager
+async def bench_topics(stack: Stack) -> AsyncIterator[BenchTopics]:
+    admin = AIOKafkaAdminClient(bootstrap_servers=stack.kafka_bootstrap, client_id="bench-admin")
+    await admin.start()
+    topics = BenchTopics(admin, f"bench.{uuid.uuid4().hex[:12]}.v1")
+    try:
+        yield topics
     finally:
         try:
-            await admin.delete_topics([name])
+            if topics.created:
+                await admin.delete_topics(topics.created)
         finally:
             await admin.close()

@@ -28,7 +28,7 @@ class KafkaMessage:
     topic: str
     key: bytes
     value: bytes
-    headers: list[tuple[str, bytes]]
+    headers: list[tuple[str, str | bytes | None]]
 
 
 @dataclass(frozen=True)
@@ -44,9 +44,9 @@ class MessageSet:
     def distinct_keys(self) -> int:
         return len({m.key for m in self.outbox})
 
-    def for_kafka(self) -> list[KafkaMessage]:
+    def for_kafka(self, topic: str | None = None) -> list[KafkaMessage]:
         return [
-            KafkaMessage(m.topic, m.key, m.value, [(k, v.encode()) for k, v in m.headers])
+            KafkaMessage(topic or m.topic, m.key, m.value, [(k, v.encode()) for k, v in m.headers])
             for m in self.outbox
         ]
 

@@ -1,33 +1,40 @@
-"""End-to-end publish latency under a paced load: enqueue commit to "marked published" by the relay.
+"""End-to-end latency under a paced load: enqueue commit -> the event read by a read_committed consumer.
 
-Writers enqueue with `Outbox.enqueue` at a fixed rate (small transactions) while `OutboxRelay.run()` runs
-with its production loop (poll interval included). Latency per row is `published_at - created_at`, both
-stamped by the database clock: `created_at` is the enqueue transaction's start, `published_at` the start
-of the relay's settle transaction, which begins only after Kafka acknowledged the row. So it bounds the
-enqueue-to-Kafka-ack time from above by one settle statement.
+Writers (`bench.paced_writer`, their own process) enqueue with `Outbox.enqueue` at a fixed total rate, in
+transactions of 10 rows over 4 connections, while one relay process (`bench.relay_worker`, shipped settings)
+relays. A read_committed consumer (fetch wait 5 ms) in this process notes when each event arrives; latency
+is arrival minus the moment its enqueue transaction's COMMIT returned (CLOCK_MONOTONIC, one clock for all
+processes of the machine). So it
+covers NOTIFY wake-up, the relay's read, the Kafka transaction, and the consumer's fetch.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import os
+import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from bench.infra import BenchSchema
-from bench.produce import relay_linger, started_producer
+from bench.infra import BENCH_TOPIC_PARTITIONS, REPO_ROOT, BenchSchema, BenchTopics, Stack
+from bench.paced_writer import dump
+from bench.relay_throughput import relay_processes, wait_split
+from bench.relay_worker import DSN_ENV
 from bench.stats import Latency, per_second
-from yovision_platform.outbox import Outbox, OutboxMessage
-from yovision_platform.relay import OutboxRelay, RelayConfig
+from yovision_platform.events import HEADER_EVENT_ID
+from yovision_platform.outbox import OutboxMessage
 
 __all__ = ["PacedRun", "run_paced"]
 
-PACED_TRANSACTION_ROWS = 10
 PACED_DRAIN_TIMEOUT_SECONDS = 30.0
-PACED_CHECK_INTERVAL_SECONDS = 0.05
+CONSUMER_FETCH_WAIT_MS = 5
 
 
 @dataclass(frozen=True)
@@ -35,9 +42,7 @@ class PacedRun:
     target_rate: float
     achieved_rate: float
     rows: int
-    unpublished: int
-    batch_size: int
-    poll_interval_seconds: float
+    received: int
     latency: Latency
 
     def as_dict(self) -> dict[str, object]:
@@ -45,84 +50,70 @@ class PacedRun:
             "target_rate_per_s": round(self.target_rate),
             "achieved_rate_per_s": round(self.achieved_rate),
             "rows": self.rows,
-            "unpublished": self.unpublished,
-            "batch_size": self.batch_size,
-            "poll_interval_s": self.poll_interval_seconds,
+            "received": self.received,
             "latency": self.latency.as_dict(),
         }
 
 
-async def _enqueue_paced(schema: BenchSchema, messages: Sequence[OutboxMessage], rate: float) -> float:
-    """Enqueue at `rate` rows/s in transactions of PACED_TRANSACTION_ROWS; returns the achieved rate."""
-    outbox = Outbox(schema.name)
-    started = time.perf_counter()
-    async with schema.pool.acquire() as conn:
-        for offset in range(0, len(messages), PACED_TRANSACTION_ROWS):
-            due = started + offset / rate
-            delay = due - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            async with conn.transaction():
-                for message in messages[offset : offset + PACED_TRANSACTION_ROWS]:
-                    await outbox.enqueue(conn, message)
-    return per_second(len(messages), time.perf_counter() - started)
-
-
-async def _unpublished_since(schema: BenchSchema, first_id: int) -> int:
-    count: int = await schema.pool.fetchval(
-        f"SELECT count(*) FROM {schema.name.quoted}.outbox WHERE id >= $1 AND published_at IS NULL", first_id
-    )
-    return count
+async def _consume(consumer: AIOKafkaConsumer, expected: int, arrived: dict[str, float]) -> None:
+    while len(arrived) < expected:
+        batch = await consumer.getmany(timeout_ms=100)
+        now = time.monotonic()
+        for records in batch.values():
+            for record in records:
+                for name, value in record.headers:
+                    if name == HEADER_EVENT_ID:
+                        arrived.setdefault(value.decode(), now)
 
 
 async def run_paced(
-    schema: BenchSchema,
-    bootstrap: str,
-    topic: str,
-    messages: Sequence[OutboxMessage],
-    *,
-    rate: float,
-    poll_interval_seconds: float | None = None,
+    stack: Stack, schema: BenchSchema, topics: BenchTopics, messages: Sequence[OutboxMessage], *, rate: float
 ) -> PacedRun:
-    config = (
-        RelayConfig()
-        if poll_interval_seconds is None
-        else RelayConfig(poll_interval_seconds=poll_interval_seconds)
+    prefix = f"paced{round(rate)}"
+    topic = await topics.for_run(prefix)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=stack.kafka_bootstrap,
+        group_id=None,
+        enable_auto_commit=False,
+        isolation_level="read_committed",
+        fetch_max_wait_ms=CONSUMER_FETCH_WAIT_MS,
     )
-    first_id: int = await schema.pool.fetchval(
-        f"SELECT coalesce(max(id), 0) + 1 FROM {schema.name.quoted}.outbox"
-    )
-
-    async def producer_factory() -> AIOKafkaProducer:
-        return await started_producer(
-            bootstrap, topic, client_id="bench-relay-paced", linger_ms=relay_linger(None)
-        )
-
-    relay = OutboxRelay(schema.pool, schema.name, producer_factory, owner="bench-relay-paced", config=config)
-    stop = asyncio.Event()
-    relay_task = asyncio.create_task(relay.run(stop))
-    try:
-        achieved = await _enqueue_paced(schema, messages, rate)
-        deadline = time.monotonic() + PACED_DRAIN_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
-            if not await _unpublished_since(schema, first_id):
-                break
-            await asyncio.sleep(PACED_CHECK_INTERVAL_SECONDS)
-    finally:
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await relay_task
-    seconds = await schema.pool.fetch(
-        f"""SELECT extract(epoch FROM published_at - created_at)::float8 AS latency
-              FROM {schema.name.quoted}.outbox WHERE id >= $1 AND published_at IS NOT NULL""",
-        first_id,
-    )
-    return PacedRun(
-        target_rate=rate,
-        achieved_rate=achieved,
-        rows=len(messages),
-        unpublished=await _unpublished_since(schema, first_id),
-        batch_size=config.batch_size,
-        poll_interval_seconds=config.poll_interval_seconds,
-        latency=Latency.of_seconds([r["latency"] for r in seconds]),
-    )
+    await consumer.start()
+    arrived: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-paced-") as scratch:
+        messages_file, result_file = Path(scratch) / "messages.jsonl", Path(scratch) / "result.json"
+        dump(list(messages), messages_file)
+        try:
+            partitions = [TopicPartition(topic, p) for p in range(BENCH_TOPIC_PARTITIONS)]
+            consumer.assign(partitions)
+            await consumer.seek_to_beginning(*partitions)
+            with relay_processes(
+                schema, stack.kafka_bootstrap, prefix, relays=1, client="confluent", batch_size=5000
+            ):
+                await wait_split(schema, 1)
+                consuming = asyncio.create_task(_consume(consumer, len(messages), arrived))
+                writer = await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    "-m",
+                    "bench.paced_writer",
+                    schema.name,
+                    str(rate),
+                    str(messages_file),
+                    str(result_file),
+                    env={**os.environ, DSN_ENV: schema.dsn},
+                    cwd=REPO_ROOT,
+                )
+                if await writer.wait() != 0:
+                    raise RuntimeError("the paced writer failed")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(consuming), PACED_DRAIN_TIMEOUT_SECONDS)
+                consuming.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await consuming
+        finally:
+            await consumer.stop()
+        written = json.loads(result_file.read_text())
+    committed: dict[str, float] = written["committed"]
+    achieved = per_second(len(committed), written["seconds"])
+    latencies = [arrived[e] - committed[e] for e in committed if e in arrived]
+    return PacedRun(rate, achieved, len(messages), len(arrived), Latency.of_seconds(latencies))

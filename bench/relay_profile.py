@@ -1,4 +1,4 @@
-"""cProfile of one relay drain (`--profile`): where the relay process spends its CPU.
+"""cProfile of one relay drain: where the relay process spends its CPU.
 
 cProfile hooks the whole thread, so every coroutine and callback of the event loop is covered. Code in C
 extensions that calls no Python (asyncpg's protocol, for instance) is charged to the Python frame that
@@ -7,20 +7,22 @@ runs it -- often asyncio's `Handle._run`.
 
 from __future__ import annotations
 
+import asyncio
 import cProfile
 import io
 import pstats
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aiokafka import AIOKafkaProducer
-
-from bench.infra import BenchSchema
-from bench.produce import relay_linger, started_producer
-from bench.relay_throughput import drain_relay
+from bench.infra import BenchSchema, BenchTopics, Stack
+from bench.relay_throughput import insert_in_one_transaction, wait_all_passed, wait_split
 from bench.stats import per_second
-from yovision_platform.relay import OutboxRelay, RelayConfig
+from yovision_platform.naming import KafkaNames
+from yovision_platform.outbox import OutboxMessage
+from yovision_platform.relay import OutboxRelay, RelayConfig, executor_for
+from yovision_platform.txn_producer import confluent_publisher_factory
 
 __all__ = ["RelayProfile", "profile_relay"]
 
@@ -29,6 +31,7 @@ PROFILE_TOP_FUNCTIONS = 25
 PROFILE_AREAS = (
     ("yovision_platform", "yovision_platform"),
     ("aiokafka", "aiokafka"),
+    ("confluent_kafka", "confluent_kafka (librdkafka calls)"),
     ("asyncpg", "asyncpg"),
     ("asyncio", "asyncio (loop, incl. C-extension protocol work)"),
     ("json", "json"),
@@ -73,37 +76,52 @@ def _by_area(stats: pstats.Stats) -> dict[str, float]:
     return dict(sorted(totals.items(), key=lambda item: -item[1]))
 
 
-async def profile_relay(schema: BenchSchema, bootstrap: str, topic: str, *, batch_size: int) -> RelayProfile:
-    producer = await started_producer(
-        bootstrap, topic, client_id="bench-relay-profile", linger_ms=relay_linger(None)
-    )
-
-    async def producer_factory() -> AIOKafkaProducer:
-        return producer
-
-    relay = OutboxRelay(
-        schema.pool,
-        schema.name,
-        producer_factory,
-        owner="bench-relay-profile",
-        config=RelayConfig(batch_size=batch_size),
-    )
+async def profile_relay(
+    stack: Stack,
+    schema: BenchSchema,
+    topics: BenchTopics,
+    messages: Sequence[OutboxMessage],
+    *,
+    batch_size: int,
+) -> RelayProfile:
+    """One relay in this process (shipped publisher), under cProfile, draining `messages`."""
+    prefix = "profile"
+    await topics.for_run(prefix)
+    config = RelayConfig(batch_size=batch_size, lease_seconds=3)
     profiler = cProfile.Profile()
-    started_at = time.perf_counter()
-    try:
-        profiler.enable()
-        drained = await drain_relay(relay)
-        profiler.disable()
-    finally:
-        await relay.close()
+    with executor_for(config) as executor:
+        publishers = confluent_publisher_factory(
+            stack.kafka_bootstrap, client_id="bench-profile", executor=executor
+        )
+        relay = OutboxRelay(
+            schema.pool,
+            schema.name,
+            publishers,
+            owner="bench-relay-profile",
+            config=config,
+            names=KafkaNames(f"{prefix}."),
+        )
+        stop = asyncio.Event()
+        task = asyncio.create_task(relay.run(stop))
+        try:
+            await wait_split(schema, 1)
+            xid = await insert_in_one_transaction(schema, messages)
+            started_at = time.perf_counter()
+            profiler.enable()
+            await wait_all_passed(schema, xid)
+            profiler.disable()
+            wall = time.perf_counter() - started_at
+        finally:
+            stop.set()
+            await task
     text = io.StringIO()
     stats = pstats.Stats(profiler, stream=text)
     stats.strip_dirs().sort_stats("tottime").print_stats(PROFILE_TOP_FUNCTIONS)
     by_area = _by_area(pstats.Stats(profiler))
     return RelayProfile(
         batch_size=batch_size,
-        published=drained.published,
-        wall_seconds=drained.last_productive_at - started_at,
+        published=len(messages),
+        wall_seconds=wall,
         profiled_seconds=sum(by_area.values()),
         by_area=by_area,
         top_functions=text.getvalue(),

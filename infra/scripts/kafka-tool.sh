@@ -2,7 +2,8 @@
 # Kafka's own console tools, from the same jars as the broker (.local/kafka/libs).
 # Usage: infra/scripts/kafka-tool.sh <tool> [args...]
 #   tools: topics, console-consumer, console-producer, consumer-groups, get-offsets, metadata-quorum, storage
-# --bootstrap-server 127.0.0.1:19092 is added when the arguments name none.
+# --bootstrap-server 127.0.0.1:19092 is added when the arguments name none; console-consumer reads
+# read_committed unless --isolation-level is given.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -26,6 +27,11 @@ libs="$LOCAL_DIR/kafka/libs"
 args=("$@")
 if [[ "$tool" != storage && " $* " != *" --bootstrap-server "* && " $* " != *" --bootstrap-controller "* ]]; then
   args=(--bootstrap-server "${YOVISION_KAFKA_BOOTSTRAP:-127.0.0.1:19092}" "${args[@]}")
+fi
+# The outbox relays publish in Kafka transactions: by default show only committed messages, as every consumer
+# of the project reads them (pass --isolation-level read_uncommitted to see aborted batches too).
+if [[ "$tool" == console-consumer && " $* " != *" --isolation-level "* ]]; then
+  args+=(--isolation-level read_committed)
 fi
 exec java -Xms64m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
   -Dlog4j2.configurationFile="$INFRA_DIR/kafka/tools-log4j2.xml" -cp "$libs/*" "$main_class" "${args[@]}"

@@ -131,13 +131,15 @@ async def _gone(mediamtx: httpx.AsyncClient, path: str) -> bool:
 async def _both_channels_arrived(
     admin_db: asyncpg.Connection, env: LocalEnvironment, event_ids: list[uuid.UUID]
 ) -> bool:
-    """Each fact came over the signed HTTP relay (Sense marked it delivered) and its DeviceAuditRecorded copy
-    from Kafka (Bell's consumer processed it, as a duplicate of the stored fact: no dead letter)."""
+    """Each fact came over the signed HTTP relay (Sense's push cursor passed it) and its DeviceAuditRecorded
+    copy from Kafka (Bell's consumer processed it, as a duplicate of the stored fact: no dead letter)."""
     sense_schema = env.service("sense-reconciler").schema
     bell_schema = env.service("bell-receiver").schema
     delivered = await admin_db.fetchval(
-        f'SELECT count(*) FROM "{sense_schema}".device_operation_outbox '
-        "WHERE event_id = ANY($1) AND delivered_at IS NOT NULL",
+        f"""SELECT count(*) FROM "{sense_schema}".device_operation_outbox o, "{sense_schema}".outbox_cursors c
+             WHERE c.outbox = 'device_operation_outbox' AND o.event_id = ANY($1)
+               AND (pg_visible_in_snapshot(o.xid, c.prev_snapshot)
+                    OR (pg_visible_in_snapshot(o.xid, c.cur_snapshot) AND o.id <= c.last_id))""",
         event_ids,
     )
     consumed = await admin_db.fetchval(

@@ -108,7 +108,7 @@ async def wait_healthy(client: httpx.AsyncClient) -> None:
 async def test_the_signed_push_end_to_end_across_a_sigkill_restart(bell: BellProcess, keys: Keys) -> None:
     migrated = bell.run("migrate")
     assert migrated.returncode == 0, migrated.stderr
-    assert json.loads(migrated.stdout)["applied"][-1] == "service/0001_audit_trail"
+    assert json.loads(migrated.stdout)["applied"][-1] == "service/0003_notification_reads"
     bell.start()
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{bell.port}", timeout=10) as http:
         await wait_healthy(http)

@@ -40,14 +40,13 @@ from tests.conftest import (
 )
 from tests.integration.orphan_scanner.conftest import TOPIC_PARTITIONS, Orphan, names, orphan_harness
 from tests.integration.orphan_scanner.private_mediamtx import HAND_MADE_SOURCE, PrivateMediaMtx
+from tests.integration.platform.kafka_helpers import publish_outbox
 from yovision_platform.avro import AvroSerde
 from yovision_platform.db import Identifier
 from yovision_platform.encryption import EncryptionKeyRing
-from yovision_platform.kafka import start_producer
 from yovision_platform.logging import configure_logging
 from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
 from yovision_platform.metrics import render_latest
-from yovision_platform.relay import OutboxRelay
 
 SENSE_MIGRATIONS = REPO_ROOT / "services/sense-reconciler/src/sense_reconciler/migrations"
 SENSE_SECRET = "sense-cam-s3cret"
@@ -110,11 +109,7 @@ class Sense:
             lease_seconds=10.0,
             ownership_topic=ownership_topic,
         )
-
-        async def producer():  # type: ignore[no-untyped-def]
-            return await start_producer(stack.kafka_bootstrap, client_id="sense-test-relay", linger_ms=0)
-
-        self.relay = OutboxRelay(pool, schema.name, producer, owner="sense-test")
+        self.bootstrap = stack.kafka_bootstrap
         self.pool = pool
         self.schema = schema
 
@@ -132,11 +127,9 @@ class Sense:
     async def publish(self, admin: asyncpg.Connection) -> None:
         # Sense's audit facts go to the shared sense.audit.v1 topic; they are not under test here.
         await admin.execute(f"DELETE FROM {self.schema.name.quoted}.outbox WHERE topic = 'sense.audit.v1'")
-        while (await self.relay.run_once()).claimed:
-            pass
+        await publish_outbox(self.pool, self.schema.name, self.bootstrap, "sense-test")
 
     async def close(self) -> None:
-        await self.relay.close()
         await self.fleet.aclose()
 
 

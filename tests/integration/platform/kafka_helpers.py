@@ -1,20 +1,35 @@
-"""Small real-Kafka helpers for tests: read a whole topic back, build producers for a relay."""
+"""Small real-Kafka helpers for tests: read a whole topic back (read_committed), publishers and a running
+relay."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
+import asyncpg
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
-from yovision_platform.kafka import start_producer
+from yovision_platform.db import Identifier
+from yovision_platform.relay import OutboxRelay, RelayConfig
+from yovision_platform.txn_producer import PublisherFactory, confluent_publisher_factory
+
+TEST_PUBLISHER_THREADS = 8
 
 
 async def read_topic(
     bootstrap: str, topic: str, *, expected: int, partitions: int = 3, timeout_seconds: float = 30.0
 ) -> list[ConsumerRecord[bytes, bytes]]:
-    """Read all `partitions` from the beginning until `expected` records arrived (or the timeout)."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None)
+    """Read all `partitions` from the beginning, as a read_committed consumer, until `expected` records
+    arrived (or the timeout)."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        group_id=None,
+        isolation_level="read_committed",
+    )
     await consumer.start()
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
@@ -33,11 +48,27 @@ async def read_topic(
         await consumer.stop()
 
 
-def producer_factory(bootstrap: str, client_id: str = "test-relay"):  # type: ignore[no-untyped-def]
-    async def factory() -> AIOKafkaProducer:
-        return await start_producer(bootstrap, client_id=client_id, linger_ms=0)
+@contextlib.contextmanager
+def publishers(
+    bootstrap: str, client_id: str = "test-relay", *, call_timeout_seconds: float = 10.0
+) -> Iterator[PublisherFactory]:
+    """Transactional publishers for a relay, with their executor (shut down on exit)."""
+    with ThreadPoolExecutor(max_workers=TEST_PUBLISHER_THREADS) as executor:
+        yield confluent_publisher_factory(
+            bootstrap, client_id=client_id, executor=executor, call_timeout_seconds=call_timeout_seconds
+        )
 
-    return factory
+
+@contextlib.asynccontextmanager
+async def running(*relays: OutboxRelay) -> AsyncIterator[None]:
+    """The relays' `run` loops, stopped (and awaited) on exit."""
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(relay.run(stop)) for relay in relays]
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks)
 
 
 async def wait_until(predicate, timeout_seconds: float = 30.0, interval: float = 0.1) -> None:  # type: ignore[no-untyped-def]
@@ -47,3 +78,25 @@ async def wait_until(predicate, timeout_seconds: float = 30.0, interval: float =
             return
         await asyncio.sleep(interval)
     raise AssertionError("condition not reached in time")
+
+
+async def drained(relay: OutboxRelay, timeout_seconds: float = 30.0) -> None:
+    """Wait until every committed outbox row is past its shard's cursor."""
+
+    async def empty() -> bool:
+        return await relay.backlog() == 0
+
+    await wait_until(empty, timeout_seconds=timeout_seconds)
+
+
+FAST_RELAY = RelayConfig(lease_seconds=3, poll_interval_seconds=0.1)
+
+
+async def publish_outbox(
+    pool: asyncpg.Pool, schema: Identifier, bootstrap: str, owner: str = "test-relay"
+) -> None:
+    """Run a relay on `schema` until every committed outbox row is published, then stop it."""
+    with publishers(bootstrap, owner) as factory:
+        relay = OutboxRelay(pool, schema, factory, owner=owner, config=FAST_RELAY)
+        async with running(relay):
+            await drained(relay)

@@ -1,17 +1,26 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import time
 import uuid
 from collections import defaultdict
+from collections.abc import Sequence
 
 import asyncpg
 import pytest
 
 from tests.conftest import MigratedSchema, Stack
-from tests.integration.platform.kafka_helpers import producer_factory, read_topic
+from tests.integration.platform.kafka_helpers import drained, publishers, read_topic, running, wait_until
 from yovision_platform.errors import OutboxError
-from yovision_platform.outbox import MAX_MESSAGE_BYTES, Outbox, OutboxMessage
+from yovision_platform.kafka import partition_for_key
+from yovision_platform.outbox import MAX_MESSAGE_BYTES, OUTBOX_SHARDS, Outbox, OutboxMessage
+from yovision_platform.outbox_windows import WindowPosition
 from yovision_platform.relay import OutboxRelay, RelayConfig
+from yovision_platform.shard_cursors import CursorFenced, ShardCursors
+from yovision_platform.txn_producer import PublisherFactory, TransactionalPublisher
+
+FAST = RelayConfig(lease_seconds=3, poll_interval_seconds=0.1)
 
 
 def message(topic: str, key: str, seq: int) -> OutboxMessage:
@@ -25,19 +34,17 @@ def message(topic: str, key: str, seq: int) -> OutboxMessage:
     )
 
 
-async def enqueue(pool: asyncpg.Pool, outbox: Outbox, messages: list[OutboxMessage]) -> None:
+async def enqueue(pool: asyncpg.Pool, outbox: Outbox, messages: Sequence[OutboxMessage]) -> None:
     async with pool.acquire() as conn, conn.transaction():
         for m in messages:
             await outbox.enqueue(conn, m)
 
 
-async def drain(relay: OutboxRelay) -> int:
-    published = 0
-    while True:
-        result = await relay.run_once()
-        published += result.published
-        if result.claimed == 0:
-            return published
+def values_by_key(records: Sequence[object]) -> dict[bytes, list[bytes]]:
+    seen: dict[bytes, list[bytes]] = defaultdict(list)
+    for record in sorted(records, key=lambda r: (r.partition, r.offset)):  # type: ignore[attr-defined]
+        seen[record.key].append(record.value)  # type: ignore[attr-defined]
+    return seen
 
 
 async def test_a_rolled_back_transaction_never_publishes(
@@ -53,11 +60,10 @@ async def test_a_rolled_back_transaction_never_publishes(
     with pytest.raises(RuntimeError):
         await write_then_fail()
     await enqueue(runtime_pool, outbox, [message(topic, "k", 2)])
-    relay = OutboxRelay(runtime_pool, migrated.name, producer_factory(stack.kafka_bootstrap), owner="r1")
-    try:
-        assert await drain(relay) == 1
-    finally:
-        await relay.close()
+    with publishers(stack.kafka_bootstrap) as factory:
+        relay = OutboxRelay(runtime_pool, migrated.name, factory, owner="r1", config=FAST)
+        async with running(relay):
+            await drained(relay)
     records = await read_topic(stack.kafka_bootstrap, topic, expected=1, timeout_seconds=5)
     assert [r.value for r in records] == [b"k:2"]
 
@@ -95,78 +101,124 @@ async def test_message_size_limit_boundary(
             assert caught.value.code == "message_too_large"
 
 
-async def test_two_relays_preserve_per_key_order(
+async def test_each_row_is_in_the_shard_of_its_key_and_sql_computes_the_same_shard(
+    runtime_pool: asyncpg.Pool, migrated: MigratedSchema
+) -> None:
+    keys = [f"device-{i:04d}".encode() for i in range(300)] + [b"", b"a", b"ab", b"abc", bytes(range(256))]
+    await enqueue(runtime_pool, Outbox(migrated.name), [message("t", k.hex(), 1) for k in keys[:50]])
+    rows = await runtime_pool.fetch(f'SELECT message_key, shard FROM "{migrated.name}".outbox')
+    assert {bytes(r["message_key"]): r["shard"] for r in rows} == {
+        k.hex().encode(): partition_for_key(k.hex().encode(), OUTBOX_SHARDS) for k in keys[:50]
+    }
+    in_sql = await runtime_pool.fetch(
+        f'SELECT k, "{migrated.name}".outbox_key_shard(k, $2) AS shard FROM unnest($1::bytea[]) AS k',
+        keys,
+        OUTBOX_SHARDS,
+    )
+    assert [r["shard"] for r in in_sql] == [partition_for_key(k, OUTBOX_SHARDS) for k in keys]
+
+
+class RecordingPublishers:
+    """Wraps a publisher factory to record, per transactional id, who committed when."""
+
+    def __init__(self, inner: PublisherFactory) -> None:
+        self.inner = inner
+        self.commits: list[tuple[str, str, float, float]] = []  # (txn id, owner, begin, committed)
+
+    def factory(self, owner: str) -> PublisherFactory:
+        def make(transactional_id: str) -> TransactionalPublisher:
+            return _Recording(self, owner, transactional_id, self.inner(transactional_id))
+
+        return make
+
+
+class _Recording:
+    def __init__(
+        self, log: RecordingPublishers, owner: str, txn_id: str, inner: TransactionalPublisher
+    ) -> None:
+        self._log, self._owner, self._txn_id, self._inner = log, owner, txn_id, inner
+        self._began = 0.0
+
+    async def start(self) -> None:
+        await self._inner.start()
+
+    def begin(self) -> None:
+        self._began = time.monotonic()
+        self._inner.begin()
+
+    def send(self, topic: str, value: bytes, key: bytes, headers: Sequence[tuple[str, str | bytes]]) -> None:
+        self._inner.send(topic, value, key, headers)
+
+    async def commit(self) -> None:
+        await self._inner.commit()
+        self._log.commits.append((self._txn_id, self._owner, self._began, time.monotonic()))
+
+    async def abort(self) -> None:
+        await self._inner.abort()
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+async def test_two_relays_split_the_shards_never_publish_one_at_once_and_keep_per_key_order(
     stack: Stack, runtime_pool: asyncpg.Pool, migrated: MigratedSchema, topic: str
 ) -> None:
     outbox = Outbox(migrated.name)
     keys = [f"device-{i}" for i in range(100)]
     expected: dict[bytes, list[bytes]] = defaultdict(list)
-    for seq in range(6):
-        batch = [message(topic, key, seq) for key in keys]
-        await enqueue(runtime_pool, outbox, batch)
-        for m in batch:
-            expected[m.key].append(m.value)
-    config = RelayConfig(batch_size=37)
-    relays = [
-        OutboxRelay(
-            runtime_pool,
-            migrated.name,
-            producer_factory(stack.kafka_bootstrap, f"r{i}"),
-            owner=f"relay-{i}",
-            config=config,
+    with publishers(stack.kafka_bootstrap) as inner:
+        recording = RecordingPublishers(inner)
+        config = RelayConfig(batch_size=37, lease_seconds=3, poll_interval_seconds=0.1)
+        first = OutboxRelay(
+            runtime_pool, migrated.name, recording.factory("a"), owner="relay-a", config=config
         )
-        for i in range(2)
-    ]
-    try:
-        counts = await asyncio.gather(*(drain(r) for r in relays))
-    finally:
-        for relay in relays:
-            await relay.close()
-    assert sum(counts) == 600
+        second = OutboxRelay(
+            runtime_pool, migrated.name, recording.factory("b"), owner="relay-b", config=config
+        )
+        async with running(first, second):
+            for seq in range(6):
+                batch = [message(topic, key, seq) for key in keys]
+                await enqueue(runtime_pool, outbox, batch)
+                for m in batch:
+                    expected[m.key].append(m.value)
+
+            async def split() -> bool:
+                return len(first.held_shards()) == len(second.held_shards()) == OUTBOX_SHARDS // 2
+
+            await wait_until(split)
+            assert first.held_shards().isdisjoint(second.held_shards())
+            await drained(first)
     records = await read_topic(stack.kafka_bootstrap, topic, expected=600)
-    seen: dict[bytes, list[bytes]] = defaultdict(list)
-    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
-        assert record.key is not None and record.value is not None
-        seen[record.key].append(record.value)
-    assert seen == expected
+    assert values_by_key(records) == expected
+    assert len(records) == 600
+    by_txn: dict[str, list[tuple[str, float, float]]] = defaultdict(list)
+    for txn_id, owner, began, committed in recording.commits:
+        by_txn[txn_id].append((owner, began, committed))
+    for commits in by_txn.values():
+        commits.sort(key=lambda c: c[1])
+        for (owner, _, committed), (next_owner, next_began, _) in itertools.pairwise(commits):
+            assert owner == next_owner or committed <= next_began, "two relays published one shard at once"
 
 
-async def test_a_relay_never_claims_past_a_key_held_by_another(
-    runtime_pool: asyncpg.Pool, migrated: MigratedSchema
-) -> None:
-    outbox = Outbox(migrated.name)
-    await enqueue(
-        runtime_pool,
-        outbox,
-        [message("t", "k1", 1), message("t", "k2", 1), message("t", "k1", 2), message("t", "k3", 1)],
-    )
-    first = OutboxRelay(
-        runtime_pool, migrated.name, producer_factory("unused"), owner="a", config=RelayConfig(batch_size=2)
-    )
-    second = OutboxRelay(
-        runtime_pool, migrated.name, producer_factory("unused"), owner="b", config=RelayConfig(batch_size=10)
-    )
-    assert [bytes(r["value"]) for r in await first._claim()] == [b"k1:1", b"k2:1"]
-    assert [bytes(r["value"]) for r in await second._claim()] == [b"k3:1"], "k1:2 waits behind k1:1"
-
-
-async def test_a_late_committing_row_is_not_skipped(
+async def test_a_late_committing_row_is_published_not_skipped(
     stack: Stack, runtime_pool: asyncpg.Pool, migrated: MigratedSchema, topic: str
 ) -> None:
     outbox = Outbox(migrated.name)
-    relay = OutboxRelay(runtime_pool, migrated.name, producer_factory(stack.kafka_bootstrap), owner="r1")
     slow = await runtime_pool.acquire()
     try:
         transaction = slow.transaction()
         await transaction.start()
         await outbox.enqueue(slow, message(topic, "slow", 1))  # lower id, commits last
-        await enqueue(runtime_pool, outbox, [message(topic, "fast", 1)])
-        assert await drain(relay) == 1
-        await transaction.commit()
-        assert await drain(relay) == 1
+        with publishers(stack.kafka_bootstrap) as factory:
+            relay = OutboxRelay(runtime_pool, migrated.name, factory, owner="r1", config=FAST)
+            async with running(relay):
+                await enqueue(runtime_pool, outbox, [message(topic, "fast", 1)])
+                fast = await read_topic(stack.kafka_bootstrap, topic, expected=1, timeout_seconds=15)
+                assert [r.value for r in fast] == [b"fast:1"]
+                await transaction.commit()
+                await drained(relay)
     finally:
         await runtime_pool.release(slow)
-        await relay.close()
     records = await read_topic(stack.kafka_bootstrap, topic, expected=2)
     assert sorted(r.value for r in records) == [b"fast:1", b"slow:1"]
 
@@ -191,63 +243,101 @@ async def test_a_second_writer_of_the_same_key_waits_for_the_first_to_commit(
     assert [bytes(r["value"]) for r in values] == [b"same:1", b"same:2"]
 
 
-async def test_broker_down_keeps_rows_with_backoff_and_a_stable_code(
-    runtime_pool: asyncpg.Pool, migrated: MigratedSchema
+async def test_broker_down_backs_the_shard_off_with_a_stable_code_and_the_key_waits(
+    stack: Stack, runtime_pool: asyncpg.Pool, migrated: MigratedSchema, topic: str
 ) -> None:
     outbox = Outbox(migrated.name)
-    await enqueue(runtime_pool, outbox, [message("t", "k", 1), message("t", "k", 2)])
-    unreachable = producer_factory("127.0.0.1:1")
-    relay = OutboxRelay(
-        runtime_pool, migrated.name, unreachable, owner="r1", config=RelayConfig(lease_seconds=8)
-    )
-    try:
-        result = await relay.run_once()
-    finally:
-        await relay.close()
-    assert (result.claimed, result.published, result.failed) == (2, 0, 1)
-    rows = await runtime_pool.fetch(
-        f"""SELECT attempts, last_error_code, published_at, lease_owner,
-                   next_attempt_at > now() AS backing_off
-              FROM "{migrated.name}".outbox ORDER BY id"""
-    )
-    first, second = (dict(r) for r in rows)
-    assert first == {
-        "attempts": 1,
+    await enqueue(runtime_pool, outbox, [message(topic, "k", 1), message(topic, "k", 2)])
+    shard = partition_for_key(b"k", OUTBOX_SHARDS)
+    cursor_sql = f"""SELECT attempts, last_error_code, next_attempt_at > now() AS backing_off,
+                            cur_snapshot::text = prev_snapshot::text AND last_id = 0 AS unmoved
+                       FROM "{migrated.name}".outbox_cursors WHERE outbox = 'outbox' AND shard = $1"""
+    with publishers("127.0.0.1:1", call_timeout_seconds=1.0) as unreachable:
+        relay = OutboxRelay(runtime_pool, migrated.name, unreachable, owner="r1", config=FAST)
+        async with running(relay):
+
+            async def backing_off() -> bool:
+                row = await runtime_pool.fetchrow(cursor_sql, shard)
+                return row is not None and row["attempts"] >= 1
+
+            await wait_until(backing_off)
+            row = dict(await runtime_pool.fetchrow(cursor_sql, shard))
+    assert row == {
+        "attempts": row["attempts"],
         "last_error_code": "broker_unavailable",
-        "published_at": None,
-        "lease_owner": None,
         "backing_off": True,
+        "unmoved": True,
     }
-    assert second["attempts"] == 0 and second["lease_owner"] is None and second["published_at"] is None
-    relay_again = OutboxRelay(runtime_pool, migrated.name, unreachable, owner="r2")
-    try:
-        assert (await relay_again.run_once()).claimed == 0, "the key waits behind its backing-off first row"
-    finally:
-        await relay_again.close()
+    assert await relay.backlog() == 2, "the key's rows wait"
+    with publishers(stack.kafka_bootstrap) as factory:
+        relay = OutboxRelay(runtime_pool, migrated.name, factory, owner="r2", config=FAST)
+        async with running(relay):
+            await drained(relay)
+    records = await read_topic(stack.kafka_bootstrap, topic, expected=2)
+    assert [r.value for r in records] == [b"k:1", b"k:2"]
+    after = await runtime_pool.fetchrow(cursor_sql, shard)
+    assert (after["attempts"], after["last_error_code"]) == (0, None)
 
 
-async def test_pruning_removes_only_rows_published_before_the_retention(
-    runtime_pool: asyncpg.Pool, migrated: MigratedSchema
+async def test_pruning_removes_only_old_rows_their_cursor_has_passed(
+    stack: Stack,
+    runtime_pool: asyncpg.Pool,
+    migrated: MigratedSchema,
+    admin_conn: asyncpg.Connection,
+    topic: str,
 ) -> None:
     outbox = Outbox(migrated.name)
-    await enqueue(runtime_pool, outbox, [message("t", f"k{i}", 1) for i in range(4)])
+    await enqueue(runtime_pool, outbox, [message(topic, f"k{i}", 1) for i in range(3)])
     table = f'"{migrated.name}".outbox'
-    await runtime_pool.execute(
-        f"UPDATE {table} SET published_at = now() - interval '8 days' WHERE value IN ('k0:1', 'k1:1')"
+    with publishers(stack.kafka_bootstrap) as factory:
+        relay = OutboxRelay(runtime_pool, migrated.name, factory, owner="r", config=FAST)
+        async with running(relay):
+            await drained(relay)
+    await enqueue(runtime_pool, outbox, [message(topic, "k9", 1)])  # not relayed: its cursor is before it
+    await admin_conn.execute(
+        f"UPDATE {table} SET created_at = now() - interval '8 days' WHERE value IN ('k0:1', 'k1:1', 'k9:1')"
     )
-    await runtime_pool.execute(
-        f"UPDATE {table} SET published_at = now() - interval '6 days' WHERE value = 'k2:1'"
+    await admin_conn.execute(
+        f"UPDATE {table} SET created_at = now() - interval '6 days' WHERE value = 'k2:1'"
     )
-    relay = OutboxRelay(
-        runtime_pool,
-        migrated.name,
-        producer_factory("unused"),
-        owner="r",
-        config=RelayConfig(published_retention_seconds=7 * 24 * 3600),
-    )
-    assert await relay.prune_published(batch_rows=1) == 1
-    assert await relay.prune_published() == 1
-    assert await relay.prune_published() == 0
+    pruner = OutboxRelay(runtime_pool, migrated.name, factory, owner="p", config=RelayConfig())
+    assert await pruner.prune_published(batch_rows=1) == 1
+    assert await pruner.prune_published() == 1
+    assert await pruner.prune_published() == 0
     left = await runtime_pool.fetch(f"SELECT value FROM {table} ORDER BY id")
-    assert [bytes(r["value"]) for r in left] == [b"k2:1", b"k3:1"], "recent and unpublished rows stay"
-    assert await relay.refresh_backlog() == 1
+    assert [bytes(r["value"]) for r in left] == [b"k2:1", b"k9:1"], "recent and unrelayed rows stay"
+    assert await pruner.backlog() == 1
+
+
+async def test_a_relay_whose_shard_was_taken_over_cannot_advance_renew_or_back_off(
+    runtime_pool: asyncpg.Pool, migrated: MigratedSchema
+) -> None:
+    paused = ShardCursors(migrated.name, "outbox", "relay-a", lease_seconds=1.0)
+    successor = ShardCursors(migrated.name, "outbox", "relay-b", lease_seconds=30.0)
+    async with runtime_pool.acquire() as conn:
+        (held,) = await paused.acquire(conn, [0])
+        assert await successor.acquire(conn, [0]) == [], "a held shard is not taken"
+
+        async def expired() -> bool:
+            return bool(
+                await conn.fetchval(
+                    f"""SELECT lease_expires_at <= now() FROM "{migrated.name}".outbox_cursors
+                         WHERE outbox = 'outbox' AND shard = 0"""
+                )
+            )
+
+        await wait_until(expired, timeout_seconds=10)
+        (taken,) = await successor.acquire(conn, [0])
+        assert taken.epoch == held.epoch + 1 and taken.position == held.position
+        moved = WindowPosition(held.position.cur, held.position.cur, 0)
+        with pytest.raises(CursorFenced):
+            await paused.advance(conn, 0, held.epoch, moved)
+        with pytest.raises(CursorFenced):
+            await paused.record_failure(conn, 0, held.epoch, "timeout", base_seconds=1, cap_seconds=30)
+        assert await paused.renew(conn, {0: held.epoch}) == {}
+        await paused.release(conn, 0, held.epoch)  # a no-op: the shard is the successor's
+        row = await conn.fetchrow(
+            f"""SELECT owner, epoch, attempts FROM "{migrated.name}".outbox_cursors
+                 WHERE outbox = 'outbox' AND shard = 0"""
+        )
+        assert dict(row) == {"owner": "relay-b", "epoch": taken.epoch, "attempts": 0}

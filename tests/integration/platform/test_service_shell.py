@@ -63,6 +63,7 @@ async def test_serve_answers_health_publishes_the_outbox_and_stops_cleanly_on_si
     assert json.loads(first.stdout)["applied"] == [
         "platform/0001_outbox",
         "platform/0002_idempotent_consumer",
+        "platform/0003_outbox_cursors",
         "service/0001_test_service",
     ]
     assert json.loads(demo.run("migrate").stdout)["applied"] == []
@@ -101,7 +102,11 @@ async def test_serve_answers_health_publishes_the_outbox_and_stops_cleanly_on_si
 
                 async def published() -> bool:
                     return bool(
-                        await pool.fetchval(f'SELECT published_at IS NOT NULL FROM "{schema_name}".outbox')
+                        await pool.fetchval(
+                            f"""SELECT pg_visible_in_snapshot(o.xid, c.prev_snapshot)
+                                  FROM "{schema_name}".outbox o JOIN "{schema_name}".outbox_cursors c
+                                    ON c.outbox = 'outbox' AND c.shard = o.shard"""
+                        )
                     )
 
                 await wait_until(published, timeout_seconds=30)

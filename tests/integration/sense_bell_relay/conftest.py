@@ -15,6 +15,7 @@ import pytest
 
 import sense_reconciler
 from sense_reconciler.bell_relay.config import RelayConfig, load_relay_config
+from sense_reconciler.bell_relay.repository import OutboxRepository
 from tests.conftest import (
     MigratedSchema,
     Stack,
@@ -103,20 +104,34 @@ class Outbox:
         async with self.pool.acquire() as conn:
             return await conn.fetch(f"SELECT *, now() AS db_now FROM {self.table} ORDER BY id")
 
+    async def cursor(self) -> asyncpg.Record:
+        """The push's cursor row, with the database's now()."""
+        async with self.pool.acquire() as conn:
+            row = await conn.fetchrow(
+                f"""SELECT *, now() AS db_now FROM {self.schema.quoted}.outbox_cursors
+                     WHERE outbox = 'device_operation_outbox' AND shard = 0"""
+            )
+        assert row is not None
+        return row
+
     async def wait_leases_expired(self) -> None:
         async def expired() -> bool:
-            async with self.pool.acquire() as conn:
-                leased = await conn.fetchval(
-                    f"SELECT count(*) FROM {self.table} WHERE lease_expires_at > now()"
-                )
-            return int(leased) == 0
+            row = await self.cursor()
+            return row["lease_expires_at"] is None or row["lease_expires_at"] <= row["db_now"]
 
         await wait_until(expired, timeout_seconds=30, interval=0.05)
 
     async def undelivered(self) -> int:
+        """Facts the cursor has not passed yet."""
         async with self.pool.acquire() as conn:
-            count = await conn.fetchval(f"SELECT count(*) FROM {self.table} WHERE delivered_at IS NULL")
-        return int(count)
+            return await OutboxRepository(self.schema, "reader", lease_seconds=1).pending(conn)
+
+    async def dead_letters(self) -> dict[uuid.UUID, str]:
+        async with self.pool.acquire() as conn:
+            rows = await conn.fetch(
+                f"SELECT event_id, error_code FROM {self.schema.quoted}.device_operation_dead_letters"
+            )
+        return {r["event_id"]: r["error_code"] for r in rows}
 
 
 @pytest.fixture

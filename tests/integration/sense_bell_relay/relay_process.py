@@ -2,7 +2,8 @@
 
 Env: the real settings ``SENSE_BELL_RELAY_ENABLED``, ``SENSE_BELL_URL``, ``SENSE_BELL_KEY_FILE``,
 ``SENSE_BELL_KEY_ID``, plus ``YOVISION_TEST_SENSE_SCHEMA``, ``YOVISION_TEST_SENSE_DSN_FILE`` (runtime DSN),
-``YOVISION_TEST_LEASE_SECONDS`` and ``YOVISION_TEST_DEADLINE_SECONDS``.
+``YOVISION_TEST_LEASE_SECONDS``, ``YOVISION_TEST_DEADLINE_SECONDS`` and optionally
+``YOVISION_TEST_PIPELINE_DEPTH``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import signal
 import asyncpg
 
 from sense_reconciler.bell_relay.config import load_relay_config
-from sense_reconciler.bell_relay.worker import BellRelayWorker
+from sense_reconciler.bell_relay.worker import PIPELINE_DEPTH, BellRelayWorker
 from yovision_platform.db import Identifier
 from yovision_platform.logging import configure_logging
 from yovision_platform.settings import read_dsn_file
@@ -42,7 +43,11 @@ async def relay() -> None:
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     try:
         worker = BellRelayWorker(
-            pool, Identifier(os.environ["YOVISION_TEST_SENSE_SCHEMA"]), config, owner=f"relay-{os.getpid()}"
+            pool,
+            Identifier(os.environ["YOVISION_TEST_SENSE_SCHEMA"]),
+            config,
+            owner=f"relay-{os.getpid()}",
+            pipeline_depth=int(os.environ.get("YOVISION_TEST_PIPELINE_DEPTH", PIPELINE_DEPTH)),
         )
         await worker.run(stop)
     finally:

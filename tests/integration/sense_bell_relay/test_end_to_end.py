@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from sense_reconciler.bell_relay.client import BellClient
+from sense_reconciler.bell_relay.facts import OutboxFact
 from sense_reconciler.bell_relay.outcome import BatchErrorCode, ItemResults, ItemStatus
 from sense_reconciler.bell_relay.repository import OutboxRepository
 from sense_reconciler.bell_relay.worker import BellRelayWorker
@@ -38,13 +39,16 @@ async def test_facts_reach_bell_once_and_a_resend_is_acknowledged_as_duplicate(
     event_ids = await outbox.add(3, version=1) + await outbox.add(2, version=2)
     config = relay_config(bell_url, keys)
     worker = BellRelayWorker(sense_pool, sense_schema.name, config, owner="relay-a")
+    before = await outbox.rows()
     async with BellClient(config) as client:
-        # A claim whose answer is never recorded (a crash before step 3): Bell stores and says accepted.
+        # A batch whose answer is never recorded (a crash before the cursor moves): Bell stores it.
+        crashed = OutboxRepository(sense_schema.name, "crashed", lease_seconds=1.0)
         async with sense_pool.acquire() as conn:
-            claim = await OutboxRepository(sense_schema.name).claim(
-                conn, "crashed", limit=100, lease_seconds=0.2
-            )
-        first = await client.send([c.fact for c in claim.facts])
+            lease = await crashed.acquire(conn)
+            assert lease is not None
+            batch = await crashed.reader(lease, 100).next_batch(conn)
+        facts = [OutboxFact.from_row(dict(r.items())) for r in batch.rows]
+        first = await client.send(facts)
         assert isinstance(first, ItemResults)
         assert [i.status for i in first.items] == [ItemStatus.ACCEPTED] * 5
         assert [i.event_id for i in first.items] == event_ids
@@ -53,16 +57,16 @@ async def test_facts_reach_bell_once_and_a_resend_is_acknowledged_as_duplicate(
         await outbox.wait_leases_expired()
         round_ = await worker.run_once(client)
         assert (round_.claimed, round_.delivered, round_.dead_lettered, round_.failure) == (5, 5, 0, None)
-        rows = await outbox.rows()
-        assert all(r["delivered_at"] is not None and r["lease_owner"] is None for r in rows)
-        delivered_at = [r["delivered_at"] for r in rows]
+        assert await outbox.undelivered() == 0
 
-        resent = await client.send([c.fact for c in claim.facts])
+        resent = await client.send(facts)
         assert isinstance(resent, ItemResults)
         assert [i.status for i in resent.items] == [ItemStatus.DUPLICATE] * 5
 
         assert (await worker.run_once(client)).claimed == 0
-    assert [r["delivered_at"] for r in await outbox.rows()] == delivered_at
+    assert [dict(r) | {"db_now": None} for r in await outbox.rows()] == [
+        dict(r) | {"db_now": None} for r in before
+    ], "facts are never changed"
     assert await bell_event_counts(admin_conn, schema_name) == dict.fromkeys(event_ids, 1)
     assert keys.relay_hex not in caplog.text and "rtsp://" not in caplog.text
 
@@ -89,14 +93,9 @@ async def test_rejected_items_are_dead_lettered_with_their_code_and_the_rest_del
         round_ = await worker.run_once(client)
         assert (round_.delivered, round_.dead_lettered) == (2, 2)
         assert (await worker.run_once(client)).claimed == 0
-    by_id = {r["event_id"]: r for r in await outbox.rows()}
-    for event_id in good:
-        assert by_id[event_id]["delivered_at"] is not None and by_id[event_id]["dead_lettered_at"] is None
-    for event_id, code in ((invalid[0], "invalid_field"), (conflicting[0], "id_conflict")):
-        row = by_id[event_id]
-        assert row["delivered_at"] is None and row["dead_lettered_at"] is not None
-        assert row["dead_letter_code"] == code and row["lease_token"] is None
-    assert len(by_id) == 4  # facts are never deleted
+    assert await outbox.dead_letters() == {invalid[0]: "invalid_field", conflicting[0]: "id_conflict"}
+    assert await outbox.undelivered() == 0, "the cursor moves past rejected facts too"
+    assert len(await outbox.rows()) == 4  # facts are never deleted
     assert set(await bell_event_counts(admin_conn, schema_name)) == {*good, conflicting[0]}
 
 
@@ -118,10 +117,9 @@ async def test_a_key_bell_does_not_know_fails_the_whole_batch_as_unauthorized(
     async with BellClient(wrong) as client:
         round_ = await worker.run_once(client)
     assert round_.failure is BatchErrorCode.UNAUTHORIZED
-    rows = await outbox.rows()
-    assert {
-        (r["attempts"], r["last_error_code"], r["delivered_at"], r["dead_lettered_at"]) for r in rows
-    } == {(1, "unauthorized", None, None)}
+    cursor = await outbox.cursor()
+    assert (cursor["attempts"], cursor["last_error_code"]) == (1, "unauthorized")
+    assert await outbox.undelivered() == 3 and await outbox.dead_letters() == {}
 
 
 async def test_a_backlog_goes_out_oldest_first_in_batches_of_100(
@@ -137,7 +135,7 @@ async def test_a_backlog_goes_out_oldest_first_in_batches_of_100(
     worker = BellRelayWorker(sense_pool, sense_schema.name, relay_config(bell_url, keys), owner="relay-a")
     async with BellClient(relay_config(bell_url, keys)) as client:
         assert (await worker.run_once(client)).delivered == 100
-        delivered = {r["event_id"] for r in await outbox.rows() if r["delivered_at"] is not None}
-        assert delivered == set(event_ids[:100])
+        assert set(await bell_event_counts(admin_conn, schema_name)) == set(event_ids[:100])
+        assert await outbox.undelivered() == 50
         assert (await worker.run_once(client)).delivered == 50
     assert await bell_event_counts(admin_conn, schema_name) == dict.fromkeys(event_ids, 1)

@@ -31,7 +31,7 @@ from tests.integration.sense_bell_relay.fake_bell import (
     status_only,
 )
 from yovision_platform.db import Identifier
-from yovision_platform.errors import LeaseLost
+from yovision_platform.shard_cursors import CursorFenced
 
 
 @asynccontextmanager
@@ -52,8 +52,9 @@ async def db_now(pool: asyncpg.Pool) -> object:
 async def make_due(outbox: Outbox, attempts: int | None = None) -> None:
     async with outbox.pool.acquire() as conn:
         await conn.execute(
-            f"UPDATE {outbox.table} SET next_attempt_at = now() - interval '1 millisecond',"
-            " attempts = coalesce($1, attempts)",
+            f"""UPDATE {outbox.schema.quoted}.outbox_cursors
+                   SET next_attempt_at = now() - interval '1 millisecond', attempts = coalesce($1, attempts)
+                 WHERE outbox = 'device_operation_outbox'""",
             attempts,
         )
 
@@ -81,13 +82,12 @@ async def test_server_errors_back_off_exponentially_to_the_cap_and_deliver_nothi
                 round_ = await worker.run_once(client)
                 after = await db_now(sense_pool)
                 assert round_.failure is BatchErrorCode.SERVER_ERROR and round_.claimed == 2
-                for row in await outbox.rows():
-                    assert row["attempts"] == attempts_before + 1
-                    assert row["last_error_code"] == "server_error"
-                    assert row["delivered_at"] is None and row["dead_lettered_at"] is None
-                    assert row["lease_owner"] is None
-                    wait = timedelta(seconds=min(delay, BACKOFF_CAP_SECONDS))
-                    assert before + wait <= row["next_attempt_at"] <= after + wait  # type: ignore[operator]
+                row = await outbox.cursor()
+                assert row["attempts"] == attempts_before + 1
+                assert row["last_error_code"] == "server_error"
+                assert await outbox.undelivered() == 2 and await outbox.dead_letters() == {}
+                wait = timedelta(seconds=min(delay, BACKOFF_CAP_SECONDS))
+                assert before + wait <= row["next_attempt_at"] <= after + wait  # type: ignore[operator]
                 # Not due until the backoff has passed.
                 assert (await worker.run_once(client)).claimed == 0
     assert fake.requests == 7
@@ -117,10 +117,10 @@ async def test_a_whole_batch_failure_retries_every_fact_after_one_second(
         async with BellClient(config) as client:
             round_ = await worker.run_once(client)
     assert round_.failure is code
-    rows = await outbox.rows()
-    assert {(r["attempts"], r["last_error_code"], r["delivered_at"]) for r in rows} == {(1, code.value, None)}
-    for row in rows:
-        assert timedelta(seconds=0.5) < row["next_attempt_at"] - row["db_now"] <= timedelta(seconds=1)
+    row = await outbox.cursor()
+    assert (row["attempts"], row["last_error_code"]) == (1, code.value)
+    assert await outbox.undelivered() == 3
+    assert timedelta(seconds=0.5) < row["next_attempt_at"] - row["db_now"] <= timedelta(seconds=1)
 
 
 async def test_an_unreachable_bell_is_a_network_error(
@@ -131,44 +131,50 @@ async def test_an_unreachable_bell_is_a_network_error(
     worker = BellRelayWorker(sense_pool, sense_schema.name, config, owner="relay-a")
     async with BellClient(config) as client:
         assert (await worker.run_once(client)).failure is BatchErrorCode.NETWORK_ERROR
-    assert [(r["attempts"], r["last_error_code"]) for r in await outbox.rows()] == [(1, "network_error")]
+    row = await outbox.cursor()
+    assert (row["attempts"], row["last_error_code"]) == (1, "network_error")
 
 
 async def test_an_expired_lease_passes_to_a_second_worker_and_the_stale_one_cannot_write(
     outbox: Outbox, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
 ) -> None:
     await outbox.add(3)
-    repo = OutboxRepository(sense_schema.name)
+    stale_repo = OutboxRepository(sense_schema.name, "relay-a", lease_seconds=0.3)
+    fresh_repo = OutboxRepository(sense_schema.name, "relay-b", lease_seconds=30)
     async with sense_pool.acquire() as conn:
-        stale = await repo.claim(conn, "relay-a", limit=100, lease_seconds=0.3)
-        assert len(stale.facts) == 3
-        assert not (await repo.claim(conn, "relay-b", limit=100, lease_seconds=30)).facts
+        stale = await stale_repo.acquire(conn)
+        assert stale is not None
+        batch = await stale_repo.reader(stale, 100).next_batch(conn)
+        assert len(batch.rows) == 3
+        assert await fresh_repo.acquire(conn) is None, "held: the second worker waits"
         await outbox.wait_leases_expired()
-        fresh = await repo.claim(conn, "relay-b", limit=100, lease_seconds=30)
-        assert fresh.row_ids == stale.row_ids and set(fresh.tokens).isdisjoint(stale.tokens)
-        with pytest.raises(LeaseLost):
-            await repo.record_results(conn, stale, stale.row_ids[:2], [(stale.row_ids[2], "id_conflict")])
-        with pytest.raises(LeaseLost):
-            await repo.fail_batch(conn, stale, "timeout", base_seconds=1, cap_seconds=300)
-        rows = await outbox.rows()
-        assert {
-            (r["delivered_at"], r["dead_lettered_at"], r["attempts"], r["lease_owner"]) for r in rows
-        } == {(None, None, 0, "relay-b")}
-        await repo.record_results(conn, fresh, fresh.row_ids, [])
-    assert all(r["delivered_at"] is not None for r in await outbox.rows())
+        fresh = await fresh_repo.acquire(conn)
+        assert fresh is not None and fresh.epoch == stale.epoch + 1 and fresh.position == stale.position
+        with pytest.raises(CursorFenced):
+            await stale_repo.record_results(conn, stale, batch.after, [(batch.rows[2]["id"], "id_conflict")])
+        with pytest.raises(CursorFenced):
+            await stale_repo.fail_batch(conn, stale, "timeout", base_seconds=1, cap_seconds=300)
+        row = await outbox.cursor()
+        assert (row["owner"], row["attempts"], row["last_id"]) == ("relay-b", 0, 0)
+        assert await outbox.undelivered() == 3 and await outbox.dead_letters() == {}
+        await fresh_repo.record_results(conn, fresh, batch.after, [])
+    assert await outbox.undelivered() == 0
 
 
 async def test_a_worker_whose_lease_was_taken_during_the_request_records_nothing(
     keys: Keys, outbox: Outbox, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
 ) -> None:
     await outbox.add(2)
-    repo = OutboxRepository(sense_schema.name)
+    successor = OutboxRepository(sense_schema.name, "relay-b", lease_seconds=30)
     taken_over: list[object] = []
 
     async def take_over_then_accept(number: int, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
         async with sense_pool.acquire() as conn:
-            await conn.execute(f"UPDATE {outbox.table} SET lease_expires_at = now()")
-            taken_over.append(await repo.claim(conn, "relay-b", limit=100, lease_seconds=30))
+            await conn.execute(
+                f"""UPDATE {outbox.schema.quoted}.outbox_cursors SET lease_expires_at = now()
+                     WHERE outbox = 'device_operation_outbox'"""
+            )
+            taken_over.append(await successor.acquire(conn))
         items = json.loads(body)["items"]
         results = [
             {"index": i, "status": "accepted", "event_id": item["event_id"], "code": None}
@@ -182,9 +188,9 @@ async def test_a_worker_whose_lease_was_taken_during_the_request_records_nothing
         async with BellClient(config) as client:
             round_ = await worker.run_once(client)
     assert round_.lease_lost and round_.delivered == 0
-    rows = await outbox.rows()
-    assert {(r["delivered_at"], r["lease_owner"]) for r in rows} == {(None, "relay-b")}
-    assert len(taken_over) == 1
+    assert (await outbox.cursor())["owner"] == "relay-b"
+    assert await outbox.undelivered() == 2
+    assert len(taken_over) == 1 and taken_over[0] is not None
 
 
 async def test_two_workers_never_send_the_same_fact_at_the_same_time(

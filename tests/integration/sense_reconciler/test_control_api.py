@@ -149,8 +149,8 @@ async def test_path_names_as_mediamtx_accepts_them(
 
 
 async def test_a_site_reports_and_changes_its_media_server(api: httpx.AsyncClient) -> None:
-    missing = await api.get("/v1/sites/tenant-a/nowhere")
-    assert (missing.status_code, problem_code(missing)) == (404, "site_not_found")
+    unseen = await api.get("/v1/sites/tenant-a/nowhere")  # a site Sense never saw: the defaults
+    assert unseen.json()["media_server_id"] == "default" and unseen.json()["enabled_devices"] == 0
     assert (await api.post("/v1/devices", json=device_body(site_id="s-2"))).status_code == 201
     site = await api.get("/v1/sites/tenant-a/s-2")
     assert site.json() == {
@@ -158,6 +158,7 @@ async def test_a_site_reports_and_changes_its_media_server(api: httpx.AsyncClien
         "site_id": "s-2",
         "max_video_channels": 16,
         "media_server_id": "default",
+        "enabled_devices": 1,
     }
     unknown = await api.put("/v1/sites/tenant-a/s-2", json={"media_server_id": "mtx-unknown"})
     assert (unknown.status_code, problem_code(unknown)) == (422, "media_server_not_registered")

@@ -9,11 +9,10 @@ from signal_watcher.adapters.repository import WatcherRepository
 from signal_watcher.domain.model import AUTO_DISABLE_FAILURES
 from signal_watcher.service_layer.checks import CheckRunner
 from tests.conftest import Stack
-from tests.integration.platform.kafka_helpers import producer_factory, read_topic
+from tests.integration.platform.kafka_helpers import publish_outbox, read_topic
 from tests.integration.signal_watcher.conftest import FIXTURE_HOST, check_now, make_spec
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.avro import AvroSerde
-from yovision_platform.relay import OutboxRelay
 
 
 async def test_trigger_and_disable_events_are_published_once(
@@ -36,12 +35,7 @@ async def test_trigger_and_disable_events_are_published_once(
         await check_now(pool, repo, runner, changing.id)
     for _ in range(AUTO_DISABLE_FAILURES):
         await check_now(pool, repo, runner, failing.id)
-    relay = OutboxRelay(pool, repo.schema, producer_factory(stack.kafka_bootstrap), owner="test-relay")
-    try:
-        while (await relay.run_once()).claimed:
-            pass
-    finally:
-        await relay.close()
+    await publish_outbox(pool, repo.schema, stack.kafka_bootstrap)
     records = await read_topic(stack.kafka_bootstrap, topic, expected=2)
     decoded = sorted((serde.decode(r.value) for r in records), key=lambda e: e.event_type)
     assert [e.event_type for e in decoded] == ["WatcherDisabled", "WatcherTriggered"]

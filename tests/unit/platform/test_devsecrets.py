@@ -24,6 +24,10 @@ def test_env_files_name_secret_files_and_hold_no_secret(tmp_path: Path) -> None:
         env_text = (local / "env" / f"{service.name}.env").read_text()
         assert "admin-secret" not in env_text and "postgresql://" not in env_text
         assert "MIGRATION_DSN_FILE" not in env_text, "serve must never be handed the admin DSN"
+        if service.schema is None:  # the console: no database, nothing to migrate
+            assert "DATABASE_DSN_FILE" not in env_text
+            assert not (local / "env" / f"{service.name}.migrate.env").exists()
+            continue
         migrate_text = (local / "env" / f"{service.name}.migrate.env").read_text()
         assert migrate_text.startswith(f"{service.env_prefix}MIGRATION_DSN_FILE=")
         dsn = local / "secrets" / f"{service.schema}-runtime.dsn"
@@ -37,7 +41,7 @@ def test_regenerating_keeps_existing_passwords(tmp_path: Path) -> None:
     before = {p.name: p.read_text() for p in (local / "secrets").glob("*-runtime.dsn")}
     generate(local)
     after = {p.name: p.read_text() for p in (local / "secrets").glob("*-runtime.dsn")}
-    assert before == after and len(before) == len(LOCAL_SERVICES)
+    assert before == after and len(before) == len([s for s in LOCAL_SERVICES if s.schema])
 
 
 def test_service_specific_secrets_are_generated_once_and_shared_where_needed(tmp_path: Path) -> None:
@@ -49,10 +53,25 @@ def test_service_specific_secrets_are_generated_once_and_shared_where_needed(tmp
     assert f"SENSE_BELL_KEY_FILE={relay_key}" in sense_env
     assert f"""BELL_RELAY_KEY_FILES='{{"relay-dev-1":"{relay_key}"}}'""" in bell_env
     assert len(bytes.fromhex(relay_key.read_text().strip())) == 32
-    for schema in ("bell", "signal", "media"):
+    for schema in ("orphan", "bell", "signal", "media"):
         key = local / "secrets" / f"{schema}-jwt.key"
         assert stat.S_IMODE(key.stat().st_mode) == 0o600
     assert "AUTH_JWT" not in sense_env
     before = relay_key.read_text()
     generate(local)
     assert relay_key.read_text() == before
+
+
+def test_the_console_gets_the_service_urls_and_dev_sign_in_keys_but_no_secret(tmp_path: Path) -> None:
+    local = make_stack(tmp_path)
+    generate(local)
+    console_env = (local / "env" / "console.env").read_text()
+    assert "CONSOLE_DEV_SIGN_IN=true" in console_env
+    assert "CONSOLE_SENSE_URL=http://127.0.0.1:18081" in console_env
+    assert f"CONSOLE_SENSE_API_TOKEN_FILE={local / 'secrets' / 'sense-api.token'}" in console_env
+    for schema in ("orphan", "bell", "signal", "media"):
+        key = local / "secrets" / f"{schema}-jwt.key"
+        assert str(key) in console_env and key.read_text().strip() not in console_env
+    session_key = local / "secrets" / "console-session.key"
+    assert stat.S_IMODE(session_key.stat().st_mode) == 0o600
+    assert session_key.read_text().strip() not in console_env

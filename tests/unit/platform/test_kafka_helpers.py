@@ -1,16 +1,13 @@
 from __future__ import annotations
 
 import pytest
-from aiokafka.errors import (
-    KafkaConnectionError,
-    KafkaTimeoutError,
-    MessageSizeTooLargeError,
-    NotLeaderForPartitionError,
-)
 from aiokafka.partitioner import DefaultPartitioner
+from confluent_kafka import KafkaError
 
 from yovision_platform.kafka import partition_for_key
-from yovision_platform.relay import PublishError, RelayConfig, classify
+from yovision_platform.relay import RelayConfig
+from yovision_platform.shard_cursors import assigned_shards
+from yovision_platform.txn_producer import PublishError, classify
 
 
 @pytest.mark.parametrize("partitions", [1, 3, 6, 12, 64])
@@ -27,21 +24,24 @@ def test_partition_for_key_refuses_zero_partitions() -> None:
 
 
 @pytest.mark.parametrize(
-    ("error", "code"),
+    ("codes", "reason"),
     [
-        (KafkaConnectionError(), PublishError.BROKER_UNAVAILABLE),
-        (NotLeaderForPartitionError(), PublishError.BROKER_UNAVAILABLE),
-        (KafkaTimeoutError(), PublishError.TIMEOUT),
-        (TimeoutError(), PublishError.TIMEOUT),
-        (MessageSizeTooLargeError(), PublishError.REJECTED),
-        (RuntimeError("boom"), PublishError.UNKNOWN),
+        ([KafkaError._TRANSPORT], PublishError.BROKER_UNAVAILABLE),
+        ([KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN], PublishError.BROKER_UNAVAILABLE),
+        ([KafkaError.NOT_LEADER_FOR_PARTITION], PublishError.BROKER_UNAVAILABLE),
+        ([KafkaError._MSG_TIMED_OUT], PublishError.TIMEOUT),
+        ([KafkaError._TIMED_OUT], PublishError.TIMEOUT),
+        ([KafkaError.MSG_SIZE_TOO_LARGE], PublishError.REJECTED),
+        ([KafkaError._TRANSPORT, KafkaError.PRODUCER_FENCED], PublishError.FENCED),
+        ([KafkaError.INVALID_PRODUCER_EPOCH], PublishError.FENCED),
+        ([], PublishError.UNKNOWN),
     ],
 )
-def test_publish_errors_map_to_stable_codes(error: BaseException, code: PublishError) -> None:
-    assert classify(error) is code
+def test_publish_errors_map_to_stable_codes(codes: list[int], reason: PublishError) -> None:
+    assert classify([KafkaError(code) for code in codes]) is reason
 
 
-@pytest.mark.parametrize(("batch_size", "valid"), [(0, False), (1, True), (1000, True), (1001, False)])
+@pytest.mark.parametrize(("batch_size", "valid"), [(0, False), (1, True), (10_000, True), (10_001, False)])
 def test_relay_batch_size_bounds(batch_size: int, valid: bool) -> None:
     if valid:
         assert RelayConfig(batch_size=batch_size).batch_size == batch_size
@@ -50,10 +50,32 @@ def test_relay_batch_size_bounds(batch_size: int, valid: bool) -> None:
             RelayConfig(batch_size=batch_size)
 
 
-@pytest.mark.parametrize(("lease", "valid"), [(5.0, False), (5.001, True)])
-def test_relay_lease_must_exceed_the_safety_margin(lease: float, valid: bool) -> None:
+@pytest.mark.parametrize(("lease", "valid"), [(0.999, False), (1.0, True)])
+def test_relay_lease_has_a_floor(lease: float, valid: bool) -> None:
     if valid:
         RelayConfig(lease_seconds=lease)
     else:
         with pytest.raises(ValueError, match="lease"):
             RelayConfig(lease_seconds=lease)
+
+
+@pytest.mark.parametrize(
+    ("members", "owner", "expected"),
+    [
+        ([], "a", {0, 1, 2, 3, 4, 5}),
+        (["b"], "a", {0, 2, 4}),
+        (["a", "b"], "b", {1, 3, 5}),
+        (["a", "b", "c", "d"], "a", {0, 4}),
+        (["a", "b", "c", "d"], "d", {3}),
+    ],
+)
+def test_shards_are_split_between_the_live_members(
+    members: list[str], owner: str, expected: set[int]
+) -> None:
+    assert assigned_shards(members, owner, 6) == expected
+
+
+def test_every_shard_has_exactly_one_member() -> None:
+    members = [f"relay-{i}" for i in range(4)]
+    owners = [assigned_shards(members, m, 6) for m in members]
+    assert sorted(s for shards in owners for s in shards) == list(range(6))

@@ -184,6 +184,7 @@ class IdempotentConsumer:
         """
         self._count_dead_letters = f"SELECT count(*) FROM {s}.consumer_dead_letters WHERE consumer_group = $1"
         self._schema = schema
+        self._stored: dict[TopicPartition, int] = {}
 
     async def refresh_metrics(self, consumer: AIOKafkaConsumer, *, dead_letters_now: bool = False) -> None:
         """Update lag and dead-letter gauges when due (no-op without metrics)."""
@@ -210,9 +211,12 @@ class IdempotentConsumer:
     async def process(self, message: ConsumerRecord[bytes, bytes]) -> ConsumeOutcome:
         return (await self.process_batch([message]))[0]
 
-    async def process_batch(self, messages: Sequence[ConsumerRecord[bytes, bytes]]) -> list[ConsumeOutcome]:
+    async def process_batch(
+        self, messages: Sequence[ConsumerRecord[bytes, bytes]], *, next_offset: int | None = None
+    ) -> list[ConsumeOutcome]:
         """Apply consecutive messages of ONE partition in one transaction, then advance its position past
-        the last. Any transient error rolls the whole batch back (the caller retries from its first message);
+        the last (or to `next_offset`, the consumer's position, when that is further: past a transaction
+        marker). Any transient error rolls the whole batch back (the caller retries from its first message);
         each message's own rejection stays confined to its savepoint."""
         if not messages:
             return []
@@ -224,8 +228,24 @@ class IdempotentConsumer:
             for message in messages:
                 value: bytes = message.value or b""
                 outcomes.append(await self._apply(conn, message, value, hashlib.sha256(value).digest()))
-            await conn.execute(self._advance, self._group, last.topic, last.partition, last.offset + 1)
+            position = max(last.offset + 1, next_offset or 0)
+            await conn.execute(self._advance, self._group, last.topic, last.partition, position)
+        self._stored[TopicPartition(last.topic, last.partition)] = position
         return outcomes
+
+    async def _store_skipped_offsets(
+        self, consumer: AIOKafkaConsumer, handled: Mapping[TopicPartition, object]
+    ) -> None:
+        """Transaction markers (every relay batch ends with one) and aborted batches take offsets but yield
+        no message: store positions past them, so a stored position reaches the partition's end offset."""
+        for tp in consumer.assignment():
+            if tp in handled or consumer.highwater(tp) is None:
+                continue  # just handled, or nothing fetched yet
+            position = await _known_position(consumer, tp)
+            if position is not None and position > self._stored.get(tp, -1):
+                async with self._pool.acquire() as conn:
+                    await conn.execute(self._advance, self._group, tp.topic, tp.partition, position)
+                self._stored[tp] = position
 
     async def _apply(
         self, conn: DbConnection, message: ConsumerRecord[bytes, bytes], value: bytes, digest: bytes
@@ -318,12 +338,14 @@ class IdempotentConsumer:
         failures = 0
         while not stop.is_set():
             batches = await consumer.getmany(timeout_ms=CONSUMER_POLL_TIMEOUT_MS)
+            failed = False
             for tp, messages in batches.items():
                 if not messages:
                     continue
                 try:
-                    outcomes = await self.process_batch(messages)
+                    outcomes = await self.process_batch(messages, next_offset=await consumer.position(tp))
                 except Exception as exc:
+                    failed = True
                     failures += 1
                     log.warning(
                         "event processing failed; will retry",
@@ -348,6 +370,9 @@ class IdempotentConsumer:
                         self._dead_letters_refreshed_at = 0.0
                 if stop.is_set():
                     break
+            if not failed and not stop.is_set():
+                with contextlib.suppress(Exception):  # best effort: retried on the next poll
+                    await self._store_skipped_offsets(consumer, batches)
             with contextlib.suppress(Exception):  # metrics never stop consumption
                 await self.refresh_metrics(consumer)
 
@@ -361,12 +386,21 @@ async def _lag(consumer: AIOKafkaConsumer) -> int:
             end = consumer.highwater(tp)
         if end is None:
             continue
-        try:  # position() waits for a partition whose position is being reset: never stall consumption
-            position = await asyncio.wait_for(consumer.position(tp), CONSUMER_POSITION_WAIT_SECONDS)
-        except (TimeoutError, IllegalStateError):
+        position = await _known_position(consumer, tp)
+        if position is None:
             continue
         total += max(0, end - position)
     return total
+
+
+async def _known_position(consumer: AIOKafkaConsumer, tp: TopicPartition) -> int | None:
+    """The partition's position, or None while it is being reset: position() would wait for it, and
+    consumption must never stall on that."""
+    try:
+        position: int = await asyncio.wait_for(consumer.position(tp), CONSUMER_POSITION_WAIT_SECONDS)
+    except (TimeoutError, IllegalStateError):
+        return None
+    return position
 
 
 class PositionRestoringListener(ConsumerRebalanceListener):  # type: ignore[misc]

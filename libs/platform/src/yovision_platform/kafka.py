@@ -20,7 +20,6 @@ from yovision_platform.errors import PlatformError
 __all__ = ["TopicUnavailable", "create_consumer", "fetch_end_offsets", "partition_for_key", "start_producer"]
 
 PRODUCER_LINGER_MS = 5
-RELAY_PRODUCER_LINGER_MS = 0
 PRODUCER_REQUEST_TIMEOUT_MS = 10_000
 PRODUCER_MAX_BATCH_BYTES = 256 * 1024
 CONSUMER_SESSION_TIMEOUT_MS = 10_000

@@ -9,6 +9,11 @@ assigned in commit order and the relay, which publishes each key's rows in id or
 Writers of different keys never wait on each other. A transaction that enqueues several keys should do so
 in a stable order (e.g. sorted): two transactions taking the same keys in opposite orders can deadlock, and
 PostgreSQL then aborts one of them (`deadlock_detected`, safe to retry; nothing half-written survives).
+
+Each row gets its shard, `partition_for_key(key, OUTBOX_SHARDS)`: all rows of a key share one shard, whose
+relay publishes them in id order (see `yovision_platform.relay`). The transaction id column (`xid`) is set by
+the database. The same statement queues a NOTIFY of the shard on the outbox channel, delivered at commit, so
+an idle relay wakes at once instead of at its next poll.
 """
 
 from __future__ import annotations
@@ -21,12 +26,22 @@ from dataclasses import dataclass, field
 from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.errors import OutboxError
 from yovision_platform.events import EventRecord
+from yovision_platform.kafka import partition_for_key
 
-__all__ = ["MAX_MESSAGE_BYTES", "Outbox", "OutboxMessage"]
+__all__ = ["MAX_MESSAGE_BYTES", "OUTBOX_SHARDS", "Outbox", "OutboxMessage", "notify_channel"]
 
 # Kafka's default max.message.bytes is 1 MiB + 12; stay below it so a message can never be refused by size
 # at publish time (that would be a per-message failure behind which later messages of the key would wait).
 MAX_MESSAGE_BYTES = 1_000_000
+# Fixed by platform migration 0003 (cursor rows 0..5, outbox_key_shard(key, 6)): changing it moves keys
+# between shards, so it needs a migration that hands every cursor over first.
+OUTBOX_SHARDS = 6
+NOTIFY_CHANNEL_MAX_BYTES = 63
+
+
+def notify_channel(schema: Identifier, table: str = "outbox") -> str:
+    """The LISTEN/NOTIFY channel on which writers of `schema.table` announce committed rows."""
+    return f"{table}:{schema}"[:NOTIFY_CHANNEL_MAX_BYTES]
 
 
 @dataclass(frozen=True)
@@ -57,11 +72,13 @@ class OutboxMessage:
 
 class Outbox:
     def __init__(self, schema: Identifier) -> None:
+        self._channel = notify_channel(schema)
         self._insert = f"""
-            INSERT INTO {schema.quoted}.outbox (event_id, event_type, topic, message_key, value, headers)
-            SELECT $1, $2, $3, $4, $5, $6::jsonb
-              FROM (SELECT pg_advisory_xact_lock(
-                        hashtextextended($3 || ':' || encode($4, 'hex'), 0))) AS key_lock
+            INSERT INTO {schema.quoted}.outbox
+                   (event_id, event_type, topic, message_key, value, headers, shard)
+            SELECT $1, $2, $3, $4, $5, $6::jsonb, $7::smallint
+              FROM (SELECT pg_advisory_xact_lock(hashtextextended($3 || ':' || encode($4, 'hex'), 0)),
+                           pg_notify($8, $7::smallint::text)) AS key_lock
          RETURNING id
         """
 
@@ -81,5 +98,7 @@ class Outbox:
             message.key,
             message.value,
             json.dumps([[k, v] for k, v in message.headers]),
+            partition_for_key(message.key, OUTBOX_SHARDS),
+            self._channel,
         )
         return row_id

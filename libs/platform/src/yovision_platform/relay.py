@@ -1,132 +1,173 @@
 """The outbox relay: publishes committed outbox rows to Kafka, at least once, in order per key.
 
-One round:
+No outbox row is ever updated. The outbox is split in `OUTBOX_SHARDS` shards by key (the Kafka partition of
+the key for a topic with that many partitions); each shard has one cursor row (`yovision_platform.
+shard_cursors`) and is relayed by one relay at a time, which reads it window by window
+(`yovision_platform.outbox_windows`). Per owned shard, one batch is:
 
-1. **Claim** (short transaction): the oldest due unpublished rows, `FOR UPDATE SKIP LOCKED`, leased to this
-   relay with a random token and a DB-clock expiry. A row is only eligible when no *earlier* unpublished row
-   of the same (topic, key) sits outside this batch -- held by another relay, backing off after a failure, or
-   locked by a concurrent claim. So at most one relay works on a key, and never past a gap in it.
-2. **Publish** in waves: wave *n* sends the *n*-th row of every key in the batch with the idempotent
-   producer (`acks=all`) and awaits all acknowledgements. A key whose row failed sends nothing more this
-   round; its remaining rows are released untouched, so they follow the failed row on a later round.
-3. **Acknowledge** (short transaction): rows acknowledged by Kafka are marked published, but only while this
-   relay's lease is current (owner + token + unexpired by the DB clock). Failed rows get exponential backoff
-   (persisted `next_attempt_at`) and a stable error code.
+1. **Read** the next rows of the shard's window, in id order (at most `batch_size`).
+2. **Publish** them in one Kafka transaction under the shard's ``transactional.id`` (idempotent,
+   ``acks=all``). Any failure aborts the transaction -- none of the batch becomes visible to
+   ``read_committed`` consumers -- leaves the cursor where it was and backs the shard off (1 s doubling to
+   30 s, persisted on the cursor row with a stable code); the batch is then read and sent again.
+3. **Advance** the cursor past the batch: one UPDATE fenced on (owner, epoch). Zero rows means another
+   relay took the shard over: this relay stops the shard and publishes nothing more for it. The successor's
+   ``init_transactions`` has also fenced this relay's producer at the broker.
 
-A relay that crashes between 2 and 3 leaves rows leased; the lease expires and the rows are published again
+Pipelining: batch *n+1* is read while batch *n* is being committed, and its transaction is produced while
+*n*'s cursor update runs; it commits only once that update succeeded. An idle shard waits for a
+``NOTIFY`` from `Outbox.enqueue` (delivered at commit), with a poll as fallback.
+
+A relay killed between 2 and 3 leaves the cursor before the batch; the successor publishes the batch again
 (duplicates, never losses). Consumers deduplicate by event id.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
-import enum
 import json
 import logging
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
-from aiokafka import AIOKafkaProducer
-from aiokafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
+from asyncpg.pool import PoolConnectionProxy
 from prometheus_client import CollectorRegistry
 
 from yovision_platform.db import Identifier
+from yovision_platform.errors import PlatformError
 from yovision_platform.metrics import labeled_counter, labeled_gauge, labeled_histogram
 from yovision_platform.naming import KafkaNames
+from yovision_platform.outbox import OUTBOX_SHARDS, notify_channel
+from yovision_platform.outbox_windows import (
+    OutboxWindows,
+    WindowBatch,
+    WindowPosition,
+    WindowReader,
+    unpassed_count_sql,
+)
+from yovision_platform.shard_cursors import CursorFenced, ShardCursors, ShardLease, assigned_shards
+from yovision_platform.txn_producer import (
+    PublisherFactory,
+    PublishError,
+    PublishFailed,
+    TransactionalPublisher,
+)
 
-__all__ = ["OutboxRelay", "RelayConfig", "RelayMetrics", "RelayRound"]
+__all__ = [
+    "OUTBOX_TABLE",
+    "OutboxRelay",
+    "OutboxShardsMismatch",
+    "RelayConfig",
+    "RelayMetrics",
+    "executor_for",
+    "transactional_id",
+]
 
 log = logging.getLogger(__name__)
 
-RELAY_BATCH_MAX_ROWS = 1000
+OUTBOX_TABLE = "outbox"
+RELAY_BATCH_MAX_ROWS = 10_000
+RELAY_DEFAULT_BATCH_ROWS = 5_000
 RELAY_LEASE_SECONDS = 30.0
-RELAY_LEASE_SAFETY_SECONDS = 5.0
-RELAY_POLL_INTERVAL_SECONDS = 0.2
-RELAY_ROW_BACKOFF_BASE_SECONDS = 1.0
-RELAY_ROW_BACKOFF_CAP_SECONDS = 300.0
-RELAY_LOOP_BACKOFF_CAP_SECONDS = 30.0
+RELAY_MIN_LEASE_SECONDS = 1.0
+RELAY_POLL_INTERVAL_SECONDS = 0.5
+RELAY_BACKOFF_BASE_SECONDS = 1.0
+RELAY_BACKOFF_CAP_SECONDS = 30.0
+RELAY_BACKOFF_JITTER = 0.2
 RELAY_HOUSEKEEPING_INTERVAL_SECONDS = 15.0
 OUTBOX_PUBLISHED_RETENTION_SECONDS = 7 * 24 * 3600
 OUTBOX_PRUNE_BATCH_ROWS = 5000
+DB_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
 
-class PublishError(enum.StrEnum):
-    BROKER_UNAVAILABLE = "broker_unavailable"
-    TIMEOUT = "timeout"
-    REJECTED = "message_rejected"
-    UNKNOWN = "unknown_error"
-
-
-def classify(error: BaseException) -> PublishError:
-    if isinstance(error, KafkaTimeoutError | asyncio.TimeoutError | TimeoutError):
-        return PublishError.TIMEOUT
-    if isinstance(error, KafkaConnectionError):
-        return PublishError.BROKER_UNAVAILABLE
-    if isinstance(error, KafkaError):
-        return PublishError.BROKER_UNAVAILABLE if error.retriable else PublishError.REJECTED
-    return PublishError.UNKNOWN
+class OutboxShardsMismatch(PlatformError):
+    code = "outbox_shards_mismatch"
 
 
 @dataclass(frozen=True)
 class RelayConfig:
-    batch_size: int = 1000
+    batch_size: int = RELAY_DEFAULT_BATCH_ROWS
     lease_seconds: float = RELAY_LEASE_SECONDS
     poll_interval_seconds: float = RELAY_POLL_INTERVAL_SECONDS
-    row_backoff_base_seconds: float = RELAY_ROW_BACKOFF_BASE_SECONDS
-    row_backoff_cap_seconds: float = RELAY_ROW_BACKOFF_CAP_SECONDS
+    backoff_base_seconds: float = RELAY_BACKOFF_BASE_SECONDS
+    backoff_cap_seconds: float = RELAY_BACKOFF_CAP_SECONDS
     published_retention_seconds: float = OUTBOX_PUBLISHED_RETENTION_SECONDS
+    housekeeping_interval_seconds: float = RELAY_HOUSEKEEPING_INTERVAL_SECONDS
+    shards: int = OUTBOX_SHARDS
 
     def __post_init__(self) -> None:
         if not 1 <= self.batch_size <= RELAY_BATCH_MAX_ROWS:
             raise ValueError(f"relay batch_size must be within 1..{RELAY_BATCH_MAX_ROWS}")
-        if self.lease_seconds <= RELAY_LEASE_SAFETY_SECONDS:
-            raise ValueError(f"relay lease_seconds must exceed {RELAY_LEASE_SAFETY_SECONDS}")
+        if self.lease_seconds < RELAY_MIN_LEASE_SECONDS:
+            raise ValueError(f"relay lease_seconds must be at least {RELAY_MIN_LEASE_SECONDS}")
+        if not 0 < self.backoff_base_seconds <= self.backoff_cap_seconds:
+            raise ValueError("relay backoff needs 0 < base <= cap")
+
+    @property
+    def rebalance_interval_seconds(self) -> float:
+        return self.lease_seconds / 3
 
 
 class RelayMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.published = labeled_counter(
-            registry, "outbox_relay_published", "Outbox rows acknowledged by Kafka", {}
+            registry, "outbox_relay_published", "Outbox rows in committed Kafka transactions", {}
         )
         self.failed = labeled_counter(
-            registry, "outbox_relay_failed", "Outbox rows that failed to publish", {"reason": PublishError}
+            registry, "outbox_relay_failed", "Batches aborted and retried", {"reason": PublishError}
         )
         self.failed.initialize_all()
-        self.lease_lost = labeled_counter(
-            registry, "outbox_relay_lease_lost", "Rows acknowledged by Kafka after their lease expired", {}
+        self.fenced = labeled_counter(
+            registry, "outbox_relay_fenced", "Shards lost to another relay while this one held them", {}
         )
-        self.round_seconds = labeled_histogram(
-            registry, "outbox_relay_round_seconds", "Duration of one claim-publish-acknowledge round", {}
+        self.batch_seconds = labeled_histogram(
+            registry, "outbox_relay_batch_seconds", "Read-publish-commit time of one batch", {}
         )
         self.backlog = labeled_gauge(
-            registry, "outbox_relay_backlog", "Unpublished outbox rows at the last check", {}
+            registry, "outbox_relay_backlog", "Outbox rows not yet past their shard's cursor", {}
         )
+        self.shards = labeled_gauge(registry, "outbox_relay_shards", "Shards this relay holds", {})
 
 
-@dataclass(frozen=True)
-class RelayRound:
-    claimed: int
-    published: int
-    failed: int
-    lease_lost: int
+def transactional_id(names: KafkaNames, schema: Identifier, table: str, shard: int) -> str:
+    """The Kafka transactional id of one outbox shard, under the deployment's prefix: the same for every
+    relay of that shard, so a successor's init_transactions fences its predecessor."""
+    return f"{names.prefix}{schema}.{table}.{shard}"
 
 
-ProducerFactory = Callable[[], Awaitable[AIOKafkaProducer]]
+def _headers(row: asyncpg.Record) -> list[tuple[str, str]]:
+    raw = row["headers"]
+    pairs = json.loads(raw) if isinstance(raw, str) else raw
+    return [(str(k), str(v)) for k, v in pairs]
+
+
+@dataclass
+class _Shard:
+    """One held shard: its lease and the task relaying it."""
+
+    lease: ShardLease
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    stopping: bool = False
+    task: asyncio.Task[None] | None = None
+
+    def request_stop(self) -> None:
+        self.stopping = True
+        self.wake.set()
 
 
 class OutboxRelay:
-    """Publishes one schema's outbox. Several relays (processes) may run against the same schema."""
+    """Publishes one schema's outbox. Several relays (processes) may run against the same schema; they
+    split the shards between them."""
 
     def __init__(
         self,
         pool: asyncpg.Pool,
         schema: Identifier,
-        producer_factory: ProducerFactory,
+        publisher_factory: PublisherFactory,
         *,
         owner: str,
         config: RelayConfig | None = None,
@@ -134,217 +175,53 @@ class OutboxRelay:
         names: KafkaNames | None = None,
     ) -> None:
         self._pool = pool
-        self._names = names or KafkaNames()
-        self._producer_factory = producer_factory
-        self._producer: AIOKafkaProducer | None = None
+        self._schema = schema
+        self._publisher_factory = publisher_factory
         self._owner = owner
         self._config = config or RelayConfig()
         self._metrics = metrics
-        table = f"{schema.quoted}.outbox"
-        self._claim_sql = f"""
-            WITH candidates AS (
-                SELECT id, topic, message_key FROM {table}
-                 WHERE published_at IS NULL AND next_attempt_at <= now()
-                   AND (lease_expires_at IS NULL OR lease_expires_at <= now())
-                 ORDER BY id
-                 LIMIT $3
-                 FOR UPDATE SKIP LOCKED
-            ), eligible AS (
-                -- A LATERAL probe with LIMIT 1 per candidate keeps the cost proportional to the batch;
-                -- NOT EXISTS lets the planner hash-join every unpublished row (cost grows with backlog).
-                SELECT c.id FROM candidates c
-                  LEFT JOIN LATERAL (
-                    SELECT 1 AS blocked FROM {table} earlier
-                     WHERE earlier.published_at IS NULL
-                       AND earlier.topic = c.topic AND earlier.message_key = c.message_key
-                       AND earlier.id < c.id
-                       AND earlier.id NOT IN (SELECT id FROM candidates)
-                     LIMIT 1) b ON true
-                 WHERE b.blocked IS NULL
-            )
-            UPDATE {table} AS o
-               SET lease_owner = $1, lease_token = $4,
-                   lease_expires_at = now() + make_interval(secs => $2)
-              FROM eligible
-             WHERE o.id = eligible.id
-         RETURNING o.id, o.topic, o.message_key, o.value, o.headers, o.lease_token,
-                   extract(epoch FROM o.lease_expires_at - now())::float8 AS lease_remaining
-        """
-        self._ack_sql = f"""
-            UPDATE {table}
-               SET published_at = now(), last_error_code = NULL,
-                   lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
-             WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND lease_token = ANY($3::uuid[])
-               AND lease_expires_at > now()
-        """
-        self._fail_sql = f"""
-            UPDATE {table}
-               SET attempts = attempts + 1,
-                   next_attempt_at = now() + make_interval(
-                       secs => least($5::float8, $4::float8 * power(2, attempts)) * (0.8 + random() * 0.4)),
-                   last_error_code = $6,
-                   lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
-             WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND lease_token = ANY($3::uuid[])
-               AND lease_expires_at > now()
-        """
-        self._release_sql = f"""
-            UPDATE {table} SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
-             WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND lease_token = ANY($3::uuid[])
-        """
-        self._backlog_sql = f"SELECT count(*) FROM {table} WHERE published_at IS NULL"
-        # Only published rows ever go; an unpublished row stays until Kafka has it, however old.
+        self._names = names or KafkaNames()
+        self._cursors = ShardCursors(schema, OUTBOX_TABLE, owner, lease_seconds=self._config.lease_seconds)
+        table = f"{schema.quoted}.{OUTBOX_TABLE}"
+        self._windows = OutboxWindows(table, ("topic", "message_key", "value", "headers"))
+        self._shards: dict[int, _Shard] = {}
+        self._rebalance_now = asyncio.Event()
+        cursors = f"{schema.quoted}.outbox_cursors"
+        self._backlog_sql = unpassed_count_sql(schema, OUTBOX_TABLE)
+        # Only rows every relevant cursor has passed go: a relayed row once its shard's prev_snapshot sees
+        # its transaction, a row of the previous design (xid NULL) once it is old enough.
         self._prune_sql = f"""
             DELETE FROM {table} WHERE id IN (
-                SELECT id FROM {table}
-                 WHERE published_at IS NOT NULL AND published_at < now() - make_interval(secs => $1)
-                 ORDER BY published_at LIMIT $2)
+                SELECT o.id FROM {table} o
+                  LEFT JOIN {cursors} c ON c.outbox = '{OUTBOX_TABLE}' AND c.shard = o.shard
+                 WHERE o.created_at < now() - make_interval(secs => $1)
+                   AND (o.xid IS NULL OR pg_visible_in_snapshot(o.xid, c.prev_snapshot))
+                 ORDER BY o.created_at LIMIT $2)
         """
 
-    async def _ensure_producer(self) -> AIOKafkaProducer:
-        if self._producer is None:
-            self._producer = await self._producer_factory()
-        return self._producer
+    @property
+    def owner(self) -> str:
+        return self._owner
 
-    async def _drop_producer(self) -> None:
-        producer, self._producer = self._producer, None
-        if producer is not None:
-            with contextlib.suppress(Exception):
-                await producer.stop()
+    def held_shards(self) -> set[int]:
+        return {s for s, held in self._shards.items() if held.task is not None and not held.task.done()}
 
-    async def close(self) -> None:
-        await self._drop_producer()
+    # -- housekeeping -------------------------------------------------------------------------------------
 
-    async def _claim(self) -> list[asyncpg.Record]:
-        token = uuid.uuid4()  # one fencing token per round, from the OS CSPRNG
-        async with self._pool.acquire() as conn, conn.transaction():
-            # Bitmap scans over the partial index make the claim sort the whole backlog; an index scan in
-            # id order stops after the batch.
-            await conn.execute("SET LOCAL enable_bitmapscan = off")
-            rows: list[asyncpg.Record] = await conn.fetch(
-                self._claim_sql, self._owner, self._config.lease_seconds, self._config.batch_size, token
-            )
-        rows.sort(key=lambda r: r["id"])
-        return rows
-
-    async def run_once(self) -> RelayRound:
-        """One claim-publish-acknowledge round. Raises only for database errors."""
-        started = time.monotonic()
-        rows = await self._claim()
-        if not rows:
-            return RelayRound(0, 0, 0, 0)
-        deadline = started + min(r["lease_remaining"] for r in rows) - RELAY_LEASE_SAFETY_SECONDS
-        acked, failed, not_sent, error = await self._publish_in_waves(rows, deadline)
-        lease_lost = await self._settle(acked, failed, not_sent, error)
-        if error is not None:
-            await self._drop_producer()
-        if self._metrics is not None:
-            self._metrics.published.labels().inc(len(acked) - lease_lost)
-            if failed and error is not None:
-                self._metrics.failed.labels(reason=error).inc(len(failed))
-            self._metrics.lease_lost.labels().inc(lease_lost)
-            self._metrics.round_seconds.labels().observe(time.monotonic() - started)
-        return RelayRound(len(rows), len(acked) - lease_lost, len(failed), lease_lost)
-
-    async def _publish_in_waves(
-        self, rows: Sequence[asyncpg.Record], deadline: float
-    ) -> tuple[list[asyncpg.Record], list[asyncpg.Record], list[asyncpg.Record], PublishError | None]:
-        by_key: dict[tuple[str, bytes], list[asyncpg.Record]] = {}
-        for row in rows:
-            by_key.setdefault((row["topic"], row["message_key"]), []).append(row)
-        acked: list[asyncpg.Record] = []
-        failed: list[asyncpg.Record] = []
-        error: PublishError | None = None
-        wave = 0
-        pending_keys = list(by_key)
-        while pending_keys:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            batch = [by_key[key][wave] for key in pending_keys]
-            outcomes = await self._send_wave(batch, remaining)
-            next_keys = []
-            for key, row, outcome in zip(pending_keys, batch, outcomes, strict=True):
-                if outcome is None:
-                    acked.append(row)
-                    if len(by_key[key]) > wave + 1:
-                        next_keys.append(key)
-                else:
-                    failed.append(row)
-                    error = error or outcome
-            pending_keys = next_keys
-            wave += 1
-        done = {r["id"] for r in acked} | {r["id"] for r in failed}
-        not_sent = [r for r in rows if r["id"] not in done]
-        return acked, failed, not_sent, error
-
-    async def _send_wave(
-        self, rows: Sequence[asyncpg.Record], within_seconds: float
-    ) -> list[PublishError | None]:
-        try:
-            producer = await asyncio.wait_for(self._ensure_producer(), within_seconds)
-        except Exception as exc:
-            return [classify(exc)] * len(rows)
-
-        async def send_all() -> list[Any]:
-            futures = []
-            for row in rows:
-                headers = [(name, value.encode()) for name, value in _headers(row)]
-                futures.append(
-                    await producer.send(
-                        self._names.topic(row["topic"]), row["value"], key=row["message_key"], headers=headers
-                    )
-                )
-            return await asyncio.gather(*futures, return_exceptions=True)
-
-        try:
-            results = await asyncio.wait_for(send_all(), within_seconds)
-        except Exception as exc:
-            return [classify(exc)] * len(rows)
-        return [classify(r) if isinstance(r, BaseException) else None for r in results]
-
-    async def _settle(
-        self,
-        acked: Sequence[asyncpg.Record],
-        failed: Sequence[asyncpg.Record],
-        not_sent: Sequence[asyncpg.Record],
-        error: PublishError | None,
-    ) -> int:
-        def ids_tokens(rows: Sequence[asyncpg.Record]) -> tuple[list[int], list[Any]]:
-            return [r["id"] for r in rows], list({r["lease_token"] for r in rows})
-
-        lease_lost = 0
-        async with self._pool.acquire() as conn, conn.transaction():
-            if acked:
-                ids, tokens = ids_tokens(acked)
-                status = await conn.execute(self._ack_sql, ids, self._owner, tokens)
-                lease_lost = len(acked) - int(status.split()[-1])
-            if failed:
-                ids, tokens = ids_tokens(failed)
-                await conn.execute(
-                    self._fail_sql,
-                    ids,
-                    self._owner,
-                    tokens,
-                    self._config.row_backoff_base_seconds,
-                    self._config.row_backoff_cap_seconds,
-                    (error or PublishError.UNKNOWN).value,
-                )
-            if not_sent:
-                ids, tokens = ids_tokens(not_sent)
-                await conn.execute(self._release_sql, ids, self._owner, tokens)
-        if lease_lost:
-            log.warning("outbox rows published after their lease expired", extra={"rows": lease_lost})
-        return lease_lost
+    async def backlog(self) -> int:
+        """Outbox rows not yet past their shard's stored cursor (committed rows only)."""
+        async with self._pool.acquire() as conn:
+            count: int = await conn.fetchval(self._backlog_sql)
+        return count
 
     async def refresh_backlog(self) -> int:
-        async with self._pool.acquire() as conn:
-            backlog: int = await conn.fetchval(self._backlog_sql)
+        count = await self.backlog()
         if self._metrics is not None:
-            self._metrics.backlog.labels().set(backlog)
-        return backlog
+            self._metrics.backlog.labels().set(count)
+        return count
 
     async def prune_published(self, *, batch_rows: int = OUTBOX_PRUNE_BATCH_ROWS) -> int:
-        """Delete at most `batch_rows` rows published longer ago than the retention; returns the count."""
+        """Delete at most `batch_rows` rows older than the retention that their cursor has passed."""
         async with self._pool.acquire() as conn:
             status: str = await conn.execute(
                 self._prune_sql, self._config.published_retention_seconds, batch_rows
@@ -355,36 +232,311 @@ class OutboxRelay:
         try:
             await self.refresh_backlog()
             await self.prune_published()
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        except DB_ERRORS as exc:
             log.warning("outbox housekeeping failed", extra={"error_code": type(exc).__name__})
 
+    # -- coordination ---------------------------------------------------------------------------------------
+
     async def run(self, stop: asyncio.Event) -> None:
-        """Relay until `stop` is set; broker or database trouble backs off exponentially, never exits."""
-        failures = 0
+        """Relay until `stop` is set; database or broker trouble backs off, never exits."""
+        async with self._pool.acquire() as conn:
+            shards = await self._cursors.shard_count(conn)
+        if shards != self._config.shards:
+            raise OutboxShardsMismatch(
+                detail=f"the outbox has {shards} shard cursors, not {self._config.shards}"
+            )
+        listener = await self._listen()
         next_housekeeping = 0.0
-        while not stop.is_set():
-            if time.monotonic() >= next_housekeeping:
-                await self._housekeeping()
-                next_housekeeping = time.monotonic() + RELAY_HOUSEKEEPING_INTERVAL_SECONDS
-            try:
-                result = await self.run_once()
-                failures = failures + 1 if result.failed else 0
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-                log.warning("outbox relay round failed", extra={"error_code": type(exc).__name__})
-                failures += 1
-                result = RelayRound(0, 0, 0, 0)
-            if failures:
-                delay = min(RELAY_LOOP_BACKOFF_CAP_SECONDS, self._config.poll_interval_seconds * 2**failures)
-            elif result.claimed >= self._config.batch_size:
-                continue
+        failures = 0
+        try:
+            while not stop.is_set():
+                if time.monotonic() >= next_housekeeping:
+                    await self._housekeeping()
+                    next_housekeeping = time.monotonic() + self._config.housekeeping_interval_seconds
+                try:
+                    await self._rebalance()
+                    failures = 0
+                except DB_ERRORS as exc:
+                    failures += 1
+                    log.warning("outbox relay rebalance failed", extra={"error_code": type(exc).__name__})
+                delay = self._config.rebalance_interval_seconds
+                if failures:
+                    delay = min(
+                        self._config.backoff_cap_seconds, self._config.backoff_base_seconds * 2**failures
+                    )
+                self._rebalance_now.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay):
+                        await _first_of(stop.wait(), self._rebalance_now.wait())
+        finally:
+            await self._stop_all()
+            if listener is not None:
+                await self._unlisten(listener)
+
+    async def _rebalance(self) -> None:
+        """Renew what this relay holds, hand back what belongs to another member, take what is free."""
+        for shard in [s for s, held in self._shards.items() if held.task is not None and held.task.done()]:
+            del self._shards[shard]
+        async with self._pool.acquire() as conn:
+            members = await self._cursors.join(conn)
+            wanted = assigned_shards(members, self._owner, self._config.shards)
+            held = {s: h.lease.epoch for s, h in self._shards.items() if not h.stopping}
+            renewed = await self._cursors.renew(conn, held)
+            for shard in held.keys() - renewed.keys():
+                self._shards[shard].request_stop()  # taken over: the shard task will find out and stop
+            for shard, held_shard in self._shards.items():
+                if shard not in wanted:
+                    held_shard.request_stop()
+            leases = await self._cursors.acquire(conn, wanted - self._shards.keys())
+        for lease in leases:
+            held_shard = _Shard(lease)
+            held_shard.task = asyncio.create_task(
+                self._relay_shard(held_shard), name=f"outbox-relay-shard-{lease.shard}"
+            )
+            self._shards[lease.shard] = held_shard
+        if self._metrics is not None:
+            self._metrics.shards.labels().set(len(self.held_shards()))
+
+    async def _stop_all(self) -> None:
+        for held in self._shards.values():
+            held.request_stop()
+        tasks = [h.task for h in self._shards.values() if h.task is not None]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        self._shards.clear()
+        with contextlib.suppress(*DB_ERRORS):
+            async with self._pool.acquire() as conn:
+                await self._cursors.leave(conn)
+
+    async def _listen(self) -> PoolConnectionProxy | None:
+        try:
+            conn: PoolConnectionProxy = await self._pool.acquire()
+        except DB_ERRORS:
+            return None
+        try:
+            await conn.add_listener(notify_channel(self._schema), self._on_notify)
+        except DB_ERRORS:
+            await self._pool.release(conn)
+            return None
+        return conn
+
+    async def _unlisten(self, conn: PoolConnectionProxy) -> None:
+        with contextlib.suppress(*DB_ERRORS):
+            await conn.remove_listener(notify_channel(self._schema), self._on_notify)
+        with contextlib.suppress(*DB_ERRORS):
+            await self._pool.release(conn)
+
+    def _on_notify(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
+        text = str(payload)
+        held = self._shards.get(int(text)) if text.isdigit() else None
+        if held is not None:
+            held.wake.set()
+
+    # -- one shard ------------------------------------------------------------------------------------------
+
+    async def _relay_shard(self, held: _Shard) -> None:
+        shard = _ShardRelay(self, held)
+        try:
+            await shard.run()
+        except Exception:
+            log.exception("outbox relay shard failed", extra={"shard": held.lease.shard})
+        finally:
+            self._rebalance_now.set()
+
+
+class _ShardRelay:
+    """Relays one held shard until it is asked to stop or is taken over."""
+
+    def __init__(self, relay: OutboxRelay, held: _Shard) -> None:
+        self._relay = relay
+        self._held = held
+        self._shard = held.lease.shard
+        self._epoch = held.lease.epoch
+        self._persisted = held.lease.position
+        self._config = relay._config
+        self._reader = WindowReader(
+            relay._windows, self._shard, held.lease.position, relay._config.batch_size
+        )
+        self._publisher: TransactionalPublisher | None = None
+        self._retry_at = time.monotonic() + held.lease.retry_in_seconds
+        self._fenced = False
+
+    @property
+    def _metrics(self) -> RelayMetrics | None:
+        return self._relay._metrics
+
+    async def run(self) -> None:
+        try:
+            await self._loop()
+        except CursorFenced:
+            self._fenced = True
+        finally:
+            await self._close_publisher()
+            if self._fenced:
+                log.warning("outbox shard taken over by another relay", extra={"shard": self._shard})
+                if self._metrics is not None:
+                    self._metrics.fenced.labels().inc()
             else:
-                delay = self._config.poll_interval_seconds
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), delay)
-        await self.close()
+                with contextlib.suppress(*DB_ERRORS):
+                    async with self._relay._pool.acquire() as conn:
+                        await self._relay._cursors.release(conn, self._shard, self._epoch)
+
+    async def _wait(self, seconds: float) -> None:
+        """Sleep up to `seconds`, or less if woken (new rows, stop)."""
+        if seconds <= 0:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._held.wake.wait()
+
+    async def _loop(self) -> None:
+        prefetch: asyncio.Task[WindowBatch] | None = None
+        try:
+            while not self._held.stopping:
+                if time.monotonic() < self._retry_at:
+                    await self._wait(self._retry_at - time.monotonic())
+                    continue
+                if self._publisher is None and not await self._start_publisher():
+                    continue
+                self._held.wake.clear()
+                try:
+                    batch = await prefetch if prefetch is not None else await self._read()
+                except DB_ERRORS as exc:
+                    prefetch = None
+                    self._database_failed(exc)
+                    continue
+                prefetch = None
+                if not batch.rows:
+                    await self._wait(self._config.poll_interval_seconds)
+                    continue
+                started = time.monotonic()
+                try:
+                    self._produce(batch)
+                    # Read the next batch while this one's acknowledgements and commit are outstanding.
+                    prefetch = asyncio.create_task(self._read())
+                    assert self._publisher is not None
+                    await self._publisher.commit()
+                except PublishFailed as failure:
+                    await _quietly(prefetch)
+                    prefetch = None
+                    await self._failed(failure)
+                    continue
+                try:
+                    await self._advance(batch.after)
+                except DB_ERRORS as exc:
+                    await _quietly(prefetch)
+                    prefetch = None
+                    self._database_failed(exc)
+                    continue
+                if self._metrics is not None:
+                    self._metrics.published.labels().inc(len(batch.rows))
+                    self._metrics.batch_seconds.labels().observe(time.monotonic() - started)
+        finally:
+            await _quietly(prefetch)
+
+    def _database_failed(self, exc: BaseException) -> None:
+        """Back to the stored cursor after a read or cursor update failed (a committed batch whose update
+        failed goes out again: duplicates, not losses)."""
+        log.warning("outbox relay database call failed", extra={"error_code": type(exc).__name__})
+        self._reader.reset(self._persisted)
+        self._retry_at = time.monotonic() + self._config.backoff_base_seconds
+
+    async def _read(self) -> WindowBatch:
+        async with self._relay._pool.acquire() as conn:
+            return await self._reader.next_batch(conn)
+
+    async def _advance(self, position: WindowPosition) -> None:
+        async with self._relay._pool.acquire() as conn:
+            await self._relay._cursors.advance(conn, self._shard, self._epoch, position)
+        self._persisted = position
+
+    def _produce(self, batch: WindowBatch) -> None:
+        assert self._publisher is not None
+        self._publisher.begin()
+        topic = self._relay._names.topic
+        send = self._publisher.send
+        for row in batch.rows:
+            send(topic(row["topic"]), row["value"], row["message_key"], _headers(row))
+
+    async def _start_publisher(self) -> bool:
+        relay = self._relay
+        publisher = relay._publisher_factory(
+            transactional_id(relay._names, relay._schema, OUTBOX_TABLE, self._shard)
+        )
+        try:
+            await publisher.start()
+        except PublishFailed as failure:
+            with contextlib.suppress(PublishFailed):
+                await publisher.close()
+            await self._back_off(failure.reason)
+            return False
+        self._publisher = publisher
+        return True
+
+    async def _failed(self, failure: PublishFailed) -> None:
+        self._reader.reset(self._persisted)
+        if failure.reason is PublishError.FENCED:
+            raise CursorFenced()
+        if failure.fatal:
+            await self._close_publisher()
+        else:
+            await self._abort_quietly()
+        await self._back_off(failure.reason)
+
+    async def _back_off(self, reason: PublishError) -> None:
+        log.warning(
+            "outbox batch not published; backing off", extra={"shard": self._shard, "error_code": reason}
+        )
+        if self._metrics is not None:
+            self._metrics.failed.labels(reason=reason).inc()
+        config = self._config
+        try:
+            async with self._relay._pool.acquire() as conn:
+                wait = await self._relay._cursors.record_failure(
+                    conn,
+                    self._shard,
+                    self._epoch,
+                    reason.value,
+                    base_seconds=config.backoff_base_seconds,
+                    cap_seconds=config.backoff_cap_seconds,
+                    jitter=RELAY_BACKOFF_JITTER,
+                )
+        except DB_ERRORS:
+            wait = config.backoff_base_seconds
+        self._retry_at = time.monotonic() + wait
+
+    async def _abort_quietly(self) -> None:
+        if self._publisher is None:
+            return
+        try:
+            await self._publisher.abort()
+        except PublishFailed:
+            await self._close_publisher()
+
+    async def _close_publisher(self) -> None:
+        publisher, self._publisher = self._publisher, None
+        if publisher is not None:
+            with contextlib.suppress(Exception):
+                await publisher.close()
 
 
-def _headers(row: asyncpg.Record) -> list[tuple[str, str]]:
-    raw = row["headers"]
-    pairs = json.loads(raw) if isinstance(raw, str) else raw
-    return [(str(k), str(v)) for k, v in pairs]
+async def _quietly(task: asyncio.Task[Any] | None) -> None:
+    if task is not None:
+        with contextlib.suppress(Exception):
+            await task
+
+
+async def _first_of(*waits: Any) -> None:
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+def executor_for(config: RelayConfig) -> concurrent.futures.ThreadPoolExecutor:
+    """Threads for the publishers' blocking calls: one per shard that may commit at once, plus one."""
+    return concurrent.futures.ThreadPoolExecutor(
+        max_workers=config.shards + 1, thread_name_prefix="outbox-publisher"
+    )

@@ -6,9 +6,11 @@
     <service> <command>      a service's own operator commands (`ServiceSpec.commands`, e.g. rotate-keys)
 
 A service supplies a `ServiceSpec` (name, schema, settings class, migrations folder) and an optional
-`configure` hook that adds routes, readiness checks and workers to the `ServiceContext`. `serve` refuses to
-start on bad configuration, an outdated schema or an unsafe runtime role, and exits 0 after SIGTERM once
-the HTTP server, every worker and the database pool have stopped.
+`configure` hook that adds routes, readiness checks and workers to the `ServiceContext`. A service without a
+database of its own (the console, a backend for frontend) supplies a `WebServiceSpec` instead: no pool, no
+migrations, no outbox relay; its `configure` hook gets a `WebContext`, and `migrate` has nothing to do.
+`serve` refuses to start on bad configuration, an outdated schema or an unsafe runtime role, and exits 0
+after SIGTERM once the HTTP server, every worker and the database pool have stopped.
 
 Health: `/healthz` is liveness only (200 while the process serves HTTP): a dependency outage does not fail
 it, because restarting the process would not bring PostgreSQL or Kafka back. `/readyz` is readiness: 503
@@ -44,20 +46,22 @@ from prometheus_client import CollectorRegistry
 from yovision_platform.backoff import backoff_seconds, wait_for_stop
 from yovision_platform.db import DbConnection, Identifier, create_pool, is_database_unavailable
 from yovision_platform.errors import ConfigError, PlatformError
-from yovision_platform.kafka import RELAY_PRODUCER_LINGER_MS, start_producer
 from yovision_platform.logging import configure_logging
 from yovision_platform.metrics import build_info, create_registry, render_latest
 from yovision_platform.migrations import SchemaPlan, migrate, preflight
 from yovision_platform.problems import BROKER_UNAVAILABLE_ERRORS
 from yovision_platform.processed_events import ProcessedEventsPruner
-from yovision_platform.relay import OutboxRelay, RelayMetrics
-from yovision_platform.settings import BaseServiceSettings, load_settings
+from yovision_platform.relay import OutboxRelay, RelayConfig, RelayMetrics, executor_for
+from yovision_platform.settings import BaseServiceSettings, BaseWebSettings, load_settings
+from yovision_platform.txn_producer import confluent_publisher_factory
 from yovision_platform.web import create_app
 
 __all__ = [
     "ServiceCommand",
     "ServiceContext",
     "ServiceSpec",
+    "WebContext",
+    "WebServiceSpec",
     "checked_pool",
     "main",
     "migrations_dir_of",
@@ -132,14 +136,22 @@ def migrations_dir_of(package: str) -> Path:
     return Path(str(resources.files(package) / "migrations"))
 
 
-@dataclass
-class ServiceContext:
-    """What a service's `configure` hook builds on. Workers run until the `stop` event they receive."""
+@dataclass(frozen=True)
+class WebServiceSpec:
+    """A service that keeps no database of its own: only HTTP routes, readiness checks and workers."""
 
-    spec: ServiceSpec
-    settings: BaseServiceSettings
-    plan: SchemaPlan
-    pool: asyncpg.Pool
+    name: str
+    settings_cls: type[BaseWebSettings]
+    version: str = field(default_factory=lambda: _package_version("yovision-platform"))
+    configure: Callable[[WebContext], Awaitable[None]] | None = None
+
+
+@dataclass(kw_only=True)
+class WebContext:
+    """What a `configure` hook builds on. Workers run until the `stop` event they receive."""
+
+    spec: ServiceSpec | WebServiceSpec
+    settings: BaseWebSettings
     registry: CollectorRegistry
     app: FastAPI
     workers: dict[str, Worker] = field(default_factory=dict)
@@ -151,6 +163,16 @@ class ServiceContext:
 
     def add_readiness_check(self, name: str, check: ReadinessCheck) -> None:
         self.readiness[name] = check
+
+
+@dataclass(kw_only=True)
+class ServiceContext(WebContext):
+    """A `WebContext` with the service's schema and its runtime pool."""
+
+    spec: ServiceSpec
+    settings: BaseServiceSettings
+    plan: SchemaPlan
+    pool: asyncpg.Pool
 
     def add_processed_events_pruner(self, *, consumer_group: str, topics: Sequence[str]) -> None:
         """Prune the processed_events rows of a consumer group this service runs (its retention setting,
@@ -187,7 +209,7 @@ def _plan(spec: ServiceSpec, settings: BaseServiceSettings) -> SchemaPlan:
     )
 
 
-def _add_health_routes(ctx: ServiceContext) -> None:
+def _add_health_routes(ctx: WebContext) -> None:
     @ctx.app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
         return {"status": "ok", "service": ctx.spec.name}
@@ -223,26 +245,31 @@ async def _database_ready(pool: asyncpg.Pool) -> None:
 
 def _add_outbox_relay(ctx: ServiceContext) -> None:
     settings = ctx.settings
+    config = RelayConfig()
+    metrics = RelayMetrics(ctx.registry)
 
-    async def producer_factory():  # type: ignore[no-untyped-def]
-        return await start_producer(
-            settings.kafka_bootstrap,
-            client_id=f"{ctx.spec.name}-{settings.instance_id}",
-            linger_ms=RELAY_PRODUCER_LINGER_MS,
-        )
+    async def relay(stop: asyncio.Event) -> None:
+        with executor_for(config) as executor:
+            publishers = confluent_publisher_factory(
+                settings.kafka_bootstrap,
+                client_id=f"{ctx.spec.name}-{settings.instance_id}",
+                executor=executor,
+            )
+            outbox_relay = OutboxRelay(
+                ctx.pool,
+                ctx.plan.schema,
+                publishers,
+                owner=settings.instance_id,
+                config=config,
+                metrics=metrics,
+                names=settings.kafka_names,
+            )
+            await outbox_relay.run(stop)
 
-    relay = OutboxRelay(
-        ctx.pool,
-        ctx.plan.schema,
-        producer_factory,
-        owner=settings.instance_id,
-        metrics=RelayMetrics(ctx.registry),
-        names=settings.kafka_names,
-    )
-    ctx.add_worker("outbox-relay", relay.run)
+    ctx.add_worker("outbox-relay", relay)
 
 
-async def _supervise(ctx: ServiceContext, name: str, worker: Worker, stop: asyncio.Event) -> None:
+async def _supervise(ctx: WebContext, name: str, worker: Worker, stop: asyncio.Event) -> None:
     """Run `worker` until `stop`. A crash is logged, marks the worker down and restarts it after a backoff."""
     failures = 0
     while not stop.is_set():
@@ -307,43 +334,57 @@ async def checked_pool(
         await pool.close()
 
 
+async def _run(ctx: WebContext) -> int:
+    """Serve `ctx.app` and run the workers until SIGTERM/SIGINT; then stop the workers."""
+    settings = ctx.settings
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(_supervise(ctx, n, w, stop), name=n) for n, w in ctx.workers.items()]
+    server = _Server(
+        uvicorn.Config(
+            ctx.app,
+            host=settings.http_host,
+            port=settings.http_port,
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+        )
+    )
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, server.request_exit)
+    log.info("service starting", extra={"port": settings.http_port, "workers": sorted(ctx.workers)})
+    await server.serve()
+    stop.set()
+    _, pending = await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE_SECONDS) if tasks else (set(), set())
+    for task in pending:
+        task.cancel()
+    log.info("service stopped", extra={"unfinished_workers": len(pending)})
+    return 0 if server.started else EXIT_STARTUP_REFUSED
+
+
 async def _serve(spec: ServiceSpec, settings: BaseServiceSettings) -> int:
     async with checked_pool(spec, settings) as (pool, plan):
         registry = create_registry()
         build_info(registry, service=spec.name, version=spec.version, instance_id=settings.instance_id)
         app = create_app(spec.name, spec.version)
-        ctx = ServiceContext(spec, settings, plan, pool, registry, app)
+        ctx = ServiceContext(spec=spec, settings=settings, plan=plan, pool=pool, registry=registry, app=app)
         ctx.add_readiness_check("database", lambda: _database_ready(pool))
         _add_health_routes(ctx)
         if settings.outbox_relay_enabled:
             _add_outbox_relay(ctx)
         if spec.configure is not None:
             await spec.configure(ctx)
-        stop = asyncio.Event()
-        tasks = [
-            asyncio.create_task(_supervise(ctx, name, w, stop), name=name) for name, w in ctx.workers.items()
-        ]
-        server = _Server(
-            uvicorn.Config(
-                app,
-                host=settings.http_host,
-                port=settings.http_port,
-                log_config=None,
-                access_log=False,
-                lifespan="off",
-            )
-        )
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, server.request_exit)
-        log.info("service starting", extra={"port": settings.http_port, "workers": sorted(ctx.workers)})
-        await server.serve()
-        stop.set()
-        _, pending = await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE_SECONDS) if tasks else (set(), set())
-        for task in pending:
-            task.cancel()
-        log.info("service stopped", extra={"unfinished_workers": len(pending)})
-        return 0 if server.started else EXIT_STARTUP_REFUSED
+        return await _run(ctx)
+
+
+async def _serve_web(spec: WebServiceSpec, settings: BaseWebSettings) -> int:
+    registry = create_registry()
+    build_info(registry, service=spec.name, version=spec.version, instance_id=settings.instance_id)
+    ctx = WebContext(spec=spec, settings=settings, registry=registry, app=create_app(spec.name, spec.version))
+    _add_health_routes(ctx)
+    if spec.configure is not None:
+        await spec.configure(ctx)
+    return await _run(ctx)
 
 
 async def _migrate(spec: ServiceSpec, settings: BaseServiceSettings) -> int:
@@ -366,20 +407,21 @@ async def _migrate(spec: ServiceSpec, settings: BaseServiceSettings) -> int:
     return 0
 
 
-def _parser(spec: ServiceSpec) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=spec.name, description=f"{spec.name} ({spec.schema} schema)")
+def _parser(spec: ServiceSpec | WebServiceSpec) -> argparse.ArgumentParser:
+    what = f"{spec.schema} schema" if isinstance(spec, ServiceSpec) else "no database"
+    parser = argparse.ArgumentParser(prog=spec.name, description=f"{spec.name} ({what})")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("serve", help="run the HTTP API, the outbox relay and the workers until SIGTERM")
     commands.add_parser("migrate", help="apply pending schema migrations using the migration DSN file")
     commands.add_parser("check-config", help="validate settings and secret files; prints no secret")
-    for name, command in spec.commands.items():
+    for name, command in (spec.commands if isinstance(spec, ServiceSpec) else {}).items():
         sub = commands.add_parser(name, help=command.help)
         if command.add_arguments is not None:
             command.add_arguments(sub)
     return parser
 
 
-def main(spec: ServiceSpec, argv: Sequence[str] | None = None) -> int:
+def main(spec: ServiceSpec | WebServiceSpec, argv: Sequence[str] | None = None) -> int:
     args = _parser(spec).parse_args(argv)
     try:
         settings = load_settings(spec.settings_cls)
@@ -391,6 +433,12 @@ def main(spec: ServiceSpec, argv: Sequence[str] | None = None) -> int:
         if args.command == "check-config":
             print(json.dumps({"service": spec.name, "config": "ok", "instance_id": settings.instance_id}))
             return 0
+        if isinstance(spec, WebServiceSpec):
+            if args.command == "migrate":  # nothing to migrate: `services.sh up` runs it for every service
+                print(json.dumps({"service": spec.name, "schema": None, "applied": []}))
+                return 0
+            return asyncio.run(_serve_web(spec, settings))
+        assert isinstance(settings, BaseServiceSettings)
         if args.command == "migrate":
             return asyncio.run(_migrate(spec, settings))
         if args.command in spec.commands:

@@ -36,6 +36,7 @@ from yovision_platform.redaction import REDACTED, redact_text, register_secret
 __all__ = [
     "SECRET_FILE_MAX_BYTES",
     "BaseServiceSettings",
+    "BaseWebSettings",
     "LogLevel",
     "Port",
     "generate_instance_id",
@@ -181,30 +182,59 @@ def process_instance_id() -> str:
     return _instance_ids_by_pid[pid]
 
 
-class BaseServiceSettings(BaseSettings):
-    """Settings every service shares. Subclasses set ``env_prefix`` and a default ``http_port``.
-
-    Env vars (with prefix ``P_``): ``P_HTTP_HOST``, ``P_HTTP_PORT``, ``P_KAFKA_BOOTSTRAP`` (required,
-    ``host:port[,host:port...]``), ``P_DATABASE_DSN_FILE`` (required, path to the runtime-role DSN),
-    ``P_MIGRATION_DSN_FILE`` (optional, path to the owner DSN used only by ``migrate``), ``P_INSTANCE_ID``
-    (default: generated per process), ``P_LOG_LEVEL``, ``P_METRICS_ENABLED``, ``P_OUTBOX_RELAY_ENABLED``,
-    ``P_DATABASE_SCHEMA`` (default: the service's own schema name, e.g. ``sense``) and ``P_KAFKA_PREFIX``
-    (default empty: prefixed to every topic, consumer group and transactional id, see
-    :mod:`yovision_platform.naming`). The last two let several environments share one PostgreSQL cluster
-    and one Kafka cluster. ``P_PROCESSED_EVENTS_RETENTION_DAYS`` (default 60, 1..3650): how long consumed
-    event ids are kept for deduplication (:mod:`yovision_platform.processed_events`).
-    """
+class BaseWebSettings(BaseSettings):
+    """Settings of every process the shell serves, with or without a database (a stateless web service
+    such as the console uses only these). Env vars (prefix ``P_``): ``P_HTTP_HOST``, ``P_HTTP_PORT``,
+    ``P_INSTANCE_ID`` (default: generated per process), ``P_LOG_LEVEL``, ``P_METRICS_ENABLED``."""
 
     model_config = SettingsConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
     http_host: str = "127.0.0.1"
     http_port: Port
-    kafka_bootstrap: str
-    database_dsn_file: Path
-    migration_dsn_file: Path | None = None
     instance_id: str = Field(default_factory=process_instance_id)
     log_level: LogLevel = "INFO"
     metrics_enabled: bool = True
+
+    @field_validator("http_host")
+    @classmethod
+    def _http_host_is_a_bare_host(cls, value: str) -> str:
+        if not value or any(char.isspace() or char in "/@" for char in value):
+            raise ValueError("must be a bare host name or IP address")
+        return value
+
+    @field_validator("instance_id")
+    @classmethod
+    def _instance_id_is_valid(cls, value: str) -> str:
+        if INSTANCE_ID_PATTERN.fullmatch(value) is None:
+            raise ValueError("must match ^[a-z0-9][a-z0-9-]{0,62}$")
+        return value
+
+    @classmethod
+    def env_var_name(cls, field_name: str) -> str:
+        """The environment variable that sets ``field_name`` (e.g. ``SENSE_DATABASE_DSN_FILE``)."""
+        return f"{cls.model_config.get('env_prefix', '')}{field_name}".upper()
+
+    def load_secret_files(self) -> None:
+        """Read and check every secret file this service needs to start. :func:`load_settings` calls it;
+        subclasses with secret files override it and call ``super().load_secret_files()``."""
+
+
+class BaseServiceSettings(BaseWebSettings):
+    """Settings every service with a schema shares. Subclasses set ``env_prefix`` and a default ``http_port``.
+
+    Env vars (with prefix ``P_``), besides :class:`BaseWebSettings`': ``P_KAFKA_BOOTSTRAP`` (required,
+    ``host:port[,host:port...]``), ``P_DATABASE_DSN_FILE`` (required, path to the runtime-role DSN),
+    ``P_MIGRATION_DSN_FILE`` (optional, path to the owner DSN used only by ``migrate``),
+    ``P_OUTBOX_RELAY_ENABLED``, ``P_DATABASE_SCHEMA`` (default: the service's own schema name, e.g.
+    ``sense``) and ``P_KAFKA_PREFIX`` (default empty: prefixed to every topic, consumer group and
+    transactional id, see :mod:`yovision_platform.naming`). The last two let several environments share one
+    PostgreSQL cluster and one Kafka cluster. ``P_PROCESSED_EVENTS_RETENTION_DAYS`` (default 60, 1..3650):
+    how long consumed event ids are kept for deduplication (:mod:`yovision_platform.processed_events`).
+    """
+
+    kafka_bootstrap: str
+    database_dsn_file: Path
+    migration_dsn_file: Path | None = None
     outbox_relay_enabled: bool = True
     database_schema: str | None = None
     kafka_prefix: str = ""
@@ -213,13 +243,6 @@ class BaseServiceSettings(BaseSettings):
     )
 
     _database_dsn: SecretStr | None = PrivateAttr(default=None)
-
-    @field_validator("http_host")
-    @classmethod
-    def _http_host_is_a_bare_host(cls, value: str) -> str:
-        if not value or any(char.isspace() or char in "/@" for char in value):
-            raise ValueError("must be a bare host name or IP address")
-        return value
 
     @field_validator("kafka_bootstrap")
     @classmethod
@@ -253,21 +276,8 @@ class BaseServiceSettings(BaseSettings):
         """This deployment's Kafka names (topics, consumer groups) under ``kafka_prefix``."""
         return KafkaNames(self.kafka_prefix)
 
-    @field_validator("instance_id")
-    @classmethod
-    def _instance_id_is_valid(cls, value: str) -> str:
-        if INSTANCE_ID_PATTERN.fullmatch(value) is None:
-            raise ValueError("must match ^[a-z0-9][a-z0-9-]{0,62}$")
-        return value
-
-    @classmethod
-    def env_var_name(cls, field_name: str) -> str:
-        """The environment variable that sets ``field_name`` (e.g. ``SENSE_DATABASE_DSN_FILE``)."""
-        return f"{cls.model_config.get('env_prefix', '')}{field_name}".upper()
-
     def load_secret_files(self) -> None:
-        """Read and check every secret file this service needs to start. :func:`load_settings` calls it;
-        subclasses with more secret files override it and call ``super().load_secret_files()``."""
+        super().load_secret_files()
         self._database_dsn = read_dsn_file(self.database_dsn_file, self.env_var_name("database_dsn_file"))
 
     @property
@@ -285,7 +295,7 @@ class BaseServiceSettings(BaseSettings):
         return read_dsn_file(self.migration_dsn_file, setting)
 
 
-S = TypeVar("S", bound=BaseServiceSettings)
+S = TypeVar("S", bound=BaseWebSettings)
 
 
 def load_settings(cls: type[S], /, **overrides: Any) -> S:
@@ -306,7 +316,7 @@ def load_settings(cls: type[S], /, **overrides: Any) -> S:
     return settings
 
 
-def _problems_from_validation(cls: type[BaseServiceSettings], exc: ValidationError) -> list[ConfigProblem]:
+def _problems_from_validation(cls: type[BaseWebSettings], exc: ValidationError) -> list[ConfigProblem]:
     problems: list[ConfigProblem] = []
     for error in exc.errors(include_url=False, include_context=False, include_input=True):
         location = [str(part) for part in error["loc"]]
@@ -322,7 +332,7 @@ def _problems_from_validation(cls: type[BaseServiceSettings], exc: ValidationErr
     return problems
 
 
-def _problem_from_settings_error(cls: type[BaseServiceSettings], exc: SettingsError) -> ConfigProblem:
+def _problem_from_settings_error(cls: type[BaseWebSettings], exc: SettingsError) -> ConfigProblem:
     match = re.search(r'field "([^"]+)"', str(exc))
     field_name = match.group(1) if match else "settings"
     setting = cls.env_var_name(field_name) if field_name in cls.model_fields else field_name.upper()

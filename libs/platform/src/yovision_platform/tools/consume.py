@@ -6,7 +6,8 @@
 One line per message: ``{"topic", "partition", "offset", "key", "event_type", "value"}``; a message that
 does not decode prints ``{"topic", "partition", "offset", "key", "error": "<stable code>"}`` instead, and a
 tombstone (null value on a compacted topic) prints ``"tombstone": true``.
-Reads without a consumer group (commits nothing, disturbs no service). Exits 0 after ``--max`` messages or
+Reads without a consumer group (commits nothing, disturbs no service), read_committed like every consumer
+of the project. Exits 0 after ``--max`` messages or
 once no message arrived for ``--idle-timeout`` seconds (0 waits forever); 2 for an unknown topic; 3 when
 Kafka is unreachable.
 """
@@ -80,6 +81,8 @@ async def consume(args: argparse.Namespace, out: TextIO) -> int:
         enable_auto_commit=False,
         client_id="yovision-consume",
         auto_offset_reset="earliest" if args.from_beginning else "latest",
+        # The relays publish in Kafka transactions: show what consumers see, never an aborted batch.
+        isolation_level="read_committed",
     )
     try:
         await consumer.start()

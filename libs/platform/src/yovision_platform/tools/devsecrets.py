@@ -6,19 +6,20 @@ every MediaMTX server of the stack (`*_MEDIA_SERVERS`, with each server's API cr
 `yovision_platform.localstack`); Sense also a key ring for its source URIs. The migration DSN is the local
 cluster's admin DSN. Every secret file is written 0600. Re-running changes nothing that exists.
 
-One folder is one *environment* of the five services (``make up`` uses ``.local``). An environment with a
-name (``--name e2e-1a2b``) shares the PostgreSQL cluster and the Kafka broker of the stack with every other
-environment, isolated by name: schemas ``e2e_1a2b_sense``..., a Kafka prefix ``e2e-1a2b.`` for topics and
-consumer groups, its own HTTP ports (``--port sense-reconciler=18181``), its own secrets, media folder, pid
-and log files. ``--setting NAME=VALUE`` adds an operator setting (a full env var name such as
-``SIGNAL_PROBE_ALLOWED_NETWORKS``) to the env file of the service whose prefix it carries. The end-to-end
-suite makes its environments with this tool, so they are configured exactly as ``make up`` configures the
-local stack (``yovision_platform.tools.environment``).
+One folder is one *environment* of the five services and the console (``make up`` uses ``.local``). An
+environment with a name (``--name e2e-1a2b``) shares the PostgreSQL cluster and the Kafka broker of the
+stack with every other environment, isolated by name: schemas ``e2e_1a2b_sense``..., a Kafka prefix
+``e2e-1a2b.`` for topics and consumer groups, its own HTTP ports (``--port sense-reconciler=18181``), its
+own secrets, media folder, pid and log files. ``--setting NAME=VALUE`` adds an operator setting (a full env
+var name such as ``SIGNAL_PROBE_ALLOWED_NETWORKS``) to the env file of the service whose prefix it carries.
+The end-to-end suite makes its environments with this tool, so they are configured exactly as ``make up``
+configures the local stack (``yovision_platform.tools.environment``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import secrets
@@ -36,8 +37,10 @@ __all__ = ["DEFAULT_ENVIRONMENT", "LOCAL_SERVICES", "Environment", "generate", "
 
 @dataclass(frozen=True)
 class LocalService:
+    """One service of an environment; ``schema`` is None for a service without a database (the console)."""
+
     name: str
-    schema: str
+    schema: str | None
     env_prefix: str
     http_port: int
 
@@ -48,6 +51,7 @@ LOCAL_SERVICES = (
     LocalService("bell-receiver", "bell", "BELL_", 18083),
     LocalService("signal-watcher", "signal", "SIGNAL_", 18084),
     LocalService("media-worker", "media", "MEDIA_", 18085),
+    LocalService("console", None, "CONSOLE_", 18080),
 )
 
 
@@ -76,7 +80,9 @@ class Environment:
             if match is None or match.group(1) not in prefixes:
                 raise ValueError(f"{setting}: not a setting of one of the services")
 
-    def schema(self, service: LocalService) -> str:
+    def schema(self, service: LocalService) -> str | None:
+        if service.schema is None:
+            return None
         return f"{self.name.replace('-', '_')}_{service.schema}" if self.name else service.schema
 
     @property
@@ -91,8 +97,8 @@ DEFAULT_ENVIRONMENT = Environment()
 DEV_JWT_ISSUER = "yovision-dev"
 BELL_RELAY_KEY_ID = "relay-dev-1"
 SENSE_SECRETS_KEY_ID = "k1"
-# Services whose APIs serve end users (JWT identity); Sense's Control API uses a static operator token.
-USER_FACING_SCHEMAS = ("bell", "signal", "media")
+# Services whose APIs identify users by JWT; Sense's Control API uses a static operator token.
+JWT_SCHEMAS = ("orphan", "bell", "signal", "media")
 
 
 def _ensure_secret(path: Path, make: str) -> bool:
@@ -111,7 +117,7 @@ def _extra_secrets(
     p = service.env_prefix
     files: dict[Path, str] = {}
     lines: list[str] = []
-    if service.schema in USER_FACING_SCHEMAS:
+    if service.schema in JWT_SCHEMAS:
         jwt_key = secret_dir / f"{service.schema}-jwt.key"
         files[jwt_key] = secrets.token_hex(32)
         lines += [f"{p}AUTH_JWT_KEY_FILE={jwt_key}", f"{p}AUTH_JWT_ISSUER={DEV_JWT_ISSUER}"]
@@ -141,30 +147,57 @@ def _extra_secrets(
         aes_key = secret_dir / "signal-secrets-aes.key"
         files[aes_key] = secrets.token_hex(32)
         lines.append(f"{p}SECRETS_AES_KEY_FILE={aes_key}")
+    if service.schema is None:
+        lines += _console_lines(local_dir, environment, files)
     written = [path for path, value in files.items() if _ensure_secret(path, value)]
     return lines, written
+
+
+def _console_lines(local_dir: Path, environment: Environment, files: dict[Path, str]) -> list[str]:
+    """The console: the five services' URLs, Sense's operator token, and (dev sign-in, which only this tool
+    turns on) the services' JWT keys, to mint the same dev tokens as `make dev-token`."""
+    secret_dir = local_dir / "secrets"
+    session_key = secret_dir / "console-session.key"
+    files[session_key] = secrets.token_hex(32)
+    url = {s.name: f"http://127.0.0.1:{environment.port(s)}" for s in LOCAL_SERVICES}
+    dev_keys = {
+        s.name: str(secret_dir / f"{s.schema}-jwt.key") for s in LOCAL_SERVICES if s.schema in JWT_SCHEMAS
+    }
+    return [
+        f"CONSOLE_SESSION_KEY_FILE={session_key}",
+        f"CONSOLE_SENSE_URL={url['sense-reconciler']}",
+        f"CONSOLE_SENSE_API_TOKEN_FILE={secret_dir / 'sense-api.token'}",
+        f"CONSOLE_ORPHAN_URL={url['orphan-scanner']}",
+        f"CONSOLE_BELL_URL={url['bell-receiver']}",
+        f"CONSOLE_SIGNAL_URL={url['signal-watcher']}",
+        f"CONSOLE_MEDIA_URL={url['media-worker']}",
+        "CONSOLE_DEV_SIGN_IN=true",
+        f"CONSOLE_DEV_JWT_ISSUER={DEV_JWT_ISSUER}",
+        # single-quoted: the env file is sourced by bash, and the value is JSON
+        "CONSOLE_DEV_JWT_KEY_FILES='" + json.dumps(dev_keys, sort_keys=True, separators=(",", ":")) + "'",
+    ]
 
 
 def generate(local_dir: Path, environment: Environment = DEFAULT_ENVIRONMENT) -> list[Path]:
     stack = LocalStack.load(local_dir)
     written: list[Path] = []
     for service in LOCAL_SERVICES:
-        schema = environment.schema(service)
-        dsn_file = local_dir / "secrets" / f"{service.schema}-runtime.dsn"
-        if not dsn_file.exists():
-            write_private_file(
-                dsn_file, runtime_dsn(stack.admin_dsn, f"{schema}_app", secrets.token_hex(24)) + "\n"
-            )
-            written.append(dsn_file)
         p = service.env_prefix
         env_lines = [
             f"# {service.name}: generated by `make secrets`; names secret files, holds no secret",
             f"{p}HTTP_HOST=127.0.0.1",
             f"{p}HTTP_PORT={environment.port(service)}",
-            f"{p}KAFKA_BOOTSTRAP={stack.kafka_bootstrap}",
-            f"{p}DATABASE_DSN_FILE={dsn_file}",
         ]
-        if environment.name:
+        schema = environment.schema(service)
+        if schema is not None:
+            dsn_file = local_dir / "secrets" / f"{service.schema}-runtime.dsn"
+            if not dsn_file.exists():
+                write_private_file(
+                    dsn_file, runtime_dsn(stack.admin_dsn, f"{schema}_app", secrets.token_hex(24)) + "\n"
+                )
+                written.append(dsn_file)
+            env_lines += [f"{p}KAFKA_BOOTSTRAP={stack.kafka_bootstrap}", f"{p}DATABASE_DSN_FILE={dsn_file}"]
+        if environment.name and schema is not None:
             env_lines += [f"{p}DATABASE_SCHEMA={schema}", f"{p}KAFKA_PREFIX={environment.kafka_prefix}"]
         if service.schema in ("sense", "orphan"):
             # every MediaMTX server of the stack, with its API credentials file (single-quoted: JSON)
@@ -184,10 +217,12 @@ def generate(local_dir: Path, environment: Environment = DEFAULT_ENVIRONMENT) ->
         written += extra_files
         env_file = local_dir / "env" / f"{service.name}.env"
         write_private_file(env_file, "\n".join(env_lines) + "\n")
-        # The admin DSN goes only to `migrate` (infra/scripts/services.sh), never to `serve`.
-        migrate_env = local_dir / "env" / f"{service.name}.migrate.env"
-        write_private_file(migrate_env, f"{p}MIGRATION_DSN_FILE={stack.admin_dsn_file}\n")
-        written += [env_file, migrate_env]
+        written.append(env_file)
+        if schema is not None:
+            # The admin DSN goes only to `migrate` (infra/scripts/services.sh), never to `serve`.
+            migrate_env = local_dir / "env" / f"{service.name}.migrate.env"
+            write_private_file(migrate_env, f"{p}MIGRATION_DSN_FILE={stack.admin_dsn_file}\n")
+            written.append(migrate_env)
     return written
 
 

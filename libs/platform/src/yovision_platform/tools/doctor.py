@@ -5,10 +5,10 @@
 Checks, each a list of findings (empty = healthy):
 
 - ``dead_letters``: rows of every service schema's ``consumer_dead_letters``, and Sense's device-audit
-  facts dead-lettered in place (``device_operation_outbox.dead_lettered_at``). A dead letter never goes away
+  facts Bell rejected (``device_operation_dead_letters``). A dead letter never goes away
   by itself: each one is a fact that did not arrive and needs an operator (docs/runbooks/doctor.md).
-- ``outbox_backlog``: outbox rows not yet published to Kafka, and (when Sense's relay to Bell is on) facts
-  not yet delivered to Bell.
+- ``outbox_backlog``: outbox rows not yet past their shard's relay cursor (published to Kafka), and (when
+  Sense's relay to Bell is on) facts not yet past the push's cursor (delivered to Bell).
 - ``consumer_lag``: for every consumer group of the environment, Kafka's end offsets (read_committed)
   minus the position the consumer stored with its effects.
 - ``secrets``: any secret of the environment (every file in ``<env>/secrets``, the PostgreSQL admin DSN's
@@ -41,6 +41,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, read_env_file
+from yovision_platform.outbox_windows import unpassed_count_sql
 from yovision_platform.tools.devsecrets import LOCAL_SERVICES, LocalService
 
 __all__ = ["CHECKS", "Finding", "Report", "examine", "main", "secrets_of"]
@@ -86,7 +87,7 @@ class ServiceConfig:
     """What the doctor needs of one service of the environment, from its generated env file."""
 
     service: LocalService
-    schema: Identifier
+    schema: Identifier | None  # None: a service without a database (only its log and /metrics are read)
     kafka_prefix: str
     port: int
     bell_relay: bool
@@ -103,7 +104,9 @@ def _configs(env_dir: Path) -> list[ServiceConfig]:
         configs.append(
             ServiceConfig(
                 service=service,
-                schema=Identifier(env.get(f"{p}DATABASE_SCHEMA", service.schema)),
+                schema=None
+                if service.schema is None
+                else Identifier(env.get(f"{p}DATABASE_SCHEMA", service.schema)),
                 kafka_prefix=env.get(f"{p}KAFKA_PREFIX", ""),
                 port=int(env.get(f"{p}HTTP_PORT", str(service.http_port))),
                 bell_relay=env.get(f"{p}BELL_RELAY_ENABLED", "false").lower() == "true",
@@ -132,6 +135,7 @@ def secrets_of(env_dir: Path, stack: LocalStack) -> set[str]:
 
 
 async def _dead_letters(conn: asyncpg.Connection, config: ServiceConfig) -> list[Finding]:
+    assert config.schema is not None
     s = config.schema.quoted
     where = f"{config.service.name} ({config.schema})"
     rows = await conn.fetch(
@@ -149,27 +153,25 @@ async def _dead_letters(conn: asyncpg.Connection, config: ServiceConfig) -> list
     ]
     if config.service.schema == "sense":
         facts = await conn.fetch(
-            f"SELECT dead_letter_code, count(*) AS n FROM {s}.device_operation_outbox "
-            "WHERE dead_lettered_at IS NOT NULL GROUP BY 1 ORDER BY 1"
+            f"SELECT error_code, count(*) AS n FROM {s}.device_operation_dead_letters GROUP BY 1 ORDER BY 1"
         )
         findings += [
-            Finding("dead_letters", where, f"device_operation_outbox code={r['dead_letter_code']}", r["n"])
+            Finding("dead_letters", where, f"device_operation_dead_letters code={r['error_code']}", r["n"])
             for r in facts
         ]
     return findings
 
 
 async def _backlog(conn: asyncpg.Connection, config: ServiceConfig) -> list[Finding]:
-    s = config.schema.quoted
+    assert config.schema is not None
     where = f"{config.service.name} ({config.schema})"
     findings: list[Finding] = []
-    unpublished: int = await conn.fetchval(f"SELECT count(*) FROM {s}.outbox WHERE published_at IS NULL")
+    unpublished: int = await conn.fetchval(unpassed_count_sql(config.schema, "outbox"))
     if unpublished:
         findings.append(Finding("outbox_backlog", where, "outbox rows not published to Kafka", unpublished))
     if config.service.schema == "sense" and config.bell_relay:
         pending: int = await conn.fetchval(
-            f"SELECT count(*) FROM {s}.device_operation_outbox "
-            "WHERE delivered_at IS NULL AND dead_lettered_at IS NULL"
+            unpassed_count_sql(config.schema, "device_operation_outbox", sharded=False)
         )
         if pending:
             findings.append(
@@ -181,6 +183,7 @@ async def _backlog(conn: asyncpg.Connection, config: ServiceConfig) -> list[Find
 async def _positions(
     conn: asyncpg.Connection, config: ServiceConfig
 ) -> dict[tuple[str, TopicPartition], int]:
+    assert config.schema is not None
     rows = await conn.fetch(
         "SELECT consumer_group, topic, kafka_partition, next_offset "
         f"FROM {config.schema.quoted}.consumer_positions"
@@ -233,7 +236,7 @@ async def _lag(
     applied anything from yet)."""
     positions: dict[tuple[str, TopicPartition], int] = {}
     group_service: dict[str, str] = {}
-    for config in configs:
+    for config in (c for c in configs if c.schema is not None):
         for (group, tp), offset in (await _positions(conn, config)).items():
             positions[(group, tp)] = offset
             group_service[group] = config.service.name
@@ -370,7 +373,7 @@ async def examine(
     conn = await asyncpg.connect(stack.admin_dsn)
     try:
         async with conn.transaction(readonly=True):
-            for config in configs:
+            for config in (c for c in configs if c.schema is not None):
                 if "dead_letters" in wanted:
                     report.findings += await _dead_letters(conn, config)
                 if "outbox_backlog" in wanted:
@@ -385,7 +388,8 @@ async def examine(
             for s in secrets_of(env_dir, stack) | {s for s in extra_secrets if len(s) >= MIN_SECRET_CHARS}
         )
         report.findings += await _secrets_in_logs_and_metrics(env_dir, configs, needles)
-        report.findings += await _secrets_in_events(stack, {c.kafka_prefix for c in configs}, needles)
+        prefixes = {c.kafka_prefix for c in configs if c.schema is not None}
+        report.findings += await _secrets_in_events(stack, prefixes, needles)
     return report
 
 

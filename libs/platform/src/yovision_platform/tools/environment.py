@@ -1,4 +1,5 @@
-"""A whole, isolated environment of the five services on the shared local stack, for end-to-end tests.
+"""A whole, isolated environment of the services (the five and the console) on the shared local stack, for
+end-to-end tests.
 
 An environment is a folder laid out like ``.local`` (``stack.env``, ``env/``, ``secrets/``, ``run/``,
 ``logs/``, ``media/``) and a name. It is made and run by exactly the tools ``make up`` uses:
@@ -59,7 +60,7 @@ class ServiceHandle:
     """One service of the environment: its name, env-var prefix, schema and HTTP base URL."""
 
     service: LocalService
-    schema: str
+    schema: str | None
     port: int
 
     @property
@@ -221,7 +222,10 @@ async def _drop_everything(stack: LocalStack, definition: Environment) -> None:
     admin = await asyncpg.connect(stack.admin_dsn)
     try:
         for service in LOCAL_SERVICES:
-            schema = Identifier(definition.schema(service))
+            name = definition.schema(service)
+            if name is None:
+                continue
+            schema = Identifier(name)
             plan = SchemaPlan(schema, Identifier(f"{schema}_owner"), Identifier(f"{schema}_app"), ())
             await drop(admin, plan)
     finally:

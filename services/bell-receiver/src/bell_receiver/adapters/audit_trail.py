@@ -48,14 +48,28 @@ class AuditRow:
 class AuditTrail:
     def __init__(self, schema: Identifier) -> None:
         s = schema.quoted
+        # One statement: the multi-row insert -- the rows travel as ONE json parameter (one encoder pass
+        # instead of a dumps per payload and asyncpg's per-element array encoding) -- and the digests already
+        # stored for the ids it skipped. The outer SELECT reads the statement's snapshot, so it sees rows
+        # stored before it (not its own).
         self._insert = f"""
-            INSERT INTO {s}.audit_events (source_system, event_id, event_type, action, actor, tenant_id,
-                                          site_id, device_id, occurred_at, channel, payload, payload_digest)
-            SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[],
-                                 $7::text[], $8::text[], $9::timestamptz[], $10::text[], $11::jsonb[],
-                                 $12::bytea[])
-            ON CONFLICT (source_system, event_id) DO NOTHING
-            RETURNING event_id
+            WITH inserted AS (
+                INSERT INTO {s}.audit_events
+                       (source_system, event_id, event_type, action, actor, tenant_id, site_id, device_id,
+                        occurred_at, channel, payload, payload_digest)
+                SELECT r.source_system, r.event_id, r.event_type, r.action, r.actor, r.tenant_id, r.site_id,
+                       r.device_id, r.occurred_at, $2, r.payload, decode(r.digest, 'hex')
+                  FROM jsonb_to_recordset($1::jsonb) AS r(
+                       source_system text, event_id uuid, event_type text, action text, actor text,
+                       tenant_id text, site_id text, device_id text, occurred_at timestamptz, payload jsonb,
+                       digest text)
+                ON CONFLICT (source_system, event_id) DO NOTHING
+                RETURNING event_id
+            )
+            SELECT event_id, NULL::bytea AS stored_digest FROM inserted
+            UNION ALL
+            SELECT a.event_id, a.payload_digest FROM {s}.audit_events a
+             WHERE a.source_system = $3 AND a.event_id = ANY($4::uuid[])
         """
         self._digests = f"""
             SELECT event_id, payload_digest FROM {s}.audit_events
@@ -69,34 +83,39 @@ class AuditTrail:
         digest now stored for that id.
 
         Rows must have distinct ``(source_system, event_id)`` and one ``source_system`` (callers resolve
-        repeats within a batch first). Runs two statements whatever the row count.
+        repeats within a batch first). One statement whatever the row count; a second one only for ids a
+        concurrent request stored while this insert ran (its statement snapshot could not see them).
         """
         if not rows:
             return []
         source = rows[0].source_system
         if any(row.source_system != source for row in rows):
             raise ValueError("append takes rows of one source_system")
+        document = [
+            {
+                "source_system": r.source_system,
+                "event_id": str(r.event_id),
+                "event_type": r.event_type,
+                "action": r.action,
+                "actor": r.actor,
+                "tenant_id": r.tenant_id,
+                "site_id": r.site_id,
+                "device_id": r.device_id,
+                "occurred_at": r.occurred_at.isoformat(),
+                "payload": r.payload,
+                "digest": r.digest.hex(),
+            }
+            for r in rows
+        ]
         inserted_records = await conn.fetch(
-            self._insert,
-            [r.source_system for r in rows],
-            [r.event_id for r in rows],
-            [r.event_type for r in rows],
-            [r.action for r in rows],
-            [r.actor for r in rows],
-            [r.tenant_id for r in rows],
-            [r.site_id for r in rows],
-            [r.device_id for r in rows],
-            [r.occurred_at for r in rows],
-            [channel.value] * len(rows),
-            [json.dumps(r.payload, sort_keys=True) for r in rows],
-            [r.digest for r in rows],
+            self._insert, json.dumps(document), channel.value, source, [r.event_id for r in rows]
         )
-        inserted = {record["event_id"] for record in inserted_records}
-        existing_ids = [r.event_id for r in rows if r.event_id not in inserted]
-        stored: dict[uuid.UUID, bytes] = {}
-        if existing_ids:
-            records = await conn.fetch(self._digests, source, existing_ids)
-            stored = {record["event_id"]: bytes(record["payload_digest"]) for record in records}
+        inserted = {r["event_id"] for r in inserted_records if r["stored_digest"] is None}
+        stored = {r["event_id"]: bytes(r["stored_digest"]) for r in inserted_records if r["stored_digest"]}
+        raced = [r.event_id for r in rows if r.event_id not in inserted and r.event_id not in stored]
+        if raced:
+            records = await conn.fetch(self._digests, source, raced)
+            stored |= {record["event_id"]: bytes(record["payload_digest"]) for record in records}
         results: list[AppendResult] = []
         for row in rows:
             if row.event_id in inserted:

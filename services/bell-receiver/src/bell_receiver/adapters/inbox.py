@@ -21,6 +21,7 @@ class NotificationRow:
     event_id: uuid.UUID
     occurred_at: datetime
     data: Mapping[str, Any]
+    read_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -39,16 +40,24 @@ class Inbox:
             VALUES ($1, $2, $3, $4, $5, $6::jsonb)
             ON CONFLICT (source_system, event_id) DO NOTHING
         """
-        columns = "id, user_id, kind, source_system, event_id, occurred_at, data"
+        columns = "n.id, n.user_id, n.kind, n.source_system, n.event_id, n.occurred_at, n.data, r.read_at"
+        source = f"{s}.notifications n LEFT JOIN {s}.notification_reads r ON r.notification_id = n.id"
         self._first_page = f"""
-            SELECT {columns} FROM {s}.notifications WHERE user_id = $1
-             ORDER BY occurred_at DESC, id DESC LIMIT $2
+            SELECT {columns} FROM {source} WHERE n.user_id = $1
+             ORDER BY n.occurred_at DESC, n.id DESC LIMIT $2
         """
         self._next_page = f"""
-            SELECT {columns} FROM {s}.notifications
-             WHERE user_id = $1 AND (occurred_at, id) < ($3, $4)
-             ORDER BY occurred_at DESC, id DESC LIMIT $2
+            SELECT {columns} FROM {source}
+             WHERE n.user_id = $1 AND (n.occurred_at, n.id) < ($3, $4)
+             ORDER BY n.occurred_at DESC, n.id DESC LIMIT $2
         """
+        self._mark_read = f"""
+            INSERT INTO {s}.notification_reads (notification_id, user_id)
+            SELECT id, user_id FROM {s}.notifications WHERE id = $1 AND user_id = $2
+            ON CONFLICT (notification_id) DO NOTHING
+        """
+        self._owned = f"SELECT 1 FROM {s}.notifications WHERE id = $1 AND user_id = $2"
+        self._mark_unread = f"DELETE FROM {s}.notification_reads WHERE notification_id = $1 AND user_id = $2"
 
     async def add(
         self,
@@ -87,6 +96,15 @@ class Inbox:
                 event_id=r["event_id"],
                 occurred_at=r["occurred_at"],
                 data=json.loads(r["data"]),
+                read_at=r["read_at"],
             )
             for r in records
         ]
+
+    async def set_read(self, conn: DbConnection, user_id: str, notification_id: int, *, read: bool) -> bool:
+        """Mark the user's notification read (idempotent: the first read time stays) or unread; False when
+        the user has no such notification."""
+        if not await conn.fetchval(self._owned, notification_id, user_id):
+            return False
+        await conn.execute(self._mark_read if read else self._mark_unread, notification_id, user_id)
+        return True

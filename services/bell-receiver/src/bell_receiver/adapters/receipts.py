@@ -27,14 +27,12 @@ class ReceiptStore:
 
     async def find_live(self, conn: DbConnection, key_id: str, nonce: str) -> Receipt | None:
         """The unexpired receipt of (key id, nonce); an expired one is deleted and ignored."""
-        await conn.execute(
-            f"DELETE FROM {self._table} WHERE key_id = $1 AND nonce = $2 AND expires_at <= now()",
-            key_id,
-            nonce,
-        )
         row = await conn.fetchrow(
-            f"SELECT request_digest, response_status, response_body FROM {self._table}"
-            " WHERE key_id = $1 AND nonce = $2",
+            f"""WITH expired AS (
+                    DELETE FROM {self._table} WHERE key_id = $1 AND nonce = $2 AND expires_at <= now()
+                )
+                SELECT request_digest, response_status, response_body FROM {self._table}
+                 WHERE key_id = $1 AND nonce = $2 AND expires_at > now()""",
             key_id,
             nonce,
         )

@@ -16,6 +16,7 @@ import asyncpg
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from bell_receiver.entrypoints.http_audit import install_audit_routes
 from bell_receiver.entrypoints.http_notifications import install_notification_routes
 from bell_receiver.entrypoints.http_relay import install_relay_route
 from bell_receiver.metrics import BellMetrics
@@ -113,6 +114,7 @@ def install_api(
         deadline_seconds=deadline_seconds,
     )
     install_notification_routes(app, pool=pool, schema=schema, verifier=verifier)
+    install_audit_routes(app, pool=pool, schema=schema, verifier=verifier)
     install_openapi(app)
 
 

@@ -1,4 +1,5 @@
-"""``GET /v1/notifications``: the caller's inbox, newest first, keyset-paged.
+"""``GET /v1/notifications``: the caller's inbox, newest first, keyset-paged; ``PUT`` / ``DELETE
+/v1/notifications/{id}/read`` mark one read / unread.
 
 Identity: a bearer JWT (audience ``bell-receiver``) verified by ``yovision_platform.auth.TokenVerifier``;
 ``sub`` is the user id, and a user only ever sees rows with their own ``user_id``.
@@ -11,10 +12,10 @@ import binascii
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Annotated
+from typing import Annotated, Any
 
 import asyncpg
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,9 +28,11 @@ NOTIFICATIONS_PATH = "/v1/notifications"
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
 MAX_CURSOR_CHARS = 64
+MAX_NOTIFICATION_ID = 2**63 - 1
 _CURSOR_TEXT = re.compile(r"(-?[0-9]{1,18})\.([0-9]{1,18})")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
+NotificationId = Annotated[int, Path(ge=1, le=MAX_NOTIFICATION_ID)]
 
 
 class Notification(BaseModel):
@@ -41,6 +44,7 @@ class Notification(BaseModel):
     source_system: str
     event_id: uuid.UUID
     data: dict[str, str | int | None] = Field(description="Kind-specific fields; never secrets.")
+    read_at: datetime | None = Field(default=None, description="When the user marked it read; null: unread.")
 
 
 class NotificationPage(BaseModel):
@@ -86,6 +90,7 @@ def _item(row: NotificationRow) -> Notification:
         source_system=row.source_system,
         event_id=row.event_id,
         data=dict(row.data),
+        read_at=row.read_at,
     )
 
 
@@ -122,3 +127,39 @@ def install_notification_routes(
         rows = rows[:limit]
         next_cursor = encode_cursor(PagePosition(rows[-1].occurred_at, rows[-1].id)) if more else None
         return NotificationPage(items=[_item(r) for r in rows], next_cursor=next_cursor)
+
+    async def set_read(request: Request, notification_id: int, *, read: bool) -> Response:
+        user = identity(request)
+        async with pool.acquire() as conn:
+            found = await inbox.set_read(conn, user.subject, notification_id, read=read)
+        return Response(status_code=204) if found else problem_response(404, "not_found")
+
+    read_responses: dict[int | str, dict[str, Any]] = {
+        204: {"description": "Done (idempotent)."},
+        401: {"description": "unauthorized"},
+        404: {"description": "not_found: the caller has no such notification"},
+    }
+
+    @app.put(
+        f"{NOTIFICATIONS_PATH}/{{notification_id}}/read",
+        operation_id="markNotificationRead",
+        summary="Mark one of the caller's notifications read",
+        status_code=204,
+        response_class=Response,
+        responses=read_responses,
+        tags=["notifications"],
+    )
+    async def mark_read(request: Request, notification_id: NotificationId) -> Response:
+        return await set_read(request, notification_id, read=True)
+
+    @app.delete(
+        f"{NOTIFICATIONS_PATH}/{{notification_id}}/read",
+        operation_id="markNotificationUnread",
+        summary="Mark one of the caller's notifications unread",
+        status_code=204,
+        response_class=Response,
+        responses=read_responses,
+        tags=["notifications"],
+    )
+    async def mark_unread(request: Request, notification_id: NotificationId) -> Response:
+        return await set_read(request, notification_id, read=False)

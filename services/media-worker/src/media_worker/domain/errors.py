@@ -31,6 +31,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "free_space_unknown": 507,
     "insufficient_storage": 507,
     "not_found": 404,
+    "invalid_cursor": 400,
 }
 
 

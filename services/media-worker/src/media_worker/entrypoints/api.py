@@ -7,11 +7,14 @@ permission. Error bodies are problem details with a stable `code` only.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,6 +24,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, Field
 from starlette.requests import ClientDisconnect
 
+from media_worker.adapters.listing import MediaListing
 from media_worker.adapters.repository import MediaRepository
 from media_worker.adapters.storage import Storage
 from media_worker.domain.drain import drain_verdict
@@ -202,6 +206,43 @@ async def _own_material(api: MediaApi, material_id: uuid.UUID, user: Identity) -
     return dict(row)
 
 
+MATERIAL_PAGE_MAX_ITEMS = 100
+INSTANCES_SHOWN_MAX = 100
+
+
+def _encode_after(row: dict[str, Any]) -> str:
+    micros = int(row["created_at"].timestamp() * 1_000_000)
+    return base64.urlsafe_b64encode(f"{micros}.{row['id']}".encode()).decode().rstrip("=")
+
+
+def _decode_after(cursor: str) -> tuple[datetime, uuid.UUID]:
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+        micros, _, material = text.partition(".")
+        return datetime.fromtimestamp(int(micros) / 1_000_000, tz=UTC), uuid.UUID(material)
+    except (binascii.Error, ValueError, OverflowError, OSError):
+        raise MediaError("invalid_cursor") from None
+
+
+@router.get("/v1/materials", responses={400: {"description": "invalid_cursor"}})
+async def list_materials(
+    api: Api,
+    user: User,
+    limit: Annotated[int, Query(ge=1, le=MATERIAL_PAGE_MAX_ITEMS)] = 20,
+    cursor: Annotated[str | None, Query(max_length=96)] = None,
+) -> dict[str, Any]:
+    """The caller's materials, newest first, keyset-paged (`next_cursor`)."""
+    after = _decode_after(cursor) if cursor is not None else None
+    async with api.pool.acquire() as conn:
+        rows = await MediaListing(api.repo.schema).materials(conn, user.subject, limit + 1, after)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return {
+        "items": [_material_view(r) for r in rows],
+        "next_cursor": _encode_after(rows[-1]) if more else None,
+    }
+
+
 @router.get("/v1/materials/{material_id}")
 async def material_status(api: Api, material_id: uuid.UUID, user: User) -> dict[str, Any]:
     return _material_view(await _own_material(api, material_id, user))
@@ -258,6 +299,28 @@ async def request_drain(api: Api, _: Operator) -> dict[str, Any]:
 @router.get("/internal/drain")
 async def drain_state(api: Api, _: Operator) -> dict[str, Any]:
     return await drain_report(api)
+
+
+@router.get("/internal/instances")
+async def worker_instances(api: Api, _: Operator) -> dict[str, Any]:
+    """Every instance that registered, with its recorded drain request and the jobs it holds leases on.
+    Whether one may be stopped is only its own `/internal/drain` answer: this list is what the database
+    knows."""
+    async with api.pool.acquire() as conn:
+        rows = await MediaListing(api.repo.schema).instances(conn, INSTANCES_SHOWN_MAX)
+    return {
+        "items": [
+            {
+                "instance_id": r["instance_id"],
+                "started_at": r["started_at"].isoformat(),
+                "seen_at": r["seen_at"].isoformat(),
+                "draining": r["draining"],
+                "leased_jobs": r["leased_jobs"],
+                "this_instance": r["instance_id"] == api.instance_id,
+            }
+            for r in rows
+        ]
+    }
 
 
 DISCONNECTED_UPLOADS: dict[object, DisconnectedUpload] = {

@@ -33,6 +33,8 @@ class StoredReport:
     # owned_stale (server, path) -> last owning device
     candidates: dict[ServerPath, uuid.UUID]
     unowned: list[ServerPath]
+    # configured paths per MediaMTX server at the scan (complete reports)
+    server_totals: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,10 @@ class ReportStore:
             "WHERE scan_id = $1 ORDER BY media_server_id, path_name",
             scan_id,
         )
+        totals = await conn.fetch(
+            f"SELECT media_server_id, observed_total FROM {s}.scan_server_counts WHERE scan_id = $1",
+            scan_id,
+        )
         return StoredReport(
             scan_id=row["id"],
             trigger=row["trigger"],
@@ -187,6 +193,7 @@ class ReportStore:
                 for f in findings
                 if f["path_class"] == PathClass.UNOWNED
             ],
+            server_totals=dict(sorted((t["media_server_id"], t["observed_total"]) for t in totals)),
         )
 
     async def report_age_ms(self, conn: DbConnection, scan_id: uuid.UUID) -> int:

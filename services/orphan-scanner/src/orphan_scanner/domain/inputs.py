@@ -50,3 +50,12 @@ def confirmation_text(scan_id: uuid.UUID, report_candidates: int) -> str:
     """The exact text `apply --confirm` must repeat for this report."""
     noun = "path" if report_candidates == 1 else "paths"
     return f"delete {report_candidates} owned_stale {noun} of scan {scan_id}"
+
+
+APPLY_PROGRAM = "sense-orphan"
+
+
+def apply_command(scan_id: uuid.UUID, report_candidates: int) -> str:
+    """The exact apply command an operator runs for this report (the actor left to fill in)."""
+    confirm = confirmation_text(scan_id, report_candidates)
+    return f"{APPLY_PROGRAM} apply --scan-id {scan_id} --actor <your-name> --confirm '{confirm}'"

@@ -25,7 +25,9 @@ from orphan_scanner.domain import limits
 from orphan_scanner.domain.classify import PathClass, ServerPath
 from orphan_scanner.domain.gate import FleetGateInput, check_fleet_gate
 from orphan_scanner.domain.inputs import (
+    APPLY_PROGRAM,
     InvalidInput,
+    apply_command,
     confirmation_text,
     parse_scan_id,
     validate_actor,
@@ -42,7 +44,7 @@ from yovision_platform.logging import configure_logging
 from yovision_platform.service import checked_pool
 from yovision_platform.settings import load_settings
 
-PROG = "sense-orphan"
+PROG = APPLY_PROGRAM
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INVALID = 2
@@ -132,7 +134,7 @@ def report_document(report: ScanReport) -> dict[str, Any]:
             "media_server_id": preview.media_server_id if preview else None,
         },
         "confirm": confirm,
-        "apply": f"{PROG} apply --scan-id {report.scan_id} --actor <your-name> --confirm '{confirm}'",
+        "apply": apply_command(report.scan_id, len(candidates)),
     }
 
 

@@ -6,16 +6,21 @@ platform shell) the outbox relay. Deletion happens only through `sense-orphan ap
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import Any, cast
 
+from orphan_scanner.entrypoints.http_reports import install_report_routes
 from orphan_scanner.entrypoints.projection_consumer import projection_worker
 from orphan_scanner.entrypoints.wiring import build
 from orphan_scanner.service_layer.metrics import OrphanMetrics
 from orphan_scanner.service_layer.metrics_refresher import MetricsRefresher
-from orphan_scanner.settings import OrphanScannerSettings
+from orphan_scanner.settings import JWT_AUDIENCE, OrphanScannerSettings
+from yovision_platform.auth import TokenVerifier
 from yovision_platform.consumer import ConsumerMetrics
 from yovision_platform.service import ServiceContext, ServiceSpec
 from yovision_platform.service import main as run
+from yovision_platform.web import create_app
 
 
 async def configure(ctx: ServiceContext) -> None:
@@ -51,6 +56,10 @@ async def configure(ctx: ServiceContext) -> None:
         interval_seconds=settings.metrics_refresh_seconds,
     )
     ctx.add_worker("metrics-refresher", refresher.run)
+    if settings.token_verifier is not None:
+        install_report_routes(
+            ctx.app, pool=ctx.pool, schema=ctx.plan.schema, verifier=settings.token_verifier
+        )
 
 
 SPEC = ServiceSpec.for_package(
@@ -64,3 +73,12 @@ SPEC = ServiceSpec.for_package(
 
 def main() -> None:
     sys.exit(run(SPEC))
+
+
+def openapi_document(version: str) -> dict[str, object]:
+    """The read API's document (schemas/openapi/orphan-scanner.v1.json); builds routes, calls none."""
+
+    app = create_app("orphan-scanner", version)
+    verifier = TokenVerifier(os.urandom(32), issuer="openapi", audience=JWT_AUDIENCE)
+    install_report_routes(app, pool=cast(Any, None), schema="orphan", verifier=verifier)
+    return app.openapi()

@@ -184,17 +184,35 @@ class DeviceRepository:
         return DeviceRow.from_record(record) if record is not None else None
 
     async def list_page(
-        self, conn: DbConnection, *, tenant_id: str | None, after: uuid.UUID | None, limit: int
+        self,
+        conn: DbConnection,
+        *,
+        tenant_id: str | None,
+        after: uuid.UUID | None,
+        limit: int,
+        site_id: str | None = None,
     ) -> list[DeviceRow]:
         records = await conn.fetch(
             f"SELECT {DEVICE_COLUMNS} FROM {self._s}.devices "
             "WHERE ($1::text IS NULL OR tenant_id = $1) AND ($2::uuid IS NULL OR id > $2) "
-            "ORDER BY id LIMIT $3",
+            "AND ($4::text IS NULL OR site_id = $4) ORDER BY id LIMIT $3",
             tenant_id,
             after,
             limit,
+            site_id,
         )
         return [DeviceRow.from_record(r) for r in records]
+
+    async def reconcile_statuses(
+        self, conn: DbConnection, device_ids: list[uuid.UUID]
+    ) -> list[asyncpg.Record]:
+        records: list[asyncpg.Record] = await conn.fetch(
+            "SELECT device_id, desired_generation, observed_generation, status, attempts, next_attempt_at, "
+            f"last_error_code, last_result_at, partition, media_server_id FROM {self._s}.reconcile_state "
+            "WHERE device_id = ANY($1::uuid[])",
+            device_ids,
+        )
+        return records
 
     async def update_device(
         self,

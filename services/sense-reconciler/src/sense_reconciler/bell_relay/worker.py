@@ -1,17 +1,19 @@
-"""The Bell relay loop: claim → push one signed batch → record each item's outcome.
+"""The Bell relay loop on the snapshot-window cursor of ``device_operation_outbox``.
 
-One round:
+The worker that holds the cursor (`OutboxRepository.acquire`; the others wait as standbys) reads the next
+facts of the window, at most 100, in id order, and pushes them as one signed request. Up to
+`PIPELINE_DEPTH` requests are in flight; answers are settled in request order:
 
-1. **Claim** (own transaction): up to 100 due facts, oldest due first, leased for 30 s by the DB clock.
-2. **Push** them as one signed request, under a deadline shorter than the lease.
-3. **Record** (own transaction, fenced on the lease): ``accepted``/``duplicate`` → ``delivered_at``;
-   ``rejected`` → dead letter with Bell's code. A whole-batch failure (network, timeout, 5xx, 401, 409,
-   other refusal, a response with missing, extra or malformed results) backs every row off:
-   ``next_attempt_at = now() + min(300 s, 1 s * 2**attempts)`` and a stable ``last_error_code``.
+- every item ``accepted`` or ``duplicate``, some ``rejected``: the cursor moves past the batch, and the
+  rejected facts are copied to the dead-letter table with Bell's code, in one fenced transaction;
+- a whole-batch failure (network, timeout, 5xx, 401, 409, other refusal, a response with missing, extra or
+  malformed results): the cursor stays, the requests after it are dropped, and the cursor backs off,
+  ``next_attempt_at = now() + min(300 s, 1 s * 2**attempts)`` with a stable ``last_error_code``; then the
+  batch is read and pushed again.
 
-A worker killed between 2 and 3 leaves the rows leased; after the lease expires another round sends them
-again and Bell answers ``duplicate`` for the facts it already has, so each fact is stored once. A worker
-whose lease expired gets :class:`LeaseLost` at step 3 and writes nothing.
+A worker killed after Bell stored a batch but before the cursor moved leaves the cursor before it; its
+successor (after the 30 s lease) pushes the batch again and Bell answers ``duplicate``, so each fact is
+stored once. A worker whose cursor was taken over gets `CursorFenced` and writes nothing.
 """
 
 from __future__ import annotations
@@ -19,21 +21,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections import deque
 from dataclasses import dataclass
 
 import asyncpg
 
 from sense_reconciler.bell_relay.client import BellClient
 from sense_reconciler.bell_relay.config import RelayConfig
+from sense_reconciler.bell_relay.facts import OutboxFact
 from sense_reconciler.bell_relay.metrics import BellRelayMetrics, ItemFate
-from sense_reconciler.bell_relay.outcome import BatchErrorCode, BatchFailure
+from sense_reconciler.bell_relay.outcome import BatchErrorCode, BatchFailure, ItemResults
 from sense_reconciler.bell_relay.repository import OutboxRepository
 from yovision_platform.db import Identifier
-from yovision_platform.errors import LeaseLost
+from yovision_platform.outbox_windows import WindowBatch, WindowPosition, WindowReader
+from yovision_platform.shard_cursors import CursorFenced, ShardLease
 
-__all__ = ["BellRelayWorker", "RoundResult"]
+__all__ = ["PIPELINE_DEPTH", "BellRelayWorker", "RoundResult"]
 
 log = logging.getLogger(__name__)
+
+# Bell takes ~5-15 ms per 100-fact batch; this many requests in flight keep it busy while answers return.
+PIPELINE_DEPTH = 4
+DB_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
+
+Answer = ItemResults | BatchFailure
 
 
 @dataclass(frozen=True)
@@ -46,7 +58,8 @@ class RoundResult:
 
 
 class BellRelayWorker:
-    """Relays one schema's ``device_operation_outbox``. Several workers (processes) may run at once."""
+    """Relays one schema's ``device_operation_outbox``. Several workers (processes) may run; one holds the
+    cursor at a time."""
 
     def __init__(
         self,
@@ -56,71 +69,191 @@ class BellRelayWorker:
         *,
         owner: str,
         metrics: BellRelayMetrics | None = None,
+        pipeline_depth: int = PIPELINE_DEPTH,
     ) -> None:
         self._pool = pool
-        self._repo = OutboxRepository(schema)
+        self._repo = OutboxRepository(schema, owner, lease_seconds=config.lease_seconds)
         self._config = config
         self._owner = owner
         self._metrics = metrics
+        self._depth = pipeline_depth
+        self._lease: ShardLease | None = None
+        self._reader: WindowReader | None = None
+        self._persisted: WindowPosition | None = None
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Relay until ``stop`` is set. A full batch is followed at once by the next round."""
-        async with BellClient(self._config) as client:
-            while not stop.is_set():
-                result = await self.run_once(client)
-                if result.claimed < self._config.batch_size or result.failure or result.lease_lost:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), self._config.poll_interval_seconds)
+    # -- holding the cursor ------------------------------------------------------------------------------
 
-    async def run_once(self, client: BellClient) -> RoundResult:
-        config = self._config
+    async def _hold(self) -> bool:
+        """Hold the cursor (take it if free or expired); False while another worker holds it."""
+        if self._lease is not None:
+            return True
         async with self._pool.acquire() as conn:
-            claim = await self._repo.claim(
-                conn, self._owner, limit=config.batch_size, lease_seconds=config.lease_seconds
-            )
-        if not claim.facts:
-            return RoundResult(claimed=0)
-        answer = await client.send([claimed.fact for claimed in claim.facts])
+            lease = await self._repo.acquire(conn)
+        if lease is None:
+            return False
+        self._lease = lease
+        self._reader = self._repo.reader(lease, self._config.batch_size)
+        self._persisted = lease.position
+        return True
+
+    def _lost(self, rows: int) -> RoundResult:
+        log.warning("bell relay cursor taken over; round discarded", extra={"rows": rows})
+        if self._metrics is not None:
+            self._metrics.lease_lost.labels().inc()
+        self._lease = self._reader = self._persisted = None
+        return RoundResult(claimed=rows, lease_lost=True)
+
+    async def _release(self) -> None:
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            with contextlib.suppress(*DB_ERRORS):
+                async with self._pool.acquire() as conn:
+                    await self._repo.release(conn, lease)
+
+    # -- one batch ---------------------------------------------------------------------------------------
+
+    async def _read(self) -> WindowBatch:
+        assert self._reader is not None
+        async with self._pool.acquire() as conn:
+            return await self._reader.next_batch(conn)
+
+    async def _settle(self, batch: WindowBatch, answer: Answer) -> RoundResult:
+        """Record Bell's answer to `batch`: move the cursor (dead letters included) or back off."""
+        assert self._lease is not None
+        assert self._reader is not None
+        config = self._config
+        rows = len(batch.rows)
         try:
             async with self._pool.acquire() as conn:
                 if isinstance(answer, BatchFailure):
+                    self._reader.reset(self._persisted or batch.before)
                     await self._repo.fail_batch(
                         conn,
-                        claim,
+                        self._lease,
                         answer.code,
                         base_seconds=config.backoff_base_seconds,
                         cap_seconds=config.backoff_cap_seconds,
                     )
                 else:
-                    delivered = [
-                        c.fact.row_id
-                        for c, item in zip(claim.facts, answer.items, strict=True)
-                        if item.delivered
-                    ]
                     dead = [
-                        (c.fact.row_id, item.code or "rejected")
-                        for c, item in zip(claim.facts, answer.items, strict=True)
+                        (row["id"], item.code or "rejected")
+                        for row, item in zip(batch.rows, answer.items, strict=True)
                         if not item.delivered
                     ]
-                    await self._repo.record_results(conn, claim, delivered, dead)
-        except LeaseLost:
-            log.warning("bell relay lease lost; round discarded", extra={"rows": len(claim.facts)})
-            if self._metrics is not None:
-                self._metrics.lease_lost.labels().inc()
-            return RoundResult(claimed=len(claim.facts), lease_lost=True)
+                    await self._repo.record_results(conn, self._lease, batch.after, dead)
+                    self._persisted = batch.after
+        except CursorFenced:
+            return self._lost(rows)
         if isinstance(answer, BatchFailure):
-            log.warning(
-                "bell relay batch failed", extra={"rows": len(claim.facts), "error_code": answer.code}
-            )
+            log.warning("bell relay batch failed", extra={"rows": rows, "error_code": answer.code})
             if self._metrics is not None:
                 self._metrics.batch_failures.labels(reason=answer.code).inc()
-            return RoundResult(claimed=len(claim.facts), failure=answer.code)
+            return RoundResult(claimed=rows, failure=answer.code)
         if self._metrics is not None:
-            self._metrics.items.labels(fate=ItemFate.DELIVERED).inc(len(delivered))
+            self._metrics.items.labels(fate=ItemFate.DELIVERED).inc(rows - len(dead))
             self._metrics.items.labels(fate=ItemFate.DEAD_LETTERED).inc(len(dead))
         if dead:
             log.warning(
                 "bell relay dead-lettered facts",
                 extra={"rows": len(dead), "error_code": sorted({code for _, code in dead})[0]},
             )
-        return RoundResult(claimed=len(claim.facts), delivered=len(delivered), dead_lettered=len(dead))
+        return RoundResult(claimed=rows, delivered=rows - len(dead), dead_lettered=len(dead))
+
+    @staticmethod
+    def _facts(batch: WindowBatch) -> list[OutboxFact]:
+        return [OutboxFact.from_row(dict(row.items())) for row in batch.rows]
+
+    async def run_once(self, client: BellClient) -> RoundResult:
+        """One batch, not pipelined: read, push, settle. Nothing happens while the cursor is backing off
+        (by the database clock) or held by another worker."""
+        if not await self._hold():
+            return RoundResult(claimed=0)
+        async with self._pool.acquire() as conn:
+            if await self._repo.retry_in(conn) > 0:
+                return RoundResult(claimed=0)
+        batch = await self._read()
+        if not batch.rows:
+            return RoundResult(claimed=0)
+        return await self._settle(batch, await client.send(self._facts(batch)))
+
+    # -- the loop ----------------------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Relay until ``stop`` is set; a standby checks the cursor every third of a lease."""
+        async with BellClient(self._config) as client:
+            try:
+                while not stop.is_set():
+                    try:
+                        held = await self._hold()
+                    except DB_ERRORS as exc:
+                        log.warning(
+                            "bell relay cannot reach the database", extra={"error_code": type(exc).__name__}
+                        )
+                        held = False
+                    if not held:
+                        await _wait(stop, self._config.lease_seconds / 3)
+                        continue
+                    await self._pipeline(client, stop)
+            finally:
+                await self._release()
+
+    async def _pipeline(self, client: BellClient, stop: asyncio.Event) -> None:
+        """Push batches, `self._depth` in flight, until stopped or the cursor is lost."""
+        config = self._config
+        inflight: deque[tuple[WindowBatch, asyncio.Task[Answer]]] = deque()
+        assert self._lease is not None
+        retry_at = time.monotonic() + self._lease.retry_in_seconds
+        renew_at = time.monotonic() + config.lease_seconds / 3
+        try:
+            while not stop.is_set() and self._lease is not None:
+                now = time.monotonic()
+                if now >= renew_at:
+                    async with self._pool.acquire() as conn:
+                        if not await self._repo.renew(conn, self._lease):
+                            self._lost(0)
+                            return
+                    renew_at = now + config.lease_seconds / 3
+                if now < retry_at:
+                    await _wait(stop, min(retry_at, renew_at) - now)
+                    continue
+                window_done = False
+                while len(inflight) < self._depth and not window_done:
+                    batch = await self._read()
+                    if not batch.rows:
+                        break
+                    inflight.append((batch, asyncio.create_task(client.send(self._facts(batch)))))
+                    window_done = batch.after.window_done
+                if not inflight:
+                    await _wait(stop, config.poll_interval_seconds)
+                    continue
+                batch, task = inflight.popleft()
+                result = await self._settle(batch, await task)
+                if result.failure is not None or result.lease_lost:
+                    await _drop(inflight)
+                    if result.failure is not None:
+                        async with self._pool.acquire() as conn:
+                            retry_at = time.monotonic() + await self._repo.retry_in(conn)
+        except DB_ERRORS as exc:
+            log.warning("bell relay database call failed", extra={"error_code": type(exc).__name__})
+            await _drop(inflight)
+            if self._reader is not None and self._persisted is not None:
+                self._reader.reset(self._persisted)
+            await _wait(stop, config.backoff_base_seconds)
+        finally:
+            await _drop(inflight)
+
+
+async def _drop(inflight: deque[tuple[WindowBatch, asyncio.Task[Answer]]]) -> None:
+    """Cancel requests whose answers no longer count (the cursor goes back before them)."""
+    for _, task in inflight:
+        task.cancel()
+    for _, task in inflight:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+    inflight.clear()
+
+
+async def _wait(stop: asyncio.Event, seconds: float) -> None:
+    if seconds > 0:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), seconds)

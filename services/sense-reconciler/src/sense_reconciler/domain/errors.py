@@ -3,7 +3,6 @@
 SenseError                      code = "sense_error"
 ├── InvalidInput                code = "invalid_<field>"  (.field: the offending input field)
 ├── DeviceNotFound              code = "device_not_found"
-├── SiteNotFound                code = "site_not_found"
 ├── PathNameTaken               code = "path_name_taken"
 ├── SiteLimitReached            code = "site_video_channel_limit_reached"
 └── MediaServerNotRegistered    code = "media_server_not_registered"
@@ -29,10 +28,6 @@ class InvalidInput(SenseError):
 
 class DeviceNotFound(SenseError):
     code = "device_not_found"
-
-
-class SiteNotFound(SenseError):
-    code = "site_not_found"
 
 
 class PathNameTaken(SenseError):

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from sense_reconciler.adapters.device_repository import DeviceRow, SiteRow
+from sense_reconciler.adapters.device_repository import DeviceRow
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.errors import (
     DeviceNotFound,
@@ -25,10 +25,10 @@ from sense_reconciler.domain.errors import (
     PathNameTaken,
     SenseError,
     SiteLimitReached,
-    SiteNotFound,
 )
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.service_layer.devices import DeviceService
+from sense_reconciler.service_layer.sites import SiteView
 from yovision_platform.auth import StaticBearerToken, bearer_token, install_auth_error_handlers
 from yovision_platform.media_servers import MEDIA_SERVER_ID_PATTERN
 from yovision_platform.problems import Problem, problem_response
@@ -41,7 +41,6 @@ DEFAULT_ACTOR = "control-api"
 STATUS_BY_ERROR: dict[type[SenseError], int] = {
     InvalidInput: 422,
     DeviceNotFound: 404,
-    SiteNotFound: 404,
     PathNameTaken: 409,
     SiteLimitReached: 409,
     MediaServerNotRegistered: 422,
@@ -104,10 +103,11 @@ class Site(BaseModel):
     site_id: str
     max_video_channels: int
     media_server_id: str
+    enabled_devices: int
 
     @classmethod
-    def of(cls, row: SiteRow) -> Site:
-        return cls.model_validate(row, from_attributes=True)
+    def of(cls, view: SiteView) -> Site:
+        return cls.model_validate(view, from_attributes=True)
 
 
 class Device(BaseModel):
@@ -149,6 +149,10 @@ class ReconcileStatus(BaseModel):
     media_server_id: str
 
 
+class ReconcileStatusList(BaseModel):
+    items: list[ReconcileStatus]
+
+
 Actor = Annotated[str, Header(alias="X-Actor", max_length=limits.ACTOR_MAX_CHARS)]
 SiteKey = Annotated[str, Path(max_length=limits.ID_MAX_CHARS)]
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (401, 404, 409, 422)}
@@ -176,10 +180,11 @@ def build_router(service: DeviceService, token: StaticBearerToken) -> APIRouter:
     @router.get("/devices", response_model=DevicePage)
     async def list_devices(
         tenant_id: Annotated[str | None, Query(max_length=limits.ID_MAX_CHARS)] = None,
+        site_id: Annotated[str | None, Query(max_length=limits.ID_MAX_CHARS)] = None,
         after: uuid.UUID | None = None,
         limit: Annotated[int, Query(ge=1, le=limits.LIST_PAGE_SIZE_MAX)] = limits.LIST_PAGE_SIZE_DEFAULT,
     ) -> DevicePage:
-        page = await service.list_devices(tenant_id=tenant_id, after=after, limit=limit)
+        page = await service.list_devices(tenant_id=tenant_id, site_id=site_id, after=after, limit=limit)
         return DevicePage(items=[Device.of(r) for r in page.items], next_after=page.next_after)
 
     @router.get("/devices/{device_id}", response_model=Device)
@@ -210,8 +215,17 @@ def build_router(service: DeviceService, token: StaticBearerToken) -> APIRouter:
     async def reconcile_status(device_id: uuid.UUID) -> ReconcileStatus:
         return ReconcileStatus.model_validate(await service.reconcile_status(device_id))
 
+    @router.get("/reconcile-statuses", response_model=ReconcileStatusList)
+    async def reconcile_statuses(
+        device_id: Annotated[list[uuid.UUID], Query(min_length=1, max_length=limits.LIST_PAGE_SIZE_MAX)],
+    ) -> ReconcileStatusList:
+        """The reconcile state of several devices at once (a list page's ids); unknown ids are left out."""
+        rows = await service.reconcile_statuses(device_id)
+        return ReconcileStatusList(items=[ReconcileStatus.model_validate(r) for r in rows])
+
     @router.get("/sites/{tenant_id}/{site_id}", response_model=Site)
     async def get_site(tenant_id: SiteKey, site_id: SiteKey) -> Site:
+        """The site's limit, enabled devices and MediaMTX server; a site Sense never saw has the defaults."""
         return Site.of(await service.sites.get_site(tenant_id, site_id))
 
     @router.put("/sites/{tenant_id}/{site_id}", response_model=Site)

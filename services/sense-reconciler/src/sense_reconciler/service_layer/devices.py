@@ -141,13 +141,22 @@ class DeviceService:
         return device
 
     async def list_devices(
-        self, *, tenant_id: str | None, after: uuid.UUID | None, limit: int = limits.LIST_PAGE_SIZE_DEFAULT
+        self,
+        *,
+        tenant_id: str | None,
+        after: uuid.UUID | None,
+        limit: int = limits.LIST_PAGE_SIZE_DEFAULT,
+        site_id: str | None = None,
     ) -> DevicePage:
         validate_page_size(limit)
         if tenant_id is not None:
             validate_id(tenant_id, "tenant_id")
+        if site_id is not None:
+            validate_id(site_id, "site_id")
         async with self._pool.acquire() as conn:
-            rows = await self._repo.list_page(conn, tenant_id=tenant_id, after=after, limit=limit + 1)
+            rows = await self._repo.list_page(
+                conn, tenant_id=tenant_id, after=after, limit=limit + 1, site_id=site_id
+            )
         more = len(rows) > limit
         items = rows[:limit]
         return DevicePage(items=items, next_after=items[-1].id if more else None)
@@ -252,6 +261,13 @@ class DeviceService:
             raise DeviceNotFound()
         return dict(row)
 
+    async def reconcile_statuses(self, device_ids: Sequence[uuid.UUID]) -> list[dict[str, Any]]:
+        """The reconcile state of each known device of `device_ids` (unknown ids are left out)."""
+        validate_page_size(len(device_ids))
+        async with self._pool.acquire() as conn:
+            rows = await self._repo.reconcile_statuses(conn, sorted(set(device_ids)))
+        return [dict(row) for row in rows]
+
     async def set_site_limit(self, tenant_id: str, site_id: str, max_video_channels: int) -> int:
         """Set a site's enabled-device limit (1..128); refused below the number of devices enabled now."""
         site = await self.sites.configure_site(
@@ -267,10 +283,9 @@ class DeviceService:
         return await self.sites.lock(conn, tenant_id, site_id)
 
     async def _source_differs(self, conn: DbConnection, device_id: uuid.UUID, source_uri: str) -> bool:
+        stored = await self._repo.stored_source(conn, device_id)
         try:
-            return (
-                self._sources.reveal(device_id, await self._repo.stored_source(conn, device_id)) != source_uri
-            )
+            return self._sources.reveal(device_id, stored) != source_uri
         except SecretUnreadable:
             return True  # a stored value nobody can read any more: the new one replaces it
 

@@ -8,10 +8,13 @@ the new server and deletes it, exactly, on the old one (service_layer.reconcile_
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import asyncpg
 
 from sense_reconciler.adapters.device_repository import DeviceRepository, SiteRow
-from sense_reconciler.domain.errors import InvalidInput, SiteLimitReached, SiteNotFound
+from sense_reconciler.domain import limits
+from sense_reconciler.domain.errors import InvalidInput, SiteLimitReached
 from sense_reconciler.domain.model import (
     validate_actor,
     validate_id,
@@ -20,6 +23,15 @@ from sense_reconciler.domain.model import (
 )
 from sense_reconciler.service_layer.device_facts import DeviceFacts
 from yovision_platform.db import DbConnection
+
+
+@dataclass(frozen=True)
+class SiteView:
+    tenant_id: str
+    site_id: str
+    max_video_channels: int
+    media_server_id: str
+    enabled_devices: int
 
 
 class SiteService:
@@ -44,13 +56,19 @@ class SiteService:
         """The site row, locked; created with the default limit and server when it does not exist yet."""
         return await self._repo.lock_site(conn, tenant_id, site_id, new_site_server=self._default_server)
 
-    async def get_site(self, tenant_id: str, site_id: str) -> SiteRow:
+    async def get_site(self, tenant_id: str, site_id: str) -> SiteView:
+        """The site with its enabled-device count; a site Sense never saw has the defaults and none."""
         tenant_id, site_id = validate_id(tenant_id, "tenant_id"), validate_id(site_id, "site_id")
         async with self._pool.acquire() as conn:
-            site = await self._repo.get_site(conn, tenant_id, site_id)
+            return await self._view(conn, tenant_id, site_id)
+
+    async def _view(self, conn: DbConnection, tenant_id: str, site_id: str) -> SiteView:
+        site = await self._repo.get_site(conn, tenant_id, site_id)
         if site is None:
-            raise SiteNotFound()
-        return site
+            default = limits.SITE_MAX_VIDEO_CHANNELS_DEFAULT
+            return SiteView(tenant_id, site_id, default, self._default_server, 0)
+        enabled = await self._repo.count_enabled(conn, tenant_id, site_id)
+        return SiteView(tenant_id, site_id, site.max_video_channels, site.media_server_id, enabled)
 
     async def configure_site(
         self,
@@ -60,7 +78,7 @@ class SiteService:
         max_video_channels: int | None,
         media_server_id: str | None,
         actor: str,
-    ) -> SiteRow:
+    ) -> SiteView:
         """Set the site's limit and/or move it to another registered MediaMTX server, in one transaction.
         The limit is refused below the number of devices enabled now; an unknown server is refused."""
         tenant_id, site_id = validate_id(tenant_id, "tenant_id"), validate_id(site_id, "site_id")
@@ -79,9 +97,7 @@ class SiteService:
                 await self._repo.set_site_limit(conn, tenant_id, site_id, max_video_channels)
             if media_server_id is not None and media_server_id != site.media_server_id:
                 await self._move(conn, tenant_id, site_id, media_server_id, actor)
-            updated = await self._repo.get_site(conn, tenant_id, site_id)
-        assert updated is not None
-        return updated
+            return await self._view(conn, tenant_id, site_id)
 
     async def _move(
         self, conn: DbConnection, tenant_id: str, site_id: str, media_server_id: str, actor: str

@@ -1,0 +1,66 @@
+"""One outbox relay as its own process, for the multi-relay and client runs of the benchmark.
+
+    BENCH_RUNTIME_DSN=... python -m bench.relay_worker SCHEMA BOOTSTRAP OWNER TOPIC_PREFIX
+        [--client confluent|aiokafka] [--batch-size N] [--lease-seconds S]
+
+Runs `OutboxRelay.run` until SIGTERM, with the shipped settings except those given. The DSN comes from the
+environment, never the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+
+from bench.aiokafka_publisher import aiokafka_publisher_factory
+from yovision_platform.db import Identifier, create_pool
+from yovision_platform.naming import KafkaNames
+from yovision_platform.relay import OutboxRelay, RelayConfig, executor_for
+from yovision_platform.txn_producer import confluent_publisher_factory
+
+DSN_ENV = "BENCH_RUNTIME_DSN"
+
+
+async def main(args: argparse.Namespace) -> None:
+    config = RelayConfig(batch_size=args.batch_size, lease_seconds=args.lease_seconds)
+    pool = await create_pool(os.environ[DSN_ENV], application_name=f"bench-{args.owner}", max_size=8)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    try:
+        with executor_for(config) as executor:
+            if args.client == "aiokafka":
+                publishers = aiokafka_publisher_factory(args.bootstrap, client_id=args.owner)
+            else:
+                publishers = confluent_publisher_factory(
+                    args.bootstrap, client_id=args.owner, executor=executor
+                )
+            relay = OutboxRelay(
+                pool,
+                Identifier(args.schema),
+                publishers,
+                owner=args.owner,
+                config=config,
+                names=KafkaNames(args.topic_prefix),
+            )
+            await relay.run(stop)
+    finally:
+        await pool.close()
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.relay_worker")
+    parser.add_argument("schema")
+    parser.add_argument("bootstrap")
+    parser.add_argument("owner")
+    parser.add_argument("topic_prefix")
+    parser.add_argument("--client", choices=("confluent", "aiokafka"), default="confluent")
+    parser.add_argument("--batch-size", type=int, default=RelayConfig().batch_size)
+    parser.add_argument("--lease-seconds", type=float, default=RelayConfig().lease_seconds)
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(parse(sys.argv[1:])))

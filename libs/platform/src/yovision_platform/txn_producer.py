@@ -1,0 +1,276 @@
+"""Kafka transactional publishing for the outbox relay, on confluent-kafka (librdkafka).
+
+A `TransactionalPublisher` publishes one batch per Kafka transaction under one ``transactional.id`` (one per
+outbox shard). `start` runs ``init_transactions``, which also fences any earlier producer with the same id
+at the broker: a relay paused past its lease cannot commit once its successor started. `commit` waits for
+every message of the batch and the commit; any failure raises `PublishFailed`, and after `abort` nothing
+of the batch is visible to ``read_committed`` consumers, so a later row of a key can never show before an
+earlier one that failed.
+
+librdkafka runs its own threads. Every call that can block (``init_transactions``, ``commit_transaction``,
+``abort_transaction``, ``poll``, ``close``) runs in an executor thread, never on the event loop;
+``produce`` and ``begin_transaction`` only enqueue locally. Delivery reports are requested for failures only
+(``delivery.report.only.error``): they and client errors arrive on the thread that polls and are handed to
+the event loop with ``call_soon_threadsafe``, where they classify the failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import enum
+import functools
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from yovision_platform.errors import PlatformError
+
+__all__ = [
+    "ConfluentPublisher",
+    "Header",
+    "PublishError",
+    "PublishFailed",
+    "PublisherFactory",
+    "TransactionalPublisher",
+    "confluent_publisher_factory",
+]
+
+# Measured (docs/benchmarks.md): the commit flushes at once, so linger only groups what is sent while a
+# batch is still being produced.
+PUBLISHER_LINGER_MS = 5
+PUBLISHER_CALL_TIMEOUT_SECONDS = 10.0
+# A transaction left open (a paused relay) blocks read_committed consumers of its partitions until the
+# successor's init_transactions aborts it, or until this timeout.
+PUBLISHER_TRANSACTION_TIMEOUT_MS = 60_000
+PUBLISHER_MAX_MESSAGE_BYTES = 1024 * 1024
+PUBLISHER_QUEUE_MAX_MESSAGES = 100_000
+PUBLISHER_RETRY_BACKOFF_MS = 10
+PUBLISHER_RETRY_BACKOFF_MAX_MS = 200
+
+Header = tuple[str, str | bytes]
+# librdkafka's own log lines, served by poll on the executor threads, go through the service's logging.
+LIBRDKAFKA_LOG = logging.getLogger("yovision_platform.librdkafka")
+
+
+class PublishError(enum.StrEnum):
+    BROKER_UNAVAILABLE = "broker_unavailable"
+    TIMEOUT = "timeout"
+    REJECTED = "message_rejected"
+    FENCED = "producer_fenced"
+    UNKNOWN = "unknown_error"
+
+
+class PublishFailed(PlatformError):
+    """A batch was not committed. `fatal`: the publisher is unusable and must be replaced (or, when
+    `reason` is FENCED, the shard now belongs to another relay)."""
+
+    code = "publish_failed"
+
+    def __init__(self, reason: PublishError, *, fatal: bool = False) -> None:
+        super().__init__(detail=reason.value)
+        self.reason = reason
+        self.fatal = fatal
+
+
+class TransactionalPublisher(Protocol):
+    async def start(self) -> None: ...
+    def begin(self) -> None: ...
+    def send(self, topic: str, value: bytes, key: bytes, headers: Sequence[Header]) -> None: ...
+    async def commit(self) -> None: ...
+    async def abort(self) -> None: ...
+    async def close(self) -> None: ...
+
+
+PublisherFactory = Callable[[str], TransactionalPublisher]
+
+_FENCED_CODES = frozenset({KafkaError.PRODUCER_FENCED, KafkaError._FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
+_UNAVAILABLE_CODES = frozenset(
+    {
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._RESOLVE,
+        KafkaError.BROKER_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.NOT_ENOUGH_REPLICAS,
+    }
+)
+_TIMEOUT_CODES = frozenset(
+    {
+        KafkaError._TIMED_OUT,
+        KafkaError._MSG_TIMED_OUT,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TIMED_OUT_QUEUE,
+    }
+)
+
+
+def classify(errors: Sequence[KafkaError]) -> PublishError:
+    """The reason of a failure from the errors seen, most telling first: fencing, an unreachable broker,
+    a timeout, a refused message."""
+    codes = {error.code() for error in errors}
+    if codes & _FENCED_CODES:
+        return PublishError.FENCED
+    if codes & _UNAVAILABLE_CODES:
+        return PublishError.BROKER_UNAVAILABLE
+    if codes & _TIMEOUT_CODES:
+        return PublishError.TIMEOUT
+    if codes:
+        return PublishError.REJECTED
+    return PublishError.UNKNOWN
+
+
+class ConfluentPublisher:
+    """One librdkafka transactional producer. Use from one task at a time."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        transactional_id: str,
+        *,
+        client_id: str,
+        executor: concurrent.futures.Executor,
+        call_timeout_seconds: float = PUBLISHER_CALL_TIMEOUT_SECONDS,
+        linger_ms: int = PUBLISHER_LINGER_MS,
+        extra_config: dict[str, Any] | None = None,
+    ) -> None:
+        self._executor = executor
+        self._timeout = call_timeout_seconds
+        self._errors: list[KafkaError] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "client.id": client_id,
+            "transactional.id": transactional_id,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": linger_ms,
+            "transaction.timeout.ms": PUBLISHER_TRANSACTION_TIMEOUT_MS,
+            "message.timeout.ms": int(call_timeout_seconds * 1000),
+            "socket.connection.setup.timeout.ms": int(call_timeout_seconds * 1000),
+            "message.max.bytes": PUBLISHER_MAX_MESSAGE_BYTES,
+            "queue.buffering.max.messages": PUBLISHER_QUEUE_MAX_MESSAGES,
+            "retry.backoff.ms": PUBLISHER_RETRY_BACKOFF_MS,
+            "retry.backoff.max.ms": PUBLISHER_RETRY_BACKOFF_MAX_MS,
+            "delivery.report.only.error": True,
+            "on_delivery": self._on_delivery,
+            "error_cb": self._on_client_error,
+            "logger": LIBRDKAFKA_LOG,
+            **(extra_config or {}),
+        }
+        self._producer: Producer | None = None
+
+    # librdkafka threads (the one polling): hand errors to the loop, touch nothing else.
+    def _on_delivery(self, error: KafkaError | None, _message: Message) -> None:
+        if error is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._errors.append, error)
+
+    def _on_client_error(self, error: KafkaError) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._errors.append, error)
+
+    async def _blocking(self, call: Callable[..., Any], *args: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(call, *args))
+
+    async def _failed(self, exc: KafkaException) -> PublishFailed:
+        error: KafkaError = exc.args[0]
+        if self._producer is not None:
+            with contextlib.suppress(KafkaException):  # a fatally failed client may refuse even this
+                await self._blocking(self._producer.poll, 0)  # serve queued callbacks
+        await asyncio.sleep(0)  # let the call_soon_threadsafe hand-overs run
+        seen = [error, *self._errors]
+        self._errors.clear()
+        reason = classify(seen)
+        return PublishFailed(reason, fatal=reason is PublishError.FENCED or error.fatal())
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._producer = Producer(self._config)
+        try:
+            await self._blocking(self._producer.init_transactions, self._timeout)
+        except KafkaException as exc:
+            failure = await self._failed(exc)
+            raise PublishFailed(failure.reason, fatal=True) from None
+
+    def _started(self) -> Producer:
+        if self._producer is None:
+            raise RuntimeError("publisher not started")
+        return self._producer
+
+    def begin(self) -> None:
+        self._errors.clear()
+        try:
+            self._started().begin_transaction()
+        except KafkaException as exc:
+            error: KafkaError = exc.args[0]
+            raise PublishFailed(classify([error]), fatal=True) from None
+
+    def send(self, topic: str, value: bytes, key: bytes, headers: Sequence[Header]) -> None:
+        try:
+            self._started().produce(topic, value, key, headers=list(headers))
+        except KafkaException as exc:
+            error: KafkaError = exc.args[0]
+            raise PublishFailed(classify([error]), fatal=error.fatal()) from None
+        except BufferError:
+            raise PublishFailed(PublishError.REJECTED) from None
+
+    async def commit(self) -> None:
+        try:
+            await self._blocking(self._started().commit_transaction, self._timeout)
+        except KafkaException as exc:
+            raise await self._failed(exc) from None
+        if self._errors:  # a delivery failure reported although the commit went through: cannot happen
+            raise PublishFailed(classify(self._errors), fatal=True)
+
+    async def abort(self) -> None:
+        try:
+            await self._blocking(self._started().abort_transaction, self._timeout)
+        except KafkaException as exc:
+            failure = await self._failed(exc)
+            raise PublishFailed(failure.reason, fatal=True) from None
+
+    async def close(self) -> None:
+        """Drop what is queued and destroy the client on an executor thread (destroying waits for
+        librdkafka's threads). Producer.close() is not used: after a failed init_transactions it tries an
+        abort and warns."""
+        if self._producer is None:
+            return
+        holder = [self._producer]
+        self._producer = None
+        await self._blocking(_destroy, holder)
+
+
+def _destroy(holder: list[Producer]) -> None:
+    holder[0].purge()
+    holder.clear()  # the last reference: rd_kafka_destroy runs here, off the event loop
+
+
+def confluent_publisher_factory(
+    bootstrap: str,
+    *,
+    client_id: str,
+    executor: concurrent.futures.Executor,
+    call_timeout_seconds: float = PUBLISHER_CALL_TIMEOUT_SECONDS,
+    linger_ms: int = PUBLISHER_LINGER_MS,
+) -> PublisherFactory:
+    """Publishers that share `executor` (it needs a thread per shard that may commit at once)."""
+
+    def factory(transactional_id: str) -> TransactionalPublisher:
+        return ConfluentPublisher(
+            bootstrap,
+            transactional_id,
+            client_id=client_id,
+            executor=executor,
+            call_timeout_seconds=call_timeout_seconds,
+            linger_ms=linger_ms,
+        )
+
+    return factory

@@ -1,0 +1,120 @@
+"""``GET /v1/audit-events``: the global audit trail, newest first, keyset-paged, filtered.
+
+Identity: a bearer JWT (audience ``bell-receiver``) with the permission ``bell:audit-read``. Filters: source
+system, event type, device (the subject of a device-audit fact), actor and an occurred-at range
+``[occurred_from, occurred_before)``. Each row carries its stored fact, which is redacted at the source:
+facts name changed fields, never their values.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any
+
+import asyncpg
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from bell_receiver.adapters.audit_reader import AuditFilter, AuditReader, StoredAuditEvent
+from bell_receiver.adapters.inbox import PagePosition
+from bell_receiver.entrypoints.http_notifications import (
+    MAX_CURSOR_CHARS,
+    InvalidCursor,
+    decode_cursor,
+    encode_cursor,
+)
+from yovision_platform.auth import Identity, TokenVerifier, bearer_token
+from yovision_platform.db import Identifier
+from yovision_platform.problems import problem_response
+
+AUDIT_EVENTS_PATH = "/v1/audit-events"
+AUDIT_READ_PERMISSION = "bell:audit-read"
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 200
+FILTER_MAX_CHARS = 128
+FILTER_PATTERN = r"^[A-Za-z0-9._:@-]+$"
+
+Filter = Annotated[str | None, Query(max_length=FILTER_MAX_CHARS, pattern=FILTER_PATTERN)]
+
+
+class AuditEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: int
+    source_system: str
+    event_id: uuid.UUID
+    event_type: str
+    action: str
+    actor: str | None
+    tenant_id: str | None
+    site_id: str | None
+    device_id: str | None
+    occurred_at: datetime
+    received_at: datetime
+    channel: str = Field(description="http_relay | kafka")
+    fact: dict[str, Any] = Field(description="The stored, redacted fact (field names, never secret values).")
+
+    @classmethod
+    def of(cls, row: StoredAuditEvent) -> AuditEvent:
+        view = {k: v for k, v in row.__dict__.items() if k != "payload"}
+        return cls(**view, fact=row.payload)
+
+
+class AuditEventPage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[AuditEvent]
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next (older) page; null at the end."
+    )
+
+
+def install_audit_routes(app: FastAPI, *, pool: asyncpg.Pool, schema: str, verifier: TokenVerifier) -> None:
+    reader = AuditReader(Identifier(schema))
+
+    def reader_identity(request: Request) -> Identity:
+        identity = verifier.verify(bearer_token(request))
+        identity.require(AUDIT_READ_PERMISSION)
+        return identity
+
+    @app.get(
+        AUDIT_EVENTS_PATH,
+        operation_id="listAuditEvents",
+        summary="The global audit trail, newest first",
+        response_model=AuditEventPage,
+        responses={
+            400: {
+                "description": "invalid_cursor | invalid_range (occurred_from is not before occurred_before)"
+            },
+            401: {"description": "unauthorized"},
+            403: {"description": f"forbidden: the token lacks `{AUDIT_READ_PERMISSION}`"},
+        },
+        tags=["audit"],
+    )
+    async def list_audit_events(
+        request: Request,
+        source_system: Filter = None,
+        event_type: Filter = None,
+        device_id: Filter = None,
+        actor: Filter = None,
+        occurred_from: AwareDatetime | None = None,
+        occurred_before: AwareDatetime | None = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+        cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
+    ) -> AuditEventPage | JSONResponse:
+        reader_identity(request)
+        try:
+            after = decode_cursor(cursor) if cursor is not None else None
+        except InvalidCursor:
+            return problem_response(400, "invalid_cursor")
+        if occurred_from and occurred_before and occurred_from >= occurred_before:
+            return problem_response(400, "invalid_range")
+        where = AuditFilter(source_system, event_type, device_id, actor, occurred_from, occurred_before)
+        async with pool.acquire() as conn:
+            rows = await reader.page(conn, where, limit + 1, after)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        next_cursor = encode_cursor(PagePosition(rows[-1].occurred_at, rows[-1].id)) if more else None
+        return AuditEventPage(items=[AuditEvent.of(r) for r in rows], next_cursor=next_cursor)

@@ -1,0 +1,316 @@
+"""User pages: inbox (Bell), watchers (signal-watcher), media (media-worker) with its upload proxy."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
+from starlette.background import BackgroundTask
+
+from console.adapters.apis import ApiError
+from console.domain.identity import MEDIA_DRAIN, SIGNAL_ADMIN_READ
+from console.domain.watcher_form import FIELDS, HEADER_ROWS, body_of, field_of
+from console.entrypoints.web import ConsoleDep, CurrentUser, form_of, require
+from console.service_layer.charts import HEIGHT, WIDTH, check_bars
+
+router = APIRouter(include_in_schema=False)
+BELL, SIGNAL, MEDIA = "bell-receiver", "signal-watcher", "media-worker"
+CHECK_PAGE_ITEMS = 25
+WATCHER_PAGE_ITEMS = 50
+OUTPUT_KINDS = ("cover", "preview_720p", "clip_10s")
+PASSED_HEADERS = ("content-type", "content-length", "content-range", "accept-ranges", "last-modified", "etag")
+
+
+def _offset(request: Request) -> int:
+    raw = request.query_params.get("offset", "0")
+    return min(int(raw), 1_000_000) if raw.isdigit() else 0
+
+
+# --- inbox -----------------------------------------------------------------------------------------------
+
+
+@router.get("/inbox", response_class=HTMLResponse)
+async def inbox_page(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
+    cursor = request.query_params.get("cursor")
+    page = await console.apis.get(BELL, "/v1/notifications", user, cursor=cursor[:64] if cursor else None)
+    return console.render(request, "inbox.html", page=page)
+
+
+@router.post("/inbox/{notification_id}", response_class=HTMLResponse)
+async def mark(request: Request, console: ConsoleDep, user: CurrentUser, notification_id: int) -> Response:
+    form = await form_of(request)
+    method = "PUT" if form.get("read") == "true" else "DELETE"
+    await console.apis.call(BELL, method, f"/v1/notifications/{notification_id}/read", user)
+    return console.redirect(request, "/inbox")
+
+
+# --- watchers --------------------------------------------------------------------------------------------
+
+
+@router.get("/watchers", response_class=HTMLResponse)
+async def watchers_page(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
+    offset = _offset(request)
+    page = await console.apis.get(
+        SIGNAL, "/v1/signal-watchers", user, limit=WATCHER_PAGE_ITEMS, offset=offset
+    )
+    return console.render(request, "watchers.html", page=page, admin=False, page_items=WATCHER_PAGE_ITEMS)
+
+
+@router.get("/watchers/all", response_class=HTMLResponse)
+async def all_watchers_page(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
+    require(user, SIGNAL_ADMIN_READ)
+    offset = _offset(request)
+    page = await console.apis.get(
+        SIGNAL, "/v1/admin/signal-watchers", user, limit=WATCHER_PAGE_ITEMS, offset=offset
+    )
+    return console.render(request, "watchers.html", page=page, admin=True, page_items=WATCHER_PAGE_ITEMS)
+
+
+def _header_pairs(form: Any) -> list[tuple[str, str]]:
+    keys, values = form.getlist("header_key"), form.getlist("header_value")
+    return [(str(k).strip(), str(v)) for k, v in zip(keys, values, strict=False)]
+
+
+@router.get("/watchers/new", response_class=HTMLResponse)
+async def new_watcher_page(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
+    values = {"method": "GET", "compare_mode": "HASH", "interval_minutes": 15}
+    return console.render(
+        request, "watcher_form.html", values=values, errors={}, watcher=None, headers=[], rows=HEADER_ROWS
+    )
+
+
+@router.post("/watchers", response_class=HTMLResponse)
+async def create_watcher(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
+    form = await form_of(request)
+    body = body_of(form, _header_pairs(form))
+    try:
+        created = await console.apis.call(SIGNAL, "POST", "/v1/signal-watchers", user, json=body)
+    except ApiError as exc:
+        if exc.status != 422 and exc.status != 409:
+            raise
+        values = {k: body.get(k) for k in FIELDS}
+        # Header values and the body are secrets: never rendered back, the user types them again.
+        headers = [h["key"] for h in body["headers"]]
+        return console.render(
+            request, "watcher_form.html", 422, values=values, errors=field_of(exc.code, exc.fields),
+            watcher=None, headers=[{"key": k, "value": ""} for k in headers], rows=HEADER_ROWS,
+        )  # fmt: skip
+    return console.redirect(request, f"/watchers/{created['id']}", flash="Watcher created.")
+
+
+async def _watcher_context(console: Any, user: Any, watcher_id: uuid.UUID, offset: int) -> dict[str, Any]:
+    watcher = await console.apis.get(SIGNAL, f"/v1/signal-watchers/{watcher_id}", user)
+    checks = await console.apis.get(
+        SIGNAL, f"/v1/signal-watchers/{watcher_id}/checks", user, limit=CHECK_PAGE_ITEMS, offset=offset
+    )
+    items = checks["items"]
+    changed_at = next((i for i, c in enumerate(items) if c["changed"]), None)
+    last_change = items[changed_at] if changed_at is not None else None
+    before = items[changed_at + 1] if changed_at is not None and changed_at + 1 < len(items) else None
+    return {
+        "watcher": watcher,
+        "checks": items,
+        "offset": offset,
+        "page_items": CHECK_PAGE_ITEMS,
+        "bars": check_bars(items),
+        "chart_width": WIDTH,
+        "chart_height": HEIGHT,
+        "last_change": last_change,
+        "before_change": before,
+    }
+
+
+@router.get("/watchers/{watcher_id}", response_class=HTMLResponse)
+async def watcher_page(
+    request: Request, console: ConsoleDep, user: CurrentUser, watcher_id: uuid.UUID
+) -> Response:
+    context = await _watcher_context(console, user, watcher_id, _offset(request))
+    return console.render(request, "watcher.html", preview=None, **context)
+
+
+@router.get("/watchers/{watcher_id}/edit", response_class=HTMLResponse)
+async def edit_watcher_page(
+    request: Request, console: ConsoleDep, user: CurrentUser, watcher_id: uuid.UUID
+) -> Response:
+    watcher = await console.apis.get(SIGNAL, f"/v1/signal-watchers/{watcher_id}", user)
+    values = {k: watcher.get(k) for k in FIELDS}
+    return console.render(
+        request,
+        "watcher_form.html",
+        values=values,
+        errors={},
+        watcher=watcher,
+        headers=watcher["headers"],
+        rows=HEADER_ROWS,
+    )
+
+
+@router.post("/watchers/{watcher_id}", response_class=HTMLResponse)
+async def update_watcher(
+    request: Request, console: ConsoleDep, user: CurrentUser, watcher_id: uuid.UUID
+) -> Response:
+    form = await form_of(request)
+    body = body_of(form, _header_pairs(form))
+    try:
+        await console.apis.call(SIGNAL, "PUT", f"/v1/signal-watchers/{watcher_id}", user, json=body)
+    except ApiError as exc:
+        if exc.status != 422:
+            raise
+        watcher = await console.apis.get(SIGNAL, f"/v1/signal-watchers/{watcher_id}", user)
+        values = {k: body.get(k) for k in FIELDS}
+        return console.render(
+            request, "watcher_form.html", 422, values=values, errors=field_of(exc.code, exc.fields),
+            watcher=watcher, headers=watcher["headers"], rows=HEADER_ROWS,
+        )  # fmt: skip
+    return console.redirect(request, f"/watchers/{watcher_id}", flash="Watcher saved.")
+
+
+@router.post("/watchers/{watcher_id}/test", response_class=HTMLResponse)
+async def test_watcher(
+    request: Request, console: ConsoleDep, user: CurrentUser, watcher_id: uuid.UUID
+) -> Response:
+    preview = await console.apis.call(SIGNAL, "POST", f"/v1/signal-watchers/{watcher_id}/test", user)
+    if request.headers.get("hx-request") == "true":
+        return console.render(request, "partials/test_preview.html", preview=preview)
+    context = await _watcher_context(console, user, watcher_id, 0)
+    return console.render(request, "watcher.html", preview=preview, **context)
+
+
+@router.post("/watchers/{watcher_id}/check", response_class=HTMLResponse)
+async def check_watcher(
+    request: Request, console: ConsoleDep, user: CurrentUser, watcher_id: uuid.UUID
+) -> Response:
+    try:
+        await console.apis.call(SIGNAL, "POST", f"/v1/signal-watchers/{watcher_id}/check", user)
+    except ApiError as exc:
+        if exc.status not in (409, 429):
+            raise
+        return console.redirect(request, f"/watchers/{watcher_id}", flash=f"Not checked: {exc.code}")
+    return console.redirect(request, f"/watchers/{watcher_id}", flash="Check requested: it shows in the log.")
+
+
+@router.post("/watchers/{watcher_id}/status", response_class=HTMLResponse)
+async def watcher_status(
+    request: Request, console: ConsoleDep, user: CurrentUser, watcher_id: uuid.UUID
+) -> Response:
+    form = await form_of(request)
+    status = "PAUSED" if form.get("status") == "PAUSED" else "ACTIVE"
+    await console.apis.call(
+        SIGNAL, "POST", f"/v1/signal-watchers/{watcher_id}/status", user, json={"status": status}
+    )
+    return console.redirect(request, f"/watchers/{watcher_id}", flash=f"Watcher {status.lower()}.")
+
+
+# --- media -----------------------------------------------------------------------------------------------
+
+
+async def _media_context(console: Any, user: Any, cursor: str | None) -> dict[str, Any]:
+    page = await console.apis.get(MEDIA, "/v1/materials", user, cursor=cursor)
+    busy = any(m["status"] in ("pending", "processing") for m in page["items"])
+    return {"page": page, "busy": busy}
+
+
+@router.get("/media", response_class=HTMLResponse)
+async def media_page(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
+    cursor = request.query_params.get("cursor")
+    context = await _media_context(console, user, cursor[:96] if cursor else None)
+    drain: dict[str, Any] | None = None
+    if user.may(MEDIA_DRAIN):
+        instances = await console.apis.get(MEDIA, "/internal/instances", user)
+        try:
+            answering: dict[str, Any] | None = await console.apis.get(MEDIA, "/internal/drain", user)
+        except ApiError:
+            answering = None
+        drain = {
+            "instances": instances["items"],
+            "answering": answering,
+        }
+    return console.render(request, "media.html", drain=drain, **context)
+
+
+@router.get("/media/rows", response_class=HTMLResponse)
+async def media_rows(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
+    return console.render(request, "partials/material_rows.html", **await _media_context(console, user, None))
+
+
+@router.get("/media/{material_id}", response_class=HTMLResponse)
+async def material_page(
+    request: Request, console: ConsoleDep, user: CurrentUser, material_id: uuid.UUID
+) -> Response:
+    material = await console.apis.get(MEDIA, f"/v1/materials/{material_id}", user)
+    return console.render(request, "material.html", material=material)
+
+
+@router.post("/media/{material_id}/retry", response_class=HTMLResponse)
+async def retry_material(
+    request: Request, console: ConsoleDep, user: CurrentUser, material_id: uuid.UUID
+) -> Response:
+    try:
+        await console.apis.call(MEDIA, "POST", f"/v1/materials/{material_id}/retry", user)
+    except ApiError as exc:
+        return console.redirect(request, f"/media/{material_id}", flash=f"Not retried: {exc.code}")
+    return console.redirect(request, f"/media/{material_id}", flash="Retry queued.")
+
+
+@router.get("/media/{material_id}/outputs/{kind}")
+async def material_output(
+    request: Request, console: ConsoleDep, user: CurrentUser, material_id: uuid.UUID, kind: str
+) -> Response:
+    """Streams an output through the console (Range passed through, so the browser can seek a video)."""
+    if kind not in OUTPUT_KINDS:
+        return Response(status_code=404)
+    wanted = {k: v for k, v in request.headers.items() if k in ("range", "if-range")}
+    upstream, body = await console.apis.stream(
+        MEDIA, f"/v1/materials/{material_id}/outputs/{kind}", user, wanted
+    )
+    headers = {k: v for k, v in upstream.headers.items() if k in PASSED_HEADERS}
+    headers["Cache-Control"] = "private, max-age=300"
+    return StreamingResponse(
+        body, status_code=upstream.status_code, headers=headers, background=BackgroundTask(upstream.aclose)
+    )
+
+
+# The upload proxy: the browser's chunked upload goes through the console (same origin, the user's token
+# added here); each answer is media-worker's JSON (or its problem code) as is.
+
+
+async def _proxied(console: Any, method: str, path: str, user: Any, **kwargs: Any) -> Response:
+    try:
+        return JSONResponse(await console.apis.call(MEDIA, method, path, user, **kwargs))
+    except ApiError as exc:
+        return JSONResponse({"code": exc.code}, status_code=exc.status)
+
+
+@router.post("/media/uploads")
+async def init_upload(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
+    body = await request.json()
+    return await _proxied(console, "POST", "/v1/uploads", user, json=body)
+
+
+@router.put("/media/uploads/{session_id}/chunks/{index}")
+async def put_chunk(
+    request: Request, console: ConsoleDep, user: CurrentUser, session_id: uuid.UUID, index: int
+) -> Response:
+    length = request.headers.get("content-length", "")
+    headers = {"Content-Length": length} if length.isdigit() else {}
+    return await _proxied(
+        console,
+        "PUT",
+        f"/v1/uploads/{session_id}/chunks/{index}",
+        user,
+        content=request.stream(),
+        headers=headers,
+    )
+
+
+@router.post("/media/uploads/{session_id}/complete")
+async def complete_upload(
+    request: Request, console: ConsoleDep, user: CurrentUser, session_id: uuid.UUID
+) -> Response:
+    return await _proxied(console, "POST", f"/v1/uploads/{session_id}/complete", user)
+
+
+def install(app: FastAPI) -> None:
+    app.include_router(router)

@@ -1,0 +1,65 @@
+"""The overview: readiness and the health figures of every service, from its ``/readyz`` and ``/metrics``.
+
+Figures read (platform metrics every service exports): ``outbox_relay_backlog`` (unpublished outbox rows),
+``consumer_lag_messages`` (messages on its partitions not yet applied) and ``consumer_dead_letters`` (its
+consumer group's dead letters). Each service has at most one consumer group, so "per group" is "per
+service". A figure a service does not export is shown as absent, never as 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from console.adapters.apis import Apis
+
+FIGURES = ("outbox_relay_backlog", "consumer_lag_messages", "consumer_dead_letters")
+SERVICES = ("sense-reconciler", "orphan-scanner", "bell-receiver", "signal-watcher", "media-worker")
+
+
+@dataclass(frozen=True)
+class ServiceHealth:
+    name: str
+    reachable: bool
+    ready: bool
+    checks: dict[str, str] = field(default_factory=dict)
+    figures: dict[str, float | None] = field(default_factory=dict)
+
+    @property
+    def trouble(self) -> bool:
+        """Not ready, or any figure above zero: what the operator must look at."""
+        return not self.ready or any(value for value in self.figures.values())
+
+
+def figures_of(page: str) -> dict[str, float | None]:
+    found: dict[str, float | None] = dict.fromkeys(FIGURES)
+    for family in text_string_to_metric_families(page):
+        for sample in family.samples:
+            if sample.name in found and not sample.labels:
+                found[sample.name] = float(sample.value)
+    return found
+
+
+async def health_of(apis: Apis, name: str) -> ServiceHealth:
+    ready_response, metrics_response = await asyncio.gather(
+        apis.raw(name, "/readyz"), apis.raw(name, "/metrics")
+    )
+    if ready_response is None:
+        return ServiceHealth(name, reachable=False, ready=False, figures=dict.fromkeys(FIGURES))
+    try:
+        body = ready_response.json()
+        checks = {str(k): str(v) for k, v in body.get("checks", {}).items()}
+    except ValueError:
+        checks = {}
+    figures = (
+        figures_of(metrics_response.text)
+        if metrics_response is not None and metrics_response.status_code == 200
+        else dict.fromkeys(FIGURES)
+    )
+    return ServiceHealth(name, True, ready_response.status_code == 200, checks, figures)
+
+
+async def overview(apis: Apis) -> list[ServiceHealth]:
+    return list(await asyncio.gather(*(health_of(apis, name) for name in SERVICES)))

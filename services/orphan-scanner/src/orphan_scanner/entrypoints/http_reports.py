@@ -1,0 +1,302 @@
+"""Read API of scan reports: ``GET /v1/reports`` (newest first, keyset-paged), ``GET /v1/reports/latest``
+(the newest complete one) and ``GET /v1/reports/{scan_id}``. Read-only: deletion stays with the
+``sense-orphan apply`` CLI, whose exact command line each report carries.
+
+Identity: a bearer JWT (audience ``orphan-scanner``) with the permission ``orphan:read``. The routes are
+installed only when ``ORPHAN_AUTH_JWT_KEY_FILE`` and ``ORPHAN_AUTH_JWT_ISSUER`` are set.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import asyncpg
+from fastapi import APIRouter, FastAPI, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from orphan_scanner.adapters.report_reader import ReportPosition, ReportReader, ReportSummary
+from orphan_scanner.adapters.report_store import ReportStore, StoredReport
+from orphan_scanner.domain import limits
+from orphan_scanner.domain.gate import FleetGateInput, check_fleet_gate, ratio_allows, report_expired
+from orphan_scanner.domain.inputs import apply_command, confirmation_text
+from yovision_platform.auth import Identity, TokenVerifier, bearer_token, install_auth_error_handlers
+from yovision_platform.db import Identifier
+from yovision_platform.problems import Problem, problem_response
+
+READ_PERMISSION = "orphan:read"
+DEFAULT_PAGE_SIZE = 20
+MAX_PAGE_SIZE = 100
+MAX_CURSOR_CHARS = 96
+
+
+class Counts(BaseModel):
+    observed: int
+    in_use: int
+    owned_stale: int
+    unowned: int
+
+
+class ServerPathOut(BaseModel):
+    media_server_id: str
+    path_name: str
+
+
+class Candidate(ServerPathOut):
+    last_device_id: uuid.UUID
+
+
+class ServerGate(BaseModel):
+    """One MediaMTX server's ratio: its candidates against its own configured paths."""
+
+    media_server_id: str
+    candidates: int
+    total: int
+    ratio_left: int = Field(description="candidates * 100")
+    ratio_right: int = Field(description="total * 10")
+    ratio_ok: bool
+
+
+class Gate(BaseModel):
+    """The safety gate over the report's own numbers, as `apply` would compute it right now if nothing
+    changed since the scan: integer arithmetic, every condition shown. The ratio holds per server
+    (`servers`); `candidates`, `total` and the ratio fields here are the sums over the fleet."""
+
+    candidates: int
+    total: int
+    ratio_left: int = Field(description="candidates * 100")
+    ratio_right: int = Field(description="total * 10")
+    ratio_ok: bool = Field(description="the ratio holds on every server")
+    min_candidates: int
+    max_candidates: int
+    count_ok: bool
+    expired: bool
+    allowed: bool
+    reason_code: str | None
+    media_server_id: str | None = Field(description="the server whose gate failed, when one did")
+    servers: list[ServerGate]
+
+
+class ReportOut(BaseModel):
+    scan_id: uuid.UUID
+    trigger: str
+    status: str = Field(description="complete | failed")
+    error_code: str | None
+    created_at: datetime
+    expires_at: datetime
+    age_ms: int
+    seconds_left: int = Field(description="Seconds before the scan id expires for apply (0: expired).")
+    counts: Counts | None
+    candidates: list[Candidate]
+    unowned: list[ServerPathOut] = Field(
+        description=f"At most {limits.REPORT_UNOWNED_NAMES_SHOWN_MAX} paths."
+    )
+    unowned_truncated: bool
+    gate: Gate | None
+    confirm: str | None = Field(description="The exact text `apply --confirm` must repeat.")
+    apply_command: str | None = Field(description="The command to run; the console never deletes.")
+
+
+class ReportSummaryOut(BaseModel):
+    scan_id: uuid.UUID
+    trigger: str
+    status: str
+    error_code: str | None
+    created_at: datetime
+    expires_at: datetime
+    observed: int | None
+    owned_stale: int | None
+    unowned: int | None
+
+
+class ReportPage(BaseModel):
+    items: list[ReportSummaryOut]
+    next_cursor: str | None
+
+
+class InvalidCursor(Exception):
+    pass
+
+
+def encode_cursor(position: ReportPosition) -> str:
+    micros = int(position.created_at.timestamp() * 1_000_000)
+    text = f"{micros}.{position.scan_id}"
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> ReportPosition:
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+        micros, _, scan = text.partition(".")
+        moment = datetime.fromtimestamp(int(micros) / 1_000_000, tz=UTC)
+        return ReportPosition(moment, uuid.UUID(scan))
+    except (binascii.Error, ValueError, OverflowError, OSError):
+        raise InvalidCursor from None
+
+
+def _server_gate(server: str, candidates: int, total: int) -> ServerGate:
+    return ServerGate(
+        media_server_id=server,
+        candidates=candidates,
+        total=total,
+        ratio_left=candidates * limits.DELETE_RATIO_DENOMINATOR,
+        ratio_right=total * limits.DELETE_RATIO_NUMERATOR,
+        ratio_ok=ratio_allows(candidates, total),
+    )
+
+
+def gate_of(report: StoredReport) -> Gate:
+    candidates, total = len(report.candidates), report.observed_total or 0
+    block = check_fleet_gate(
+        FleetGateInput(
+            report_candidates=set(report.candidates),
+            current_candidates=set(report.candidates),
+            current_totals=report.server_totals,
+            report_age_ms=report.age_ms,
+        )
+    )
+    per_server = Counter(path.media_server_id for path in report.candidates)
+    servers = [
+        _server_gate(server, per_server[server], server_total)
+        for server, server_total in sorted(report.server_totals.items())
+    ]
+    return Gate(
+        candidates=candidates,
+        total=total,
+        ratio_left=candidates * limits.DELETE_RATIO_DENOMINATOR,
+        ratio_right=total * limits.DELETE_RATIO_NUMERATOR,
+        ratio_ok=all(server.ratio_ok for server in servers if server.candidates),
+        min_candidates=limits.APPLY_MIN_CANDIDATES,
+        max_candidates=limits.APPLY_MAX_CANDIDATES,
+        count_ok=limits.APPLY_MIN_CANDIDATES <= candidates <= limits.APPLY_MAX_CANDIDATES,
+        expired=report_expired(report.age_ms),
+        allowed=block is None,
+        reason_code=block.reason.value if block else None,
+        media_server_id=block.media_server_id if block else None,
+        servers=servers,
+    )
+
+
+def report_out(report: StoredReport) -> ReportOut:
+    complete = report.status == "complete"
+    left_ms = max(0, limits.REPORT_VALIDITY_MS - report.age_ms)
+    candidates = len(report.candidates)
+    counts = (
+        Counts(
+            observed=report.observed_total or 0,
+            in_use=report.in_use_count or 0,
+            owned_stale=report.owned_stale_count or 0,
+            unowned=report.unowned_count or 0,
+        )
+        if complete
+        else None
+    )
+    return ReportOut(
+        scan_id=report.scan_id,
+        trigger=report.trigger,
+        status=report.status,
+        error_code=report.error_code,
+        created_at=report.created_at,
+        expires_at=report.expires_at,
+        age_ms=report.age_ms,
+        seconds_left=left_ms // 1000,
+        counts=counts,
+        candidates=[
+            Candidate(media_server_id=p.media_server_id, path_name=p.path_name, last_device_id=d)
+            for p, d in sorted(report.candidates.items())
+        ],
+        unowned=[
+            ServerPathOut(media_server_id=p.media_server_id, path_name=p.path_name)
+            for p in report.unowned[: limits.REPORT_UNOWNED_NAMES_SHOWN_MAX]
+        ],
+        unowned_truncated=len(report.unowned) > limits.REPORT_UNOWNED_NAMES_SHOWN_MAX,
+        gate=gate_of(report) if complete else None,
+        confirm=confirmation_text(report.scan_id, candidates) if complete else None,
+        apply_command=apply_command(report.scan_id, candidates) if complete else None,
+    )
+
+
+def _summary(row: ReportSummary) -> ReportSummaryOut:
+    return ReportSummaryOut(
+        scan_id=row.scan_id,
+        trigger=row.trigger,
+        status=row.status,
+        error_code=row.error_code,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+        observed=row.observed_total,
+        owned_stale=row.owned_stale_count,
+        unowned=row.unowned_count,
+    )
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": Problem, "description": "unauthorized"},
+    403: {"model": Problem, "description": f"forbidden: the token lacks `{READ_PERMISSION}`"},
+}
+
+
+def install_report_routes(app: FastAPI, *, pool: asyncpg.Pool, schema: str, verifier: TokenVerifier) -> None:
+    install_auth_error_handlers(app)
+    store, reader = ReportStore(Identifier(schema)), ReportReader(Identifier(schema))
+    router = APIRouter(prefix="/v1/reports", tags=["reports"], responses=ERRORS)
+
+    def reader_identity(request: Request) -> Identity:
+        identity = verifier.verify(bearer_token(request))
+        identity.require(READ_PERMISSION)
+        return identity
+
+    async def one(scan_id: uuid.UUID | None) -> ReportOut | JSONResponse:
+        if scan_id is None:
+            return problem_response(404, "not_found")
+        async with pool.acquire() as conn:
+            report = await store.load(conn, scan_id)
+        return report_out(report) if report is not None else problem_response(404, "not_found")
+
+    @router.get("", response_model=ReportPage, responses={400: {"description": "invalid_cursor"}})
+    async def list_reports(
+        request: Request,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+        cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
+    ) -> ReportPage | JSONResponse:
+        reader_identity(request)
+        try:
+            after = decode_cursor(cursor) if cursor is not None else None
+        except InvalidCursor:
+            return problem_response(400, "invalid_cursor")
+        async with pool.acquire() as conn:
+            rows = await reader.page(conn, limit + 1, after)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        last = rows[-1] if rows and more else None
+        return ReportPage(
+            items=[_summary(r) for r in rows],
+            next_cursor=encode_cursor(ReportPosition(last.created_at, last.scan_id)) if last else None,
+        )
+
+    @router.get(
+        "/latest",
+        response_model=ReportOut,
+        responses={404: {"model": Problem, "description": "not_found: no complete report yet"}},
+    )
+    async def latest_report(request: Request) -> ReportOut | JSONResponse:
+        reader_identity(request)
+        async with pool.acquire() as conn:
+            scan_id = await reader.latest_complete(conn)
+        return await one(scan_id)
+
+    @router.get(
+        "/{scan_id}",
+        response_model=ReportOut,
+        responses={404: {"model": Problem, "description": "not_found"}},
+    )
+    async def get_report(request: Request, scan_id: uuid.UUID) -> ReportOut | JSONResponse:
+        reader_identity(request)
+        return await one(scan_id)
+
+    app.include_router(router)

@@ -1,0 +1,161 @@
+"""The audit read API (`GET /v1/audit-events`) and the inbox read marks, on real PostgreSQL over HTTP."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import httpx
+
+from bell_receiver.adapters.audit_trail import AuditRow, AuditTrail, Channel
+from bell_receiver.adapters.inbox import Inbox
+from bell_receiver.entrypoints.http_audit import AUDIT_READ_PERMISSION, MAX_PAGE_SIZE
+from tests.conftest import problem_code
+from tests.integration.bell_receiver.conftest import Served
+from yovision_platform.audit_relay.facts import digest_of
+from yovision_platform.db import Identifier
+
+T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def row(
+    n: int, *, source: str = "sense", event_type: str = "DeviceAuditRecorded", device: str | None = None
+) -> AuditRow:
+    document = {"n": n, "changed_fields": ["source_uri"]}
+    return AuditRow(
+        source_system=source,
+        event_id=uuid.uuid4(),
+        event_type=event_type,
+        action=f"{source}.action",
+        actor=f"actor-{n % 2}",
+        tenant_id=None,
+        site_id=None,
+        device_id=device,
+        occurred_at=T0 + timedelta(seconds=n),
+        payload=document,
+        digest=digest_of(document),
+    )
+
+
+async def seed(served: Served) -> None:
+    trail = AuditTrail(Identifier(served.schema.name))
+    async with served.pool.acquire() as conn:
+        await trail.append(conn, [row(n, device=f"dev-{n % 3}") for n in range(10)], Channel.HTTP_RELAY)
+        await trail.append(
+            conn,
+            [row(100 + n, source="media", event_type="TranscodeFailed") for n in range(3)],
+            Channel.KAFKA,
+        )
+
+
+def auth(served: Served, *permissions: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {served.keys.token_verifier.mint('auditor', permissions)}"}
+
+
+async def test_the_trail_is_newest_first_filtered_and_keyset_paged(served: Served) -> None:
+    await seed(served)
+    http = served.relay.http
+    headers = auth(served, AUDIT_READ_PERMISSION)
+    everything = (await http.get("/v1/audit-events", headers=headers)).json()
+    times = [item["occurred_at"] for item in everything["items"]]
+    assert len(times) == 13 and times == sorted(times, reverse=True)
+    assert everything["next_cursor"] is None
+    assert everything["items"][-1]["fact"] == {"n": 0, "changed_fields": ["source_uri"]}
+
+    pages: list[int] = []
+    cursor = None
+    while True:
+        params: dict[str, str | int] = {"source_system": "sense", "limit": 4}
+        if cursor:
+            params["cursor"] = cursor
+        page = (await http.get("/v1/audit-events", params=params, headers=headers)).json()
+        pages.append(len(page["items"]))
+        assert {item["source_system"] for item in page["items"]} == {"sense"}
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert pages == [4, 4, 2]
+
+    device = (await http.get("/v1/audit-events", params={"device_id": "dev-1"}, headers=headers)).json()
+    assert [i["fact"]["n"] for i in device["items"]] == [7, 4, 1]
+    typed = await http.get(
+        "/v1/audit-events",
+        params={"source_system": "media", "event_type": "TranscodeFailed"},
+        headers=headers,
+    )
+    assert [i["fact"]["n"] for i in typed.json()["items"]] == [102, 101, 100]
+    window = await http.get(
+        "/v1/audit-events",
+        params={
+            "occurred_from": (T0 + timedelta(seconds=2)).isoformat(),
+            "occurred_before": (T0 + timedelta(seconds=5)).isoformat(),
+            "actor": "actor-0",
+        },
+        headers=headers,
+    )
+    assert [i["fact"]["n"] for i in window.json()["items"]] == [4, 2]
+
+
+async def test_the_trail_needs_the_audit_permission_and_valid_input(served: Served) -> None:
+    http = served.relay.http
+    assert (await http.get("/v1/audit-events")).status_code == 401
+    forbidden = await http.get("/v1/audit-events", headers=auth(served, "signal:read"))
+    assert (forbidden.status_code, problem_code(forbidden)) == (403, "forbidden")
+    headers = auth(served, AUDIT_READ_PERMISSION)
+    for limit, status in ((0, 422), (1, 200), (MAX_PAGE_SIZE, 200), (MAX_PAGE_SIZE + 1, 422)):
+        response = await http.get("/v1/audit-events", params={"limit": limit}, headers=headers)
+        assert response.status_code == status
+    for value, status in (("a" * 128, 200), ("a" * 129, 422), ("bad value", 422)):
+        response = await http.get("/v1/audit-events", params={"device_id": value}, headers=headers)
+        assert response.status_code == status
+        assert value.encode() not in response.content or status == 200
+    bad_cursor = await http.get("/v1/audit-events", params={"cursor": "!!"}, headers=headers)
+    assert (bad_cursor.status_code, problem_code(bad_cursor)) == (400, "invalid_cursor")
+    naive = await http.get(
+        "/v1/audit-events", params={"occurred_from": "2026-11-30T12:00:00"}, headers=headers
+    )
+    assert naive.status_code == 422
+    empty_range = await http.get(
+        "/v1/audit-events",
+        params={"occurred_from": T0.isoformat(), "occurred_before": T0.isoformat()},
+        headers=headers,
+    )
+    assert (empty_range.status_code, problem_code(empty_range)) == (400, "invalid_range")
+
+
+async def test_a_user_marks_own_notifications_read_and_unread(served: Served) -> None:
+    inbox = Inbox(Identifier(served.schema.name))
+    async with served.pool.acquire() as conn:
+        for user in ("reader", "other"):
+            await inbox.add(
+                conn,
+                user_id=user,
+                kind="WATCHER_DISABLED",
+                source_system="signal",
+                event_id=uuid.uuid4(),
+                occurred_at=T0,
+                data={"watcher_name": user},
+            )
+    http = served.relay.http
+    mine = {"authorization": f"Bearer {served.keys.token_verifier.mint('reader')}"}
+
+    async def items(headers: dict[str, str]) -> list[dict[str, object]]:
+        response: httpx.Response = await http.get("/v1/notifications", headers=headers)
+        return list(response.json()["items"])
+
+    [notification] = await items(mine)
+    assert notification["read_at"] is None
+    url = f"/v1/notifications/{notification['id']}/read"
+    assert (await http.put(url, headers=mine)).status_code == 204
+    [read] = await items(mine)
+    assert read["read_at"] is not None
+    assert (await http.put(url, headers=mine)).status_code == 204
+    assert (await items(mine))[0]["read_at"] == read["read_at"]
+    assert (await http.delete(url, headers=mine)).status_code == 204
+    assert (await items(mine))[0]["read_at"] is None
+    theirs = {"authorization": f"Bearer {served.keys.token_verifier.mint('other')}"}
+    stranger = await http.put(url, headers=theirs)
+    assert (stranger.status_code, problem_code(stranger)) == (404, "not_found")
+    assert (await http.put(url)).status_code == 401
+    for bad in ("0", "x", str(2**63)):
+        assert (await http.put(f"/v1/notifications/{bad}/read", headers=mine)).status_code == 422

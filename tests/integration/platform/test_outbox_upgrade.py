@@ -1,0 +1,80 @@
+"""The upgrade to the snapshot-window relay (platform migration 0003) carries an existing outbox over: rows
+unpublished at the upgrade are published after it, in id order per key; rows already published are not
+published again; a writer of the previous release (no shard, no NOTIFY) still writes rows the relay takes."""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import uuid
+from collections import defaultdict
+
+import asyncpg
+
+from tests.conftest import Stack, runtime_dsn_for
+from tests.integration.platform.conftest import plan_for
+from tests.integration.platform.kafka_helpers import publish_outbox, read_topic
+from yovision_platform.db import Identifier
+from yovision_platform.kafka import partition_for_key
+from yovision_platform.migrations import migrate
+from yovision_platform.outbox import OUTBOX_SHARDS
+
+LEGACY_INSERT = """
+    INSERT INTO {table} (event_id, event_type, topic, message_key, value, headers, published_at)
+    VALUES ($1, 'TestEvent', $2, $3, $4, '[]'::jsonb, CASE WHEN $5 THEN now() END)
+"""
+
+
+async def test_rows_unpublished_at_the_upgrade_are_published_after_it_in_order(
+    stack: Stack, admin_conn: asyncpg.Connection, schema_name: Identifier, topic: str
+) -> None:
+    full = plan_for(schema_name)
+    before = dataclasses.replace(
+        full, migrations=tuple(m for m in full.migrations if not (m.track == "platform" and m.version >= 3))
+    )
+    password = secrets.token_urlsafe(16)
+    await migrate(admin_conn, before, runtime_password=password)
+    table = f"{schema_name.quoted}.outbox"
+    expected: dict[bytes, list[bytes]] = defaultdict(list)
+    for n in range(60):
+        key = f"key-{n % 7}".encode()
+        published = n < 20 and n % 2 == 0  # a published row may sit between unpublished ones of its key
+        await admin_conn.execute(
+            LEGACY_INSERT.format(table=table), uuid.uuid4(), topic, key, f"{n}".encode(), published
+        )
+        if not published:
+            expected[key].append(f"{n}".encode())
+
+    assert [m.name for m in await migrate(admin_conn, full, runtime_password=password)] == ["outbox_cursors"]
+    rows = await admin_conn.fetch(f"SELECT message_key, shard, xid IS NULL AS legacy FROM {table}")
+    assert all(r["legacy"] == (r["shard"] is None) for r in rows)
+    assert all(
+        r["shard"] == partition_for_key(r["message_key"], OUTBOX_SHARDS) for r in rows if not r["legacy"]
+    )
+
+    # A writer of the previous release inserts without a shard: the database fills it in.
+    await admin_conn.execute(
+        f"INSERT INTO {table} (event_id, event_type, topic, message_key, value)"
+        " VALUES ($1, 'TestEvent', $2, $3, $4)",
+        uuid.uuid4(),
+        topic,
+        b"key-3",
+        b"after-upgrade",
+    )
+    expected[b"key-3"].append(b"after-upgrade")
+    assert await admin_conn.fetchval(f"SELECT shard FROM {table} WHERE value = 'after-upgrade'") == (
+        partition_for_key(b"key-3", OUTBOX_SHARDS)
+    )
+
+    pool = await asyncpg.create_pool(runtime_dsn_for(stack.admin_dsn, f"{schema_name}_app", password))
+    assert pool is not None
+    try:
+        await publish_outbox(pool, schema_name, stack.kafka_bootstrap)
+    finally:
+        await pool.close()
+    records = await read_topic(stack.kafka_bootstrap, topic, expected=sum(map(len, expected.values())))
+    seen: dict[bytes, list[bytes]] = defaultdict(list)
+    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+        assert record.key is not None and record.value is not None
+        seen[record.key].append(record.value)
+    assert seen == expected
