@@ -147,3 +147,37 @@ async def test_devices_from_before_the_fleet_stay_on_default_and_their_uris_get_
         assert SourceUris(ring).reveal(device_id, stored) == uri
     finally:
         await pool.close()
+
+
+async def test_a_writer_of_the_previous_release_puts_new_devices_on_their_sites_server(
+    sense_schema: MigratedSchema,
+) -> None:
+    """During a rolling upgrade a previous-release writer inserts without a server: the site gets the legacy
+    'default', a device and its reconcile row get the server of the site they are on."""
+    s = f'"{sense_schema.name}"'
+    pool = await asyncpg.create_pool(sense_schema.runtime_dsn, min_size=1, max_size=1)
+    assert pool is not None
+    try:
+        await pool.execute(f"INSERT INTO {s}.sites (tenant_id, site_id) VALUES ('t', 'old')")
+        await pool.execute(
+            f"INSERT INTO {s}.sites (tenant_id, site_id, media_server_id) VALUES ('t', 'moved', 'mtx-b')"
+        )
+        for site in ("old", "moved"):
+            device_id = uuid.uuid4()
+            await pool.execute(
+                f"INSERT INTO {s}.devices (id, tenant_id, site_id, name, path_name, source_uri, "
+                "desired_state) VALUES ($1, 't', $2, 'cam', $3, 'rtsp://h/x', 'enabled')",
+                device_id,
+                site,
+                f"site-{site}/cam",
+            )
+            await pool.execute(
+                f"INSERT INTO {s}.reconcile_state (device_id, partition) VALUES ($1, 0)", device_id
+            )
+        rows = await pool.fetch(
+            f"SELECT d.site_id, d.media_server_id AS device, r.media_server_id AS state FROM {s}.devices d "
+            f"JOIN {s}.reconcile_state r ON r.device_id = d.id ORDER BY d.site_id"
+        )
+        assert [tuple(r) for r in rows] == [("moved", "mtx-b", "mtx-b"), ("old", "default", "default")]
+    finally:
+        await pool.close()

@@ -1,8 +1,9 @@
 -- Several MediaMTX servers: each site is assigned to one operator-registered server (SENSE_MEDIA_SERVERS),
 -- and a device's path belongs on its site's server. Every row from before is assigned to 'default', the id
 -- of the single server of SENSE_MEDIAMTX_API_URL. Server ids are validated (they label metrics), never URLs.
+-- The default stays for writers of the previous release during a rolling upgrade: a site they create is on
+-- the legacy single server. Current writers always name the server (SENSE_MEDIA_SERVER_DEFAULT).
 ALTER TABLE sites ADD COLUMN media_server_id text NOT NULL DEFAULT 'default';
-ALTER TABLE sites ALTER COLUMN media_server_id DROP DEFAULT;
 ALTER TABLE sites ADD CONSTRAINT sites_media_server_id CHECK (media_server_id ~ '^[a-z0-9][a-z0-9-]{0,31}$');
 
 -- The server the device's path belongs on (its site's, copied on every change so that each device event
@@ -11,9 +12,32 @@ ALTER TABLE devices ADD COLUMN media_server_id text NOT NULL DEFAULT 'default';
 ALTER TABLE devices ALTER COLUMN media_server_id DROP DEFAULT;
 ALTER TABLE devices ADD CONSTRAINT devices_media_server_id CHECK (media_server_id ~ '^[a-z0-9][a-z0-9-]{0,31}$');
 
+-- Writers of the previous release insert devices and their reconcile rows without a server during a rolling
+-- upgrade; these triggers copy the site's (and the device's) so a row never names a server its site is not on.
+-- The WHEN clauses keep them free for current writers.
+CREATE FUNCTION devices_fill_media_server() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog AS $$
+BEGIN
+    SELECT s.media_server_id INTO NEW.media_server_id FROM {{schema}}.sites s
+        WHERE s.tenant_id = NEW.tenant_id AND s.site_id = NEW.site_id;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER devices_fill_media_server BEFORE INSERT ON devices
+    FOR EACH ROW WHEN (NEW.media_server_id IS NULL) EXECUTE FUNCTION devices_fill_media_server();
+
 -- The writer of a server claims the due rows of that server only (one writer per server at a time).
 ALTER TABLE reconcile_state ADD COLUMN media_server_id text NOT NULL DEFAULT 'default';
 ALTER TABLE reconcile_state ALTER COLUMN media_server_id DROP DEFAULT;
+CREATE FUNCTION reconcile_state_fill_media_server() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog AS $$
+BEGIN
+    SELECT d.media_server_id INTO NEW.media_server_id FROM {{schema}}.devices d WHERE d.id = NEW.device_id;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER reconcile_state_fill_media_server BEFORE INSERT ON reconcile_state
+    FOR EACH ROW WHEN (NEW.media_server_id IS NULL) EXECUTE FUNCTION reconcile_state_fill_media_server();
 CREATE INDEX reconcile_state_server_due_idx ON reconcile_state (media_server_id, partition, next_attempt_at)
     WHERE observed_generation < desired_generation;
 
@@ -33,8 +57,8 @@ SELECT id, 'default', path_name FROM devices
 ON CONFLICT DO NOTHING;
 
 -- Ownership evidence is per (server, path): the orphan scanner classifies each server's paths on their own.
+-- The default stays: a reconciler of the previous release only knows the legacy single server.
 ALTER TABLE media_path_ownership ADD COLUMN media_server_id text NOT NULL DEFAULT 'default';
-ALTER TABLE media_path_ownership ALTER COLUMN media_server_id DROP DEFAULT;
 ALTER TABLE media_path_ownership DROP CONSTRAINT media_path_ownership_pkey;
 ALTER TABLE media_path_ownership ADD PRIMARY KEY (device_id, media_server_id, path_name);
 
