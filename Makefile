@@ -92,6 +92,8 @@ typecheck: ## mypy (libs/platform strict via pyproject, plus the services and th
 
 test: setup lint typecheck ## The whole suite on real infrastructure (starts PostgreSQL, Kafka, MediaMTX)
 	infra/scripts/install-promtool.sh
+	infra/scripts/install-helm.sh
+	infra/scripts/install-k8s-validate.sh
 	$(STACK) up pg kafka mediamtx
 	$(MAKE) topics secrets
 	@rc=0; .venv/bin/pytest || rc=$$?; \

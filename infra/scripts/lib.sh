@@ -77,3 +77,36 @@ stop_pidfile() {
   rm -f "$pidfile"
   log "$name stopped"
 }
+
+# built_tool_current NAME STAMP -> 0 (and a log line) when .local/bin/NAME exists with the stamp file
+# .local/bin/.NAME-STAMP: the Go tools (promtool, helm, k8s-validate) are built once per version.
+built_tool_current() {
+  if [[ -x "$BIN_DIR/$1" && -f "$BIN_DIR/.$1-$2" ]]; then
+    log "$1 $2 already built ($BIN_DIR/$1)"
+    return 0
+  fi
+  command -v go >/dev/null || die "go is not installed (needed to build $1)"
+  log "building $1 $2 (the first build takes a few minutes)"
+  return 1
+}
+
+# install_built_tool NAME STAMP FILE: moves the freshly built FILE to .local/bin/NAME and stamps it.
+install_built_tool() {
+  mv "$3" "$BIN_DIR/$1"
+  rm -f "$BIN_DIR/.$1"-*
+  touch "$BIN_DIR/.$1-$2"
+  log "$1 built: $BIN_DIR/$1"
+}
+
+# go_install_tool NAME STAMP PACKAGE@VERSION [GO INSTALL FLAGS...]: a static `go install` of a module's
+# command through the Go module proxy, into .local/bin/NAME, skipped when that version is built already.
+go_install_tool() {
+  local name="$1" stamp="$2" package="$3" work
+  shift 3
+  built_tool_current "$name" "$stamp" && return 0
+  work="$(mktemp -d)"
+  (cd "$work" && CGO_ENABLED=0 GOBIN="$work" GOFLAGS=-mod=mod go install -trimpath "$@" "$package") \
+    || { rm -rf "$work"; die "could not build $package"; }
+  install_built_tool "$name" "$stamp" "$work/$(basename "${package%@*}")"
+  rm -rf "$work"
+}

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import secrets
 import subprocess
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -155,6 +157,14 @@ class Media:
     async def fetch(self, sql: str, *args: object) -> list[asyncpg.Record]:
         async with self.pool.acquire() as conn:
             return list(await conn.fetch(sql.replace("{s}", self.schema), *args))
+
+
+async def partial_files_written(media: Media, count: int, within_seconds: float = 10.0) -> None:
+    """Wait until ``count`` chunk attempts hold a slot and have written into their partial files."""
+    deadline = time.monotonic() + within_seconds
+    while len(list(media.storage.root.rglob("*.partial"))) < count:
+        assert time.monotonic() < deadline, f"{count} partial file(s) never appeared"
+        await asyncio.sleep(0.02)
 
 
 def build_media(pool: asyncpg.Pool, schema: Identifier, root: Path, limits: Limits = TEST_LIMITS) -> Media:

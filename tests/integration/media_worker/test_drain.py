@@ -11,7 +11,7 @@ import httpx
 
 from media_worker.entrypoints.main import publish_capability
 from tests.conftest import problem_code
-from tests.integration.media_worker.conftest import INSTANCE, Media
+from tests.integration.media_worker.conftest import INSTANCE, Media, partial_files_written
 from tests.integration.media_worker.test_transcoder import _start_slow, media, upload
 
 __all__ = ["media"]  # the video-sized limits fixture
@@ -85,7 +85,7 @@ async def test_an_active_upload_is_not_safe_to_stop(client: httpx.AsyncClient, m
     put = asyncio.ensure_future(
         client.put(f"/v1/uploads/{session_id}/chunks/0", content=slow_body(), headers=headers)
     )
-    await asyncio.sleep(0.1)
+    await partial_files_written(media, 1)
     busy = (await client.post("/internal/drain", headers=media.operator)).json()
     assert (busy["active_uploads"], busy["safe_to_stop"]) == (1, False)
     release.set()

@@ -15,7 +15,7 @@ import pytest
 
 from media_worker.adapters.storage import source_key
 from tests.conftest import problem_code
-from tests.integration.media_worker.conftest import TEST_LIMITS, Media, sha256_of
+from tests.integration.media_worker.conftest import TEST_LIMITS, Media, partial_files_written, sha256_of
 
 BOUNDARY = "media-test-boundary"
 
@@ -255,7 +255,7 @@ async def test_chunk_writes_beyond_the_slots_wait_then_get_429_with_retry_after(
         )
 
     holders = [put(0, slow_body()), put(1, slow_body())]
-    await asyncio.sleep(0.1)
+    await partial_files_written(media, 2)  # both holders have a slot and are writing
     refused = await put(2, b"a" * 1000)
     assert (refused.status_code, problem_code(refused)) == (429, "chunk_slots_busy")
     assert refused.headers["Retry-After"] == "2"
@@ -360,7 +360,7 @@ async def test_a_failed_chunk_attempt_removes_only_its_own_partial_file(
     good = asyncio.ensure_future(
         client.put(f"/v1/uploads/{session_id}/chunks/0", content=slow_body(), headers=headers)
     )
-    await asyncio.sleep(0.1)
+    await partial_files_written(media, 1)
 
     async def short_body() -> AsyncIterator[bytes]:  # no Content-Length: refused only after writing
         yield b"c" * 999

@@ -6,6 +6,7 @@ import json
 import os
 import secrets
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -17,7 +18,9 @@ import httpx
 import pytest
 
 from tests.conftest import Stack, free_port, private_file, runtime_dsn_for
+from tests.integration.bell_receiver.test_bell_process import wait_healthy
 from tests.integration.platform.kafka_helpers import wait_until
+from tests.tls import self_signed
 from yovision_platform.db import Identifier
 from yovision_platform.outbox import Outbox, OutboxMessage
 
@@ -176,3 +179,62 @@ def test_serve_refuses_an_unmigrated_schema(demo: Demo) -> None:
     # the runtime role does not exist before migrate: refused cleanly, naming only the error class
     assert "database_error (SQLSTATE 28P01)" in result.stderr  # invalid_password: only the code is shown
     assert demo.password not in result.stderr
+
+
+async def test_serve_speaks_tls_with_a_certificate_and_its_key(demo: Demo, tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path, "server")
+    env = {**demo.env, "DEMO_HTTP_TLS_CERT_FILE": str(cert), "DEMO_HTTP_TLS_KEY_FILE": str(key)}
+    assert demo.run("migrate", env=env).returncode == 0
+    with (tmp_path / "serve.log").open("w") as log_file:
+        process = subprocess.Popen(  # noqa: ASYNC220 - a long-lived child, not awaited here
+            [sys.executable, str(DEMO), "serve"],
+            env=env,
+            cwd=REPO_ROOT,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        trusted = ssl.create_default_context(cafile=str(cert))
+        async with httpx.AsyncClient(base_url=f"https://127.0.0.1:{demo.port}", verify=trusted) as client:
+            await wait_healthy(client)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{demo.port}") as plain:
+            with pytest.raises(httpx.TransportError):  # no plain HTTP on a TLS port
+                await plain.get("/healthz")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+@pytest.mark.parametrize(
+    ("files", "setting", "reason"),
+    [
+        (("cert",), "DEMO_HTTP_TLS_KEY_FILE", "missing"),
+        (("key",), "DEMO_HTTP_TLS_CERT_FILE", "missing"),
+        (("cert", "other-key"), "DEMO_HTTP_TLS_CERT_FILE", "tls_invalid"),
+        (("key-as-cert", "key"), "DEMO_HTTP_TLS_CERT_FILE", "tls_invalid"),
+        (("cert", "readable-key"), "DEMO_HTTP_TLS_KEY_FILE", "world_accessible"),
+    ],
+)
+def test_tls_files_are_checked_at_start_up(
+    demo: Demo, tmp_path: Path, files: tuple[str, ...], setting: str, reason: str
+) -> None:
+    cert, key = self_signed(tmp_path, "server")
+    _, other_key = self_signed(tmp_path, "other")
+    readable_key = tmp_path / "readable.key"
+    readable_key.write_bytes(key.read_bytes())
+    readable_key.chmod(0o644)
+    paths = {"cert": ("CERT", cert), "key": ("KEY", key), "other-key": ("KEY", other_key),
+             "key-as-cert": ("CERT", key), "readable-key": ("KEY", readable_key)}  # fmt: skip
+    env = {**demo.env, **{f"DEMO_HTTP_TLS_{paths[f][0]}_FILE": str(paths[f][1]) for f in files}}
+    result = demo.run("check-config", env=env)
+    assert result.returncode == 2
+    assert setting in result.stderr and reason in result.stderr
+    assert "PRIVATE KEY" not in result.stderr + result.stdout
+
+
+def test_check_config_accepts_a_matching_certificate_and_key(demo: Demo, tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path, "server")
+    env = {**demo.env, "DEMO_HTTP_TLS_CERT_FILE": str(cert), "DEMO_HTTP_TLS_KEY_FILE": str(key)}
+    assert demo.run("check-config", env=env).returncode == 0

@@ -3,9 +3,12 @@ rejections dead-lettered, a wrong key retried as a whole, oldest facts first, no
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import secrets
+import ssl
+import time
 from pathlib import Path
 
 import asyncpg
@@ -20,7 +23,9 @@ from sense_reconciler.bell_relay.worker import BellRelayWorker
 from tests.conftest import MigratedSchema, private_file
 from tests.integration.bell_receiver.conftest import KEY_ID, Keys
 from tests.integration.bell_receiver.relay_client import RelayClient, fact
+from tests.integration.bell_receiver.test_bell_process import BellProcess, wait_healthy
 from tests.integration.sense_bell_relay.conftest import Outbox, bell_event_counts, relay_config
+from tests.tls import self_signed
 from yovision_platform.db import Identifier
 from yovision_platform.signing import KeyRing
 
@@ -138,4 +143,43 @@ async def test_a_backlog_goes_out_oldest_first_in_batches_of_100(
         assert set(await bell_event_counts(admin_conn, schema_name)) == set(event_ids[:100])
         assert await outbox.undelivered() == 50
         assert (await worker.run_once(client)).delivered == 50
+    assert await bell_event_counts(admin_conn, schema_name) == dict.fromkeys(event_ids, 1)
+
+
+async def test_facts_reach_a_bell_behind_tls_that_sense_trusts_through_ssl_cert_file(
+    bell: BellProcess,
+    keys: Keys,
+    outbox: Outbox,
+    sense_pool: asyncpg.Pool,
+    sense_schema: MigratedSchema,
+    admin_conn: asyncpg.Connection,
+    schema_name: Identifier,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As the Helm chart runs it across pods: Bell serves HTTPS (BELL_HTTP_TLS_*), Sense trusts its CA
+    through SSL_CERT_FILE; without that CA the certificate is refused and nothing is delivered."""
+    cert, key = self_signed(tmp_path, "bell")
+    bell.env |= {"BELL_HTTP_TLS_CERT_FILE": str(cert), "BELL_HTTP_TLS_KEY_FILE": str(key)}
+    assert bell.run("migrate").returncode == 0
+    bell.start()
+    url = f"https://127.0.0.1:{bell.port}"
+    async with httpx.AsyncClient(base_url=url, verify=ssl.create_default_context(cafile=str(cert))) as http:
+        await wait_healthy(http)
+    event_ids = await outbox.add(2)
+    config = relay_config(url, keys, backoff_base_seconds=0.05, backoff_cap_seconds=0.05)
+    worker = BellRelayWorker(sense_pool, sense_schema.name, config, owner="relay-tls")
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    async with BellClient(config) as untrusting:
+        refused = await worker.run_once(untrusting)
+    assert (refused.delivered, refused.failure) == (0, BatchErrorCode.NETWORK_ERROR)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    async with BellClient(config) as trusting:
+        deadline = time.monotonic() + 10
+        while (delivered := await worker.run_once(trusting)).claimed == 0:  # until the 50 ms backoff passed
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+    assert (delivered.claimed, delivered.delivered, delivered.failure) == (2, 2, None)
+    assert await outbox.undelivered() == 0
     assert await bell_event_counts(admin_conn, schema_name) == dict.fromkeys(event_ids, 1)

@@ -344,6 +344,8 @@ async def _run(ctx: WebContext) -> int:
             ctx.app,
             host=settings.http_host,
             port=settings.http_port,
+            ssl_certfile=settings.http_tls_cert_file,
+            ssl_keyfile=settings.http_tls_key_file,
             log_config=None,
             access_log=False,
             lifespan="off",

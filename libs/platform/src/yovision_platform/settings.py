@@ -19,6 +19,7 @@ import os
 import re
 import secrets
 import socket
+import ssl
 import stat
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -185,7 +186,10 @@ def process_instance_id() -> str:
 class BaseWebSettings(BaseSettings):
     """Settings of every process the shell serves, with or without a database (a stateless web service
     such as the console uses only these). Env vars (prefix ``P_``): ``P_HTTP_HOST``, ``P_HTTP_PORT``,
-    ``P_INSTANCE_ID`` (default: generated per process), ``P_LOG_LEVEL``, ``P_METRICS_ENABLED``."""
+    ``P_INSTANCE_ID`` (default: generated per process), ``P_LOG_LEVEL``, ``P_METRICS_ENABLED``, and
+    ``P_HTTP_TLS_CERT_FILE`` + ``P_HTTP_TLS_KEY_FILE`` (both or neither): the HTTP server then speaks TLS,
+    with a PEM certificate chain and its PEM private key (a secret file), for a process reached across
+    hosts (Sense's signed push refuses plain HTTP to anything but loopback)."""
 
     model_config = SettingsConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
@@ -194,6 +198,8 @@ class BaseWebSettings(BaseSettings):
     instance_id: str = Field(default_factory=process_instance_id)
     log_level: LogLevel = "INFO"
     metrics_enabled: bool = True
+    http_tls_cert_file: Path | None = None
+    http_tls_key_file: Path | None = None
 
     @field_validator("http_host")
     @classmethod
@@ -217,6 +223,30 @@ class BaseWebSettings(BaseSettings):
     def load_secret_files(self) -> None:
         """Read and check every secret file this service needs to start. :func:`load_settings` calls it;
         subclasses with secret files override it and call ``super().load_secret_files()``."""
+        self._check_http_tls()
+
+    def _check_http_tls(self) -> None:
+        """Both TLS files or neither; the key is a secret file; the pair must load as a server context.
+        Reasons: ``missing`` (one without the other, or no such certificate file), the secret file reasons
+        for the key, ``tls_invalid`` (not PEM, or a certificate that does not match the key)."""
+        cert_setting = self.env_var_name("http_tls_cert_file")
+        key_setting = self.env_var_name("http_tls_key_file")
+        cert, key = self.http_tls_cert_file, self.http_tls_key_file
+        if cert is None and key is None:
+            return
+        if cert is None:
+            raise ConfigError(cert_setting, "missing", f"required with {key_setting}")
+        if key is None:
+            raise ConfigError(key_setting, "missing", f"required with {cert_setting}")
+        if not cert.is_file():
+            raise ConfigError(cert_setting, "missing", "file does not exist")
+        read_secret_file(key, key_setting)  # mode and size checks; the key is registered for redaction
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+        except (OSError, ValueError):  # ssl.SSLError is an OSError
+            raise ConfigError(
+                cert_setting, "tls_invalid", "certificate and key do not load as a pair"
+            ) from None
 
 
 class BaseServiceSettings(BaseWebSettings):

@@ -1,0 +1,329 @@
+{{/*
+Names. The release part is cut to 28 characters so that every object name, and the pod names a Deployment
+derives from it (<deployment>-<template hash>-<5 chars>), stay within 63 characters: media-worker's pod name is
+its MEDIA_INSTANCE_ID, which allows at most 63.
+*/}}
+{{- define "yovision.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 28 | trimSuffix "-" -}}
+{{- else if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 28 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 28 | trimSuffix "-" -}}
+{{- end -}}
+{{- end }}
+
+{{/* <fullname>-<service> (argument: a service context, see the templates' `$svc`). */}}
+{{- define "yovision.componentName" -}}
+{{- printf "%s-%s" (include "yovision.fullname" .root) .name -}}
+{{- end }}
+
+{{- define "yovision.commonLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ .Chart.Name | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
+app.kubernetes.io/part-of: yovision
+{{- end }}
+
+{{/* Labels of a service's objects; `component` is the service name (the selector's discriminator). */}}
+{{- define "yovision.labels" -}}
+{{ include "yovision.commonLabels" .root }}
+app.kubernetes.io/component: {{ .name | quote }}
+{{- end }}
+
+{{- define "yovision.selectorLabels" -}}
+app.kubernetes.io/name: {{ .root.Chart.Name | quote }}
+app.kubernetes.io/instance: {{ .root.Release.Name | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/component: {{ .name | quote }}
+{{- end }}
+
+{{/* Labels of a service's migration Job and its pod: never matched by the service's own selector. */}}
+{{- define "yovision.migrationLabels" -}}
+{{ include "yovision.commonLabels" .root }}
+app.kubernetes.io/component: {{ printf "%s-migrate" .name | quote }}
+{{- end }}
+
+{{- define "yovision.image" -}}
+{{- $image := .root.Values.image -}}
+{{- $own := .values.image | default dict -}}
+{{- $repository := $own.repository | default (printf "%s/%s" $image.repositoryPrefix .name) -}}
+{{- if $image.registry -}}{{- $repository = printf "%s/%s" $image.registry $repository -}}{{- end -}}
+{{- $tag := $own.tag | default $image.tag | default .root.Chart.AppVersion -}}
+{{- if $image.digests -}}{{- with index $image.digests .name -}}{{- $tag = printf "%s@%s" $tag . -}}{{- end -}}{{- end -}}
+{{- printf "%s:%s" $repository $tag -}}
+{{- end }}
+
+{{- define "yovision.serviceAccountName" -}}
+{{- .Values.serviceAccount.name | default (include "yovision.fullname" .) -}}
+{{- end }}
+
+{{/* Where secret files are mounted: the service's own Secret, and (migration Jobs only) the admin DSN. */}}
+{{- define "yovision.secretDir" -}}/run/secrets/yovision{{- end }}
+{{- define "yovision.tlsDir" -}}/run/secrets/yovision-tls{{- end }}
+{{- define "yovision.adminSecretDir" -}}/run/secrets/yovision-admin{{- end }}
+{{- define "yovision.postgresCaDir" -}}/etc/yovision/postgres-ca{{- end }}
+{{- define "yovision.bellCaDir" -}}/etc/yovision/bell-ca{{- end }}
+{{- define "yovision.servicesCaDir" -}}/etc/yovision/services-ca{{- end }}
+{{- define "yovision.mediaStorageDir" -}}/var/lib/yovision/media{{- end }}
+{{- define "yovision.mediaRunDir" -}}/run/yovision{{- end }}
+{{- define "yovision.drainDir" -}}/etc/yovision/drain{{- end }}
+
+{{- define "yovision.secretName" -}}
+{{- .values.secretName | default (include "yovision.componentName" .) -}}
+{{- end }}
+
+{{/* The keys a service's Secret must hold (name -> file name), as a YAML map. */}}
+{{- define "yovision.secretKeys" -}}
+{{- $keys := dict -}}
+{{- range $setting, $key := .spec.secretFiles -}}{{- $_ := set $keys $key $key -}}{{- end -}}
+{{- if and (eq .name "sense-reconciler") .values.bellRelay.enabled -}}
+{{- $_ := set $keys "bell-relay-key" "bell-relay-key" -}}
+{{- end -}}
+{{- if eq .name "bell-receiver" -}}
+{{- range $id := .values.relayKeyIds -}}{{- $_ := set $keys (printf "relay-key-%s" $id) (printf "relay-key-%s" $id) -}}{{- end -}}
+{{- end -}}
+{{- toYaml $keys -}}
+{{- end }}
+
+{{/*
+The container environment of a service: the same for `serve` and for its migration Job (`migrate` loads the
+same settings and reads the same secret files), plus the admin DSN for the Job only (argument key
+`migrate`). Secret files are named by path; no secret value is ever an env value.
+*/}}
+{{- define "yovision.env" -}}
+{{- $p := .spec.prefix -}}
+{{- $root := .root -}}
+{{- $secretDir := include "yovision.secretDir" . -}}
+- name: {{ $p }}_HTTP_HOST
+  value: "0.0.0.0"
+- name: {{ $p }}_HTTP_PORT
+  value: {{ .spec.port | quote }}
+{{- if .spec.database }}
+- name: {{ $p }}_KAFKA_BOOTSTRAP
+  value: {{ required "kafka.bootstrap is required" $root.Values.kafka.bootstrap | quote }}
+{{- with $root.Values.kafka.prefix }}
+- name: {{ $p }}_KAFKA_PREFIX
+  value: {{ . | quote }}
+{{- end }}
+{{- with .values.databaseSchema }}
+- name: {{ $p }}_DATABASE_SCHEMA
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- range $setting, $key := .spec.secretFiles }}
+- name: {{ $p }}_{{ $setting }}
+  value: {{ printf "%s/%s" $secretDir $key | quote }}
+{{- end }}
+{{- if (.values.tls).secretName }}
+- name: {{ $p }}_HTTP_TLS_CERT_FILE
+  value: {{ printf "%s/tls.crt" (include "yovision.tlsDir" .) | quote }}
+- name: {{ $p }}_HTTP_TLS_KEY_FILE
+  value: {{ printf "%s/tls.key" (include "yovision.tlsDir" .) | quote }}
+{{- end }}
+{{- if .spec.jwt }}
+- name: {{ $p }}_AUTH_JWT_ISSUER
+  value: {{ required "auth.jwtIssuer is required" $root.Values.auth.jwtIssuer | quote }}
+{{- end }}
+{{- if .spec.mediamtx }}
+- name: {{ $p }}_MEDIAMTX_API_URL
+  value: {{ required "mediamtx.apiUrl is required" $root.Values.mediamtx.apiUrl | quote }}
+{{- end }}
+{{- if eq .name "sense-reconciler" }}
+{{- with .values.bellRelay }}
+{{- if .enabled }}
+- name: SENSE_BELL_RELAY_ENABLED
+  value: "true"
+- name: SENSE_BELL_URL
+  value: {{ include "yovision.bellRelayUrl" $ | quote }}
+- name: SENSE_BELL_KEY_ID
+  value: {{ required "services.sense-reconciler.bellRelay.keyId is required when the relay is enabled" .keyId | quote }}
+- name: SENSE_BELL_KEY_FILE
+  value: {{ printf "%s/bell-relay-key" $secretDir | quote }}
+{{- if .caBundle.configMap }}
+- name: SSL_CERT_FILE
+  value: {{ printf "%s/%s" (include "yovision.bellCaDir" $) .caBundle.key | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if eq .name "console" }}
+{{- range $target, $setting := dict "sense-reconciler" "SENSE_URL" "orphan-scanner" "ORPHAN_URL" "bell-receiver" "BELL_URL" "signal-watcher" "SIGNAL_URL" "media-worker" "MEDIA_URL" }}
+- name: CONSOLE_{{ $setting }}
+  value: {{ include "yovision.serviceHttpsUrl" (dict "root" $root "name" $target) | quote }}
+{{- end }}
+{{- if .values.caBundle.configMap }}
+- name: SSL_CERT_FILE
+  value: {{ printf "%s/%s" (include "yovision.servicesCaDir" .) .values.caBundle.key | quote }}
+{{- end }}
+{{- end }}
+{{- if eq .name "bell-receiver" }}
+{{- $files := dict }}
+{{- range $id := .values.relayKeyIds }}{{- $_ := set $files $id (printf "%s/relay-key-%s" $secretDir $id) }}{{- end }}
+- name: BELL_RELAY_KEY_FILES
+  value: {{ toJson $files | quote }}
+{{- end }}
+{{- if eq .name "media-worker" }}
+- name: MEDIA_STORAGE_DIR
+  value: {{ include "yovision.mediaStorageDir" . | quote }}
+- name: MEDIA_CAPABILITY_FILE
+  value: {{ printf "%s/media-worker.capability" (include "yovision.mediaRunDir" .) | quote }}
+- name: MEDIA_INSTANCE_ID
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+{{- end }}
+{{- range $name, $value := .values.settings }}
+- name: {{ $name }}
+  value: {{ $value | toString | quote }}
+{{- end }}
+{{- if .migrate }}
+- name: {{ $p }}_MIGRATION_DSN_FILE
+  value: {{ printf "%s/%s" (include "yovision.adminSecretDir" .) $root.Values.migrations.adminSecret.key | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+https://<service>.<namespace>.svc:<port> of an enabled service that serves TLS (the console and Sense's push
+refuse plain HTTP to anything but loopback). Argument: dict root, name.
+*/}}
+{{- define "yovision.serviceHttpsUrl" -}}
+{{- $values := index .root.Values.services .name -}}
+{{- if not $values.enabled -}}{{- fail (printf "the console needs %s: enable it" .name) -}}{{- end -}}
+{{- if not ($values.tls).secretName -}}
+{{- fail (printf "the console calls %s over HTTPS: set services.%s.tls.secretName" .name .name) -}}
+{{- end -}}
+{{- $catalog := fromYaml (include "yovision.catalog" .root) -}}
+{{- printf "https://%s.%s.svc:%v" (include "yovision.componentName" .) .root.Release.Namespace (index $catalog .name).port -}}
+{{- end }}
+
+{{/*
+Sense's URL of Bell: bellRelay.url, else bell-receiver's Service over HTTPS when Bell serves TLS (the relay
+refuses plain HTTP to anything but loopback). Argument: sense-reconciler's service context.
+*/}}
+{{- define "yovision.bellRelayUrl" -}}
+{{- $bell := index .root.Values.services "bell-receiver" -}}
+{{- if .values.bellRelay.url -}}
+{{- .values.bellRelay.url -}}
+{{- else if and $bell.enabled ($bell.tls).secretName -}}
+{{- include "yovision.serviceHttpsUrl" (dict "root" .root "name" "bell-receiver") -}}
+{{- else -}}
+{{- fail "services.sense-reconciler.bellRelay.url is required when the relay is enabled, unless bell-receiver serves TLS (services.bell-receiver.tls.secretName)" -}}
+{{- end -}}
+{{- end }}
+
+{{/* The probes' scheme: HTTPS when the service serves TLS (the kubelet does not verify the certificate). */}}
+{{- define "yovision.scheme" -}}
+{{- if (.values.tls).secretName }}HTTPS{{ else }}HTTP{{ end -}}
+{{- end }}
+
+{{/* Volumes every pod of a service has (Secret, /tmp, CA bundles); the admin DSN only with `migrate`. */}}
+{{- define "yovision.volumes" -}}
+- name: secrets
+  secret:
+    secretName: {{ include "yovision.secretName" . }}
+    defaultMode: 288 # 0440: group-readable (fsGroup), nothing for others; the services refuse o+r files
+    items:
+{{- range $key, $_ := fromYaml (include "yovision.secretKeys" .) }}
+      - key: {{ $key }}
+        path: {{ $key }}
+{{- end }}
+- name: tmp
+  emptyDir:
+    sizeLimit: {{ .values.tmpSizeLimit | default .root.Values.tmpSizeLimit }}
+{{- with (.values.tls).secretName }}
+- name: tls
+  secret:
+    secretName: {{ . }}
+    defaultMode: 288 # 0440
+    items:
+      - key: tls.crt
+        path: tls.crt
+      - key: tls.key
+        path: tls.key
+{{- end }}
+{{- with .root.Values.postgres.caBundle }}
+{{- if and .configMap $.spec.database }}
+- name: postgres-ca
+  configMap:
+    name: {{ .configMap }}
+{{- end }}
+{{- end }}
+{{- if and (eq .name "sense-reconciler") .values.bellRelay.enabled .values.bellRelay.caBundle.configMap }}
+- name: bell-ca
+  configMap:
+    name: {{ .values.bellRelay.caBundle.configMap }}
+{{- end }}
+{{- if and (eq .name "console") .values.caBundle.configMap }}
+- name: services-ca
+  configMap:
+    name: {{ .values.caBundle.configMap }}
+{{- end }}
+{{- if .migrate }}
+- name: admin-secret
+  secret:
+    secretName: {{ required "migrations.adminSecret.name is required" .root.Values.migrations.adminSecret.name }}
+    defaultMode: 288 # 0440
+    items:
+      - key: {{ .root.Values.migrations.adminSecret.key }}
+        path: {{ .root.Values.migrations.adminSecret.key }}
+{{- end }}
+{{- end }}
+
+{{- define "yovision.volumeMounts" -}}
+- name: secrets
+  mountPath: {{ include "yovision.secretDir" . }}
+  readOnly: true
+- name: tmp
+  mountPath: /tmp
+{{- if (.values.tls).secretName }}
+- name: tls
+  mountPath: {{ include "yovision.tlsDir" . }}
+  readOnly: true
+{{- end }}
+{{- if and .root.Values.postgres.caBundle.configMap .spec.database }}
+- name: postgres-ca
+  mountPath: {{ include "yovision.postgresCaDir" . }}
+  readOnly: true
+{{- end }}
+{{- if and (eq .name "sense-reconciler") .values.bellRelay.enabled .values.bellRelay.caBundle.configMap }}
+- name: bell-ca
+  mountPath: {{ include "yovision.bellCaDir" . }}
+  readOnly: true
+{{- end }}
+{{- if and (eq .name "console") .values.caBundle.configMap }}
+- name: services-ca
+  mountPath: {{ include "yovision.servicesCaDir" . }}
+  readOnly: true
+{{- end }}
+{{- if .migrate }}
+- name: admin-secret
+  mountPath: {{ include "yovision.adminSecretDir" . }}
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{/* Non-root (the images' uid/gid 10001), no privilege escalation, no capability, read-only root fs. */}}
+{{- define "yovision.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 10001
+runAsGroup: 10001
+fsGroup: 10001
+fsGroupChangePolicy: OnRootMismatch
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- define "yovision.containerSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 10001
+runAsGroup: 10001
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+privileged: false
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
