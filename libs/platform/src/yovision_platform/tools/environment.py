@@ -109,16 +109,18 @@ class LocalEnvironment:
         """The service's generated env file (names of secret files, never secrets)."""
         return read_env_file(self.root / "env" / f"{name}.env")
 
-    def set_setting(self, name: str, setting: str, value: str) -> None:
+    def set_setting(self, name: str, setting: str, value: str | None) -> None:
         """Set (or replace) an operator setting in the service's env file, as an operator edits
-        ``.local/env``; the service reads it at its next start. ``setting`` is the full env var name."""
+        ``.local/env``; the service reads it at its next start. ``setting`` is the full env var name;
+        ``None`` removes it."""
         path = self.root / "env" / f"{name}.env"
         lines = [
             line
             for line in path.read_text(encoding="utf-8").splitlines()
             if not line.startswith(f"{setting}=")
         ]
-        lines.append(f"{setting}={shlex.quote(value)}")
+        if value is not None:
+            lines.append(f"{setting}={shlex.quote(value)}")
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
     def secret_file(self, name: str, setting: str) -> Path:
