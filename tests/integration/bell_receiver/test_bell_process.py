@@ -46,6 +46,8 @@ class BellProcess:
             "BELL_AUTH_JWT_KEY_FILE": str(keys.jwt_file),
             "BELL_AUTH_JWT_ISSUER": JWT_ISSUER,
         }
+        self.instance_id = f"bell-test-{uuid.uuid4().hex[:8]}"
+        self.env["BELL_INSTANCE_ID"] = self.instance_id
         self.process: subprocess.Popen[bytes] | None = None
 
     def run(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -95,12 +97,21 @@ def test_refuses_to_start_without_dsn_or_keys(bell: BellProcess, missing: str) -
     assert missing in result.stderr
 
 
-async def wait_healthy(client: httpx.AsyncClient) -> None:
+async def wait_healthy(client: httpx.AsyncClient, bell: BellProcess | None = None) -> None:
+    """Until /healthz answers; with ``bell``, until *this* Bell answers (its instance id), not another
+    process that took the free port, and failing at once with its log when it exited."""
+
     async def healthy() -> bool:
+        if bell is not None:
+            alive = bell.process is not None and bell.process.poll() is None
+            assert alive, bell.log_path.read_text()[-2000:]
         try:
-            return (await client.get("/healthz")).status_code == 200
+            response = await client.get("/healthz")
         except httpx.TransportError:
             return False
+        return response.status_code == 200 and (
+            bell is None or response.json()["instance_id"] == bell.instance_id
+        )
 
     await wait_until(healthy, timeout_seconds=30)
 
@@ -111,7 +122,7 @@ async def test_the_signed_push_end_to_end_across_a_sigkill_restart(bell: BellPro
     assert json.loads(migrated.stdout)["applied"][-1] == "service/0003_notification_reads"
     bell.start()
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{bell.port}", timeout=10) as http:
-        await wait_healthy(http)
+        await wait_healthy(http, bell)
 
         async def ready() -> bool:
             return (await http.get("/readyz")).status_code == 200
@@ -129,7 +140,7 @@ async def test_the_signed_push_end_to_end_across_a_sigkill_restart(bell: BellPro
 
         assert bell.stop(signal.SIGKILL) == -signal.SIGKILL
         bell.start()
-        await wait_healthy(http)
+        await wait_healthy(http, bell)
         again = await relay.post_raw(body, headers=headers)
         assert again.status_code == 200 and again.content == first.content
         conflict = await relay.post_items([fact()], nonce=headers["X-Yovision-Nonce"])

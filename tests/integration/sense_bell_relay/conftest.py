@@ -169,7 +169,7 @@ async def bell_url(bell: BellProcess) -> str:
     bell.start()
     url = f"http://127.0.0.1:{bell.port}"
     async with httpx.AsyncClient(base_url=url, timeout=5) as http:
-        await wait_healthy(http)
+        await wait_healthy(http, bell)
     return url
 
 
@@ -185,4 +185,4 @@ async def restart_bell(bell: BellProcess, signum: int) -> None:
     bell.stop(signum)
     bell.start()
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{bell.port}", timeout=5) as http:
-        await wait_healthy(http)
+        await wait_healthy(http, bell)

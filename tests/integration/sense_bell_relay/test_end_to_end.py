@@ -165,7 +165,7 @@ async def test_facts_reach_a_bell_behind_tls_that_sense_trusts_through_ssl_cert_
     bell.start()
     url = f"https://127.0.0.1:{bell.port}"
     async with httpx.AsyncClient(base_url=url, verify=ssl.create_default_context(cafile=str(cert))) as http:
-        await wait_healthy(http)
+        await wait_healthy(http, bell)
     event_ids = await outbox.add(2)
     config = relay_config(url, keys, backoff_base_seconds=0.05, backoff_cap_seconds=0.05)
     worker = BellRelayWorker(sense_pool, sense_schema.name, config, owner="relay-tls")

@@ -212,7 +212,8 @@ def _plan(spec: ServiceSpec, settings: BaseServiceSettings) -> SchemaPlan:
 def _add_health_routes(ctx: WebContext) -> None:
     @ctx.app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
-        return {"status": "ok", "service": ctx.spec.name}
+        # The instance id tells a caller (an operator, a test that picked a free port) which process answered.
+        return {"status": "ok", "service": ctx.spec.name, "instance_id": ctx.settings.instance_id}
 
     @ctx.app.get("/readyz", include_in_schema=False)
     async def readyz() -> JSONResponse:

@@ -252,15 +252,15 @@ async def _lag(
     ends = await _end_offsets(stack.kafka_bootstrap, partitions)
     findings: list[Finding] = []
     for group in sorted(watched):
-        lag = sum(
-            max(0, ends.get(tp, 0) - positions.get((group, tp), 0))
+        behind = {
+            tp: ends.get(tp, 0) - positions.get((group, tp), 0)
             for tp in partitions
-            if tp.topic in watched[group]
-        )
-        if lag:
-            findings.append(
-                Finding("consumer_lag", group_service[group], f"group={group} stored positions behind", lag)
-            )
+            if tp.topic in watched[group] and ends.get(tp, 0) > positions.get((group, tp), 0)
+        }
+        if behind:
+            shown = ", ".join(f"{tp.topic}[{tp.partition}]+{n}" for tp, n in sorted(behind.items())[:5])
+            detail = f"group={group} stored positions behind: {shown}"
+            findings.append(Finding("consumer_lag", group_service[group], detail, sum(behind.values())))
     async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS) as http:
         for config in configs:
             reported = await _metric(http, config, "consumer_lag_messages")

@@ -14,8 +14,9 @@ An environment is a folder laid out like ``.local`` (``stack.env``, ``env/``, ``
    its real console script.
 
 On exit every service is stopped and the environment's schemas, roles and topics are removed, so runs
-never see each other. The environment can kill a service with SIGKILL and start it again, as an operator
-or a crash would, and change an operator setting in a service's env file (``set_setting``, effective at the
+never see each other; the services' logs are kept in ``.local/e2e-runs/<name>/`` (the newest five
+runs). The environment can kill a service with SIGKILL and start it again, as an operator or a crash
+would, and change an operator setting in a service's env file (``set_setting``, effective at the
 service's next start). Nothing here reaches into a service: the caller drives the services through their
 public interfaces.
 """
@@ -27,6 +28,7 @@ import contextlib
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -220,6 +222,19 @@ def _run(*args: str, env: Mapping[str, str] | None = None) -> None:
         )
 
 
+KEPT_RUNS = 5
+
+
+def _keep_logs(root: Path, keep: Path) -> None:
+    """Copy the environment's service logs to ``keep`` (under the stack's ``.local``, so a CI run's logs
+    outlive pytest's temporary folders), leaving only the newest KEPT_RUNS runs there."""
+    if (root / "logs").is_dir():
+        shutil.copytree(root / "logs", keep / "logs", dirs_exist_ok=True)
+    runs = sorted(keep.parent.iterdir(), key=lambda p: p.stat().st_mtime) if keep.parent.is_dir() else []
+    for old in runs[:-KEPT_RUNS]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 async def _drop_everything(stack: LocalStack, definition: Environment) -> None:
     admin = await asyncpg.connect(stack.admin_dsn)
     try:
@@ -302,6 +317,7 @@ async def local_environment(
             environment.services[service.name] = ServiceHandle(
                 service, definition.schema(service), ports[service.name]
             )
+        cleanup.callback(_keep_logs, root, stack_dir / "e2e-runs" / name)
         cleanup.push_async_callback(environment.stop)
         await environment.start()
         yield environment
