@@ -55,7 +55,11 @@ class MediaMtxProxy:
                 "/" + path,
                 params=request.query_params,
                 content=await request.body(),
-                headers={"content-type": request.headers.get("content-type", "application/json")},
+                headers={
+                    "content-type": request.headers.get("content-type", "application/json"),
+                    # the API credentials of the caller, passed on (the stack's API is authenticated)
+                    **({"authorization": auth} if (auth := request.headers.get("authorization")) else {}),
+                },
             )
         return Response(status_code=upstream.status_code, content=upstream.content)
 

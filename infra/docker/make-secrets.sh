@@ -8,6 +8,7 @@
 #   secrets/<schema>_jwt_key        JWT key of orphan, bell, signal and media (audience: the service's name)
 #   secrets/console_session_key     HMAC key of the console's signed session cookies
 #   secrets/signal_secrets_aes_key  AES-256-GCM key of signal-watcher's watcher headers and bodies at rest
+#   secrets/sense_secrets_key       AES-256-GCM key k1 of sense-reconciler's source URIs at rest (its key ring)
 #   compose.env                     YOVISION_UID/GID, KAFKA_VERSION, MEDIAMTX_IMAGE_TAG: no secret
 # Keys are hex of 32 random bytes, the formats of the native path (yovision_platform.tools.devsecrets).
 # Secret files are written with umask 077 (mode 0600). Existing secrets are kept: re-running changes nothing
@@ -83,8 +84,8 @@ for schema in "${SCHEMAS[@]}"; do
 done
 # The services' own secret files: exactly those their settings read (compose.yaml mounts them).
 [[ -s "$SECRETS_DIR/sense_api_token" ]] || write_secret "$SECRETS_DIR/sense_api_token" "$(urlsafe_token)"
-for key in bell_relay_key orphan_jwt_key bell_jwt_key signal_jwt_key signal_secrets_aes_key media_jwt_key \
-  console_session_key; do
+for key in bell_relay_key orphan_jwt_key bell_jwt_key signal_jwt_key signal_secrets_aes_key sense_secrets_key \
+  media_jwt_key console_session_key; do
   [[ -s "$SECRETS_DIR/$key" ]] || write_secret "$SECRETS_DIR/$key" "$(random_hex 32)"
 done
 

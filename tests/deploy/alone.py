@@ -91,6 +91,8 @@ def secret_files(directory: Path, keys: list[str], dsn: str) -> None:
             content = dsn
         elif key == "api-token":
             content = secrets.token_urlsafe(32)
+        elif key.startswith("mediamtx-") and key.endswith("credentials"):  # a MediaMTX API user
+            content = f"yovision:{secrets.token_urlsafe(24)}"
         else:  # JWT, AES and relay keys: hex of 32 random bytes
             content = secrets.token_hex(32)
         write_private_file(directory / key, content + "\n")

@@ -99,13 +99,57 @@ def test_every_secret_file_setting_names_a_projected_key_of_a_mounted_secret(nam
             assert spec["securityContext"]["fsGroup"] == 10001  # group-readable by the service's user
 
 
+def secret_items(workload: Obj) -> set[str]:
+    volumes = pod_spec(workload)["volumes"]
+    return {item["key"] for v in volumes if "secret" in v for item in v["secret"]["items"]}
+
+
 def test_the_relay_key_files_of_bell_are_files_of_its_secret(name: str) -> None:
     bell = rendered(name).deployments()["bell-receiver"]
     (container,) = containers(bell)
     key_files = yaml.safe_load(env_of(container)["BELL_RELAY_KEY_FILES"]["value"])
     assert set(key_files) == set(values_of(name)["services"]["bell-receiver"]["relayKeyIds"])
-    items = {item["key"] for v in pod_spec(bell)["volumes"] if "secret" in v for item in v["secret"]["items"]}
-    assert {Path(p).name for p in key_files.values()} <= items
+    assert {Path(p).name for p in key_files.values()} <= secret_items(bell)
+
+
+def test_the_key_rings_are_files_of_the_secret_and_the_active_key_one_of_them(name: str) -> None:
+    for service, prefix in (("sense-reconciler", "SENSE"), ("signal-watcher", "SIGNAL")):
+        values = values_of(name)["services"][service]
+        workload = rendered(name).deployments()[service]
+        (container,) = containers(workload)
+        env = env_of(container)
+        key_files = {}
+        if values["secretsKeyIds"]:
+            key_files = yaml.safe_load(env[f"{prefix}_SECRETS_KEY_FILES"]["value"])
+        assert set(key_files) == set(values["secretsKeyIds"])
+        assert {Path(p).name for p in key_files.values()} <= secret_items(workload)
+        active = values["secretsActiveKeyId"]
+        assert env.get(f"{prefix}_SECRETS_ACTIVE_KEY_ID", {}).get("value", "") == active
+        assert not active or active in key_files
+    signal = values_of(name)["services"]["signal-watcher"]
+    env = env_of(next(containers(rendered(name).deployments()["signal-watcher"])))
+    assert ("SIGNAL_SECRETS_AES_KEY_FILE" in env) == signal["legacyAesKey"]
+
+
+def test_every_media_server_of_the_values_is_registered_with_its_credentials_file(name: str) -> None:
+    mediamtx = values_of(name)["mediamtx"]
+    for service, prefix in (("sense-reconciler", "SENSE"), ("orphan-scanner", "ORPHAN")):
+        workload = rendered(name).deployments()[service]
+        env = env_of(next(containers(workload)))
+        if not mediamtx.get("servers"):
+            assert env[f"{prefix}_MEDIAMTX_API_URL"]["value"] == mediamtx["apiUrl"]
+            assert (f"{prefix}_MEDIAMTX_CREDENTIALS_FILE" in env) == mediamtx["credentials"]
+            continue
+        servers = yaml.safe_load(env[f"{prefix}_MEDIA_SERVERS"]["value"])
+        assert f"{prefix}_MEDIAMTX_API_URL" not in env
+        assert {i: s["api_url"] for i, s in servers.items()} == {
+            i: s["apiUrl"] for i, s in mediamtx["servers"].items()
+        }
+        for server_id, server in servers.items():
+            assert ("credentials_file" in server) == bool(mediamtx["servers"][server_id].get("credentials"))
+            if "credentials_file" in server:
+                assert server["credentials_file"].startswith(SECRET_DIR)
+                assert Path(server["credentials_file"]).name in secret_items(workload)
 
 
 def test_every_container_runs_as_non_root_with_a_read_only_root_filesystem(name: str) -> None:

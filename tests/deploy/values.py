@@ -27,7 +27,10 @@ def _set(values: dict[str, Any], dotted: str, raw: str) -> None:
     *path, last = dotted.split(".")
     node = values
     for part in path:
-        node = node[part]
+        node = node.setdefault(part, {})
+    if raw.startswith("{") and raw.endswith("}"):  # helm's --set list syntax
+        node[last] = raw[1:-1].split(",")
+        return
     node[last] = {"true": True, "false": False}.get(raw, raw)
 
 

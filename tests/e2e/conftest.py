@@ -15,11 +15,15 @@ Operator settings that differ from `make up` (and why):
   refuses loopback unless an operator allows it.
 - `SENSE_DRIFT_CHECK_SECONDS=0`: the orphan flow stages a leftover path by hand; the drift check, which
   would repair it at an arbitrary moment, has its own tests (tests/integration/sense_reconciler).
+
+The environment has two MediaMTX servers, `mtx-a` (the default of new sites) and `mtx-b`, each with an
+authenticated Control API; the flows that do not move a site run on `mtx-a`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import time
 import uuid
@@ -37,6 +41,7 @@ from yovision_platform.auth import TokenVerifier
 from yovision_platform.tools.doctor import Finding, Report, examine_until_settled
 from yovision_platform.tools.environment import LocalEnvironment, local_environment
 
+MEDIA_SERVERS = ("mtx-a", "mtx-b")
 E2E_SETTINGS = {
     "SIGNAL_PROBE_ALLOWED_NETWORKS": "127.0.0.1/32",
     "SENSE_DRIFT_CHECK_SECONDS": "0",
@@ -55,7 +60,9 @@ pytestmark = pytest.mark.e2e
 async def env(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LocalEnvironment]:
     name = f"e2e-{uuid.uuid4().hex[:6]}"
     root = tmp_path_factory.mktemp("e2e-env")
-    async with local_environment(root, name, settings=E2E_SETTINGS) as environment:
+    async with local_environment(
+        root, name, settings=E2E_SETTINGS, media_servers=MEDIA_SERVERS
+    ) as environment:
         yield environment
 
 
@@ -128,10 +135,24 @@ async def sense(env: LocalEnvironment, witness: Witness) -> AsyncIterator[httpx.
         yield http
 
 
+def mediamtx_client(env: LocalEnvironment, server: str) -> httpx.AsyncClient:
+    """One MediaMTX server's Control API, with its API credentials (not recorded: path sources carry the
+    cameras' credentials)."""
+    sandbox = env.media_servers[server]
+    return httpx.AsyncClient(base_url=sandbox.url, timeout=10.0, auth=sandbox.auth())
+
+
 @pytest.fixture
 async def mediamtx(env: LocalEnvironment) -> AsyncIterator[httpx.AsyncClient]:
-    """The environment's MediaMTX Control API (not recorded: path sources carry the cameras' credentials)."""
-    async with httpx.AsyncClient(base_url=env.mediamtx_url, timeout=10.0) as http:
+    """The default MediaMTX server (`mtx-a`)."""
+    async with mediamtx_client(env, MEDIA_SERVERS[0]) as http:
+        yield http
+
+
+@pytest.fixture
+async def mediamtx_b(env: LocalEnvironment) -> AsyncIterator[httpx.AsyncClient]:
+    """The second MediaMTX server (`mtx-b`)."""
+    async with mediamtx_client(env, MEDIA_SERVERS[1]) as http:
         yield http
 
 
@@ -210,6 +231,32 @@ async def run_cli(env: LocalEnvironment, service: str, *command: str) -> tuple[i
 
 def venv_bin(name: str) -> str:
     return str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / name)
+
+
+async def orphan_report(env: LocalEnvironment) -> dict[str, Any]:
+    """`sense-orphan report`: a new scan of every registered server, as JSON."""
+    code, out, err = await run_cli(env, "orphan-scanner", venv_bin("sense-orphan"), "report")
+    assert code == 0, err
+    document: dict[str, Any] = json.loads(out)
+    return document
+
+
+async def orphan_apply(env: LocalEnvironment, scan: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """`sense-orphan apply` of the scan, confirmed by its token: the exit code and the JSON result."""
+    code, out, _ = await run_cli(
+        env,
+        "orphan-scanner",
+        venv_bin("sense-orphan"),
+        "apply",
+        "--scan-id",
+        scan["scan_id"],
+        "--actor",
+        "e2e-operator",
+        "--confirm",
+        scan["confirm"],
+    )
+    document: dict[str, Any] = json.loads(out)
+    return code, document
 
 
 def device_body(tenant: str, site: str, path: str, source: str, state: str = "enabled") -> dict[str, Any]:

@@ -3,7 +3,6 @@ exactly the stale path a disabled device left behind, never a hand-made one; Bel
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
@@ -15,39 +14,16 @@ from tests.e2e.conftest import (
     camera_source,
     device_body,
     eventually,
+    orphan_apply,
+    orphan_report,
     path_names,
     path_source,
-    run_cli,
-    venv_bin,
 )
 from yovision_platform.tools.environment import LocalEnvironment
 
 IN_USE_DEVICES = 9  # with the stale one: 1 candidate * 100 <= 10+ paths * 10, so the gate allows it
+SERVER = "mtx-a"  # the default server of new sites
 EXIT_OK = 0
-
-
-async def report(env: LocalEnvironment) -> dict[str, Any]:
-    code, out, err = await run_cli(env, "orphan-scanner", venv_bin("sense-orphan"), "report")
-    assert code == EXIT_OK, err
-    document: dict[str, Any] = json.loads(out)
-    return document
-
-
-async def apply(env: LocalEnvironment, scan: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    code, out, _ = await run_cli(
-        env,
-        "orphan-scanner",
-        venv_bin("sense-orphan"),
-        "apply",
-        "--scan-id",
-        scan["scan_id"],
-        "--actor",
-        "e2e-operator",
-        "--confirm",
-        scan["confirm"],
-    )
-    document: dict[str, Any] = json.loads(out)
-    return code, document
 
 
 async def bell_orphan_events(admin_db: asyncpg.Connection, env: LocalEnvironment, scan_id: str) -> list[str]:
@@ -93,19 +69,21 @@ async def test_report_then_apply_deletes_only_the_stale_path(
     await eventually(lambda: _configured(mediamtx, [stale, unowned]), what="hand-made paths listed")
 
     scan = await eventually(lambda: _report_with_candidates(env, [stale]), what="report sees the stale path")
-    assert unowned in scan["unowned"] and unowned not in scan["candidates"]
-    assert not set(in_use) & (set(scan["candidates"]) | set(scan["unowned"]))
-    assert scan["gate_preview"] == {"allowed": True, "reason_code": None}
+    assert on_a(unowned) in scan["unowned"] and on_a(unowned) not in scan["candidates"]
+    listed = {p["path_name"] for p in scan["candidates"] + scan["unowned"] if p["media_server_id"] == SERVER}
+    assert not set(in_use) & listed
+    assert scan["gate_preview"] == {"allowed": True, "reason_code": None, "media_server_id": None}
 
-    code, result = await apply(env, scan)
+    code, result = await orphan_apply(env, scan)
     assert code == EXIT_OK, result
-    assert [(i["path_name"], i["outcome"]) for i in result["items"]] == [(stale, "deleted")]
+    outcomes = [(i["media_server_id"], i["path_name"], i["outcome"]) for i in result["items"]]
+    assert outcomes == [(SERVER, stale, "deleted")]
     await eventually(lambda: _absent(mediamtx, stale), what="the stale path deleted")
     names = await path_names(mediamtx)
     assert unowned in names, "an unowned path must never be deleted"
     assert set(in_use) <= names
 
-    again, rerun = await apply(env, scan)
+    again, rerun = await orphan_apply(env, scan)
     assert again == EXIT_OK and [i["earlier"] for i in rerun["items"]] == [True]
     events = await eventually(
         lambda: _events(admin_db, env, scan["scan_id"], {"ScanReported", "PathDisposed"}),
@@ -123,8 +101,12 @@ async def _absent(mediamtx: httpx.AsyncClient, path: str) -> bool:
 
 
 async def _report_with_candidates(env: LocalEnvironment, expected: list[str]) -> dict[str, Any] | None:
-    scan = await report(env)
-    return scan if scan["candidates"] == expected else None
+    scan = await orphan_report(env)
+    return scan if scan["candidates"] == [on_a(name) for name in expected] else None
+
+
+def on_a(name: str) -> dict[str, str]:
+    return {"media_server_id": SERVER, "path_name": name}
 
 
 async def _events(

@@ -1,13 +1,33 @@
-# MediaMTX component of stack.sh (sourced): only the Control API, on 127.0.0.1:19997.
+# MediaMTX component of stack.sh (sourced): only the Control API, on 127.0.0.1:19997, authenticated.
+# The API user's credentials (one "user:password" line) are generated once into
+# .local/secrets/mediamtx-api.credentials; MediaMTX gets the user and only the password's SHA-256 through
+# its MTX_AUTHINTERNALUSERS_0_* environment overrides (infra/mediamtx/mediamtx.yml names the user slot).
 # shellcheck shell=bash
 MEDIAMTX_PID="$RUN_DIR/mediamtx.pid"
 MEDIAMTX_API_URL="http://127.0.0.1:19997"
+MEDIAMTX_CREDENTIALS_FILE="$SECRETS_DIR/mediamtx-api.credentials"
+MEDIAMTX_API_USER="yovision-api"
 MEDIAMTX_START_TIMEOUT_S=20
 
-mediamtx_healthy() { curl -fsS -m 3 -o /dev/null "$MEDIAMTX_API_URL/v3/paths/list" 2>/dev/null; }
+mediamtx_ensure_credentials() {
+  [[ -s "$MEDIAMTX_CREDENTIALS_FILE" ]] && return 0
+  (umask 077 && printf '%s:%s\n' "$MEDIAMTX_API_USER" "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
+    >"$MEDIAMTX_CREDENTIALS_FILE")
+  log "mediamtx: API credentials written to $MEDIAMTX_CREDENTIALS_FILE"
+}
+
+# curl reads the credentials from a config on stdin: never on a command line (visible in ps).
+mediamtx_curl() {
+  local credentials
+  credentials="$(cat "$MEDIAMTX_CREDENTIALS_FILE" 2>/dev/null)" || return 1
+  printf 'user = "%s"\n' "$credentials" | curl -K - -fsS -m 3 -o /dev/null "$@" 2>/dev/null
+}
+
+mediamtx_healthy() { mediamtx_curl "$MEDIAMTX_API_URL/v3/config/paths/list?itemsPerPage=1"; }
 mediamtx_ready_or_dead() { ! pid_alive "$MEDIAMTX_PID" bin/mediamtx || mediamtx_healthy; }
 
 mediamtx_up() {
+  mediamtx_ensure_credentials
   if pid_alive "$MEDIAMTX_PID" bin/mediamtx; then
     log "mediamtx: already running (pid $(cat "$MEDIAMTX_PID"))"
     return 0
@@ -15,9 +35,12 @@ mediamtx_up() {
   port_open 127.0.0.1 19997 && die "mediamtx: port 19997 is in use by a process this stack did not start"
   "$INFRA_DIR/scripts/install-mediamtx.sh"
   mkdir -p "$LOCAL_DIR/mediamtx"
-  log "mediamtx: starting $MEDIAMTX_VERSION, API on $MEDIAMTX_API_URL (log: $LOG_DIR/mediamtx.log)"
-  (cd "$LOCAL_DIR/mediamtx" && exec setsid "$BIN_DIR/mediamtx" "$INFRA_DIR/mediamtx/mediamtx.yml" \
-    </dev/null >>"$LOG_DIR/mediamtx.log" 2>&1) &
+  local user password_hash
+  user="$(cut -d: -f1 "$MEDIAMTX_CREDENTIALS_FILE")"
+  password_hash="sha256:$(cut -d: -f2- "$MEDIAMTX_CREDENTIALS_FILE" | tr -d '\n' | openssl dgst -sha256 -binary | base64)"
+  log "mediamtx: starting $MEDIAMTX_VERSION, API on $MEDIAMTX_API_URL for $user (log: $LOG_DIR/mediamtx.log)"
+  (cd "$LOCAL_DIR/mediamtx" && MTX_AUTHINTERNALUSERS_0_USER="$user" MTX_AUTHINTERNALUSERS_0_PASS="$password_hash" \
+    exec setsid "$BIN_DIR/mediamtx" "$INFRA_DIR/mediamtx/mediamtx.yml" </dev/null >>"$LOG_DIR/mediamtx.log" 2>&1) &
   echo $! >"$MEDIAMTX_PID"
   if ! wait_until "$MEDIAMTX_START_TIMEOUT_S" "mediamtx API" mediamtx_ready_or_dead || ! pid_alive "$MEDIAMTX_PID" bin/mediamtx; then
     tail -n 20 "$LOG_DIR/mediamtx.log" >&2 || true

@@ -28,7 +28,9 @@ from media_worker.adapters.repository import MediaRepository
 from signal_watcher.adapters.crypto import SecretCipher
 from signal_watcher.adapters.repository import CheckRow, WatcherRepository
 from signal_watcher.domain.model import CompareMode, Method, Status, WatcherSpec
+from signal_watcher.settings import LEGACY_KEY_ID
 from yovision_platform.db import Identifier
+from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.tools.environment import LocalEnvironment
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -209,10 +211,14 @@ async def seed_audit(env: LocalEnvironment, total: int, seeded: Seeded) -> None:
 async def seed_watchers(env: LocalEnvironment, total: int, seeded: Seeded) -> None:
     """`total` PAUSED watchers over WATCHER_USERS users (<= the per-user cap of 100): paused, so the
     environment's scheduler probes none of them while pages are measured."""
-    key_file = env.secret_file("signal-watcher", "SECRETS_AES_KEY_FILE")
-    repo = WatcherRepository(
-        Identifier(schema_of(env, "signal-watcher")), SecretCipher.from_key_file(key_file, "key")
+    setting = "SIGNAL_SECRETS_AES_KEY_FILE"
+    ring = EncryptionKeyRing.from_key_files(
+        {LEGACY_KEY_ID: (env.secret_file("signal-watcher", "SECRETS_AES_KEY_FILE"), setting)},
+        None,
+        active_setting=setting,
+        accept_legacy=True,
     )
+    repo = WatcherRepository(Identifier(schema_of(env, "signal-watcher")), SecretCipher(ring))
     spec = WatcherSpec(
         "price watch", "agent-1", "https://shop.example.com/item", Method.GET,
         (), None, 60, CompareMode.HASH, None, "Price changed: {diff}",

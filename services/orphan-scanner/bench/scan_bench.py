@@ -73,12 +73,13 @@ from yovision_platform.db import Identifier
 from yovision_platform.events import EventRecord, build_event, catalog_for
 from yovision_platform.kafka import fetch_end_offsets, start_producer
 from yovision_platform.localstack import LocalStack, runtime_dsn
+from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
 from yovision_platform.mediamtx import LIST_PAGE_ITEMS, MediaMtxApi
 from yovision_platform.migrations import SchemaPlan, drop, migrate
 from yovision_platform.settings import load_settings
 from yovision_platform.tools.bench_runner import run_cleanly
 from yovision_platform.tools.localhost import write_private_file
-from yovision_platform.tools.mediamtx_sandbox import mediamtx_sandbox
+from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 MEDIAMTX_BIN = REPO_ROOT / ".local/bin/mediamtx"
@@ -200,18 +201,20 @@ class SenseFeed:
 
 
 @contextlib.asynccontextmanager
-async def mediamtx_process(work_dir: Path, label: str, paths: Sequence[str]) -> AsyncIterator[str]:
-    """A private MediaMTX whose configuration file holds `paths`; yields its API URL."""
-    async with mediamtx_sandbox(MEDIAMTX_BIN, work_dir, label=label, preload=paths) as url:
-        yield url
+async def mediamtx_process(
+    work_dir: Path, label: str, paths: Sequence[str]
+) -> AsyncIterator[MediaMtxSandbox]:
+    """A private MediaMTX (authenticated API) whose configuration file holds `paths`."""
+    async with mediamtx_sandbox(MEDIAMTX_BIN, work_dir, label=label, preload=paths) as sandbox:
+        yield sandbox
 
 
 class TimedMediaMtxApi(MediaMtxApi):
     """The shipped client, unchanged, with the (start, end) perf_counter times of every enumeration and
     every delete recorded (instrumentation only)."""
 
-    def __init__(self, base_url: str, *, deadline_seconds: float) -> None:
-        super().__init__(base_url, deadline_seconds=deadline_seconds)
+    def __init__(self, sandbox: MediaMtxSandbox, *, deadline_seconds: float) -> None:
+        super().__init__(sandbox.url, deadline_seconds=deadline_seconds, credentials=sandbox.credentials)
         self.lists: list[tuple[float, float]] = []
         self.deletes: list[tuple[float, float]] = []
 
@@ -230,9 +233,11 @@ class TimedMediaMtxApi(MediaMtxApi):
             self.deletes.append((started, time.perf_counter()))
 
 
-async def raw_enumerate(url: str, page_items: int) -> tuple[int, float]:
+async def raw_enumerate(sandbox: MediaMtxSandbox, page_items: int) -> tuple[int, float]:
     """Baseline: every configured path name by a plain httpx paging loop; returns (names, seconds)."""
-    async with httpx.AsyncClient(base_url=url, timeout=RAW_HTTP_TIMEOUT_SECONDS) as http:
+    async with httpx.AsyncClient(
+        base_url=sandbox.url, timeout=RAW_HTTP_TIMEOUT_SECONDS, auth=sandbox.auth()
+    ) as http:
         names: set[str] = set()
         started = time.perf_counter()
         page = 0
@@ -248,10 +253,12 @@ async def raw_enumerate(url: str, page_items: int) -> tuple[int, float]:
                 return len(names), time.perf_counter() - started
 
 
-async def raw_deletes(url: str, names: Sequence[str]) -> list[float]:
+async def raw_deletes(sandbox: MediaMtxSandbox, names: Sequence[str]) -> list[float]:
     """Baseline: one plain httpx DELETE per name, sequentially; returns seconds per delete."""
     seconds: list[float] = []
-    async with httpx.AsyncClient(base_url=url, timeout=RAW_HTTP_TIMEOUT_SECONDS) as http:
+    async with httpx.AsyncClient(
+        base_url=sandbox.url, timeout=RAW_HTTP_TIMEOUT_SECONDS, auth=sandbox.auth()
+    ) as http:
         for name in names:
             started = time.perf_counter()
             response = await http.delete(f"/v3/config/paths/delete/{name}")
@@ -260,8 +267,10 @@ async def raw_deletes(url: str, names: Sequence[str]) -> list[float]:
     return seconds
 
 
-async def path_count(url: str) -> int:
-    async with httpx.AsyncClient(base_url=url, timeout=RAW_HTTP_TIMEOUT_SECONDS) as http:
+async def path_count(sandbox: MediaMtxSandbox) -> int:
+    async with httpx.AsyncClient(
+        base_url=sandbox.url, timeout=RAW_HTTP_TIMEOUT_SECONDS, auth=sandbox.auth()
+    ) as http:
         response = await http.get("/v3/config/paths/list", params={"itemsPerPage": 1})
         response.raise_for_status()
         return int(response.json()["itemCount"])
@@ -294,10 +303,11 @@ class BenchContext:
             outbox_relay_enabled=False,
         )
 
-    def components(self, mediamtx_url: str) -> tuple[Components, TimedMediaMtxApi]:
-        settings = self.settings(mediamtx_url)
-        api = TimedMediaMtxApi(mediamtx_url, deadline_seconds=settings.mediamtx_deadline_seconds)
-        return build(self.pool, self.schema, settings, client_id="orphan-bench", mediamtx=api), api
+    def components(self, sandbox: MediaMtxSandbox) -> tuple[Components, TimedMediaMtxApi]:
+        settings = self.settings(sandbox.url)
+        api = TimedMediaMtxApi(sandbox, deadline_seconds=settings.mediamtx_deadline_seconds)
+        fleet = MediaFleet({SINGLE_MEDIA_SERVER_ID: api})
+        return build(self.pool, self.schema, settings, client_id="orphan-bench", mediamtx=fleet), api
 
 
 async def kafka_topics(bootstrap: str, topics: dict[str, int], *, create: bool) -> None:

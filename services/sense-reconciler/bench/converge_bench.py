@@ -1,173 +1,115 @@
-"""Benchmark: devices enabled through the Control API until their MediaMTX path is configured.
+"""Benchmark: Sense converging MediaMTX at MediaMTX's own speed, measured side by side in one run.
 
-    .venv/bin/python services/sense-reconciler/bench/converge_bench.py [--devices 1000]
+    .venv/bin/python services/sense-reconciler/bench/converge_bench.py [--devices 1000] [--servers 4]
+        [--changes 50]
 
-Migrates a fresh schema `bench_<hex>` on the local stack, serves the Control API in process (ASGI) and runs
-one Reconciler owning every partition, against the real MediaMTX. Each API call wakes the loop (what the
-device event does in production); the scan interval is 50 ms. Latency per device = DB-clock time from its
-creation (inside the API call's transaction) to the completion of its reconcile (`last_result_at`), i.e. the
-path was added. Prints devices converged per second and p50/p99 latency (goal p99 <= 1 s), then deletes the
-paths and drops the schema.
+Sense runs as `serve` wires it (sense_bench_harness): the Control API in process, the outbox relay to Kafka,
+the device consumer waking the reconciler, one writer per MediaMTX server. Every MediaMTX is a private,
+authenticated process started empty for its measurement. In order:
+
+1. baseline: `--devices` plain sequential path adds to an empty MediaMTX (adds/s), then `--changes` plain
+   replaces of one path each with those present (ms each);
+2. a burst: `--devices` devices created through the API as fast as it answers, all enabled, on one server;
+   wall time from the first create to the last converged, latency per device, and every failed item and
+   every device that needed a retry (a backoff of our own making would show here). Goal: >= 0.9 of 1.;
+3. with those devices converged: `--changes` single URI changes, one after the other; time from the API call
+   until MediaMTX answered the replace, the wake-up through Kafka included, and the part MediaMTX took;
+   next to MediaMTX's own replace time at that size (measured in 1.). Goal: p99 <= 300 ms;
+4. the same burst over `--servers` servers (sites assigned round-robin). Goal: >= 3x faster than 2.
+
+Prints each figure with its ratio and goal. The machine is shared: figures vary with the other load.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
-import secrets
 import statistics
-import time
-import uuid
 from pathlib import Path
 
 import asyncpg
-import httpx
-from prometheus_client import CollectorRegistry
+from sense_bench_harness import Burst, mediamtx_binary, raw_replaces, raw_sequential_adds, sense_under_test
 
-from sense_reconciler.adapters.device_repository import DeviceRepository
-from sense_reconciler.adapters.mediamtx import MediaMtxClient
-from sense_reconciler.entrypoints.api import install
-from sense_reconciler.entrypoints.main import SPEC
-from sense_reconciler.service_layer.devices import DeviceService
-from sense_reconciler.service_layer.metrics import ReconcileMetrics
-from sense_reconciler.service_layer.ownership import OwnedPartitions
-from sense_reconciler.service_layer.reconciler import Reconciler
-from yovision_platform.auth import StaticBearerToken
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.db import Identifier
-from yovision_platform.localstack import LocalStack, runtime_dsn
-from yovision_platform.migrations import SchemaPlan, drop, migrate
+from yovision_platform.localstack import LocalStack
 from yovision_platform.tools.bench_runner import run_cleanly
-from yovision_platform.web import create_app
+from yovision_platform.tools.mediamtx_sandbox import mediamtx_sandbox
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-PARTITIONS = 12
-DEVICES_PER_SITE = 16  # the default per-site limit of enabled devices
-TOKEN = secrets.token_hex(24)
-CLEANUP_ROUNDS = 5
+CHANGE_GAP_SECONDS = 0.2
+CHANGE_TIMEOUT_SECONDS = 10.0
 
 
-async def bench(devices: int) -> None:
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, int(len(ordered) * fraction + 0.5) - 1))]
+
+
+def ms(values: list[float], fraction: float) -> str:
+    return f"{percentile(values, fraction) * 1000:.0f}"
+
+
+def show_burst(label: str, burst: Burst) -> None:
+    p50, p99 = statistics.median(burst.latencies_seconds), percentile(burst.latencies_seconds, 0.99)
+    print(
+        f"{label}: {burst.devices} devices on {burst.servers} server(s) in {burst.wall_seconds:.1f} s = "
+        f"{burst.rate:.1f} converged/s (the API answered every create after {burst.created_seconds:.1f} s); "
+        f"API call -> path configured p50 {p50:.1f} s, p99 {p99:.1f} s; "
+        f"failed items {burst.failed_items}, devices retried {burst.retried_devices}"
+    )
+    busy = ", ".join(f"{100 * b / burst.wall_seconds:.0f}%" for b in burst.busy_seconds)
+    print(f"   MediaMTX busy with our requests (share of the wall time, per server): {busy}")
+
+
+async def bench(devices: int, servers: int, changes: int, work_dir: Path) -> None:
     stack = LocalStack.load(REPO_ROOT / ".local")
-    schema = Identifier(f"bench_{uuid.uuid4().hex[:10]}")
-    password = secrets.token_urlsafe(16)
-    plan = SchemaPlan.for_service(schema, SPEC.migrations_dir)
+    binary = mediamtx_binary(REPO_ROOT)
     admin = await asyncpg.connect(stack.admin_dsn)
     try:
-        await migrate(admin, plan, runtime_password=password)
-        raw_rate = await raw_mediamtx_adds(stack.mediamtx_api_url, devices)
-        print(f"baseline: raw sequential MediaMTX path adds: {raw_rate:.1f}/s ({devices} paths)")
-        rate = await run(stack, schema, runtime_dsn(stack.admin_dsn, plan.runtime_role, password), devices)
-        print(f"reconciler vs raw MediaMTX adds: {rate / raw_rate:.2f}")
-    finally:
-        await drop(admin, plan)
-        await admin.close()
-
-
-async def raw_mediamtx_adds(api_url: str, count: int) -> float:
-    """Baseline in the same run: `count` plain sequential path adds (then deletes); returns adds/second.
-
-    MediaMTX rewrites its whole path configuration on every add, so one add costs more the more paths
-    exist: this is the ceiling any reconciler of one MediaMTX instance works under."""
-    prefix = f"bench-raw-{uuid.uuid4().hex[:6]}"
-    try:
-        async with httpx.AsyncClient(base_url=api_url, timeout=30) as client:
-            started = time.monotonic()
-            for n in range(count):
-                body = {"source": f"rtsp://127.0.0.1:1/{prefix}-{n}", "sourceOnDemand": True}
-                (await client.post(f"/v3/config/paths/add/{prefix}-{n}", json=body)).raise_for_status()
-            return count / (time.monotonic() - started)
-    finally:
-        await delete_paths_with_prefix(api_url, prefix)
-
-
-async def delete_paths_with_prefix(api_url: str, prefix: str) -> int:
-    """Delete every MediaMTX path whose name starts with `prefix` (what a run created, however far it
-    got), re-listing until none is left; returns how many were deleted."""
-    mediamtx = MediaMtxClient(api_url, deadline_seconds=30.0)
-    deleted = 0
-    try:
-        for _ in range(CLEANUP_ROUNDS):
-            left = [name for name in await mediamtx.list_path_names() if name.startswith(prefix)]
-            if not left:
-                return deleted
-            for name in left:
-                with contextlib.suppress(Exception):  # the next round lists what is still there
-                    await mediamtx.delete_path(name)
-                    deleted += 1
-        raise RuntimeError(f"paths with prefix {prefix} are still configured after cleanup")
-    finally:
-        await mediamtx.aclose()
-
-
-async def wait_converged(pool: asyncpg.Pool, schema: Identifier) -> None:
-    query = f"SELECT count(*) FROM {schema.quoted}.reconcile_state WHERE status <> 'converged'"
-    while await pool.fetchval(query):  # noqa: ASYNC110 - polling the database
-        await asyncio.sleep(0.05)
-
-
-async def run(stack: LocalStack, schema: Identifier, dsn: str, devices: int) -> float:
-    pool = await asyncpg.create_pool(dsn, min_size=1, max_size=6)
-    assert pool is not None
-    serde = AvroSerde(SchemaRegistry.load())
-    service = DeviceService(
-        pool, DeviceRepository(schema), serde, device_topic="sense.device.v1", partitions=12
-    )
-    mediamtx = MediaMtxClient(stack.mediamtx_api_url)
-    owned = OwnedPartitions("sense.device.v1")
-    owned.assign(range(PARTITIONS))
-    metrics = ReconcileMetrics(CollectorRegistry())
-    worker = Reconciler(
-        pool, schema, mediamtx, owned, metrics, serde, owner="bench", batch=128, scan_interval_seconds=0.05
-    )
-    app = create_app("sense-reconciler-bench", "0")
-    install(app, service, StaticBearerToken(TOKEN))
-    stop = asyncio.Event()
-    loop_task = asyncio.create_task(worker.run(stop))
-    prefix = f"bench-{uuid.uuid4().hex[:6]}"
-    paths = [f"{prefix}-{n}" for n in range(devices)]
-    try:
-        started = time.monotonic()
-        transport = httpx.ASGITransport(app=app)
-        headers = {"Authorization": f"Bearer {TOKEN}"}
-        async with httpx.AsyncClient(transport=transport, base_url="http://bench", headers=headers) as api:
-            for n, path in enumerate(paths):
-                body = {
-                    "tenant_id": "bench",
-                    "site_id": f"site-{n // DEVICES_PER_SITE}",
-                    "name": f"cam {n}",
-                    "path_name": path,
-                    "source_uri": f"rtsp://127.0.0.1:1/{path}",
-                    "desired_state": "enabled",
-                }
-                response = await api.post("/v1/devices", json=body)
-                response.raise_for_status()
-                owned.wake()
-        await wait_converged(pool, schema)
-        wall = time.monotonic() - started
-        rows = await pool.fetch(
-            f"SELECT extract(epoch FROM r.last_result_at - d.created_at) AS seconds "
-            f"FROM {schema.quoted}.reconcile_state r JOIN {schema.quoted}.devices d ON d.id = r.device_id"
-        )
-        latencies = sorted(float(r["seconds"]) for r in rows)
-        present = set(await mediamtx.list_path_names())
-        missing = [p for p in paths if p not in present]
-        p50 = statistics.median(latencies)
-        p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
-        print(f"devices: {devices}   paths present: {devices - len(missing)}")
-        print(f"wall (API calls + convergence): {wall:.2f} s   converged/s: {devices / wall:.1f}")
+        async with mediamtx_sandbox(binary, work_dir, label="raw") as raw:
+            raw_rate = await raw_sequential_adds(raw, devices)
+            floor = await raw_replaces(raw, changes, gap_seconds=CHANGE_GAP_SECONDS)
+        print(f"1. baseline: raw sequential MediaMTX adds: {raw_rate:.1f}/s ({devices} paths, empty start)")
         print(
-            f"API call -> path configured: p50 {p50 * 1000:.0f} ms  p99 {p99 * 1000:.0f} ms (goal p99 <= 1 s)"
+            f"   raw MediaMTX replace of one path with {devices} present: p50 {ms(floor, 0.5)} ms, "
+            f"p99 {ms(floor, 0.99)} ms ({changes} sequential)"
         )
-        return devices / wall
+
+        async with (
+            mediamtx_sandbox(binary, work_dir, label="one") as one,
+            sense_under_test(stack, admin, [one], "2-3. one server") as sense,
+        ):
+            single = await sense.burst(devices)
+            show_burst("2. burst, one server", single)
+            print(f"   ratio to raw adds: {single.rate / raw_rate:.2f} (goal >= 0.90)")
+            print(f"   backoffs of our own making: {single.retried_devices} (goal 0)")
+            timed = await sense.single_changes(
+                changes, gap_seconds=CHANGE_GAP_SECONDS, timeout_seconds=CHANGE_TIMEOUT_SECONDS
+            )
+        totals = timed.totals
+        print(
+            f"3. single change with {devices} converged, wake-up through Kafka: {len(totals)} changes, "
+            f"p50 {ms(totals, 0.5)} ms, p99 {ms(totals, 0.99)} ms, max {max(totals) * 1000:.0f} ms "
+            "(goal p99 <= 300 ms)"
+        )
+        print(
+            f"   of which MediaMTX answering the replace: p50 {ms(timed.mediamtx, 0.5)} ms, "
+            f"p99 {ms(timed.mediamtx, 0.99)} ms"
+        )
+
+        async with contextlib.AsyncExitStack() as fleet_stack:
+            fleet = [
+                await fleet_stack.enter_async_context(mediamtx_sandbox(binary, work_dir, label=f"fleet-{n}"))
+                for n in range(servers)
+            ]
+            async with sense_under_test(stack, admin, fleet, f"4. {servers} servers") as sense:
+                spread = await sense.burst(devices)
+        show_burst(f"4. burst, {servers} servers", spread)
+        print(
+            f"   speed-up over one server: {single.wall_seconds / spread.wall_seconds:.2f}x (goal >= 3x); "
+            f"backoffs of our own making: {spread.retried_devices} (goal 0)"
+        )
     finally:
-        stop.set()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(loop_task, 30)
-        await mediamtx.aclose()
-        await pool.close()
-        await delete_paths_with_prefix(stack.mediamtx_api_url, prefix)
+        await admin.close()
 
 
 def main() -> None:
@@ -175,7 +117,12 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--devices", type=int, default=1000)
-    run_cleanly(bench(parser.parse_args().devices))
+    parser.add_argument("--servers", type=int, default=4)
+    parser.add_argument("--changes", type=int, default=50)
+    parser.add_argument("--work-dir", type=Path, default=REPO_ROOT / ".local" / "run" / "converge-bench")
+    args = parser.parse_args()
+    args.work_dir.mkdir(parents=True, exist_ok=True)
+    run_cleanly(bench(args.devices, args.servers, args.changes, args.work_dir))
 
 
 if __name__ == "__main__":

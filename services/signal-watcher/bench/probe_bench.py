@@ -37,6 +37,7 @@ from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.scheduler import Scheduler
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
+from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.migrations import SchemaPlan, drop, migrate
 
@@ -97,7 +98,8 @@ async def main(watchers: int, concurrency: int, port: int) -> dict[str, float]:
     pool = await asyncpg.create_pool(runtime_dsn(stack.admin_dsn, plan.runtime_role, password), max_size=20)
     probe = ProbeClient(resolver=_resolve, guard=AddressGuard.allowing([ipaddress.ip_network("127.0.0.0/8")]))
     try:
-        repo = WatcherRepository(schema, SecretCipher(secrets.token_bytes(32)))
+        ring = EncryptionKeyRing({"bench": secrets.token_bytes(32)}, "bench")
+        repo = WatcherRepository(schema, SecretCipher(ring))
         url = f"http://{BENCH_HOST}:{port}/"
         spec = WatcherSpec(
             "b", "agent", url, Method.GET, (), None, 5, CompareMode.STATUS_CODE, None, "{diff}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +18,7 @@ import asyncpg
 import pytest
 from aiokafka import AIOKafkaProducer
 
+from orphan_scanner.domain.classify import ServerPath
 from orphan_scanner.domain.inputs import confirmation_text
 from orphan_scanner.entrypoints.projection_consumer import projection_worker
 from orphan_scanner.entrypoints.wiring import Components, build
@@ -40,6 +41,7 @@ from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
 from yovision_platform.events import build_event
 from yovision_platform.kafka import start_producer
+from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
 from yovision_platform.mediamtx import MediaMtxApi
 from yovision_platform.settings import load_settings
 
@@ -82,18 +84,20 @@ async def sense_topics(stack: Stack) -> AsyncIterator[tuple[str, str]]:
 def orphan_settings(
     stack: Stack,
     schema: MigratedSchema,
-    mediamtx_url: str,
+    mediamtx: PrivateMediaMtx | dict[str, PrivateMediaMtx],
     topics: tuple[str, str],
     work_dir: Path,
     **overrides: object,
 ) -> OrphanScannerSettings:
+    """The service's settings; one private MediaMTX registered in the single-server form (id `default`),
+    or several (`{id: server}`) in the fleet form."""
     dsn_file = work_dir / f"{schema.name}-runtime.dsn"
     if not dsn_file.exists():
         private_file(dsn_file, schema.runtime_dsn + "\n")
     values: dict[str, object] = {
         "database_dsn_file": dsn_file,
         "kafka_bootstrap": stack.kafka_bootstrap,
-        "mediamtx_api_url": mediamtx_url,
+        **registration(mediamtx),
         "mediamtx_deadline_seconds": 5.0,
         "scan_lease_seconds": 10.0,
         "catch_up_timeout_seconds": 15.0,
@@ -104,6 +108,24 @@ def orphan_settings(
     }
     values.update(overrides)
     return load_settings(OrphanScannerSettings, **values)
+
+
+def names(paths: Iterable[ServerPath], server: str = SINGLE_MEDIA_SERVER_ID) -> set[str]:
+    """The path names of `paths`, all of which must be on `server`."""
+    listed = list(paths)
+    assert {p.media_server_id for p in listed} <= {server}, listed
+    return {p.path_name for p in listed}
+
+
+def registration(mediamtx: PrivateMediaMtx | dict[str, PrivateMediaMtx]) -> dict[str, object]:
+    if isinstance(mediamtx, PrivateMediaMtx):
+        return {"mediamtx_api_url": mediamtx.url, "mediamtx_credentials_file": mediamtx.credentials_file}
+    return {
+        "media_servers": {
+            server_id: {"api_url": server.url, "credentials_file": str(server.credentials_file)}
+            for server_id, server in mediamtx.items()
+        }
+    }
 
 
 class SenseFeed:
@@ -117,8 +139,15 @@ class SenseFeed:
         self._versions: dict[uuid.UUID, int] = {}
 
     async def device(
-        self, device_id: uuid.UUID, path_name: str, desired_state: str, *, event_type: str | None = None
+        self,
+        device_id: uuid.UUID,
+        path_name: str,
+        desired_state: str,
+        *,
+        event_type: str | None = None,
+        server: str | None = None,
     ) -> None:
+        """A device event; `server` None is an event from before several servers (no server id)."""
         version = self._versions.get(device_id, 0) + 1
         self._versions[device_id] = version
         payload: dict[str, object] = {
@@ -127,6 +156,7 @@ class SenseFeed:
             "site_id": "site-1",
             "name": f"camera {path_name}",
             "path_name": path_name,
+            "media_server_id": server,
             "desired_state": desired_state,
             "config_version": version,
         }
@@ -136,10 +166,12 @@ class SenseFeed:
         event = build_event(self._serde, kind, str(device_id), payload, "sense")
         await self._producer.send(self._device_topic, event.value, key=event.key)
 
-    async def ownership(self, path_name: str, device_id: uuid.UUID) -> None:
+    async def ownership(self, path_name: str, device_id: uuid.UUID, *, server: str | None = None) -> None:
+        """Ownership evidence; `server` None is evidence from before several servers (id `default`)."""
         now = datetime.now(UTC)
         payload = {
             "path_name": path_name,
+            "media_server_id": server,
             "device_id": str(device_id),
             "tenant_id": "tenant-a",
             "site_id": "site-1",
@@ -153,19 +185,19 @@ class SenseFeed:
         """Wait until every event sent so far is acknowledged by the broker."""
         await self._producer.flush()
 
-    async def stale(self, path_name: str) -> uuid.UUID:
+    async def stale(self, path_name: str, *, server: str | None = None) -> uuid.UUID:
         """A path Sense owned for a device that is now disabled."""
         device_id = uuid.uuid4()
-        await self.device(device_id, path_name, "enabled")
-        await self.ownership(path_name, device_id)
-        await self.device(device_id, path_name, "disabled")
+        await self.device(device_id, path_name, "enabled", server=server)
+        await self.ownership(path_name, device_id, server=server)
+        await self.device(device_id, path_name, "disabled", server=server)
         return device_id
 
-    async def live(self, path_name: str) -> uuid.UUID:
+    async def live(self, path_name: str, *, server: str | None = None) -> uuid.UUID:
         """A path of an enabled device that Sense configured."""
         device_id = uuid.uuid4()
-        await self.device(device_id, path_name, "enabled")
-        await self.ownership(path_name, device_id)
+        await self.device(device_id, path_name, "enabled", server=server)
+        await self.ownership(path_name, device_id, server=server)
         return device_id
 
 
@@ -232,10 +264,14 @@ async def orphan_harness(
     work_dir: Path,
     *,
     mediamtx_api: MediaMtxApi | None = None,
+    fleet: dict[str, PrivateMediaMtx] | None = None,
     **overrides: object,
 ) -> AsyncIterator[Orphan]:
-    settings = orphan_settings(stack, schema, mediamtx.url, topics, work_dir, **overrides)
-    components = build(pool, schema.name, settings, client_id="orphan-test", mediamtx=mediamtx_api)
+    """`mediamtx_api`: the client of `mediamtx` to use (a test double wrapping the real one); `fleet`: several
+    servers registered instead of `mediamtx` alone."""
+    settings = orphan_settings(stack, schema, fleet or mediamtx, topics, work_dir, **overrides)
+    api = None if mediamtx_api is None else MediaFleet({SINGLE_MEDIA_SERVER_ID: mediamtx_api})
+    components = build(pool, schema.name, settings, client_id="orphan-test", mediamtx=api)
     producer = await start_producer(stack.kafka_bootstrap, client_id="orphan-test-feed")
     feed = SenseFeed(producer, components.serde, topics)
     orphan = Orphan(stack, settings, schema, pool, components, feed, mediamtx)

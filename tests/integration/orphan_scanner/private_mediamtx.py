@@ -1,6 +1,6 @@
 """A private MediaMTX per test (`yovision_platform.tools.mediamtx_sandbox`): the real program with only its
-Control API on a free loopback port, so a test controls exactly which paths are configured (the shared
-stack's MediaMTX is used by other tests)."""
+Control API (authenticated) on a free loopback port, so a test controls exactly which paths are configured
+(the shared stack's MediaMTX is used by other tests)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from tests.conftest import REPO_ROOT
-from yovision_platform.tools.mediamtx_sandbox import mediamtx_sandbox
+from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox
 
 MEDIAMTX_BIN = REPO_ROOT / ".local/bin/mediamtx"
 # Hand-made paths carry a credential in their source: it must never surface anywhere.
@@ -22,9 +22,11 @@ VISIBLE_TIMEOUT_SECONDS = 10.0
 
 
 class PrivateMediaMtx:
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.http = httpx.AsyncClient(base_url=url, timeout=10.0)
+    def __init__(self, sandbox: MediaMtxSandbox) -> None:
+        self.sandbox = sandbox
+        self.url = sandbox.url
+        self.credentials_file = sandbox.credentials_file
+        self.http = httpx.AsyncClient(base_url=sandbox.url, timeout=10.0, auth=sandbox.auth())
 
     async def add(self, name: str, source: str = HAND_MADE_SOURCE) -> None:
         response = await self.http.post(
@@ -78,12 +80,14 @@ class PrivateMediaMtx:
 
 
 @contextlib.asynccontextmanager
-async def private_mediamtx(work_dir: Path, preload: Iterable[str] = ()) -> AsyncIterator[PrivateMediaMtx]:
+async def private_mediamtx(
+    work_dir: Path, preload: Iterable[str] = (), *, label: str = "sandbox"
+) -> AsyncIterator[PrivateMediaMtx]:
     """`preload`: paths configured from the start, each with a hand-made (credential-bearing) source."""
     async with mediamtx_sandbox(
-        MEDIAMTX_BIN, work_dir, preload=list(preload), source_for=lambda _: HAND_MADE_SOURCE
-    ) as url:
-        server = PrivateMediaMtx(url)
+        MEDIAMTX_BIN, work_dir, label=label, preload=list(preload), source_for=lambda _: HAND_MADE_SOURCE
+    ) as sandbox:
+        server = PrivateMediaMtx(sandbox)
         try:
             yield server
         finally:

@@ -11,14 +11,14 @@ import pytest
 from orphan_scanner.domain.gate import BlockReason
 from orphan_scanner.service_layer.apply import ApplyRefused, ApplyResult, ApplyStatus
 from tests.conftest import MigratedSchema, Stack
-from tests.integration.orphan_scanner.conftest import Orphan, orphan_harness
+from tests.integration.orphan_scanner.conftest import Orphan, names, orphan_harness
 from tests.integration.orphan_scanner.private_mediamtx import PrivateMediaMtx
 from tests.mediamtx_proxy import MediaMtxProxy
 from yovision_platform.mediamtx import MediaMtxApi
 
 
 def outcomes(result: ApplyResult) -> dict[str, str]:
-    return {i.path_name: i.outcome for i in result.items if not i.earlier}
+    return {i.path.path_name: i.outcome for i in result.items if not i.earlier}
 
 
 async def test_reclaimed_candidate_and_new_stale_path_are_not_deleted(orphan: Orphan) -> None:
@@ -27,7 +27,7 @@ async def test_reclaimed_candidate_and_new_stale_path_are_not_deleted(orphan: Or
         await orphan.feed.stale(name)
     await orphan.mediamtx.add_many(stale + [f"hand-{i}" for i in range(37)])
     report = await orphan.fresh_report()
-    assert set(report.classification.owned_stale) == set(stale)
+    assert names(report.classification.owned_stale) == set(stale)
 
     await orphan.feed.live("stale-b")  # a device claims stale-b again after the report
     await orphan.feed.stale("stale-new")  # a path that became stale after the report
@@ -90,7 +90,7 @@ async def test_partial_failure_is_recorded_and_a_rerun_retries_only_the_failed_p
     proxy = MediaMtxProxy(mediamtx.url)
     proxy.refuse_deletes = {"stale-2"}
     async with proxy.running():
-        api = MediaMtxApi(proxy.url, deadline_seconds=5.0)
+        api = MediaMtxApi(proxy.url, deadline_seconds=5.0, credentials=mediamtx.sandbox.credentials)
         async with orphan_harness(
             stack, orphan_schema, orphan_pool, mediamtx, sense_topics, tmp_path, mediamtx_api=api
         ) as orphan:
@@ -110,7 +110,7 @@ async def test_partial_failure_is_recorded_and_a_rerun_retries_only_the_failed_p
             second = await orphan.apply_report(report)
             assert second.status is ApplyStatus.COMPLETED
             assert outcomes(second) == {"stale-2": "deleted"}
-            assert {(i.path_name, i.outcome) for i in second.items if i.earlier} == {
+            assert {(i.path.path_name, i.outcome) for i in second.items if i.earlier} == {
                 ("stale-1", "deleted"),
                 ("stale-3", "deleted"),
             }
@@ -145,8 +145,8 @@ async def test_a_crash_after_the_delete_is_recovered_as_deleted(
         report.scan_id,
     )
     await admin_conn.execute(
-        f"INSERT INTO {s}.dispositions (scan_id, path_name, outcome, actor, apply_id) "
-        f"SELECT $1, 'stale-1', 'attempting', 'crashed', id FROM {s}.apply_runs",
+        f"INSERT INTO {s}.dispositions (scan_id, media_server_id, path_name, outcome, actor, apply_id) "
+        f"SELECT $1, 'default', 'stale-1', 'attempting', 'crashed', id FROM {s}.apply_runs",
         report.scan_id,
     )
     await orphan.mediamtx.delete("stale-1")

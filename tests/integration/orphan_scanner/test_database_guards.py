@@ -29,8 +29,9 @@ async def seeded_report(runtime: asyncpg.Connection, schema: MigratedSchema) -> 
         scan_id,
     )
     await runtime.execute(
-        f"INSERT INTO {s}.scan_findings (scan_id, path_name, path_class, device_id) "
-        "VALUES ($1, 'sense-made', 'owned_stale', gen_random_uuid()), ($1, 'hand-made', 'unowned', NULL)",
+        f"INSERT INTO {s}.scan_findings (scan_id, media_server_id, path_name, path_class, device_id) "
+        "VALUES ($1, 'mtx-a', 'sense-made', 'owned_stale', gen_random_uuid()), "
+        "($1, 'mtx-a', 'hand-made', 'unowned', NULL)",
         scan_id,
     )
     await runtime.execute(
@@ -48,16 +49,18 @@ async def test_a_disposition_for_an_unowned_path_is_refused(
     scan_id, apply_id = await seeded_report(runtime, orphan_schema)
     insert = (
         f"INSERT INTO {orphan_schema.name.quoted}.dispositions "
-        "(scan_id, path_name, path_class, outcome, actor, apply_id) "
-        "VALUES ($1, $2, $3, 'deleted', 'mallory', $4)"
+        "(scan_id, media_server_id, path_name, path_class, outcome, actor, apply_id) "
+        "VALUES ($1, $2, $3, $4, 'deleted', 'mallory', $5)"
     )
     with pytest.raises(asyncpg.ForeignKeyViolationError):  # claims owned_stale; the report says unowned
-        await runtime.execute(insert, scan_id, "hand-made", "owned_stale", apply_id)
+        await runtime.execute(insert, scan_id, "mtx-a", "hand-made", "owned_stale", apply_id)
     with pytest.raises(asyncpg.CheckViolationError):  # says unowned: never a disposition
-        await runtime.execute(insert, scan_id, "hand-made", "unowned", apply_id)
+        await runtime.execute(insert, scan_id, "mtx-a", "hand-made", "unowned", apply_id)
     with pytest.raises(asyncpg.ForeignKeyViolationError):  # a path the report never classified
-        await runtime.execute(insert, scan_id, "in-use-or-unknown", "owned_stale", apply_id)
-    await runtime.execute(insert, scan_id, "sense-made", "owned_stale", apply_id)  # the one allowed case
+        await runtime.execute(insert, scan_id, "mtx-a", "in-use-or-unknown", "owned_stale", apply_id)
+    with pytest.raises(asyncpg.ForeignKeyViolationError):  # the same name, but on another server
+        await runtime.execute(insert, scan_id, "mtx-b", "sense-made", "owned_stale", apply_id)
+    await runtime.execute(insert, scan_id, "mtx-a", "sense-made", "owned_stale", apply_id)  # the one allowed
 
 
 async def test_findings_and_final_dispositions_cannot_be_rewritten(
@@ -70,8 +73,8 @@ async def test_findings_and_final_dispositions_cannot_be_rewritten(
             f"UPDATE {s}.scan_findings SET path_class = 'owned_stale' WHERE scan_id = $1", scan_id
         )
     await runtime.execute(
-        f"INSERT INTO {s}.dispositions (scan_id, path_name, outcome, actor, apply_id) "
-        "VALUES ($1, 'sense-made', 'deleted', 'mallory', $2)",
+        f"INSERT INTO {s}.dispositions (scan_id, media_server_id, path_name, outcome, actor, apply_id) "
+        "VALUES ($1, 'mtx-a', 'sense-made', 'deleted', 'mallory', $2)",
         scan_id,
         apply_id,
     )

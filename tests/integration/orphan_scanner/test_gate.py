@@ -152,4 +152,6 @@ async def test_a_finished_apply_rerun_after_expiry_reports_its_results(
     )
     rerun = await orphan.apply_report(report)
     assert rerun.status is ApplyStatus.COMPLETED
-    assert [(i.path_name, i.outcome, i.earlier) for i in rerun.items] == [("stale-0000", "deleted", True)]
+    assert [(i.path.path_name, i.outcome, i.earlier) for i in rerun.items] == [
+        ("stale-0000", "deleted", True)
+    ]

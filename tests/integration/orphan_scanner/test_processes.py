@@ -34,6 +34,7 @@ def orphan_env(orphan: Orphan, tmp_path: Path, **extra: str) -> dict[str, str]:
             "ORPHAN_DATABASE_DSN_FILE": str(dsn_file),
             "ORPHAN_KAFKA_BOOTSTRAP": orphan.settings.kafka_bootstrap,
             "ORPHAN_MEDIAMTX_API_URL": orphan.mediamtx.url,
+            "ORPHAN_MEDIAMTX_CREDENTIALS_FILE": str(orphan.mediamtx.credentials_file),
             "ORPHAN_DEVICE_TOPIC": orphan.settings.device_topic,
             "ORPHAN_OWNERSHIP_TOPIC": orphan.settings.ownership_topic,
             "ORPHAN_CONSUMER_GROUP": orphan.settings.consumer_group,
@@ -84,8 +85,8 @@ async def test_report_and_apply_through_the_cli(orphan: Orphan, tmp_path: Path) 
     code, report = await asyncio.to_thread(run_cli, env, "report")
     assert code == 0, report
     assert report["counts"] == {"observed": 10, "in_use": 0, "owned_stale": 1, "unowned": 9}
-    assert report["candidates"] == ["stale-1"]
-    assert report["gate_preview"] == {"allowed": True, "reason_code": None}
+    assert report["candidates"] == [{"media_server_id": "default", "path_name": "stale-1"}]
+    assert report["gate_preview"] == {"allowed": True, "reason_code": None, "media_server_id": None}
     assert report["valid_for_seconds"] == 900
 
     apply = ["apply", "--scan-id", report["scan_id"], "--actor", "alice"]
@@ -182,7 +183,7 @@ def shown_metrics(text: str) -> list[str]:
 def metrics_settled(text: str) -> bool:
     lines = shown_metrics(text)
     return (
-        'orphan_last_scan_paths{class="observed"} 2.0' in lines
+        'orphan_last_scan_paths{class="observed",media_server="default"} 2.0' in lines
         and "orphan_projection_lag_messages 0.0" in lines
     )
 

@@ -45,7 +45,9 @@ async def test_the_latest_report_shows_classes_gate_arithmetic_and_the_cli_comma
     assert latest["scan_id"] == cli["scan_id"]
     assert latest["counts"] == cli["counts"] == {"observed": 10, "in_use": 1, "owned_stale": 1, "unowned": 8}
     assert latest["apply_command"] == cli["apply"] and latest["confirm"] == cli["confirm"]
-    assert [c["path_name"] for c in latest["candidates"]] == cli["candidates"] == ["old-cam"]
+    assert [c["path_name"] for c in latest["candidates"]] == ["old-cam"]
+    located = [{k: c[k] for k in ("media_server_id", "path_name")} for c in latest["candidates"]]
+    assert located == cli["candidates"]
     assert latest["unowned"] == cli["unowned"]
     gate = latest["gate"]
     assert (gate["ratio_left"], gate["ratio_right"], gate["ratio_ok"]) == (100, 100, True)
@@ -55,6 +57,16 @@ async def test_the_latest_report_shows_classes_gate_arithmetic_and_the_cli_comma
         True,
         None,
     )
+    assert gate["servers"] == [
+        {
+            "media_server_id": "default",
+            "candidates": 1,
+            "total": 10,
+            "ratio_left": 100,
+            "ratio_right": 100,
+            "ratio_ok": True,
+        }
+    ]
     assert 0 < latest["seconds_left"] <= 15 * 60
 
     by_id = (await http.get(f"/v1/reports/{first.scan_id}", headers=headers)).json()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from orphan_scanner.domain.inputs import confirmation_text
 from orphan_scanner.service_layer.apply import ApplyStatus
-from tests.integration.orphan_scanner.conftest import Orphan
+from tests.integration.orphan_scanner.conftest import Orphan, names
 
 
 async def test_classes_are_exact_and_only_owned_stale_paths_are_deleted(orphan: Orphan) -> None:
@@ -19,22 +19,22 @@ async def test_classes_are_exact_and_only_owned_stale_paths_are_deleted(orphan: 
 
     scan = await orphan.fresh_report()
     c = scan.classification
-    assert c.in_use == set(live)
-    assert set(c.owned_stale) == set(stale)
-    assert c.unowned == set(hand_made)
+    assert names(c.in_use) == set(live)
+    assert names(c.owned_stale) == set(stale)
+    assert names(c.unowned) == set(hand_made)
 
     result = await orphan.components.apply.apply(
         scan.scan_id, actor="alice", confirmation=confirmation_text(scan.scan_id, len(stale))
     )
     assert result.status is ApplyStatus.COMPLETED, result
-    assert sorted((i.path_name, i.outcome) for i in result.items) == [(n, "deleted") for n in stale]
+    assert sorted((i.path.path_name, i.outcome) for i in result.items) == [(n, "deleted") for n in stale]
     assert await orphan.mediamtx.settled(set(live + hand_made)) == set(live + hand_made)
 
     again = await orphan.components.apply.apply(
         scan.scan_id, actor="alice", confirmation=confirmation_text(scan.scan_id, len(stale))
     )
     assert again.status is ApplyStatus.COMPLETED
-    assert sorted((i.path_name, i.outcome, i.earlier) for i in again.items) == [
+    assert sorted((i.path.path_name, i.outcome, i.earlier) for i in again.items) == [
         (n, "deleted", True) for n in stale
     ]
     assert await orphan.mediamtx.settled(set(live + hand_made)) == set(live + hand_made)

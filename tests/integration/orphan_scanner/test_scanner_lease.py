@@ -15,6 +15,8 @@ from orphan_scanner.service_layer.apply import ApplyRefused
 from orphan_scanner.service_layer.metrics import ScanTrigger
 from orphan_scanner.service_layer.scanner import ScanError, Scanner
 from tests.integration.orphan_scanner.conftest import Orphan, orphan_settings
+from tests.integration.orphan_scanner.private_mediamtx import PrivateMediaMtx
+from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
 from yovision_platform.mediamtx import MediaMtxApi
 
 
@@ -34,12 +36,13 @@ async def another_instance(
     settings = orphan_settings(
         orphan.stack,
         orphan.schema,
-        orphan.mediamtx.url,
+        orphan.mediamtx,
         orphan.settings.projection_topics,
         tmp_path,
         **overrides,
     )
-    components = build(orphan.pool, orphan.schema.name, settings, client_id="another", mediamtx=mediamtx_api)
+    fleet = None if mediamtx_api is None else MediaFleet({SINGLE_MEDIA_SERVER_ID: mediamtx_api})
+    components = build(orphan.pool, orphan.schema.name, settings, client_id="another", mediamtx=fleet)
     try:
         yield components
     finally:
@@ -67,8 +70,10 @@ async def scan_concurrently_twice(orphan: Orphan, scanners: list[Scanner]) -> No
 class ParkedEnumeration(MediaMtxApi):
     """The real client; its next enumeration waits until released (a scanner paused mid-scan)."""
 
-    def __init__(self, url: str, *, deadline_seconds: float = 5.0) -> None:
-        super().__init__(url, deadline_seconds=deadline_seconds)
+    def __init__(self, server: PrivateMediaMtx, *, deadline_seconds: float = 5.0) -> None:
+        super().__init__(
+            server.url, deadline_seconds=deadline_seconds, credentials=server.sandbox.credentials
+        )
         self.entered = asyncio.Event()
         self.release = asyncio.Event()
 
@@ -84,7 +89,7 @@ async def test_a_scanner_that_lost_its_lease_produces_no_usable_report(
     await orphan.feed.stale("stale-1")
     await orphan.mediamtx.add_many(["stale-1", *[f"hand-{i}" for i in range(9)]])
     await orphan.caught_up()
-    parked = ParkedEnumeration(orphan.mediamtx.url)
+    parked = ParkedEnumeration(orphan.mediamtx)
     async with another_instance(orphan, tmp_path, mediamtx_api=parked, instance_id="paused") as paused:
         await lose_the_lease_mid_scan(orphan, admin_conn, paused.scanner, parked)
 
@@ -114,7 +119,8 @@ async def lose_the_lease_mid_scan(
 
 
 async def test_a_failed_enumeration_yields_a_report_apply_refuses(orphan: Orphan, tmp_path: Path) -> None:
-    async with another_instance(orphan, tmp_path, mediamtx_api_url="http://127.0.0.1:9") as broken:
+    unreachable = MediaMtxApi("http://127.0.0.1:9", deadline_seconds=5.0)
+    async with another_instance(orphan, tmp_path, mediamtx_api=unreachable) as broken:
         await scan_and_apply_with_unreachable_mediamtx(orphan, broken)
 
 
@@ -131,7 +137,7 @@ async def scan_and_apply_with_unreachable_mediamtx(orphan: Orphan, broken: Compo
 
 
 async def test_a_manual_report_waits_for_a_running_scan(orphan: Orphan, tmp_path: Path) -> None:
-    parked = ParkedEnumeration(orphan.mediamtx.url, deadline_seconds=1.0)
+    parked = ParkedEnumeration(orphan.mediamtx, deadline_seconds=1.0)
     async with (
         another_instance(
             orphan, tmp_path, mediamtx_api=parked, scan_lease_seconds=1.5, mediamtx_deadline_seconds=1.0

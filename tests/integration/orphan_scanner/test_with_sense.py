@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from sense_reconciler.service_layer.devices import DeviceService
 from sense_reconciler.service_layer.metrics import ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
+from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import (
     REPO_ROOT,
     MigratedSchema,
@@ -36,12 +38,14 @@ from tests.conftest import (
     migrate_test_schema,
     unique_name,
 )
-from tests.integration.orphan_scanner.conftest import TOPIC_PARTITIONS, Orphan, orphan_harness
+from tests.integration.orphan_scanner.conftest import TOPIC_PARTITIONS, Orphan, names, orphan_harness
 from tests.integration.orphan_scanner.private_mediamtx import HAND_MADE_SOURCE, PrivateMediaMtx
 from tests.integration.platform.kafka_helpers import publish_outbox
 from yovision_platform.avro import AvroSerde
 from yovision_platform.db import Identifier
+from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.logging import configure_logging
+from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
 from yovision_platform.metrics import render_latest
 
 SENSE_MIGRATIONS = REPO_ROOT / "services/sense-reconciler/src/sense_reconciler/migrations"
@@ -60,23 +64,48 @@ class Sense:
     """Sense's device service, reconciler and outbox relay, in this process, against the private MediaMTX."""
 
     def __init__(
-        self, stack: Stack, pool: asyncpg.Pool, schema: MigratedSchema, serde: AvroSerde, orphan: Orphan
+        self,
+        stack: Stack,
+        pool: asyncpg.Pool,
+        schema: MigratedSchema,
+        serde: AvroSerde,
+        orphan: Orphan,
+        fleet: dict[str, PrivateMediaMtx] | None = None,
     ):
+        """Sense on `orphan`'s MediaMTX (id `default`), or on `fleet` (the first id is the default)."""
         device_topic, ownership_topic = orphan.settings.projection_topics
+        servers = fleet or {SINGLE_MEDIA_SERVER_ID: orphan.mediamtx}
+        sources = SourceUris(EncryptionKeyRing({"k1": os.urandom(32)}, "k1"))
         self.devices = DeviceService(
-            pool, DeviceRepository(schema.name), serde, device_topic=device_topic, partitions=TOPIC_PARTITIONS
+            pool,
+            DeviceRepository(schema.name),
+            serde,
+            device_topic=device_topic,
+            partitions=TOPIC_PARTITIONS,
+            sources=sources,
+            media_servers=frozenset(servers),
+            default_media_server=next(iter(servers)),
         )
         owned = OwnedPartitions(device_topic)
         owned.assign(range(TOPIC_PARTITIONS))
-        self.mediamtx = MediaMtxClient(orphan.mediamtx.url, deadline_seconds=5.0)
+        self.fleet = MediaFleet(
+            {
+                server_id: MediaMtxClient(
+                    server.url, deadline_seconds=5.0, credentials=server.sandbox.credentials
+                )
+                for server_id, server in servers.items()
+            }
+        )
+        self.mediamtx = self.fleet.client(next(iter(servers)))
         self.reconciler = Reconciler(
             pool,
             schema.name,
-            self.mediamtx,
+            self.fleet,
             owned,
-            ReconcileMetrics(CollectorRegistry()),
+            ReconcileMetrics(CollectorRegistry(), self.fleet.ids),
             serde,
             owner="sense-test",
+            sources=sources,
             lease_seconds=10.0,
             ownership_topic=ownership_topic,
         )
@@ -101,8 +130,7 @@ class Sense:
         await publish_outbox(self.pool, self.schema.name, self.bootstrap, "sense-test")
 
     async def close(self) -> None:
-        pass
-        await self.mediamtx.aclose()
+        await self.fleet.aclose()
 
 
 async def test_sense_made_paths_are_classified_and_pruned_hand_made_ones_never(
@@ -157,12 +185,12 @@ async def run_scenario(
         report = await components.scanner.scan(ScanTrigger.MANUAL)
         assert report is not None
         c = report.classification
-        assert c.in_use == {d.path_name for d in live}
-        assert set(c.owned_stale) == {d.path_name for d in retired}
-        assert {name: str(device) for name, device in c.owned_stale.items()} == {
+        assert names(c.in_use) == {d.path_name for d in live}
+        assert names(c.owned_stale) == {d.path_name for d in retired}
+        assert {path.path_name: str(device) for path, device in c.owned_stale.items()} == {
             d.path_name: str(d.id) for d in retired
         }
-        assert c.unowned == set(hand_made)
+        assert names(c.unowned) == set(hand_made)
         summary = json.dumps(report_document(report))
 
         result = await components.apply.apply(
@@ -182,7 +210,7 @@ async def run_scenario(
         assert set(hand_made) <= await orphan.mediamtx.names()
         await MetricsRefresher(orphan.pool, components.reports, metrics).refresh()
         metrics_text = render_latest(registry)[0].decode()
-        assert 'orphan_last_scan_paths{class="unowned"} 4.0' in metrics_text
+        assert 'orphan_last_scan_paths{class="unowned",media_server="default"} 4.0' in metrics_text
         assert "orphan_paths_deleted_total 2.0" in metrics_text
         assert "orphan_apply_blocked_total 1.0" in metrics_text
     finally:

@@ -45,7 +45,10 @@ async def test_rows_unpublished_at_the_upgrade_are_published_after_it_in_order(
         if not published:
             expected[key].append(f"{n}".encode())
 
-    assert [m.name for m in await migrate(admin_conn, full, runtime_password=password)] == ["outbox_cursors"]
+    assert [m.name for m in await migrate(admin_conn, full, runtime_password=password)] == [
+        "outbox_cursors",
+        "processed_events_retention",
+    ]
     rows = await admin_conn.fetch(f"SELECT message_key, shard, xid IS NULL AS legacy FROM {table}")
     assert all(r["legacy"] == (r["shard"] is None) for r in rows)
     assert all(

@@ -58,7 +58,9 @@ async def test_facts_pending_at_the_upgrade_are_pushed_after_it_and_no_delivered
                     code,
                 )
         assert [m.name for m in await migrate(admin_conn, full, runtime_password=password)] == [
-            "bell_relay_cursor"
+            "bell_relay_cursor",
+            "media_servers",
+            "source_uri_encrypted",
         ]
         assert await outbox.dead_letters() == {
             e: "invalid_field" for e, f in state.items() if f == "dead_lettered"

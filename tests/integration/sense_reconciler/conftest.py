@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -8,9 +9,11 @@ import pytest
 
 from sense_reconciler.adapters.device_repository import DeviceRepository
 from sense_reconciler.service_layer.devices import DeviceService
+from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
+from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.migrations import SchemaPlan
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "services/sense-reconciler/src/sense_reconciler/migrations"
@@ -47,7 +50,20 @@ def repository(sense_schema: MigratedSchema) -> DeviceRepository:
 
 
 @pytest.fixture
-def devices(sense_pool: asyncpg.Pool, repository: DeviceRepository, serde: AvroSerde) -> DeviceService:
+def sources() -> SourceUris:
+    """Source URIs under a fresh key ring (one key, "k1")."""
+    return SourceUris(EncryptionKeyRing({"k1": os.urandom(32)}, "k1"))
+
+
+@pytest.fixture
+def devices(
+    sense_pool: asyncpg.Pool, repository: DeviceRepository, serde: AvroSerde, sources: SourceUris
+) -> DeviceService:
     return DeviceService(
-        sense_pool, repository, serde, device_topic="sense.device.v1", partitions=DEVICE_TOPIC_PARTITIONS
+        sense_pool,
+        repository,
+        serde,
+        device_topic="sense.device.v1",
+        partitions=DEVICE_TOPIC_PARTITIONS,
+        sources=sources,
     )

@@ -40,10 +40,19 @@ async def test_reconcile_states_of_a_page_in_one_call(api: httpx.AsyncClient) ->
 
 async def test_a_site_limit_reads_back_with_the_enabled_count(api: httpx.AsyncClient) -> None:
     fresh = (await api.get("/v1/sites/tenant-a/never-seen")).json()
-    assert fresh == {"max_video_channels": limits.SITE_MAX_VIDEO_CHANNELS_DEFAULT, "enabled_devices": 0}
+    assert fresh == {
+        "tenant_id": "tenant-a",
+        "site_id": "never-seen",
+        "max_video_channels": limits.SITE_MAX_VIDEO_CHANNELS_DEFAULT,
+        "media_server_id": "default",
+        "enabled_devices": 0,
+    }
     await api.post("/v1/devices", json=device_body(site_id="site-9"))
     assert (await api.put("/v1/sites/tenant-a/site-9", json={"max_video_channels": 4})).status_code == 200
     assert (await api.get("/v1/sites/tenant-a/site-9")).json() == {
+        "tenant_id": "tenant-a",
+        "site_id": "site-9",
         "max_video_channels": 4,
+        "media_server_id": "default",
         "enabled_devices": 1,
     }

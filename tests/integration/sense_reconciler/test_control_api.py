@@ -71,11 +71,13 @@ async def test_device_lifecycle_never_returns_or_logs_the_source_uri(
         "site_id",
         "name",
         "path_name",
+        "media_server_id",
         "desired_state",
         "config_version",
         "created_at",
         "updated_at",
     }
+    assert device["media_server_id"] == "default"
     url = f"/v1/devices/{device['id']}"
     for response in (
         created,
@@ -88,7 +90,7 @@ async def test_device_lifecycle_never_returns_or_logs_the_source_uri(
             json={"items": [{"device_id": device["id"], "desired_state": "enabled"}]},
         ),
         await api.get(f"{url}/reconcile-status"),
-        await api.post("/v1/devices", json=device_body(path_name="bad/name")),
+        await api.post("/v1/devices", json=device_body(path_name="bad//name")),
         await api.post("/v1/devices", json=device_body(desired_state="maybe")),
         await api.post("/v1/devices", json=device_body(source_uri=f"http://u:{SECRET}@h/x")),
         await api.patch(
@@ -119,6 +121,54 @@ async def test_error_codes_are_stable(api: httpx.AsyncClient) -> None:
 async def test_site_limit_boundaries(api: httpx.AsyncClient, value: int, status: int) -> None:
     response = await api.put("/v1/sites/tenant-a/site-9", json={"max_video_channels": value})
     assert response.status_code == status
+
+
+@pytest.mark.parametrize(
+    ("path_name", "status"),
+    [
+        ("site-1/cam-07", 201),
+        ("Site_1/lobby.cam-2/main", 201),
+        ("x" * (limits.PATH_NAME_MAX_CHARS - 6) + "/cam-1", 201),  # at the maximum
+        ("x" * (limits.PATH_NAME_MAX_CHARS - 5) + "/cam-1", 422),  # one over
+        ("site-1//cam", 422),
+        ("site-1/../cam", 422),
+        ("/site-1/cam", 422),
+        ("site-1/cam/", 422),
+        ("all_others", 422),
+        ("site 1/cam", 422),
+    ],
+)
+async def test_path_names_as_mediamtx_accepts_them(
+    api: httpx.AsyncClient, path_name: str, status: int
+) -> None:
+    response = await api.post("/v1/devices", json=device_body(path_name=path_name))
+    assert response.status_code == status, response.text
+    if status == 422:
+        assert problem_code(response) in {"invalid_path_name", "invalid_request"}
+        assert path_name not in response.text
+
+
+async def test_a_site_reports_and_changes_its_media_server(api: httpx.AsyncClient) -> None:
+    unseen = await api.get("/v1/sites/tenant-a/nowhere")  # a site Sense never saw: the defaults
+    assert unseen.json()["media_server_id"] == "default" and unseen.json()["enabled_devices"] == 0
+    assert (await api.post("/v1/devices", json=device_body(site_id="s-2"))).status_code == 201
+    site = await api.get("/v1/sites/tenant-a/s-2")
+    assert site.json() == {
+        "tenant_id": "tenant-a",
+        "site_id": "s-2",
+        "max_video_channels": 16,
+        "media_server_id": "default",
+        "enabled_devices": 1,
+    }
+    unknown = await api.put("/v1/sites/tenant-a/s-2", json={"media_server_id": "mtx-unknown"})
+    assert (unknown.status_code, problem_code(unknown)) == (422, "media_server_not_registered")
+    bad = await api.put("/v1/sites/tenant-a/s-2", json={"media_server_id": "http://10.0.0.1:9997"})
+    assert (bad.status_code, problem_code(bad)) == (422, "invalid_request")
+    assert "10.0.0.1" not in bad.text
+    empty = await api.put("/v1/sites/tenant-a/s-2", json={})
+    assert (empty.status_code, problem_code(empty)) == (422, "invalid_body")
+    same = await api.put("/v1/sites/tenant-a/s-2", json={"media_server_id": "default"})
+    assert same.status_code == 200 and same.json()["media_server_id"] == "default"
 
 
 async def test_site_limit_refusal_is_a_clear_error(api: httpx.AsyncClient) -> None:

@@ -14,7 +14,9 @@ from tests.conftest import Stack
 
 @pytest.fixture
 async def mediamtx(stack: Stack) -> AsyncIterator[MediaMtxClient]:
-    client = MediaMtxClient(stack.mediamtx_api_url, deadline_seconds=5.0, page_items=2)
+    client = MediaMtxClient(
+        stack.mediamtx_api_url, credentials=stack.mediamtx_credentials(), deadline_seconds=5.0, page_items=2
+    )
     yield client
     await client.aclose()
 

@@ -21,6 +21,7 @@ from sense_reconciler.service_layer.devices import DeviceService
 from sense_reconciler.service_layer.metrics import ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
+from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import MigratedSchema, Stack, create_topic, delete_topic
 from tests.integration.sense_reconciler.conftest import DEVICE_TOPIC_PARTITIONS
 from yovision_platform.avro import AvroSerde
@@ -80,6 +81,7 @@ async def test_two_instances_split_partitions_and_reconcile_each_device_once(
     sense_pool: asyncpg.Pool,
     sense_schema: MigratedSchema,
     serde: AvroSerde,
+    sources: SourceUris,
     device_topic: str,
 ) -> None:
     service = DeviceService(
@@ -88,9 +90,12 @@ async def test_two_instances_split_partitions_and_reconcile_each_device_once(
         serde,
         device_topic=device_topic,
         partitions=PARTITIONS,
+        sources=sources,
     )
     group = f"sense-reconciler-test-{uuid.uuid4().hex[:8]}"
-    mediamtx = MediaMtxClient(stack.mediamtx_api_url, deadline_seconds=5.0)
+    mediamtx = MediaMtxClient(
+        stack.mediamtx_api_url, credentials=stack.mediamtx_credentials(), deadline_seconds=5.0
+    )
     stop = asyncio.Event()
     instances: list[tuple[OwnedPartitions, CollectorRegistry]] = []
     tasks: list[asyncio.Task[None]] = []
@@ -105,6 +110,7 @@ async def test_two_instances_split_partitions_and_reconcile_each_device_once(
             ReconcileMetrics(registry),
             serde,
             owner=name,
+            sources=sources,
             lease_seconds=10.0,
             scan_interval_seconds=30.0,  # so convergence below proves the event wake-up
         )
@@ -151,7 +157,9 @@ async def test_two_instances_split_partitions_and_reconcile_each_device_once(
 
         await eventually(converged, within_seconds=20.0)
         converged_counts = [
-            registry.get_sample_value("sense_reconcile_items_total", {"result": "converged"})
+            registry.get_sample_value(
+                "sense_reconcile_items_total", {"result": "converged", "media_server": "default"}
+            )
             for _, registry in instances
         ]
         assert sum(c or 0 for c in converged_counts) == len(created)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -29,6 +31,7 @@ MAX_DEVICES = 100  # server-chosen ids; covering 4 partitions takes ~8 on averag
 SECRET = "proc-secret-pw"
 ALLOWED_LABELS = {
     "result",
+    "media_server",  # an operator-registered, validated server id (never a URL)
     "reason",
     "service",
     "version",
@@ -107,7 +110,10 @@ async def sense_env(
                 private_file(tmp_path / "runtime.dsn", sense_schema.runtime_dsn + "\n")
             ),
             "SENSE_API_TOKEN_FILE": str(private_file(tmp_path / "token", TOKEN + "\n")),
-            "SENSE_MEDIAMTX_API_URL": stack.mediamtx_api_url,
+            "SENSE_MEDIA_SERVERS": stack.media_servers_setting(),
+            "SENSE_SECRETS_KEY_FILES": json.dumps(
+                {"k1": str(private_file(tmp_path / "k1.key", secrets.token_hex(32) + "\n"))}
+            ),
             "SENSE_DEVICE_TOPIC": topic,
             "SENSE_DEVICE_TOPIC_PARTITIONS": str(PARTITIONS),
             "SENSE_CONSUMER_GROUP": f"sense-reconciler-test-{uuid.uuid4().hex[:8]}",
@@ -123,12 +129,21 @@ async def sense_env(
     await delete_topic(stack.kafka_bootstrap, topic)
 
 
+def through_proxy(stack: Stack, url: str) -> str:
+    """The stack's single MediaMTX registration (same id, same credentials) reached through `url`."""
+    registration = json.loads(stack.media_servers_setting())
+    (entry,) = registration.values()
+    return json.dumps({server: {**entry, "api_url": url} for server in registration})
+
+
 async def test_two_processes_split_devices_and_survive_a_kill(
     stack: Stack, sense_env: dict[str, str], tmp_path: Path
 ) -> None:
     a = SenseProcess(sense_env, "sense-proc-a", tmp_path / "a.log")
     b = SenseProcess(sense_env, "sense-proc-b", tmp_path / "b.log")
-    mediamtx = MediaMtxClient(stack.mediamtx_api_url, deadline_seconds=5.0)
+    mediamtx = MediaMtxClient(
+        stack.mediamtx_api_url, credentials=stack.mediamtx_credentials(), deadline_seconds=5.0
+    )
     paths: list[str] = []
     try:
         a.start()
@@ -170,7 +185,10 @@ async def test_two_processes_split_devices_and_survive_a_kill(
                 )
 
             await eventually(lambda: all_status(1))
-            converged = [(await p.metrics())["sense_reconcile_items_total{result=converged}"] for p in (a, b)]
+            converged = [
+                (await p.metrics())["sense_reconcile_items_total{media_server=default,result=converged}"]
+                for p in (a, b)
+            ]
             assert sum(converged) == len(ids)
             assert min(converged) >= 1
             assert [await mediamtx.get_path(p) is not None for p in paths] == [True] * len(paths)
@@ -187,7 +205,7 @@ async def test_two_processes_split_devices_and_survive_a_kill(
             assert (await api.post("/v1/devices:set-desired-state", json={"items": items})).status_code == 200
             await eventually(lambda: all_status(2))
             assert [await mediamtx.get_path(p) for p in paths] == [None] * len(paths)
-            after = (await a.metrics())["sense_reconcile_items_total{result=converged}"]
+            after = (await a.metrics())["sense_reconcile_items_total{media_server=default,result=converged}"]
             assert after - converged[0] == len(ids)
             async with httpx.AsyncClient() as client:
                 scrape = (await client.get(f"{a.url}/metrics")).text
@@ -210,11 +228,15 @@ async def test_a_paused_process_is_fenced_out_after_takeover_and_calls_nothing_m
     stack: Stack, sense_env: dict[str, str], tmp_path: Path
 ) -> None:
     proxy = MediaMtxProxy(stack.mediamtx_api_url)
-    mediamtx = MediaMtxClient(stack.mediamtx_api_url, deadline_seconds=5.0)
+    mediamtx = MediaMtxClient(
+        stack.mediamtx_api_url, credentials=stack.mediamtx_credentials(), deadline_seconds=5.0
+    )
     path = f"t-{uuid.uuid4().hex[:12]}"
     async with proxy.running():
         paused = SenseProcess(
-            {**sense_env, "SENSE_MEDIAMTX_API_URL": proxy.url}, "sense-paused", tmp_path / "p.log"
+            {**sense_env, "SENSE_MEDIA_SERVERS": through_proxy(stack, proxy.url)},
+            "sense-paused",
+            tmp_path / "p.log",
         )
         successor = SenseProcess(sense_env, "sense-successor", tmp_path / "s.log")
         try:
@@ -255,12 +277,14 @@ async def test_a_paused_process_is_fenced_out_after_takeover_and_calls_nothing_m
             paused.proc.send_signal(signal.SIGCONT)
 
             async def lease_lost_recorded() -> bool:
-                return (await paused.metrics())["sense_reconcile_items_total{result=lease_lost}"] >= 1
+                return (await paused.metrics())[
+                    "sense_reconcile_items_total{media_server=default,result=lease_lost}"
+                ] >= 1
 
             await eventually(lease_lost_recorded)
             metrics = await paused.metrics()
-            assert metrics["sense_reconcile_items_total{result=converged}"] == 0
-            assert metrics["sense_reconcile_items_total{result=failed}"] == 0
+            assert metrics["sense_reconcile_items_total{media_server=default,result=converged}"] == 0
+            assert metrics["sense_reconcile_items_total{media_server=default,result=failed}"] == 0
             assert len(proxy.calls) == calls_before_resume == 1
             assert await mediamtx.get_path(path) is not None
         finally:

@@ -6,6 +6,8 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
 
 import asyncpg
 import httpx
@@ -21,22 +23,39 @@ from sense_reconciler.domain.reconcile import PathConfig
 from sense_reconciler.service_layer.devices import DeviceService
 from sense_reconciler.service_layer.metrics import ItemResult, ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
+from sense_reconciler.service_layer.reconcile_item import _LeaseClock
 from sense_reconciler.service_layer.reconciler import Reconciler
+from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import MigratedSchema, Stack
 from yovision_platform.avro import AvroSerde
 from yovision_platform.db import Identifier
 from yovision_platform.errors import ConfigError, LeaseLost
+from yovision_platform.leases import Lease
+from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
 from yovision_platform.metrics import render_latest
 
 ALL_PARTITIONS = range(12)
 SECRET = "cam-pw-9"
+SERVER = SINGLE_MEDIA_SERVER_ID
+
+
+def stack_auth(stack: Stack) -> httpx.BasicAuth | None:
+    """The local stack's MediaMTX API credentials (None while it runs without them)."""
+    credentials = stack.mediamtx_credentials()
+    if credentials is None:
+        return None
+    return httpx.BasicAuth(credentials.user, credentials.password.get_secret_value())
+
+
+def media_servers(mediamtx: MediaMtxClient | MediaFleet[MediaMtxClient]) -> tuple[str, ...]:
+    return mediamtx.ids if isinstance(mediamtx, MediaFleet) else (SERVER,)
 
 
 class CountingMediaMtx(MediaMtxClient):
     """The real client, counting the calls it sends to the real MediaMTX."""
 
-    def __init__(self, url: str, **kwargs: float) -> None:
-        super().__init__(url, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, url: str, **kwargs: Any) -> None:
+        super().__init__(url, **kwargs)
         self.calls = 0
 
     async def _call(
@@ -49,6 +68,7 @@ class CountingMediaMtx(MediaMtxClient):
 @pytest.fixture
 async def mediamtx(stack: Stack) -> AsyncIterator[CountingMediaMtx]:
     client = CountingMediaMtx(stack.mediamtx_api_url, deadline_seconds=2.0)
+    client._http.auth = stack_auth(stack)
     yield client
     await client.aclose()
 
@@ -64,8 +84,9 @@ async def created_paths(mediamtx: CountingMediaMtx) -> AsyncIterator[list[str]]:
 def reconciler(
     pool: asyncpg.Pool,
     schema: MigratedSchema,
-    mediamtx: MediaMtxClient,
+    mediamtx: MediaMtxClient | MediaFleet[MediaMtxClient],
     serde: AvroSerde,
+    sources: SourceUris,
     *,
     owner: str = "inst-a",
     lease_seconds: float = 5.0,
@@ -80,9 +101,10 @@ def reconciler(
         schema.name,
         mediamtx,
         owned,
-        ReconcileMetrics(registry or CollectorRegistry()),
+        ReconcileMetrics(registry or CollectorRegistry(), media_servers(mediamtx)),
         serde,
         owner=owner,
+        sources=sources,
         lease_seconds=lease_seconds,
         batch=limits.CLAIM_BATCH_MAX_ITEMS,
         drift_check_seconds=drift_check_seconds,
@@ -109,11 +131,12 @@ async def test_enable_configures_the_path_and_disable_deletes_exactly_it(
     devices: DeviceService,
     mediamtx: CountingMediaMtx,
     serde: AvroSerde,
+    sources: SourceUris,
     created_paths: list[str],
 ) -> None:
     one = await new_device(devices, created_paths)
     two = await new_device(devices, created_paths)
-    worker = reconciler(sense_pool, sense_schema, mediamtx, serde)
+    worker = reconciler(sense_pool, sense_schema, mediamtx, serde, sources)
     assert await worker.run_once() == 2
     assert await mediamtx.get_path(one.path_name) == PathConfig(
         f"rtsp://admin:{SECRET}@127.0.0.1:1/{one.path_name}"
@@ -151,10 +174,11 @@ async def test_failure_persists_backoff_and_a_stable_code(
     sense_schema: MigratedSchema,
     devices: DeviceService,
     serde: AvroSerde,
+    sources: SourceUris,
 ) -> None:
     device = await new_device(devices, [])
     unreachable = MediaMtxClient("http://127.0.0.1:9", deadline_seconds=1.0)
-    worker = reconciler(sense_pool, sense_schema, unreachable, serde)
+    worker = reconciler(sense_pool, sense_schema, unreachable, serde, sources)
     assert await worker.run_once() == 1
     status = await devices.reconcile_status(device.id)
     assert (status["status"], status["attempts"], status["last_error_code"]) == (
@@ -172,17 +196,27 @@ async def test_failure_persists_backoff_and_a_stable_code(
 
 
 async def test_only_owned_partitions_are_claimed(
-    sense_pool: asyncpg.Pool, sense_schema: MigratedSchema, devices: DeviceService, serde: AvroSerde
+    sense_pool: asyncpg.Pool,
+    sense_schema: MigratedSchema,
+    devices: DeviceService,
+    serde: AvroSerde,
+    sources: SourceUris,
 ) -> None:
     device = await new_device(devices, [])
     partition = devices.partition_of(device.id)
     client = MediaMtxClient("http://127.0.0.1:9", deadline_seconds=1.0)
-    assert await reconciler(sense_pool, sense_schema, client, serde, partitions=range(0)).run_once() == 0
+    assert (
+        await reconciler(sense_pool, sense_schema, client, serde, sources, partitions=range(0)).run_once()
+        == 0
+    )
     not_mine = [p for p in ALL_PARTITIONS if p != partition]
     store = ReconcileStore(sense_schema.name)
     async with sense_pool.acquire() as conn:
-        assert await store.claim(conn, "x", not_mine, lease_seconds=5, limit=128) == []
-        assert len(await store.claim(conn, "x", [partition], lease_seconds=5, limit=128)) == 1
+        assert await store.claim(conn, "x", not_mine, media_server=SERVER, lease_seconds=5, limit=128) == []
+        assert (
+            len(await store.claim(conn, "x", [partition], media_server=SERVER, lease_seconds=5, limit=128))
+            == 1
+        )
     await client.aclose()
 
 
@@ -196,7 +230,9 @@ async def test_two_stores_claiming_concurrently_claim_every_row_once(
     async def claim_all(owner: str) -> list[uuid.UUID]:
         got: list[uuid.UUID] = []
         async with sense_pool.acquire() as conn:
-            while batch := await store.claim(conn, owner, list(ALL_PARTITIONS), lease_seconds=30, limit=3):
+            while batch := await store.claim(
+                conn, owner, list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=30, limit=3
+            ):
                 got += [item.device_id for item in batch]
         return got
 
@@ -211,29 +247,32 @@ async def test_a_stale_worker_cannot_complete_or_touch_mediamtx_after_takeover(
     devices: DeviceService,
     mediamtx: CountingMediaMtx,
     serde: AvroSerde,
+    sources: SourceUris,
     created_paths: list[str],
 ) -> None:
     device = await new_device(devices, created_paths)
     store = ReconcileStore(sense_schema.name)
     async with sense_pool.acquire() as conn:
-        [stale] = await store.claim(conn, "stale", list(ALL_PARTITIONS), lease_seconds=0.5, limit=1)
+        [stale] = await store.claim(
+            conn, "stale", list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=0.5, limit=1
+        )
         work = await store.renew_and_load(conn, stale, lease_seconds=0.5)
     await asyncio.sleep(0.7)  # the stale lease expires; a successor takes over and converges the device
-    successor = reconciler(sense_pool, sense_schema, mediamtx, serde, owner="successor")
+    successor = reconciler(sense_pool, sense_schema, mediamtx, serde, sources, owner="successor")
     assert await successor.run_once() == 1
     calls = mediamtx.calls
     async with sense_pool.acquire() as conn:
         with pytest.raises(LeaseLost):
             await store.renew_and_load(conn, stale, lease_seconds=30)
         with pytest.raises(LeaseLost):
-            await store.complete(conn, work)
+            await store.complete(conn, work, work.lease)
         with pytest.raises(LeaseLost):
             await store.fail(conn, stale, work.lease, error_code="x", retry_in_seconds=1)
     # A worker whose renewal fails records lease_lost and calls nothing.
     registry = CollectorRegistry()
-    late = reconciler(sense_pool, sense_schema, mediamtx, serde, owner="late", registry=registry)
+    late = reconciler(sense_pool, sense_schema, mediamtx, serde, sources, owner="late", registry=registry)
     async with sense_pool.acquire() as conn:
-        assert await late._process(conn, stale) is ItemResult.LEASE_LOST
+        assert await late._one(conn, stale, SERVER, stopping=False) is ItemResult.LEASE_LOST
     assert mediamtx.calls == calls
     assert (await devices.reconcile_status(device.id))["status"] == "converged"
 
@@ -244,12 +283,14 @@ async def test_a_paused_worker_makes_no_call_once_its_lease_would_run_out(
     devices: DeviceService,
     mediamtx: CountingMediaMtx,
     serde: AvroSerde,
+    sources: SourceUris,
 ) -> None:
     await new_device(devices, [])
-    worker = reconciler(sense_pool, sense_schema, mediamtx, serde, lease_seconds=2.5)
-    guard = worker._guard(renewed_at=time.monotonic() - 1.0)
+    lease = Lease("a", uuid.uuid4(), datetime.now(UTC))
+    clock = _LeaseClock(lease, lease_seconds=2.5, deadline_seconds=mediamtx.deadline_seconds)
+    clock._renewed_at = time.monotonic() - 1.0  # paused for a second after the renewal
     with pytest.raises(LeaseLost):
-        await guard(lambda: mediamtx.get_path("never-called"))
+        await clock.call(lambda: mediamtx.get_path("never-called"))
     assert mediamtx.calls == 0
 
 
@@ -257,7 +298,7 @@ async def test_a_paused_worker_makes_no_call_once_its_lease_would_run_out(
     ("lease", "deadline", "ok"), [(20.5, 20.0, True), (20.0, 20.0, False), (19.0, 20.0, False)]
 )
 def test_deadline_not_below_the_lease_refuses_to_start(
-    sense_pool: asyncpg.Pool, serde: AvroSerde, lease: float, deadline: float, ok: bool
+    sense_pool: asyncpg.Pool, serde: AvroSerde, sources: SourceUris, lease: float, deadline: float, ok: bool
 ) -> None:
     def build() -> Reconciler:
         return Reconciler(
@@ -268,6 +309,7 @@ def test_deadline_not_below_the_lease_refuses_to_start(
             ReconcileMetrics(CollectorRegistry()),
             serde,
             owner="a",
+            sources=sources,
             lease_seconds=lease,
         )
 
@@ -279,7 +321,9 @@ def test_deadline_not_below_the_lease_refuses_to_start(
 
 
 @pytest.mark.parametrize(("batch", "ok"), [(1, True), (128, True), (129, False), (0, False)])
-def test_claim_batch_is_1_to_128(sense_pool: asyncpg.Pool, serde: AvroSerde, batch: int, ok: bool) -> None:
+def test_claim_batch_is_1_to_128(
+    sense_pool: asyncpg.Pool, serde: AvroSerde, sources: SourceUris, batch: int, ok: bool
+) -> None:
     def build() -> Reconciler:
         return Reconciler(
             sense_pool,
@@ -289,6 +333,7 @@ def test_claim_batch_is_1_to_128(sense_pool: asyncpg.Pool, serde: AvroSerde, bat
             ReconcileMetrics(CollectorRegistry()),
             serde,
             owner="a",
+            sources=sources,
             batch=batch,
         )
 
@@ -305,13 +350,14 @@ async def test_metrics_carry_only_enum_labels(
     devices: DeviceService,
     mediamtx: CountingMediaMtx,
     serde: AvroSerde,
+    sources: SourceUris,
     created_paths: list[str],
 ) -> None:
     device = await new_device(devices, created_paths)
     registry = CollectorRegistry()
-    await reconciler(sense_pool, sense_schema, mediamtx, serde, registry=registry).run_once()
+    await reconciler(sense_pool, sense_schema, mediamtx, serde, sources, registry=registry).run_once()
     text = render_latest(registry)[0].decode()
-    assert 'sense_reconcile_items_total{result="converged"} 1.0' in text
+    assert 'sense_reconcile_items_total{media_server="default",result="converged"} 1.0' in text
     for forbidden in (str(device.id), device.path_name, SECRET, "tenant-a", "site-1"):
         assert forbidden not in text
 
@@ -322,24 +368,35 @@ async def test_items_of_revoked_partitions_and_items_after_stop_are_released_unt
     devices: DeviceService,
     mediamtx: CountingMediaMtx,
     serde: AvroSerde,
+    sources: SourceUris,
 ) -> None:
     device = await new_device(devices, [])
     registry = CollectorRegistry()
-    worker = reconciler(sense_pool, sense_schema, mediamtx, serde, registry=registry)
+    worker = reconciler(sense_pool, sense_schema, mediamtx, serde, sources, registry=registry)
     stop = asyncio.Event()
     stop.set()
     assert await worker.run_once(stop) == 1
-    assert registry.get_sample_value("sense_reconcile_items_total", {"result": "released"}) == 1
+    released = {"result": "released", "media_server": SERVER}
+    assert registry.get_sample_value("sense_reconcile_items_total", released) == 1
     store = ReconcileStore(sense_schema.name)
     async with sense_pool.acquire() as conn:
-        [claimed] = await store.claim(conn, "x", list(ALL_PARTITIONS), lease_seconds=30, limit=1)
+        [claimed] = await store.claim(
+            conn, "x", list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=30, limit=1
+        )
         worker._owned.revoke([claimed.partition])
-        assert await worker._process(conn, claimed) is ItemResult.RELEASED
+        assert await worker._one(conn, claimed, SERVER, stopping=False) is ItemResult.RELEASED
     assert mediamtx.calls == 0
     status = await devices.reconcile_status(device.id)
     assert (status["status"], status["attempts"]) == ("pending", 0)
     async with sense_pool.acquire() as conn:  # released, so claimable again at once
-        assert len(await store.claim(conn, "y", list(ALL_PARTITIONS), lease_seconds=30, limit=1)) == 1
+        assert (
+            len(
+                await store.claim(
+                    conn, "y", list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=30, limit=1
+                )
+            )
+            == 1
+        )
 
 
 async def test_the_drift_check_repairs_a_path_changed_behind_senses_back(
@@ -348,11 +405,12 @@ async def test_the_drift_check_repairs_a_path_changed_behind_senses_back(
     devices: DeviceService,
     mediamtx: CountingMediaMtx,
     serde: AvroSerde,
+    sources: SourceUris,
     created_paths: list[str],
 ) -> None:
     enabled = await new_device(devices, created_paths)
     disabled = await new_device(devices, created_paths)
-    worker = reconciler(sense_pool, sense_schema, mediamtx, serde, drift_check_seconds=0.5)
+    worker = reconciler(sense_pool, sense_schema, mediamtx, serde, sources, drift_check_seconds=0.5)
     assert await worker.run_once() == 2
     await devices.set_desired_state(disabled.id, DesiredState.DISABLED, actor="op")
     assert await worker.run_once() == 1

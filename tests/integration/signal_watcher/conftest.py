@@ -23,6 +23,7 @@ from tests.conftest import MigratedSchema, Stack, migrate_test_schema
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
+from yovision_platform.encryption import EncryptionKeyRing
 
 FIXTURE_HOST = "fixture.example.com"
 LOOPBACK_NETWORK = ipaddress.ip_network("127.0.0.0/8")
@@ -71,9 +72,13 @@ async def pool(signal_db: MigratedSchema) -> AsyncIterator[asyncpg.Pool]:
     await created.close()
 
 
+def cipher_for(key: bytes, key_id: str = "k1") -> SecretCipher:
+    return SecretCipher(EncryptionKeyRing({key_id: key}, key_id, accept_legacy=True))
+
+
 @pytest.fixture
 def cipher() -> SecretCipher:
-    return SecretCipher(os.urandom(32))
+    return cipher_for(os.urandom(32))
 
 
 @pytest.fixture

@@ -13,12 +13,16 @@ import sys
 
 import asyncpg
 
-from signal_watcher.adapters.crypto import SecretCipher
 from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.repository import WatcherRepository
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.scheduler import Scheduler
-from tests.integration.signal_watcher.conftest import FIXTURE_HOST, LOOPBACK_FOR_TESTS, fake_resolver
+from tests.integration.signal_watcher.conftest import (
+    FIXTURE_HOST,
+    LOOPBACK_FOR_TESTS,
+    cipher_for,
+    fake_resolver,
+)
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
 
@@ -27,7 +31,7 @@ async def main(dsn: str, schema: str, key_hex: str, owner: str) -> None:
     pool = await asyncpg.create_pool(dsn, min_size=1, max_size=6)
     probe = ProbeClient(resolver=fake_resolver({FIXTURE_HOST: ["127.0.0.1"]}), guard=LOOPBACK_FOR_TESTS)
     try:
-        repo = WatcherRepository(Identifier(schema), SecretCipher(bytes.fromhex(key_hex)))
+        repo = WatcherRepository(Identifier(schema), cipher_for(bytes.fromhex(key_hex)))
         runner = CheckRunner(pool, repo, probe, AvroSerde(SchemaRegistry.load()))
         scheduler = Scheduler(pool, repo, runner, owner, max_in_flight=100)
         print("ready", flush=True)

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import asyncpg
 
-from signal_watcher.adapters.crypto import SecretCipher
 from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.repository import WatcherRepository
 from signal_watcher.domain.model import CompareMode
@@ -19,6 +18,7 @@ from tests.conftest import MigratedSchema
 from tests.integration.signal_watcher.conftest import (
     FIXTURE_HOST,
     LOOPBACK_FOR_TESTS,
+    cipher_for,
     fake_resolver,
     make_due,
     make_spec,
@@ -82,7 +82,7 @@ async def test_two_scheduler_processes_probe_each_due_watcher_exactly_once(
     fixture_server: FixtureServer, signal_db: MigratedSchema, pool: asyncpg.Pool
 ) -> None:
     key = os.urandom(32)
-    repo = WatcherRepository(signal_db.name, SecretCipher(key))
+    repo = WatcherRepository(signal_db.name, cipher_for(key))
     async with pool.acquire() as conn:
         for i in range(WATCHERS):
             spec = make_spec(

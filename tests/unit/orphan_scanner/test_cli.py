@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from orphan_scanner.domain import limits
-from orphan_scanner.domain.classify import Classification, classify
+from orphan_scanner.domain.classify import Classification, ServerPath, classify
 from orphan_scanner.domain.gate import BlockReason
 from orphan_scanner.domain.inputs import confirmation_text
 from orphan_scanner.entrypoints import cli
@@ -22,15 +22,26 @@ DEV = uuid.UUID("00000000-0000-4000-8000-00000000000a")
 CREATED = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)
 
 
-def scan_report(classification: Classification) -> ScanReport:
-    return ScanReport(SCAN_ID, CREATED, CREATED + timedelta(minutes=15), classification)
+SERVER = "mtx-a"
 
 
-def by_hand(in_use: int, stale: int, unowned: int) -> Classification:
+def on(name: str, server: str = SERVER) -> ServerPath:
+    return ServerPath(server, name)
+
+
+def listed(*names: str, server: str = SERVER) -> list[dict[str, str]]:
+    return [{"media_server_id": server, "path_name": name} for name in names]
+
+
+def scan_report(classification: Classification, servers: tuple[str, ...] = (SERVER,)) -> ScanReport:
+    return ScanReport(SCAN_ID, CREATED, CREATED + timedelta(minutes=15), classification, servers)
+
+
+def by_hand(in_use: int, stale: int, unowned: int, server: str = SERVER) -> Classification:
     return Classification(
-        in_use=frozenset(f"use-{i:04d}" for i in range(in_use)),
-        owned_stale={f"stale-{i:04d}": DEV for i in range(stale)},
-        unowned=frozenset(f"unowned-{i:04d}" for i in range(unowned)),
+        in_use=frozenset(on(f"use-{i:04d}", server) for i in range(in_use)),
+        owned_stale={on(f"stale-{i:04d}", server): DEV for i in range(stale)},
+        unowned=frozenset(on(f"unowned-{i:04d}", server) for i in range(unowned)),
     )
 
 
@@ -163,10 +174,11 @@ def test_report_document_counts_candidates_and_confirmation() -> None:
     assert document["expires_at"] == (CREATED + timedelta(minutes=15)).isoformat()
     assert document["valid_for_seconds"] == 900
     assert document["counts"] == {"observed": 100, "in_use": 85, "owned_stale": 10, "unowned": 5}
-    assert document["candidates"] == [f"stale-{i:04d}" for i in range(10)]
-    assert document["unowned"] == sorted(f"unowned-{i:04d}" for i in range(5))
+    assert document["servers"] == {SERVER: document["counts"]}
+    assert document["candidates"] == listed(*(f"stale-{i:04d}" for i in range(10)))
+    assert document["unowned"] == listed(*sorted(f"unowned-{i:04d}" for i in range(5)))
     assert document["unowned_truncated"] is False
-    assert document["gate_preview"] == {"allowed": True, "reason_code": None}
+    assert document["gate_preview"] == {"allowed": True, "reason_code": None, "media_server_id": None}
     assert document["confirm"] == confirmation_text(SCAN_ID, 10)
     assert document["confirm"] == f"delete 10 owned_stale paths of scan {SCAN_ID}"
     assert document["apply"] == (
@@ -176,10 +188,30 @@ def test_report_document_counts_candidates_and_confirmation() -> None:
 
 
 def test_report_document_candidates_are_sorted_from_a_real_classification() -> None:
-    observed = ["zeta", "alpha", "mid", "beta", "used", "x-unowned"]
-    owners = {name: DEV for name in ("zeta", "alpha", "mid", "beta", "used")}
-    document = cli.report_document(scan_report(classify(observed, {"used"}, owners)))
-    assert document["candidates"] == ["alpha", "beta", "mid", "zeta"]
+    observed = [on(n) for n in ("zeta", "alpha", "mid", "beta", "used", "x-unowned")]
+    owners = {on(name): DEV for name in ("zeta", "alpha", "mid", "beta", "used")}
+    document = cli.report_document(scan_report(classify(observed, {on("used")}, owners)))
+    assert document["candidates"] == listed("alpha", "beta", "mid", "zeta")
+
+
+def test_report_document_counts_and_gates_each_server_on_its_own() -> None:
+    # 1 candidate among 20 paths of mtx-a is fine; 1 among the 5 of mtx-b is 20 %: blocked, naming mtx-b
+    big, small = by_hand(19, 1, 0, "mtx-a"), by_hand(4, 1, 0, "mtx-b")
+    fleet = Classification(
+        big.in_use | small.in_use, {**big.owned_stale, **small.owned_stale}, big.unowned | small.unowned
+    )
+    document = cli.report_document(scan_report(fleet, ("mtx-a", "mtx-b", "mtx-c")))
+    assert document["servers"] == {
+        "mtx-a": {"observed": 20, "in_use": 19, "owned_stale": 1, "unowned": 0},
+        "mtx-b": {"observed": 5, "in_use": 4, "owned_stale": 1, "unowned": 0},
+        "mtx-c": {"observed": 0, "in_use": 0, "owned_stale": 0, "unowned": 0},
+    }
+    assert document["candidates"] == listed("stale-0000") + listed("stale-0000", server="mtx-b")
+    assert document["gate_preview"] == {
+        "allowed": False,
+        "reason_code": "ratio_exceeded",
+        "media_server_id": "mtx-b",
+    }
 
 
 @pytest.mark.parametrize(
@@ -198,10 +230,8 @@ def test_report_document_gate_preview(
     in_use: int, stale: int, unowned: int, reason: BlockReason | None
 ) -> None:
     document = cli.report_document(scan_report(by_hand(in_use, stale, unowned)))
-    assert document["gate_preview"] == {
-        "allowed": reason is None,
-        "reason_code": None if reason is None else reason.value,
-    }
+    assert document["gate_preview"]["allowed"] is (reason is None)
+    assert document["gate_preview"]["reason_code"] == (None if reason is None else reason.value)
 
 
 def test_single_candidate_confirmation_is_singular() -> None:
@@ -223,15 +253,15 @@ def test_unowned_names_are_capped_but_counted_completely(unowned: int, shown: in
     document = cli.report_document(scan_report(by_hand(in_use=0, stale=0, unowned=unowned)))
     assert document["counts"]["unowned"] == unowned
     assert len(document["unowned"]) == shown
-    assert document["unowned"] == sorted(f"unowned-{i:04d}" for i in range(unowned))[:shown]
+    assert document["unowned"] == listed(*sorted(f"unowned-{i:04d}" for i in range(unowned))[:shown])
     assert document["unowned_truncated"] is truncated
 
 
 def test_report_document_holds_names_only_never_uris() -> None:
     classification = classify(
-        ["tenant-a-site-1-dev-0001", "tenant-a-site-1-dev-0002", "legacy-cam"],
-        {"tenant-a-site-1-dev-0001"},
-        {"tenant-a-site-1-dev-0002": DEV},
+        [on("tenant-a-site-1-dev-0001"), on("tenant-a-site-1-dev-0002"), on("legacy-cam")],
+        {on("tenant-a-site-1-dev-0001")},
+        {on("tenant-a-site-1-dev-0002"): DEV},
     )
     text = json.dumps(cli.report_document(scan_report(classification)))
     assert "rtsp://" not in text
@@ -251,9 +281,9 @@ def test_apply_document_of_a_partial_run() -> None:
         current_total=40,
         current_candidates=3,
         items=[
-            ItemOutcome("a", Outcome.DELETED.value),
-            ItemOutcome("b", Outcome.FAILED.value, error_code="mediamtx_http_500"),
-            ItemOutcome("c", Outcome.DELETED.value, earlier=True),
+            ItemOutcome(on("a"), Outcome.DELETED.value),
+            ItemOutcome(on("b", "mtx-b"), Outcome.FAILED.value, error_code="mediamtx_http_500"),
+            ItemOutcome(on("c"), Outcome.DELETED.value, earlier=True),
         ],
     )
     document = cli.apply_document(result)
@@ -262,15 +292,21 @@ def test_apply_document_of_a_partial_run() -> None:
         "scan_id": str(SCAN_ID),
         "status": "partial",
         "reason_code": None,
+        "blocked_media_server_id": None,
         "deleted_nothing": False,
         "report_candidates": 3,
         "current_total": 40,
         "current_candidates": 3,
         "counts": {"deleted": 1, "failed": 1},
         "items": [
-            {"path_name": "a", "outcome": "deleted", "error_code": None, "earlier": False},
-            {"path_name": "b", "outcome": "failed", "error_code": "mediamtx_http_500", "earlier": False},
-            {"path_name": "c", "outcome": "deleted", "error_code": None, "earlier": True},
+            {**listed("a")[0], "outcome": "deleted", "error_code": None, "earlier": False},
+            {
+                **listed("b", server="mtx-b")[0],
+                "outcome": "failed",
+                "error_code": "mediamtx_http_500",
+                "earlier": False,
+            },
+            {**listed("c")[0], "outcome": "deleted", "error_code": None, "earlier": True},
         ],
     }
     json.dumps(document)
@@ -282,6 +318,7 @@ def test_apply_document_of_a_blocked_run_says_nothing_was_deleted() -> None:
         scan_id=SCAN_ID,
         status=ApplyStatus.BLOCKED,
         reason_code=BlockReason.RATIO_EXCEEDED,
+        blocked_media_server_id="mtx-a",
         report_candidates=11,
         current_total=100,
         current_candidates=11,
@@ -289,6 +326,7 @@ def test_apply_document_of_a_blocked_run_says_nothing_was_deleted() -> None:
     document = cli.apply_document(result)
     assert document["status"] == "blocked"
     assert document["reason_code"] == "ratio_exceeded"
+    assert document["blocked_media_server_id"] == "mtx-a"
     assert document["deleted_nothing"] is True
     assert document["counts"] == {}
     assert document["items"] == []

@@ -13,16 +13,22 @@ from yovision_platform.metrics import create_registry, render_latest
 SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
 LABEL = re.compile(r'(?P<key>[a-zA-Z_][a-zA-Z0-9_]*)="(?P<value>[^"]*)"')
 
+SERVERS = ("mtx-a", "mtx-b")
 ALLOWED_LABEL_VALUES = {
     "trigger": {t.value for t in ScanTrigger},
     "result": {r.value for r in ScanResult},
     "class": {c.value for c in ObservedClass},
+    "media_server": set(SERVERS),
 }
 
 
 def fresh() -> tuple[OrphanMetrics, CollectorRegistry]:
     registry = create_registry(include_process_metrics=False)
-    return OrphanMetrics(registry), registry
+    return OrphanMetrics(registry, SERVERS), registry
+
+
+def last_scan(found: dict[tuple[str, frozenset[tuple[str, str]]], float], cls: str, server: str) -> float:
+    return value(found, "orphan_last_scan_paths", media_server=server, **{"class": cls})
 
 
 def samples(registry: CollectorRegistry) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
@@ -56,7 +62,8 @@ def test_every_series_exists_at_zero_with_enum_labels_only() -> None:
         for result in ScanResult:
             assert value(found, "orphan_scans_total", trigger=trigger.value, result=result.value) == 0
     for cls in ObservedClass:
-        assert value(found, "orphan_last_scan_paths", **{"class": cls.value}) == 0
+        for server in SERVERS:
+            assert last_scan(found, cls.value, server) == 0
     assert value(found, "orphan_scan_seconds_count") == 0
     assert value(found, "orphan_apply_blocked_total") == 0
     assert value(found, "orphan_paths_deleted_total") == 0
@@ -69,25 +76,29 @@ def test_every_series_exists_at_zero_with_enum_labels_only() -> None:
                 assert label_value in ALLOWED_LABEL_VALUES[key], (key, label_value)
 
 
-def test_last_scan_counts_are_set_per_class() -> None:
+def test_last_scan_counts_are_set_per_class_and_server() -> None:
     metrics, registry = fresh()
-    metrics.set_last_scan({"observed": 100, "in_use": 85, "owned_stale": 10, "unowned": 5})
+    metrics.set_last_scan(
+        {"mtx-a": {"observed": 100, "in_use": 85, "owned_stale": 10, "unowned": 5}, "mtx-b": {"observed": 1}}
+    )
     found = samples(registry)
-    assert value(found, "orphan_last_scan_paths", **{"class": "observed"}) == 100
-    assert value(found, "orphan_last_scan_paths", **{"class": "in_use"}) == 85
-    assert value(found, "orphan_last_scan_paths", **{"class": "owned_stale"}) == 10
-    assert value(found, "orphan_last_scan_paths", **{"class": "unowned"}) == 5
+    assert last_scan(found, "observed", "mtx-a") == 100
+    assert last_scan(found, "in_use", "mtx-a") == 85
+    assert last_scan(found, "owned_stale", "mtx-a") == 10
+    assert last_scan(found, "unowned", "mtx-a") == 5
+    assert last_scan(found, "observed", "mtx-b") == 1
 
 
-def test_missing_last_scan_classes_read_zero_and_unknown_keys_make_no_series() -> None:
+def test_missing_classes_read_zero_and_unknown_keys_or_servers_make_no_series() -> None:
     metrics, registry = fresh()
-    metrics.set_last_scan({"observed": 7})
-    metrics.set_last_scan({"observed": 3, "tenant-a-site-1-cam": 1})
+    metrics.set_last_scan({"mtx-a": {"observed": 7}, "mtx-b": {"observed": 2}})
+    metrics.set_last_scan({"mtx-a": {"observed": 3, "tenant-a-site-1-cam": 1}, "http://10.0.0.9:9997": {}})
     found = samples(registry)
-    assert value(found, "orphan_last_scan_paths", **{"class": "observed"}) == 3
-    assert value(found, "orphan_last_scan_paths", **{"class": "unowned"}) == 0
+    assert last_scan(found, "observed", "mtx-a") == 3
+    assert last_scan(found, "unowned", "mtx-a") == 0
+    assert last_scan(found, "observed", "mtx-b") == 0  # not in the last report: zero
     body = render_latest(registry)[0].decode()
-    assert "tenant-a-site-1-cam" not in body
+    assert "tenant-a-site-1-cam" not in body and "10.0.0.9" not in body
 
 
 def test_apply_totals_are_exported_as_counters() -> None:
@@ -111,7 +122,9 @@ def test_scan_counter_refuses_values_outside_the_enums() -> None:
     with pytest.raises(ValueError, match="not in the declared set"):
         metrics.scans.labels(trigger="tenant-a-site-1-cam", result="complete")
     with pytest.raises(ValueError, match="not in the declared set"):
-        metrics.last_scan_paths.labels(**{"class": "rtsp://cam"})
+        metrics.last_scan_paths.labels(media_server="mtx-a", **{"class": "rtsp://cam"})
+    with pytest.raises(ValueError, match="not in the declared set"):
+        metrics.last_scan_paths.labels(media_server="http://10.0.0.9:9997", **{"class": "observed"})
     found = samples(registry)
     assert value(found, "orphan_scans_total", trigger="manual", result="complete") == 1
     body = render_latest(registry)[0].decode()

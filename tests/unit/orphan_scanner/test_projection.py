@@ -139,3 +139,20 @@ def test_rejection_does_not_chain_the_parse_error() -> None:
         ownership_evidence(ownership_record(device_id="not-a-uuid"))
     assert caught.value.__cause__ is None
     assert "not-a-uuid" not in str(caught.value)
+
+
+def test_claims_and_evidence_carry_the_media_server() -> None:
+    assert device_claim(EVENT_ID, device_record(media_server_id="mtx-b")).media_server_id == "mtx-b"
+    assert ownership_evidence(ownership_record(media_server_id="mtx-b")).media_server_id == "mtx-b"
+
+
+def test_records_from_before_several_servers_claim_everywhere_and_evidence_the_default_server() -> None:
+    assert device_claim(EVENT_ID, device_record()).media_server_id is None
+    assert device_claim(EVENT_ID, device_record(media_server_id=None)).media_server_id is None
+    assert ownership_evidence(ownership_record(media_server_id=None)).media_server_id == "default"
+
+
+@pytest.mark.parametrize("server", ["", "MTX", "http://10.0.0.1:9997", "a" * 33, 7])
+def test_a_malformed_server_id_is_rejected(server: object) -> None:
+    assert rejected_code(device_claim, EVENT_ID, device_record(media_server_id=server)) == "invalid_field"
+    assert rejected_code(ownership_evidence, ownership_record(media_server_id=server)) == "invalid_field"

@@ -1,13 +1,21 @@
-"""The shared MediaMTX client's enumeration deadline and URL setting (no network: httpx.MockTransport)."""
+"""The shared MediaMTX client: enumeration deadline, URL setting, path names, encoding and credentials (no
+network: httpx.MockTransport; the same against the real MediaMTX in tests/integration)."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 
 import httpx
 import pytest
 
-from yovision_platform.mediamtx import MediaMtxApi, MediaMtxError, validate_api_url
+from yovision_platform.mediamtx import (
+    MediaMtxApi,
+    MediaMtxCredentials,
+    MediaMtxError,
+    is_managed_path_name,
+    validate_api_url,
+)
 
 
 def slow_pages(pages: int, seconds_per_page: float) -> httpx.MockTransport:
@@ -51,3 +59,72 @@ def test_api_urls_with_credentials_queries_or_other_schemes_are_refused(url: str
 
 def test_an_api_url_loses_its_trailing_slash() -> None:
     assert validate_api_url("http://127.0.0.1:9997/") == "http://127.0.0.1:9997"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["cam-07", "site-1/cam-07", "a/b/c", "Site_1/cam.07", "_x", "-x", ".x", "a/.../b", "x" * 255],
+)
+def test_names_as_operators_write_them_are_managed(name: str) -> None:
+    assert is_managed_path_name(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "", "/a", "a/", "a//b", ".", "..", "a/./b", "a/../b", "./a", "a/..", "x" * 256,
+        "a b", "a~b", "~^cam$", "a%2Fb", "all", "all_others", "caméra",
+    ],
+)  # fmt: skip
+def test_names_that_cannot_be_one_exact_path_are_refused_before_a_request(name: str) -> None:
+    assert not is_managed_path_name(name)
+    requests: list[httpx.Request] = []
+    client = MediaMtxApi("http://mediamtx.test", deadline_seconds=1.0, transport=recording(requests))
+    with pytest.raises(MediaMtxError) as raised:
+        asyncio.run(client.delete_path(name))
+    assert raised.value.code == "mediamtx_unmanaged_name" and requests == []
+
+
+def recording(requests: list[httpx.Request], status: int = 200) -> httpx.MockTransport:
+    def handle(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        return httpx.Response(status, json={"status": "ok"})
+
+    return httpx.MockTransport(handle)
+
+
+async def test_a_slash_name_is_sent_as_path_segments() -> None:
+    requests: list[httpx.Request] = []
+    client = MediaMtxApi("http://mediamtx.test", deadline_seconds=1.0, transport=recording(requests))
+    await client.delete_path("site-1/cam.07")
+    await client.add_path_object("a/_b-c", {"source": "rtsp://127.0.0.1:1/x"})
+    assert [r.url.raw_path for r in requests] == [
+        b"/v3/config/paths/delete/site-1/cam.07",
+        b"/v3/config/paths/add/a/_b-c",
+    ]
+    await client.aclose()
+
+
+async def test_credentials_go_as_basic_auth_and_never_into_errors() -> None:
+    requests: list[httpx.Request] = []
+    credentials = MediaMtxCredentials.parse("sense-api:pa:ss-w0rd")
+    assert credentials.user == "sense-api" and "pa:ss" not in repr(credentials)
+    client = MediaMtxApi(
+        "http://mediamtx.test",
+        deadline_seconds=1.0,
+        transport=recording(requests, status=401),
+        credentials=credentials,
+    )
+    with pytest.raises(MediaMtxError) as raised:
+        await client.get_path_object("cam-1")
+    assert raised.value.code == "mediamtx_http_401" and "pa:ss" not in str(raised.value)
+    expected = "Basic " + base64.b64encode(b"sense-api:pa:ss-w0rd").decode()
+    assert requests[0].headers["authorization"] == expected
+    await client.aclose()
+
+
+@pytest.mark.parametrize("text", ["", "user", ":pw", "user:", "us er:pw", "user:p w", "user:pw\nx"])
+def test_malformed_credentials_are_refused_without_echoing_them(text: str) -> None:
+    with pytest.raises(ValueError, match="malformed MediaMTX credentials") as raised:
+        MediaMtxCredentials.parse(text)
+    assert not text or text not in str(raised.value)

@@ -46,8 +46,11 @@ def test_site_capacity_counts_a_whole_batch() -> None:
 
 def test_path_name_charset_and_length() -> None:
     assert validate_path_name("tenant-a_site.1-cam") == "tenant-a_site.1-cam"
+    assert validate_path_name("site-1/cam-07") == "site-1/cam-07"
     assert validate_path_name("a" * limits.PATH_NAME_MAX_CHARS)
-    for bad in ("", "a" * (limits.PATH_NAME_MAX_CHARS + 1), "a/b", "-lead", "sp ace", "ü", "~regex"):
+    assert limits.PATH_NAME_MAX_CHARS == 255
+    bad_names = ("", "a" * (limits.PATH_NAME_MAX_CHARS + 1), "a//b", "/a", "a/", "a/../b", "sp ace", "ü")
+    for bad in (*bad_names, "~regex", "all_others"):
         with pytest.raises(InvalidInput):
             validate_path_name(bad)
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -24,6 +25,8 @@ def sense_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     dsn = "postgresql://sense_app:pw@127.0.0.1:55432/yovision\n"
     monkeypatch.setenv("SENSE_DATABASE_DSN_FILE", str(private_file(tmp_path / "dsn", dsn)))
     monkeypatch.setenv("SENSE_API_TOKEN_FILE", str(private_file(tmp_path / "token", TOKEN + "\n")))
+    key = private_file(tmp_path / "k1.key", os.urandom(32).hex() + "\n")
+    monkeypatch.setenv("SENSE_SECRETS_KEY_FILES", json.dumps({"k1": str(key)}))
 
 
 def refused(**overrides: object) -> ConfigError:
@@ -96,3 +99,35 @@ def test_the_drift_check_defaults_to_ten_minutes() -> None:
         == limits.DRIFT_CHECK_SECONDS_DEFAULT
         == 600
     )
+
+
+def test_without_an_encryption_key_start_up_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SENSE_SECRETS_KEY_FILES")
+    error = refused()
+    assert error.settings == ("SENSE_SECRETS_KEY_FILES",) and "no_key" in str(error)
+
+
+def test_the_active_key_encrypts_and_every_key_decrypts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {k: str(private_file(tmp_path / f"{k}.key", os.urandom(32).hex())) for k in ("k1", "k2")}
+    monkeypatch.setenv("SENSE_SECRETS_KEY_FILES", json.dumps(files))
+    assert "SENSE_SECRETS_ACTIVE_KEY_ID" in refused().settings  # two keys: which one is new?
+    ring = load_settings(SenseReconcilerSettings, secrets_active_key_id="k2").key_ring
+    assert ring.active_key_id == "k2" and ring.key_ids == {"k1", "k2"}
+
+
+def test_several_media_servers_need_a_registered_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SENSE_MEDIAMTX_API_URL")
+    servers = {"mtx-a": {"api_url": "http://127.0.0.1:1"}, "mtx-b": {"api_url": "http://127.0.0.1:2"}}
+    monkeypatch.setenv("SENSE_MEDIA_SERVERS", json.dumps(servers))
+    assert refused().settings == ("SENSE_MEDIA_SERVER_DEFAULT",)
+    assert refused(media_server_default="mtx-c").settings == ("SENSE_MEDIA_SERVER_DEFAULT",)
+    settings = load_settings(SenseReconcilerSettings, media_server_default="mtx-b")
+    assert settings.default_media_server == "mtx-b"
+    assert [server.id for server in settings.media_server_list] == ["mtx-a", "mtx-b"]
+
+
+def test_one_server_is_the_default_of_new_sites() -> None:
+    settings = load_settings(SenseReconcilerSettings)
+    assert settings.default_media_server == "default" and settings.media_server_ids == {"default"}

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from signal_watcher.adapters.crypto import AES_KEY_BYTES, SecretCipher, SecretUnreadable
 from signal_watcher.domain.model import Header
@@ -13,13 +15,18 @@ from signal_watcher.settings import (
     SignalWatcherSettings,
     effective_retention_days,
 )
+from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.errors import ConfigError
 from yovision_platform.settings import load_settings
 from yovision_platform.tools.localhost import write_private_file
 
 
+def cipher_of() -> SecretCipher:
+    return SecretCipher(EncryptionKeyRing({"k1": os.urandom(AES_KEY_BYTES)}, "k1"))
+
+
 def test_headers_and_body_round_trip_and_are_not_plaintext() -> None:
-    cipher = SecretCipher(os.urandom(AES_KEY_BYTES))
+    cipher = cipher_of()
     headers = (Header("Authorization", "Bearer abc"), Header("X-A", "1"))
     stored = cipher.encrypt_headers(headers, watcher_id="w1")
     assert b"Bearer abc" not in stored and b"Authorization" not in stored
@@ -29,20 +36,20 @@ def test_headers_and_body_round_trip_and_are_not_plaintext() -> None:
 
 
 def test_ciphertext_is_bound_to_its_watcher_field_and_key() -> None:
-    cipher = SecretCipher(os.urandom(AES_KEY_BYTES))
+    cipher = cipher_of()
     stored = cipher.encrypt_body("secret", watcher_id="w1")
     with pytest.raises(SecretUnreadable):
         cipher.decrypt_body(stored, watcher_id="w2")
     with pytest.raises(SecretUnreadable):
         cipher.decrypt_headers(stored, watcher_id="w1")
     with pytest.raises(SecretUnreadable):
-        SecretCipher(os.urandom(AES_KEY_BYTES)).decrypt_body(stored, watcher_id="w1")
+        cipher_of().decrypt_body(stored, watcher_id="w1")
 
 
 @pytest.mark.parametrize("length", [AES_KEY_BYTES - 1, AES_KEY_BYTES + 1, 0])
 def test_only_32_byte_keys_are_accepted(length: int) -> None:
     with pytest.raises(ValueError, match="exactly 32 bytes"):
-        SecretCipher(os.urandom(length))
+        EncryptionKeyRing({"k1": os.urandom(length)}, "k1")
 
 
 @pytest.mark.parametrize(("configured", "effective"), [(90, 90), (1, 1), (365, 365), (0, 90), (-5, 90)])
@@ -87,3 +94,30 @@ def test_malformed_allowed_networks_refuse_start_up_without_echoing_them(
         load_settings(SignalWatcherSettings)
     assert exc.value.settings == ("SIGNAL_PROBE_ALLOWED_NETWORKS",)
     assert networks not in str(exc.value)
+
+
+def test_the_key_from_before_the_ring_joins_it_as_legacy_and_reads_old_ciphertexts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _settings_env(monkeypatch, tmp_path, None)
+    legacy = bytes.fromhex((tmp_path / "aes").read_text())
+    nonce = os.urandom(12)
+    before_the_ring = nonce + AESGCM(legacy).encrypt(nonce, b"pw=1", b"signal:watcher:w1:body")
+    settings = load_settings(SignalWatcherSettings)
+    assert settings.key_ring.active_key_id == "legacy"
+    assert settings.cipher.decrypt_body(before_the_ring, watcher_id="w1") == "pw=1"
+    new = write_private_file(tmp_path / "k2", os.urandom(32).hex())
+    monkeypatch.setenv("SIGNAL_SECRETS_KEY_FILES", json.dumps({"k2": str(new)}))
+    monkeypatch.setenv("SIGNAL_SECRETS_ACTIVE_KEY_ID", "k2")
+    rotated = load_settings(SignalWatcherSettings)
+    assert rotated.key_ring.key_ids == {"legacy", "k2"} and rotated.key_ring.active_key_id == "k2"
+    assert rotated.cipher.decrypt_body(before_the_ring, watcher_id="w1") == "pw=1"
+    assert rotated.key_ring.key_id_of(rotated.cipher.encrypt_body("x", watcher_id="w1")) == "k2"
+
+
+def test_without_any_key_start_up_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _settings_env(monkeypatch, tmp_path, None)
+    monkeypatch.delenv("SIGNAL_SECRETS_AES_KEY_FILE")
+    with pytest.raises(ConfigError) as exc:
+        load_settings(SignalWatcherSettings)
+    assert exc.value.settings == ("SIGNAL_SECRETS_KEY_FILES",) and "no_key" in str(exc.value)

@@ -2,7 +2,8 @@
 What the chart knows about each service, from the services' own settings classes (services/<name>/src/<package>/settings.py):
 its env var prefix, its HTTP port (the image's default), the secret files its settings read (setting -> key in
 the service's Secret, mounted at /run/secrets/yovision/<key>), and which external systems it talks to
-(`database`: PostgreSQL, Kafka and a migration Job). tests/deploy/ checks this against the settings classes.
+(`database`: PostgreSQL, Kafka and a migration Job), and whether it has a key ring of secrets at rest (`keyRing`:
+<P>_SECRETS_KEY_FILES from the values' `secretsKeyIds`). tests/deploy/ checks this against the settings classes.
 */}}
 {{- define "yovision.catalog" -}}
 sense-reconciler:
@@ -14,6 +15,7 @@ sense-reconciler:
   database: true
   mediamtx: true
   jwt: false
+  keyRing: true
 orphan-scanner:
   prefix: ORPHAN
   port: 18082
@@ -38,10 +40,10 @@ signal-watcher:
   secretFiles:
     DATABASE_DSN_FILE: database-dsn
     AUTH_JWT_KEY_FILE: jwt-key
-    SECRETS_AES_KEY_FILE: secrets-aes-key
   database: true
   mediamtx: false
   jwt: true
+  keyRing: true
 media-worker:
   prefix: MEDIA
   port: 18085

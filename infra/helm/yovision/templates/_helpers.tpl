@@ -84,6 +84,20 @@ app.kubernetes.io/component: {{ printf "%s-migrate" .name | quote }}
 {{- if eq .name "bell-receiver" -}}
 {{- range $id := .values.relayKeyIds -}}{{- $_ := set $keys (printf "relay-key-%s" $id) (printf "relay-key-%s" $id) -}}{{- end -}}
 {{- end -}}
+{{- if .spec.keyRing -}}
+{{- range $id := .values.secretsKeyIds -}}{{- $_ := set $keys (printf "secrets-key-%s" $id) (printf "secrets-key-%s" $id) -}}{{- end -}}
+{{- end -}}
+{{- if and (eq .name "signal-watcher") .values.legacyAesKey -}}
+{{- $_ := set $keys "secrets-aes-key" "secrets-aes-key" -}}
+{{- end -}}
+{{- if .spec.mediamtx -}}
+{{- if and .root.Values.mediamtx.credentials (not .root.Values.mediamtx.servers) -}}
+{{- $_ := set $keys "mediamtx-credentials" "mediamtx-credentials" -}}
+{{- end -}}
+{{- range $id, $server := .root.Values.mediamtx.servers -}}
+{{- if $server.credentials -}}{{- $_ := set $keys (printf "mediamtx-%s-credentials" $id) (printf "mediamtx-%s-credentials" $id) -}}{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- toYaml $keys -}}
 {{- end }}
 
@@ -127,8 +141,41 @@ same settings and reads the same secret files), plus the admin DSN for the Job o
   value: {{ required "auth.jwtIssuer is required" $root.Values.auth.jwtIssuer | quote }}
 {{- end }}
 {{- if .spec.mediamtx }}
+{{- with $root.Values.mediamtx.servers }}
+{{- $servers := dict }}
+{{- range $id, $server := . }}
+{{- $entry := dict "api_url" $server.apiUrl }}
+{{- if $server.credentials }}{{- $_ := set $entry "credentials_file" (printf "%s/mediamtx-%s-credentials" $secretDir $id) }}{{- end }}
+{{- $_ := set $servers $id $entry }}
+{{- end }}
+- name: {{ $p }}_MEDIA_SERVERS
+  value: {{ toJson $servers | quote }}
+{{- else }}
 - name: {{ $p }}_MEDIAMTX_API_URL
   value: {{ required "mediamtx.apiUrl is required" $root.Values.mediamtx.apiUrl | quote }}
+{{- if $root.Values.mediamtx.credentials }}
+- name: {{ $p }}_MEDIAMTX_CREDENTIALS_FILE
+  value: {{ printf "%s/mediamtx-credentials" $secretDir | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if .spec.keyRing }}
+{{- if .values.secretsKeyIds }}
+{{- $files := dict }}
+{{- range $id := .values.secretsKeyIds }}{{- $_ := set $files $id (printf "%s/secrets-key-%s" $secretDir $id) }}{{- end }}
+- name: {{ $p }}_SECRETS_KEY_FILES
+  value: {{ toJson $files | quote }}
+{{- with .values.secretsActiveKeyId }}
+- name: {{ $p }}_SECRETS_ACTIVE_KEY_ID
+  value: {{ . | quote }}
+{{- end }}
+{{- else if not (and (eq .name "signal-watcher") .values.legacyAesKey) }}
+{{- fail (printf "services.%s.secretsKeyIds needs at least one key id" .name) }}
+{{- end }}
+{{- if and (eq .name "signal-watcher") .values.legacyAesKey }}
+- name: SIGNAL_SECRETS_AES_KEY_FILE
+  value: {{ printf "%s/secrets-aes-key" $secretDir | quote }}
+{{- end }}
 {{- end }}
 {{- if eq .name "sense-reconciler" }}
 {{- with .values.bellRelay }}

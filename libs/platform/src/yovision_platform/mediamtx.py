@@ -3,8 +3,14 @@ that manage MediaMTX paths (sense-reconciler configures them, orphan-scanner enu
 
 Contract:
 - every call runs under `deadline_seconds` (connect + read + whole call) and is cancellable;
-- calls that name a path accept only *managed* names (`MANAGED_PATH_NAME_PATTERN`: one URL segment, the
-  names Sense creates); anything else is refused before a request is made;
+- calls that name a path accept only *managed* names (`is_managed_path_name`): what MediaMTX itself accepts
+  as a path name (letters, digits, `_ . - /`, e.g. `site-1/cam-07`), minus what cannot round-trip through
+  its HTTP API or would not be one path: empty segments (`a//b`: the router folds them), `.`/`..` segments
+  (MediaMTX refuses them; HTTP clients fold them), a leading or trailing `/`, and the catch-all names
+  `all`/`all_others`. Anything else is refused before a request is made. Each segment is percent-encoded
+  and the segments are joined with a literal `/`, which MediaMTX's `*name` routes take as the name;
+- with credentials (a user with the `api` permission), every request carries HTTP Basic authentication;
+  the credentials are never logged or put into an error (401 is `mediamtx_http_401`);
 - `delete_path` deletes exactly one named path, never a pattern; 404 counts as done (returns False);
 - `list_path_names` walks `/v3/config/paths/list` page by page with a page cap, refuses a page that repeats
   the previous one and items without a string `name`, and returns sorted unique names only (any name
@@ -20,10 +26,12 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 import httpx
+from pydantic import SecretStr
 
 __all__ = [
     "LIST_MAX_PAGES",
@@ -31,20 +39,45 @@ __all__ = [
     "MANAGED_PATH_NAME_MAX_CHARS",
     "MANAGED_PATH_NAME_PATTERN",
     "MediaMtxApi",
+    "MediaMtxCredentials",
     "MediaMtxError",
     "is_managed_path_name",
     "validate_api_url",
 ]
 
-MANAGED_PATH_NAME_MAX_CHARS = 100
-# MediaMTX accepts letters, digits, "_", ".", "-" and "/"; managed names leave out "/" (one URL segment).
-MANAGED_PATH_NAME_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MANAGED_PATH_NAME_MAX_CHARS - 1}}}")
+MANAGED_PATH_NAME_MAX_CHARS = 255
+# MediaMTX's own rule is ^[0-9a-zA-Z_\-/.]+$ without "/" at either end and without "." or ".." segments;
+# managed names also need non-empty segments (see the module docstring).
+_SEGMENT = r"(?!\.{1,2}(?:/|$))[A-Za-z0-9._-]+"
+MANAGED_PATH_NAME_PATTERN = re.compile(
+    rf"(?=.{{1,{MANAGED_PATH_NAME_MAX_CHARS}}}$){_SEGMENT}(?:/{_SEGMENT})*"
+)
+RESERVED_PATH_NAMES = frozenset({"all", "all_others"})
 LIST_PAGE_ITEMS = 1000
 LIST_MAX_PAGES = 1000
 
 
 def is_managed_path_name(name: str) -> bool:
-    return MANAGED_PATH_NAME_PATTERN.fullmatch(name) is not None
+    return MANAGED_PATH_NAME_PATTERN.fullmatch(name) is not None and name not in RESERVED_PATH_NAMES
+
+
+@dataclass(frozen=True)
+class MediaMtxCredentials:
+    """A MediaMTX user with the `api` permission. The password never appears in a repr, log or error."""
+
+    user: str
+    password: SecretStr
+
+    def __repr__(self) -> str:
+        return f"MediaMtxCredentials(user={self.user!r}, password=<redacted>)"
+
+    @classmethod
+    def parse(cls, text: str) -> MediaMtxCredentials:
+        """`user:password` (one line). ValueError (naming no part of the text) when malformed."""
+        user, sep, password = text.partition(":")
+        if not sep or not user or not password or any(c.isspace() or ord(c) < 0x20 for c in text):
+            raise ValueError("malformed MediaMTX credentials (expected one NAME:PASSWORD line)")
+        return cls(user, SecretStr(password))
 
 
 def validate_api_url(value: str) -> str:
@@ -73,6 +106,7 @@ class MediaMtxApi:
         transport: httpx.AsyncBaseTransport | None = None,
         page_items: int = LIST_PAGE_ITEMS,
         max_pages: int = LIST_MAX_PAGES,
+        credentials: MediaMtxCredentials | None = None,
     ) -> None:
         if deadline_seconds <= 0:
             raise ValueError("deadline_seconds must be > 0")
@@ -81,8 +115,16 @@ class MediaMtxApi:
         self._deadline = deadline_seconds
         self._page_items = page_items
         self._max_pages = max_pages
+        auth = (
+            None
+            if credentials is None
+            else httpx.BasicAuth(credentials.user, credentials.password.get_secret_value())
+        )
         self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"), timeout=httpx.Timeout(deadline_seconds), transport=transport
+            base_url=base_url.rstrip("/"),
+            timeout=httpx.Timeout(deadline_seconds),
+            transport=transport,
+            auth=auth,
         )
 
     @property
@@ -94,20 +136,20 @@ class MediaMtxApi:
 
     async def get_path_object(self, name: str) -> dict[str, Any] | None:
         """The path's configuration object, or None when it does not exist. Holds secrets: never log it."""
-        response = await self._call("GET", f"/v3/config/paths/get/{_segment(name)}", allow_404=True)
+        response = await self._call("GET", f"/v3/config/paths/get/{_encoded(name)}", allow_404=True)
         if response.status_code == 404:
             return None
         return _json_object(response)
 
     async def add_path_object(self, name: str, body: Mapping[str, object]) -> None:
-        await self._call("POST", f"/v3/config/paths/add/{_segment(name)}", json=dict(body))
+        await self._call("POST", f"/v3/config/paths/add/{_encoded(name)}", json=dict(body))
 
     async def replace_path_object(self, name: str, body: Mapping[str, object]) -> None:
-        await self._call("POST", f"/v3/config/paths/replace/{_segment(name)}", json=dict(body))
+        await self._call("POST", f"/v3/config/paths/replace/{_encoded(name)}", json=dict(body))
 
     async def delete_path(self, name: str) -> bool:
         """Delete exactly `name`. True when it existed, False on 404 (already gone: done)."""
-        response = await self._call("DELETE", f"/v3/config/paths/delete/{_segment(name)}", allow_404=True)
+        response = await self._call("DELETE", f"/v3/config/paths/delete/{_encoded(name)}", allow_404=True)
         return response.status_code != 404
 
     async def list_path_names(self) -> list[str]:
@@ -155,10 +197,11 @@ class MediaMtxApi:
         return response
 
 
-def _segment(name: str) -> str:
+def _encoded(name: str) -> str:
+    """The name as URL path segments: each one percent-encoded, joined by a literal "/"."""
     if not is_managed_path_name(name):
         raise MediaMtxError("mediamtx_unmanaged_name")
-    return quote(name, safe="")
+    return "/".join(quote(segment, safe="") for segment in name.split("/"))
 
 
 def _json_object(response: httpx.Response) -> dict[str, Any]:

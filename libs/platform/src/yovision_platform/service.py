@@ -3,6 +3,7 @@
     <service> serve          start the HTTP API, the outbox relay and the service's workers
     <service> migrate        apply the schema migrations with the owner DSN (idempotent)
     <service> check-config   validate settings and secret files, print nothing secret
+    <service> <command>      a service's own operator commands (`ServiceSpec.commands`, e.g. rotate-keys)
 
 A service supplies a `ServiceSpec` (name, schema, settings class, migrations folder) and an optional
 `configure` hook that adds routes, readiness checks and workers to the `ServiceContext`. A service without a
@@ -29,10 +30,11 @@ import logging
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import asyncpg
@@ -48,12 +50,14 @@ from yovision_platform.logging import configure_logging
 from yovision_platform.metrics import build_info, create_registry, render_latest
 from yovision_platform.migrations import SchemaPlan, migrate, preflight
 from yovision_platform.problems import BROKER_UNAVAILABLE_ERRORS
+from yovision_platform.processed_events import ProcessedEventsPruner
 from yovision_platform.relay import OutboxRelay, RelayConfig, RelayMetrics, executor_for
 from yovision_platform.settings import BaseServiceSettings, BaseWebSettings, load_settings
 from yovision_platform.txn_producer import confluent_publisher_factory
 from yovision_platform.web import create_app
 
 __all__ = [
+    "ServiceCommand",
     "ServiceContext",
     "ServiceSpec",
     "WebContext",
@@ -85,6 +89,15 @@ def _package_version(distribution: str) -> str:
 
 
 @dataclass(frozen=True)
+class ServiceCommand:
+    """An operator command of one service, run with the service's settings (exit code returned)."""
+
+    help: str
+    run: Callable[[ServiceSpec, BaseServiceSettings, argparse.Namespace], Coroutine[Any, Any, int]]
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+
+
+@dataclass(frozen=True)
 class ServiceSpec:
     name: str
     schema: str
@@ -92,6 +105,7 @@ class ServiceSpec:
     migrations_dir: Path
     version: str = field(default_factory=lambda: _package_version("yovision-platform"))
     configure: Callable[[ServiceContext], Awaitable[None]] | None = None
+    commands: Mapping[str, ServiceCommand] = field(default_factory=dict)
 
     @classmethod
     def for_package(
@@ -102,6 +116,7 @@ class ServiceSpec:
         schema: str,
         settings_cls: type[BaseServiceSettings],
         configure: Callable[[ServiceContext], Awaitable[None]] | None = None,
+        commands: Mapping[str, ServiceCommand] | None = None,
     ) -> ServiceSpec:
         """The spec of an installed service: version from the distribution `name`, migrations from the
         `migrations` folder inside the import package `package`."""
@@ -112,6 +127,7 @@ class ServiceSpec:
             migrations_dir=migrations_dir_of(package),
             version=_package_version(name),
             configure=configure,
+            commands=dict(commands or {}),
         )
 
 
@@ -157,6 +173,21 @@ class ServiceContext(WebContext):
     settings: BaseServiceSettings
     plan: SchemaPlan
     pool: asyncpg.Pool
+
+    def add_processed_events_pruner(self, *, consumer_group: str, topics: Sequence[str]) -> None:
+        """Prune the processed_events rows of a consumer group this service runs (its retention setting,
+        checked against the topics' before each round)."""
+        settings = self.settings
+        pruner = ProcessedEventsPruner(
+            self.pool,
+            self.plan.schema,
+            consumer_group=consumer_group,
+            bootstrap=settings.kafka_bootstrap,
+            topics=topics,
+            client_id=f"{self.spec.name}-{settings.instance_id}-pruner",
+            retention_seconds=settings.processed_events_retention_days * 86_400,
+        )
+        self.add_worker(f"processed-events-pruner:{consumer_group}", pruner.run)
 
 
 def runtime_role_of(dsn: str) -> tuple[str, str | None]:
@@ -386,6 +417,10 @@ def _parser(spec: ServiceSpec | WebServiceSpec) -> argparse.ArgumentParser:
     commands.add_parser("serve", help="run the HTTP API, the outbox relay and the workers until SIGTERM")
     commands.add_parser("migrate", help="apply pending schema migrations using the migration DSN file")
     commands.add_parser("check-config", help="validate settings and secret files; prints no secret")
+    for name, command in (spec.commands if isinstance(spec, ServiceSpec) else {}).items():
+        sub = commands.add_parser(name, help=command.help)
+        if command.add_arguments is not None:
+            command.add_arguments(sub)
     return parser
 
 
@@ -409,6 +444,8 @@ def main(spec: ServiceSpec | WebServiceSpec, argv: Sequence[str] | None = None) 
         assert isinstance(settings, BaseServiceSettings)
         if args.command == "migrate":
             return asyncio.run(_migrate(spec, settings))
+        if args.command in spec.commands:
+            return asyncio.run(spec.commands[args.command].run(spec, settings, args))
         return asyncio.run(_serve(spec, settings))
     except ConfigError as exc:
         print(f"{spec.name}: {exc}", file=sys.stderr)

@@ -49,6 +49,10 @@ __all__ = [
 ]
 
 SECRET_FILE_MAX_BYTES = 64 * 1024
+# How long a consumer remembers processed event ids (yovision_platform.processed_events); longer than the
+# longest topic retention of infra/topics.toml (30 days), checked against the broker before each prune.
+PROCESSED_EVENTS_RETENTION_DAYS_DEFAULT = 60
+PROCESSED_EVENTS_RETENTION_DAYS_MAX = 3650
 OTHER_ACCESS_MODE_BITS = stat.S_IRWXO
 POSTGRES_DSN_SCHEMES = frozenset({"postgresql", "postgres"})
 INSTANCE_ID_HOST_PART_MAX_CHARS = 48
@@ -254,7 +258,8 @@ class BaseServiceSettings(BaseWebSettings):
     ``P_OUTBOX_RELAY_ENABLED``, ``P_DATABASE_SCHEMA`` (default: the service's own schema name, e.g.
     ``sense``) and ``P_KAFKA_PREFIX`` (default empty: prefixed to every topic, consumer group and
     transactional id, see :mod:`yovision_platform.naming`). The last two let several environments share one
-    PostgreSQL cluster and one Kafka cluster.
+    PostgreSQL cluster and one Kafka cluster. ``P_PROCESSED_EVENTS_RETENTION_DAYS`` (default 60, 1..3650):
+    how long consumed event ids are kept for deduplication (:mod:`yovision_platform.processed_events`).
     """
 
     kafka_bootstrap: str
@@ -263,6 +268,9 @@ class BaseServiceSettings(BaseWebSettings):
     outbox_relay_enabled: bool = True
     database_schema: str | None = None
     kafka_prefix: str = ""
+    processed_events_retention_days: int = Field(
+        default=PROCESSED_EVENTS_RETENTION_DAYS_DEFAULT, ge=1, le=PROCESSED_EVENTS_RETENTION_DAYS_MAX
+    )
 
     _database_dsn: SecretStr | None = PrivateAttr(default=None)
 

@@ -1,22 +1,24 @@
 """orphan-scanner settings: environment variables prefixed `ORPHAN_`, validated at start-up.
 
 The `sense-orphan` CLI reads the same settings as the service, so an operator runs it with the service's
-environment (`make sense-orphan ARGS=...` locally).
+environment (`make sense-orphan ARGS=...` locally). MediaMTX servers are registered as
+`yovision_platform.media_servers` describes (`ORPHAN_MEDIA_SERVERS`, or the single-server
+`ORPHAN_MEDIAMTX_API_URL` + `ORPHAN_MEDIAMTX_CREDENTIALS_FILE`); every one is scanned.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.projected_events import DEVICE_EVENT_TYPE, OWNERSHIP_EVENT_TYPE
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.events import default_catalog
-from yovision_platform.mediamtx import validate_api_url
-from yovision_platform.settings import BaseServiceSettings, Port
+from yovision_platform.media_servers import MediaServerSettings
+from yovision_platform.settings import Port
 
 DEFAULT_HTTP_PORT = 18082
 JWT_AUDIENCE = "orphan-scanner"
@@ -24,13 +26,12 @@ CONSUMER_GROUP = "orphan-scanner-projection"
 TOPIC_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,199}$"
 
 
-class OrphanScannerSettings(BaseServiceSettings):
+class OrphanScannerSettings(MediaServerSettings):
     model_config = SettingsConfigDict(
         env_prefix="ORPHAN_", extra="forbid", frozen=True, hide_input_in_errors=True
     )
 
     http_port: Port = DEFAULT_HTTP_PORT
-    mediamtx_api_url: str
     mediamtx_deadline_seconds: float = Field(default=limits.MEDIAMTX_DEADLINE_SECONDS_DEFAULT, gt=0)
     scan_enabled: bool = True
     scan_interval_seconds: float = Field(
@@ -75,11 +76,6 @@ class OrphanScannerSettings(BaseServiceSettings):
     def token_verifier(self) -> TokenVerifier | None:
         """The read API's verifier; None when the read API is not configured."""
         return self._token_verifier
-
-    @field_validator("mediamtx_api_url")
-    @classmethod
-    def _mediamtx_url_is_http(cls, value: str) -> str:
-        return validate_api_url(value)
 
     @model_validator(mode="after")
     def _deadline_shorter_than_lease(self) -> OrphanScannerSettings:

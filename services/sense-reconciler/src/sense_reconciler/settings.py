@@ -1,4 +1,11 @@
-"""sense-reconciler settings: environment variables prefixed `SENSE_`, validated at start-up."""
+"""sense-reconciler settings: environment variables prefixed `SENSE_`, validated at start-up.
+
+MediaMTX servers are registered as `yovision_platform.media_servers` describes (`SENSE_MEDIA_SERVERS`, or
+the single-server `SENSE_MEDIAMTX_API_URL` + `SENSE_MEDIAMTX_CREDENTIALS_FILE`); `SENSE_MEDIA_SERVER_DEFAULT`
+names the server new sites are assigned to (required with several). Source URIs are encrypted with the key
+ring of `yovision_platform.encryption` (`SENSE_SECRETS_KEY_FILES`, `SENSE_SECRETS_ACTIVE_KEY_ID`); without a
+key, start-up is refused.
+"""
 
 from __future__ import annotations
 
@@ -10,20 +17,22 @@ from pydantic_settings import SettingsConfigDict
 from sense_reconciler.bell_relay.config import RelayConfig, load_relay_config
 from sense_reconciler.domain import limits
 from yovision_platform.auth import MIN_STATIC_TOKEN_CHARS
-from yovision_platform.mediamtx import validate_api_url
-from yovision_platform.settings import BaseServiceSettings, Port, read_secret_file
+from yovision_platform.encryption import EncryptionSettings
+from yovision_platform.errors import ConfigError
+from yovision_platform.media_servers import MediaServerSettings, validate_media_server_id
+from yovision_platform.settings import Port, read_secret_file
 
 DEFAULT_HTTP_PORT = 18081
 CONSUMER_GROUP = "sense-reconciler"
 
 
-class SenseReconcilerSettings(BaseServiceSettings):
+class SenseReconcilerSettings(MediaServerSettings, EncryptionSettings):
     model_config = SettingsConfigDict(
         env_prefix="SENSE_", extra="forbid", frozen=True, hide_input_in_errors=True
     )
 
     http_port: Port = DEFAULT_HTTP_PORT
-    mediamtx_api_url: str
+    media_server_default: str | None = None
     api_token_file: Path
     lease_seconds: float = Field(default=limits.LEASE_SECONDS_DEFAULT, gt=0, le=3600)
     operation_deadline_seconds: float = Field(default=limits.OPERATION_DEADLINE_SECONDS_DEFAULT, gt=0)
@@ -47,10 +56,25 @@ class SenseReconcilerSettings(BaseServiceSettings):
     _api_token: SecretStr | None = PrivateAttr(default=None)
     _bell_relay: RelayConfig | None = PrivateAttr(default=None)
 
-    @field_validator("mediamtx_api_url")
+    @field_validator("media_server_default")
     @classmethod
-    def _mediamtx_url_is_http(cls, value: str) -> str:
-        return validate_api_url(value)
+    def _default_server_id_is_valid(cls, value: str | None) -> str | None:
+        return None if value is None else validate_media_server_id(value)
+
+    @model_validator(mode="after")
+    def _default_server_is_registered(self) -> SenseReconcilerSettings:
+        servers = self.media_server_ids
+        setting = self.env_var_name("media_server_default")
+        if self.media_server_default is None and len(servers) > 1:
+            raise ConfigError(setting, "missing", "required with several media servers")
+        if self.media_server_default is not None and self.media_server_default not in servers:
+            raise ConfigError(setting, "not_registered", "names no registered media server")
+        return self
+
+    @property
+    def default_media_server(self) -> str:
+        """The server new sites are assigned to."""
+        return self.media_server_default or min(self.media_server_ids)
 
     @model_validator(mode="after")
     def _deadline_shorter_than_lease(self) -> SenseReconcilerSettings:

@@ -24,6 +24,8 @@ FAILURE_CODES = frozenset(
         "tls",
         "protocol_error",
         "json_parse_error",
+        "secret_unreadable",
+        "secret_key_unknown",
         "json_path_missing",
         "json_value_null",
         "probe_internal_error",

@@ -1,9 +1,12 @@
 """signal-watcher settings: environment variables prefixed `SIGNAL_`.
 
-Start-up is refused without both secret files:
+Start-up is refused without an encryption key and the JWT key:
 
-- ``SIGNAL_SECRETS_AES_KEY_FILE``: hex of exactly 32 random bytes, the AES-256-GCM key that encrypts watcher
-  headers and bodies at rest. There is no built-in default key.
+- the key ring that encrypts watcher headers and bodies at rest (AES-256-GCM, yovision_platform.encryption):
+  ``SIGNAL_SECRETS_KEY_FILES`` (JSON ``{"<key id>": "/path"}``) and ``SIGNAL_SECRETS_ACTIVE_KEY_ID`` (the key
+  new ciphertexts use; may be left out with one key), and/or the setting from before the ring,
+  ``SIGNAL_SECRETS_AES_KEY_FILE``, whose key joins the ring with the id ``legacy`` (active when it is the
+  only key). Each file holds the hex of exactly 32 random bytes. There is no built-in default key.
 - ``SIGNAL_AUTH_JWT_KEY_FILE`` + ``SIGNAL_AUTH_JWT_ISSUER``: the JWT key of the user API (audience
   ``signal-watcher``).
 
@@ -19,19 +22,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, ClassVar
 
-from pydantic import BeforeValidator, Field, PrivateAttr
+from pydantic import BeforeValidator, Field
 from pydantic_settings import NoDecode, SettingsConfigDict
 
 from signal_watcher.adapters.crypto import SecretCipher
 from signal_watcher.domain.ssrf import AddressGuard, IpNetwork, parse_networks
 from yovision_platform.auth import JwtIdentitySettings
-from yovision_platform.errors import ConfigError
+from yovision_platform.encryption import EncryptionSettings
 from yovision_platform.settings import Port
 
 DEFAULT_HTTP_PORT = 18084
 JWT_AUDIENCE = "signal-watcher"
 DEFAULT_CHECK_RETENTION_DAYS = 90
 DEFAULT_MAX_WATCHERS_PER_USER = 100
+LEGACY_KEY_ID = "legacy"
 
 
 def effective_retention_days(configured: int) -> int:
@@ -46,26 +50,24 @@ def _networks(value: object) -> object:
 AllowedNetworks = Annotated[tuple[IpNetwork, ...], NoDecode, BeforeValidator(_networks)]
 
 
-class SignalWatcherSettings(JwtIdentitySettings):
+class SignalWatcherSettings(JwtIdentitySettings, EncryptionSettings):
     model_config = SettingsConfigDict(
         env_prefix="SIGNAL_", extra="forbid", frozen=True, hide_input_in_errors=True
     )
 
     http_port: Port = DEFAULT_HTTP_PORT
     jwt_audience: ClassVar[str] = JWT_AUDIENCE
-    secrets_aes_key_file: Path
+    accept_legacy_ciphertexts: ClassVar[bool] = True
+    secrets_aes_key_file: Path | None = None
     check_retention_days: int = DEFAULT_CHECK_RETENTION_DAYS
     max_watchers_per_user: int = Field(default=DEFAULT_MAX_WATCHERS_PER_USER, ge=1, le=100_000)
     scheduler_enabled: bool = True
     probe_allowed_networks: AllowedNetworks = ()
 
-    _cipher: SecretCipher | None = PrivateAttr(default=None)
-
-    def load_secret_files(self) -> None:
-        super().load_secret_files()
-        self._cipher = SecretCipher.from_key_file(
-            self.secrets_aes_key_file, self.env_var_name("secrets_aes_key_file")
-        )
+    def extra_key_files(self) -> dict[str, tuple[Path, str]]:
+        if self.secrets_aes_key_file is None:
+            return {}
+        return {LEGACY_KEY_ID: (self.secrets_aes_key_file, self.env_var_name("secrets_aes_key_file"))}
 
     @property
     def probe_guard(self) -> AddressGuard:
@@ -74,6 +76,4 @@ class SignalWatcherSettings(JwtIdentitySettings):
 
     @property
     def cipher(self) -> SecretCipher:
-        if self._cipher is None:
-            raise ConfigError(self.env_var_name("secrets_aes_key_file"), "not_loaded", "key not read yet")
-        return self._cipher
+        return SecretCipher(self.key_ring)

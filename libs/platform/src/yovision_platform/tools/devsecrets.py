@@ -1,7 +1,9 @@
 """Generate local development secrets and env files per service (`make secrets`, part of `make up`).
 
 For each service: a runtime-role password (kept once generated), a runtime DSN file and an env file
-`<dir>/env/<service>.env` naming the files -- never the secrets themselves. The migration DSN is the local
+`<dir>/env/<service>.env` naming the files -- never the secrets themselves. Sense and orphan-scanner get
+every MediaMTX server of the stack (`*_MEDIA_SERVERS`, with each server's API credentials file, see
+`yovision_platform.localstack`); Sense also a key ring for its source URIs. The migration DSN is the local
 cluster's admin DSN. Every secret file is written 0600. Re-running changes nothing that exists.
 
 One folder is one *environment* of the five services and the console (``make up`` uses ``.local``). An
@@ -94,6 +96,7 @@ class Environment:
 DEFAULT_ENVIRONMENT = Environment()
 DEV_JWT_ISSUER = "yovision-dev"
 BELL_RELAY_KEY_ID = "relay-dev-1"
+SENSE_SECRETS_KEY_ID = "k1"
 # Services whose APIs identify users by JWT; Sense's Control API uses a static operator token.
 JWT_SCHEMAS = ("orphan", "bell", "signal", "media")
 
@@ -123,8 +126,13 @@ def _extra_secrets(
         api_token = secret_dir / "sense-api.token"
         files[api_token] = secrets.token_urlsafe(32)
         files[relay_key] = secrets.token_hex(32)
+        # the key ring that encrypts source URIs at rest (docs/runbooks/rotating-keys.md adds keys)
+        source_key = secret_dir / f"sense-secrets-{SENSE_SECRETS_KEY_ID}.key"
+        files[source_key] = secrets.token_hex(32)
         lines += [
             f"{p}API_TOKEN_FILE={api_token}",
+            f"""{p}SECRETS_KEY_FILES='{{"{SENSE_SECRETS_KEY_ID}":"{source_key}"}}'""",
+            f"{p}SECRETS_ACTIVE_KEY_ID={SENSE_SECRETS_KEY_ID}",
             # the signed audit push to the local bell-receiver (plain HTTP is allowed on loopback only)
             f"{p}BELL_RELAY_ENABLED=true",
             f"{p}BELL_URL=http://127.0.0.1:{environment.port(SERVICE_BY_NAME['bell-receiver'])}",
@@ -192,7 +200,10 @@ def generate(local_dir: Path, environment: Environment = DEFAULT_ENVIRONMENT) ->
         if environment.name and schema is not None:
             env_lines += [f"{p}DATABASE_SCHEMA={schema}", f"{p}KAFKA_PREFIX={environment.kafka_prefix}"]
         if service.schema in ("sense", "orphan"):
-            env_lines.append(f"{p}MEDIAMTX_API_URL={stack.mediamtx_api_url}")
+            # every MediaMTX server of the stack, with its API credentials file (single-quoted: JSON)
+            env_lines.append(f"{p}MEDIA_SERVERS={shlex.quote(stack.media_servers_setting())}")
+        if service.schema == "sense":
+            env_lines.append(f"{p}MEDIA_SERVER_DEFAULT={stack.media_servers[0].id}")
         if service.schema == "media":
             env_lines += [
                 f"{p}STORAGE_DIR={local_dir / 'media'}",

@@ -116,8 +116,13 @@ def _configs(env_dir: Path) -> list[ServiceConfig]:
 
 
 def secrets_of(env_dir: Path, stack: LocalStack) -> set[str]:
-    """Every secret of the environment: each secret file's content, and each DSN's password."""
+    """Every secret of the environment: each secret file's content, each DSN's password, and the password
+    of each MediaMTX server's API credentials."""
     found: set[str] = set()
+    for server in stack.media_servers:
+        credentials = server.credentials()
+        if credentials is not None:
+            found.add(credentials.password.get_secret_value())
     texts = [stack.admin_dsn]
     secret_dir = env_dir / "secrets"
     if secret_dir.is_dir():

@@ -5,7 +5,8 @@ An environment is a folder laid out like ``.local`` (``stack.env``, ``env/``, ``
 ``logs/``, ``media/``) and a name. It is made and run by exactly the tools ``make up`` uses:
 
 1. ``stack.env`` names the stack's PostgreSQL admin DSN file and Kafka broker, and the environment's own
-   MediaMTX (a private process: its path list belongs to this environment alone);
+   MediaMTX servers (private processes with an authenticated Control API: their path lists belong to this
+   environment alone), registered under operator ids (``media_servers``, default one server ``default``);
 2. ``infra/scripts/create_topics.py --prefix <name>.`` creates the catalogue's topics under the prefix;
 3. ``yovision_platform.tools.devsecrets <dir> --name <name> --port ...`` writes the env files and secrets
    (schemas ``<name>_sense``..., Kafka prefix ``<name>.``, free HTTP ports);
@@ -15,7 +16,8 @@ An environment is a folder laid out like ``.local`` (``stack.env``, ``env/``, ``
 On exit every service is stopped and the environment's schemas, roles and topics are removed, so runs
 never see each other; the services' logs are kept in ``.local/e2e-runs/<name>/`` (the newest five
 runs). The environment can kill a service with SIGKILL and start it again, as an operator or a crash
-would. Nothing here reaches into a service: the caller drives the services through their
+would, and change an operator setting in a service's env file (``set_setting``, effective at the
+service's next start). Nothing here reaches into a service: the caller drives the services through their
 public interfaces.
 """
 
@@ -23,13 +25,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +45,7 @@ from yovision_platform.localstack import LocalStack, read_env_file
 from yovision_platform.migrations import SchemaPlan, drop
 from yovision_platform.tools.devsecrets import LOCAL_SERVICES, Environment, LocalService
 from yovision_platform.tools.localhost import free_port
-from yovision_platform.tools.mediamtx_sandbox import mediamtx_sandbox
+from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox
 
 __all__ = ["LocalEnvironment", "ServiceHandle", "local_environment"]
 
@@ -77,8 +81,17 @@ class LocalEnvironment:
     root: Path
     definition: Environment
     stack: LocalStack
-    mediamtx_url: str
+    media_servers: dict[str, MediaMtxSandbox]
     services: dict[str, ServiceHandle] = field(default_factory=dict)
+
+    @property
+    def mediamtx(self) -> MediaMtxSandbox:
+        """The first MediaMTX server (the default of new sites)."""
+        return next(iter(self.media_servers.values()))
+
+    @property
+    def mediamtx_url(self) -> str:
+        return self.mediamtx.url
 
     @property
     def name(self) -> str:
@@ -97,6 +110,20 @@ class LocalEnvironment:
     def env_of(self, name: str) -> dict[str, str]:
         """The service's generated env file (names of secret files, never secrets)."""
         return read_env_file(self.root / "env" / f"{name}.env")
+
+    def set_setting(self, name: str, setting: str, value: str | None) -> None:
+        """Set (or replace) an operator setting in the service's env file, as an operator edits
+        ``.local/env``; the service reads it at its next start. ``setting`` is the full env var name;
+        ``None`` removes it."""
+        path = self.root / "env" / f"{name}.env"
+        lines = [
+            line
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if not line.startswith(f"{setting}=")
+        ]
+        if value is not None:
+            lines.append(f"{setting}={shlex.quote(value)}")
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
     def secret_file(self, name: str, setting: str) -> Path:
         """The secret file a setting of the service names (e.g. ``API_TOKEN_FILE``)."""
@@ -237,11 +264,16 @@ async def local_environment(
     *,
     stack_dir: Path = REPO_ROOT / ".local",
     settings: Mapping[str, str] | None = None,
+    media_servers: Sequence[str] = ("default",),
 ) -> AsyncIterator[LocalEnvironment]:
     """Make, start and finally remove the environment ``name`` in the empty folder ``root``.
 
     ``settings`` are operator settings (full env var names) added to the services' env files, exactly as
-    an operator would add them to ``.local/env``. The stack (PostgreSQL, Kafka) must be running."""
+    an operator would add them to ``.local/env``. ``media_servers``: the ids of the environment's MediaMTX
+    servers, one private process each; the first is the default of new sites. The stack (PostgreSQL, Kafka)
+    must be running."""
+    if not media_servers:
+        raise ValueError("an environment needs at least one MediaMTX server")
     if not name:
         raise ValueError("an environment needs a name (the unnamed one is the local stack of `make up`)")
     stack = LocalStack.load(stack_dir)
@@ -250,11 +282,21 @@ async def local_environment(
     definition = Environment(name, ports, dict(settings or {}))
     binary = stack_dir / "bin" / "mediamtx"
     async with contextlib.AsyncExitStack() as cleanup:
-        mediamtx_url = await cleanup.enter_async_context(mediamtx_sandbox(binary, root, label=name))
+        servers = {
+            server_id: await cleanup.enter_async_context(
+                mediamtx_sandbox(binary, root, label=f"{name}-{server_id}")
+            )
+            for server_id in media_servers
+        }
+        registrations = {
+            server_id: {"api_url": server.url, "credentials_file": str(server.credentials_file)}
+            for server_id, server in servers.items()
+        }
         (root / "stack.env").write_text(
             f"YOVISION_PG_ADMIN_DSN_FILE={stack.admin_dsn_file}\n"
             f"YOVISION_KAFKA_BOOTSTRAP={stack.kafka_bootstrap}\n"
-            f"YOVISION_MEDIAMTX_API_URL={mediamtx_url}\n",
+            f"YOVISION_MEDIAMTX_API_URL={next(iter(servers.values())).url}\n"
+            f"YOVISION_MEDIA_SERVERS={shlex.quote(json.dumps(registrations))}\n",
             encoding="utf-8",
         )
         python = sys.executable
@@ -270,7 +312,7 @@ async def local_environment(
             *(arg for service, port in ports.items() for arg in ("--port", f"{service}={port}")),
             *(arg for key, value in definition.settings.items() for arg in ("--setting", f"{key}={value}")),
         )
-        environment = LocalEnvironment(root, definition, stack, mediamtx_url)
+        environment = LocalEnvironment(root, definition, stack, servers)
         for service in LOCAL_SERVICES:
             environment.services[service.name] = ServiceHandle(
                 service, definition.schema(service), ports[service.name]

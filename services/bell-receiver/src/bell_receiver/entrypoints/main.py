@@ -52,6 +52,7 @@ def build_spec(
                 consumer_metrics=ConsumerMetrics(ctx.registry),
             ),
         )
+        ctx.add_processed_events_pruner(consumer_group=kafka.group(consumer_group), topics=read)
         ctx.add_worker("receipt-purge", receipt_purge_worker(ctx.pool, ctx.plan.schema))
 
     return ServiceSpec.for_package(

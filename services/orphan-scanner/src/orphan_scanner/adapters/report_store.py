@@ -1,4 +1,5 @@
-"""SQL of scans, findings, apply runs and dispositions (schema `orphan`). Times come from the DB clock."""
+"""SQL of scans, findings, apply runs and dispositions (schema `orphan`), each finding and disposition per
+(MediaMTX server, path). Times come from the DB clock."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from orphan_scanner.domain.classify import Classification, PathClass
+from orphan_scanner.domain.classify import Classification, PathClass, ServerPath
 from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.leases import LeaseTable
 
@@ -29,14 +30,16 @@ class StoredReport:
     in_use_count: int | None
     owned_stale_count: int | None
     unowned_count: int | None
-    # owned_stale path -> last owning device
-    candidates: dict[str, uuid.UUID]
-    unowned: list[str]
+    # owned_stale (server, path) -> last owning device
+    candidates: dict[ServerPath, uuid.UUID]
+    unowned: list[ServerPath]
+    # configured paths per MediaMTX server at the scan (complete reports)
+    server_totals: dict[str, int]
 
 
 @dataclass(frozen=True)
 class Disposition:
-    path_name: str
+    path: ServerPath
     outcome: str
     error_code: str | None
     attempts: int
@@ -61,8 +64,10 @@ class ReportStore:
         instance_id: str,
         lease_token: uuid.UUID,
         classification: Classification,
+        media_servers: tuple[str, ...],
     ) -> tuple[datetime, datetime]:
-        """Insert a usable report and its findings; returns (created_at, expires_at) by the DB clock."""
+        """Insert a usable report, its findings and its per-server counts (every one of `media_servers`);
+        returns (created_at, expires_at) by the DB clock."""
         s = self._s
         counts = classification.counts()
         row = await conn.fetchrow(
@@ -83,16 +88,38 @@ class ReportStore:
         )
         stale = sorted(classification.owned_stale.items())
         unowned = sorted(classification.unowned)
+        paths = [path for path, _ in stale] + unowned
         await conn.execute(
             f"""
-            INSERT INTO {s}.scan_findings (scan_id, path_name, path_class, device_id)
-            SELECT $1, f.path_name, f.path_class, f.device_id
-              FROM unnest($2::text[], $3::text[], $4::uuid[]) AS f(path_name, path_class, device_id)
+            INSERT INTO {s}.scan_findings (scan_id, media_server_id, path_name, path_class, device_id)
+            SELECT $1, f.media_server_id, f.path_name, f.path_class, f.device_id
+              FROM unnest($2::text[], $3::text[], $4::text[], $5::uuid[])
+                   AS f(media_server_id, path_name, path_class, device_id)
             """,
             scan_id,
-            [name for name, _ in stale] + unowned,
+            [path.media_server_id for path in paths],
+            [path.path_name for path in paths],
             [PathClass.OWNED_STALE.value] * len(stale) + [PathClass.UNOWNED.value] * len(unowned),
             [device for _, device in stale] + [None] * len(unowned),
+        )
+        by_server = classification.counts_by_server(media_servers)
+        await conn.executemany(
+            f"""
+            INSERT INTO {s}.scan_server_counts (scan_id, media_server_id, observed_total, in_use_count,
+                                                owned_stale_count, unowned_count)
+            VALUES ($1, $2, $3, $4, $5, $6)
+            """,
+            [
+                (
+                    scan_id,
+                    server,
+                    sum(tally.values()),
+                    tally[PathClass.IN_USE],
+                    tally[PathClass.OWNED_STALE],
+                    tally[PathClass.UNOWNED],
+                )
+                for server, tally in by_server.items()
+            ],
         )
         assert row is not None
         return row["created_at"], row["expires_at"]
@@ -136,8 +163,12 @@ class ReportStore:
         if row is None:
             return None
         findings = await conn.fetch(
-            f"SELECT path_name, path_class, device_id FROM {s}.scan_findings WHERE scan_id = $1 "
-            "ORDER BY path_name",
+            f"SELECT media_server_id, path_name, path_class, device_id FROM {s}.scan_findings "
+            "WHERE scan_id = $1 ORDER BY media_server_id, path_name",
+            scan_id,
+        )
+        totals = await conn.fetch(
+            f"SELECT media_server_id, observed_total FROM {s}.scan_server_counts WHERE scan_id = $1",
             scan_id,
         )
         return StoredReport(
@@ -153,9 +184,16 @@ class ReportStore:
             owned_stale_count=row["owned_stale_count"],
             unowned_count=row["unowned_count"],
             candidates={
-                f["path_name"]: f["device_id"] for f in findings if f["path_class"] == PathClass.OWNED_STALE
+                ServerPath(f["media_server_id"], f["path_name"]): f["device_id"]
+                for f in findings
+                if f["path_class"] == PathClass.OWNED_STALE
             },
-            unowned=[f["path_name"] for f in findings if f["path_class"] == PathClass.UNOWNED],
+            unowned=[
+                ServerPath(f["media_server_id"], f["path_name"])
+                for f in findings
+                if f["path_class"] == PathClass.UNOWNED
+            ],
+            server_totals=dict(sorted((t["media_server_id"], t["observed_total"]) for t in totals)),
         )
 
     async def report_age_ms(self, conn: DbConnection, scan_id: uuid.UUID) -> int:
@@ -215,13 +253,14 @@ class ReportStore:
         current_total: int | None,
         current_candidates: int | None,
         counts: dict[str, int],
+        blocked_media_server_id: str | None = None,
     ) -> None:
         await conn.execute(
             f"""
             UPDATE {self._s}.apply_runs
                SET status = $2, reason_code = $3, current_total = $4, current_candidates = $5,
                    deleted_count = $6, absent_count = $7, skipped_count = $8, failed_count = $9,
-                   finished_at = now()
+                   blocked_media_server_id = $10, finished_at = now()
              WHERE id = $1
             """,
             apply_id,
@@ -233,24 +272,27 @@ class ReportStore:
             counts.get("already_absent", 0),
             counts.get("skipped_not_stale", 0),
             counts.get("failed", 0),
+            blocked_media_server_id,
         )
 
-    async def dispositions(self, conn: DbConnection, scan_id: uuid.UUID) -> dict[str, Disposition]:
+    async def dispositions(self, conn: DbConnection, scan_id: uuid.UUID) -> dict[ServerPath, Disposition]:
         rows = await conn.fetch(
-            f"SELECT path_name, outcome, error_code, attempts FROM {self._s}.dispositions WHERE scan_id = $1",
+            f"SELECT media_server_id, path_name, outcome, error_code, attempts FROM {self._s}.dispositions "
+            "WHERE scan_id = $1",
             scan_id,
         )
-        return {
-            r["path_name"]: Disposition(r["path_name"], r["outcome"], r["error_code"], r["attempts"])
-            for r in rows
-        }
+        dispositions = {}
+        for r in rows:
+            path = ServerPath(r["media_server_id"], r["path_name"])
+            dispositions[path] = Disposition(path, r["outcome"], r["error_code"], r["attempts"])
+        return dispositions
 
     async def record_disposition(
         self,
         conn: DbConnection,
         *,
         scan_id: uuid.UUID,
-        path_name: str,
+        path: ServerPath,
         outcome: str,
         error_code: str | None,
         actor: str,
@@ -259,20 +301,22 @@ class ReportStore:
         """Insert or update the path's disposition; a final one is never rewritten (the DB enforces it)."""
         await conn.execute(
             f"""
-            INSERT INTO {self._s}.dispositions AS d (scan_id, path_name, outcome, error_code, actor, apply_id)
-            VALUES ($1, $2, $3, $4, $5, $6)
-            ON CONFLICT (scan_id, path_name) DO UPDATE
+            INSERT INTO {self._s}.dispositions AS d (scan_id, path_name, outcome, error_code, actor, apply_id,
+                                                     media_server_id)
+            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            ON CONFLICT (scan_id, media_server_id, path_name) DO UPDATE
                SET outcome = excluded.outcome, error_code = excluded.error_code, actor = excluded.actor,
                    apply_id = excluded.apply_id, last_attempt_at = now(),
                    attempts = d.attempts + CASE WHEN d.apply_id = excluded.apply_id THEN 0 ELSE 1 END
              WHERE d.outcome NOT IN ('deleted', 'already_absent')
             """,
             scan_id,
-            path_name,
+            path.path_name,
             outcome,
             error_code,
             actor,
             apply_id,
+            path.media_server_id,
         )
 
     async def totals(self, conn: DbConnection) -> dict[str, int]:
@@ -288,18 +332,24 @@ class ReportStore:
         assert row is not None
         return {"blocked": int(row["blocked"]), "deleted": int(row["deleted"]), "failed": int(row["failed"])}
 
-    async def last_complete_counts(self, conn: DbConnection) -> dict[str, int] | None:
-        row = await conn.fetchrow(
+    async def last_complete_counts(self, conn: DbConnection) -> dict[str, dict[str, int]] | None:
+        """Per server, the class counts of the last usable report; None before the first one."""
+        rows = await conn.fetch(
             f"""
-            SELECT observed_total, in_use_count, owned_stale_count, unowned_count FROM {self._s}.scan_reports
-             WHERE status = 'complete' ORDER BY created_at DESC LIMIT 1
+            SELECT media_server_id, observed_total, in_use_count, owned_stale_count, unowned_count
+              FROM {self._s}.scan_server_counts
+             WHERE scan_id = (SELECT id FROM {self._s}.scan_reports WHERE status = 'complete'
+                               ORDER BY created_at DESC LIMIT 1)
             """
         )
-        if row is None:
+        if not rows:
             return None
         return {
-            "observed": row["observed_total"],
-            "in_use": row["in_use_count"],
-            "owned_stale": row["owned_stale_count"],
-            "unowned": row["unowned_count"],
+            row["media_server_id"]: {
+                "observed": row["observed_total"],
+                "in_use": row["in_use_count"],
+                "owned_stale": row["owned_stale_count"],
+                "unowned": row["unowned_count"],
+            }
+            for row in rows
         }

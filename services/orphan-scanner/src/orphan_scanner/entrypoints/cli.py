@@ -22,8 +22,8 @@ from typing import Any
 import asyncpg
 
 from orphan_scanner.domain import limits
-from orphan_scanner.domain.classify import PathClass
-from orphan_scanner.domain.gate import GateInput, check_gate
+from orphan_scanner.domain.classify import PathClass, ServerPath
+from orphan_scanner.domain.gate import FleetGateInput, check_fleet_gate
 from orphan_scanner.domain.inputs import (
     APPLY_PROGRAM,
     InvalidInput,
@@ -88,16 +88,28 @@ def _emit(document: dict[str, Any]) -> None:
     print(json.dumps(document, indent=2, sort_keys=False))
 
 
+def _path(path: ServerPath) -> dict[str, str]:
+    return {"media_server_id": path.media_server_id, "path_name": path.path_name}
+
+
+def _counts(counts: dict[PathClass, int]) -> dict[str, int]:
+    return {
+        "observed": sum(counts.values()),
+        "in_use": counts[PathClass.IN_USE],
+        "owned_stale": counts[PathClass.OWNED_STALE],
+        "unowned": counts[PathClass.UNOWNED],
+    }
+
+
 def report_document(report: ScanReport) -> dict[str, Any]:
     classification = report.classification
     candidates = list(classification.owned_stale)
     unowned = sorted(classification.unowned)
-    counts = classification.counts()
-    preview = check_gate(
-        GateInput(
+    preview = check_fleet_gate(
+        FleetGateInput(
             report_candidates=set(candidates),
             current_candidates=set(candidates),
-            current_total=classification.observed_total,
+            current_totals=classification.totals_by_server(),
             report_age_ms=0,
         )
     )
@@ -108,16 +120,19 @@ def report_document(report: ScanReport) -> dict[str, Any]:
         "created_at": report.created_at.isoformat(),
         "expires_at": report.expires_at.isoformat(),
         "valid_for_seconds": limits.REPORT_VALIDITY_MS // 1000,
-        "counts": {
-            "observed": classification.observed_total,
-            "in_use": counts[PathClass.IN_USE],
-            "owned_stale": counts[PathClass.OWNED_STALE],
-            "unowned": counts[PathClass.UNOWNED],
+        "counts": _counts(classification.counts()),
+        "servers": {
+            server: _counts(counts)
+            for server, counts in classification.counts_by_server(report.media_servers).items()
         },
-        "candidates": candidates,
-        "unowned": unowned[: limits.REPORT_UNOWNED_NAMES_SHOWN_MAX],
+        "candidates": [_path(path) for path in candidates],
+        "unowned": [_path(path) for path in unowned[: limits.REPORT_UNOWNED_NAMES_SHOWN_MAX]],
         "unowned_truncated": len(unowned) > limits.REPORT_UNOWNED_NAMES_SHOWN_MAX,
-        "gate_preview": {"allowed": preview is None, "reason_code": preview.value if preview else None},
+        "gate_preview": {
+            "allowed": preview is None,
+            "reason_code": preview.reason.value if preview else None,
+            "media_server_id": preview.media_server_id if preview else None,
+        },
         "confirm": confirm,
         "apply": apply_command(report.scan_id, len(candidates)),
     }
@@ -129,13 +144,14 @@ def apply_document(result: ApplyResult) -> dict[str, Any]:
         "scan_id": str(result.scan_id),
         "status": result.status.value,
         "reason_code": result.reason_code.value if result.reason_code else None,
+        "blocked_media_server_id": result.blocked_media_server_id,
         "deleted_nothing": result.status is ApplyStatus.BLOCKED,
         "report_candidates": result.report_candidates,
         "current_total": result.current_total,
         "current_candidates": result.current_candidates,
         "counts": result.counts(),
         "items": [
-            {"path_name": i.path_name, "outcome": i.outcome, "error_code": i.error_code, "earlier": i.earlier}
+            {**_path(i.path), "outcome": i.outcome, "error_code": i.error_code, "earlier": i.earlier}
             for i in result.items
         ],
     }

@@ -9,6 +9,7 @@ installed only when ``ORPHAN_AUTH_JWT_KEY_FILE`` and ``ORPHAN_AUTH_JWT_ISSUER`` 
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -20,7 +21,7 @@ from pydantic import BaseModel, Field
 from orphan_scanner.adapters.report_reader import ReportPosition, ReportReader, ReportSummary
 from orphan_scanner.adapters.report_store import ReportStore, StoredReport
 from orphan_scanner.domain import limits
-from orphan_scanner.domain.gate import GateInput, check_gate, ratio_allows, report_expired
+from orphan_scanner.domain.gate import FleetGateInput, check_fleet_gate, ratio_allows, report_expired
 from orphan_scanner.domain.inputs import apply_command, confirmation_text
 from yovision_platform import paging
 from yovision_platform.auth import Identity, TokenVerifier, bearer_token, install_auth_error_handlers
@@ -41,26 +42,44 @@ class Counts(BaseModel):
     unowned: int
 
 
-class Candidate(BaseModel):
+class ServerPathOut(BaseModel):
+    media_server_id: str
     path_name: str
+
+
+class Candidate(ServerPathOut):
     last_device_id: uuid.UUID
 
 
-class Gate(BaseModel):
-    """The safety gate over the report's own numbers, as `apply` would compute it right now if nothing
-    changed since the scan: integer arithmetic, every condition shown."""
+class ServerGate(BaseModel):
+    """One MediaMTX server's ratio: its candidates against its own configured paths."""
 
+    media_server_id: str
     candidates: int
     total: int
     ratio_left: int = Field(description="candidates * 100")
     ratio_right: int = Field(description="total * 10")
     ratio_ok: bool
+
+
+class Gate(BaseModel):
+    """The safety gate over the report's own numbers, as `apply` would compute it right now if nothing
+    changed since the scan: integer arithmetic, every condition shown. The ratio holds per server
+    (`servers`); `candidates`, `total` and the ratio fields here are the sums over the fleet."""
+
+    candidates: int
+    total: int
+    ratio_left: int = Field(description="candidates * 100")
+    ratio_right: int = Field(description="total * 10")
+    ratio_ok: bool = Field(description="the ratio holds on every server")
     min_candidates: int
     max_candidates: int
     count_ok: bool
     expired: bool
     allowed: bool
     reason_code: str | None
+    media_server_id: str | None = Field(description="the server whose gate failed, when one did")
+    servers: list[ServerGate]
 
 
 class ReportOut(BaseModel):
@@ -74,7 +93,9 @@ class ReportOut(BaseModel):
     seconds_left: int = Field(description="Seconds before the scan id expires for apply (0: expired).")
     counts: Counts | None
     candidates: list[Candidate]
-    unowned: list[str] = Field(description=f"At most {limits.REPORT_UNOWNED_NAMES_SHOWN_MAX} names.")
+    unowned: list[ServerPathOut] = Field(
+        description=f"At most {limits.REPORT_UNOWNED_NAMES_SHOWN_MAX} paths."
+    )
     unowned_truncated: bool
     gate: Gate | None
     confirm: str | None = Field(description="The exact text `apply --confirm` must repeat.")
@@ -106,28 +127,46 @@ def decode_cursor(cursor: str) -> ReportPosition:
     return ReportPosition(*paging.decode_cursor(cursor, uuid.UUID))
 
 
-def gate_of(report: StoredReport) -> Gate:
-    candidates, total = len(report.candidates), report.observed_total or 0
-    reason = check_gate(
-        GateInput(
-            report_candidates=set(report.candidates),
-            current_candidates=set(report.candidates),
-            current_total=total,
-            report_age_ms=report.age_ms,
-        )
-    )
-    return Gate(
+def _server_gate(server: str, candidates: int, total: int) -> ServerGate:
+    return ServerGate(
+        media_server_id=server,
         candidates=candidates,
         total=total,
         ratio_left=candidates * limits.DELETE_RATIO_DENOMINATOR,
         ratio_right=total * limits.DELETE_RATIO_NUMERATOR,
         ratio_ok=ratio_allows(candidates, total),
+    )
+
+
+def gate_of(report: StoredReport) -> Gate:
+    candidates, total = len(report.candidates), report.observed_total or 0
+    block = check_fleet_gate(
+        FleetGateInput(
+            report_candidates=set(report.candidates),
+            current_candidates=set(report.candidates),
+            current_totals=report.server_totals,
+            report_age_ms=report.age_ms,
+        )
+    )
+    per_server = Counter(path.media_server_id for path in report.candidates)
+    servers = [
+        _server_gate(server, per_server[server], server_total)
+        for server, server_total in sorted(report.server_totals.items())
+    ]
+    return Gate(
+        candidates=candidates,
+        total=total,
+        ratio_left=candidates * limits.DELETE_RATIO_DENOMINATOR,
+        ratio_right=total * limits.DELETE_RATIO_NUMERATOR,
+        ratio_ok=all(server.ratio_ok for server in servers if server.candidates),
         min_candidates=limits.APPLY_MIN_CANDIDATES,
         max_candidates=limits.APPLY_MAX_CANDIDATES,
         count_ok=limits.APPLY_MIN_CANDIDATES <= candidates <= limits.APPLY_MAX_CANDIDATES,
         expired=report_expired(report.age_ms),
-        allowed=reason is None,
-        reason_code=reason.value if reason else None,
+        allowed=block is None,
+        reason_code=block.reason.value if block else None,
+        media_server_id=block.media_server_id if block else None,
+        servers=servers,
     )
 
 
@@ -155,8 +194,14 @@ def report_out(report: StoredReport) -> ReportOut:
         age_ms=report.age_ms,
         seconds_left=left_ms // 1000,
         counts=counts,
-        candidates=[Candidate(path_name=p, last_device_id=d) for p, d in sorted(report.candidates.items())],
-        unowned=report.unowned[: limits.REPORT_UNOWNED_NAMES_SHOWN_MAX],
+        candidates=[
+            Candidate(media_server_id=p.media_server_id, path_name=p.path_name, last_device_id=d)
+            for p, d in sorted(report.candidates.items())
+        ],
+        unowned=[
+            ServerPathOut(media_server_id=p.media_server_id, path_name=p.path_name)
+            for p in report.unowned[: limits.REPORT_UNOWNED_NAMES_SHOWN_MAX]
+        ],
         unowned_truncated=len(report.unowned) > limits.REPORT_UNOWNED_NAMES_SHOWN_MAX,
         gate=gate_of(report) if complete else None,
         confirm=confirmation_text(report.scan_id, candidates) if complete else None,

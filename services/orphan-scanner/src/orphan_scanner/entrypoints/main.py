@@ -27,7 +27,7 @@ async def configure(ctx: ServiceContext) -> None:
     settings = ctx.settings
     assert isinstance(settings, OrphanScannerSettings)
     client_id = f"{ctx.spec.name}-{settings.instance_id}"
-    metrics = OrphanMetrics(ctx.registry)
+    metrics = OrphanMetrics(ctx.registry, settings.media_server_ids)
     components = build(ctx.pool, ctx.plan.schema, settings, client_id=client_id, metrics=metrics)
     if settings.projection_enabled:
         ctx.add_worker(
@@ -42,6 +42,9 @@ async def configure(ctx: ServiceContext) -> None:
                 client_id=client_id,
                 consumer_metrics=ConsumerMetrics(ctx.registry),
             ),
+        )
+        ctx.add_processed_events_pruner(
+            consumer_group=settings.projection_group, topics=settings.projection_topics
         )
     if settings.scan_enabled:
         ctx.add_worker("scanner", components.scanner.run)

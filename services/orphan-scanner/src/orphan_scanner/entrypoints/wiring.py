@@ -16,6 +16,7 @@ from orphan_scanner.service_layer.scanner import Scanner
 from orphan_scanner.settings import OrphanScannerSettings
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
+from yovision_platform.media_servers import MediaFleet, MediaServer
 from yovision_platform.mediamtx import MediaMtxApi
 
 
@@ -24,10 +25,20 @@ class Components:
     reports: ReportStore
     projection: ProjectionStore
     serde: AvroSerde
-    mediamtx: MediaMtxApi
+    mediamtx: MediaFleet[MediaMtxApi]
     scanner: Scanner
     catch_up: ProjectionCatchUp
     apply: ApplyService
+
+
+def media_fleet(settings: OrphanScannerSettings) -> MediaFleet[MediaMtxApi]:
+    """One client per registered MediaMTX server, each with its own credentials."""
+
+    def client(server: MediaServer) -> MediaMtxApi:
+        deadline = settings.mediamtx_deadline_seconds
+        return MediaMtxApi(server.api_url, deadline_seconds=deadline, credentials=server.credentials)
+
+    return MediaFleet.connect(settings.media_server_list, client)
 
 
 def build(
@@ -37,14 +48,14 @@ def build(
     *,
     client_id: str,
     metrics: OrphanMetrics | None = None,
-    mediamtx: MediaMtxApi | None = None,
+    mediamtx: MediaFleet[MediaMtxApi] | None = None,
 ) -> Components:
     serde = AvroSerde(SchemaRegistry.load())
     reports = ReportStore(schema)
     projection = ProjectionStore(schema)
     events = OrphanEvents(schema, serde)
     if mediamtx is None:
-        mediamtx = MediaMtxApi(settings.mediamtx_api_url, deadline_seconds=settings.mediamtx_deadline_seconds)
+        mediamtx = media_fleet(settings)
     scanner = Scanner(
         pool,
         reports,

@@ -5,13 +5,15 @@ Order of work (every refusal before the gate deletes nothing and says why with a
  2. one apply at a time (a session advisory lock; a crashed apply releases it with its connection);
  3. the report must exist and be usable; the confirmation must equal the report's text exactly;
  4. the ownership projection must reach the Kafka end offsets within a bounded wait;
- 5. MediaMTX is enumerated again and every path re-classified; an earlier `attempting` record whose path is
-    gone is completed as `deleted` (recording a past delete, before and whatever the gate decides);
+ 5. every MediaMTX server is enumerated again and its paths re-classified, per (server, path); an earlier
+    `attempting` record whose path is gone is completed as `deleted` (recording a past delete, before and
+    whatever the gate decides);
  6. current candidates = report candidates, minus paths already finally disposed, that are still owned_stale
-    (the target set can only shrink); the gate (domain.gate) is checked on them;
- 7. each candidate: re-check the claim, record `attempting`, DELETE exactly that name, record the outcome and
-    a PathDisposed event in one transaction. `attempting` survives a crash, so a re-run knows the delete was
-    sent: a path then found absent is recorded `deleted` (step 5), never lost.
+    (the target set can only shrink); the gate (domain.gate.check_fleet_gate: the whole batch, then each
+    server on its own) is checked on them;
+ 7. each candidate: re-check the claim, record `attempting`, DELETE exactly that name on exactly its server,
+    record the outcome and a PathDisposed event in one transaction. `attempting` survives a crash, so a
+    re-run knows the delete was sent: a path then found absent is recorded `deleted` (step 5), never lost.
 A blocked run is recorded (apply_runs) with an ApplyBlocked event. Re-running is idempotent: final outcomes
 (deleted, already_absent) are kept and never redone; failed and skipped paths are re-evaluated.
 """
@@ -31,13 +33,21 @@ import asyncpg
 from orphan_scanner.adapters.projection_store import ProjectionStore
 from orphan_scanner.adapters.report_store import ReportStore, StoredReport
 from orphan_scanner.domain import limits
-from orphan_scanner.domain.classify import Classification, classify
-from orphan_scanner.domain.gate import BlockReason, GateInput, check_gate, report_expired
+from orphan_scanner.domain.classify import Classification, ServerPath, classify
+from orphan_scanner.domain.gate import (
+    BlockReason,
+    FleetGateInput,
+    GateBlock,
+    check_fleet_gate,
+    report_expired,
+)
 from orphan_scanner.domain.inputs import confirmation_text
 from orphan_scanner.service_layer.catch_up import ProjectionCatchUp
 from orphan_scanner.service_layer.events import OrphanEvents
+from orphan_scanner.service_layer.scanner import enumerate_fleet
 from yovision_platform.db import DbConnection
 from yovision_platform.errors import PlatformError
+from yovision_platform.media_servers import MediaFleet
 from yovision_platform.mediamtx import MediaMtxApi, MediaMtxError
 
 log = logging.getLogger(__name__)
@@ -63,7 +73,7 @@ class ApplyStatus(enum.StrEnum):
 
 @dataclass(frozen=True)
 class ItemOutcome:
-    path_name: str
+    path: ServerPath
     outcome: str
     error_code: str | None = None
     # True when recorded by an earlier apply of the same scan (reported, not redone)
@@ -76,6 +86,7 @@ class ApplyResult:
     scan_id: uuid.UUID
     status: ApplyStatus
     reason_code: BlockReason | None = None
+    blocked_media_server_id: str | None = None
     report_candidates: int = 0
     current_total: int | None = None
     current_candidates: int | None = None
@@ -92,7 +103,7 @@ class ApplyService:
         reports: ReportStore,
         projection: ProjectionStore,
         events: OrphanEvents,
-        mediamtx: MediaMtxApi,
+        mediamtx: MediaFleet[MediaMtxApi],
         catch_up: ProjectionCatchUp,
         *,
         instance_id: str,
@@ -122,7 +133,7 @@ class ApplyService:
                 uuid.uuid4(), scan_id, ApplyStatus.BLOCKED, report_candidates=len(report.candidates)
             )
             if confirmation != confirmation_text(scan_id, len(report.candidates)):
-                return await self._block(result, actor, BlockReason.CONFIRMATION_MISMATCH)
+                return await self._block(result, actor, GateBlock(BlockReason.CONFIRMATION_MISMATCH))
             pending = {p for p in report.candidates if not (p in earlier and earlier[p].final)}
             result.items = [
                 ItemOutcome(p, d.outcome, d.error_code, earlier=True)
@@ -134,7 +145,7 @@ class ApplyService:
                 await self._record_noop(result, actor)
                 return result
             if report_expired(report.age_ms):
-                return await self._block(result, actor, BlockReason.REPORT_EXPIRED)
+                return await self._block(result, actor, GateBlock(BlockReason.REPORT_EXPIRED))
             return await self._apply_pending(
                 result,
                 report,
@@ -147,19 +158,23 @@ class ApplyService:
         self,
         result: ApplyResult,
         report: StoredReport,
-        pending: set[str],
+        pending: set[ServerPath],
         *,
-        earlier_attempting: set[str],
+        earlier_attempting: set[ServerPath],
         actor: str,
     ) -> ApplyResult:
         lagging = await self._catch_up.wait(self._catch_up_timeout)
         if lagging is not None:
-            return await self._block(result, actor, lagging)
+            return await self._block(result, actor, GateBlock(lagging))
+        # every registered server (the gate needs each one's total), and the server of every pending path
+        # (one no longer registered fails the enumeration: nothing is deleted)
+        in_report = {path.media_server_id for path in pending | earlier_attempting}
+        servers = tuple(sorted(set(self._mediamtx.ids) | in_report))
         try:
-            names = await self._mediamtx.list_path_names()
+            names = await enumerate_fleet(self._mediamtx, servers)
         except MediaMtxError as exc:
             log.warning("apply: MediaMTX enumeration failed", extra={"error_code": exc.code})
-            return await self._block(result, actor, BlockReason.ENUMERATION_FAILED)
+            return await self._block(result, actor, GateBlock(BlockReason.ENUMERATION_FAILED))
         async with self._pool.acquire() as conn:
             await self._start(conn, result, actor)
         observed = set(names)
@@ -177,16 +192,16 @@ class ApplyService:
         candidates = {p for p in pending if p in current.owned_stale}
         result.current_total = current.observed_total
         result.current_candidates = len(candidates)
-        reason = check_gate(
-            GateInput(
+        block = check_fleet_gate(
+            FleetGateInput(
                 report_candidates=set(report.candidates),
                 current_candidates=candidates,
-                current_total=current.observed_total,
+                current_totals=current.totals_by_server(),
                 report_age_ms=age_ms,
             )
         )
-        if reason is not None:
-            return await self._block(result, actor, reason)
+        if block is not None:
+            return await self._block(result, actor, block)
         for path in sorted(pending - candidates):
             # gone from MediaMTX (removed by someone else), or claimed again by an enabled device
             outcome = Outcome.ALREADY_ABSENT if path not in observed else Outcome.SKIPPED_NOT_STALE
@@ -224,22 +239,24 @@ class ApplyService:
                 counts=result.counts(),
             )
 
-    async def _delete_one(self, result: ApplyResult, report: StoredReport, path: str, actor: str) -> None:
+    async def _delete_one(
+        self, result: ApplyResult, report: StoredReport, path: ServerPath, actor: str
+    ) -> None:
         async with self._pool.acquire() as conn:
-            if await self._projection.claimed_names(conn, [path]):
+            if await self._projection.claimed_paths(conn, [path]):
                 await self._record(result, report, path, Outcome.SKIPPED_NOT_STALE, None, actor, conn=conn)
                 return
             await self._reports.record_disposition(
                 conn,
                 scan_id=report.scan_id,
-                path_name=path,
+                path=path,
                 outcome=Outcome.ATTEMPTING,
                 error_code=None,
                 actor=actor,
                 apply_id=result.apply_id,
             )
         try:
-            existed = await self._mediamtx.delete_path(path)
+            existed = await self._mediamtx.client(path.media_server_id).delete_path(path.path_name)
         except MediaMtxError as exc:
             log.warning("apply: delete failed", extra={"error_code": exc.code})
             await self._record(result, report, path, Outcome.FAILED, exc.code, actor)
@@ -252,7 +269,7 @@ class ApplyService:
         self,
         result: ApplyResult,
         report: StoredReport,
-        path: str,
+        path: ServerPath,
         outcome: Outcome,
         error_code: str | None,
         actor: str,
@@ -266,7 +283,7 @@ class ApplyService:
             await self._reports.record_disposition(
                 conn,
                 scan_id=report.scan_id,
-                path_name=path,
+                path=path,
                 outcome=outcome.value,
                 error_code=error_code,
                 actor=actor,
@@ -278,7 +295,8 @@ class ApplyService:
                 "PathDisposed",
                 report.scan_id,
                 {
-                    "path_name": path,
+                    "path_name": path.path_name,
+                    "media_server_id": path.media_server_id,
                     "device_id": str(device) if device else None,
                     "actor": actor,
                     "outcome": outcome.value,
@@ -288,9 +306,11 @@ class ApplyService:
             )
         result.items.append(ItemOutcome(path, outcome.value, error_code))
 
-    async def _block(self, result: ApplyResult, actor: str, reason: BlockReason) -> ApplyResult:
+    async def _block(self, result: ApplyResult, actor: str, block: GateBlock) -> ApplyResult:
+        reason = block.reason
         result.status = ApplyStatus.BLOCKED
         result.reason_code = reason
+        result.blocked_media_server_id = block.media_server_id
         async with self._pool.acquire() as conn, conn.transaction():
             await self._start(conn, result, actor)
             await self._reports.finish_apply(
@@ -301,6 +321,7 @@ class ApplyService:
                 current_total=result.current_total,
                 current_candidates=result.current_candidates,
                 counts={},
+                blocked_media_server_id=block.media_server_id,
             )
             await self._events.publish(
                 conn,
@@ -313,6 +334,7 @@ class ApplyService:
                     "current_total": result.current_total,
                     "report_candidates": result.report_candidates,
                     "current_candidates": result.current_candidates,
+                    "media_server_id": block.media_server_id,
                 },
                 correlation_id=result.apply_id,
             )
@@ -332,8 +354,8 @@ class ApplyService:
                 counts={},
             )
 
-    async def _classify(self, conn: DbConnection, names: list[str]) -> Classification:
-        claimed = await self._projection.claimed_names(conn, names)
+    async def _classify(self, conn: DbConnection, names: list[ServerPath]) -> Classification:
+        claimed = await self._projection.claimed_paths(conn, names)
         owners = await self._projection.last_owners(conn, names)
         return classify(names, claimed, owners)
 

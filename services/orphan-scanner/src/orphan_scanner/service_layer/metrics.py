@@ -1,4 +1,5 @@
-"""orphan-scanner metrics. Labels come only from the enums below: never a path, device, tenant or URI.
+"""orphan-scanner metrics. Labels come only from the enums below and the operator-registered media server
+ids (validated at start-up): never a path, device, tenant, URI or URL.
 
 Scans run in the service process, so their counters are plain counters. Applies run in the `sense-orphan`
 CLI process, so the service exports their totals from the database (`apply_runs`, never deleted, so the
@@ -8,7 +9,7 @@ totals only grow) and the last usable report's counts, refreshed by `MetricsRefr
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily
@@ -56,7 +57,8 @@ class _ApplyTotals(Collector):
 
 
 class OrphanMetrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, media_servers: Iterable[str] = ("default",)) -> None:
+        self._servers = frozenset(media_servers)
         self.scans = labeled_counter(
             registry,
             "orphan_scans_total",
@@ -69,8 +71,8 @@ class OrphanMetrics:
         self.last_scan_paths = labeled_gauge(
             registry,
             "orphan_last_scan_paths",
-            "Configured MediaMTX paths of the last usable report, by class.",
-            {"class": ObservedClass},
+            "Configured MediaMTX paths of the last usable report, by class and MediaMTX server.",
+            {"class": ObservedClass, "media_server": self._servers},
         )
         self.projection_lag = labeled_gauge(
             registry,
@@ -84,9 +86,15 @@ class OrphanMetrics:
         self._totals = _ApplyTotals()
         registry.register(self._totals)
 
-    def set_last_scan(self, counts: dict[str, int]) -> None:
-        for cls in ObservedClass:
-            self.last_scan_paths.labels(**{"class": cls}).set(counts.get(cls.value, 0))
+    def set_last_scan(self, counts: Mapping[str, Mapping[str, int]]) -> None:
+        """Per server: observed / in_use / owned_stale / unowned. Servers no longer registered are skipped;
+        registered servers the report does not name read 0."""
+        for server in self._servers:
+            tally = counts.get(server, {})
+            for cls in ObservedClass:
+                self.last_scan_paths.labels(**{"class": cls, "media_server": server}).set(
+                    tally.get(cls.value, 0)
+                )
 
     def set_apply_totals(self, totals: dict[str, int]) -> None:
         self._totals.values = {name: int(totals.get(name, 0)) for name in self._totals.values}

@@ -18,6 +18,7 @@ from orphan_scanner.domain.projected_events import DEVICE_EVENT_TYPES, PROJECTED
 from yovision_platform.consumer import EventRejected, InboundEvent
 from yovision_platform.db import DbConnection
 from yovision_platform.events import EventCatalog, default_catalog
+from yovision_platform.media_servers import MEDIA_SERVER_ID_PATTERN, SINGLE_MEDIA_SERVER_ID
 
 DESIRED_STATES = frozenset({"enabled", "disabled"})
 
@@ -48,6 +49,7 @@ def device_claim(event_id: uuid.UUID, record: Mapping[str, Any]) -> DeviceClaim:
         tenant_id=record["tenant_id"],
         site_id=record["site_id"],
         path_name=record["path_name"],
+        media_server_id=_server(record.get("media_server_id")),
         desired_state=desired_state,
         config_version=int(record["config_version"]),
         event_id=event_id,
@@ -61,12 +63,23 @@ def ownership_evidence(record: Mapping[str, Any]) -> OwnershipEvidence:
         raise EventRejected("invalid_field")
     return OwnershipEvidence(
         path_name=record["path_name"],
+        # evidence from before several servers was recorded on the single server
+        media_server_id=_server(record.get("media_server_id")) or SINGLE_MEDIA_SERVER_ID,
         device_id=_uuid(record["device_id"]),
         tenant_id=record["tenant_id"],
         site_id=record["site_id"],
         first_seen_at=first,
         last_seen_at=last,
     )
+
+
+def _server(value: object) -> str | None:
+    """A server id as Sense validates them (None: an event from before several servers)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or MEDIA_SERVER_ID_PATTERN.fullmatch(value) is None:
+        raise EventRejected("invalid_field")
+    return value
 
 
 def _uuid(value: object) -> uuid.UUID:

@@ -1,10 +1,12 @@
 """The read-only scan: a singleton under a DB lease with a fencing token.
 
 One scan: claim the `scanner` lease (periodic: only when `next_scan_at` is due; manual: whenever the lease
-is free) -> enumerate MediaMTX (all pages under one deadline shorter than the lease) -> in ONE transaction:
-fenced update of the lease (still ours? then it is locked until commit and released by it), read the
-projection, classify, insert the report, its findings and the ScanReported event. A lost lease rolls all of
-it back: no usable report. A failed enumeration records a `failed` report, which apply refuses. Never deletes.
+is free) -> enumerate every registered MediaMTX server, concurrently (each server's pages under one
+deadline shorter than the lease) -> in ONE transaction: fenced update of the lease (still ours? then it is
+locked until commit and released by it), read the projection, classify every (server, path), insert the
+report, its findings, its per-server counts and the ScanReported event. A lost lease rolls all of it back:
+no usable report. A failed enumeration of any server records a `failed` report (its stable code), which
+apply refuses: a report that silently missed a server would misstate the fleet. Never deletes.
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ import asyncpg
 from orphan_scanner.adapters.projection_store import ProjectionStore
 from orphan_scanner.adapters.report_store import SCANNER_LEASE_ID, ReportStore
 from orphan_scanner.domain import limits
-from orphan_scanner.domain.classify import Classification, PathClass, classify
+from orphan_scanner.domain.classify import Classification, PathClass, ServerPath, classify
 from orphan_scanner.service_layer.events import OrphanEvents
 from orphan_scanner.service_layer.metrics import OrphanMetrics, ScanResult, ScanTrigger
 from yovision_platform.backoff import wait_for_stop
 from yovision_platform.db import DbConnection
 from yovision_platform.errors import LeaseLost, PlatformError
 from yovision_platform.leases import Lease
+from yovision_platform.media_servers import MediaFleet
 from yovision_platform.mediamtx import MediaMtxApi, MediaMtxError
 
 log = logging.getLogger(__name__)
@@ -40,12 +43,27 @@ class ScanError(PlatformError):
     """code: scan_lease_busy | mediamtx_* (enumeration failed) | lease_lost."""
 
 
+async def enumerate_fleet(fleet: MediaFleet[MediaMtxApi], servers: tuple[str, ...]) -> list[ServerPath]:
+    """Every configured path of `servers`, enumerated concurrently (each under its client's deadline).
+    Raises the first server's MediaMtxError (in server order) when any enumeration failed."""
+    results = await asyncio.gather(
+        *(fleet.client(server).list_path_names() for server in servers), return_exceptions=True
+    )
+    paths: list[ServerPath] = []
+    for server, result in zip(servers, results, strict=True):
+        if isinstance(result, BaseException):
+            raise result
+        paths += [ServerPath(server, name) for name in result]
+    return paths
+
+
 @dataclass(frozen=True)
 class ScanReport:
     scan_id: uuid.UUID
     created_at: datetime
     expires_at: datetime
     classification: Classification
+    media_servers: tuple[str, ...] = ()
 
 
 class Scanner:
@@ -55,7 +73,7 @@ class Scanner:
         reports: ReportStore,
         projection: ProjectionStore,
         events: OrphanEvents,
-        mediamtx: MediaMtxApi,
+        mediamtx: MediaFleet[MediaMtxApi],
         metrics: OrphanMetrics | None,
         *,
         owner: str,
@@ -126,8 +144,8 @@ class Scanner:
     async def _scan_under(self, lease: Lease, trigger: ScanTrigger) -> ScanReport:
         scan_id = uuid.uuid4()
         try:
-            # The client bounds the whole enumeration by its deadline, which is shorter than the lease.
-            names = await self._mediamtx.list_path_names()
+            # Each client bounds its whole enumeration by its deadline, which is shorter than the lease.
+            names = await enumerate_fleet(self._mediamtx, self._mediamtx.ids)
         except MediaMtxError as exc:
             await self._record_failure(lease, scan_id, trigger, exc.code)
             raise ScanError(exc.code, "MediaMTX enumeration failed") from None
@@ -142,8 +160,13 @@ class Scanner:
             raise ScanError("lease_lost", "the scan lease was lost; no report") from None
         self._count(trigger, ScanResult.COMPLETE)
         if self._metrics is not None:
-            counts = {str(k): v for k, v in classification.counts().items()}
-            self._metrics.set_last_scan({"observed": classification.observed_total, **counts})
+            by_server = classification.counts_by_server(self._mediamtx.ids)
+            self._metrics.set_last_scan(
+                {
+                    server: {"observed": sum(tally.values()), **{str(k): v for k, v in tally.items()}}
+                    for server, tally in by_server.items()
+                }
+            )
         log.info(
             "scan complete",
             extra={
@@ -153,19 +176,19 @@ class Scanner:
                 "unowned": len(classification.unowned),
             },
         )
-        return ScanReport(scan_id, created_at, expires_at, classification)
+        return ScanReport(scan_id, created_at, expires_at, classification, self._mediamtx.ids)
 
     async def _write_report(
         self,
         conn: DbConnection,
         lease: Lease,
         scan_id: uuid.UUID,
-        names: list[str],
+        names: list[ServerPath],
         trigger: ScanTrigger,
     ) -> tuple[datetime, datetime, Classification]:
         # First: the fenced write locks the lease row until commit, so nobody can take it over meanwhile.
         await self._release(conn, lease)
-        claimed = await self._projection.claimed_names(conn, names)
+        claimed = await self._projection.claimed_paths(conn, names)
         owners = await self._projection.last_owners(conn, names)
         classification = classify(names, claimed, owners)
         created_at, expires_at = await self._reports.insert_complete(
@@ -175,6 +198,7 @@ class Scanner:
             instance_id=self._owner,
             lease_token=lease.token,
             classification=classification,
+            media_servers=self._mediamtx.ids,
         )
         counts = classification.counts()
         await self._events.publish(
@@ -188,7 +212,8 @@ class Scanner:
                 "in_use_count": counts[PathClass.IN_USE],
                 "owned_stale_count": len(classification.owned_stale),
                 "unowned_count": len(classification.unowned),
-                "owned_stale_path_names": list(classification.owned_stale),
+                "owned_stale_path_names": [path.path_name for path in classification.owned_stale],
+                "owned_stale_media_server_ids": [path.media_server_id for path in classification.owned_stale],
             },
         )
         return created_at, expires_at, classification

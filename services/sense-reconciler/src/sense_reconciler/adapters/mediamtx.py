@@ -10,7 +10,13 @@ import httpx
 
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.reconcile import PathConfig
-from yovision_platform.mediamtx import LIST_MAX_PAGES, LIST_PAGE_ITEMS, MediaMtxApi, MediaMtxError
+from yovision_platform.mediamtx import (
+    LIST_MAX_PAGES,
+    LIST_PAGE_ITEMS,
+    MediaMtxApi,
+    MediaMtxCredentials,
+    MediaMtxError,
+)
 
 __all__ = ["MediaMtxClient", "MediaMtxError"]
 
@@ -24,6 +30,7 @@ class MediaMtxClient(MediaMtxApi):
         transport: httpx.AsyncBaseTransport | None = None,
         page_items: int = LIST_PAGE_ITEMS,
         max_pages: int = LIST_MAX_PAGES,
+        credentials: MediaMtxCredentials | None = None,
     ) -> None:
         super().__init__(
             base_url,
@@ -31,6 +38,7 @@ class MediaMtxClient(MediaMtxApi):
             transport=transport,
             page_items=page_items,
             max_pages=max_pages,
+            credentials=credentials,
         )
 
     async def get_path(self, name: str) -> PathConfig | None:

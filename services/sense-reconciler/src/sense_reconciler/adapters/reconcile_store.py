@@ -1,8 +1,12 @@
 """Fenced access to `reconcile_state` due rows (lease = owner + random token + DB-clock expiry).
 
-`claim` takes due rows of the given partitions only (`FOR UPDATE SKIP LOCKED`, so two instances never
-claim the same row). Every later write -- renew, complete, fail, release -- matches device, owner, token
-and an unexpired lease in the same statement, or raises `LeaseLost` and writes nothing.
+`claim` takes due rows of the given partitions and one MediaMTX server only (`FOR UPDATE SKIP LOCKED`, so
+two instances never claim the same row); `claim_unregistered` takes those of servers no longer registered.
+Every later write -- renew, placement changes, complete, fail, release -- matches device, owner, token and
+an unexpired lease in the same statement or transaction, or raises `LeaseLost` and writes nothing.
+
+Placements (`media_path_placements`) record the servers a device's path may be configured on: the renewal
+before the first add on a server inserts one, the exact delete there removes it.
 """
 
 from __future__ import annotations
@@ -12,12 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from sense_reconciler.adapters.device_repository import StoredSource
 from sense_reconciler.domain import limits
 from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.errors import LeaseLost
 from yovision_platform.leases import Lease, LeaseTable
 
 DUE = "observed_generation < desired_generation AND next_attempt_at <= now() AND partition = ANY($4::int[])"
+ON_SERVER = f"{DUE} AND media_server_id = $5"
+ON_UNREGISTERED_SERVER = f"{DUE} AND NOT (media_server_id = ANY($5::text[]))"
 
 
 @dataclass(frozen=True)
@@ -25,24 +32,32 @@ class ClaimedItem:
     device_id: uuid.UUID
     partition: int
     attempts: int
+    media_server_id: str
     lease: Lease
 
 
 @dataclass(frozen=True)
 class WorkItem:
-    """What one reconcile needs, read under a freshly renewed lease. `source_uri` is a secret."""
+    """What one reconcile needs, read under a freshly renewed lease. `source` is a secret.
+
+    `placements`: every server the path may be configured on (for an enabled device, its own server is
+    among them: the renewal recorded it); `placed_now`: that record was made by this renewal, i.e. Sense
+    never configured the path on its server before."""
 
     device_id: uuid.UUID
     tenant_id: str
     site_id: str
     path_name: str
     desired_state: str
-    source_uri: str
+    media_server_id: str
+    source: StoredSource
     generation: int
     lease: Lease
+    placements: frozenset[str]
+    placed_now: bool
 
     def __repr__(self) -> str:
-        return f"WorkItem(device_id={self.device_id}, generation={self.generation}, source_uri=<redacted>)"
+        return f"WorkItem(device_id={self.device_id}, generation={self.generation}, source=<redacted>)"
 
 
 @dataclass(frozen=True)
@@ -57,7 +72,42 @@ class ReconcileStore:
         self._leases = LeaseTable(schema, Identifier("reconcile_state"), Identifier("device_id"))
 
     async def claim(
-        self, conn: DbConnection, owner: str, partitions: Sequence[int], *, lease_seconds: float, limit: int
+        self,
+        conn: DbConnection,
+        owner: str,
+        partitions: Sequence[int],
+        *,
+        media_server: str,
+        lease_seconds: float,
+        limit: int,
+    ) -> list[ClaimedItem]:
+        """Due rows of `partitions` whose device belongs on `media_server`, oldest due first."""
+        return await self._claim(conn, owner, partitions, ON_SERVER, media_server, lease_seconds, limit)
+
+    async def claim_unregistered(
+        self,
+        conn: DbConnection,
+        owner: str,
+        partitions: Sequence[int],
+        *,
+        registered: Sequence[str],
+        lease_seconds: float,
+        limit: int,
+    ) -> list[ClaimedItem]:
+        """Due rows of `partitions` whose server is none of `registered` (removed from the settings)."""
+        return await self._claim(
+            conn, owner, partitions, ON_UNREGISTERED_SERVER, sorted(registered), lease_seconds, limit
+        )
+
+    async def _claim(
+        self,
+        conn: DbConnection,
+        owner: str,
+        partitions: Sequence[int],
+        condition: str,
+        server: object,
+        lease_seconds: float,
+        limit: int,
     ) -> list[ClaimedItem]:
         if not 1 <= limit <= limits.CLAIM_BATCH_MAX_ITEMS:
             raise ValueError(f"claim batch must be within 1..{limits.CLAIM_BATCH_MAX_ITEMS}")
@@ -68,37 +118,75 @@ class ReconcileStore:
             owner,
             lease_seconds=lease_seconds,
             limit=limit,
-            due_condition=DUE,
+            due_condition=condition,
             order_by="next_attempt_at, device_id",
-            params=[sorted(partitions)],
-            returning=["partition", "attempts"],
+            params=[sorted(partitions), server],
+            returning=["partition", "attempts", "media_server_id"],
         )
-        return [ClaimedItem(r.row_id, r.row["partition"], r.row["attempts"], r.lease) for r in rows]
+        return [
+            ClaimedItem(r.row_id, r.row["partition"], r.row["attempts"], r.row["media_server_id"], r.lease)
+            for r in rows
+        ]
 
     async def renew_and_load(
         self, conn: DbConnection, item: ClaimedItem, *, lease_seconds: float
     ) -> WorkItem:
-        """Renew the lease (LeaseLost if it is not ours any more), then read the device under it."""
+        """Renew the lease (LeaseLost if it is not ours any more), then read the device under it. For an
+        enabled device, record its placement on its server first (before any add there)."""
         async with conn.transaction():
             lease = await self._leases.renew(conn, item.device_id, item.lease, lease_seconds=lease_seconds)
             row = await conn.fetchrow(
-                "SELECT d.tenant_id, d.site_id, d.path_name, d.desired_state, d.source_uri, "
-                "r.desired_generation "
+                "SELECT d.tenant_id, d.site_id, d.path_name, d.desired_state, d.media_server_id, "
+                "d.source_uri, d.source_uri_ciphertext, r.desired_generation "
                 f"FROM {self._s}.devices d JOIN {self._s}.reconcile_state r ON r.device_id = d.id "
                 "WHERE d.id = $1",
                 item.device_id,
             )
-        assert row is not None
+            assert row is not None
+            placed_now = False
+            if row["desired_state"] == "enabled":
+                placed_now = bool(
+                    await conn.fetchval(
+                        f"INSERT INTO {self._s}.media_path_placements "
+                        "(device_id, media_server_id, path_name) VALUES ($1, $2, $3) "
+                        "ON CONFLICT DO NOTHING RETURNING true",
+                        item.device_id,
+                        row["media_server_id"],
+                        row["path_name"],
+                    )
+                )
+            placements = await conn.fetch(
+                f"SELECT media_server_id FROM {self._s}.media_path_placements WHERE device_id = $1",
+                item.device_id,
+            )
+        ciphertext = row["source_uri_ciphertext"]
         return WorkItem(
             device_id=item.device_id,
             tenant_id=row["tenant_id"],
             site_id=row["site_id"],
             path_name=row["path_name"],
             desired_state=row["desired_state"],
-            source_uri=row["source_uri"],
+            media_server_id=row["media_server_id"],
+            source=StoredSource(None if ciphertext is None else bytes(ciphertext), row["source_uri"]),
             generation=row["desired_generation"],
             lease=lease,
+            placements=frozenset(r["media_server_id"] for r in placements),
+            placed_now=placed_now,
         )
+
+    async def drop_placement(
+        self, conn: DbConnection, item: WorkItem, lease: Lease, media_server: str, *, lease_seconds: float
+    ) -> Lease:
+        """After the exact delete on `media_server` succeeded: forget the placement there (fenced: the lease
+        is renewed in the same transaction, LeaseLost otherwise). Returns the renewed lease."""
+        async with conn.transaction():
+            renewed = await self._leases.renew(conn, item.device_id, lease, lease_seconds=lease_seconds)
+            await conn.execute(
+                f"DELETE FROM {self._s}.media_path_placements WHERE device_id = $1 AND media_server_id = $2",
+                item.device_id,
+                media_server,
+            )
+        return renewed
 
     async def mark_drift_checks(
         self, conn: DbConnection, partitions: Sequence[int], *, older_than_seconds: float, limit: int
@@ -128,7 +216,7 @@ class ReconcileStore:
         )
         return int(status.split()[-1])
 
-    async def complete(self, conn: DbConnection, item: WorkItem) -> None:
+    async def complete(self, conn: DbConnection, item: WorkItem, lease: Lease) -> None:
         """Record `item.generation` as observed; converged unless a newer generation arrived meanwhile."""
         status = await conn.execute(
             f"""
@@ -140,8 +228,8 @@ class ReconcileStore:
              WHERE device_id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at > now()
             """,
             item.device_id,
-            item.lease.owner,
-            item.lease.token,
+            lease.owner,
+            lease.token,
             item.generation,
         )
         if status != "UPDATE 1":
@@ -173,18 +261,22 @@ class ReconcileStore:
     async def record_ownership(self, conn: DbConnection, item: WorkItem) -> Ownership:
         row = await conn.fetchrow(
             f"""
-            INSERT INTO {self._s}.media_path_ownership (device_id, path_name) VALUES ($1, $2)
-            ON CONFLICT (device_id, path_name) DO UPDATE SET last_seen_at = now()
+            INSERT INTO {self._s}.media_path_ownership (device_id, media_server_id, path_name)
+            VALUES ($1, $2, $3)
+            ON CONFLICT (device_id, media_server_id, path_name) DO UPDATE SET last_seen_at = now()
             RETURNING first_seen_at, last_seen_at
             """,
             item.device_id,
+            item.media_server_id,
             item.path_name,
         )
         assert row is not None
         return Ownership(row["first_seen_at"], row["last_seen_at"])
 
-    async def unconverged_count(self, conn: DbConnection) -> int:
+    async def unconverged_count(self, conn: DbConnection, media_server: str) -> int:
         count: int = await conn.fetchval(
-            f"SELECT count(*) FROM {self._s}.reconcile_state WHERE observed_generation < desired_generation"
+            f"SELECT count(*) FROM {self._s}.reconcile_state "
+            "WHERE observed_generation < desired_generation AND media_server_id = $1",
+            media_server,
         )
         return count

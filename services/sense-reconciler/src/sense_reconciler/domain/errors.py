@@ -4,7 +4,8 @@ SenseError                      code = "sense_error"
 ├── InvalidInput                code = "invalid_<field>"  (.field: the offending input field)
 ├── DeviceNotFound              code = "device_not_found"
 ├── PathNameTaken               code = "path_name_taken"
-└── SiteLimitReached            code = "site_video_channel_limit_reached"
+├── SiteLimitReached            code = "site_video_channel_limit_reached"
+└── MediaServerNotRegistered    code = "media_server_not_registered"
 """
 
 from __future__ import annotations
@@ -35,3 +36,7 @@ class PathNameTaken(SenseError):
 
 class SiteLimitReached(SenseError):
     code = "site_video_channel_limit_reached"
+
+
+class MediaServerNotRegistered(SenseError):
+    code = "media_server_not_registered"

@@ -7,7 +7,8 @@ import re
 from urllib.parse import urlsplit
 
 from sense_reconciler.domain import limits
-from sense_reconciler.domain.errors import InvalidInput, SiteLimitReached
+from sense_reconciler.domain.errors import InvalidInput, MediaServerNotRegistered, SiteLimitReached
+from yovision_platform.media_servers import MEDIA_SERVER_ID_PATTERN
 from yovision_platform.mediamtx import is_managed_path_name
 
 ID_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{limits.ID_MAX_CHARS - 1}}}")
@@ -38,6 +39,15 @@ def validate_name(value: str) -> str:
 def validate_path_name(value: str) -> str:
     if not is_managed_path_name(value):
         raise InvalidInput("path_name")
+    return value
+
+
+def validate_media_server_id(value: str, registered: frozenset[str]) -> str:
+    """An operator-defined server id (format), and one this deployment registered."""
+    if MEDIA_SERVER_ID_PATTERN.fullmatch(value) is None:
+        raise InvalidInput("media_server_id")
+    if value not in registered:
+        raise MediaServerNotRegistered()
     return value
 
 

@@ -1,4 +1,4 @@
-"""Control API v1: devices, desired state (single and batch), reconcile status, site limits.
+"""Control API v1: devices, desired state (single and batch), reconcile status, sites (limit, server).
 
 Every route needs `Authorization: Bearer <token>` (the static token from SENSE_API_TOKEN_FILE). Errors are
 the platform's problem details (`code`, see yovision_platform.problems); request validation errors name the
@@ -12,7 +12,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,18 +21,21 @@ from sense_reconciler.domain import limits
 from sense_reconciler.domain.errors import (
     DeviceNotFound,
     InvalidInput,
+    MediaServerNotRegistered,
     PathNameTaken,
     SenseError,
     SiteLimitReached,
 )
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.service_layer.devices import DeviceService
+from sense_reconciler.service_layer.sites import SiteView
 from yovision_platform.auth import StaticBearerToken, bearer_token, install_auth_error_handlers
+from yovision_platform.media_servers import MEDIA_SERVER_ID_PATTERN
 from yovision_platform.problems import Problem, problem_response
 from yovision_platform.web import create_app
 
 API_TITLE = "sense-reconciler Control API"
-API_VERSION = "1.0.0"
+API_VERSION = "1.1.0"
 DEFAULT_ACTOR = "control-api"
 
 STATUS_BY_ERROR: dict[type[SenseError], int] = {
@@ -40,6 +43,7 @@ STATUS_BY_ERROR: dict[type[SenseError], int] = {
     DeviceNotFound: 404,
     PathNameTaken: 409,
     SiteLimitReached: 409,
+    MediaServerNotRegistered: 422,
 }
 
 State = Literal["enabled", "disabled"]
@@ -53,7 +57,11 @@ class DeviceCreate(_Strict):
     tenant_id: str = Field(max_length=limits.ID_MAX_CHARS)
     site_id: str = Field(max_length=limits.ID_MAX_CHARS)
     name: str = Field(max_length=limits.DEVICE_NAME_MAX_CHARS)
-    path_name: str = Field(max_length=limits.PATH_NAME_MAX_CHARS)
+    path_name: str = Field(
+        max_length=limits.PATH_NAME_MAX_CHARS,
+        description="MediaMTX path name: letters, digits, _ . - and / between non-empty segments "
+        "(e.g. site-1/cam-07); no . or .. segments; not all or all_others",
+    )
     source_uri: str = Field(max_length=limits.SOURCE_URI_MAX_CHARS, description="RTSP URL; write-only secret")
     desired_state: State = "disabled"
 
@@ -76,10 +84,30 @@ class DesiredStateBatch(_Strict):
     items: list[DesiredStateItem] = Field(min_length=1, max_length=limits.SET_DESIRED_STATE_BATCH_MAX_ITEMS)
 
 
-class SiteLimit(_Strict):
-    max_video_channels: int = Field(
-        ge=limits.SITE_MAX_VIDEO_CHANNELS_MIN, le=limits.SITE_MAX_VIDEO_CHANNELS_MAX
+MediaServerId = Annotated[str, Field(pattern=f"^{MEDIA_SERVER_ID_PATTERN.pattern}$", max_length=32)]
+
+
+class SiteChange(_Strict):
+    max_video_channels: int | None = Field(
+        default=None, ge=limits.SITE_MAX_VIDEO_CHANNELS_MIN, le=limits.SITE_MAX_VIDEO_CHANNELS_MAX
     )
+    media_server_id: MediaServerId | None = Field(
+        default=None,
+        description="move the site to this registered MediaMTX server: every device's path is created "
+        "there, then deleted on the old server",
+    )
+
+
+class Site(BaseModel):
+    tenant_id: str
+    site_id: str
+    max_video_channels: int
+    media_server_id: str
+    enabled_devices: int
+
+    @classmethod
+    def of(cls, view: SiteView) -> Site:
+        return cls.model_validate(view, from_attributes=True)
 
 
 class Device(BaseModel):
@@ -88,6 +116,7 @@ class Device(BaseModel):
     site_id: str
     name: str
     path_name: str
+    media_server_id: str
     desired_state: State
     config_version: int
     created_at: datetime
@@ -96,11 +125,6 @@ class Device(BaseModel):
     @classmethod
     def of(cls, row: DeviceRow) -> Device:
         return cls.model_validate(row, from_attributes=True)
-
-
-class SiteLimitView(BaseModel):
-    max_video_channels: int
-    enabled_devices: int
 
 
 class DevicePage(BaseModel):
@@ -122,6 +146,7 @@ class ReconcileStatus(BaseModel):
     last_error_code: str | None
     last_result_at: datetime | None
     partition: int
+    media_server_id: str
 
 
 class ReconcileStatusList(BaseModel):
@@ -129,6 +154,7 @@ class ReconcileStatusList(BaseModel):
 
 
 Actor = Annotated[str, Header(alias="X-Actor", max_length=limits.ACTOR_MAX_CHARS)]
+SiteKey = Annotated[str, Path(max_length=limits.ID_MAX_CHARS)]
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (401, 404, 409, 422)}
 
 
@@ -197,15 +223,23 @@ def build_router(service: DeviceService, token: StaticBearerToken) -> APIRouter:
         rows = await service.reconcile_statuses(device_id)
         return ReconcileStatusList(items=[ReconcileStatus.model_validate(r) for r in rows])
 
-    @router.get("/sites/{tenant_id}/{site_id}", response_model=SiteLimitView)
-    async def get_site_limit(tenant_id: str, site_id: str) -> SiteLimitView:
-        limit, enabled = await service.site_limit(tenant_id, site_id)
-        return SiteLimitView(max_video_channels=limit, enabled_devices=enabled)
+    @router.get("/sites/{tenant_id}/{site_id}", response_model=Site)
+    async def get_site(tenant_id: SiteKey, site_id: SiteKey) -> Site:
+        """The site's limit, enabled devices and MediaMTX server; a site Sense never saw has the defaults."""
+        return Site.of(await service.sites.get_site(tenant_id, site_id))
 
-    @router.put("/sites/{tenant_id}/{site_id}", response_model=SiteLimit)
-    async def set_site_limit(tenant_id: str, site_id: str, body: SiteLimit) -> SiteLimit:
-        limit = await service.set_site_limit(tenant_id, site_id, body.max_video_channels)
-        return SiteLimit(max_video_channels=limit)
+    @router.put("/sites/{tenant_id}/{site_id}", response_model=Site)
+    async def configure_site(
+        tenant_id: SiteKey, site_id: SiteKey, body: SiteChange, actor: Actor = DEFAULT_ACTOR
+    ) -> Site:
+        row = await service.sites.configure_site(
+            tenant_id,
+            site_id,
+            max_video_channels=body.max_video_channels,
+            media_server_id=body.media_server_id,
+            actor=actor,
+        )
+        return Site.of(row)
 
     return router
 

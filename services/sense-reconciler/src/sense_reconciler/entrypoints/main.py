@@ -1,4 +1,4 @@
-"""Composition root of sense-reconciler: `sense-reconciler serve | migrate | check-config`."""
+"""Composition root of sense-reconciler: `sense-reconciler serve | migrate | check-config | rotate-keys`."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import sys
 
 from sense_reconciler.adapters.device_repository import DeviceRepository
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
+from sense_reconciler.adapters.source_uri_secrets import SourceUriSecrets
 from sense_reconciler.bell_relay.metrics import BellRelayMetrics
 from sense_reconciler.bell_relay.worker import BellRelayWorker
 from sense_reconciler.entrypoints import api
@@ -14,12 +15,15 @@ from sense_reconciler.service_layer.devices import DeviceService
 from sense_reconciler.service_layer.metrics import ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
+from sense_reconciler.service_layer.source_uris import SourceUris
 from sense_reconciler.settings import SenseReconcilerSettings
 from yovision_platform.auth import StaticBearerToken
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.consumer import ConsumerMetrics
 from yovision_platform.errors import ConfigError
 from yovision_platform.events import catalog_for
+from yovision_platform.key_rotation import rotate_keys, rotate_keys_command
+from yovision_platform.media_servers import MediaFleet, MediaServer
 from yovision_platform.service import ServiceContext, ServiceSpec
 from yovision_platform.service import main as run
 
@@ -43,18 +47,41 @@ def device_topic_partitions(settings: SenseReconcilerSettings, serde: AvroSerde)
     return topic.partitions
 
 
+def media_fleet(settings: SenseReconcilerSettings) -> MediaFleet[MediaMtxClient]:
+    """One client per registered MediaMTX server, each with its own credentials."""
+
+    def client(server: MediaServer) -> MediaMtxClient:
+        return MediaMtxClient(
+            server.api_url,
+            deadline_seconds=settings.operation_deadline_seconds,
+            credentials=server.credentials,
+        )
+
+    return MediaFleet.connect(settings.media_server_list, client)
+
+
 async def configure(ctx: ServiceContext) -> None:
     settings = ctx.settings
     assert isinstance(settings, SenseReconcilerSettings)
     serde = AvroSerde(SchemaRegistry.load())
     schema = ctx.plan.schema
+    sources = SourceUris(settings.key_ring)
     service = DeviceService(
         ctx.pool,
         DeviceRepository(schema),
         serde,
         device_topic=device_topic(settings, serde),
         partitions=device_topic_partitions(settings, serde),
+        sources=sources,
+        media_servers=settings.media_server_ids,
+        default_media_server=settings.default_media_server,
     )
+
+    async def encrypt_legacy_source_uris(_: object) -> None:
+        """Once per start: encrypt the source URIs stored in cleartext before encryption (migration 0007)."""
+        await rotate_keys(ctx.pool, SourceUriSecrets(schema, legacy_only=True), settings.key_ring)
+
+    ctx.add_worker("encrypt-legacy-source-uris", encrypt_legacy_source_uris)
     api.install(ctx.app, service, StaticBearerToken(settings.api_token.get_secret_value()))
     if settings.bell_relay is not None:
         bell_relay = BellRelayWorker(
@@ -71,15 +98,16 @@ async def configure(ctx: ServiceContext) -> None:
     owned = OwnedPartitions(
         kafka.topic(device_topic(settings, serde)), drain_timeout_seconds=settings.lease_seconds
     )
-    mediamtx = MediaMtxClient(settings.mediamtx_api_url, deadline_seconds=settings.operation_deadline_seconds)
+    fleet = media_fleet(settings)
     reconciler = Reconciler(
         ctx.pool,
         schema,
-        mediamtx,
+        fleet,
         owned,
-        ReconcileMetrics(ctx.registry),
+        ReconcileMetrics(ctx.registry, fleet.ids),
         serde,
         owner=settings.instance_id,
+        sources=sources,
         lease_seconds=settings.lease_seconds,
         batch=settings.claim_batch,
         scan_interval_seconds=settings.scan_interval_seconds,
@@ -97,6 +125,7 @@ async def configure(ctx: ServiceContext) -> None:
     )
     ctx.add_worker("reconciler", reconciler.run)
     ctx.add_worker("device-consumer", consumer.run)
+    ctx.add_processed_events_pruner(consumer_group=kafka.group(settings.consumer_group), topics=[owned.topic])
 
 
 SPEC = ServiceSpec.for_package(
@@ -105,6 +134,7 @@ SPEC = ServiceSpec.for_package(
     schema="sense",
     settings_cls=SenseReconcilerSettings,
     configure=configure,
+    commands={"rotate-keys": rotate_keys_command(SourceUriSecrets)},
 )
 
 

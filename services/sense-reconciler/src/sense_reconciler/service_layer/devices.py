@@ -4,9 +4,13 @@
 - a redacted device-audit fact in `device_operation_outbox` (fact version 2: changed field *names*),
 - Kafka outbox events: the device event on the device topic (key = device id) and DeviceAuditRecorded,
 - the reconcile due row (new generation, due now) whose `partition` is the device topic partition the
-  producer will pick for the device id.
+  producer will pick for the device id, and whose `media_server_id` is the server the device's path belongs
+  on (its site's).
 
-Source URIs go into the device row only: never into events, facts, errors or return values.
+Sites, and moving a site to another MediaMTX server, are service_layer.sites.
+
+Source URIs go into the device row only, encrypted (service_layer.source_uris): never into events, facts,
+errors or return values.
 """
 
 from __future__ import annotations
@@ -19,27 +23,28 @@ from typing import Any
 
 import asyncpg
 
-from sense_reconciler.adapters.device_repository import AuditFact, DeviceRepository, DeviceRow
+from sense_reconciler.adapters.device_repository import DeviceRepository, DeviceRow, SiteRow
 from sense_reconciler.domain import limits
-from sense_reconciler.domain.errors import DeviceNotFound, InvalidInput, PathNameTaken, SiteLimitReached
+from sense_reconciler.domain.errors import DeviceNotFound, InvalidInput, PathNameTaken
 from sense_reconciler.domain.model import (
     DesiredState,
     check_site_capacity,
     validate_actor,
     validate_batch_size,
     validate_id,
-    validate_max_video_channels,
     validate_name,
     validate_page_size,
     validate_path_name,
     validate_source_uri,
 )
-from yovision_platform import audit_relay
+from sense_reconciler.service_layer.device_facts import DeviceFacts
+from sense_reconciler.service_layer.sites import SiteService
+from sense_reconciler.service_layer.source_uris import SourceUris
 from yovision_platform.avro import AvroSerde
 from yovision_platform.db import DbConnection
-from yovision_platform.events import build_event
+from yovision_platform.encryption import SecretUnreadable
 from yovision_platform.kafka import partition_for_key
-from yovision_platform.outbox import Outbox, OutboxMessage
+from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,9 @@ class DeviceService:
         *,
         device_topic: str,
         partitions: int,
+        sources: SourceUris,
+        media_servers: frozenset[str] = frozenset({SINGLE_MEDIA_SERVER_ID}),
+        default_media_server: str = SINGLE_MEDIA_SERVER_ID,
     ) -> None:
         if partitions < 1:
             raise ValueError("partitions must be >= 1")
@@ -65,7 +73,15 @@ class DeviceService:
         self._serde = serde
         self._device_topic = device_topic
         self._partitions = partitions
-        self._outbox = Outbox(repository.schema)
+        self._sources = sources
+        self._facts = DeviceFacts(repository, serde, device_topic=device_topic)
+        self.sites = SiteService(
+            pool,
+            repository,
+            self._facts,
+            media_servers=media_servers,
+            default_media_server=default_media_server,
+        )
 
     def partition_of(self, device_id: uuid.UUID) -> int:
         """The device topic partition the producer picks for this device's key."""
@@ -86,10 +102,13 @@ class DeviceService:
         name, path_name = validate_name(name), validate_path_name(path_name)
         source_uri, actor = validate_source_uri(source_uri), validate_actor(actor)
         device_id = uuid.uuid4()
+        sealed = self._sources.seal(device_id, source_uri)
         async with self._pool.acquire() as conn, conn.transaction():
-            limit = await self._repo.lock_site(conn, tenant_id, site_id)
+            site = await self._lock_site(conn, tenant_id, site_id)
             if desired_state is DesiredState.ENABLED:
-                check_site_capacity(await self._repo.count_enabled(conn, tenant_id, site_id), 1, limit)
+                check_site_capacity(
+                    await self._repo.count_enabled(conn, tenant_id, site_id), 1, site.max_video_channels
+                )
             try:
                 async with conn.transaction():
                     device = await self._repo.insert_device(
@@ -99,14 +118,19 @@ class DeviceService:
                         site_id=site_id,
                         name=name,
                         path_name=path_name,
-                        source_uri=source_uri,
+                        source_uri_ciphertext=sealed,
                         desired_state=desired_state.value,
+                        media_server_id=site.media_server_id,
                     )
             except asyncpg.UniqueViolationError:
                 raise PathNameTaken() from None
-            await self._repo.insert_due_row(conn, device.id, self.partition_of(device.id))
-            await self._publish(conn, "DeviceRegistered", device, {})
-            await self._audit(conn, "device.created", actor, device, ["name", "path_name", "source_uri"])
+            await self._repo.insert_due_row(
+                conn, device.id, self.partition_of(device.id), device.media_server_id
+            )
+            await self._facts.publish(conn, "DeviceRegistered", device, {})
+            await self._facts.audit(
+                conn, "device.created", actor, device, ["name", "path_name", "source_uri"]
+            )
         return device
 
     async def get_device(self, device_id: uuid.UUID) -> DeviceRow:
@@ -151,22 +175,25 @@ class DeviceService:
             changed = []
             if new_name is not None and new_name != current.name:
                 changed.append("name")
-            if new_uri is not None and await self._repo.source_uri_differs(conn, device_id, new_uri):
+            if new_uri is not None and await self._source_differs(conn, device_id, new_uri):
                 changed.append("source_uri")
             if not changed:
                 return current
+            sealed = None
+            if new_uri is not None and "source_uri" in changed:
+                sealed = self._sources.seal(device_id, new_uri)
             device = await self._repo.update_device(
                 conn,
                 device_id,
                 name=new_name or current.name,
-                source_uri=new_uri,
+                source_uri_ciphertext=sealed,
                 desired_state=current.desired_state,
             )
-            await self._repo.mark_due(conn, device_id)
-            await self._publish(
+            await self._repo.mark_due(conn, device_id, device.media_server_id)
+            await self._facts.publish(
                 conn, "DeviceConfigChanged", device, {"previous_path_name": None, "changed_fields": changed}
             )
-            await self._audit(conn, "device.config_changed", actor, device, changed)
+            await self._facts.audit(conn, "device.config_changed", actor, device, changed)
         return device
 
     async def set_desired_state(self, device_id: uuid.UUID, state: DesiredState, *, actor: str) -> DeviceRow:
@@ -194,10 +221,13 @@ class DeviceService:
             disabling = Counter(
                 (d.tenant_id, d.site_id) for d in changing if wanted[d.id] is DesiredState.DISABLED
             )
-            for site in sorted(enabling):
-                limit = await self._repo.lock_site(conn, *site)
-                enabled_after_disables = await self._repo.count_enabled(conn, *site) - disabling[site]
-                check_site_capacity(enabled_after_disables, enabling[site], limit)
+            for tenant_id, site_id in sorted(enabling):
+                site = await self._lock_site(conn, tenant_id, site_id)
+                enabled = await self._repo.count_enabled(conn, tenant_id, site_id)
+                enabled_after_disables = enabled - disabling[(tenant_id, site_id)]
+                check_site_capacity(
+                    enabled_after_disables, enabling[(tenant_id, site_id)], site.max_video_channels
+                )
             result: dict[uuid.UUID, DeviceRow] = {}
             for device_id in sorted(wanted):
                 before = current[device_id]
@@ -205,16 +235,22 @@ class DeviceService:
                     result[device_id] = before
                     continue
                 device = await self._repo.update_device(
-                    conn, device_id, name=before.name, source_uri=None, desired_state=wanted[device_id].value
+                    conn,
+                    device_id,
+                    name=before.name,
+                    source_uri_ciphertext=None,
+                    desired_state=wanted[device_id].value,
                 )
-                await self._repo.mark_due(conn, device_id)
-                await self._publish(
+                await self._repo.mark_due(conn, device_id, device.media_server_id)
+                await self._facts.publish(
                     conn,
                     "DeviceDesiredStateChanged",
                     device,
                     {"previous_desired_state": before.desired_state},
                 )
-                await self._audit(conn, "device.desired_state_changed", actor, device, ["desired_state"])
+                await self._facts.audit(
+                    conn, "device.desired_state_changed", actor, device, ["desired_state"]
+                )
                 result[device_id] = device
         return [result[device_id] for device_id, _ in items]
 
@@ -232,75 +268,29 @@ class DeviceService:
             rows = await self._repo.reconcile_statuses(conn, sorted(set(device_ids)))
         return [dict(row) for row in rows]
 
-    async def site_limit(self, tenant_id: str, site_id: str) -> tuple[int, int]:
-        """(max_video_channels, enabled devices); a site Sense never saw has the default limit and none."""
-        tenant_id, site_id = validate_id(tenant_id, "tenant_id"), validate_id(site_id, "site_id")
-        async with self._pool.acquire() as conn:
-            known = await self._repo.site(conn, tenant_id, site_id)
-        return known if known is not None else (limits.SITE_MAX_VIDEO_CHANNELS_DEFAULT, 0)
-
     async def set_site_limit(self, tenant_id: str, site_id: str, max_video_channels: int) -> int:
         """Set a site's enabled-device limit (1..128); refused below the number of devices enabled now."""
-        tenant_id, site_id = validate_id(tenant_id, "tenant_id"), validate_id(site_id, "site_id")
-        validate_max_video_channels(max_video_channels)
-        async with self._pool.acquire() as conn, conn.transaction():
-            await self._repo.lock_site(conn, tenant_id, site_id)
-            if await self._repo.count_enabled(conn, tenant_id, site_id) > max_video_channels:
-                raise SiteLimitReached()
-            await self._repo.set_site_limit(conn, tenant_id, site_id, max_video_channels)
-        return max_video_channels
+        site = await self.sites.configure_site(
+            tenant_id,
+            site_id,
+            max_video_channels=max_video_channels,
+            media_server_id=None,
+            actor="control-api",
+        )
+        return site.max_video_channels
+
+    async def _lock_site(self, conn: DbConnection, tenant_id: str, site_id: str) -> SiteRow:
+        return await self.sites.lock(conn, tenant_id, site_id)
+
+    async def _source_differs(self, conn: DbConnection, device_id: uuid.UUID, source_uri: str) -> bool:
+        stored = await self._repo.stored_source(conn, device_id)
+        try:
+            return self._sources.reveal(device_id, stored) != source_uri
+        except SecretUnreadable:
+            return True  # a stored value nobody can read any more: the new one replaces it
 
     async def _locked(self, conn: DbConnection, device_id: uuid.UUID) -> DeviceRow:
         device = await self._repo.get(conn, device_id, for_update=True)
         if device is None:
             raise DeviceNotFound()
         return device
-
-    async def _publish(
-        self, conn: DbConnection, event_type: str, device: DeviceRow, extra: dict[str, Any]
-    ) -> None:
-        payload = {
-            "device_id": str(device.id),
-            "tenant_id": device.tenant_id,
-            "site_id": device.site_id,
-            "name": device.name,
-            "path_name": device.path_name,
-            "desired_state": device.desired_state,
-            "config_version": device.config_version,
-            **extra,
-        }
-        event = build_event(self._serde, event_type, str(device.id), payload)
-        await self._outbox.enqueue(conn, OutboxMessage.from_event(event, topic=self._device_topic))
-
-    async def _audit(
-        self, conn: DbConnection, action: str, actor: str, device: DeviceRow, changed: Sequence[str]
-    ) -> None:
-        """The device-audit fact, in the outbox Bell's relay reads and, in the same canonical form, as a
-        DeviceAuditRecorded event: one id, one time (the database clock at whole milliseconds)."""
-        fact = AuditFact(
-            event_id=uuid.uuid4(), action=action, actor=actor, device=device, changed_fields=changed
-        )
-        occurred_at = await self._repo.insert_fact(conn, fact)
-        document = audit_relay.fact_document(
-            fact_version=fact.fact_version,
-            event_id=fact.event_id,
-            occurred_at=occurred_at,
-            tenant_id=device.tenant_id,
-            site_id=device.site_id,
-            device_id=str(device.id),
-            action=action,
-            actor=actor,
-            changed_fields=changed,
-            config_version=device.config_version,
-        )
-        parts = audit_relay.audit_event_parts(document)
-        event = build_event(
-            self._serde,
-            audit_relay.EVENT_TYPE,
-            str(device.id),
-            parts.payload,
-            event_id=parts.event_id,
-            occurred_at_ms=parts.occurred_at_ms,
-            correlation_id=parts.correlation_id,
-        )
-        await self._outbox.enqueue(conn, OutboxMessage.from_event(event))

@@ -1,12 +1,17 @@
-"""Reconcile metrics. Labels come only from the enums below: never device, path, URI, tenant or site."""
+"""Reconcile metrics. Labels come only from the enums below and from the operator-registered media server
+ids (validated at start-up): never device, path, URI, URL, tenant or site."""
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry
 
 from yovision_platform.metrics import labeled_counter, labeled_gauge, labeled_histogram
+
+# Items claimed for a server that is no longer registered carry this media_server label value.
+UNREGISTERED_SERVER_LABEL = "unregistered"
 
 
 class ItemResult(enum.StrEnum):
@@ -22,21 +27,29 @@ class RunResult(enum.StrEnum):
 
 
 class ReconcileMetrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, media_servers: Iterable[str] = ("default",)) -> None:
+        servers = frozenset(media_servers) | {UNREGISTERED_SERVER_LABEL}
+        per_server = {"media_server": servers}
         self.runs = labeled_counter(
             registry, "sense_reconcile_runs_total", "Reconcile rounds (claim + items).", {"result": RunResult}
         )
         self.items = labeled_counter(
-            registry, "sense_reconcile_items_total", "Reconciled items by result.", {"result": ItemResult}
+            registry,
+            "sense_reconcile_items_total",
+            "Reconciled items by result and MediaMTX server.",
+            {"result": ItemResult, **per_server},
         )
         self.item_seconds = labeled_histogram(
-            registry, "sense_reconcile_item_seconds", "Time per reconciled item.", {"result": ItemResult}
+            registry,
+            "sense_reconcile_item_seconds",
+            "Time per reconciled item.",
+            {"result": ItemResult, **per_server},
         )
         self.unconverged = labeled_gauge(
             registry,
             "sense_reconcile_unconverged",
-            "Devices whose desired generation is not observed yet.",
-            {},
+            "Devices whose desired generation is not observed yet, by MediaMTX server.",
+            per_server,
         )
         self.owned_partitions = labeled_gauge(
             registry, "sense_reconcile_owned_partitions", "Device-topic partitions this instance owns.", {}
@@ -44,3 +57,4 @@ class ReconcileMetrics:
         self.runs.initialize_all()
         self.items.initialize_all()
         self.item_seconds.initialize_all()
+        self.unconverged.initialize_all()

@@ -10,7 +10,7 @@ from aiokafka import TopicPartition
 
 
 class OwnedPartitions:
-    """The claimable partition set plus a wake-up signal.
+    """The claimable partition set plus wake-up signals (one per writer: `wake` sets every one).
 
     `revoke` removes partitions synchronously, so a claim that starts after it returns can no longer take
     them; rows already claimed stay fenced by their DB lease, and each is re-checked before it is worked on
@@ -21,6 +21,7 @@ class OwnedPartitions:
         self.topic = topic
         self._owned: set[int] = set()
         self._wake = asyncio.Event()
+        self._signals: list[asyncio.Event] = [self._wake]
         self._in_flight: dict[int, int] = {}
         self._idle = asyncio.Condition()
         self._drain_timeout = drain_timeout_seconds
@@ -39,17 +40,25 @@ class OwnedPartitions:
         self._owned.difference_update(partitions)
 
     def wake(self) -> None:
-        self._wake.set()
+        for signal in self._signals:
+            signal.set()
 
-    async def wait(self, timeout_seconds: float) -> bool:
-        """Wait for a wake-up (True) or the timeout (False); clears the signal."""
+    def new_signal(self) -> asyncio.Event:
+        """A wake-up signal of its own for one more waiter (each writer waits on its own)."""
+        signal = asyncio.Event()
+        self._signals.append(signal)
+        return signal
+
+    async def wait(self, timeout_seconds: float, signal: asyncio.Event | None = None) -> bool:
+        """Wait for a wake-up (True) or the timeout (False); clears the signal (default: the first)."""
+        signal = signal or self._wake
         try:
-            await asyncio.wait_for(self._wake.wait(), timeout_seconds)
+            await asyncio.wait_for(signal.wait(), timeout_seconds)
             return True
         except TimeoutError:
             return False
         finally:
-            self._wake.clear()
+            signal.clear()
 
     @contextlib.asynccontextmanager
     async def working(self, partition: int) -> AsyncIterator[None]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import asyncpg
 
-from signal_watcher.adapters.crypto import SecretCipher
+from signal_watcher.adapters.crypto import SecretCipher, SecretUnreadable
 from signal_watcher.domain.model import CompareMode, Method, Status, WatcherSpec
 from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.leases import ClaimedRow, Lease, LeaseTable
@@ -51,6 +51,8 @@ class WatcherRecord:
     next_check_at: datetime
     created_at: datetime
     updated_at: datetime
+    # set (a stable code) when the secrets could not be decrypted; headers and body are then empty
+    secrets_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -75,16 +77,28 @@ class WatcherRepository:
         self._checks = f"{schema.quoted}.checks"
         self.leases = LeaseTable(schema, Identifier("watchers"))
 
-    def _record(self, row: asyncpg.Record | dict[str, Any]) -> WatcherRecord:
+    def _record(
+        self, row: asyncpg.Record | dict[str, Any], *, tolerate_unreadable: bool = False
+    ) -> WatcherRecord:
+        """The watcher with its secrets decrypted. SecretUnreadable when they cannot be, unless
+        `tolerate_unreadable`: then the record carries the code in `secrets_error` and no secrets."""
         wid = str(row["id"])
         body = row["body_ciphertext"]
+        secrets_error = None
+        try:
+            headers = self._cipher.decrypt_headers(bytes(row["headers_ciphertext"]), watcher_id=wid)
+            body_text = None if body is None else self._cipher.decrypt_body(bytes(body), watcher_id=wid)
+        except SecretUnreadable as exc:
+            if not tolerate_unreadable:
+                raise
+            headers, body_text, secrets_error = (), None, exc.code
         spec = WatcherSpec(
             name=row["name"],
             agent_id=row["agent_id"],
             url=row["url"],
             method=Method(row["method"]),
-            headers=self._cipher.decrypt_headers(row["headers_ciphertext"], watcher_id=wid),
-            body=None if body is None else self._cipher.decrypt_body(body, watcher_id=wid),
+            headers=headers,
+            body=body_text,
             interval_minutes=row["interval_minutes"],
             compare_mode=CompareMode(row["compare_mode"]),
             json_path=row["json_path"],
@@ -103,6 +117,7 @@ class WatcherRepository:
             next_check_at=row["next_check_at"],
             created_at=row["created_at"],
             updated_at=row["updated_at"],
+            secrets_error=secrets_error,
         )
 
     def _secret_params(
@@ -311,6 +326,8 @@ class WatcherRepository:
         )
 
     async def load(self, conn: DbConnection, watcher_id: uuid.UUID, lease: Lease) -> WatcherRecord | None:
+        """The leased watcher for its check; secrets that cannot be decrypted are reported in
+        `secrets_error` (the check then records that failure instead of probing)."""
         row = await conn.fetchrow(
             f"""SELECT {_WATCHER_COLUMNS} FROM {self._watchers}
                  WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at > now()""",
@@ -318,7 +335,7 @@ class WatcherRepository:
             lease.owner,
             lease.token,
         )
-        return None if row is None else self._record(row)
+        return None if row is None else self._record(row, tolerate_unreadable=True)
 
     async def triggers_in_last_hour(self, conn: DbConnection, watcher_id: uuid.UUID) -> int:
         count: int = await conn.fetchval(

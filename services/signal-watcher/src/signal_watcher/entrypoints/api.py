@@ -38,6 +38,7 @@ from signal_watcher.entrypoints.api_models import (
 from signal_watcher.service_layer.checks import probe_and_judge
 from yovision_platform.auth import BearerToken, Identity, TokenVerifier, install_auth_error_handlers
 from yovision_platform.db import DbConnection
+from yovision_platform.encryption import SecretUnreadable
 from yovision_platform.errors import PlatformError
 from yovision_platform.paging import MAX_CURSOR_CHARS, InvalidCursor, decode_cursor, encode_cursor
 from yovision_platform.problems import problem_response
@@ -159,6 +160,8 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
 
     async def handle_platform_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, PlatformError)
+        # SecretUnreadable: the watcher's stored secrets cannot be decrypted with the configured key ring
+        # (an operator problem, docs/runbooks/rotating-keys.md): 500 with its stable code, never the value.
         status = {
             NotFound: 404,
             LimitReached: 409,
@@ -180,6 +183,7 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         BadCursor,
         CursorWithOffset,
         ValidationFailed,
+        SecretUnreadable,
     ):
         app.add_exception_handler(error, handle_platform_error)
 

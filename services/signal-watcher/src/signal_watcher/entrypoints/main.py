@@ -1,4 +1,4 @@
-"""Composition root of signal-watcher: `signal-watcher serve | migrate | check-config`.
+"""Composition root of signal-watcher: `signal-watcher serve | migrate | check-config | rotate-keys`.
 
 `serve` wires the API, the due-scan scheduler and the retention cleaner onto the shared process shell. The
 probe client uses the system resolver and the SSRF guard of `SIGNAL_PROBE_ALLOWED_NETWORKS` (strict when
@@ -12,6 +12,7 @@ import sys
 
 from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.repository import WatcherRepository
+from signal_watcher.adapters.watcher_secrets import WatcherSecrets
 from signal_watcher.entrypoints.api import ApiDeps, install_api
 from signal_watcher.metrics import SignalMetrics
 from signal_watcher.service_layer.checks import CheckRunner
@@ -19,6 +20,7 @@ from signal_watcher.service_layer.retention import RetentionCleaner
 from signal_watcher.service_layer.scheduler import Scheduler
 from signal_watcher.settings import SignalWatcherSettings, effective_retention_days
 from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.key_rotation import rotate_keys_command
 from yovision_platform.service import ServiceContext, ServiceSpec, migrations_dir_of
 from yovision_platform.service import main as run
 
@@ -66,6 +68,7 @@ SPEC = ServiceSpec.for_package(
     schema="signal",
     settings_cls=SignalWatcherSettings,
     configure=configure,
+    commands={"rotate-keys": rotate_keys_command(WatcherSecrets)},
 )
 
 

@@ -106,7 +106,13 @@ class CheckRunner:
             record = await self._repo.load(conn, watcher_id, lease)
         if record is None:
             return None
-        result = await probe_and_judge(self._probe, record)
+        if record.secrets_error is not None:
+            # Its headers/body cannot be decrypted (a key missing from the ring, a damaged value): a failure
+            # like any other, recorded with its stable code, counted towards auto-disable. Nothing is probed.
+            log.warning("watcher secrets unreadable", extra={"error_code": record.secrets_error})
+            result = ProbeResult(None, record.secrets_error, None, None, None)
+        else:
+            result = await probe_and_judge(self._probe, record)
         state = WatcherState(
             record.spec,
             record.status,

@@ -1,0 +1,74 @@
+"""The facts every device change writes in its transaction: the device event (device topic, key = device
+id: the full device state, never the source URI) and the redacted device-audit fact (Bell's relay outbox
+row plus the DeviceAuditRecorded event)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from sense_reconciler.adapters.device_repository import AuditFact, DeviceRepository, DeviceRow
+from yovision_platform import audit_relay
+from yovision_platform.avro import AvroSerde
+from yovision_platform.db import DbConnection
+from yovision_platform.events import build_event
+from yovision_platform.outbox import Outbox, OutboxMessage
+
+
+class DeviceFacts:
+    def __init__(self, repository: DeviceRepository, serde: AvroSerde, *, device_topic: str) -> None:
+        self._repo = repository
+        self._serde = serde
+        self._device_topic = device_topic
+        self._outbox = Outbox(repository.schema)
+
+    async def publish(
+        self, conn: DbConnection, event_type: str, device: DeviceRow, extra: dict[str, Any]
+    ) -> None:
+        payload = {
+            "device_id": str(device.id),
+            "tenant_id": device.tenant_id,
+            "site_id": device.site_id,
+            "name": device.name,
+            "path_name": device.path_name,
+            "media_server_id": device.media_server_id,
+            "desired_state": device.desired_state,
+            "config_version": device.config_version,
+            **extra,
+        }
+        event = build_event(self._serde, event_type, str(device.id), payload)
+        await self._outbox.enqueue(conn, OutboxMessage.from_event(event, topic=self._device_topic))
+
+    async def audit(
+        self, conn: DbConnection, action: str, actor: str, device: DeviceRow, changed: Sequence[str]
+    ) -> None:
+        """The device-audit fact, in the outbox Bell's relay reads and, in the same canonical form, as a
+        DeviceAuditRecorded event: one id, one time (the database clock at whole milliseconds)."""
+        fact = AuditFact(
+            event_id=uuid.uuid4(), action=action, actor=actor, device=device, changed_fields=changed
+        )
+        occurred_at = await self._repo.insert_fact(conn, fact)
+        document = audit_relay.fact_document(
+            fact_version=fact.fact_version,
+            event_id=fact.event_id,
+            occurred_at=occurred_at,
+            tenant_id=device.tenant_id,
+            site_id=device.site_id,
+            device_id=str(device.id),
+            action=action,
+            actor=actor,
+            changed_fields=changed,
+            config_version=device.config_version,
+        )
+        parts = audit_relay.audit_event_parts(document)
+        event = build_event(
+            self._serde,
+            audit_relay.EVENT_TYPE,
+            str(device.id),
+            parts.payload,
+            event_id=parts.event_id,
+            occurred_at_ms=parts.occurred_at_ms,
+            correlation_id=parts.correlation_id,
+        )
+        await self._outbox.enqueue(conn, OutboxMessage.from_event(event))

@@ -1,0 +1,207 @@
+"""One claimed item: renew -> MediaMTX (its server, and any server its path must leave) -> complete/fail.
+
+Safety rules (SPEC section 2, and several servers):
+- the lease is renewed before the item; a failed renewal is `lease_lost` and no MediaMTX call follows;
+- every MediaMTX call needs the lease to outlive it by the local monotonic clock: before a call, the time
+  since the last renewal plus the call deadline must stay within the lease, otherwise the item is
+  `lease_lost` without the call (covers a process paused, e.g. SIGSTOP, between renewal and call);
+- an enabled device's path is ensured on its server (create, or replace when the managed config differs);
+  then, and for a disabled device, its path is deleted exactly (404 = done) on every other server it was
+  placed on (a site move: created on the new server first, then deleted on the old one). No list-based or
+  pattern deletes, ever;
+- calls to one server go one at a time in this process (`ServerLanes`), so no call of ours races another
+  on the same server: MediaMTX applies config changes one by one anyway, and a backoff can only come from a
+  real failure;
+- complete/fail are fenced writes (owner + token + unexpired lease); a rejected write is `lease_lost`;
+- success of an enabled device refreshes `media_path_ownership` and enqueues PathOwnershipRecorded (key =
+  path name, with the server id) in the same transaction as the completion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import TypeVar
+
+from sense_reconciler.adapters.mediamtx import MediaMtxClient, MediaMtxError
+from sense_reconciler.adapters.reconcile_store import ClaimedItem, ReconcileStore, WorkItem
+from sense_reconciler.domain.model import DesiredState
+from sense_reconciler.domain.reconcile import PathAction, PathConfig, plan_ensure, retry_backoff_seconds
+from sense_reconciler.service_layer.metrics import ItemResult
+from sense_reconciler.service_layer.source_uris import SourceUris
+from yovision_platform.avro import AvroSerde
+from yovision_platform.db import DbConnection
+from yovision_platform.encryption import SecretUnreadable
+from yovision_platform.errors import LeaseLost
+from yovision_platform.events import build_event
+from yovision_platform.leases import Lease
+from yovision_platform.media_servers import MediaFleet
+from yovision_platform.outbox import Outbox, OutboxMessage
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+NOT_REGISTERED = "media_server_not_registered"
+# MediaMTX answers 400 to an add of a path it has: the path exists (an earlier attempt, a stale read).
+ADD_REFUSED = "mediamtx_http_400"
+
+
+class ServerLanes:
+    """One MediaMTX call at a time per server within this process."""
+
+    def __init__(self, server_ids: Iterable[str]) -> None:
+        self._locks = {server_id: asyncio.Lock() for server_id in server_ids}
+
+    @contextlib.asynccontextmanager
+    async def lane(self, server_id: str) -> AsyncIterator[None]:
+        async with self._locks[server_id]:
+            yield
+
+
+class _LeaseClock:
+    """The item's lease and when it was last renewed (monotonic), guarding each MediaMTX call."""
+
+    def __init__(self, lease: Lease, lease_seconds: float, deadline_seconds: float) -> None:
+        self.lease = lease
+        self._renewed_at = time.monotonic()
+        self._lease_seconds = lease_seconds
+        self._deadline = deadline_seconds
+
+    def renewed(self, lease: Lease) -> None:
+        self.lease = lease
+        self._renewed_at = time.monotonic()
+
+    async def call(self, operation: Callable[[], Awaitable[T]]) -> T:
+        if time.monotonic() - self._renewed_at + self._deadline >= self._lease_seconds:
+            raise LeaseLost()
+        return await operation()
+
+
+class ItemReconciler:
+    def __init__(
+        self,
+        store: ReconcileStore,
+        fleet: MediaFleet[MediaMtxClient],
+        lanes: ServerLanes,
+        sources: SourceUris,
+        outbox: Outbox,
+        serde: AvroSerde,
+        *,
+        lease_seconds: float,
+        ownership_topic: str | None,
+    ) -> None:
+        self._store = store
+        self._fleet = fleet
+        self._lanes = lanes
+        self._sources = sources
+        self._outbox = outbox
+        self._serde = serde
+        self._lease_seconds = lease_seconds
+        self._ownership_topic = ownership_topic  # None: the catalogue's topic (sense.path-ownership.v1)
+
+    async def process(self, conn: DbConnection, item: ClaimedItem) -> ItemResult:
+        try:
+            work = await self._store.renew_and_load(conn, item, lease_seconds=self._lease_seconds)
+        except LeaseLost:
+            log.info("lease lost before reconcile", extra={"partition": item.partition})
+            return ItemResult.LEASE_LOST
+        clock = _LeaseClock(work.lease, self._lease_seconds, self._fleet.deadline_seconds)
+        try:
+            await self._apply(conn, work, clock)
+        except LeaseLost:
+            log.info(
+                "lease would expire during a MediaMTX call; skipped", extra={"partition": item.partition}
+            )
+            return ItemResult.LEASE_LOST
+        except (MediaMtxError, SecretUnreadable) as exc:
+            return await self.fail(conn, item, clock.lease, exc.code)
+        try:
+            async with conn.transaction():
+                await self._store.complete(conn, work, clock.lease)
+                if work.desired_state == DesiredState.ENABLED:
+                    await self._record_ownership(conn, work)
+        except LeaseLost:
+            log.info("completion rejected: lease lost", extra={"partition": item.partition})
+            return ItemResult.LEASE_LOST
+        return ItemResult.CONVERGED
+
+    async def fail(self, conn: DbConnection, item: ClaimedItem, lease: Lease, code: str) -> ItemResult:
+        """Fenced: count the failure, keep the stable code, schedule the next attempt (persisted backoff)."""
+        delay = retry_backoff_seconds(item.attempts + 1)
+        try:
+            await self._store.fail(conn, item, lease, error_code=code, retry_in_seconds=delay)
+        except LeaseLost:
+            return ItemResult.LEASE_LOST
+        log.warning("reconcile failed", extra={"error_code": code, "partition": item.partition})
+        return ItemResult.FAILED
+
+    async def _apply(self, conn: DbConnection, work: WorkItem, clock: _LeaseClock) -> None:
+        if work.desired_state == DesiredState.ENABLED:
+            desired = PathConfig(self._sources.reveal(work.device_id, work.source))
+            await self._ensure(work, desired, clock)
+            leaving = work.placements - {work.media_server_id}
+        else:
+            leaving = work.placements or frozenset({work.media_server_id})
+        for server in sorted(leaving):
+            await self._delete_on(server, work.path_name, clock)
+            if server in work.placements:
+                clock.renewed(
+                    await self._store.drop_placement(
+                        conn, work, clock.lease, server, lease_seconds=self._lease_seconds
+                    )
+                )
+
+    async def _delete_on(self, server: str, name: str, clock: _LeaseClock) -> None:
+        client = self._fleet.client(server)
+        async with self._lanes.lane(server):
+            await clock.call(lambda: client.delete_path(name))
+
+    async def _ensure(self, work: WorkItem, desired: PathConfig, clock: _LeaseClock) -> None:
+        client = self._fleet.client(work.media_server_id)
+        async with self._lanes.lane(work.media_server_id):
+            if work.placed_now:  # Sense never configured it there: add at once, no read first
+                await self._add_or_adopt(client, work.path_name, desired, clock)
+                return
+            observed = await clock.call(lambda: client.get_path(work.path_name))
+            action = plan_ensure(desired, observed)
+            if action is PathAction.ADD:
+                await self._add_or_adopt(client, work.path_name, desired, clock)
+            elif action is PathAction.REPLACE:
+                await clock.call(lambda: client.replace_path(work.path_name, desired))
+
+    @staticmethod
+    async def _add_or_adopt(
+        client: MediaMtxClient, name: str, desired: PathConfig, clock: _LeaseClock
+    ) -> None:
+        """Add the path; when MediaMTX refuses because it exists (a crash after an earlier add, or a read
+        that saw MediaMTX's previous configuration), read it and replace it if its config differs."""
+        try:
+            await clock.call(lambda: client.add_path(name, desired))
+        except MediaMtxError as exc:
+            if exc.code != ADD_REFUSED:
+                raise
+            observed = await clock.call(lambda: client.get_path(name))
+            if observed is None:
+                raise
+            if observed != desired:
+                await clock.call(lambda: client.replace_path(name, desired))
+
+    async def _record_ownership(self, conn: DbConnection, work: WorkItem) -> None:
+        seen = await self._store.record_ownership(conn, work)
+        payload = {
+            "path_name": work.path_name,
+            "media_server_id": work.media_server_id,
+            "device_id": str(work.device_id),
+            "tenant_id": work.tenant_id,
+            "site_id": work.site_id,
+            "first_seen_at": seen.first_seen_at,
+            "last_seen_at": seen.last_seen_at,
+        }
+        event = build_event(
+            self._serde, "PathOwnershipRecorded", work.path_name, payload, event_id=uuid.uuid4()
+        )
+        await self._outbox.enqueue(conn, OutboxMessage.from_event(event, topic=self._ownership_topic))

@@ -1,0 +1,120 @@
+"""Sites: the per-site limit of enabled video devices, and the MediaMTX server the site is assigned to.
+
+Moving a site to another registered server is ONE transaction over the site and every device of it: each
+device gets the new server, a new config version, a DeviceConfigChanged event (`changed_fields =
+[media_server_id]`), an audit fact and a due row on the new server. The reconciler then creates the path on
+the new server and deletes it, exactly, on the old one (service_layer.reconcile_item).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import asyncpg
+
+from sense_reconciler.adapters.device_repository import DeviceRepository, SiteRow
+from sense_reconciler.domain import limits
+from sense_reconciler.domain.errors import InvalidInput, SiteLimitReached
+from sense_reconciler.domain.model import (
+    validate_actor,
+    validate_id,
+    validate_max_video_channels,
+    validate_media_server_id,
+)
+from sense_reconciler.service_layer.device_facts import DeviceFacts
+from yovision_platform.db import DbConnection
+
+
+@dataclass(frozen=True)
+class SiteView:
+    tenant_id: str
+    site_id: str
+    max_video_channels: int
+    media_server_id: str
+    enabled_devices: int
+
+
+class SiteService:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        repository: DeviceRepository,
+        facts: DeviceFacts,
+        *,
+        media_servers: frozenset[str],
+        default_media_server: str,
+    ) -> None:
+        if default_media_server not in media_servers:
+            raise ValueError("the default media server must be registered")
+        self._pool = pool
+        self._repo = repository
+        self._facts = facts
+        self._media_servers = media_servers
+        self._default_server = default_media_server
+
+    async def lock(self, conn: DbConnection, tenant_id: str, site_id: str) -> SiteRow:
+        """The site row, locked; created with the default limit and server when it does not exist yet."""
+        return await self._repo.lock_site(conn, tenant_id, site_id, new_site_server=self._default_server)
+
+    async def get_site(self, tenant_id: str, site_id: str) -> SiteView:
+        """The site with its enabled-device count; a site Sense never saw has the defaults and none."""
+        tenant_id, site_id = validate_id(tenant_id, "tenant_id"), validate_id(site_id, "site_id")
+        async with self._pool.acquire() as conn:
+            return await self._view(conn, tenant_id, site_id)
+
+    async def _view(self, conn: DbConnection, tenant_id: str, site_id: str) -> SiteView:
+        site = await self._repo.get_site(conn, tenant_id, site_id)
+        if site is None:
+            default = limits.SITE_MAX_VIDEO_CHANNELS_DEFAULT
+            return SiteView(tenant_id, site_id, default, self._default_server, 0)
+        enabled = await self._repo.count_enabled(conn, tenant_id, site_id)
+        return SiteView(tenant_id, site_id, site.max_video_channels, site.media_server_id, enabled)
+
+    async def configure_site(
+        self,
+        tenant_id: str,
+        site_id: str,
+        *,
+        max_video_channels: int | None,
+        media_server_id: str | None,
+        actor: str,
+    ) -> SiteView:
+        """Set the site's limit and/or move it to another registered MediaMTX server, in one transaction.
+        The limit is refused below the number of devices enabled now; an unknown server is refused."""
+        tenant_id, site_id = validate_id(tenant_id, "tenant_id"), validate_id(site_id, "site_id")
+        if max_video_channels is None and media_server_id is None:
+            raise InvalidInput("body")
+        if max_video_channels is not None:
+            validate_max_video_channels(max_video_channels)
+        if media_server_id is not None:
+            validate_media_server_id(media_server_id, self._media_servers)
+        actor = validate_actor(actor)
+        async with self._pool.acquire() as conn, conn.transaction():
+            site = await self.lock(conn, tenant_id, site_id)
+            if max_video_channels is not None:
+                if await self._repo.count_enabled(conn, tenant_id, site_id) > max_video_channels:
+                    raise SiteLimitReached()
+                await self._repo.set_site_limit(conn, tenant_id, site_id, max_video_channels)
+            if media_server_id is not None and media_server_id != site.media_server_id:
+                await self._move(conn, tenant_id, site_id, media_server_id, actor)
+            return await self._view(conn, tenant_id, site_id)
+
+    async def _move(
+        self, conn: DbConnection, tenant_id: str, site_id: str, media_server_id: str, actor: str
+    ) -> None:
+        await self._repo.set_site_server(conn, tenant_id, site_id, media_server_id)
+        changed = ["media_server_id"]
+        for current in await self._repo.lock_site_devices(conn, tenant_id, site_id):
+            device = await self._repo.update_device(
+                conn,
+                current.id,
+                name=current.name,
+                source_uri_ciphertext=None,
+                desired_state=current.desired_state,
+                media_server_id=media_server_id,
+            )
+            await self._repo.mark_due(conn, device.id, media_server_id)
+            await self._facts.publish(
+                conn, "DeviceConfigChanged", device, {"previous_path_name": None, "changed_fields": changed}
+            )
+            await self._facts.audit(conn, "device.config_changed", actor, device, changed)
