@@ -23,7 +23,16 @@ import httpx
 import pytest
 from playwright.async_api import Page, Request, Route
 
-from tests.e2e.conftest import Witness, camera_source, device_body, eventually, run_cli, venv_bin
+from tests.e2e.conftest import (
+    MEDIA_SERVERS,
+    Witness,
+    camera_source,
+    device_body,
+    eventually,
+    orphan_report,
+    run_cli,
+    venv_bin,
+)
 from tests.e2e.console_browser import (
     Visitor,
     assert_nothing_secret_rendered,
@@ -173,13 +182,6 @@ async def _stage_stale_path(
     return stale
 
 
-async def _report(env: LocalEnvironment) -> dict[str, Any]:
-    code, out, err = await run_cli(env, "orphan-scanner", venv_bin("sense-orphan"), "report")
-    assert code == 0, err
-    document: dict[str, Any] = json.loads(out)
-    return document
-
-
 async def test_the_orphan_page_shows_a_candidate_its_gate_and_the_command_to_copy(
     env: LocalEnvironment,
     operator: Visitor,
@@ -190,8 +192,9 @@ async def test_the_orphan_page_shows_a_candidate_its_gate_and_the_command_to_cop
     stale = await _stage_stale_path(env, sense, mediamtx, witness)
 
     async def reported() -> dict[str, Any] | None:
-        scan = await _report(env)
-        return scan if scan["candidates"] == [stale] else None
+        scan = await orphan_report(env)
+        expected = [{"media_server_id": MEDIA_SERVERS[0], "path_name": stale}]
+        return scan if scan["candidates"] == expected else None
 
     report = await eventually(reported, what="a report with the staged candidate")
     page = await operator.open("/orphans")
