@@ -18,7 +18,7 @@ import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from aiokafka.helpers import create_ssl_context
 from pydantic import SecretStr
@@ -39,8 +39,6 @@ __all__ = [
 
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
-SECURITY_PROTOCOLS: tuple[str, ...] = get_args(SecurityProtocol)
-SASL_MECHANISMS: tuple[str, ...] = get_args(SaslMechanism)
 SASL_USERNAME_MAX_CHARS = 256
 # librdkafka's CA default is the trust store its bundled OpenSSL was built with, which is not the system's
 # on a wheel; "probe" searches the usual system locations.
@@ -157,8 +155,7 @@ def kafka_security(
         "sasl_password_file": sasl_password_file,
     }
     tls_given = {"ca_file": ca_file, "cert_file": cert_file, "key_file": key_file}
-    uses_sasl = protocol in ("SASL_PLAINTEXT", "SASL_SSL")
-    uses_tls = protocol in ("SSL", "SASL_SSL")
+    uses_sasl, uses_tls = KafkaSecurity(protocol).uses_sasl, KafkaSecurity(protocol).uses_tls
     for name, value in sasl_given.items():
         if uses_sasl and value is None:
             raise ConfigError(setting[name], "missing", f"required with security protocol {protocol}")
