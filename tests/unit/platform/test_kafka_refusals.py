@@ -3,12 +3,12 @@ publisher's reasons, and the process shell logs `KafkaAccessRefused` by its code
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import pytest
 from confluent_kafka import KafkaError
 
+from tests.unit.platform.supervision import supervise_failing
 from yovision_platform import service
 from yovision_platform.kafka import KafkaAccessRefused
 from yovision_platform.txn_producer import PublishError, classify
@@ -32,22 +32,8 @@ def test_refusals_classify_before_unavailability_and_timeouts(codes: list[int], 
 async def test_the_supervisor_logs_a_refusal_by_its_code_without_a_traceback(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(service, "WORKER_RESTART_BACKOFF_BASE_SECONDS", 0.0)
-    stop = asyncio.Event()
-    runs = 0
-
-    async def refused(_: asyncio.Event) -> None:
-        nonlocal runs
-        runs += 1
-        if runs > 1:
-            stop.set()
-            return
-        raise KafkaAccessRefused("kafka_authentication_failed")
-
-    ctx = service.ServiceContext.__new__(service.ServiceContext)
-    ctx.worker_alive = {}
     caplog.set_level(logging.INFO, logger=service.__name__)
-    await asyncio.wait_for(service._supervise(ctx, "consumer", refused, stop), 60)
+    assert await supervise_failing(monkeypatch, KafkaAccessRefused("kafka_authentication_failed"), 1) == 2
     (record,) = [r for r in caplog.records if r.name == service.__name__ and r.levelno >= logging.WARNING]
     assert record.levelno == logging.ERROR
     assert record.error_code == "kafka_authentication_failed"  # type: ignore[attr-defined]
