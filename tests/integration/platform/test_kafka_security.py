@@ -164,3 +164,13 @@ async def test_a_broker_certificate_from_an_untrusted_ca_is_refused(
     aiokafka_refusal, confluent_refusal = await refusals(broker.connection(ca_file=stranger.cert))
     assert aiokafka_refusal.code == "kafka_tls_failed"
     assert confluent_refusal.reason is PublishError.TLS
+
+
+async def test_a_broker_certificate_for_another_host_name_is_refused(broker: SecureBroker) -> None:
+    """The certificate names 127.0.0.1 only: reaching the same broker as `localhost` fails verification."""
+    port = broker.bootstrap.rpartition(":")[2]
+    aiokafka_refusal, confluent_refusal = await refusals(
+        KafkaConnection(f"localhost:{port}", broker.security())
+    )
+    assert aiokafka_refusal.code == "kafka_tls_failed"
+    assert confluent_refusal.reason is PublishError.TLS
