@@ -14,10 +14,11 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from aiokafka.errors import KafkaConnectionError
 from pydantic import SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from tests.conftest import MigratedSchema, create_topic
+from tests.conftest import MigratedSchema, create_topic, free_port
 from tests.integration.platform.kafka_helpers import publish_outbox, wait_until
 from tests.integration.platform.secure_kafka import SecureBroker, secure_broker
 from tests.tls import CertificateAuthority
@@ -174,3 +175,8 @@ async def test_a_broker_certificate_for_another_host_name_is_refused(broker: Sec
     )
     assert aiokafka_refusal.code == "kafka_tls_failed"
     assert confluent_refusal.reason is PublishError.TLS
+
+
+async def test_an_unreachable_broker_stays_a_connection_error_not_a_refusal(broker: SecureBroker) -> None:
+    with pytest.raises(KafkaConnectionError):
+        await start_producer(KafkaConnection(f"127.0.0.1:{free_port()}", broker.security()), client_id="gone")
