@@ -1,4 +1,8 @@
-"""The MediaMTX client against the real MediaMTX Control API of the local stack (unique path names)."""
+"""The MediaMTX client against the real MediaMTX Control API of the local stack (unique path names).
+
+MediaMTX answers a config write before every read sees it (a fresh-clone run under load once read the
+previous source right after a replace, and a list without the path just added), so reads after a write
+wait, bounded, for the state the write asked for."""
 
 from __future__ import annotations
 
@@ -10,6 +14,9 @@ import pytest
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
 from sense_reconciler.domain.reconcile import PathConfig
 from tests.conftest import Stack
+from tests.integration.platform.kafka_helpers import wait_until
+
+READ_SEES_WRITE_SECONDS = 10.0
 
 
 @pytest.fixture
@@ -33,21 +40,34 @@ async def names(mediamtx: MediaMtxClient) -> AsyncIterator[list[str]]:
 async def test_add_get_replace_and_exact_delete(mediamtx: MediaMtxClient, names: list[str]) -> None:
     first, other, _ = names
     config = PathConfig("rtsp://user:pw@127.0.0.1:1/a")
+    replaced = PathConfig("rtsp://127.0.0.1:1/b")
+
+    async def reads(name: str, expected: PathConfig | None) -> None:
+        async def seen() -> bool:
+            return await mediamtx.get_path(name) == expected
+
+        await wait_until(seen, timeout_seconds=READ_SEES_WRITE_SECONDS)
+
     assert await mediamtx.get_path(first) is None
     await mediamtx.add_path(first, config)
     await mediamtx.add_path(other, config)
-    assert await mediamtx.get_path(first) == config
-    await mediamtx.replace_path(first, PathConfig("rtsp://127.0.0.1:1/b"))
-    assert await mediamtx.get_path(first) == PathConfig("rtsp://127.0.0.1:1/b")
+    await reads(first, config)
+    await mediamtx.replace_path(first, replaced)
+    await reads(first, replaced)
     assert await mediamtx.delete_path(first) is True
+    await reads(first, None)
     assert await mediamtx.delete_path(first) is False
-    assert await mediamtx.get_path(first) is None
     assert await mediamtx.get_path(other) == config
 
 
 async def test_enumeration_is_paged_sorted_and_unique(mediamtx: MediaMtxClient, names: list[str]) -> None:
     for name in reversed(names):
         await mediamtx.add_path(name, PathConfig("rtsp://127.0.0.1:1/x"))
-    listed = await mediamtx.list_path_names()
-    assert listed == sorted(set(listed))
-    assert set(names) <= set(listed)
+    listings: list[list[str]] = []
+
+    async def all_listed() -> bool:
+        listings.append(await mediamtx.list_path_names())
+        return set(names) <= set(listings[-1])
+
+    await wait_until(all_listed, timeout_seconds=READ_SEES_WRITE_SECONDS)
+    assert all(listed == sorted(set(listed)) for listed in listings)
