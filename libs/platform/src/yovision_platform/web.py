@@ -7,8 +7,8 @@ published documents describe exactly what the served app does:
   `guard_policy(app)`;
 - `install_problem_handlers` (one `Problem` body for every error; see :mod:`.problems`);
 - the OpenAPI document states, for every operation, the answers the platform adds: 400 (`invalid_text`,
-  `invalid_json`), 408 (`request_timeout`) where a body is declared and 415 (`unsupported_media_type`) where
-  it is JSON, 422
+  `invalid_json`), 408 (`request_timeout`) where a body is read and 415 (`unsupported_media_type`) where a
+  JSON body is declared, 422
   (`invalid_request` with `fields`), 500 (`internal_error`) and 503 (`database_unavailable`,
   `broker_unavailable`, with `Retry-After`), 401 (`unauthorized`) where the operation names a security
   scheme (`yovision_platform.auth`); every error response is `application/problem+json`;
@@ -177,7 +177,7 @@ def with_problem_responses(document: dict[str, Any], *, skip_paths: Iterable[str
                 if status != "422" or "422" in responses:
                     _describe(responses, status, answer)
             body = operation.get("requestBody", {}).get("content", {})
-            if method in _BODY_METHODS and body:
+            if method in _BODY_METHODS:  # a body may be read (raw routes declare none)
                 for status, answer in _BODY_ANSWERS.items():
                     if status != "415" or "application/json" in body:
                         _describe(responses, status, answer)
