@@ -62,6 +62,7 @@ def test_every_alert_names_the_metrics_it_watches() -> None:
         "sense_bell_relay_items_total",
         "outbox_relay_backlog",
         "consumer_lag_messages",
+        "consumer_last_poll_timestamp_seconds",
         "sense_reconcile_items_total",
         "sense_bell_relay_lease_lost_total",
         "signal_watchers_disabled_total",

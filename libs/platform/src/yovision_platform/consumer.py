@@ -77,7 +77,10 @@ class ConsumerMetrics:
     - ``consumer_lag_messages``: on the partitions assigned to this process, messages between the consumer's
       position and the end of the partition (read_committed), refreshed about every second;
     - ``consumer_dead_letters``: rows of ``consumer_dead_letters`` for this consumer group (all time,
-      from the database, so a restart does not hide them), refreshed about every 15 s and at each new one.
+      from the database, so a restart does not hide them), refreshed about every 15 s and at each new one;
+    - ``consumer_last_poll_timestamp_seconds``: Unix time at which the consumer loop last finished a round
+      (poll Kafka, apply, store positions). A loop stuck on an await stops it while HTTP keeps serving; the
+      lag gauge would then freeze at its last value, so this is what shows a stalled consumer.
     """
 
     def __init__(self, registry: CollectorRegistry) -> None:
@@ -87,8 +90,15 @@ class ConsumerMetrics:
         self.dead_letters = labeled_gauge(
             registry, "consumer_dead_letters", "Dead-lettered messages of this consumer group (database)", {}
         )
+        self.last_poll = labeled_gauge(
+            registry,
+            "consumer_last_poll_timestamp_seconds",
+            "Unix time the consumer loop last finished a round (poll, apply, store positions)",
+            {},
+        )
         self.lag.labels().set(0)
         self.dead_letters.labels().set(0)
+        self.last_poll.labels().set_to_current_time()
 
 
 DEAD_LETTER_OUTCOMES = frozenset(
@@ -190,6 +200,7 @@ class IdempotentConsumer:
         """Update lag and dead-letter gauges when due (no-op without metrics)."""
         if self._metrics is None:
             return
+        self._metrics.last_poll.labels().set_to_current_time()
         now = time.monotonic()
         if now - self._lag_refreshed_at >= CONSUMER_LAG_REFRESH_SECONDS:
             self._lag_refreshed_at = now

@@ -10,7 +10,9 @@ Checks, each a list of findings (empty = healthy):
 - ``outbox_backlog``: outbox rows not yet past their shard's relay cursor (published to Kafka), and (when
   Sense's relay to Bell is on) facts not yet past the push's cursor (delivered to Bell).
 - ``consumer_lag``: for every consumer group of the environment, Kafka's end offsets (read_committed)
-  minus the position the consumer stored with its effects.
+  minus the position the consumer stored with its effects; each service's ``consumer_lag_messages``; and a
+  consumer loop whose ``consumer_last_poll_timestamp_seconds`` is over ``CONSUMER_STALL_SECONDS`` old
+  (stuck on an await while HTTP serves: its lag gauge would show the frozen last value).
 - ``secrets``: any secret of the environment (every file in ``<env>/secrets``, the PostgreSQL admin DSN's
   password, and what the caller adds) found in a service log, a ``/metrics`` page or a Kafka message
   (key, value or header) of the environment's topics.
@@ -53,6 +55,7 @@ KAFKA_TIMEOUT_SECONDS = 20.0
 READ_BATCH_TIMEOUT_MS = 1000
 HTTP_TIMEOUT_SECONDS = 5.0
 WAIT_POLL_SECONDS = 0.5
+CONSUMER_STALL_SECONDS = 30
 
 
 @dataclass(frozen=True)
@@ -268,7 +271,20 @@ async def _lag(
                 findings.append(
                     Finding("consumer_lag", config.service.name, "consumer_lag_messages", int(reported))
                 )
+            last_poll = await _metric(http, config, "consumer_last_poll_timestamp_seconds")
+            stalled = stalled_seconds(last_poll, time.time())
+            if stalled is not None:
+                detail = f"consumer loop stalled: last round {stalled} s ago"
+                findings.append(Finding("consumer_lag", config.service.name, detail, 1))
     return findings
+
+
+def stalled_seconds(last_poll: float | None, now: float) -> int | None:
+    """Whole seconds since a consumer loop's last round when over CONSUMER_STALL_SECONDS (a healthy loop
+    finishes one at least every poll timeout plus one batch), else None."""
+    if last_poll is None or now - last_poll <= CONSUMER_STALL_SECONDS:
+        return None
+    return int(now - last_poll)
 
 
 async def _metric(http: httpx.AsyncClient, config: ServiceConfig, name: str) -> float | None:

@@ -1,0 +1,101 @@
+"""`consumer_last_poll_timestamp_seconds` follows the consumer loop: it advances while the loop runs, stands
+still while the loop is stuck on an await (here: its position write waits on a table lock), and moves again
+once the loop is free. That is what lets the doctor and YovisionConsumerStalled see a stalled consumer."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import asyncpg
+from aiokafka import AIOKafkaProducer
+from prometheus_client import CollectorRegistry
+
+from tests.conftest import MigratedSchema, Stack, unique_name
+from tests.integration.platform.kafka_helpers import wait_until
+from tests.integration.platform.test_idempotent_consumer import smoke
+from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.consumer import (
+    ConsumerMetrics,
+    IdempotentConsumer,
+    InboundEvent,
+    PositionRestoringListener,
+)
+from yovision_platform.db import DbConnection
+from yovision_platform.kafka import create_consumer
+
+STILL_SECONDS = 2.0  # how long the stuck loop is watched: well over its ~0.5 s rounds
+
+
+def last_poll(registry: CollectorRegistry) -> float:
+    value = registry.get_sample_value("consumer_last_poll_timestamp_seconds")
+    assert value is not None
+    return value
+
+
+async def test_the_last_poll_gauge_stands_still_while_the_loop_is_stuck(
+    stack: Stack,
+    runtime_pool: asyncpg.Pool,
+    admin_conn: asyncpg.Connection,
+    migrated: MigratedSchema,
+    topic: str,
+) -> None:
+    serde = AvroSerde(SchemaRegistry.load())
+
+    async def apply(conn: DbConnection, event: InboundEvent) -> None:
+        return None
+
+    registry = CollectorRegistry()
+    idempotent = IdempotentConsumer(
+        runtime_pool,
+        migrated.name,
+        consumer_group=unique_name("g"),
+        decode=serde.decode,
+        handler=apply,
+        metrics=ConsumerMetrics(registry),
+    )
+    consumer = create_consumer(stack.kafka_bootstrap, group_id=idempotent.consumer_group, client_id="live")
+    consumer.subscribe([topic], listener=PositionRestoringListener(consumer, idempotent))
+    await consumer.start()
+    stop = asyncio.Event()
+    task = asyncio.create_task(idempotent.run(consumer, stop))
+    producer = AIOKafkaProducer(bootstrap_servers=stack.kafka_bootstrap)
+    await producer.start()
+    try:
+        started = last_poll(registry)
+
+        async def advanced_past(moment: float) -> bool:
+            return last_poll(registry) > moment
+
+        await wait_until(lambda: advanced_past(started), timeout_seconds=30)
+
+        lock = admin_conn.transaction()
+        await lock.start()
+        try:
+            table = f'"{migrated.name}".consumer_positions'
+            await admin_conn.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+            await producer.send_and_wait(topic, smoke(serde, "stuck"), key=b"k", partition=0)
+
+            async def waiting_on_the_lock() -> bool:
+                waiting: int = await admin_conn.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1",
+                    f"%{migrated.name}%",
+                )
+                return waiting > 0
+
+            await wait_until(waiting_on_the_lock, timeout_seconds=30)
+            stuck_at = last_poll(registry)
+
+            async def watched() -> bool:
+                return time.time() > stuck_at + STILL_SECONDS
+
+            await wait_until(watched, timeout_seconds=STILL_SECONDS + 5)
+            assert last_poll(registry) == stuck_at
+        finally:
+            await lock.rollback()
+        await wait_until(lambda: advanced_past(stuck_at), timeout_seconds=30)
+    finally:
+        stop.set()
+        await task
+        await consumer.stop()
+        await producer.stop()
