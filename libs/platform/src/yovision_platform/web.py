@@ -181,7 +181,9 @@ def with_problem_responses(document: dict[str, Any], *, skip_paths: Iterable[str
                 for status, answer in _BODY_ANSWERS.items():
                     if status != "415" or "application/json" in body:
                         _describe(responses, status, answer)
-            responses["503"]["headers"] = _RETRY_AFTER
+            for status in ("429", "503"):  # each answered with Retry-After and `retry_after`
+                if status in responses:
+                    responses[status]["headers"] = _RETRY_AFTER
             for status, response in responses.items():
                 if status[:1] in ("4", "5"):
                     response["content"] = {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": PROBLEM_REF}}}
