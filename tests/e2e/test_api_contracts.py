@@ -12,14 +12,15 @@ Left out on purpose (docs/decisions.md, "Contracts that tell the truth"):
 - media-worker's `POST /v1/admin/drain` is called with a token that lacks `media:drain`: drained, the
   worker refuses every later upload with 503 for the rest of the session's environment. Its permitted
   behaviour is covered by tests/integration/media_worker and tests/e2e/test_media.py.
-- Bell's signed relay endpoint (`sense-audit-relay-v1`) is fuzzed without a signature, so every request
-  must be refused as the frozen contract says; signed batches are covered by tests/integration.
+- Bell's signed relay endpoint (`sense-audit-relay-v1`): positive cases are signed with the environment's
+  relay key, as Sense signs them; negative ones are sent unsigned (refused either way).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -33,11 +34,15 @@ from schemathesis import Case
 from schemathesis.config import SchemathesisConfig
 from schemathesis.engine import Status, events, from_schema
 from schemathesis.engine.recorder import CheckFailureInfo, ScenarioRecorder
+from schemathesis.generation import GenerationMode
 from schemathesis.hooks import HookContext
 from schemathesis.schemas import BaseSchema
 
 from tests.conftest import Stack
 from tests.e2e.conftest import E2E_SETTINGS, MEDIA_SERVERS, Witness, user_token
+from yovision_platform.audit_relay.batch import BATCH_PATH
+from yovision_platform.signing import KeyRing, sign_request
+from yovision_platform.tools.devsecrets import BELL_RELAY_KEY_ID
 from yovision_platform.tools.environment import LocalEnvironment, local_environment
 
 OPENAPI_DIR = Path(__file__).resolve().parents[2] / "schemas" / "openapi"
@@ -99,7 +104,37 @@ def credential(env: LocalEnvironment, contract: Contract) -> str | None:
     return None
 
 
-def run_schemathesis(document: Path, base_url: str, token: str | None) -> tuple[list[str], list[bytes]]:
+def relay_keyring(env: LocalEnvironment) -> KeyRing:
+    """The key ring Sense signs its batches with, from Bell's env file (as devsecrets wrote it)."""
+    files = json.loads(env.env_of("bell-receiver")["BELL_RELAY_KEY_FILES"])
+    return KeyRing.from_key_files(files, "BELL_RELAY_KEY_FILES", active_key_id=BELL_RELAY_KEY_ID)
+
+
+def sign_relay_batches(schema: BaseSchema, keyring: KeyRing) -> None:
+    """Positive cases of the relay operation are signed as Sense signs them (key id, timestamp, fresh nonce,
+    signature) over exactly the bytes `requests` serializes their body to. Negative cases stay as
+    generated: a request the schema refuses must be refused, signed or not."""
+
+    @schema.hook
+    def map_case(context: HookContext, case: Case) -> Case:
+        meta = case.meta
+        if (
+            case.operation.path != BATCH_PATH
+            or meta is None
+            or meta.generation.mode is not GenerationMode.POSITIVE
+        ):
+            return case
+        body = json.dumps(case.body, allow_nan=False).encode()  # exactly what `requests` sends for it
+        case.headers = {
+            **(case.headers or {}),
+            **sign_request(keyring, method="POST", path=BATCH_PATH, body=body, now=time.time()),
+        }
+        return case
+
+
+def run_schemathesis(
+    document: Path, base_url: str, token: str | None, keyring: KeyRing | None = None
+) -> tuple[list[str], list[bytes]]:
     """Every failure and error of one schemathesis run (empty when the contract holds) and every
     response received (headers and body), for the secret check."""
     settings: dict[str, object] = {
@@ -116,6 +151,8 @@ def run_schemathesis(document: Path, base_url: str, token: str | None) -> tuple[
     raw = json.loads(document.read_text(encoding="utf-8"))
     schema = schemathesis.openapi.from_dict(as_generated(raw), config=SchemathesisConfig.from_dict(settings))
     honour_stated_rules(schema)
+    if keyring is not None:
+        sign_relay_batches(schema, keyring)
     problems: list[str] = []
     responses: list[bytes] = []
     for event in from_schema(schema).execute():
@@ -234,8 +271,9 @@ async def test_the_contract_holds_against_the_live_service(
     token = credential(env, contract)
     if token is not None:
         witness.secrets.add(token)
+    keyring = relay_keyring(env) if contract.service == "bell-receiver" else None
     problems, responses = await asyncio.to_thread(
-        run_schemathesis, OPENAPI_DIR / contract.document, env.url(contract.service), token
+        run_schemathesis, OPENAPI_DIR / contract.document, env.url(contract.service), token, keyring
     )
     witness.responses.extend(responses)
     assert not problems, f"{len(problems)} schemathesis findings:\n" + "\n".join(problems)
