@@ -18,9 +18,11 @@ from pathlib import Path
 import asyncpg
 import httpx
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import NewTopic
 
 from yovision_platform.db import Identifier
+from yovision_platform.kafka import admin_client
+from yovision_platform.kafka_security import KafkaTarget
 from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.migrations import SchemaPlan, drop, migrate
 from yovision_platform.tools import localhost
@@ -95,8 +97,8 @@ async def schema_name(admin_conn: asyncpg.Connection) -> AsyncIterator[Identifie
     await drop_schema_and_roles(admin_conn, name)
 
 
-async def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+async def create_topic(kafka: KafkaTarget, name: str, partitions: int) -> None:
+    admin = admin_client(kafka)
     await admin.start()
     try:
         await admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
@@ -104,8 +106,8 @@ async def create_topic(bootstrap: str, name: str, partitions: int) -> None:
         await admin.close()
 
 
-async def delete_topic(bootstrap: str, name: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+async def delete_topic(kafka: KafkaTarget, name: str) -> None:
+    admin = admin_client(kafka)
     await admin.start()
     try:
         await admin.delete_topics([name])

@@ -64,12 +64,15 @@ def install_alone(service: str, scratch: Path) -> Installed:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(origin, target)
     venv = scratch / "venv"
-    env = {  # the machine's registry access (index, certificates) as for `make setup`, a fresh target
+    env = {  # uv's settings as for `make setup`, a fresh target
         **{k: v for k, v in os.environ.items() if k not in {"VIRTUAL_ENV", "PYTHONPATH"}},
         "UV_PROJECT_ENVIRONMENT": str(venv),
         "UV_PYTHON_DOWNLOADS": "never",
         "UV_NO_PROGRESS": "1",
         "UV_COMPILE_BYTECODE": "1",  # as the image: its processes start from bytecode
+        # from uv's cache only: `make setup` synced the whole workspace from the same lock (build backend
+        # included), so the service's locked subset is there; the suite never depends on the registry
+        "UV_OFFLINE": "1",
     }
     sync = image.final_uv_sync
     command = [

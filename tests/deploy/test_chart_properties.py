@@ -27,9 +27,10 @@ from tests.deploy.values import enabled_services, values_of
 SECRET_DIR = "/run/secrets/yovision/"
 ADMIN_DIR = "/run/secrets/yovision-admin/"
 TLS_DIR = "/run/secrets/yovision-tls/"
+KAFKA_TLS_DIR = "/run/secrets/yovision-kafka-tls/"
 SECRET_WORDS = re.compile(r"DSN|KEY|TOKEN|PASSWORD|SECRET", re.I)
 FILE_SETTING = re.compile(r"_FILES?$")
-MOUNTED_DIRS = (SECRET_DIR, ADMIN_DIR, TLS_DIR, "/etc/yovision/")
+MOUNTED_DIRS = (SECRET_DIR, ADMIN_DIR, TLS_DIR, KAFKA_TLS_DIR, "/etc/yovision/")
 LOOKS_SECRET = re.compile(r"://[^/\s]*@|[0-9a-f]{32}|-----BEGIN", re.I)  # URL credentials, hex keys, PEM
 SHUTDOWN_GRACE_SECONDS = 20  # yovision_platform.service: workers' time after the HTTP server stopped
 
@@ -90,7 +91,7 @@ def test_every_secret_file_setting_names_a_projected_key_of_a_mounted_secret(nam
             mounts = {m["mountPath"].rstrip("/") + "/": volumes[m["name"]] for m in container["volumeMounts"]}
             for entry in container["env"]:
                 value = entry.get("value", "")
-                if not value.startswith((SECRET_DIR, ADMIN_DIR, TLS_DIR)):
+                if not value.startswith((SECRET_DIR, ADMIN_DIR, TLS_DIR, KAFKA_TLS_DIR)):
                     continue
                 directory, _, key = value.rpartition("/")
                 secret = mounts[directory + "/"]["secret"]

@@ -330,7 +330,7 @@ def start_projection(ctx: BenchContext, serde: AvroSerde, stop: asyncio.Event) -
         ctx.pool,
         ctx.schema,
         serde,
-        bootstrap=ctx.stack.kafka_bootstrap,
+        kafka=ctx.stack.kafka_bootstrap,
         topics=ctx.topics,
         consumer_group=ctx.consumer_group,
         client_id="orphan-bench-projection",

@@ -303,7 +303,7 @@ async def sense_under_test(
             schema,
             serde,
             owned,
-            bootstrap=stack.kafka_bootstrap,
+            kafka=stack.kafka_bootstrap,
             group_id=names.group("sense"),
             client_id="bench",
         )

@@ -109,7 +109,7 @@ async def test_events_from_kafka_land_once_in_the_trail_and_the_inbox(
         served.pool,
         schema,
         BellMetrics.create(registry),
-        bootstrap=stack.kafka_bootstrap,
+        kafka=stack.kafka_bootstrap,
         topics=[topic, second_topic],
         consumer_group=f"bell-test-{uuid.uuid4().hex[:8]}",
         client_id="bell-test",

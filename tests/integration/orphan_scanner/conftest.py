@@ -220,7 +220,7 @@ class Orphan:
             self.pool,
             self.schema.name,
             self.components.serde,
-            bootstrap=self.settings.kafka_bootstrap,
+            kafka=self.settings.kafka,
             topics=self.settings.projection_topics,
             consumer_group=self.settings.consumer_group,
             client_id=f"test-{self.settings.instance_id}",

@@ -10,9 +10,11 @@ from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import asyncpg
-from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+from aiokafka import ConsumerRecord, TopicPartition
 
 from yovision_platform.db import Identifier
+from yovision_platform.kafka import plain_consumer
+from yovision_platform.kafka_security import KafkaTarget
 from yovision_platform.relay import OutboxRelay, RelayConfig
 from yovision_platform.txn_producer import PublisherFactory, confluent_publisher_factory
 
@@ -20,12 +22,12 @@ TEST_PUBLISHER_THREADS = 8
 
 
 async def read_topic(
-    bootstrap: str, topic: str, *, expected: int, partitions: int = 3, timeout_seconds: float = 30.0
+    kafka: KafkaTarget, topic: str, *, expected: int, partitions: int = 3, timeout_seconds: float = 30.0
 ) -> list[ConsumerRecord[bytes, bytes]]:
     """Read all `partitions` from the beginning, as a read_committed consumer, until `expected` records
     arrived (or the timeout)."""
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap,
+    consumer = plain_consumer(
+        kafka,
         enable_auto_commit=False,
         group_id=None,
         isolation_level="read_committed",
@@ -50,12 +52,12 @@ async def read_topic(
 
 @contextlib.contextmanager
 def publishers(
-    bootstrap: str, client_id: str = "test-relay", *, call_timeout_seconds: float = 10.0
+    kafka: KafkaTarget, client_id: str = "test-relay", *, call_timeout_seconds: float = 10.0
 ) -> Iterator[PublisherFactory]:
     """Transactional publishers for a relay, with their executor (shut down on exit)."""
     with ThreadPoolExecutor(max_workers=TEST_PUBLISHER_THREADS) as executor:
         yield confluent_publisher_factory(
-            bootstrap, client_id=client_id, executor=executor, call_timeout_seconds=call_timeout_seconds
+            kafka, client_id=client_id, executor=executor, call_timeout_seconds=call_timeout_seconds
         )
 
 
@@ -93,10 +95,10 @@ FAST_RELAY = RelayConfig(lease_seconds=3, poll_interval_seconds=0.1)
 
 
 async def publish_outbox(
-    pool: asyncpg.Pool, schema: Identifier, bootstrap: str, owner: str = "test-relay"
+    pool: asyncpg.Pool, schema: Identifier, kafka: KafkaTarget, owner: str = "test-relay"
 ) -> None:
     """Run a relay on `schema` until every committed outbox row is published, then stop it."""
-    with publishers(bootstrap, owner) as factory:
+    with publishers(kafka, owner) as factory:
         relay = OutboxRelay(pool, schema, factory, owner=owner, config=FAST_RELAY)
         async with running(relay):
             await drained(relay)

@@ -68,6 +68,14 @@ async def test_the_last_poll_gauge_stands_still_while_the_loop_is_stuck(
             return last_poll(registry) > moment
 
         await wait_until(lambda: advanced_past(started), timeout_seconds=30)
+        # a first event applied: the consumer is assigned and fetching, so the next one reaches the lock
+        await producer.send_and_wait(topic, smoke(serde, "warm"), key=b"k", partition=0)
+
+        async def applied_the_first() -> bool:
+            positions = await idempotent.stored_positions()
+            return any(tp.partition == 0 and n >= 1 for tp, n in positions.items())
+
+        await wait_until(applied_the_first, timeout_seconds=60)
 
         lock = admin_conn.transaction()
         await lock.start()
@@ -78,8 +86,7 @@ async def test_the_last_poll_gauge_stands_still_while_the_loop_is_stuck(
 
             async def waiting_on_the_lock() -> bool:
                 waiting: int = await admin_conn.fetchval(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1",
-                    f"%{migrated.name}%",
+                    f"SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = '{table}'::regclass"
                 )
                 return waiting > 0
 

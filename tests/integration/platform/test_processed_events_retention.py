@@ -62,7 +62,7 @@ def pruner(
         pool,
         schema.name,
         consumer_group="g1",
-        bootstrap=stack.kafka_bootstrap,
+        kafka=stack.kafka_bootstrap,
         topics=topics,
         client_id="retention-test",
         retention_seconds=retention_seconds,

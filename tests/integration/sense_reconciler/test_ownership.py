@@ -119,7 +119,7 @@ async def test_two_instances_split_partitions_and_reconcile_each_device_once(
             sense_schema.name,
             serde,
             owned,
-            bootstrap=stack.kafka_bootstrap,
+            kafka=stack.kafka_bootstrap,
             group_id=group,
             client_id=name,
         )

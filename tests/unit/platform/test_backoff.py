@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from tests.unit.platform.supervision import supervise_failing
 from yovision_platform import service
 from yovision_platform.backoff import MAX_BACKOFF_EXPONENT, backoff_seconds, wait_for_stop
 
@@ -59,20 +60,5 @@ async def test_wait_for_stop_returns_as_soon_as_stop_is_set() -> None:
 async def test_the_supervisor_keeps_restarting_a_worker_past_1024_failures(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(service, "WORKER_RESTART_BACKOFF_BASE_SECONDS", 0.0)
-    stop = asyncio.Event()
-    runs = 0
-
-    async def crashing(_: asyncio.Event) -> None:
-        nonlocal runs
-        runs += 1
-        if runs > 1_100:
-            stop.set()
-            return
-        raise RuntimeError("boom")
-
-    ctx = service.ServiceContext.__new__(service.ServiceContext)
-    ctx.worker_alive = {}
     caplog.set_level(logging.CRITICAL, logger=service.__name__)
-    await asyncio.wait_for(service._supervise(ctx, "w", crashing, stop), 60)
-    assert runs == 1_101
+    assert await supervise_failing(monkeypatch, RuntimeError("boom"), 1_100) == 1_101

@@ -4,8 +4,8 @@ import os
 from pathlib import Path
 
 import pytest
-from pydantic_settings import SettingsConfigDict
 
+from tests.unit.platform.demo_settings import DB_PASSWORD, GOOD_DSN, DemoSettings, write_secret
 from yovision_platform.errors import ConfigError
 from yovision_platform.metrics import validate_instance_id
 from yovision_platform.naming import KafkaNames
@@ -13,7 +13,6 @@ from yovision_platform.redaction import redact_text
 from yovision_platform.settings import (
     SECRET_FILE_MAX_BYTES,
     BaseServiceSettings,
-    Port,
     generate_instance_id,
     load_settings,
     process_instance_id,
@@ -21,31 +20,6 @@ from yovision_platform.settings import (
     read_secret_file,
     validate_postgres_dsn,
 )
-
-DB_PASSWORD = "settings-test-pw-4711"
-GOOD_DSN = f"postgresql://sense_rt:{DB_PASSWORD}@127.0.0.1:55432/yovision"
-
-
-class DemoSettings(BaseServiceSettings):
-    model_config = SettingsConfigDict(env_prefix="DEMO_")
-
-    http_port: Port = 18089
-
-
-def write_secret(path: Path, content: str, mode: int = 0o600) -> Path:
-    path.write_text(content, encoding="utf-8")
-    os.chmod(path, mode)
-    return path
-
-
-@pytest.fixture
-def demo_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
-    for name in list(os.environ):
-        if name.startswith("DEMO_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("DEMO_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
-    monkeypatch.setenv("DEMO_DATABASE_DSN_FILE", str(write_secret(tmp_path / "runtime.dsn", GOOD_DSN + "\n")))
-    return monkeypatch
 
 
 def config_error(**overrides: object) -> ConfigError:

@@ -64,11 +64,38 @@ app.kubernetes.io/component: {{ printf "%s-migrate" .name | quote }}
 {{- define "yovision.tlsDir" -}}/run/secrets/yovision-tls{{- end }}
 {{- define "yovision.adminSecretDir" -}}/run/secrets/yovision-admin{{- end }}
 {{- define "yovision.postgresCaDir" -}}/etc/yovision/postgres-ca{{- end }}
+{{- define "yovision.kafkaCaDir" -}}/etc/yovision/kafka-ca{{- end }}
+{{- define "yovision.kafkaTlsDir" -}}/run/secrets/yovision-kafka-tls{{- end }}
 {{- define "yovision.bellCaDir" -}}/etc/yovision/bell-ca{{- end }}
 {{- define "yovision.servicesCaDir" -}}/etc/yovision/services-ca{{- end }}
 {{- define "yovision.mediaStorageDir" -}}/var/lib/yovision/media{{- end }}
 {{- define "yovision.mediaRunDir" -}}/run/yovision{{- end }}
 {{- define "yovision.drainDir" -}}/etc/yovision/drain{{- end }}
+
+{{/*
+Kafka security of a service that talks to Kafka (argument: a service context): "tls", "sasl", "ca" and
+"clientCert" as "true" or "", after checking the values fit the protocol (the services refuse, at start-up,
+TLS files without TLS and SASL settings without SASL; the chart refuses them at render time).
+*/}}
+{{- define "yovision.kafkaSecurity" -}}
+{{- $security := .root.Values.kafka.security -}}
+{{- $tls := has $security.protocol (list "SSL" "SASL_SSL") -}}
+{{- $sasl := has $security.protocol (list "SASL_PLAINTEXT" "SASL_SSL") -}}
+{{- $ca := or $security.caBundle.configMap $security.caBundle.secret -}}
+{{- if and $security.caBundle.configMap $security.caBundle.secret -}}
+{{- fail "kafka.security.caBundle: set configMap or secret, not both" -}}
+{{- end -}}
+{{- if and (not $tls) (or $ca $security.clientCertificate.secretName) -}}
+{{- fail "kafka.security.caBundle and clientCertificate need protocol SSL or SASL_SSL" -}}
+{{- end -}}
+{{- if and $sasl (not (index $security.sasl.usernames .name | default $security.sasl.username)) -}}
+{{- fail (printf "kafka.security.sasl.username (or usernames.%s) is required with protocol %s" .name $security.protocol) -}}
+{{- end -}}
+tls: {{ ternary "true" "" $tls | quote }}
+sasl: {{ ternary "true" "" $sasl | quote }}
+ca: {{ ternary "true" "" (and $tls (ne $ca "")) | quote }}
+clientCert: {{ ternary "true" "" (and $tls (ne $security.clientCertificate.secretName "")) | quote }}
+{{- end }}
 
 {{- define "yovision.secretName" -}}
 {{- .values.secretName | default (include "yovision.componentName" .) -}}
@@ -83,6 +110,9 @@ app.kubernetes.io/component: {{ printf "%s-migrate" .name | quote }}
 {{- end -}}
 {{- if eq .name "bell-receiver" -}}
 {{- range $id := .values.relayKeyIds -}}{{- $_ := set $keys (printf "relay-key-%s" $id) (printf "relay-key-%s" $id) -}}{{- end -}}
+{{- end -}}
+{{- if and .spec.database (fromYaml (include "yovision.kafkaSecurity" .)).sasl -}}
+{{- $_ := set $keys "kafka-sasl-password" "kafka-sasl-password" -}}
 {{- end -}}
 {{- if .spec.keyRing -}}
 {{- range $id := .values.secretsKeyIds -}}{{- $_ := set $keys (printf "secrets-key-%s" $id) (printf "secrets-key-%s" $id) -}}{{- end -}}
@@ -120,6 +150,30 @@ same settings and reads the same secret files), plus the admin DSN for the Job o
 {{- with $root.Values.kafka.prefix }}
 - name: {{ $p }}_KAFKA_PREFIX
   value: {{ . | quote }}
+{{- end }}
+{{- $kafka := fromYaml (include "yovision.kafkaSecurity" .) }}
+{{- $security := $root.Values.kafka.security }}
+{{- if ne $security.protocol "PLAINTEXT" }}
+- name: {{ $p }}_KAFKA_SECURITY_PROTOCOL
+  value: {{ $security.protocol | quote }}
+{{- end }}
+{{- if $kafka.ca }}
+- name: {{ $p }}_KAFKA_SSL_CA_FILE
+  value: {{ printf "%s/%s" (include "yovision.kafkaCaDir" .) $security.caBundle.key | quote }}
+{{- end }}
+{{- if $kafka.clientCert }}
+- name: {{ $p }}_KAFKA_SSL_CERT_FILE
+  value: {{ printf "%s/tls.crt" (include "yovision.kafkaTlsDir" .) | quote }}
+- name: {{ $p }}_KAFKA_SSL_KEY_FILE
+  value: {{ printf "%s/tls.key" (include "yovision.kafkaTlsDir" .) | quote }}
+{{- end }}
+{{- if $kafka.sasl }}
+- name: {{ $p }}_KAFKA_SASL_MECHANISM
+  value: {{ $security.sasl.mechanism | quote }}
+- name: {{ $p }}_KAFKA_SASL_USERNAME
+  value: {{ index $security.sasl.usernames .name | default $security.sasl.username | quote }}
+- name: {{ $p }}_KAFKA_SASL_PASSWORD_FILE
+  value: {{ printf "%s/kafka-sasl-password" $secretDir | quote }}
 {{- end }}
 {{- with .values.databaseSchema }}
 - name: {{ $p }}_DATABASE_SCHEMA
@@ -297,6 +351,36 @@ refuses plain HTTP to anything but loopback). Argument: sense-reconciler's servi
     name: {{ .configMap }}
 {{- end }}
 {{- end }}
+{{- if .spec.database }}
+{{- $kafka := fromYaml (include "yovision.kafkaSecurity" .) }}
+{{- with .root.Values.kafka.security }}
+{{- if $kafka.ca }}
+- name: kafka-ca
+{{- if .caBundle.configMap }}
+  configMap:
+    name: {{ .caBundle.configMap }}
+{{- else }}
+  secret:
+    secretName: {{ .caBundle.secret }}
+    defaultMode: 292 # 0444: a CA certificate is public
+{{- end }}
+    items:
+      - key: {{ .caBundle.key }}
+        path: {{ .caBundle.key }}
+{{- end }}
+{{- if $kafka.clientCert }}
+- name: kafka-tls
+  secret:
+    secretName: {{ .clientCertificate.secretName }}
+    defaultMode: 288 # 0440
+    items:
+      - key: tls.crt
+        path: tls.crt
+      - key: tls.key
+        path: tls.key
+{{- end }}
+{{- end }}
+{{- end }}
 {{- if and (eq .name "sense-reconciler") .values.bellRelay.enabled .values.bellRelay.caBundle.configMap }}
 - name: bell-ca
   configMap:
@@ -333,6 +417,19 @@ refuses plain HTTP to anything but loopback). Argument: sense-reconciler's servi
 - name: postgres-ca
   mountPath: {{ include "yovision.postgresCaDir" . }}
   readOnly: true
+{{- end }}
+{{- if .spec.database }}
+{{- $kafka := fromYaml (include "yovision.kafkaSecurity" .) }}
+{{- if $kafka.ca }}
+- name: kafka-ca
+  mountPath: {{ include "yovision.kafkaCaDir" . }}
+  readOnly: true
+{{- end }}
+{{- if $kafka.clientCert }}
+- name: kafka-tls
+  mountPath: {{ include "yovision.kafkaTlsDir" . }}
+  readOnly: true
+{{- end }}
 {{- end }}
 {{- if and (eq .name "sense-reconciler") .values.bellRelay.enabled .values.bellRelay.caBundle.configMap }}
 - name: bell-ca

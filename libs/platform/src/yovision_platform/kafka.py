@@ -3,21 +3,47 @@
 Producers are idempotent with `acks=all`: a retried send never duplicates within a producer session and
 never reorders a partition. Consumers never auto-commit: the idempotent consumer commits offsets only after
 the effect's database transaction committed.
+
+Every client is built from a `KafkaConnection` (or a bare bootstrap string: PLAINTEXT), so the security
+settings reach each one (:mod:`yovision_platform.kafka_security`). A client that cannot start because the
+broker refused it (bad credentials, an untrusted certificate) raises `KafkaAccessRefused` with a stable code,
+not aiokafka's generic "unable to bootstrap".
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import ssl
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.abc import ConsumerRebalanceListener
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.conn import create_conn
+from aiokafka.errors import (
+    AuthenticationFailedError,
+    IllegalSaslStateError,
+    KafkaConnectionError,
+    SaslAuthenticationFailed,
+    UnsupportedSaslMechanismError,
+)
 from aiokafka.partitioner import murmur2
 
 from yovision_platform.errors import PlatformError
+from yovision_platform.kafka_security import KafkaTarget, kafka_connection
 
-__all__ = ["TopicUnavailable", "create_consumer", "fetch_end_offsets", "partition_for_key", "start_producer"]
+__all__ = [
+    "KafkaAccessRefused",
+    "TopicUnavailable",
+    "admin_client",
+    "create_consumer",
+    "fetch_end_offsets",
+    "partition_for_key",
+    "plain_consumer",
+    "start_client",
+    "start_producer",
+]
 
 PRODUCER_LINGER_MS = 5
 PRODUCER_REQUEST_TIMEOUT_MS = 10_000
@@ -30,18 +56,80 @@ CONSUMER_MAX_POLL_RECORDS = 500
 # a second through a broker outage; 1 s keeps recovery within a second of the broker's return. The capped
 # exponential part lives where we own the loop: the supervisor's restarts and the consumer's retries.
 KAFKA_RETRY_BACKOFF_MS = 1_000
+KAFKA_PROBE_TIMEOUT_SECONDS = 10.0
+AUTHENTICATION_ERRORS = (
+    SaslAuthenticationFailed,
+    AuthenticationFailedError,
+    UnsupportedSaslMechanismError,
+    IllegalSaslStateError,
+)
+
+
+class KafkaAccessRefused(PlatformError):
+    """The broker answered but refused this client: `code` is ``kafka_authentication_failed`` (SASL
+    credentials or mechanism) or ``kafka_tls_failed`` (the broker's certificate is not trusted, or does not
+    name the host). A configuration fault: retrying does not help until the settings change."""
+
+    code = "kafka_access_refused"
+
+
+class _Startable(Protocol):
+    async def start(self) -> None: ...
+
+
+async def start_client(
+    client: _Startable, kafka: KafkaTarget, *, close: Callable[[], Awaitable[Any]]
+) -> None:
+    """Start an aiokafka client built from `kafka`; on failure `close` it and raise. A failure to bootstrap
+    is diagnosed on one direct connection: `KafkaAccessRefused` when the broker refused us, else the
+    original error (the broker is unreachable)."""
+    try:
+        await client.start()
+    except BaseException as exc:
+        await close()
+        if isinstance(exc, KafkaConnectionError):
+            await _raise_if_refused(kafka)
+        raise
+
+
+async def _raise_if_refused(kafka: KafkaTarget) -> None:
+    connection = kafka_connection(kafka)
+    host, port = connection.first_broker()
+    options = connection.aiokafka_kwargs()
+    options.pop("bootstrap_servers")
+    try:
+        async with asyncio.timeout(KAFKA_PROBE_TIMEOUT_SECONDS):
+            conn = await create_conn(host, port, client_id="yovision-probe", **options)
+        conn.close()
+    except AUTHENTICATION_ERRORS:
+        raise KafkaAccessRefused("kafka_authentication_failed") from None
+    except ssl.SSLError:  # SSLCertVerificationError is one
+        raise KafkaAccessRefused("kafka_tls_failed") from None
+    except Exception:  # unreachable, or no verdict: the caller's own error says so
+        return
+
+
+def admin_client(kafka: KafkaTarget, *, client_id: str = "yovision-admin") -> AIOKafkaAdminClient:
+    """An admin client (not started: `await start_client(admin, kafka, close=admin.close)`)."""
+    return AIOKafkaAdminClient(**kafka_connection(kafka).aiokafka_kwargs(), client_id=client_id)
+
+
+def plain_consumer(kafka: KafkaTarget, **options: Any) -> AIOKafkaConsumer:
+    """A consumer with the connection's security and exactly `options` (tools that read without a group)."""
+    return AIOKafkaConsumer(**kafka_connection(kafka).aiokafka_kwargs(), **options)
 
 
 async def start_producer(
-    bootstrap: str, *, client_id: str, linger_ms: int = PRODUCER_LINGER_MS
+    kafka: KafkaTarget, *, client_id: str, linger_ms: int = PRODUCER_LINGER_MS
 ) -> AIOKafkaProducer:
-    """Create and start an idempotent producer. Raises aiokafka's KafkaConnectionError if unreachable.
+    """Create and start an idempotent producer. Raises aiokafka's KafkaConnectionError if unreachable,
+    `KafkaAccessRefused` if the broker refused the client.
 
     `linger_ms` trades latency for batching; a caller that awaits every acknowledgement before sending more
     (the outbox relay) gains nothing from lingering and should pass 0.
     """
     producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap,
+        **kafka_connection(kafka).aiokafka_kwargs(),
         client_id=client_id,
         acks="all",
         enable_idempotence=True,
@@ -50,16 +138,12 @@ async def start_producer(
         max_batch_size=PRODUCER_MAX_BATCH_BYTES,
         retry_backoff_ms=KAFKA_RETRY_BACKOFF_MS,
     )
-    try:
-        await producer.start()
-    except BaseException:
-        await producer.stop()
-        raise
+    await start_client(producer, kafka, close=producer.stop)
     return producer
 
 
 def create_consumer(
-    bootstrap: str,
+    kafka: KafkaTarget,
     *,
     group_id: str,
     client_id: str,
@@ -67,9 +151,10 @@ def create_consumer(
     listener: ConsumerRebalanceListener | None = None,
     auto_offset_reset: str = "earliest",
 ) -> AIOKafkaConsumer:
-    """Create (not start) a consumer subscribed to `topics`; `listener` sees assignment changes."""
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap,
+    """Create (not start: `start_client(consumer, kafka, close=consumer.stop)`) a consumer subscribed to
+    `topics`; `listener` sees assignment changes."""
+    consumer = plain_consumer(
+        kafka,
         group_id=group_id,
         client_id=client_id,
         enable_auto_commit=False,
@@ -97,7 +182,7 @@ class TopicUnavailable(PlatformError):
 
 
 async def fetch_end_offsets(
-    bootstrap: str, topics: Sequence[str], *, client_id: str, timeout_seconds: float = 10.0
+    kafka: KafkaTarget, topics: Sequence[str], *, client_id: str, timeout_seconds: float = 10.0
 ) -> dict[TopicPartition, int]:
     """The current end offset of every partition of `topics` (last stable offset: read_committed).
 
@@ -105,9 +190,9 @@ async def fetch_end_offsets(
     applied everything published before the call. Raises `TopicUnavailable` for an unknown topic and
     TimeoutError when the broker does not answer in time. Joins no consumer group.
     """
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id=client_id)
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap,
+    admin = admin_client(kafka, client_id=client_id)
+    consumer = plain_consumer(
+        kafka,
         client_id=client_id,
         group_id=None,
         enable_auto_commit=False,
@@ -115,14 +200,14 @@ async def fetch_end_offsets(
     )
     try:
         async with asyncio.timeout(timeout_seconds):
-            await admin.start()
+            await start_client(admin, kafka, close=admin.close)
             described = await admin.describe_topics(list(topics))
             partitions: list[TopicPartition] = []
             for topic in described:
                 if topic["error_code"] != 0 or not topic["partitions"]:
                     raise TopicUnavailable(detail="a requested topic does not exist")
                 partitions += [TopicPartition(topic["topic"], p["partition"]) for p in topic["partitions"]]
-            await consumer.start()
+            await start_client(consumer, kafka, close=consumer.stop)
             ends = await consumer.end_offsets(partitions)
     finally:
         await consumer.stop()

@@ -22,12 +22,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import asyncpg
-from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaError
 
 from yovision_platform.backoff import wait_for_stop
 from yovision_platform.db import Identifier
+from yovision_platform.kafka import admin_client, start_client
+from yovision_platform.kafka_security import KafkaTarget
 from yovision_platform.settings import PROCESSED_EVENTS_RETENTION_DAYS_DEFAULT
 
 __all__ = [
@@ -74,7 +75,7 @@ def retention_refusal(retention_seconds: float, topics: Sequence[TopicRetention]
 
 
 async def describe_topic_retention(
-    bootstrap: str,
+    kafka: KafkaTarget,
     topics: Sequence[str],
     *,
     client_id: str,
@@ -82,10 +83,10 @@ async def describe_topic_retention(
 ) -> list[TopicRetention]:
     """The broker's current `cleanup.policy` and `retention.ms` of each topic. Raises KafkaError when a topic
     is unknown, TimeoutError when the broker does not answer in time."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id=client_id)
+    admin = admin_client(kafka, client_id=client_id)
     try:
         async with asyncio.timeout(timeout_seconds):
-            await admin.start()
+            await start_client(admin, kafka, close=admin.close)
             responses = await admin.describe_configs(
                 [ConfigResource(ConfigResourceType.TOPIC, topic) for topic in topics]
             )
@@ -119,7 +120,7 @@ class ProcessedEventsPruner:
         schema: Identifier,
         *,
         consumer_group: str,
-        bootstrap: str,
+        kafka: KafkaTarget,
         topics: Sequence[str],
         client_id: str,
         retention_seconds: float,
@@ -136,9 +137,7 @@ class ProcessedEventsPruner:
         self._batch = batch_rows
         self._max_batches = max_batches
         self._interval = interval_seconds
-        self._describe = describe or (
-            lambda: describe_topic_retention(bootstrap, topics, client_id=client_id)
-        )
+        self._describe = describe or (lambda: describe_topic_retention(kafka, topics, client_id=client_id))
         table = f"{schema.quoted}.processed_events"
         self._delete = f"""
             DELETE FROM {table} WHERE (source_system, event_id) IN (

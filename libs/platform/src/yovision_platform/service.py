@@ -46,6 +46,7 @@ from prometheus_client import CollectorRegistry
 from yovision_platform.backoff import backoff_seconds, wait_for_stop
 from yovision_platform.db import DbConnection, Identifier, create_pool, is_database_unavailable
 from yovision_platform.errors import ConfigError, PlatformError
+from yovision_platform.kafka import KafkaAccessRefused
 from yovision_platform.logging import configure_logging
 from yovision_platform.metrics import build_info, create_registry, render_latest
 from yovision_platform.migrations import SchemaPlan, migrate, preflight
@@ -182,7 +183,7 @@ class ServiceContext(WebContext):
             self.pool,
             self.plan.schema,
             consumer_group=consumer_group,
-            bootstrap=settings.kafka_bootstrap,
+            kafka=settings.kafka,
             topics=topics,
             client_id=f"{self.spec.name}-{settings.instance_id}-pruner",
             retention_seconds=settings.processed_events_retention_days * 86_400,
@@ -252,7 +253,7 @@ def _add_outbox_relay(ctx: ServiceContext) -> None:
     async def relay(stop: asyncio.Event) -> None:
         with executor_for(config) as executor:
             publishers = confluent_publisher_factory(
-                settings.kafka_bootstrap,
+                settings.kafka,
                 client_id=f"{ctx.spec.name}-{settings.instance_id}",
                 executor=executor,
             )
@@ -287,6 +288,12 @@ async def _supervise(ctx: WebContext, name: str, worker: Worker, stop: asyncio.E
                 log.warning(
                     "worker stopped: dependency unavailable; restarting",
                     extra={"worker": name, "error_code": type(exc).__name__},
+                )
+            elif isinstance(exc, KafkaAccessRefused):
+                # A configuration fault (credentials, trust): the stable code says which; no traceback.
+                log.error(
+                    "worker stopped: Kafka refused the client; restarting",
+                    extra={"worker": name, "error_code": exc.code},
                 )
             else:
                 log.error(

@@ -30,6 +30,14 @@ from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from yovision_platform.db import Identifier
 from yovision_platform.errors import ConfigError, ConfigProblem
+from yovision_platform.kafka_security import (
+    SASL_USERNAME_MAX_CHARS,
+    KafkaConnection,
+    KafkaSecurity,
+    SaslMechanism,
+    SecurityProtocol,
+    kafka_security,
+)
 from yovision_platform.metrics import INSTANCE_ID_PATTERN
 from yovision_platform.naming import KAFKA_PREFIX_PATTERN, KafkaNames
 from yovision_platform.redaction import REDACTED, redact_text, register_secret
@@ -260,6 +268,13 @@ class BaseServiceSettings(BaseWebSettings):
     transactional id, see :mod:`yovision_platform.naming`). The last two let several environments share one
     PostgreSQL cluster and one Kafka cluster. ``P_PROCESSED_EVENTS_RETENTION_DAYS`` (default 60, 1..3650):
     how long consumed event ids are kept for deduplication (:mod:`yovision_platform.processed_events`).
+
+    Kafka security (:mod:`yovision_platform.kafka_security`): ``P_KAFKA_SECURITY_PROTOCOL`` (``PLAINTEXT``
+    default, ``SSL``, ``SASL_PLAINTEXT``, ``SASL_SSL``), ``P_KAFKA_SSL_CA_FILE`` (PEM CA bundle; default: the
+    system trust store), ``P_KAFKA_SSL_CERT_FILE`` + ``P_KAFKA_SSL_KEY_FILE`` (mTLS; the key is a secret
+    file), ``P_KAFKA_SASL_MECHANISM`` (``PLAIN``, ``SCRAM-SHA-256``, ``SCRAM-SHA-512``),
+    ``P_KAFKA_SASL_USERNAME`` and ``P_KAFKA_SASL_PASSWORD_FILE`` (a secret file). Build clients from
+    :attr:`kafka`, never from ``kafka_bootstrap`` alone.
     """
 
     kafka_bootstrap: str
@@ -271,8 +286,16 @@ class BaseServiceSettings(BaseWebSettings):
     processed_events_retention_days: int = Field(
         default=PROCESSED_EVENTS_RETENTION_DAYS_DEFAULT, ge=1, le=PROCESSED_EVENTS_RETENTION_DAYS_MAX
     )
+    kafka_security_protocol: Annotated[SecurityProtocol, BeforeValidator(_upper)] = "PLAINTEXT"
+    kafka_ssl_ca_file: Path | None = None
+    kafka_ssl_cert_file: Path | None = None
+    kafka_ssl_key_file: Path | None = None
+    kafka_sasl_mechanism: Annotated[SaslMechanism, BeforeValidator(_upper)] | None = None
+    kafka_sasl_username: str | None = None
+    kafka_sasl_password_file: Path | None = None
 
     _database_dsn: SecretStr | None = PrivateAttr(default=None)
+    _kafka_security: KafkaSecurity | None = PrivateAttr(default=None)
 
     @field_validator("kafka_bootstrap")
     @classmethod
@@ -301,6 +324,15 @@ class BaseServiceSettings(BaseWebSettings):
             raise ValueError("must be empty or match ^[a-z0-9][a-z0-9._-]{0,62}$")
         return value
 
+    @field_validator("kafka_sasl_username")
+    @classmethod
+    def _kafka_sasl_username_is_printable(cls, value: str | None) -> str | None:
+        if value is not None and (
+            not 0 < len(value) <= SASL_USERNAME_MAX_CHARS or not value.isprintable() or value != value.strip()
+        ):
+            raise ValueError(f"must be 1..{SASL_USERNAME_MAX_CHARS} printable characters, no outer spaces")
+        return value
+
     @property
     def kafka_names(self) -> KafkaNames:
         """This deployment's Kafka names (topics, consumer groups) under ``kafka_prefix``."""
@@ -309,6 +341,31 @@ class BaseServiceSettings(BaseWebSettings):
     def load_secret_files(self) -> None:
         super().load_secret_files()
         self._database_dsn = read_dsn_file(self.database_dsn_file, self.env_var_name("database_dsn_file"))
+        self._kafka_security = self._read_kafka_security()
+
+    @property
+    def kafka(self) -> KafkaConnection:
+        """How this service's Kafka clients connect (security checked and the password read on first use
+        if :meth:`load_secret_files` has not run)."""
+        if self._kafka_security is None:
+            self._kafka_security = self._read_kafka_security()
+        return KafkaConnection(self.kafka_bootstrap, self._kafka_security)
+
+    def _read_kafka_security(self) -> KafkaSecurity:
+        fields = {
+            "ca_file": "kafka_ssl_ca_file",
+            "cert_file": "kafka_ssl_cert_file",
+            "key_file": "kafka_ssl_key_file",
+            "sasl_mechanism": "kafka_sasl_mechanism",
+            "sasl_username": "kafka_sasl_username",
+            "sasl_password_file": "kafka_sasl_password_file",
+        }
+        return kafka_security(
+            protocol=self.kafka_security_protocol,
+            **{name: getattr(self, field_name) for name, field_name in fields.items()},
+            setting={name: self.env_var_name(field_name) for name, field_name in fields.items()},
+            read_secret=read_secret_file,
+        )
 
     @property
     def database_dsn(self) -> SecretStr:

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from yovision_platform.errors import PlatformError
+from yovision_platform.kafka_security import KafkaTarget, kafka_connection
 
 __all__ = [
     "ConfluentPublisher",
@@ -61,6 +62,8 @@ class PublishError(enum.StrEnum):
     TIMEOUT = "timeout"
     REJECTED = "message_rejected"
     FENCED = "producer_fenced"
+    AUTHENTICATION = "kafka_authentication_failed"
+    TLS = "kafka_tls_failed"
     UNKNOWN = "unknown_error"
 
 
@@ -88,6 +91,9 @@ class TransactionalPublisher(Protocol):
 PublisherFactory = Callable[[str], TransactionalPublisher]
 
 _FENCED_CODES = frozenset({KafkaError.PRODUCER_FENCED, KafkaError._FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
+# librdkafka reports a refused handshake as these (client errors, also on init_transactions' timeout path).
+_AUTHENTICATION_CODES = frozenset({KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED})
+_TLS_CODES = frozenset({KafkaError._SSL})
 _UNAVAILABLE_CODES = frozenset(
     {
         KafkaError._TRANSPORT,
@@ -113,11 +119,15 @@ _TIMEOUT_CODES = frozenset(
 
 
 def classify(errors: Sequence[KafkaError]) -> PublishError:
-    """The reason of a failure from the errors seen, most telling first: fencing, an unreachable broker,
-    a timeout, a refused message."""
+    """The reason of a failure from the errors seen, most telling first: fencing, refused credentials or
+    certificate, an unreachable broker, a timeout, a refused message."""
     codes = {error.code() for error in errors}
     if codes & _FENCED_CODES:
         return PublishError.FENCED
+    if codes & _AUTHENTICATION_CODES:
+        return PublishError.AUTHENTICATION
+    if codes & _TLS_CODES:
+        return PublishError.TLS
     if codes & _UNAVAILABLE_CODES:
         return PublishError.BROKER_UNAVAILABLE
     if codes & _TIMEOUT_CODES:
@@ -132,7 +142,7 @@ class ConfluentPublisher:
 
     def __init__(
         self,
-        bootstrap: str,
+        kafka: KafkaTarget,
         transactional_id: str,
         *,
         client_id: str,
@@ -146,7 +156,7 @@ class ConfluentPublisher:
         self._errors: list[KafkaError] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap,
+            **kafka_connection(kafka).confluent_config(),
             "client.id": client_id,
             "transactional.id": transactional_id,
             "enable.idempotence": True,
@@ -254,7 +264,7 @@ def _destroy(holder: list[Producer]) -> None:
 
 
 def confluent_publisher_factory(
-    bootstrap: str,
+    kafka: KafkaTarget,
     *,
     client_id: str,
     executor: concurrent.futures.Executor,
@@ -265,7 +275,7 @@ def confluent_publisher_factory(
 
     def factory(transactional_id: str) -> TransactionalPublisher:
         return ConfluentPublisher(
-            bootstrap,
+            kafka,
             transactional_id,
             client_id=client_id,
             executor=executor,

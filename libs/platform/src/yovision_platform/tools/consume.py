@@ -28,6 +28,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.errors import KafkaError
 
 from yovision_platform.avro import AvroSerde, EventContractError, SchemaRegistry
+from yovision_platform.kafka import plain_consumer
 from yovision_platform.tools import resolve_bootstrap
 
 DEFAULT_IDLE_TIMEOUT_SECONDS = 10.0
@@ -75,8 +76,8 @@ def message_line(
 
 async def consume(args: argparse.Namespace, out: TextIO) -> int:
     serde = AvroSerde(SchemaRegistry.load(args.schemas_dir))
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=resolve_bootstrap(args.bootstrap),
+    consumer = plain_consumer(
+        resolve_bootstrap(args.bootstrap),
         group_id=None,
         enable_auto_commit=False,
         client_id="yovision-consume",

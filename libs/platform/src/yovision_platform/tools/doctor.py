@@ -37,11 +37,11 @@ from urllib.parse import unquote, urlsplit
 
 import asyncpg
 import httpx
-from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka import TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from yovision_platform.db import Identifier
+from yovision_platform.kafka import admin_client, plain_consumer
 from yovision_platform.localstack import LocalStack, read_env_file
 from yovision_platform.outbox_windows import unpassed_count_sql
 from yovision_platform.tools.devsecrets import LOCAL_SERVICES, LocalService
@@ -205,8 +205,8 @@ async def _positions(
 async def _end_offsets(bootstrap: str, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
     if not partitions:
         return {}
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, isolation_level="read_committed"
+    consumer = plain_consumer(
+        bootstrap, group_id=None, enable_auto_commit=False, isolation_level="read_committed"
     )
     await consumer.start()
     try:
@@ -220,7 +220,7 @@ async def _partitions_of(bootstrap: str, topics: Iterable[str]) -> list[TopicPar
     topics = sorted(topics)
     if not topics:
         return []
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
+    consumer = plain_consumer(bootstrap, group_id=None, enable_auto_commit=False)
     await consumer.start()
     try:
         found: list[TopicPartition] = []
@@ -327,7 +327,7 @@ async def _secrets_in_logs_and_metrics(
 async def _secrets_in_events(
     stack: LocalStack, prefixes: set[str], needles: Sequence[bytes]
 ) -> list[Finding]:
-    admin = AIOKafkaAdminClient(bootstrap_servers=stack.kafka_bootstrap, client_id="yovision-doctor")
+    admin = admin_client(stack.kafka_bootstrap, client_id="yovision-doctor")
     await admin.start()
     try:
         topics = [
@@ -345,8 +345,8 @@ async def _secrets_in_events(
     if not pending:
         return []
     hits_by_topic: dict[str, int] = {}
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=stack.kafka_bootstrap,
+    consumer = plain_consumer(
+        stack.kafka_bootstrap,
         group_id=None,
         enable_auto_commit=False,
         isolation_level="read_committed",

@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncpg
-from aiokafka.admin import AIOKafkaAdminClient
 
 from yovision_platform.db import Identifier
+from yovision_platform.kafka import admin_client
 from yovision_platform.localstack import LocalStack, read_env_file
 from yovision_platform.migrations import SchemaPlan, drop
 from yovision_platform.tools.devsecrets import LOCAL_SERVICES, Environment, LocalService
@@ -247,7 +247,7 @@ async def _drop_everything(stack: LocalStack, definition: Environment) -> None:
             await drop(admin, plan)
     finally:
         await admin.close()
-    kafka = AIOKafkaAdminClient(bootstrap_servers=stack.kafka_bootstrap)
+    kafka = admin_client(stack.kafka_bootstrap)
     await kafka.start()
     try:
         ours = [t for t in await kafka.list_topics() if t.startswith(definition.kafka_prefix)]

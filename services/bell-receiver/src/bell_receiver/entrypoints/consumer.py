@@ -12,7 +12,8 @@ from bell_receiver.service_layer.ingest import EventIngest
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.consumer import ConsumerMetrics, IdempotentConsumer, PositionRestoringListener
 from yovision_platform.db import Identifier
-from yovision_platform.kafka import create_consumer
+from yovision_platform.kafka import create_consumer, start_client
+from yovision_platform.kafka_security import KafkaTarget
 
 
 def ingest_worker(
@@ -20,7 +21,7 @@ def ingest_worker(
     schema: Identifier,
     metrics: BellMetrics,
     *,
-    bootstrap: str,
+    kafka: KafkaTarget,
     topics: Sequence[str],
     consumer_group: str,
     client_id: str,
@@ -37,9 +38,9 @@ def ingest_worker(
     )
 
     async def run(stop: asyncio.Event) -> None:
-        consumer = create_consumer(bootstrap, group_id=consumer_group, client_id=client_id)
+        consumer = create_consumer(kafka, group_id=consumer_group, client_id=client_id)
         consumer.subscribe(list(topics), listener=PositionRestoringListener(consumer, idempotent))
-        await consumer.start()
+        await start_client(consumer, kafka, close=consumer.stop)
         try:
             await idempotent.run(consumer, stop)
         finally:

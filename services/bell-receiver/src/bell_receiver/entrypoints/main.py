@@ -45,7 +45,7 @@ def build_spec(
                 ctx.pool,
                 ctx.plan.schema,
                 metrics,
-                bootstrap=settings.kafka_bootstrap,
+                kafka=settings.kafka,
                 topics=read,
                 consumer_group=kafka.group(consumer_group),
                 client_id=f"{SERVICE_NAME}-{settings.instance_id}",

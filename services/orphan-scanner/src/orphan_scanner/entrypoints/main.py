@@ -36,7 +36,7 @@ async def configure(ctx: ServiceContext) -> None:
                 ctx.pool,
                 ctx.plan.schema,
                 components.serde,
-                bootstrap=settings.kafka_bootstrap,
+                kafka=settings.kafka,
                 topics=settings.projection_topics,
                 consumer_group=settings.projection_group,
                 client_id=client_id,

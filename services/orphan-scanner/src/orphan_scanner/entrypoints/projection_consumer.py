@@ -12,7 +12,8 @@ from orphan_scanner.service_layer.projection import ProjectionHandler
 from yovision_platform.avro import AvroSerde
 from yovision_platform.consumer import ConsumerMetrics, IdempotentConsumer, PositionRestoringListener
 from yovision_platform.db import Identifier
-from yovision_platform.kafka import create_consumer
+from yovision_platform.kafka import create_consumer, start_client
+from yovision_platform.kafka_security import KafkaTarget
 
 
 def projection_worker(
@@ -20,7 +21,7 @@ def projection_worker(
     schema: Identifier,
     serde: AvroSerde,
     *,
-    bootstrap: str,
+    kafka: KafkaTarget,
     topics: Sequence[str],
     consumer_group: str,
     client_id: str,
@@ -36,9 +37,9 @@ def projection_worker(
     )
 
     async def run(stop: asyncio.Event) -> None:
-        consumer = create_consumer(bootstrap, group_id=consumer_group, client_id=client_id)
+        consumer = create_consumer(kafka, group_id=consumer_group, client_id=client_id)
         consumer.subscribe(list(topics), listener=PositionRestoringListener(consumer, idempotent))
-        await consumer.start()
+        await start_client(consumer, kafka, close=consumer.stop)
         try:
             await idempotent.run(consumer, stop)
         finally:

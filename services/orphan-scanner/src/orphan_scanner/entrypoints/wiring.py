@@ -71,7 +71,7 @@ def build(
     catch_up = ProjectionCatchUp(
         pool,
         schema,
-        bootstrap=settings.kafka_bootstrap,
+        kafka=settings.kafka,
         topics=settings.projection_topics,
         consumer_group=settings.projection_group,
         client_id=client_id,

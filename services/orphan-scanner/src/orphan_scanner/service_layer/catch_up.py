@@ -13,11 +13,18 @@ from aiokafka.errors import KafkaError
 from orphan_scanner.domain.gate import BlockReason
 from yovision_platform.consumer import stored_positions
 from yovision_platform.db import Identifier
-from yovision_platform.kafka import TopicUnavailable, fetch_end_offsets
+from yovision_platform.kafka import KafkaAccessRefused, TopicUnavailable, fetch_end_offsets
+from yovision_platform.kafka_security import KafkaTarget
 
 CATCH_UP_POLL_SECONDS = 0.25
 # What fetching end offsets raises when Kafka cannot tell (broker down, topic missing, no answer in time).
-KAFKA_UNAVAILABLE: tuple[type[BaseException], ...] = (TopicUnavailable, KafkaError, TimeoutError, OSError)
+KAFKA_UNAVAILABLE: tuple[type[BaseException], ...] = (
+    TopicUnavailable,
+    KafkaAccessRefused,
+    KafkaError,
+    TimeoutError,
+    OSError,
+)
 
 
 class ProjectionCatchUp:
@@ -26,14 +33,14 @@ class ProjectionCatchUp:
         pool: asyncpg.Pool,
         schema: Identifier,
         *,
-        bootstrap: str,
+        kafka: KafkaTarget,
         topics: Sequence[str],
         consumer_group: str,
         client_id: str,
     ) -> None:
         self._pool = pool
         self._schema = schema
-        self._bootstrap = bootstrap
+        self._kafka = kafka
         self._topics = tuple(topics)
         self._group = consumer_group
         self._client_id = client_id
@@ -42,7 +49,7 @@ class ProjectionCatchUp:
         """Messages published but not yet applied, over every partition (for the lag metric).
         Raises one of KAFKA_UNAVAILABLE when Kafka cannot tell."""
         ends = await fetch_end_offsets(
-            self._bootstrap, self._topics, client_id=self._client_id, timeout_seconds=timeout_seconds
+            self._kafka, self._topics, client_id=self._client_id, timeout_seconds=timeout_seconds
         )
         async with self._pool.acquire() as conn:
             positions = await stored_positions(conn, self._schema, self._group)
@@ -53,7 +60,7 @@ class ProjectionCatchUp:
         deadline = time.monotonic() + timeout_seconds
         try:
             ends = await fetch_end_offsets(
-                self._bootstrap, self._topics, client_id=self._client_id, timeout_seconds=timeout_seconds
+                self._kafka, self._topics, client_id=self._client_id, timeout_seconds=timeout_seconds
             )
         except KAFKA_UNAVAILABLE:
             return BlockReason.PROJECTION_UNAVAILABLE

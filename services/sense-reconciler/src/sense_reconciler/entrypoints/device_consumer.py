@@ -21,7 +21,8 @@ from yovision_platform.consumer import (
     PositionRestoringListener,
 )
 from yovision_platform.db import DbConnection, Identifier
-from yovision_platform.kafka import create_consumer
+from yovision_platform.kafka import create_consumer, start_client
+from yovision_platform.kafka_security import KafkaTarget
 
 
 class DeviceEventConsumer:
@@ -32,13 +33,13 @@ class DeviceEventConsumer:
         serde: AvroSerde,
         owned: OwnedPartitions,
         *,
-        bootstrap: str,
+        kafka: KafkaTarget,
         group_id: str,
         client_id: str,
         metrics: ConsumerMetrics | None = None,
     ) -> None:
         self._owned = owned
-        self._bootstrap = bootstrap
+        self._kafka = kafka
         self._group_id = group_id
         self._client_id = client_id
         self._idempotent = IdempotentConsumer(
@@ -49,13 +50,13 @@ class DeviceEventConsumer:
         self._owned.wake()
 
     async def run(self, stop: asyncio.Event) -> None:
-        consumer = create_consumer(self._bootstrap, group_id=self._group_id, client_id=self._client_id)
+        consumer = create_consumer(self._kafka, group_id=self._group_id, client_id=self._client_id)
         listener = PositionRestoringListener(
             consumer, self._idempotent, on_assigned=self._owned.on_assigned, on_revoked=self._owned.on_revoked
         )
         consumer.subscribe([self._owned.topic], listener=listener)
         try:
-            await consumer.start()
+            await start_client(consumer, self._kafka, close=consumer.stop)
             await self._idempotent.run(consumer, stop)
         finally:
             self._owned.revoke(self._owned.snapshot())

@@ -118,7 +118,7 @@ async def configure(ctx: ServiceContext) -> None:
         schema,
         serde,
         owned,
-        bootstrap=settings.kafka_bootstrap,
+        kafka=settings.kafka,
         group_id=kafka.group(settings.consumer_group),
         client_id=f"{ctx.spec.name}-{settings.instance_id}",
         metrics=ConsumerMetrics(ctx.registry),
