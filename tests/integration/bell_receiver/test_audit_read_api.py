@@ -115,6 +115,15 @@ async def test_the_trail_needs_the_audit_permission_and_valid_input(served: Serv
         "/v1/audit-events", params={"occurred_from": "2026-11-30T12:00:00"}, headers=headers
     )
     assert naive.status_code == 422
+    for not_a_date_time in (
+        "0.5",
+        "1764590400",
+        "2026-11-30 12:00:00Z",
+    ):  # pydantic read numbers as Unix times
+        refused = await http.get(
+            "/v1/audit-events", params={"occurred_from": not_a_date_time}, headers=headers
+        )
+        assert (refused.status_code, problem_code(refused)) == (422, "invalid_request")
     empty_range = await http.get(
         "/v1/audit-events",
         params={"occurred_from": T0.isoformat(), "occurred_before": T0.isoformat()},

@@ -117,6 +117,26 @@ async def test_error_codes_are_stable(api: httpx.AsyncClient) -> None:
     assert (bad_uri.status_code, problem_code(bad_uri)) == (422, "invalid_source_uri")
 
 
+async def test_a_batch_gives_each_device_one_state(api: httpx.AsyncClient) -> None:
+    """The rule the document states as `x-consistent-by`: a device twice with one state is fine, with two
+    states the batch is refused as a whole."""
+    created = await api.post("/v1/devices", json=device_body())
+    device_id = created.json()["id"]
+    same = [{"device_id": device_id, "desired_state": "enabled"}] * 2
+    assert (await api.post("/v1/devices:set-desired-state", json={"items": same})).status_code == 200
+    both = [{"device_id": device_id, "desired_state": s} for s in ("disabled", "enabled")]
+    refused = await api.post("/v1/devices:set-desired-state", json={"items": both})
+    assert (refused.status_code, problem_code(refused)) == (422, "invalid_items")
+    assert (await api.get(f"/v1/devices/{device_id}")).json()["desired_state"] == "enabled"
+
+
+@pytest.mark.parametrize("value", [True, "5", 5.5])
+async def test_a_site_limit_is_a_json_integer(api: httpx.AsyncClient, value: object) -> None:
+    refused = await api.put("/v1/sites/t-json/s-json", json={"max_video_channels": value})
+    assert (refused.status_code, problem_code(refused)) == (422, "invalid_request")
+    assert (await api.put("/v1/sites/t-json/s-json", json={"max_video_channels": 5.0})).status_code == 200
+
+
 @pytest.mark.parametrize(("value", "status"), [(1, 200), (128, 200), (0, 422), (129, 422)])
 async def test_site_limit_boundaries(api: httpx.AsyncClient, value: int, status: int) -> None:
     response = await api.put("/v1/sites/tenant-a/site-9", json={"max_video_channels": value})
@@ -161,7 +181,7 @@ async def test_a_site_reports_and_changes_its_media_server(api: httpx.AsyncClien
         "enabled_devices": 1,
     }
     unknown = await api.put("/v1/sites/tenant-a/s-2", json={"media_server_id": "mtx-unknown"})
-    assert (unknown.status_code, problem_code(unknown)) == (422, "media_server_not_registered")
+    assert (unknown.status_code, problem_code(unknown)) == (409, "media_server_not_registered")
     bad = await api.put("/v1/sites/tenant-a/s-2", json={"media_server_id": "http://10.0.0.1:9997"})
     assert (bad.status_code, problem_code(bad)) == (422, "invalid_request")
     assert "10.0.0.1" not in bad.text

@@ -92,7 +92,7 @@ async def test_addresses_and_names_outside_the_list_are_still_refused_at_create(
             response = await api.post("/v1/signal-watchers", json=_body(url), headers=ALICE)
     finally:
         await probe.aclose()
-    assert (response.status_code, problem_code(response)) == (422, code)
+    assert (response.status_code, problem_code(response)) == (403, code)
 
 
 async def test_rebinding_to_an_address_outside_the_list_is_refused_at_connect_time(
@@ -130,6 +130,6 @@ async def test_the_default_guard_refuses_loopback_by_literal_and_by_name(
             await probe.probe("GET", fixture_server.url("127.0.0.1", "/text"), [], None)
     finally:
         await probe.aclose()
-    assert (literal.status_code, problem_code(literal)) == (422, "ssrf_blocked_address")
+    assert (literal.status_code, problem_code(literal)) == (403, "ssrf_blocked_address")
     assert exc.value.code == "url_refused"
     assert fixture_server.requests["/text"] == 0

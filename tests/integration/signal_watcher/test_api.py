@@ -159,9 +159,34 @@ async def test_invalid_definitions_are_refused_with_stable_codes(
             "/v1/signal-watchers", json={**watcher_body("https://example.com/"), **changes}, headers=ALICE
         )
     await probe.aclose()
-    assert response.status_code == 422
+    assert response.status_code == (403 if code.startswith("ssrf_") else 422)  # the SSRF policy: 403 (1.1)
     if code != "validation_error":
         assert problem_code(response) == code
+
+
+async def test_an_update_away_from_post_must_drop_the_stored_body(
+    api: httpx.AsyncClient, fixture_server: FixtureServer
+) -> None:
+    """Leaving `body` out keeps the stored one, which only POST may carry: a conflict with the watcher's
+    state (409), not a malformed request; `"body": null` drops it."""
+    created = await _create(api, fixture_server.url(FIXTURE_HOST, "/text"))
+    path = f"/v1/signal-watchers/{created['id']}"
+    kept = {k: v for k, v in watcher_body(fixture_server.url(FIXTURE_HOST, "/text")).items() if k != "body"}
+    refused = await api.put(path, json={**kept, "method": "GET"}, headers=ALICE)
+    assert (refused.status_code, problem_code(refused)) == (409, "stored_body_requires_post")
+    dropped = await api.put(path, json={**kept, "method": "GET", "body": None}, headers=ALICE)
+    assert dropped.status_code == 200 and dropped.json()["body_length"] is None
+    sent = await api.put(path, json={**kept, "method": "GET", "body": "x"}, headers=ALICE)
+    assert (sent.status_code, problem_code(sent)) == (422, "body_requires_post")
+
+
+@pytest.mark.parametrize("interval", [True, "5"])
+async def test_an_interval_is_a_json_integer(
+    api: httpx.AsyncClient, fixture_server: FixtureServer, interval: object
+) -> None:
+    body = watcher_body(fixture_server.url(FIXTURE_HOST, "/text"), interval_minutes=interval)
+    refused = await api.post("/v1/signal-watchers", json=body, headers=ALICE)
+    assert (refused.status_code, problem_code(refused)) == (422, "invalid_request")
 
 
 async def test_update_keeps_masked_secrets_and_resets_baseline_only_for_probe_fields(

@@ -118,7 +118,7 @@ def test_serves_the_api_with_verified_identity_and_stops_on_sigterm(env: dict[st
             created = httpx.post(
                 f"{base}/v1/signal-watchers", json=_watcher(url), headers={"Authorization": f"Bearer {token}"}
             )
-            assert (created.status_code, problem_code(created)) == (422, "ssrf_blocked_address")
+            assert (created.status_code, problem_code(created)) == (403, "ssrf_blocked_address")
         listed = httpx.get(f"{base}/v1/signal-watchers", headers={"Authorization": f"Bearer {token}"})
         assert listed.status_code == 200 and listed.json()["items"] == []
 
@@ -144,7 +144,7 @@ async def test_an_allow_listed_network_lets_the_real_process_probe_a_local_targe
             tested = await api.post(f"/v1/signal-watchers/{created.json()['id']}/test")
             refused = await api.post("/v1/signal-watchers", json=_watcher("http://10.0.0.1/"))
     assert (tested.json()["ok"], tested.json()["sample"]) == (True, "local")
-    assert (refused.status_code, problem_code(refused)) == (422, "ssrf_blocked_address")
+    assert (refused.status_code, problem_code(refused)) == (403, "ssrf_blocked_address")
     assert fixture_server.requests["/text"] == 1
     logged = [json.loads(line) for line in logs if line.startswith("{")]
     assert any(

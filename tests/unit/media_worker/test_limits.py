@@ -3,7 +3,9 @@ from __future__ import annotations
 import pytest
 
 from media_worker.domain.errors import MediaError
+from media_worker.domain.layout import ChunkLayout
 from media_worker.domain.limits import (
+    CHUNK_COUNT_MAX,
     CHUNK_MAX_BYTES,
     CHUNKED_REQUIRED_FROM_BYTES,
     FREE_SPACE_SAFETY_MARGIN_BYTES,
@@ -70,6 +72,28 @@ def test_chunk_up_to_20_mib_is_accepted(size: int) -> None:
 
 def test_chunk_over_20_mib_is_refused() -> None:
     assert code_of(lambda: LIMITS.check_chunk_size(CHUNK_MAX_BYTES + 1)) == "chunk_too_large"
+
+
+@pytest.mark.parametrize(
+    ("total_bytes", "chunk_bytes"),
+    [(CHUNK_COUNT_MAX - 1, 1), (CHUNK_COUNT_MAX, 1), (CHUNK_COUNT_MAX * 1000, 1000), (SOURCE_MAX_BYTES, MIB)],
+)
+def test_up_to_10240_chunks_is_a_layout(total_bytes: int, chunk_bytes: int) -> None:
+    assert ChunkLayout.plan(total_bytes, chunk_bytes, LIMITS).chunk_count <= CHUNK_COUNT_MAX
+
+
+@pytest.mark.parametrize(
+    ("total_bytes", "chunk_bytes"),
+    [
+        (CHUNK_COUNT_MAX + 1, 1),
+        (CHUNK_COUNT_MAX * 1000 + 1, 1000),
+        (SOURCE_MAX_BYTES - 1, 1),
+        (SOURCE_MAX_BYTES, MIB - 1),
+    ],
+)
+def test_more_than_10240_chunks_is_refused_before_any_row(total_bytes: int, chunk_bytes: int) -> None:
+    """Ten billion 1-byte chunks of a 10 GiB source once reached PostgreSQL (int4 overflow: a 500)."""
+    assert code_of(lambda: ChunkLayout.plan(total_bytes, chunk_bytes, LIMITS)) == "too_many_chunks"
 
 
 @pytest.mark.parametrize("size", [1, SOURCE_MAX_BYTES - 1, SOURCE_MAX_BYTES])

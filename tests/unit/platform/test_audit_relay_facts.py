@@ -72,6 +72,7 @@ def test_both_formats_validate() -> None:
         (fact(actor="operator:\u0000alice"), ItemRejectCode.INVALID_FIELD),
         (fact(occurred_at="2026-11-30T01:02:03"), ItemRejectCode.INVALID_FIELD),
         (fact(occurred_at=1764464523), ItemRejectCode.INVALID_FIELD),
+        (fact(occurred_at="0001-01-01T00:00:00+05:00"), ItemRejectCode.INVALID_FIELD),  # year 0 in UTC
         (fact(2, config_version="2"), ItemRejectCode.INVALID_FIELD),
         (fact(2, config_version=-1), ItemRejectCode.INVALID_FIELD),
         (fact(action="Device Created"), ItemRejectCode.INVALID_FIELD),
@@ -81,6 +82,14 @@ def test_both_formats_validate() -> None:
 )
 def test_rejection_codes(item: object, code: ItemRejectCode) -> None:
     assert code_of(item) is code
+
+
+@pytest.mark.parametrize("offset", ["+23:59", "-20:00", "+15:59", "Z"])
+def test_a_valid_fact_is_in_utc_whatever_offset_it_was_written_with(offset: str) -> None:
+    """PostgreSQL reads timestamptz offsets up to 15:59 only: a fact at +20:00 once failed its batch (503)."""
+    result = validate_item(fact(occurred_at=f"2026-11-30T01:02:03.456789{offset}"))
+    assert isinstance(result, ValidFact)
+    assert result.fact.occurred_at.utcoffset() is not None and result.fact.occurred_at.tzinfo is UTC
 
 
 def test_a_rejected_item_keeps_only_a_valid_event_id() -> None:

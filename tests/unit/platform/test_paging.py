@@ -1,8 +1,10 @@
-"""Keyset cursors round-trip exactly (to the microsecond, both key types) and refuse everything else."""
+"""Keyset cursors round-trip exactly (to the microsecond, both key types), refuse everything else, and the
+published pattern accepts exactly what the decoder accepts."""
 
 from __future__ import annotations
 
-import base64
+import random
+import re
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -12,15 +14,13 @@ from yovision_platform.paging import (
     MAX_CURSOR_CHARS,
     MAX_INT_KEY,
     InvalidCursor,
+    cursor_pattern,
     decode_cursor,
     encode_cursor,
 )
+from yovision_platform.patterns import at_most
 
 MOMENT = datetime(2026, 11, 30, 1, 2, 3, 456789, tzinfo=UTC)
-
-
-def _raw(text: str) -> str:
-    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
 
 
 @pytest.mark.parametrize(
@@ -61,19 +61,56 @@ def test_a_naive_timestamp_is_a_programming_error() -> None:
         ("", int),
         ("!!!", int),
         ("bm90LWEtY3Vyc29y", int),
-        ("x" * (MAX_CURSOR_CHARS + 1), int),
-        ("OTk5OTk5OTk5OTk5OTk5OTk5LjE", int),  # 19-digit micros
-        (_raw(f"1.{MAX_INT_KEY + 1}"), int),
-        (_raw("1.-5"), int),
-        (_raw("1.abc"), int),
-        (_raw(f"1.{uuid.uuid4()}"), int),
-        (_raw("1.42"), uuid.UUID),
-        (_raw(f"1.{uuid.uuid4().hex}"), uuid.UUID),  # not the canonical spelling
-        (_raw(f"1.{uuid.uuid4()}.2"), uuid.UUID),
-        (_raw(f"999999999999999999.{uuid.uuid4()}"), uuid.UUID),  # past year 9999
-        (base64.urlsafe_b64encode("1.\u00e9".encode()).decode(), int),
+        ("MTc2NDQ2NDUyMzQ1Njc4OS40Mg", int),  # base64 of "1764464523456789.42": the format before 1.x
+        ("1" * (MAX_CURSOR_CHARS - 2) + ".1", int),
+        ("9999999999999999999.1", int),  # 19-digit micros
+        (f"1.{MAX_INT_KEY + 1}", int),
+        ("1.-5", int),
+        ("1.abc", int),
+        ("01.5", int),  # one spelling per position
+        ("1.05", int),
+        (f"1.{uuid.uuid4()}", int),
+        ("1.42", uuid.UUID),
+        (f"1.{uuid.uuid4().hex}", uuid.UUID),  # not the canonical spelling
+        (f"1.{str(uuid.uuid4()).upper()}", uuid.UUID),
+        (f"1.{uuid.uuid4()}.2", uuid.UUID),
+        (f"999999999999999999.{uuid.uuid4()}", uuid.UUID),  # past year 9999
+        (f"-62135596800000001.{uuid.uuid4()}", uuid.UUID),  # before year 1
+        ("1.\u00e9", int),
+        ("1.5\n", int),
     ],
 )
 def test_garbage_is_refused(cursor: str, key_type: type[int] | type[uuid.UUID]) -> None:
     with pytest.raises(InvalidCursor):
         decode_cursor(cursor, key_type)
+
+
+@pytest.mark.parametrize("limit", [0, 1, 9, 10, 99, 100, 250, 1000, 7305, MAX_INT_KEY])
+def test_at_most_matches_exactly_the_numbers_up_to_the_limit(limit: int) -> None:
+    pattern = re.compile(at_most(limit))
+    rng = random.Random(limit)
+    numbers = {
+        *range(0, 1200),
+        limit - 1,
+        limit,
+        limit + 1,
+        limit * 10 + 9,
+        *(rng.randrange(limit * 3 + 2) for _ in range(2000)),
+    }
+    for number in (n for n in numbers if n >= 0):
+        assert (pattern.fullmatch(str(number)) is not None) == (number <= limit), number
+
+
+@pytest.mark.parametrize("key_type", [int, uuid.UUID])
+def test_the_published_pattern_is_what_the_decoder_accepts(key_type: type[int] | type[uuid.UUID]) -> None:
+    """JSON Schema patterns are searched, not matched: anchored, the published one is a full match."""
+    pattern = re.compile(cursor_pattern(key_type))
+    key = MAX_INT_KEY if key_type is int else uuid.UUID(int=7)
+    edges = [datetime.min.replace(tzinfo=UTC), MOMENT, datetime.max.replace(tzinfo=UTC)]
+    for moment in edges:
+        cursor = encode_cursor(moment, key)
+        assert pattern.search(cursor) and decode_cursor(cursor, key_type) == (moment, key)
+    for garbage in ("", "1", "1.", ".1", "1.1.1", "+1.1", "1e3.1", f"{10**18}.1"):
+        assert pattern.search(garbage) is None
+        with pytest.raises(InvalidCursor):
+            decode_cursor(garbage, key_type)

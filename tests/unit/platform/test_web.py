@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from tests.conftest import problem_code
 from yovision_platform.db import DatabaseUnavailable, is_database_unavailable
 from yovision_platform.guards import BodyReadRule, _NulScanner
-from yovision_platform.web import create_app, guard_policy, with_problem_responses
+from yovision_platform.web import JsonInt, Rfc3339DateTime, create_app, guard_policy, with_problem_responses
 
 SECRET = "s3cr3t-value-never-echoed"
 
@@ -243,3 +243,36 @@ def test_the_document_states_the_platform_answers_on_every_operation_but_skipped
     assert "HTTPValidationError" not in document["components"]["schemas"]
     assert with_problem_responses(document) == with_problem_responses(with_problem_responses(document))
     assert set(build().openapi()["paths"]["/raw"]["put"]["responses"]) > {"200", "408"}
+
+
+class Counted(BaseModel):
+    count: JsonInt
+    since: Rfc3339DateTime | None = None
+
+
+@pytest.mark.parametrize("value", [5, 5.0, -1, 2**70])
+def test_a_json_integer_is_an_int_or_an_integral_number(value: float) -> None:
+    assert Counted.model_validate({"count": value}).count == int(value)
+
+
+@pytest.mark.parametrize("value", [True, False, "5", 5.5, None, [5]])
+def test_booleans_texts_and_fractions_are_not_json_integers(value: object) -> None:
+    """pydantic's lax int read `true` as 1 and `"5"` as 5: a schema-invalid body was accepted."""
+    with pytest.raises(ValueError, match="integer"):
+        Counted.model_validate({"count": value})
+
+
+@pytest.mark.parametrize(
+    "text", ["2026-12-01T12:00:00Z", "2026-12-01t12:00:00.123456+01:00", "2026-12-01T12:00:00z"]
+)
+def test_an_rfc3339_date_time_is_read(text: str) -> None:
+    assert Counted.model_validate({"count": 1, "since": text}).since is not None
+
+
+@pytest.mark.parametrize(
+    "text", ["0.5", "1764590400", "2026-12-01", "2026-12-01 12:00:00Z", "2026-12-01T12:00:00"]
+)
+def test_anything_else_is_not_a_date_time(text: str) -> None:
+    """pydantic read `0.5` as a Unix time: `occurred_from=0.5` was accepted against `format: date-time`."""
+    with pytest.raises(ValueError, match="date"):
+        Counted.model_validate({"count": 1, "since": text})

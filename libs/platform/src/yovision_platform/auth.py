@@ -9,6 +9,10 @@ Two kinds of bearer token:
   `StaticBearerToken` read from a file, compared in constant time.
 
 Every failure is the same `AuthError` (`unauthorized`): the response never says which check failed.
+
+Routes take the token through `BearerToken` (a JWT) or `OperatorToken` (a static token): both read the
+same header, and each names its OpenAPI security scheme (`bearerJwt`, `operatorToken`), so the published
+documents say which credential every operation needs (and `yovision_platform.web` adds its 401).
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 import jwt
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Security
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import Field, PrivateAttr
 
 from yovision_platform.errors import PlatformError
@@ -34,14 +39,17 @@ from yovision_platform.signing import MIN_KEY_BYTES, load_key_file
 
 __all__ = [
     "AuthError",
+    "BearerToken",
     "Forbidden",
     "Identity",
     "JwtIdentitySettings",
+    "OperatorToken",
     "StaticBearerToken",
     "TokenVerifier",
     "auth_error_response",
     "bearer_token",
     "install_auth_error_handlers",
+    "use_token_verifier",
 ]
 
 JWT_ALGORITHM = "HS256"
@@ -190,7 +198,46 @@ def bearer_token(request: Request) -> str:
     return token.strip()
 
 
-BearerToken = Annotated[str, Depends(bearer_token)]
+# auto_error=False: a missing or malformed header is our uniform AuthError, never FastAPI's own 403.
+JWT_SCHEME = HTTPBearer(
+    scheme_name="bearerJwt",
+    bearerFormat="JWT",
+    description="An HS256 JWT for this service's audience (`sub`, `exp`, `iat`, `iss`, `aud`; `perm` lists "
+    "permissions).",
+    auto_error=False,
+)
+OPERATOR_SCHEME = HTTPBearer(
+    scheme_name="operatorToken",
+    description="The static operator token of the service's `<P>API_TOKEN_FILE` (at least "
+    f"{MIN_STATIC_TOKEN_CHARS} characters).",
+    auto_error=False,
+)
+Credentials = HTTPAuthorizationCredentials | None
+
+
+def _jwt_bearer(request: Request, _: Annotated[Credentials, Security(JWT_SCHEME)]) -> str:
+    return bearer_token(request)
+
+
+def _operator_bearer(request: Request, _: Annotated[Credentials, Security(OPERATOR_SCHEME)]) -> str:
+    return bearer_token(request)
+
+
+BearerToken = Annotated[str, Depends(_jwt_bearer)]
+OperatorToken = Annotated[str, Depends(_operator_bearer)]
+
+
+def use_token_verifier(app: Any, verifier: TokenVerifier) -> None:
+    """The verifier `Caller` checks the app's bearer JWTs with."""
+    app.state.token_verifier = verifier
+
+
+def _caller(request: Request, token: BearerToken) -> Identity:
+    verifier: TokenVerifier = request.app.state.token_verifier
+    return verifier.verify(token)
+
+
+Caller = Annotated[Identity, Depends(_caller)]
 
 
 def auth_error_response(exc: PlatformError) -> JSONResponse:

@@ -28,6 +28,7 @@ from yovision_platform.problems import RequestRefused, problem_response
 
 __all__ = [
     "DEFAULT_BODY_READ_SECONDS",
+    "NUL_FREE_PATTERN",
     "BodyReadRule",
     "RequestGuardPolicy",
     "RequestGuards",
@@ -35,6 +36,8 @@ __all__ = [
 
 DEFAULT_BODY_READ_SECONDS = 10.0
 INVALID_TEXT = "invalid_text"
+# The text rule as a JSON Schema pattern (ECMA-262 and Python alike): what the OpenAPI documents state.
+NUL_FREE_PATTERN = "^[^\\x00]*$"
 REQUEST_TIMEOUT = "request_timeout"
 
 Scope = MutableMapping[str, Any]

@@ -1,41 +1,82 @@
-"""Keyset paging cursors: an opaque, URL-safe text naming the last row a page showed.
+"""Keyset paging cursors: a URL-safe text naming the last row a page showed.
 
 A position is a timestamp (the sort column, kept to the microsecond PostgreSQL stores) and a tie-breaking
-key (a bigint id or a UUID). The text is base64url (no padding) of ``<epoch microseconds>.<key>``; integer
-arithmetic only, so a position always round-trips exactly and the next page neither repeats nor skips a row
-that shares the timestamp. Anything else -- not base64, another shape, a key of the wrong type, an
-out-of-range number, too long -- is :class:`InvalidCursor`, which the APIs answer as ``400
-invalid_cursor``.
+key (a bigint id or a UUID). The text is ``<epoch microseconds>.<key>`` (e.g.
+``1764464523456789.42``); integer arithmetic only, so a position always round-trips exactly and the next
+page neither repeats nor skips a row that shares the timestamp.
+
+The published contract states the format exactly: :func:`cursor_pattern` is the regular expression the
+APIs put in their OpenAPI documents, and :func:`decode_cursor` accepts exactly the texts it matches (the
+number ranges are part of the pattern: microseconds within years 1..9999, an int key within bigint).
+Anything else -- another shape, a key of the wrong type, an out-of-range number, too long -- is
+:class:`InvalidCursor`, which the APIs answer as ``400 invalid_cursor``.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import overload
+from typing import Any, overload
 
-__all__ = ["MAX_CURSOR_CHARS", "InvalidCursor", "decode_cursor", "encode_cursor"]
+from fastapi import Query
+
+from yovision_platform.patterns import at_most
+
+__all__ = [
+    "MAX_CURSOR_CHARS",
+    "InvalidCursor",
+    "cursor_pattern",
+    "cursor_query",
+    "decode_cursor",
+    "encode_cursor",
+]
 
 MAX_CURSOR_CHARS = 96
 MAX_INT_KEY = 2**63 - 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
-_TEXT = re.compile(r"(-?[0-9]{1,18})\.([0-9a-f-]{1,36})")
-_INT_KEY = re.compile(r"[0-9]{1,19}")
+_MIN_MICROS = (datetime.min.replace(tzinfo=UTC) - _EPOCH) // _MICROSECOND
+_MAX_MICROS = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // _MICROSECOND
+_UUID_TEXT = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 
 class InvalidCursor(ValueError):
     """The cursor was not made by :func:`encode_cursor` for this kind of key."""
 
 
+_MICROS_TEXT = f"(?:{at_most(_MAX_MICROS)}|-{at_most(-_MIN_MICROS)})"
+_PATTERNS = {
+    int: f"^{_MICROS_TEXT}\\.{at_most(MAX_INT_KEY)}$",
+    uuid.UUID: f"^{_MICROS_TEXT}\\.{_UUID_TEXT}$",
+}
+_COMPILED = {key_type: re.compile(text[1:-1]) for key_type, text in _PATTERNS.items()}
+
+
+def cursor_pattern(key_type: type[int] | type[uuid.UUID]) -> str:
+    """The anchored pattern of every cursor :func:`decode_cursor` accepts for this key type."""
+    return _PATTERNS[key_type]
+
+
+def cursor_query(
+    key_type: type[int] | type[uuid.UUID],
+    *,
+    max_length: int = MAX_CURSOR_CHARS,
+    description: str | None = None,
+) -> Any:
+    """The `cursor` query parameter: its published pattern is `cursor_pattern`, enforced by
+    `decode_cursor` (400 `invalid_cursor`) rather than by the framework (a 422 would hide the code)."""
+    return Query(
+        max_length=max_length,
+        description=description or "`next_cursor` of the previous page.",
+        json_schema_extra={"pattern": cursor_pattern(key_type)},
+    )
+
+
 def encode_cursor(at: datetime, key: int | uuid.UUID) -> str:
     if at.tzinfo is None:
         raise ValueError("a cursor's timestamp must be timezone-aware")
-    micros = (at - _EPOCH) // _MICROSECOND
-    return base64.urlsafe_b64encode(f"{micros}.{key}".encode("ascii")).decode("ascii").rstrip("=")
+    return f"{(at - _EPOCH) // _MICROSECOND}.{key}"
 
 
 @overload
@@ -43,32 +84,8 @@ def decode_cursor(cursor: str, key_type: type[int]) -> tuple[datetime, int]: ...
 @overload
 def decode_cursor(cursor: str, key_type: type[uuid.UUID]) -> tuple[datetime, uuid.UUID]: ...
 def decode_cursor(cursor: str, key_type: type[int] | type[uuid.UUID]) -> tuple[datetime, int | uuid.UUID]:
-    if not cursor or len(cursor) > MAX_CURSOR_CHARS:
+    if len(cursor) > MAX_CURSOR_CHARS or _COMPILED[key_type].fullmatch(cursor) is None:
         raise InvalidCursor
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
-    except (binascii.Error, ValueError):
-        raise InvalidCursor from None
-    match = _TEXT.fullmatch(text)
-    if match is None:
-        raise InvalidCursor
-    micros, raw_key = match.groups()
-    try:
-        at = _EPOCH + int(micros) * _MICROSECOND
-    except OverflowError:
-        raise InvalidCursor from None
-    return at, _key(raw_key, key_type)
-
-
-def _key(raw: str, key_type: type[int] | type[uuid.UUID]) -> int | uuid.UUID:
-    if key_type is int:
-        if _INT_KEY.fullmatch(raw) is None or int(raw) > MAX_INT_KEY:
-            raise InvalidCursor
-        return int(raw)
-    try:
-        key = uuid.UUID(raw)
-    except ValueError:
-        raise InvalidCursor from None
-    if str(key) != raw:  # one spelling per key: the canonical one encode_cursor writes
-        raise InvalidCursor
-    return key
+    micros, raw_key = cursor.split(".")
+    at = _EPOCH + int(micros) * _MICROSECOND
+    return at, (int(raw_key) if key_type is int else uuid.UUID(raw_key))

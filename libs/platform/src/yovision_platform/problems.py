@@ -8,7 +8,8 @@
 
 `code` is the stable snake_case code clients branch on; `error` repeats it for clients of the earlier
 `{"error": code}` body; `fields` (validation errors only) names the offending fields by their path, never
-their values. No body ever carries caller input, a driver message or a traceback.
+their values; `retry_after` (every answer with a `Retry-After` header: 429, 503, and 409s that clear by
+themselves) repeats the header's seconds. No body ever carries caller input, a driver message or a traceback.
 
 `install_problem_handlers(app)` maps what the framework and the platform raise:
 
@@ -84,6 +85,9 @@ class Problem(BaseModel):
     fields: list[str] | None = Field(
         default=None, description="Validation errors only: the paths of the offending fields, never values."
     )
+    retry_after: int | None = Field(
+        default=None, ge=0, description="With a Retry-After header (429, 503): the same seconds."
+    )
 
 
 class RequestRefused(HTTPException):
@@ -112,6 +116,9 @@ def problem_response(
     }
     if fields is not None:
         body["fields"] = list(fields)
+    retry_after = next((v for k, v in (headers or {}).items() if k.lower() == "retry-after"), None)
+    if retry_after is not None and retry_after.isdigit():
+        body["retry_after"] = int(retry_after)
     return JSONResponse(body, status_code=status, headers=dict(headers or {}), media_type=PROBLEM_MEDIA_TYPE)
 
 

@@ -113,6 +113,17 @@ class _FactBase(BaseModel):
             raise ValueError("event_id must be a hyphenated 36-character UUID")
         return value
 
+    @field_validator("occurred_at", mode="after")
+    @classmethod
+    def _in_utc(cls, value: datetime) -> datetime:
+        """The instant in UTC, as it is stored: RFC 3339 allows offsets up to 23:59, PostgreSQL's timestamptz
+        input only up to 15:59 (a fact at +20:00 failed the whole batch with 503), and an instant before
+        year 1 in UTC has no Python datetime."""
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:
+            raise ValueError("occurred_at is outside years 1..9999 in UTC") from None
+
 
 class DeviceAuditFactV1(_FactBase):
     """A device-audit fact, format 1."""

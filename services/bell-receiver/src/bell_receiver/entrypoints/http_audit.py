@@ -13,17 +13,19 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import asyncpg
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, Query
 from fastapi.responses import JSONResponse
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from bell_receiver.adapters.audit_reader import AuditFilter, AuditReader, StoredAuditEvent
 from bell_receiver.adapters.inbox import PagePosition
 from bell_receiver.entrypoints.http_notifications import MAX_CURSOR_CHARS, decode_cursor, encode_cursor
-from yovision_platform.auth import Identity, TokenVerifier, bearer_token
+from yovision_platform import paging
+from yovision_platform.auth import Caller, TokenVerifier, use_token_verifier
 from yovision_platform.db import Identifier
 from yovision_platform.paging import InvalidCursor
 from yovision_platform.problems import problem_response
+from yovision_platform.web import Rfc3339DateTime, ordered_parameters
 
 AUDIT_EVENTS_PATH = "/v1/audit-events"
 AUDIT_READ_PERMISSION = "bell:audit-read"
@@ -70,10 +72,7 @@ class AuditEventPage(BaseModel):
 def install_audit_routes(app: FastAPI, *, pool: asyncpg.Pool, schema: str, verifier: TokenVerifier) -> None:
     reader = AuditReader(Identifier(schema))
 
-    def reader_identity(request: Request) -> Identity:
-        identity = verifier.verify(bearer_token(request))
-        identity.require(AUDIT_READ_PERMISSION)
-        return identity
+    use_token_verifier(app, verifier)
 
     @app.get(
         AUDIT_EVENTS_PATH,
@@ -88,19 +87,20 @@ def install_audit_routes(app: FastAPI, *, pool: asyncpg.Pool, schema: str, verif
             403: {"description": f"forbidden: the token lacks `{AUDIT_READ_PERMISSION}`"},
         },
         tags=["audit"],
+        openapi_extra=ordered_parameters("occurred_from", "occurred_before", code="invalid_range"),
     )
     async def list_audit_events(
-        request: Request,
+        caller: Caller,
         source_system: Filter = None,
         event_type: Filter = None,
         device_id: Filter = None,
         actor: Filter = None,
-        occurred_from: AwareDatetime | None = None,
-        occurred_before: AwareDatetime | None = None,
+        occurred_from: Rfc3339DateTime | None = None,
+        occurred_before: Rfc3339DateTime | None = None,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
-        cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
+        cursor: Annotated[str | None, paging.cursor_query(int, max_length=MAX_CURSOR_CHARS)] = None,
     ) -> AuditEventPage | JSONResponse:
-        reader_identity(request)
+        caller.require(AUDIT_READ_PERMISSION)
         try:
             after = decode_cursor(cursor) if cursor is not None else None
         except InvalidCursor:

@@ -12,13 +12,19 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import asyncpg
-from fastapi import FastAPI, Path, Query, Request, Response
+from fastapi import FastAPI, Path, Query, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from bell_receiver.adapters.inbox import Inbox, NotificationRow, PagePosition
 from yovision_platform import paging
-from yovision_platform.auth import Identity, TokenVerifier, bearer_token, install_auth_error_handlers
+from yovision_platform.auth import (
+    Caller,
+    Identity,
+    TokenVerifier,
+    install_auth_error_handlers,
+    use_token_verifier,
+)
 from yovision_platform.db import Identifier
 from yovision_platform.paging import InvalidCursor
 from yovision_platform.problems import problem_response
@@ -80,8 +86,7 @@ def install_notification_routes(
     inbox = Inbox(Identifier(schema))
     install_auth_error_handlers(app)
 
-    def identity(request: Request) -> Identity:
-        return verifier.verify(bearer_token(request))
+    use_token_verifier(app, verifier)
 
     @app.get(
         NOTIFICATIONS_PATH,
@@ -92,11 +97,10 @@ def install_notification_routes(
         tags=["notifications"],
     )
     async def list_notifications(
-        request: Request,
+        user: Caller,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
-        cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
+        cursor: Annotated[str | None, paging.cursor_query(int, max_length=MAX_CURSOR_CHARS)] = None,
     ) -> NotificationPage | JSONResponse:
-        user = identity(request)
         try:
             after = decode_cursor(cursor) if cursor is not None else None
         except InvalidCursor:
@@ -108,8 +112,7 @@ def install_notification_routes(
         next_cursor = encode_cursor(PagePosition(rows[-1].occurred_at, rows[-1].id)) if more else None
         return NotificationPage(items=[_item(r) for r in rows], next_cursor=next_cursor)
 
-    async def set_read(request: Request, notification_id: int, *, read: bool) -> Response:
-        user = identity(request)
+    async def set_read(user: Identity, notification_id: int, *, read: bool) -> Response:
         async with pool.acquire() as conn:
             found = await inbox.set_read(conn, user.subject, notification_id, read=read)
         return Response(status_code=204) if found else problem_response(404, "not_found")
@@ -129,8 +132,8 @@ def install_notification_routes(
         responses=read_responses,
         tags=["notifications"],
     )
-    async def mark_read(request: Request, notification_id: NotificationId) -> Response:
-        return await set_read(request, notification_id, read=True)
+    async def mark_read(user: Caller, notification_id: NotificationId) -> Response:
+        return await set_read(user, notification_id, read=True)
 
     @app.delete(
         f"{NOTIFICATIONS_PATH}/{{notification_id}}/read",
@@ -141,5 +144,5 @@ def install_notification_routes(
         responses=read_responses,
         tags=["notifications"],
     )
-    async def mark_unread(request: Request, notification_id: NotificationId) -> Response:
-        return await set_read(request, notification_id, read=False)
+    async def mark_unread(user: Caller, notification_id: NotificationId) -> Response:
+        return await set_read(user, notification_id, read=False)

@@ -80,6 +80,11 @@ async def new_watcher_page(request: Request, console: ConsoleDep, user: CurrentU
     )
 
 
+# What signal-watcher answers a definition it refuses, shown on the form: 422 (a rule), 409 (the watcher
+# limit, a kept body that needs POST), 403 (the SSRF policy, `ssrf_*`).
+WATCHER_FORM_REFUSALS = (403, 409, 422)
+
+
 @router.post("/watchers", response_class=HTMLResponse)
 async def create_watcher(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
     form = await form_of(request)
@@ -87,7 +92,7 @@ async def create_watcher(request: Request, console: ConsoleDep, user: CurrentUse
     try:
         created = await console.apis.call(SIGNAL, "POST", "/v1/signal-watchers", user, json=body)
     except ApiError as exc:
-        if exc.status != 422 and exc.status != 409:
+        if exc.status not in WATCHER_FORM_REFUSALS:
             raise
         values = {k: body.get(k) for k in FIELDS}
         # Header values and the body are secrets: never rendered back, the user types them again.
@@ -158,7 +163,7 @@ async def update_watcher(
     try:
         await console.apis.call(SIGNAL, "PUT", f"/v1/signal-watchers/{watcher_id}", user, json=body)
     except ApiError as exc:
-        if exc.status != 422:
+        if exc.status not in WATCHER_FORM_REFUSALS:
             raise
         watcher = await console.apis.get(SIGNAL, f"/v1/signal-watchers/{watcher_id}", user)
         values = {k: body.get(k) for k in FIELDS}

@@ -16,6 +16,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "chunked_upload_required": 413,
     "source_too_large": 413,
     "chunk_too_large": 413,
+    "too_many_chunks": 413,
     "chunk_size_mismatch": 400,
     "chunk_checksum_mismatch": 400,
     "chunk_index_out_of_range": 400,

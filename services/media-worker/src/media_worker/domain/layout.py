@@ -17,9 +17,11 @@ class ChunkLayout:
 
     @classmethod
     def plan(cls, total_bytes: int, chunk_bytes: int, limits: Limits) -> ChunkLayout:
-        """A layout within `limits`; MediaError(invalid_layout | source_too_large | chunk_too_large)."""
+        """A layout within `limits`; MediaError(invalid_layout | source_too_large | chunk_too_large |
+        too_many_chunks)."""
         limits.check_source_size(total_bytes)
         limits.check_chunk_size(chunk_bytes)
+        limits.check_chunk_count(total_bytes, chunk_bytes)
         return cls(total_bytes, chunk_bytes)
 
     @property

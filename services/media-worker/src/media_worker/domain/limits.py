@@ -13,6 +13,7 @@ from media_worker.domain.errors import MediaError
 
 __all__ = [
     "CHUNKED_REQUIRED_FROM_BYTES",
+    "CHUNK_COUNT_MAX",
     "CHUNK_MAX_BYTES",
     "CHUNK_SLOTS_RETRY_AFTER_SECONDS",
     "CHUNK_SLOT_WAIT_SECONDS",
@@ -34,6 +35,10 @@ PLAIN_UPLOAD_MAX_BYTES = 128 * MIB  # whole multipart request, checked from Cont
 CHUNKED_REQUIRED_FROM_BYTES = 5 * MIB  # a source of this size or more must use the chunked upload
 CHUNK_MAX_BYTES = 20 * MIB
 SOURCE_MAX_BYTES = 10 * GIB  # logical source size of a chunked upload
+# Chunks of one upload: every session row and state answer lists them, so a 10 GiB source in 1-byte chunks
+# (ten billion) is refused up front (413 `too_many_chunks`). The largest source in 1 MiB chunks (the
+# console's) fits: 10,240.
+CHUNK_COUNT_MAX = SOURCE_MAX_BYTES // MIB
 MAX_CONCURRENT_CHUNK_WRITES = 8
 CHUNK_SLOT_WAIT_SECONDS = 5.0  # bounded wait for a chunk slot, then 429
 CHUNK_SLOTS_RETRY_AFTER_SECONDS = 2  # Retry-After header value of that 429
@@ -47,6 +52,7 @@ class Limits:
     plain_upload_max_bytes: int = PLAIN_UPLOAD_MAX_BYTES
     chunked_required_from_bytes: int = CHUNKED_REQUIRED_FROM_BYTES
     chunk_max_bytes: int = CHUNK_MAX_BYTES
+    chunk_count_max: int = CHUNK_COUNT_MAX
     source_max_bytes: int = SOURCE_MAX_BYTES
     max_concurrent_chunk_writes: int = MAX_CONCURRENT_CHUNK_WRITES
     chunk_slot_wait_seconds: float = CHUNK_SLOT_WAIT_SECONDS
@@ -78,6 +84,10 @@ class Limits:
             raise MediaError("invalid_layout")
         if chunk_bytes > self.chunk_max_bytes:
             raise MediaError("chunk_too_large")
+
+    def check_chunk_count(self, total_bytes: int, chunk_bytes: int) -> None:
+        if -(-total_bytes // chunk_bytes) > self.chunk_count_max:
+            raise MediaError("too_many_chunks")
 
     def check_init_free_space(self, total_bytes: int, free_bytes: int | None) -> None:
         """Room for every chunk, the merged file and the safety margin; unknown free space is a refusal."""

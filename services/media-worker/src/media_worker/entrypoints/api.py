@@ -19,15 +19,20 @@ from typing import Annotated, Any
 import asyncpg
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 from fastapi.responses import FileResponse, JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import ClientDisconnect
 
 from media_worker.adapters.listing import MediaListing
 from media_worker.adapters.repository import MediaRepository
 from media_worker.adapters.storage import Storage
 from media_worker.domain.drain import drain_verdict
-from media_worker.domain.errors import MediaError
-from media_worker.domain.limits import CHUNK_SLOTS_RETRY_AFTER_SECONDS
+from media_worker.domain.errors import STATUS_BY_CODE, MediaError
+from media_worker.domain.limits import (
+    CHUNK_COUNT_MAX,
+    CHUNK_MAX_BYTES,
+    CHUNK_SLOTS_RETRY_AFTER_SECONDS,
+    SOURCE_MAX_BYTES,
+)
 from media_worker.domain.material import source_exposable
 from media_worker.entrypoints.multipart import file_part_stream
 from media_worker.service_layer.activity import Activity
@@ -35,9 +40,9 @@ from media_worker.service_layer.metrics import DisconnectedUpload, MediaMetrics
 from media_worker.service_layer.uploads import UploadService, UploadSession
 from yovision_platform.auth import BearerToken, Identity, TokenVerifier, install_auth_error_handlers
 from yovision_platform.guards import BodyReadRule
-from yovision_platform.paging import InvalidCursor, decode_cursor, encode_cursor
+from yovision_platform.paging import InvalidCursor, cursor_query, decode_cursor, encode_cursor
 from yovision_platform.problems import problem_response
-from yovision_platform.web import create_app, guard_policy
+from yovision_platform.web import JsonInt, create_app, guard_policy, max_ratio
 
 __all__ = ["DRAIN_PERMISSION", "MediaApi", "install_routes", "openapi_document", "router"]
 
@@ -65,9 +70,24 @@ class MediaApi:
 
 
 class InitUpload(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=max_ratio(
+            "total_bytes", "chunk_bytes", maximum=CHUNK_COUNT_MAX, code="too_many_chunks"
+        ),
+    )
+
     upload_key: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$")
-    total_bytes: int = Field(ge=1)
-    chunk_bytes: int = Field(ge=1)
+    total_bytes: JsonInt = Field(
+        ge=1,
+        description=f"At most {SOURCE_MAX_BYTES} (else 413 `source_too_large`).",
+        json_schema_extra={"maximum": SOURCE_MAX_BYTES},
+    )
+    chunk_bytes: JsonInt = Field(
+        ge=1,
+        description=f"At most {CHUNK_MAX_BYTES} (else 413 `chunk_too_large`).",
+        json_schema_extra={"maximum": CHUNK_MAX_BYTES},
+    )
     title: str = Field(default="", max_length=200)
     content_type: str | None = Field(default=None, max_length=100)
 
@@ -123,6 +143,21 @@ Api = Annotated[MediaApi, Depends(_api)]
 router = APIRouter()
 
 
+def refusals(*codes: str) -> dict[int | str, dict[str, Any]]:
+    """The `responses` of a route's MediaError codes, grouped by their HTTP status."""
+    by_status: dict[int, list[str]] = {}
+    for code in codes:
+        by_status.setdefault(STATUS_BY_CODE[code], []).append(code)
+    return {status: {"description": " | ".join(names)} for status, names in sorted(by_status.items())}
+
+
+FORBIDDEN: dict[int | str, dict[str, Any]] = {
+    403: {"description": f"forbidden: the token lacks `{DRAIN_PERMISSION}`"}
+}
+DRAINING = ("draining",)  # 503 with Retry-After while this instance drains
+STORAGE = ("free_space_unknown", "insufficient_storage")
+
+
 def _identity(api: Api, token: BearerToken) -> Identity:
     return api.verifier.verify(token)
 
@@ -138,7 +173,35 @@ def _operator(user: User) -> Identity:
 Operator = Annotated[Identity, Depends(_operator)]
 
 
-@router.post("/v1/materials", status_code=201)
+PLAIN_UPLOAD_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "properties": {"file": {"type": "string", "format": "binary", "minLength": 1}},
+                    "required": ["file"],
+                }
+            }
+        },
+    }
+}
+
+
+@router.post(
+    "/v1/materials",
+    status_code=201,
+    openapi_extra=PLAIN_UPLOAD_BODY,
+    responses=refusals(
+        "length_required",
+        "request_too_large",
+        "chunked_upload_required",
+        "invalid_multipart",
+        *DRAINING,
+        *STORAGE,
+    ),
+)
 async def upload_plain(
     api: Api, request: Request, user: User, title: str = Query("", max_length=200)
 ) -> dict[str, Any]:
@@ -156,6 +219,9 @@ async def upload_plain(
     responses={
         200: {"description": "Resumed: a session of this `upload_key` with the same layout already exists"},
         201: {"description": "Created: a new session"},
+        **refusals(
+            "invalid_layout", "source_too_large", "chunk_too_large", "layout_conflict", *DRAINING, *STORAGE
+        ),
     },
 )
 async def init_upload(api: Api, spec: InitUpload, user: User, response: Response) -> dict[str, Any]:
@@ -169,12 +235,25 @@ async def init_upload(api: Api, spec: InitUpload, user: User, response: Response
     return _session_view(outcome.session)
 
 
-@router.get("/v1/uploads/{session_id}")
+@router.get("/v1/uploads/{session_id}", responses=refusals("not_found"))
 async def upload_state(api: Api, session_id: uuid.UUID, user: User) -> dict[str, Any]:
     return _session_view(await api.uploads.session(user.subject, session_id))
 
 
-@router.put("/v1/uploads/{session_id}/chunks/{index}")
+@router.put(
+    "/v1/uploads/{session_id}/chunks/{index}",
+    responses=refusals(
+        "not_found",
+        "chunk_index_out_of_range",
+        "chunk_size_mismatch",
+        "chunk_checksum_mismatch",
+        "chunk_too_large",
+        "upload_not_open",
+        "chunk_slots_busy",
+        *DRAINING,
+        *STORAGE,
+    ),
+)
 async def put_chunk(
     api: Api, session_id: uuid.UUID, index: int, request: Request, user: User
 ) -> dict[str, Any]:
@@ -191,7 +270,12 @@ async def put_chunk(
     return _session_view(session)
 
 
-@router.post("/v1/uploads/{session_id}/complete")
+@router.post(
+    "/v1/uploads/{session_id}/complete",
+    responses=refusals(
+        "not_found", "upload_incomplete", "merge_in_progress", "chunk_size_mismatch", *STORAGE
+    ),
+)
 async def complete_upload(api: Api, session_id: uuid.UUID, user: User) -> dict[str, Any]:
     material_id = await api.uploads.complete(user.subject, session_id)
     return {"material_id": str(material_id)}
@@ -220,12 +304,12 @@ def _decode_after(cursor: str) -> tuple[datetime, uuid.UUID]:
         raise MediaError("invalid_cursor") from None
 
 
-@router.get("/v1/materials", responses={400: {"description": "invalid_cursor"}})
+@router.get("/v1/materials", responses=refusals("invalid_cursor"))
 async def list_materials(
     api: Api,
     user: User,
     limit: Annotated[int, Query(ge=1, le=MATERIAL_PAGE_MAX_ITEMS)] = 20,
-    cursor: Annotated[str | None, Query(max_length=96)] = None,
+    cursor: Annotated[str | None, cursor_query(uuid.UUID)] = None,
 ) -> dict[str, Any]:
     """The caller's materials, newest first, keyset-paged (`next_cursor`)."""
     after = _decode_after(cursor) if cursor is not None else None
@@ -239,12 +323,14 @@ async def list_materials(
     }
 
 
-@router.get("/v1/materials/{material_id}")
+@router.get("/v1/materials/{material_id}", responses=refusals("not_found"))
 async def material_status(api: Api, material_id: uuid.UUID, user: User) -> dict[str, Any]:
     return _material_view(await _own_material(api, material_id, user))
 
 
-@router.get("/v1/materials/{material_id}/outputs/{kind}", response_model=None)
+@router.get(
+    "/v1/materials/{material_id}/outputs/{kind}", response_model=None, responses=refusals("not_found")
+)
 async def material_output(api: Api, material_id: uuid.UUID, kind: str, user: User) -> FileResponse:
     """Streams one output (`cover`, `preview_720p`, `clip_10s`) from the storage."""
     if kind not in OUTPUT_COLUMNS:
@@ -255,7 +341,9 @@ async def material_output(api: Api, material_id: uuid.UUID, kind: str, user: Use
     return FileResponse(api.storage.local_path(ref), media_type=OUTPUT_FILES[kind])
 
 
-@router.post("/v1/materials/{material_id}/retry", status_code=202)
+@router.post(
+    "/v1/materials/{material_id}/retry", status_code=202, responses=refusals("not_found", "not_retryable")
+)
 async def retry_material(api: Api, material_id: uuid.UUID, user: User) -> dict[str, Any]:
     await _own_material(api, material_id, user)
     async with api.pool.acquire() as conn, conn.transaction():
@@ -283,7 +371,7 @@ async def drain_report(api: MediaApi) -> dict[str, Any]:
     }
 
 
-@router.post("/internal/drain")
+@router.post("/internal/drain", responses=FORBIDDEN)
 async def request_drain(api: Api, _: Operator) -> dict[str, Any]:
     """Stop taking new jobs and uploads; in-flight work finishes."""
     api.activity.draining = True
@@ -292,12 +380,12 @@ async def request_drain(api: Api, _: Operator) -> dict[str, Any]:
     return await drain_report(api)
 
 
-@router.get("/internal/drain")
+@router.get("/internal/drain", responses=FORBIDDEN)
 async def drain_state(api: Api, _: Operator) -> dict[str, Any]:
     return await drain_report(api)
 
 
-@router.get("/internal/instances")
+@router.get("/internal/instances", responses=FORBIDDEN)
 async def worker_instances(api: Api, _: Operator) -> dict[str, Any]:
     """Every instance that registered, with its recorded drain request and the jobs it holds leases on.
     Whether one may be stopped is only its own `/internal/drain` answer: this list is what the database
@@ -350,7 +438,7 @@ def install_routes(app: FastAPI, api: MediaApi) -> None:
         if api.metrics is not None:
             api.metrics.client_disconnects.labels(upload=upload).inc()
         log.info("client disconnected before sending the whole body", extra={"upload": upload.value})
-        return JSONResponse({"error": "client_disconnected"}, status_code=400)
+        return problem_response(400, "client_disconnected")
 
     app.add_exception_handler(ClientDisconnect, client_disconnected)
 

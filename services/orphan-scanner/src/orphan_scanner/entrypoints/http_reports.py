@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import asyncpg
-from fastapi import APIRouter, FastAPI, Query, Request
+from fastapi import APIRouter, FastAPI, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
@@ -24,7 +24,7 @@ from orphan_scanner.domain import limits
 from orphan_scanner.domain.gate import FleetGateInput, check_fleet_gate, ratio_allows, report_expired
 from orphan_scanner.domain.inputs import apply_command, confirmation_text
 from yovision_platform import paging
-from yovision_platform.auth import Identity, TokenVerifier, bearer_token, install_auth_error_handlers
+from yovision_platform.auth import Caller, TokenVerifier, install_auth_error_handlers, use_token_verifier
 from yovision_platform.db import Identifier
 from yovision_platform.paging import InvalidCursor
 from yovision_platform.problems import Problem, problem_response
@@ -234,10 +234,7 @@ def install_report_routes(app: FastAPI, *, pool: asyncpg.Pool, schema: str, veri
     store, reader = ReportStore(Identifier(schema)), ReportReader(Identifier(schema))
     router = APIRouter(prefix="/v1/reports", tags=["reports"], responses=ERRORS)
 
-    def reader_identity(request: Request) -> Identity:
-        identity = verifier.verify(bearer_token(request))
-        identity.require(READ_PERMISSION)
-        return identity
+    use_token_verifier(app, verifier)
 
     async def one(scan_id: uuid.UUID | None) -> ReportOut | JSONResponse:
         if scan_id is None:
@@ -248,11 +245,11 @@ def install_report_routes(app: FastAPI, *, pool: asyncpg.Pool, schema: str, veri
 
     @router.get("", response_model=ReportPage, responses={400: {"description": "invalid_cursor"}})
     async def list_reports(
-        request: Request,
+        caller: Caller,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
-        cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
+        cursor: Annotated[str | None, paging.cursor_query(uuid.UUID, max_length=MAX_CURSOR_CHARS)] = None,
     ) -> ReportPage | JSONResponse:
-        reader_identity(request)
+        caller.require(READ_PERMISSION)
         try:
             after = decode_cursor(cursor) if cursor is not None else None
         except InvalidCursor:
@@ -272,8 +269,8 @@ def install_report_routes(app: FastAPI, *, pool: asyncpg.Pool, schema: str, veri
         response_model=ReportOut,
         responses={404: {"model": Problem, "description": "not_found: no complete report yet"}},
     )
-    async def latest_report(request: Request) -> ReportOut | JSONResponse:
-        reader_identity(request)
+    async def latest_report(caller: Caller) -> ReportOut | JSONResponse:
+        caller.require(READ_PERMISSION)
         async with pool.acquire() as conn:
             scan_id = await reader.latest_complete(conn)
         return await one(scan_id)
@@ -283,8 +280,8 @@ def install_report_routes(app: FastAPI, *, pool: asyncpg.Pool, schema: str, veri
         response_model=ReportOut,
         responses={404: {"model": Problem, "description": "not_found"}},
     )
-    async def get_report(request: Request, scan_id: uuid.UUID) -> ReportOut | JSONResponse:
-        reader_identity(request)
+    async def get_report(caller: Caller, scan_id: uuid.UUID) -> ReportOut | JSONResponse:
+        caller.require(READ_PERMISSION)
         return await one(scan_id)
 
     app.include_router(router)

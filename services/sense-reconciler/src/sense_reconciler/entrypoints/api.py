@@ -9,6 +9,7 @@ accepted, never returned.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -17,7 +18,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from sense_reconciler.adapters.device_repository import DeviceRow
-from sense_reconciler.domain import limits
+from sense_reconciler.domain import limits, model
 from sense_reconciler.domain.errors import (
     DeviceNotFound,
     InvalidInput,
@@ -29,13 +30,13 @@ from sense_reconciler.domain.errors import (
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.service_layer.devices import DeviceService
 from sense_reconciler.service_layer.sites import SiteView
-from yovision_platform.auth import StaticBearerToken, bearer_token, install_auth_error_handlers
+from yovision_platform.auth import OperatorToken, StaticBearerToken, install_auth_error_handlers
 from yovision_platform.media_servers import MEDIA_SERVER_ID_PATTERN
 from yovision_platform.problems import Problem, problem_response
-from yovision_platform.web import create_app
+from yovision_platform.web import JSON_INTEGER, consistent_by, create_app
 
 API_TITLE = "sense-reconciler Control API"
-API_VERSION = "1.1.0"
+API_VERSION = "1.2.0"  # 1.2.0: every validator's pattern published; 409 media_server_not_registered
 DEFAULT_ACTOR = "control-api"
 
 STATUS_BY_ERROR: dict[type[SenseError], int] = {
@@ -43,7 +44,7 @@ STATUS_BY_ERROR: dict[type[SenseError], int] = {
     DeviceNotFound: 404,
     PathNameTaken: 409,
     SiteLimitReached: 409,
-    MediaServerNotRegistered: 422,
+    MediaServerNotRegistered: 409,  # well-formed, but this deployment has no such server (its state)
 }
 
 State = Literal["enabled", "disabled"]
@@ -53,22 +54,60 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _rule(pattern: str) -> dict[str, Any]:
+    """A domain check (422 `invalid_<field>`, never the framework's 422) stated in the published schema."""
+    return {"pattern": pattern}
+
+
+ID_RULE = _rule(model.PUBLISHED_ID)
+NAME_RULE = _rule(model.PUBLISHED_NAME)
+SOURCE_URI_RULE = _rule(model.PUBLISHED_SOURCE_URI)
+SOURCE_URI_DOC = "RTSP(S) URL with a host; write-only secret"
+
+
+def _one_of_set(*fields: str) -> Callable[[dict[str, Any]], None]:
+    """The service refuses a change that sets nothing (422 `invalid_body`): at least one field is given
+    and not null. Each branch repeats the field's own non-null schema (generators read branches alone)."""
+
+    def state(schema: dict[str, Any]) -> None:
+        branches = []
+        for name in fields:
+            field = schema["properties"][name]
+            non_null = [b for b in field.get("anyOf", [field]) if b.get("type") != "null"]
+            branches.append({"required": [name], "properties": {name: non_null[0]}})
+        schema["anyOf"] = branches
+
+    return state
+
+
 class DeviceCreate(_Strict):
-    tenant_id: str = Field(max_length=limits.ID_MAX_CHARS)
-    site_id: str = Field(max_length=limits.ID_MAX_CHARS)
-    name: str = Field(max_length=limits.DEVICE_NAME_MAX_CHARS)
+    tenant_id: str = Field(max_length=limits.ID_MAX_CHARS, json_schema_extra=ID_RULE)
+    site_id: str = Field(max_length=limits.ID_MAX_CHARS, json_schema_extra=ID_RULE)
+    name: str = Field(max_length=limits.DEVICE_NAME_MAX_CHARS, json_schema_extra=NAME_RULE)
     path_name: str = Field(
         max_length=limits.PATH_NAME_MAX_CHARS,
         description="MediaMTX path name: letters, digits, _ . - and / between non-empty segments "
         "(e.g. site-1/cam-07); no . or .. segments; not all or all_others",
+        json_schema_extra=_rule(model.PUBLISHED_PATH_NAME),
     )
-    source_uri: str = Field(max_length=limits.SOURCE_URI_MAX_CHARS, description="RTSP URL; write-only secret")
+    source_uri: str = Field(
+        max_length=limits.SOURCE_URI_MAX_CHARS, description=SOURCE_URI_DOC, json_schema_extra=SOURCE_URI_RULE
+    )
     desired_state: State = "disabled"
 
 
 class DeviceConfigChange(_Strict):
-    name: str | None = Field(default=None, max_length=limits.DEVICE_NAME_MAX_CHARS)
-    source_uri: str | None = Field(default=None, max_length=limits.SOURCE_URI_MAX_CHARS)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_one_of_set("name", "source_uri"))
+
+    name: str | None = Field(
+        default=None, max_length=limits.DEVICE_NAME_MAX_CHARS, json_schema_extra=NAME_RULE
+    )
+    source_uri: str | None = Field(
+        default=None,
+        max_length=limits.SOURCE_URI_MAX_CHARS,
+        description=SOURCE_URI_DOC,
+        json_schema_extra=SOURCE_URI_RULE,
+    )
 
 
 class DesiredStateChange(_Strict):
@@ -81,16 +120,30 @@ class DesiredStateItem(_Strict):
 
 
 class DesiredStateBatch(_Strict):
-    items: list[DesiredStateItem] = Field(min_length=1, max_length=limits.SET_DESIRED_STATE_BATCH_MAX_ITEMS)
+    items: list[DesiredStateItem] = Field(
+        min_length=1,
+        max_length=limits.SET_DESIRED_STATE_BATCH_MAX_ITEMS,
+        description="A device may appear more than once with the same state only (else 422 `invalid_items`).",
+        json_schema_extra=consistent_by("device_id", code="invalid_items"),
+    )
 
 
 MediaServerId = Annotated[str, Field(pattern=f"^{MEDIA_SERVER_ID_PATTERN.pattern}$", max_length=32)]
 
 
 class SiteChange(_Strict):
-    max_video_channels: int | None = Field(
-        default=None, ge=limits.SITE_MAX_VIDEO_CHANNELS_MIN, le=limits.SITE_MAX_VIDEO_CHANNELS_MAX
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra=_one_of_set("max_video_channels", "media_server_id")
     )
+
+    max_video_channels: (
+        Annotated[
+            int,
+            Field(ge=limits.SITE_MAX_VIDEO_CHANNELS_MIN, le=limits.SITE_MAX_VIDEO_CHANNELS_MAX),
+            JSON_INTEGER,
+        ]
+        | None
+    ) = None
     media_server_id: MediaServerId | None = Field(
         default=None,
         description="move the site to this registered MediaMTX server: every device's path is created "
@@ -153,13 +206,19 @@ class ReconcileStatusList(BaseModel):
     items: list[ReconcileStatus]
 
 
-Actor = Annotated[str, Header(alias="X-Actor", max_length=limits.ACTOR_MAX_CHARS)]
-SiteKey = Annotated[str, Path(max_length=limits.ID_MAX_CHARS)]
+Actor = Annotated[
+    str,
+    Header(
+        alias="X-Actor", max_length=limits.ACTOR_MAX_CHARS, json_schema_extra=_rule(model.PUBLISHED_ACTOR)
+    ),
+]
+SiteKey = Annotated[str, Path(max_length=limits.ID_MAX_CHARS, json_schema_extra=ID_RULE)]
+IdFilter = Annotated[str | None, Query(max_length=limits.ID_MAX_CHARS, json_schema_extra=ID_RULE)]
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (401, 404, 409, 422)}
 
 
 def build_router(service: DeviceService, token: StaticBearerToken) -> APIRouter:
-    def authorize(presented: Annotated[str, Depends(bearer_token)]) -> None:
+    def authorize(presented: OperatorToken) -> None:
         token.verify(presented)
 
     router = APIRouter(prefix="/v1", dependencies=[Depends(authorize)], responses=ERRORS)
@@ -179,8 +238,8 @@ def build_router(service: DeviceService, token: StaticBearerToken) -> APIRouter:
 
     @router.get("/devices", response_model=DevicePage)
     async def list_devices(
-        tenant_id: Annotated[str | None, Query(max_length=limits.ID_MAX_CHARS)] = None,
-        site_id: Annotated[str | None, Query(max_length=limits.ID_MAX_CHARS)] = None,
+        tenant_id: IdFilter = None,
+        site_id: IdFilter = None,
         after: uuid.UUID | None = None,
         limit: Annotated[int, Query(ge=1, le=limits.LIST_PAGE_SIZE_MAX)] = limits.LIST_PAGE_SIZE_DEFAULT,
     ) -> DevicePage:

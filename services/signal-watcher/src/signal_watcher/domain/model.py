@@ -50,6 +50,17 @@ BACKOFF_MAX_EXPONENT = 5  # 2**5 == BACKOFF_MAX_MULTIPLIER; larger shifts only w
 FORBIDDEN_HEADER_KEYS = frozenset({"host", "content-length", "transfer-encoding"})
 _NEWLINES = ("\r", "\n")
 
+# The rules below as JSON Schema patterns (ECMA-262 and Python alike), published in the OpenAPI document;
+# tests/unit/signal_watcher/test_published_rules.py proves each equal to its check.
+NON_BLANK_PATTERN = r"^[^\x00]*[^\s\x00][^\x00]*$"  # str.strip() leaves something
+_KEY_EDGE = "[!-9;-~]"  # printable ASCII without space and ':'
+_KEY_FORBIDDEN = "|".join(
+    "".join(f"[{c.upper()}{c}]" if c.isalpha() else c for c in key) for key in sorted(FORBIDDEN_HEADER_KEYS)
+)
+HEADER_KEY_PATTERN = f"^(?!(?:{_KEY_FORBIDDEN})$){_KEY_EDGE}(?:[ -9;-~]*{_KEY_EDGE})?$"  # + max length
+HEADER_VALUE_PATTERN = r"^[^\r\n\x00]*$"
+JSON_PATH_PATTERN = rf"^[^.\x00]+(?:\.[^.\x00]+){{0,{JSON_PATH_MAX_SEGMENTS - 1}}}$"  # + max length
+
 
 class Method(enum.StrEnum):
     GET = "GET"

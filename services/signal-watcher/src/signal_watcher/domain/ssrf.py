@@ -28,13 +28,14 @@ from dataclasses import dataclass
 
 import httpx
 
-from signal_watcher.domain.errors import UrlRefused
+from signal_watcher.domain.errors import TargetForbidden, UrlRefused
 
 __all__ = [
     "PORT_MAX",
     "PORT_MIN",
     "STRICT_GUARD",
     "URL_MAX_CHARS",
+    "URL_PATTERN",
     "AddressGuard",
     "IpAddress",
     "IpNetwork",
@@ -52,6 +53,12 @@ PORT_MIN = 1
 PORT_MAX = 65535
 _PORT_TEXT = re.compile(r"[0-9]{1,5}")
 _AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)")
+# The syntax `check_url` accepts (and the probe client parses the same way) as a JSON Schema pattern, for the
+# published document: http(s), an ASCII host without userinfo, an optional port 1..65535, printable ASCII
+# after it. Which hosts and addresses may be probed is the SSRF policy (403 `ssrf_*`), not syntax.
+_LABEL = "(?![Xx][Nn]--)[A-Za-z0-9_-]+"  # httpx decodes an xn-- label as IDNA: only valid ones parse
+_PORT = "(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
+URL_PATTERN = rf"^[Hh][Tt][Tt][Pp][Ss]?://(?:{_LABEL}\.)*{_LABEL}\.?(?::{_PORT}?)?(?:[/?#][!-\[\]-~]*)?$"
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -153,7 +160,7 @@ class AddressGuard:
         if self.allows(address):
             return
         if is_blocked_address(address):
-            raise UrlRefused("ssrf_blocked_address")
+            raise TargetForbidden("ssrf_blocked_address")
 
 
 STRICT_GUARD = AddressGuard()
@@ -210,16 +217,16 @@ def check_url(raw: str, guard: AddressGuard = STRICT_GUARD) -> ProbeTarget:
     if not host:
         raise UrlRefused("url_invalid")
     if ":" in host:
-        raise UrlRefused("ssrf_ipv6_literal")
+        raise TargetForbidden("ssrf_ipv6_literal")
     port = _port_of(raw, url.scheme)
     literal = _ipv4_literal(host)
     if literal is not None:
         if str(literal) != host:
-            raise UrlRefused("ssrf_ambiguous_ip")
+            raise TargetForbidden("ssrf_ambiguous_ip")
         guard.check(literal)
         return ProbeTarget(url.scheme, host, port, literal)
     if host.replace(".", "").isdigit() or host.startswith("0x"):
-        raise UrlRefused("ssrf_ambiguous_ip")
+        raise TargetForbidden("ssrf_ambiguous_ip")
     if host in BLOCKED_NAMES or host.endswith(BLOCKED_NAME_SUFFIXES) or "." not in host:
-        raise UrlRefused("ssrf_blocked_name")
+        raise TargetForbidden("ssrf_blocked_name")
     return ProbeTarget(url.scheme, host, port, None)

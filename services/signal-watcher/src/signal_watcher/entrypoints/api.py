@@ -20,9 +20,9 @@ from fastapi.responses import JSONResponse
 
 from signal_watcher.adapters.probe_client import ProbeClient, ProbeFailed
 from signal_watcher.adapters.repository import Position, WatcherRecord, WatcherRepository
-from signal_watcher.domain.errors import ValidationFailed
+from signal_watcher.domain.errors import TargetForbidden, ValidationFailed
 from signal_watcher.domain.masking import MASK, is_sensitive_key
-from signal_watcher.domain.model import Header, Status, WatcherSpec, resets_baseline
+from signal_watcher.domain.model import Header, Method, Status, WatcherSpec, resets_baseline
 from signal_watcher.domain.ssrf import AddressGuard
 from signal_watcher.entrypoints.api_models import (
     AdminWatcherPage,
@@ -40,9 +40,9 @@ from yovision_platform.auth import BearerToken, Identity, TokenVerifier, install
 from yovision_platform.db import DbConnection
 from yovision_platform.encryption import SecretUnreadable
 from yovision_platform.errors import PlatformError
-from yovision_platform.paging import MAX_CURSOR_CHARS, InvalidCursor, decode_cursor, encode_cursor
+from yovision_platform.paging import InvalidCursor, cursor_query, decode_cursor, encode_cursor
 from yovision_platform.problems import problem_response
-from yovision_platform.web import create_app
+from yovision_platform.web import create_app, exclusive_parameters
 
 __all__ = ["ADMIN_PERMISSION", "PAGE_MAX_ITEMS", "ApiDeps", "install_api", "openapi_document"]
 
@@ -86,6 +86,13 @@ class CursorWithOffset(PlatformError):
     code = "cursor_with_offset"
 
 
+class StoredBodyNeedsPost(PlatformError):
+    """An update to a method other than POST that leaves out `body` keeps the stored body, which only POST
+    may carry: a conflict with the watcher's state (send `"body": null` to drop it)."""
+
+    code = "stored_body_requires_post"
+
+
 def _caller(request: Request, token: BearerToken) -> Identity:
     verifier: TokenVerifier = request.app.state.signal_token_verifier
     return verifier.verify(token)
@@ -98,11 +105,15 @@ Offset = Annotated[
 ]
 Cursor = Annotated[
     str | None,
-    Query(max_length=MAX_CURSOR_CHARS, description="`next_cursor` of the previous page; not with `offset`."),
+    cursor_query(uuid.UUID, description="`next_cursor` of the previous page; not with `offset`."),
 ]
-PAGING_ERRORS: dict[int | str, dict[str, Any]] = {
+Responses = dict[int | str, dict[str, Any]]
+PAGING_ERRORS: Responses = {
     400: {"description": "invalid_cursor; cursor_with_offset: `cursor` with a non-zero `offset`."}
 }
+PAGING_RULES = exclusive_parameters("cursor", "offset", code="cursor_with_offset")
+NOT_FOUND: Responses = {404: {"description": "not_found: the caller has no watcher with this id."}}
+SSRF_REFUSED: Responses = {403: {"description": "ssrf_*: the SSRF policy refuses the URL's host or address."}}
 
 
 def _position(cursor: str | None, offset: int) -> Position | None:
@@ -152,7 +163,7 @@ async def _preflight(probe: ProbeClient, url: str) -> None:
         await probe.preflight(url)
     except ProbeFailed as exc:
         if exc.code == "ssrf_blocked":
-            raise ValidationFailed("ssrf_blocked_address") from None
+            raise TargetForbidden("ssrf_blocked_address") from None
 
 
 def install_api(app: FastAPI, deps: ApiDeps) -> None:
@@ -166,9 +177,11 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
             NotFound: 404,
             LimitReached: 409,
             NotActive: 409,
+            StoredBodyNeedsPost: 409,
             CheckTooSoon: 429,
             BadCursor: 400,
             CursorWithOffset: 400,
+            TargetForbidden: 403,
         }.get(type(exc), 422 if isinstance(exc, ValidationFailed) else 500)
         headers = (
             {"Retry-After": str(CHECK_NOW_MIN_SPACING_SECONDS)} if isinstance(exc, CheckTooSoon) else None
@@ -182,7 +195,9 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         CheckTooSoon,
         BadCursor,
         CursorWithOffset,
+        StoredBodyNeedsPost,
         ValidationFailed,
+        TargetForbidden,
         SecretUnreadable,
     ):
         app.add_exception_handler(error, handle_platform_error)
@@ -196,7 +211,9 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
             raise NotFound()
         return record
 
-    @router.get("/signal-watchers", response_model=WatcherPage, responses=PAGING_ERRORS)
+    @router.get(
+        "/signal-watchers", response_model=WatcherPage, responses=PAGING_ERRORS, openapi_extra=PAGING_RULES
+    )
     async def list_watchers(
         caller: Caller, limit: Limit = PAGE_DEFAULT_ITEMS, offset: Offset = 0, cursor: Cursor = None
     ) -> WatcherPage:
@@ -213,7 +230,12 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
             next_cursor=_next_cursor(records, limit, lambda r: r.created_at),
         )
 
-    @router.post("/signal-watchers", response_model=WatcherOut, status_code=201)
+    @router.post(
+        "/signal-watchers",
+        response_model=WatcherOut,
+        status_code=201,
+        responses={**SSRF_REFUSED, 409: {"description": "watcher_limit_reached"}},
+    )
     async def create_watcher(caller: Caller, body: WatcherIn) -> WatcherOut:
         spec = _spec_of(body, None, True, deps.probe.guard)
         await _preflight(deps.probe, spec.url)
@@ -224,15 +246,29 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
             record = await deps.repo.insert(conn, caller.subject, spec)
         return WatcherOut.of(record)
 
-    @router.get("/signal-watchers/{watcher_id}", response_model=WatcherOut)
+    @router.get("/signal-watchers/{watcher_id}", response_model=WatcherOut, responses=NOT_FOUND)
     async def get_watcher(caller: Caller, watcher_id: uuid.UUID) -> WatcherOut:
         async with deps.pool.acquire() as conn:
             return WatcherOut.of(await owned(conn, caller, watcher_id))
 
-    @router.put("/signal-watchers/{watcher_id}", response_model=WatcherOut)
+    @router.put(
+        "/signal-watchers/{watcher_id}",
+        response_model=WatcherOut,
+        responses={
+            **NOT_FOUND,
+            **SSRF_REFUSED,
+            409: {"description": "stored_body_requires_post: the kept body needs POST; send `body: null`"},
+        },
+    )
     async def update_watcher(caller: Caller, watcher_id: uuid.UUID, body: WatcherIn) -> WatcherOut:
         async with deps.pool.acquire() as conn:
             previous = (await owned(conn, caller, watcher_id)).spec
+        if (
+            "body" not in body.model_fields_set
+            and previous.body is not None
+            and body.method is not Method.POST
+        ):
+            raise StoredBodyNeedsPost()
         spec = _spec_of(body, previous, "body" in body.model_fields_set, deps.probe.guard)
         if spec.url != previous.url:
             await _preflight(deps.probe, spec.url)
@@ -244,14 +280,14 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
             raise NotFound()
         return WatcherOut.of(record)
 
-    @router.delete("/signal-watchers/{watcher_id}", status_code=204)
+    @router.delete("/signal-watchers/{watcher_id}", status_code=204, responses=NOT_FOUND)
     async def delete_watcher(caller: Caller, watcher_id: uuid.UUID) -> Response:
         async with deps.pool.acquire() as conn:
             if not await deps.repo.delete(conn, caller.subject, watcher_id):
                 raise NotFound()
         return Response(status_code=204)
 
-    @router.post("/signal-watchers/{watcher_id}/status", response_model=WatcherOut)
+    @router.post("/signal-watchers/{watcher_id}/status", response_model=WatcherOut, responses=NOT_FOUND)
     async def set_status(caller: Caller, watcher_id: uuid.UUID, body: StatusIn) -> WatcherOut:
         async with deps.pool.acquire() as conn:
             record = await deps.repo.set_status(conn, caller.subject, watcher_id, Status(body.status))
@@ -259,7 +295,12 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
             raise NotFound()
         return WatcherOut.of(record)
 
-    @router.get("/signal-watchers/{watcher_id}/checks", response_model=CheckPage, responses=PAGING_ERRORS)
+    @router.get(
+        "/signal-watchers/{watcher_id}/checks",
+        response_model=CheckPage,
+        responses={**PAGING_ERRORS, **NOT_FOUND},
+        openapi_extra=PAGING_RULES,
+    )
     async def list_checks(
         caller: Caller,
         watcher_id: uuid.UUID,
@@ -286,6 +327,7 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         response_model=WatcherOut,
         status_code=202,
         responses={
+            **NOT_FOUND,
             409: {"description": "watcher_not_active: only an ACTIVE watcher is checked"},
             429: {"description": f"check_too_soon: last check under {CHECK_NOW_MIN_SPACING_SECONDS} s ago"},
         },
@@ -304,7 +346,7 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         deps.check_requested()
         return WatcherOut.of(record)
 
-    @router.post("/signal-watchers/{watcher_id}/test", response_model=TestResultOut)
+    @router.post("/signal-watchers/{watcher_id}/test", response_model=TestResultOut, responses=NOT_FOUND)
     async def test_now(caller: Caller, watcher_id: uuid.UUID) -> TestResultOut:
         async with deps.pool.acquire() as conn:
             record = await owned(conn, caller, watcher_id)
@@ -324,7 +366,12 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
             sample=result.sample,
         )
 
-    @router.get("/admin/signal-watchers", response_model=AdminWatcherPage, responses=PAGING_ERRORS)
+    @router.get(
+        "/admin/signal-watchers",
+        response_model=AdminWatcherPage,
+        responses={**PAGING_ERRORS, 403: {"description": f"forbidden: the token lacks `{ADMIN_PERMISSION}`"}},
+        openapi_extra=PAGING_RULES,
+    )
     async def admin_list(
         caller: Caller, limit: Limit = PAGE_DEFAULT_ITEMS, offset: Offset = 0, cursor: Cursor = None
     ) -> AdminWatcherPage:

@@ -7,12 +7,14 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from signal_watcher.adapters.repository import CheckRow, WatcherRecord
+from signal_watcher.domain import model as rules
 from signal_watcher.domain.masking import body_length, mask_headers
 from signal_watcher.domain.model import MAX_HEADERS, CompareMode, Method, Status
-from signal_watcher.domain.ssrf import PORT_MAX, PORT_MIN, URL_MAX_CHARS
+from signal_watcher.domain.ssrf import PORT_MAX, PORT_MIN, URL_MAX_CHARS, URL_PATTERN
+from yovision_platform.web import JsonInt
 
 __all__ = [
     "CheckOut",
@@ -27,33 +29,87 @@ __all__ = [
 ]
 
 
+def _text(max_chars: int, pattern: str = rules.NON_BLANK_PATTERN) -> dict[str, JsonValue]:
+    """A rule the domain checks with its own error code (422 `invalid_<field>`), stated in the schema."""
+    return {"maxLength": max_chars, "pattern": pattern}
+
+
 class HeaderModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    key: str
-    value: str
+    key: str = Field(
+        description="Printable ASCII, no `:`, no surrounding spaces; not Host, Content-Length or "
+        "Transfer-Encoding (422 `invalid_header_key`, `forbidden_header`).",
+        json_schema_extra=_text(rules.HEADER_KEY_MAX_CHARS, rules.HEADER_KEY_PATTERN),
+    )
+    value: str = Field(
+        description="No CR or LF (422 `invalid_header_value`).",
+        json_schema_extra=_text(rules.HEADER_VALUE_MAX_CHARS, rules.HEADER_VALUE_PATTERN),
+    )
+
+
+# Cross-field rules of `WatcherSpec.validated`: a body only with POST (else 422 `body_requires_post`), a
+# json_path exactly with JSON_FIELD (422 `invalid_json_path`, `json_path_requires_json_field`).
+_CROSS_FIELD_RULES: dict[str, JsonValue] = {
+    "allOf": [
+        {
+            "if": {"properties": {"method": {"const": Method.POST.value}}, "required": ["method"]},
+            "else": {"properties": {"body": {"type": "null"}}},
+        },
+        {
+            "if": {
+                "properties": {"compare_mode": {"const": CompareMode.JSON_FIELD.value}},
+                "required": ["compare_mode"],
+            },
+            "then": {"properties": {"json_path": {"type": "string"}}, "required": ["json_path"]},
+            "else": {"properties": {"json_path": {"type": "null"}}},
+        },
+    ]
+}
 
 
 class WatcherIn(BaseModel):
     """Create, or replace on update. On update, a sensitive header sent with the masked value `******`
     keeps its stored value, and an absent `body` keeps the stored body (`null` removes it)."""
 
-    model_config = ConfigDict(extra="forbid")
-    name: str
-    agent_id: str
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_CROSS_FIELD_RULES)
+    name: str = Field(json_schema_extra=_text(rules.NAME_MAX_CHARS))
+    agent_id: str = Field(json_schema_extra=_text(rules.AGENT_ID_MAX_CHARS))
     url: str = Field(
         description=(
             f"http or https, at most {URL_MAX_CHARS} characters, no userinfo, port {PORT_MIN}..{PORT_MAX} "
-            "(1 to 5 ASCII digits; else 422 `url_port_invalid`); the SSRF guard refuses non-public hosts "
-            "(422 `ssrf_*`)."
-        )
+            "(1 to 5 ASCII digits; else 422 `url_port_invalid`); the SSRF policy refuses non-public hosts "
+            "and addresses with 403 `ssrf_*` (it depends on the deployment's allow-list and on DNS)."
+        ),
+        json_schema_extra=_text(URL_MAX_CHARS, URL_PATTERN),
     )
     method: Method = Method.GET
     headers: list[HeaderModel] = Field(default_factory=list, max_length=MAX_HEADERS)
-    body: str | None = None
-    interval_minutes: int = 15
+    body: str | None = Field(
+        default=None,
+        description=f"POST only; at most {rules.BODY_MAX_BYTES} bytes in UTF-8 (422 `body_too_large`).",
+        json_schema_extra={"x-max-bytes": rules.BODY_MAX_BYTES},
+    )
+    interval_minutes: JsonInt = Field(
+        default=15,
+        description=f"Clamped to {rules.INTERVAL_MIN_MINUTES}..{rules.INTERVAL_MAX_MINUTES} (SPEC: clamp, "
+        "not reject): any integer is accepted and the stored value is within the bounds.",
+        json_schema_extra={
+            "x-clamped-to": {"minimum": rules.INTERVAL_MIN_MINUTES, "maximum": rules.INTERVAL_MAX_MINUTES}
+        },
+    )
     compare_mode: CompareMode = CompareMode.HASH
-    json_path: str | None = None
-    prompt_template: str
+    json_path: str | None = Field(
+        default=None,
+        description=f"JSON_FIELD only: dotted segments (at most {rules.JSON_PATH_MAX_SEGMENTS}), e.g. "
+        "`data.items.0.price`.",
+        json_schema_extra={
+            "anyOf": [
+                {"type": "string", **_text(rules.JSON_PATH_MAX_CHARS, rules.JSON_PATH_PATTERN)},
+                {"type": "null"},
+            ]
+        },
+    )
+    prompt_template: str = Field(json_schema_extra=_text(rules.PROMPT_TEMPLATE_MAX_CHARS))
 
 
 class StatusIn(BaseModel):
@@ -69,7 +125,7 @@ class WatcherOut(BaseModel):
     method: Method
     headers: list[HeaderModel]
     body_length: int | None
-    interval_minutes: int
+    interval_minutes: int = Field(ge=rules.INTERVAL_MIN_MINUTES, le=rules.INTERVAL_MAX_MINUTES)
     compare_mode: CompareMode
     json_path: str | None
     prompt_template: str
