@@ -56,6 +56,7 @@ READ_BATCH_TIMEOUT_MS = 1000
 HTTP_TIMEOUT_SECONDS = 5.0
 WAIT_POLL_SECONDS = 0.5
 CONSUMER_STALL_SECONDS = 30
+CONSUMER_GAUGES = ("consumer_lag_messages", "consumer_last_poll_timestamp_seconds")
 
 
 @dataclass(frozen=True)
@@ -266,13 +267,13 @@ async def _lag(
             findings.append(Finding("consumer_lag", group_service[group], detail, sum(behind.values())))
     async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS) as http:
         for config in configs:
-            reported = await _metric(http, config, "consumer_lag_messages")
+            samples = await _metrics(http, config, CONSUMER_GAUGES)
+            reported = samples.get("consumer_lag_messages")
             if reported:
                 findings.append(
                     Finding("consumer_lag", config.service.name, "consumer_lag_messages", int(reported))
                 )
-            last_poll = await _metric(http, config, "consumer_last_poll_timestamp_seconds")
-            stalled = stalled_seconds(last_poll, time.time())
+            stalled = stalled_seconds(samples.get("consumer_last_poll_timestamp_seconds"), time.time())
             if stalled is not None:
                 detail = f"consumer loop stalled: last round {stalled} s ago"
                 findings.append(Finding("consumer_lag", config.service.name, detail, 1))
@@ -287,17 +288,20 @@ def stalled_seconds(last_poll: float | None, now: float) -> int | None:
     return int(now - last_poll)
 
 
-async def _metric(http: httpx.AsyncClient, config: ServiceConfig, name: str) -> float | None:
-    """The value of an unlabelled sample on the service's /metrics page; None when absent or unreachable."""
+async def _metrics(http: httpx.AsyncClient, config: ServiceConfig, names: Iterable[str]) -> dict[str, float]:
+    """The values of the named unlabelled samples on the service's /metrics page (one read); absent names,
+    or all when the page is unreachable, are left out."""
+    wanted = set(names)
     try:
         page = (await http.get(f"http://127.0.0.1:{config.port}/metrics")).text
     except httpx.HTTPError:
-        return None
-    for family in text_string_to_metric_families(page):
-        for sample in family.samples:
-            if sample.name == name and not sample.labels:
-                return float(sample.value)
-    return None
+        return {}
+    return {
+        sample.name: float(sample.value)
+        for family in text_string_to_metric_families(page)
+        for sample in family.samples
+        if sample.name in wanted and not sample.labels
+    }
 
 
 def _scan(text: bytes, needles: Iterable[bytes]) -> int:
