@@ -111,13 +111,21 @@ def witness() -> Witness:
     return Witness()
 
 
-@pytest.fixture(autouse=True)
-async def healthy_after_each_flow(env: LocalEnvironment, witness: Witness) -> AsyncIterator[None]:
-    yield
+async def settled(env: LocalEnvironment, witness: Witness) -> None:
+    """Wait until every outbox is drained and every consumer caught up, then require a healthy system.
+
+    A count of effects ("exactly one") is only final once this holds: before it, a second copy could
+    still be on its way."""
     report = await examine_until_settled(env.root, wait_seconds=SETTLE_SECONDS, extra_secrets=witness.secrets)
     unexpected = witness.unexpected(report.findings)
     assert not unexpected, Report(unexpected).text()
     assert not witness.leaks_in_responses()
+
+
+@pytest.fixture(autouse=True)
+async def healthy_after_each_flow(env: LocalEnvironment, witness: Witness) -> AsyncIterator[None]:
+    yield
+    await settled(env, witness)
 
 
 def client(base_url: str, witness: Witness, headers: dict[str, str] | None = None) -> httpx.AsyncClient:

@@ -9,7 +9,17 @@ from pathlib import Path
 import asyncpg
 import httpx
 
-from tests.e2e.conftest import Witness, camera_source, client, device_body, eventually, path_names, user_token
+from tests.e2e.conftest import (
+    FLOW_TIMEOUT_SECONDS,
+    Witness,
+    camera_source,
+    client,
+    device_body,
+    eventually,
+    path_names,
+    settled,
+    user_token,
+)
 from tests.e2e.test_media import TRANSCODE_TIMEOUT_SECONDS, material_done, upload_chunked, verify_outputs
 from yovision_platform.tools.environment import LocalEnvironment
 
@@ -71,6 +81,8 @@ async def test_sense_killed_while_converging_a_burst_converges_everything_after_
     await eventually(
         lambda: every_fact_once(admin_db, env, list(devices.values())), what="facts in Bell once"
     )
+    await settled(env, witness)
+    assert await every_fact_once(admin_db, env, list(devices.values())), "still once after settling"
 
 
 async def test_bell_killed_while_facts_arrive_stores_each_fact_once(
@@ -89,6 +101,8 @@ async def test_bell_killed_while_facts_arrive_stores_each_fact_once(
         what="every fact in Bell exactly once",
     )
     await eventually(lambda: all_configured(mediamtx, list(devices)), what="burst converged")
+    await settled(env, witness)
+    assert await every_fact_once(admin_db, env, list(devices.values())), "still once after settling"
 
 
 async def test_orphan_scanner_killed_while_projecting_catches_up_after_restart(
@@ -136,13 +150,23 @@ async def test_media_worker_killed_mid_transcode_finishes_the_job_after_restart(
         )
         assert view["outputs"] == ["clip_10s", "cover", "preview_720p"]
         await verify_outputs(media, material_id, tmp_path)
+    await eventually(
+        lambda: _completions_in_bell(env, admin_db, material_id),
+        within=FLOW_TIMEOUT_SECONDS,
+        what="the completion fact in Bell",
+    )
+    await settled(env, witness)
+    assert await _completions_in_bell(env, admin_db, material_id) == 1, "one completion, one audit fact"
+
+
+async def _completions_in_bell(env: LocalEnvironment, admin_db: asyncpg.Connection, material_id: str) -> int:
     schema = env.service("bell-receiver").schema
-    completed = await admin_db.fetchval(
+    count: int = await admin_db.fetchval(
         f"SELECT count(*) FROM \"{schema}\".audit_events WHERE source_system = 'media' "
         "AND event_type = 'TranscodeCompleted' AND payload->>'material_id' = $1",
         material_id,
     )
-    assert completed == 1, "one completion, one audit fact"
+    return count
 
 
 async def _ffmpeg_running(env: LocalEnvironment) -> bool:
