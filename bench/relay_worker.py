@@ -3,7 +3,7 @@
     BENCH_RUNTIME_DSN=... python -m bench.relay_worker SCHEMA BOOTSTRAP OWNER TOPIC_PREFIX
         [--client confluent|aiokafka] [--batch-size N] [--lease-seconds S]
 
-Runs `OutboxRelay.run` until SIGTERM, with the shipped settings except those given. The DSN comes from the
+Runs `OutboxPublisher.run` until SIGTERM, with the shipped settings except those given. The DSN comes from the
 environment, never the command line.
 """
 
@@ -18,14 +18,14 @@ import sys
 from bench.aiokafka_publisher import aiokafka_publisher_factory
 from yovision_platform.db import Identifier, create_pool
 from yovision_platform.naming import KafkaNames
-from yovision_platform.relay import OutboxRelay, RelayConfig, executor_for
+from yovision_platform.outbox_publisher import OutboxPublisher, OutboxPublisherConfig, executor_for
 from yovision_platform.txn_producer import confluent_publisher_factory
 
 DSN_ENV = "BENCH_RUNTIME_DSN"
 
 
 async def main(args: argparse.Namespace) -> None:
-    config = RelayConfig(batch_size=args.batch_size, lease_seconds=args.lease_seconds)
+    config = OutboxPublisherConfig(batch_size=args.batch_size, lease_seconds=args.lease_seconds)
     pool = await create_pool(os.environ[DSN_ENV], application_name=f"bench-{args.owner}", max_size=8)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
@@ -37,7 +37,7 @@ async def main(args: argparse.Namespace) -> None:
                 publishers = confluent_publisher_factory(
                     args.bootstrap, client_id=args.owner, executor=executor
                 )
-            relay = OutboxRelay(
+            relay = OutboxPublisher(
                 pool,
                 Identifier(args.schema),
                 publishers,
@@ -57,8 +57,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("owner")
     parser.add_argument("topic_prefix")
     parser.add_argument("--client", choices=("confluent", "aiokafka"), default="confluent")
-    parser.add_argument("--batch-size", type=int, default=RelayConfig().batch_size)
-    parser.add_argument("--lease-seconds", type=float, default=RelayConfig().lease_seconds)
+    parser.add_argument("--batch-size", type=int, default=OutboxPublisherConfig().batch_size)
+    parser.add_argument("--lease-seconds", type=float, default=OutboxPublisherConfig().lease_seconds)
     return parser.parse_args(argv)
 
 

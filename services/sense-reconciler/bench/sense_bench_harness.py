@@ -43,7 +43,7 @@ from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.media_servers import MediaFleet
 from yovision_platform.migrations import SchemaPlan, drop, migrate
 from yovision_platform.naming import KafkaNames
-from yovision_platform.relay import OutboxRelay, RelayConfig, executor_for
+from yovision_platform.outbox_publisher import OutboxPublisher, OutboxPublisherConfig, executor_for
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox
 from yovision_platform.txn_producer import confluent_publisher_factory
 from yovision_platform.web import create_app
@@ -317,9 +317,9 @@ async def sense_under_test(
             )
         )
         stop = asyncio.Event()
-        config = RelayConfig()
+        config = OutboxPublisherConfig()
         executor = cleanup.enter_context(executor_for(config))
-        relay = OutboxRelay(
+        relay = OutboxPublisher(
             pool,
             schema,
             confluent_publisher_factory(stack.kafka_bootstrap, client_id="bench", executor=executor),

@@ -26,7 +26,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from yovision_platform.db import Identifier
 from yovision_platform.kafka import partition_for_key
 from yovision_platform.outbox import OUTBOX_SHARDS, Outbox, OutboxMessage
-from yovision_platform.relay import OutboxRelay, RelayConfig
+from yovision_platform.outbox_publisher import OutboxPublisher, OutboxPublisherConfig
 from yovision_platform.txn_producer import confluent_publisher_factory
 
 PROBE_INTERVAL_SECONDS = 0.5
@@ -82,12 +82,12 @@ async def main(result_file: Path) -> None:
         publishers = confluent_publisher_factory(
             os.environ["TEST_BOOTSTRAP"], client_id="held", executor=executor
         )
-        relay = OutboxRelay(
+        relay = OutboxPublisher(
             pool,
             outbox_schema(),
             publishers,
             owner="held-probe",
-            config=RelayConfig(lease_seconds=5, poll_interval_seconds=0.2),
+            config=OutboxPublisherConfig(lease_seconds=5, poll_interval_seconds=0.2),
         )
         tasks = [asyncio.create_task(relay.run(stop)), asyncio.create_task(consume(consumer, arrived, stop))]
         held = await pool.acquire()

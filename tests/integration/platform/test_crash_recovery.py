@@ -20,7 +20,7 @@ from yovision_platform.consumer import IdempotentConsumer, InboundEvent, Positio
 from yovision_platform.events import build_event
 from yovision_platform.kafka import create_consumer, fetch_end_offsets
 from yovision_platform.outbox import Outbox, OutboxMessage
-from yovision_platform.relay import OutboxRelay
+from yovision_platform.outbox_publisher import OutboxPublisher
 from yovision_platform.txn_producer import TransactionalPublisher
 
 EVENTS = 2000
@@ -71,7 +71,7 @@ async def test_relay_killed_mid_batch_loses_nothing_and_consumer_applies_each_on
         doomed.wait()
 
     survivor = start_relay(migrated, stack, "relay-survivor")
-    pruner = OutboxRelay(runtime_pool, migrated.name, unusable_publishers, owner="observer")
+    pruner = OutboxPublisher(runtime_pool, migrated.name, unusable_publishers, owner="observer")
     try:
 
         async def all_published() -> bool:

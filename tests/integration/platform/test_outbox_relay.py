@@ -15,12 +15,12 @@ from tests.integration.platform.kafka_helpers import drained, publishers, read_t
 from yovision_platform.errors import OutboxError
 from yovision_platform.kafka import partition_for_key
 from yovision_platform.outbox import MAX_MESSAGE_BYTES, OUTBOX_SHARDS, Outbox, OutboxMessage
+from yovision_platform.outbox_publisher import OutboxPublisher, OutboxPublisherConfig
 from yovision_platform.outbox_windows import WindowPosition
-from yovision_platform.relay import OutboxRelay, RelayConfig
 from yovision_platform.shard_cursors import CursorFenced, ShardCursors
 from yovision_platform.txn_producer import PublisherFactory, TransactionalPublisher
 
-FAST = RelayConfig(lease_seconds=3, poll_interval_seconds=0.1)
+FAST = OutboxPublisherConfig(lease_seconds=3, poll_interval_seconds=0.1)
 
 
 def message(topic: str, key: str, seq: int) -> OutboxMessage:
@@ -61,7 +61,7 @@ async def test_a_rolled_back_transaction_never_publishes(
         await write_then_fail()
     await enqueue(runtime_pool, outbox, [message(topic, "k", 2)])
     with publishers(stack.kafka_bootstrap) as factory:
-        relay = OutboxRelay(runtime_pool, migrated.name, factory, owner="r1", config=FAST)
+        relay = OutboxPublisher(runtime_pool, migrated.name, factory, owner="r1", config=FAST)
         async with running(relay):
             await drained(relay)
     records = await read_topic(stack.kafka_bootstrap, topic, expected=1, timeout_seconds=5)
@@ -168,11 +168,11 @@ async def test_two_relays_split_the_shards_never_publish_one_at_once_and_keep_pe
     expected: dict[bytes, list[bytes]] = defaultdict(list)
     with publishers(stack.kafka_bootstrap) as inner:
         recording = RecordingPublishers(inner)
-        config = RelayConfig(batch_size=37, lease_seconds=3, poll_interval_seconds=0.1)
-        first = OutboxRelay(
+        config = OutboxPublisherConfig(batch_size=37, lease_seconds=3, poll_interval_seconds=0.1)
+        first = OutboxPublisher(
             runtime_pool, migrated.name, recording.factory("a"), owner="relay-a", config=config
         )
-        second = OutboxRelay(
+        second = OutboxPublisher(
             runtime_pool, migrated.name, recording.factory("b"), owner="relay-b", config=config
         )
         async with running(first, second):
@@ -210,7 +210,7 @@ async def test_a_late_committing_row_is_published_not_skipped(
         await transaction.start()
         await outbox.enqueue(slow, message(topic, "slow", 1))  # lower id, commits last
         with publishers(stack.kafka_bootstrap) as factory:
-            relay = OutboxRelay(runtime_pool, migrated.name, factory, owner="r1", config=FAST)
+            relay = OutboxPublisher(runtime_pool, migrated.name, factory, owner="r1", config=FAST)
             async with running(relay):
                 await enqueue(runtime_pool, outbox, [message(topic, "fast", 1)])
                 fast = await read_topic(stack.kafka_bootstrap, topic, expected=1, timeout_seconds=15)
@@ -253,7 +253,7 @@ async def test_broker_down_backs_the_shard_off_with_a_stable_code_and_the_key_wa
                             cur_snapshot::text = prev_snapshot::text AND last_id = 0 AS unmoved
                        FROM "{migrated.name}".outbox_cursors WHERE outbox = 'outbox' AND shard = $1"""
     with publishers("127.0.0.1:1", call_timeout_seconds=1.0) as unreachable:
-        relay = OutboxRelay(runtime_pool, migrated.name, unreachable, owner="r1", config=FAST)
+        relay = OutboxPublisher(runtime_pool, migrated.name, unreachable, owner="r1", config=FAST)
         async with running(relay):
 
             async def backing_off() -> bool:
@@ -270,7 +270,7 @@ async def test_broker_down_backs_the_shard_off_with_a_stable_code_and_the_key_wa
     }
     assert await relay.backlog() == 2, "the key's rows wait"
     with publishers(stack.kafka_bootstrap) as factory:
-        relay = OutboxRelay(runtime_pool, migrated.name, factory, owner="r2", config=FAST)
+        relay = OutboxPublisher(runtime_pool, migrated.name, factory, owner="r2", config=FAST)
         async with running(relay):
             await drained(relay)
     records = await read_topic(stack.kafka_bootstrap, topic, expected=2)
@@ -290,7 +290,7 @@ async def test_pruning_removes_only_old_rows_their_cursor_has_passed(
     await enqueue(runtime_pool, outbox, [message(topic, f"k{i}", 1) for i in range(3)])
     table = f'"{migrated.name}".outbox'
     with publishers(stack.kafka_bootstrap) as factory:
-        relay = OutboxRelay(runtime_pool, migrated.name, factory, owner="r", config=FAST)
+        relay = OutboxPublisher(runtime_pool, migrated.name, factory, owner="r", config=FAST)
         async with running(relay):
             await drained(relay)
     await enqueue(runtime_pool, outbox, [message(topic, "k9", 1)])  # not relayed: its cursor is before it
@@ -300,7 +300,7 @@ async def test_pruning_removes_only_old_rows_their_cursor_has_passed(
     await admin_conn.execute(
         f"UPDATE {table} SET created_at = now() - interval '6 days' WHERE value = 'k2:1'"
     )
-    pruner = OutboxRelay(runtime_pool, migrated.name, factory, owner="p", config=RelayConfig())
+    pruner = OutboxPublisher(runtime_pool, migrated.name, factory, owner="p", config=OutboxPublisherConfig())
     assert await pruner.prune_published(batch_rows=1) == 1
     assert await pruner.prune_published() == 1
     assert await pruner.prune_published() == 0

@@ -18,7 +18,7 @@ import asyncpg
 from tests.conftest import REPO_ROOT, MigratedSchema, Stack
 from tests.integration.platform.kafka_helpers import read_topic, wait_until
 from yovision_platform.outbox import OUTBOX_SHARDS, Outbox, OutboxMessage
-from yovision_platform.relay import OutboxRelay
+from yovision_platform.outbox_publisher import OutboxPublisher
 from yovision_platform.txn_producer import TransactionalPublisher
 
 RELAY_SCRIPT = Path(__file__).with_name("relay_process.py")
@@ -82,7 +82,7 @@ async def test_a_sigstopped_relay_hands_its_shards_over_without_loss_or_reorderi
 
     paused = start_relay(migrated, stack, "relay-a", "--stop-before-commit", "3", str(marker))
     successor = start_relay(migrated, stack, "relay-b")
-    observer = OutboxRelay(runtime_pool, migrated.name, no_publisher, owner="observer")
+    observer = OutboxPublisher(runtime_pool, migrated.name, no_publisher, owner="observer")
     cursors = f'"{migrated.name}".outbox_cursors'
     try:
         writer = asyncio.create_task(write())

@@ -21,19 +21,18 @@ import hmac
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Annotated, Any, ClassVar
 
 import jwt
 from fastapi import Depends, Request, Security
-from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import Field, PrivateAttr
 
-from yovision_platform.errors import PlatformError
-from yovision_platform.problems import problem_response
+from yovision_platform.errors import ServiceError
 from yovision_platform.settings import BaseServiceSettings, read_secret_file
 from yovision_platform.signing import MIN_KEY_BYTES, load_key_file
 
@@ -46,9 +45,7 @@ __all__ = [
     "OperatorToken",
     "StaticBearerToken",
     "TokenVerifier",
-    "auth_error_response",
     "bearer_token",
-    "install_auth_error_handlers",
     "use_token_verifier",
 ]
 
@@ -64,16 +61,19 @@ SUBJECT_PATTERN = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
 PERMISSION_PATTERN = re.compile(r"[a-z][a-z0-9_-]{0,31}:[a-z][a-z0-9_-]{0,31}")
 
 
-class AuthError(PlatformError):
+class AuthError(ServiceError):
     """No valid bearer token. Uniform on purpose."""
 
     code = "unauthorized"
+    status = 401
+    headers = MappingProxyType({"WWW-Authenticate": "Bearer"})
 
 
-class Forbidden(PlatformError):
+class Forbidden(ServiceError):
     """A valid identity without the permission the endpoint requires."""
 
     code = "forbidden"
+    status = 403
 
 
 @dataclass(frozen=True)
@@ -238,25 +238,6 @@ def _caller(request: Request, token: BearerToken) -> Identity:
 
 
 Caller = Annotated[Identity, Depends(_caller)]
-
-
-def auth_error_response(exc: PlatformError) -> JSONResponse:
-    """401 for AuthError (with the challenge header), 403 for Forbidden; a `Problem` with only the code."""
-    if isinstance(exc, Forbidden):
-        return problem_response(403, exc.code)
-    return problem_response(401, "unauthorized", headers={"WWW-Authenticate": "Bearer"})
-
-
-def install_auth_error_handlers(app: Any) -> None:
-    """Map AuthError/Forbidden raised anywhere in a FastAPI app to their uniform responses."""
-
-    async def handle(_: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, PlatformError)
-        return auth_error_response(exc)
-
-    handler: Callable[[Request, Exception], Awaitable[JSONResponse]] = handle
-    app.add_exception_handler(AuthError, handler)
-    app.add_exception_handler(Forbidden, handler)
 
 
 class JwtIdentitySettings(BaseServiceSettings):

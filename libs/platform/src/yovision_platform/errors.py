@@ -4,6 +4,7 @@ Every exception carries a ``code``: a stable snake_case string that APIs, metric
 The human message never contains secrets or caller input; it is safe to log and to return.
 
     PlatformError                 code = "platform_error"
+    ├── ServiceError              code = "service_error"    (.status: the HTTP status an API answers)
     ├── ConfigError               code = "config_invalid"   (.problems: setting name + reason code each)
     ├── SignatureError            code = "unauthorized"     (.reason: internal SignatureRejectReason)
     ├── LeaseLost                 code = "lease_lost"
@@ -14,13 +15,18 @@ The human message never contains secrets or caller input; it is safe to log and 
 
 ``PlatformError(code, detail)`` may override the class code per instance (a more specific stable code,
 e.g. ``SchemaOutdated("schema_missing", ...)``). Add new subclasses here, each with a class-level ``code``.
+
+``ServiceError`` is the one base of every refusal a service's API answers: each service's
+``domain/errors.py`` subclasses it with a class-level ``code`` and ``status``, and
+`yovision_platform.problems` answers any of them as a problem-details body with that status and code.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 __all__ = [
     "ConfigError",
@@ -30,6 +36,7 @@ __all__ = [
     "OutboxError",
     "PlatformError",
     "SchemaOutdated",
+    "ServiceError",
     "SignatureError",
     "SignatureRejectReason",
     "UnsafeRole",
@@ -51,6 +58,43 @@ class PlatformError(Exception):
             self.code = code
         self.detail = detail
         super().__init__(self.code if detail is None else f"{self.code}: {detail}")
+
+
+class ServiceError(PlatformError):
+    """A refusal with a stable ``code`` and the HTTP ``status`` an API answers it with.
+
+    ``retry_after`` (seconds, 429 and 503 and refusals that clear by themselves) becomes the response's
+    ``Retry-After`` header and the body's ``retry_after``; ``headers`` are further response headers (for
+    example ``WWW-Authenticate``). Neither the code, the detail nor a header may carry caller input.
+    """
+
+    code = "service_error"
+    status: int = 400
+    retry_after: int | None = None
+    headers: Mapping[str, str] = MappingProxyType({})
+
+    def __init__(
+        self,
+        code: str | None = None,
+        detail: str | None = None,
+        *,
+        status: int | None = None,
+        retry_after: int | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if status is not None:
+            self.status = status
+        if retry_after is not None:
+            self.retry_after = retry_after
+        if headers is not None:
+            self.headers = MappingProxyType(dict(headers))
+        super().__init__(code, detail)
+
+    def response_headers(self) -> dict[str, str]:
+        headers = dict(self.headers)
+        if self.retry_after is not None:
+            headers["Retry-After"] = str(self.retry_after)
+        return headers
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from yovision_platform.problems import RequestRefused, problem_response
+from yovision_platform.errors import ServiceError
+from yovision_platform.problems import problem_response
 
 __all__ = [
     "DEFAULT_BODY_READ_SECONDS",
@@ -184,13 +185,13 @@ def _guarded_receive(receive: Receive, rule: BodyReadRule | None, scanner: _NulS
                 async with asyncio.timeout_at(rule.deadline(started, received)):
                     message = await receive()
             except TimeoutError:
-                raise RequestRefused(408, REQUEST_TIMEOUT, headers={"Connection": "close"}) from None
+                raise ServiceError(REQUEST_TIMEOUT, status=408, headers={"Connection": "close"}) from None
         if message["type"] == "http.request":
             chunk: bytes = message.get("body", b"")
             received += len(chunk)
             complete = not message.get("more_body", False)
             if scanner is not None and scanner.found_in(chunk):
-                raise RequestRefused(400, INVALID_TEXT)
+                raise ServiceError(INVALID_TEXT, status=400)
         else:
             complete = True
         return message

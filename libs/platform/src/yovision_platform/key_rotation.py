@@ -160,7 +160,7 @@ def rotation_exit_code(report: RotationReport) -> int:
 StoreFactory = Callable[[Identifier], SecretRowStore]
 
 
-def rotate_keys_command(store_factory: StoreFactory) -> ServiceCommand:
+def rotate_keys_command(store_factory: StoreFactory) -> ServiceCommand[Any]:
     """The `<service> rotate-keys [--batch-rows N]` command: re-encrypt every row of the service's schema
     under the active key while the service keeps serving; prints the report as JSON (no value in it)."""
 
@@ -172,7 +172,7 @@ def rotate_keys_command(store_factory: StoreFactory) -> ServiceCommand:
             help=f"rows read per batch (1..{ROTATION_BATCH_ROWS_MAX}, default {ROTATION_BATCH_ROWS_DEFAULT})",
         )
 
-    async def run(spec: ServiceSpec, settings: BaseServiceSettings, args: argparse.Namespace) -> int:
+    async def run(spec: ServiceSpec[Any], settings: BaseServiceSettings, args: argparse.Namespace) -> int:
         if not isinstance(settings, EncryptionSettings):
             raise TypeError(f"{spec.name} has no encryption settings")
         if not 1 <= args.batch_rows <= ROTATION_BATCH_ROWS_MAX:

@@ -11,9 +11,9 @@ in a stable order (e.g. sorted): two transactions taking the same keys in opposi
 PostgreSQL then aborts one of them (`deadlock_detected`, safe to retry; nothing half-written survives).
 
 Each row gets its shard, `partition_for_key(key, OUTBOX_SHARDS)`: all rows of a key share one shard, whose
-relay publishes them in id order (see `yovision_platform.relay`). The transaction id column (`xid`) is set by
-the database. The same statement queues a NOTIFY of the shard on the outbox channel, delivered at commit, so
-an idle relay wakes at once instead of at its next poll.
+publisher publishes them in id order (see `yovision_platform.outbox_publisher`). The transaction id column
+(`xid`) is set by the database. The same statement queues a NOTIFY of the shard on the outbox channel,
+delivered at commit, so an idle publisher wakes at once instead of at its next poll.
 """
 
 from __future__ import annotations

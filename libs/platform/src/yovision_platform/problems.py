@@ -17,7 +17,8 @@ themselves) repeats the header's seconds. No body ever carries caller input, a d
     body that is not JSON                  400 invalid_json
     JSON body sent as another media type   415 unsupported_media_type
     unknown route / wrong method           404 not_found / 405 method_not_allowed (+ Allow)
-    `RequestRefused` (guards, services)    its status and code
+    `ServiceError` (every service's refusals, raised anywhere: a use case, a dependency, a guard's
+    `receive` while FastAPI parses the body)  its status and code (+ Retry-After, its headers)
     PostgreSQL unreachable                 503 database_unavailable (+ Retry-After)
     Kafka unreachable                      503 broker_unavailable (+ Retry-After)
     anything else                          500 internal_error (the traceback goes to the log only)
@@ -41,13 +42,13 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
 from yovision_platform.db import DatabaseUnavailable, is_database_unavailable
+from yovision_platform.errors import ServiceError
 
 __all__ = [
     "BROKER_RETRY_AFTER_SECONDS",
     "DATABASE_RETRY_AFTER_SECONDS",
     "PROBLEM_MEDIA_TYPE",
     "Problem",
-    "RequestRefused",
     "install_problem_handlers",
     "problem_response",
 ]
@@ -88,16 +89,6 @@ class Problem(BaseModel):
     retry_after: int | None = Field(
         default=None, ge=0, description="With a Retry-After header (429, 503): the same seconds."
     )
-
-
-class RequestRefused(HTTPException):
-    """A request refused with a stable code, raisable anywhere (a dependency, a guard's `receive`).
-
-    It is an HTTPException so FastAPI re-raises it unchanged out of its body parsing."""
-
-    def __init__(self, status: int, code: str, *, headers: Mapping[str, str] | None = None) -> None:
-        super().__init__(status_code=status, detail=code, headers=dict(headers) if headers else None)
-        self.code = code
 
 
 def problem_response(
@@ -170,12 +161,19 @@ def _allowed_methods(request: Request) -> str:
     return ", ".join(allowed)
 
 
+async def _service_problem(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ServiceError)
+    return problem_response(exc.status, exc.code, headers=exc.response_headers())
+
+
 async def _http_problem(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
-    code = exc.code if isinstance(exc, RequestRefused) else _CODE_BY_STATUS.get(exc.status_code)
+    if isinstance(exc.__cause__, ServiceError):  # FastAPI wraps what body parsing raised in a 400
+        return await _service_problem(request, exc.__cause__)
+    code = _CODE_BY_STATUS.get(exc.status_code)
     if code is None:
         code = "client_error" if exc.status_code < 500 else "server_error"
-    if exc.status_code == 400 and not isinstance(exc, RequestRefused):
+    if exc.status_code == 400:
         code = "invalid_body"  # FastAPI's "There was an error parsing the body"
     headers = dict(exc.headers or {})
     if exc.status_code == 405:
@@ -217,11 +215,12 @@ Handler = Callable[[Request, Exception], Awaitable[JSONResponse]]
 
 
 def install_problem_handlers(app: FastAPI) -> None:
-    """Answer every framework, platform and dependency failure of `app` with a `Problem`. Services add
-    handlers for their own exception classes afterwards (with `problem_response`)."""
+    """Answer every framework, platform and dependency failure of `app`, and every `ServiceError` a
+    service raises, with a `Problem`."""
     handlers: dict[type[Exception], Handler] = {
         RequestValidationError: _validation_problem,
         HTTPException: _http_problem,
+        ServiceError: _service_problem,
         DatabaseUnavailable: _database_problem,
         InterfaceError: _database_problem,
         PostgresError: _postgres_problem,  # only connection and shutdown states are "unavailable"

@@ -34,7 +34,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Itera
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import asyncpg
@@ -50,9 +50,14 @@ from yovision_platform.kafka import KafkaAccessRefused
 from yovision_platform.logging import configure_logging
 from yovision_platform.metrics import build_info, create_registry, render_latest
 from yovision_platform.migrations import SchemaPlan, migrate, preflight
+from yovision_platform.outbox_publisher import (
+    OutboxPublisher,
+    OutboxPublisherConfig,
+    OutboxPublisherMetrics,
+    executor_for,
+)
 from yovision_platform.problems import BROKER_UNAVAILABLE_ERRORS
 from yovision_platform.processed_events import ProcessedEventsPruner
-from yovision_platform.relay import OutboxRelay, RelayConfig, RelayMetrics, executor_for
 from yovision_platform.settings import BaseServiceSettings, BaseWebSettings, load_settings
 from yovision_platform.txn_producer import confluent_publisher_factory
 from yovision_platform.web import create_app
@@ -79,6 +84,8 @@ EXIT_CONFIG_ERROR = 2
 EXIT_STARTUP_REFUSED = 3
 
 Worker = Callable[[asyncio.Event], Awaitable[None]]
+SettingsT = TypeVar("SettingsT", bound=BaseServiceSettings)
+WebSettingsT = TypeVar("WebSettingsT", bound=BaseWebSettings)
 ReadinessCheck = Callable[[], Awaitable[None]]
 
 
@@ -90,23 +97,25 @@ def _package_version(distribution: str) -> str:
 
 
 @dataclass(frozen=True)
-class ServiceCommand:
+class ServiceCommand(Generic[SettingsT]):
     """An operator command of one service, run with the service's settings (exit code returned)."""
 
     help: str
-    run: Callable[[ServiceSpec, BaseServiceSettings, argparse.Namespace], Coroutine[Any, Any, int]]
+    run: Callable[[ServiceSpec[SettingsT], SettingsT, argparse.Namespace], Coroutine[Any, Any, int]]
     add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
 
 
 @dataclass(frozen=True)
-class ServiceSpec:
+class ServiceSpec(Generic[SettingsT]):
+    """A service with a schema of its own; `configure` receives a context typed by its settings class."""
+
     name: str
     schema: str
-    settings_cls: type[BaseServiceSettings]
+    settings_cls: type[SettingsT]
     migrations_dir: Path
     version: str = field(default_factory=lambda: _package_version("yovision-platform"))
-    configure: Callable[[ServiceContext], Awaitable[None]] | None = None
-    commands: Mapping[str, ServiceCommand] = field(default_factory=dict)
+    configure: Callable[[ServiceContext[SettingsT]], Awaitable[None]] | None = None
+    commands: Mapping[str, ServiceCommand[SettingsT]] = field(default_factory=dict)
 
     @classmethod
     def for_package(
@@ -115,10 +124,10 @@ class ServiceSpec:
         *,
         package: str,
         schema: str,
-        settings_cls: type[BaseServiceSettings],
-        configure: Callable[[ServiceContext], Awaitable[None]] | None = None,
-        commands: Mapping[str, ServiceCommand] | None = None,
-    ) -> ServiceSpec:
+        settings_cls: type[SettingsT],
+        configure: Callable[[ServiceContext[SettingsT]], Awaitable[None]] | None = None,
+        commands: Mapping[str, ServiceCommand[SettingsT]] | None = None,
+    ) -> ServiceSpec[SettingsT]:
         """The spec of an installed service: version from the distribution `name`, migrations from the
         `migrations` folder inside the import package `package`."""
         return cls(
@@ -138,21 +147,22 @@ def migrations_dir_of(package: str) -> Path:
 
 
 @dataclass(frozen=True)
-class WebServiceSpec:
+class WebServiceSpec(Generic[WebSettingsT]):
     """A service that keeps no database of its own: only HTTP routes, readiness checks and workers."""
 
     name: str
-    settings_cls: type[BaseWebSettings]
+    settings_cls: type[WebSettingsT]
     version: str = field(default_factory=lambda: _package_version("yovision-platform"))
-    configure: Callable[[WebContext], Awaitable[None]] | None = None
+    configure: Callable[[WebContext[WebSettingsT]], Awaitable[None]] | None = None
 
 
 @dataclass(kw_only=True)
-class WebContext:
-    """What a `configure` hook builds on. Workers run until the `stop` event they receive."""
+class WebContext(Generic[WebSettingsT]):
+    """What a `configure` hook builds on, typed by the service's settings class. Workers run until the
+    `stop` event they receive."""
 
-    spec: ServiceSpec | WebServiceSpec
-    settings: BaseWebSettings
+    spec: ServiceSpec[Any] | WebServiceSpec[Any]
+    settings: WebSettingsT
     registry: CollectorRegistry
     app: FastAPI
     workers: dict[str, Worker] = field(default_factory=dict)
@@ -167,11 +177,11 @@ class WebContext:
 
 
 @dataclass(kw_only=True)
-class ServiceContext(WebContext):
+class ServiceContext(WebContext[SettingsT]):
     """A `WebContext` with the service's schema and its runtime pool."""
 
-    spec: ServiceSpec
-    settings: BaseServiceSettings
+    spec: ServiceSpec[SettingsT]
+    settings: SettingsT
     plan: SchemaPlan
     pool: asyncpg.Pool
 
@@ -198,19 +208,19 @@ def runtime_role_of(dsn: str) -> tuple[str, str | None]:
     return unquote(parts.username), unquote(parts.password) if parts.password else None
 
 
-def schema_of(spec: ServiceSpec, settings: BaseServiceSettings) -> str:
+def schema_of(spec: ServiceSpec[Any], settings: BaseServiceSettings) -> str:
     """The schema this process works in: ``<P>_DATABASE_SCHEMA``, else the service's own (``sense``...)."""
     return settings.database_schema or spec.schema
 
 
-def _plan(spec: ServiceSpec, settings: BaseServiceSettings) -> SchemaPlan:
+def _plan(spec: ServiceSpec[Any], settings: BaseServiceSettings) -> SchemaPlan:
     role, _ = runtime_role_of(settings.database_dsn.get_secret_value())
     return SchemaPlan.for_service(
         schema_of(spec, settings), spec.migrations_dir, runtime_role=Identifier(role)
     )
 
 
-def _add_health_routes(ctx: WebContext) -> None:
+def _add_health_routes(ctx: WebContext[Any]) -> None:
     @ctx.app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
         # The instance id tells a caller (an operator, a test that picked a free port) which process answered.
@@ -245,10 +255,10 @@ async def _database_ready(pool: asyncpg.Pool) -> None:
         await conn.fetchval("SELECT 1")
 
 
-def _add_outbox_relay(ctx: ServiceContext) -> None:
+def _add_outbox_relay(ctx: ServiceContext[Any]) -> None:
     settings = ctx.settings
-    config = RelayConfig()
-    metrics = RelayMetrics(ctx.registry)
+    config = OutboxPublisherConfig()
+    metrics = OutboxPublisherMetrics(ctx.registry)
 
     async def relay(stop: asyncio.Event) -> None:
         with executor_for(config) as executor:
@@ -257,7 +267,7 @@ def _add_outbox_relay(ctx: ServiceContext) -> None:
                 client_id=f"{ctx.spec.name}-{settings.instance_id}",
                 executor=executor,
             )
-            outbox_relay = OutboxRelay(
+            outbox_relay = OutboxPublisher(
                 ctx.pool,
                 ctx.plan.schema,
                 publishers,
@@ -271,7 +281,7 @@ def _add_outbox_relay(ctx: ServiceContext) -> None:
     ctx.add_worker("outbox-relay", relay)
 
 
-async def _supervise(ctx: WebContext, name: str, worker: Worker, stop: asyncio.Event) -> None:
+async def _supervise(ctx: WebContext[Any], name: str, worker: Worker, stop: asyncio.Event) -> None:
     """Run `worker` until `stop`. A crash is logged, marks the worker down and restarts it after a backoff."""
     failures = 0
     while not stop.is_set():
@@ -325,7 +335,7 @@ class _Server(uvicorn.Server):
 
 @contextlib.asynccontextmanager
 async def checked_pool(
-    spec: ServiceSpec, settings: BaseServiceSettings, *, application: str | None = None
+    spec: ServiceSpec[Any], settings: BaseServiceSettings, *, application: str | None = None
 ) -> AsyncIterator[tuple[asyncpg.Pool, SchemaPlan]]:
     """The runtime pool, after the same preflight `serve` runs (current schema, safe runtime role); for
     `serve` and for a service's operator CLIs. Closed on exit."""
@@ -342,7 +352,7 @@ async def checked_pool(
         await pool.close()
 
 
-async def _run(ctx: WebContext) -> int:
+async def _run(ctx: WebContext[Any]) -> int:
     """Serve `ctx.app` and run the workers until SIGTERM/SIGINT; then stop the workers."""
     settings = ctx.settings
     stop = asyncio.Event()
@@ -372,7 +382,7 @@ async def _run(ctx: WebContext) -> int:
     return 0 if server.started else EXIT_STARTUP_REFUSED
 
 
-async def _serve(spec: ServiceSpec, settings: BaseServiceSettings) -> int:
+async def _serve(spec: ServiceSpec[SettingsT], settings: SettingsT) -> int:
     async with checked_pool(spec, settings) as (pool, plan):
         registry = create_registry()
         build_info(registry, service=spec.name, version=spec.version, instance_id=settings.instance_id)
@@ -387,7 +397,7 @@ async def _serve(spec: ServiceSpec, settings: BaseServiceSettings) -> int:
         return await _run(ctx)
 
 
-async def _serve_web(spec: WebServiceSpec, settings: BaseWebSettings) -> int:
+async def _serve_web(spec: WebServiceSpec[WebSettingsT], settings: WebSettingsT) -> int:
     registry = create_registry()
     build_info(registry, service=spec.name, version=spec.version, instance_id=settings.instance_id)
     ctx = WebContext(spec=spec, settings=settings, registry=registry, app=create_app(spec.name, spec.version))
@@ -397,7 +407,7 @@ async def _serve_web(spec: WebServiceSpec, settings: BaseWebSettings) -> int:
     return await _run(ctx)
 
 
-async def _migrate(spec: ServiceSpec, settings: BaseServiceSettings) -> int:
+async def _migrate(spec: ServiceSpec[Any], settings: BaseServiceSettings) -> int:
     _, password = runtime_role_of(settings.database_dsn.get_secret_value())
     plan = _plan(spec, settings)
     admin: DbConnection = await asyncpg.connect(settings.read_migration_dsn().get_secret_value())
@@ -417,7 +427,7 @@ async def _migrate(spec: ServiceSpec, settings: BaseServiceSettings) -> int:
     return 0
 
 
-def _parser(spec: ServiceSpec | WebServiceSpec) -> argparse.ArgumentParser:
+def _parser(spec: ServiceSpec[Any] | WebServiceSpec[Any]) -> argparse.ArgumentParser:
     what = f"{spec.schema} schema" if isinstance(spec, ServiceSpec) else "no database"
     parser = argparse.ArgumentParser(prog=spec.name, description=f"{spec.name} ({what})")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -431,7 +441,7 @@ def _parser(spec: ServiceSpec | WebServiceSpec) -> argparse.ArgumentParser:
     return parser
 
 
-def main(spec: ServiceSpec | WebServiceSpec, argv: Sequence[str] | None = None) -> int:
+def main(spec: ServiceSpec[Any] | WebServiceSpec[Any], argv: Sequence[str] | None = None) -> int:
     args = _parser(spec).parse_args(argv)
     try:
         settings = load_settings(spec.settings_cls)

@@ -22,7 +22,6 @@ from yovision_platform.auth import (
     Caller,
     Identity,
     TokenVerifier,
-    install_auth_error_handlers,
     use_token_verifier,
 )
 from yovision_platform.db import Identifier
@@ -84,7 +83,6 @@ def install_notification_routes(
     app: FastAPI, *, pool: asyncpg.Pool, schema: str, verifier: TokenVerifier
 ) -> None:
     inbox = Inbox(Identifier(schema))
-    install_auth_error_handlers(app)
 
     use_token_verifier(app, verifier)
 

@@ -21,13 +21,12 @@ MIGRATIONS_DIR = migrations_dir_of("bell_receiver")
 
 def build_spec(
     schema: str = "bell", *, topics: Sequence[str] | None = None, consumer_group: str = CONSUMER_GROUP
-) -> ServiceSpec:
+) -> ServiceSpec[BellReceiverSettings]:
     """The service; tests pass their own schema, (physical) topics and consumer group. By default Bell reads
     the catalogue's topics of the events it ingests, under ``BELL_KAFKA_PREFIX``."""
 
-    async def configure(ctx: ServiceContext) -> None:
+    async def configure(ctx: ServiceContext[BellReceiverSettings]) -> None:
         settings = ctx.settings
-        assert isinstance(settings, BellReceiverSettings)
         kafka = settings.kafka_names
         read = topics if topics is not None else kafka.topics(audit_topics(default_catalog()))
         metrics = BellMetrics.create(ctx.registry)

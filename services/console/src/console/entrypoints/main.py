@@ -18,9 +18,8 @@ SERVICE_NAME = "console"
 CHUNK_BODY_RULE = BodyReadRule(total_seconds=None, min_bytes_per_second=64 * 1024, grace_seconds=10.0)
 
 
-async def configure(ctx: WebContext) -> None:
+async def configure(ctx: WebContext[ConsoleSettings]) -> None:
     settings = ctx.settings
-    assert isinstance(settings, ConsoleSettings)
     console = build_console(settings)
     install(ctx.app, console)
     guard_policy(ctx.app).override("PUT", r"/media/uploads/[^/]+/chunks/[^/]+", body_rule=CHUNK_BODY_RULE)

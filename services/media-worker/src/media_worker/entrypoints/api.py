@@ -38,7 +38,7 @@ from media_worker.entrypoints.multipart import file_part_stream
 from media_worker.service_layer.activity import Activity
 from media_worker.service_layer.metrics import DisconnectedUpload, MediaMetrics
 from media_worker.service_layer.uploads import UploadService, UploadSession
-from yovision_platform.auth import BearerToken, Identity, TokenVerifier, install_auth_error_handlers
+from yovision_platform.auth import BearerToken, Identity, TokenVerifier
 from yovision_platform.guards import BodyReadRule
 from yovision_platform.paging import InvalidCursor, cursor_query, decode_cursor, encode_cursor
 from yovision_platform.problems import problem_response
@@ -414,7 +414,6 @@ DISCONNECTED_UPLOADS: dict[object, DisconnectedUpload] = {
 
 
 def install_routes(app: FastAPI, api: MediaApi) -> None:
-    install_auth_error_handlers(app)
 
     async def media_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, MediaError)

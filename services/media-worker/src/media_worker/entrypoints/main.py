@@ -34,9 +34,8 @@ def publish_capability(path: Path, instance_id: str) -> None:
     os.replace(partial, path)
 
 
-async def configure(ctx: ServiceContext) -> None:
+async def configure(ctx: ServiceContext[MediaWorkerSettings]) -> None:
     settings = ctx.settings
-    assert isinstance(settings, MediaWorkerSettings)
     repo = MediaRepository(ctx.plan.schema)
     storage = LocalStorage(settings.storage_dir)
     events = EventWriter(AvroSerde(SchemaRegistry.load()), Outbox(ctx.plan.schema))

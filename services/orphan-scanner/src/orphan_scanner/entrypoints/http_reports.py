@@ -24,7 +24,7 @@ from orphan_scanner.domain import limits
 from orphan_scanner.domain.gate import FleetGateInput, check_fleet_gate, ratio_allows, report_expired
 from orphan_scanner.domain.inputs import apply_command, confirmation_text
 from yovision_platform import paging
-from yovision_platform.auth import Caller, TokenVerifier, install_auth_error_handlers, use_token_verifier
+from yovision_platform.auth import Caller, TokenVerifier, use_token_verifier
 from yovision_platform.db import Identifier
 from yovision_platform.paging import InvalidCursor
 from yovision_platform.problems import Problem, problem_response
@@ -230,7 +230,6 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 def install_report_routes(app: FastAPI, *, pool: asyncpg.Pool, schema: str, verifier: TokenVerifier) -> None:
-    install_auth_error_handlers(app)
     store, reader = ReportStore(Identifier(schema)), ReportReader(Identifier(schema))
     router = APIRouter(prefix="/v1/reports", tags=["reports"], responses=ERRORS)
 

@@ -23,9 +23,8 @@ from yovision_platform.service import main as run
 from yovision_platform.web import create_app
 
 
-async def configure(ctx: ServiceContext) -> None:
+async def configure(ctx: ServiceContext[OrphanScannerSettings]) -> None:
     settings = ctx.settings
-    assert isinstance(settings, OrphanScannerSettings)
     client_id = f"{ctx.spec.name}-{settings.instance_id}"
     metrics = OrphanMetrics(ctx.registry, settings.media_server_ids)
     components = build(ctx.pool, ctx.plan.schema, settings, client_id=client_id, metrics=metrics)

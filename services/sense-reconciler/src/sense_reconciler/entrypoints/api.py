@@ -30,7 +30,7 @@ from sense_reconciler.domain.errors import (
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.service_layer.devices import DeviceService
 from sense_reconciler.service_layer.sites import SiteView
-from yovision_platform.auth import OperatorToken, StaticBearerToken, install_auth_error_handlers
+from yovision_platform.auth import OperatorToken, StaticBearerToken
 from yovision_platform.media_servers import MEDIA_SERVER_ID_PATTERN
 from yovision_platform.problems import Problem, problem_response
 from yovision_platform.web import JSON_INTEGER, consistent_by, create_app
@@ -304,7 +304,6 @@ def build_router(service: DeviceService, token: StaticBearerToken) -> APIRouter:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    install_auth_error_handlers(app)
 
     async def sense_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, SenseError)

@@ -60,9 +60,8 @@ def media_fleet(settings: SenseReconcilerSettings) -> MediaFleet[MediaMtxClient]
     return MediaFleet.connect(settings.media_server_list, client)
 
 
-async def configure(ctx: ServiceContext) -> None:
+async def configure(ctx: ServiceContext[SenseReconcilerSettings]) -> None:
     settings = ctx.settings
-    assert isinstance(settings, SenseReconcilerSettings)
     serde = AvroSerde(SchemaRegistry.load())
     schema = ctx.plan.schema
     sources = SourceUris(settings.key_ring)

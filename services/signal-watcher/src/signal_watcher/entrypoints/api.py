@@ -36,7 +36,7 @@ from signal_watcher.entrypoints.api_models import (
     WatcherPage,
 )
 from signal_watcher.service_layer.checks import probe_and_judge
-from yovision_platform.auth import BearerToken, Identity, TokenVerifier, install_auth_error_handlers
+from yovision_platform.auth import BearerToken, Identity, TokenVerifier
 from yovision_platform.db import DbConnection
 from yovision_platform.encryption import SecretUnreadable
 from yovision_platform.errors import PlatformError
@@ -167,7 +167,6 @@ async def _preflight(probe: ProbeClient, url: str) -> None:
 
 
 def install_api(app: FastAPI, deps: ApiDeps) -> None:
-    install_auth_error_handlers(app)
 
     async def handle_platform_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, PlatformError)

@@ -30,9 +30,8 @@ MIGRATIONS_DIR = migrations_dir_of("signal_watcher")
 log = logging.getLogger(__name__)
 
 
-async def configure(ctx: ServiceContext) -> None:
+async def configure(ctx: ServiceContext[SignalWatcherSettings]) -> None:
     settings = ctx.settings
-    assert isinstance(settings, SignalWatcherSettings)
     repo = WatcherRepository(ctx.plan.schema, settings.cipher)
     guard = settings.probe_guard
     if guard.allowed_networks:

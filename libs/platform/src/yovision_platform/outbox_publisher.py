@@ -1,4 +1,6 @@
-"""The outbox relay: publishes committed outbox rows to Kafka, at least once, in order per key.
+"""`OutboxPublisher`, the outbox relay: publishes committed outbox rows to Kafka, at least once, in order
+per key. (Operators know it as the `outbox-relay` worker and its `outbox_relay_*` metrics; those names
+are kept as they are because dashboards, alerts and `<P>_OUTBOX_RELAY_ENABLED` use them.)
 
 No outbox row is ever updated. The outbox is split in `OUTBOX_SHARDS` shards by key (the Kafka partition of
 the key for a topic with that many partitions); each shard has one cursor row (`yovision_platform.
@@ -59,10 +61,10 @@ from yovision_platform.txn_producer import (
 
 __all__ = [
     "OUTBOX_TABLE",
-    "OutboxRelay",
+    "OutboxPublisher",
+    "OutboxPublisherConfig",
+    "OutboxPublisherMetrics",
     "OutboxShardsMismatch",
-    "RelayConfig",
-    "RelayMetrics",
     "executor_for",
     "transactional_id",
 ]
@@ -89,7 +91,7 @@ class OutboxShardsMismatch(PlatformError):
 
 
 @dataclass(frozen=True)
-class RelayConfig:
+class OutboxPublisherConfig:
     batch_size: int = RELAY_DEFAULT_BATCH_ROWS
     lease_seconds: float = RELAY_LEASE_SECONDS
     poll_interval_seconds: float = RELAY_POLL_INTERVAL_SECONDS
@@ -112,7 +114,7 @@ class RelayConfig:
         return self.lease_seconds / 3
 
 
-class RelayMetrics:
+class OutboxPublisherMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.published = labeled_counter(
             registry, "outbox_relay_published", "Outbox rows in committed Kafka transactions", {}
@@ -159,9 +161,9 @@ class _Shard:
         self.wake.set()
 
 
-class OutboxRelay:
-    """Publishes one schema's outbox. Several relays (processes) may run against the same schema; they
-    split the shards between them."""
+class OutboxPublisher:
+    """Publishes one schema's outbox to Kafka. Several publishers (processes) may run against the same
+    schema; they split the shards between them."""
 
     def __init__(
         self,
@@ -170,15 +172,15 @@ class OutboxRelay:
         publisher_factory: PublisherFactory,
         *,
         owner: str,
-        config: RelayConfig | None = None,
-        metrics: RelayMetrics | None = None,
+        config: OutboxPublisherConfig | None = None,
+        metrics: OutboxPublisherMetrics | None = None,
         names: KafkaNames | None = None,
     ) -> None:
         self._pool = pool
         self._schema = schema
         self._publisher_factory = publisher_factory
         self._owner = owner
-        self._config = config or RelayConfig()
+        self._config = config or OutboxPublisherConfig()
         self._metrics = metrics
         self._names = names or KafkaNames()
         self._cursors = ShardCursors(schema, OUTBOX_TABLE, owner, lease_seconds=self._config.lease_seconds)
@@ -335,7 +337,7 @@ class OutboxRelay:
     # -- one shard ------------------------------------------------------------------------------------------
 
     async def _relay_shard(self, held: _Shard) -> None:
-        shard = _ShardRelay(self, held)
+        shard = _ShardPublisher(self, held)
         try:
             await shard.run()
         except Exception:
@@ -344,10 +346,10 @@ class OutboxRelay:
             self._rebalance_now.set()
 
 
-class _ShardRelay:
+class _ShardPublisher:
     """Relays one held shard until it is asked to stop or is taken over."""
 
-    def __init__(self, relay: OutboxRelay, held: _Shard) -> None:
+    def __init__(self, relay: OutboxPublisher, held: _Shard) -> None:
         self._relay = relay
         self._held = held
         self._shard = held.lease.shard
@@ -362,7 +364,7 @@ class _ShardRelay:
         self._fenced = False
 
     @property
-    def _metrics(self) -> RelayMetrics | None:
+    def _metrics(self) -> OutboxPublisherMetrics | None:
         return self._relay._metrics
 
     async def run(self) -> None:
@@ -535,7 +537,7 @@ async def _first_of(*waits: Any) -> None:
             task.cancel()
 
 
-def executor_for(config: RelayConfig) -> concurrent.futures.ThreadPoolExecutor:
+def executor_for(config: OutboxPublisherConfig) -> concurrent.futures.ThreadPoolExecutor:
     """Threads for the publishers' blocking calls: one per shard that may commit at once, plus one."""
     return concurrent.futures.ThreadPoolExecutor(
         max_workers=config.shards + 1, thread_name_prefix="outbox-publisher"
