@@ -1,0 +1,175 @@
+"""The unit of work every use case writes through: its stores and the outbox, in one transaction.
+
+A use case takes a *factory* of units of work (a port) and never a pool:
+
+    async with uow_factory() as uow:          # one transaction
+        device = await uow.devices.get(device_id)
+        await uow.devices.save(device.disabled())
+        await uow.outbox.enqueue(message)     # committed together with the save, or not at all
+
+Leaving the block normally commits; an exception rolls back everything the block wrote, outbox
+messages included, and propagates. A service's port is a `typing.Protocol` that extends `UnitOfWork`
+with its stores; it has two adapters, proven equal by one contract suite run against both:
+
+- `PostgresUnitOfWork` subclasses: one pooled connection, one transaction, repositories bound to it
+  (`bind`), and the outbox as `TransactionalOutbox`.
+- `InMemoryUnitOfWork` subclasses: fakes for fast use-case tests. Their stores keep plain Python state;
+  the unit of work snapshots it on entry and restores it on rollback, and the outbox is an `InMemoryOutbox`
+  whose messages become visible only on commit, like rows of a committed transaction.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Protocol, Self
+
+import asyncpg
+
+from yovision_platform.db import DbConnection, Identifier
+from yovision_platform.errors import OutboxError
+from yovision_platform.outbox import MAX_MESSAGE_BYTES, Outbox, OutboxMessage
+
+__all__ = [
+    "InMemoryOutbox",
+    "InMemoryUnitOfWork",
+    "OutboxWriter",
+    "PostgresUnitOfWork",
+    "TransactionalOutbox",
+    "UnitOfWork",
+]
+
+
+class OutboxWriter(Protocol):
+    """Where a use case puts the events that announce its state change."""
+
+    async def enqueue(self, message: OutboxMessage) -> None: ...
+
+
+class UnitOfWork(Protocol):
+    """One transaction: commit on a normal exit, roll back on an exception."""
+
+    outbox: OutboxWriter
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+
+class TransactionalOutbox:
+    """The outbox of one open transaction (the PostgreSQL adapter of `OutboxWriter`)."""
+
+    def __init__(self, conn: DbConnection, outbox: Outbox) -> None:
+        self._conn = conn
+        self._outbox = outbox
+
+    async def enqueue(self, message: OutboxMessage) -> None:
+        await self._outbox.enqueue(self._conn, message)
+
+
+class InMemoryOutbox:
+    """The fake `OutboxWriter`: the same refusals as `Outbox.enqueue`; `committed` holds what committed."""
+
+    def __init__(self) -> None:
+        self.committed: list[OutboxMessage] = []
+        self._pending: list[OutboxMessage] = []
+
+    async def enqueue(self, message: OutboxMessage) -> None:
+        if message.size_bytes > MAX_MESSAGE_BYTES:
+            raise OutboxError("message_too_large", f"message exceeds {MAX_MESSAGE_BYTES} bytes")
+        self._pending.append(message)
+
+    def commit(self) -> None:
+        self.committed.extend(self._pending)
+        self._pending.clear()
+
+    def rollback(self) -> None:
+        self._pending.clear()
+
+    def event_types(self) -> list[str]:
+        return [m.event_type for m in self.committed]
+
+
+class PostgresUnitOfWork:
+    """One pooled connection and one transaction. Subclasses bind their repositories in `bind`."""
+
+    outbox: OutboxWriter
+
+    def __init__(self, pool: asyncpg.Pool, schema: Identifier) -> None:
+        self._pool = pool
+        self._schema = schema
+        self._conn: Any = None
+        self._transaction: Any = None
+
+    @property
+    def connection(self) -> DbConnection:
+        """The open transaction's connection (for repositories bound in `bind`)."""
+        if self._conn is None:
+            raise RuntimeError("the unit of work is not open")
+        conn: DbConnection = self._conn
+        return conn
+
+    def bind(self, conn: DbConnection) -> None:
+        """Create the repositories on `conn`; called once the transaction is open."""
+
+    async def __aenter__(self) -> Self:
+        self._conn = await self._pool.acquire()
+        try:
+            self._transaction = self._conn.transaction()
+            await self._transaction.start()
+            self.outbox = TransactionalOutbox(self._conn, Outbox(self._schema))
+            self.bind(self._conn)
+        except BaseException:
+            await self._release()
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            if exc_type is None:
+                await self._transaction.commit()
+            else:
+                await self._transaction.rollback()
+        finally:
+            await self._release()
+
+    async def _release(self) -> None:
+        conn, self._conn, self._transaction = self._conn, None, None
+        if conn is not None:
+            await self._pool.release(conn)
+
+
+class InMemoryUnitOfWork:
+    """The fake unit of work. Subclasses name their fake stores in `stores()`; every attribute of those is
+    snapshotted on entry and restored on rollback, so a failed use case leaves no trace, as in PostgreSQL.
+
+    Fakes are single-process and serial: they model one transaction at a time, not concurrent isolation."""
+
+    def __init__(self) -> None:
+        self.outbox = InMemoryOutbox()
+        self.commits = 0
+        self._saved: list[dict[str, Any]] = []
+
+    def stores(self) -> Sequence[object]:
+        return ()
+
+    async def __aenter__(self) -> Self:
+        self._saved = [copy.deepcopy(vars(store)) for store in self.stores()]
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is None:
+            self.outbox.commit()
+            self.commits += 1
+            return
+        for store, saved in zip(self.stores(), self._saved, strict=True):
+            vars(store).clear()
+            vars(store).update(saved)
+        self.outbox.rollback()
