@@ -41,6 +41,8 @@ from prometheus_client import CollectorRegistry
 from yovision_platform.backoff import backoff_seconds, wait_for_stop
 from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.errors import PlatformError
+from yovision_platform.kafka import create_consumer, start_client
+from yovision_platform.kafka_security import KafkaTarget
 from yovision_platform.metrics import labeled_gauge
 
 __all__ = [
@@ -343,6 +345,27 @@ class IdempotentConsumer:
             message.key,
             value,
         )
+
+    async def consume_topics(
+        self,
+        kafka: KafkaTarget,
+        topics: Sequence[str],
+        stop: asyncio.Event,
+        *,
+        client_id: str,
+        on_assigned: PartitionsHook | None = None,
+        on_revoked: PartitionsHook | None = None,
+    ) -> None:
+        """The whole worker: a consumer of this group subscribed to `topics` (positions restored from the
+        database on every assignment), consumed until `stop` is set, then closed."""
+        consumer = create_consumer(kafka, group_id=self._group, client_id=client_id)
+        listener = PositionRestoringListener(consumer, self, on_assigned=on_assigned, on_revoked=on_revoked)
+        consumer.subscribe(list(topics), listener=listener)
+        try:
+            await start_client(consumer, kafka, close=consumer.stop)
+            await self.run(consumer, stop)
+        finally:
+            await consumer.stop()
 
     async def run(self, consumer: AIOKafkaConsumer, stop: asyncio.Event) -> None:
         """Consume until `stop` is set. The consumer must be started and subscribed (see the listener)."""

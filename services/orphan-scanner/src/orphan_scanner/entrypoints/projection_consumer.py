@@ -10,9 +10,8 @@ import asyncpg
 from orphan_scanner.adapters.projection_store import ProjectionStore
 from orphan_scanner.service_layer.projection import ProjectionHandler
 from yovision_platform.avro import AvroSerde
-from yovision_platform.consumer import ConsumerMetrics, IdempotentConsumer, PositionRestoringListener
+from yovision_platform.consumer import ConsumerMetrics, IdempotentConsumer
 from yovision_platform.db import Identifier
-from yovision_platform.kafka import create_consumer, start_client
 from yovision_platform.kafka_security import KafkaTarget
 
 
@@ -37,12 +36,6 @@ def projection_worker(
     )
 
     async def run(stop: asyncio.Event) -> None:
-        consumer = create_consumer(kafka, group_id=consumer_group, client_id=client_id)
-        consumer.subscribe(list(topics), listener=PositionRestoringListener(consumer, idempotent))
-        await start_client(consumer, kafka, close=consumer.stop)
-        try:
-            await idempotent.run(consumer, stop)
-        finally:
-            await consumer.stop()
+        await idempotent.consume_topics(kafka, topics, stop, client_id=client_id)
 
     return run
