@@ -13,39 +13,22 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from sense_reconciler.adapters.device_repository import DeviceRow
 from sense_reconciler.domain import limits, model
-from sense_reconciler.domain.errors import (
-    DeviceNotFound,
-    InvalidInput,
-    MediaServerNotRegistered,
-    PathNameTaken,
-    SenseError,
-    SiteLimitReached,
-)
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.service_layer.devices import DeviceService
 from sense_reconciler.service_layer.sites import SiteView
 from yovision_platform.auth import OperatorToken, StaticBearerToken
 from yovision_platform.media_servers import MEDIA_SERVER_ID_PATTERN
-from yovision_platform.problems import Problem, problem_response
+from yovision_platform.problems import Problem
 from yovision_platform.web import JSON_INTEGER, consistent_by, create_app
 
 API_TITLE = "sense-reconciler Control API"
 API_VERSION = "1.2.0"  # 1.2.0: every validator's pattern published; 409 media_server_not_registered
 DEFAULT_ACTOR = "control-api"
-
-STATUS_BY_ERROR: dict[type[SenseError], int] = {
-    InvalidInput: 422,
-    DeviceNotFound: 404,
-    PathNameTaken: 409,
-    SiteLimitReached: 409,
-    MediaServerNotRegistered: 409,  # well-formed, but this deployment has no such server (its state)
-}
 
 State = Literal["enabled", "disabled"]
 
@@ -303,19 +286,8 @@ def build_router(service: DeviceService, token: StaticBearerToken) -> APIRouter:
     return router
 
 
-def install_error_handlers(app: FastAPI) -> None:
-
-    async def sense_error(_: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, SenseError)
-        status = next((code for kind, code in STATUS_BY_ERROR.items() if isinstance(exc, kind)), 400)
-        return problem_response(status, exc.code)
-
-    app.add_exception_handler(SenseError, sense_error)
-
-
 def install(app: FastAPI, service: DeviceService, token: StaticBearerToken) -> None:
     app.include_router(build_router(service, token))
-    install_error_handlers(app)
 
 
 def openapi_document(service: DeviceService, token: StaticBearerToken) -> dict[str, object]:
