@@ -9,7 +9,7 @@ with a bench topic for its consumer), then
 1. **baseline**: the same fact rows (payload and digest as Bell stores them) inserted by plain 100-row
    ``INSERT ... SELECT unnest`` statements into a scratch copy of ``audit_events``: the database ceiling;
 2. **relay**: ``--facts`` facts (a few devices, many facts each) written to ``device_operation_outbox``,
-   then 1 (and then 2) :class:`BellRelayWorker` with the production config run until every fact is
+   then 1 (and then 2) :class:`AuditPusher` with the production config run until every fact is
    delivered (the push's cursor has passed them); events/s from the workers' start to the cursor's last
    advance (``advanced_at``, database clock), and the ratio to (1). With one cursor, a second worker is a
    standby: the 2-worker run shows it costs nothing.
@@ -44,13 +44,14 @@ import httpx
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from bell_receiver.service_layer.relay import HTTP_OK, RelayHandler
-from sense_reconciler.bell_relay.client import BellClient
-from sense_reconciler.bell_relay.config import BATCH_MAX_ITEMS, RelayConfig, load_relay_config
-from sense_reconciler.bell_relay.facts import OutboxFact, batch_body, fact_document
-from sense_reconciler.bell_relay.outcome import ItemResults
-from sense_reconciler.bell_relay.repository import OutboxRepository
-from sense_reconciler.bell_relay.worker import BellRelayWorker
+from sense_reconciler.adapters.audit_push_store import PostgresAuditPushStore
+from sense_reconciler.adapters.bell_client import BellClient
+from sense_reconciler.domain.audit_facts import OutboxFact, batch_body, fact_document
+from sense_reconciler.domain.audit_push import BATCH_MAX_ITEMS, AuditPushConfig
+from sense_reconciler.domain.audit_push_outcome import ItemResults
+from sense_reconciler.entrypoints.audit_push_worker import audit_push_worker
 from sense_reconciler.entrypoints.main import SPEC as SENSE_SPEC
+from sense_reconciler.settings import load_audit_push_config
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.migrations import SchemaPlan, drop, migrate
@@ -241,7 +242,7 @@ async def relay_run(
     admin: asyncpg.Connection,
     sense_schema: Identifier,
     bell_schema: Identifier,
-    config: RelayConfig,
+    config: AuditPushConfig,
     workers: int,
     facts: list[OutboxFact],
 ) -> float:
@@ -249,13 +250,13 @@ async def relay_run(
     stop = asyncio.Event()
     started_at = await admin.fetchval("SELECT clock_timestamp()")
     tasks = [
-        asyncio.create_task(BellRelayWorker(pool, sense_schema, config, owner=f"bench-{n}").run(stop))
+        asyncio.create_task(audit_push_worker(pool, sense_schema, config, owner=f"bench-{n}")(stop))
         for n in range(workers)
     ]
     try:
         deadline = time.monotonic() + RUN_TIMEOUT_SECONDS
-        repo = OutboxRepository(sense_schema, "bench-observer", lease_seconds=1)
-        while await repo.pending(admin):
+        repo = PostgresAuditPushStore(pool, sense_schema, "bench-observer", lease_seconds=1)
+        while await repo.pending():
             if time.monotonic() > deadline:
                 raise RuntimeError(
                     f"relay with {workers} worker(s) did not finish in {RUN_TIMEOUT_SECONDS} s"
@@ -281,7 +282,7 @@ async def relay_run(
     return len(facts) / float((finished_at - started_at).total_seconds())
 
 
-async def latency(config: RelayConfig, batches: int) -> list[float]:
+async def latency(config: AuditPushConfig, batches: int) -> list[float]:
     """Seconds per signed 100-item batch of new facts, sent one after another; all must be accepted."""
     device = uuid.uuid4()
     seconds: list[float] = []
@@ -377,11 +378,11 @@ async def bench(stack: LocalStack, fact_count: int, batches: int) -> dict[str, A
             bell = BellServer(stack, bell_plan.schema, bell_dsn, topic, Path(secrets_dir))
             bell.launch()
             await bell.wait_healthy()
-            loaded = load_relay_config(
+            loaded = load_audit_push_config(
                 enabled=True, bell_url=bell.url, key_file=bell.relay_key_file, key_id=KEY_ID
             )
             assert loaded is not None
-            config: RelayConfig = loaded  # the production limits: 100 items, 30 s lease, 10 s deadline
+            config: AuditPushConfig = loaded  # the production limits: 100 items, 30 s lease, 10 s deadline
             pool = await asyncpg.create_pool(
                 runtime_dsn(stack.admin_dsn, sense_plan.runtime_role, sense_password), min_size=2, max_size=6
             )

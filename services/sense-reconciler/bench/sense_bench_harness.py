@@ -23,8 +23,8 @@ import httpx
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from prometheus_client import CollectorRegistry
 
-from sense_reconciler.adapters.device_repository import DeviceRepository
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
+from sense_reconciler.adapters.unit_of_work import postgres_units
 from sense_reconciler.domain.reconcile import PathConfig
 from sense_reconciler.entrypoints.api import install
 from sense_reconciler.entrypoints.device_consumer import DeviceEventConsumer
@@ -274,9 +274,9 @@ async def sense_under_test(
         cleanup.push_async_callback(fleet.aclose)
         serde = AvroSerde(SchemaRegistry.load())
         sources = SourceUris(EncryptionKeyRing({"bench": os.urandom(32)}, "bench"))
+        units = postgres_units(pool, schema)
         service = DeviceService(
-            pool,
-            DeviceRepository(schema),
+            units,
             serde,
             device_topic="sense.device.v1",
             partitions=catalog.topics["sense.device.v1"].partitions,
@@ -287,8 +287,7 @@ async def sense_under_test(
         registry = CollectorRegistry()
         owned = OwnedPartitions(names.topic("sense.device.v1"))
         reconciler = Reconciler(
-            pool,
-            schema,
+            units,
             fleet,
             owned,
             ReconcileMetrics(registry, fleet.ids),

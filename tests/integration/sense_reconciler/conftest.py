@@ -7,7 +7,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from sense_reconciler.adapters.device_repository import DeviceRepository
+from sense_reconciler.adapters.unit_of_work import postgres_units
 from sense_reconciler.service_layer.devices import DeviceService
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema
@@ -45,11 +45,6 @@ def serde() -> AvroSerde:
 
 
 @pytest.fixture
-def repository(sense_schema: MigratedSchema) -> DeviceRepository:
-    return DeviceRepository(sense_schema.name)
-
-
-@pytest.fixture
 def sources() -> SourceUris:
     """Source URIs under a fresh key ring (one key, "k1")."""
     return SourceUris(EncryptionKeyRing({"k1": os.urandom(32)}, "k1"))
@@ -57,11 +52,10 @@ def sources() -> SourceUris:
 
 @pytest.fixture
 def devices(
-    sense_pool: asyncpg.Pool, repository: DeviceRepository, serde: AvroSerde, sources: SourceUris
+    sense_pool: asyncpg.Pool, sense_schema: MigratedSchema, serde: AvroSerde, sources: SourceUris
 ) -> DeviceService:
     return DeviceService(
-        sense_pool,
-        repository,
+        postgres_units(sense_pool, sense_schema.name),
         serde,
         device_topic="sense.device.v1",
         partitions=DEVICE_TOPIC_PARTITIONS,

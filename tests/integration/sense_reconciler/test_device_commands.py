@@ -7,9 +7,9 @@ import uuid
 import asyncpg
 import pytest
 
-from sense_reconciler.adapters.device_repository import DeviceRow
 from sense_reconciler.domain.errors import DeviceNotFound, InvalidInput, PathNameTaken, SiteLimitReached
 from sense_reconciler.domain.model import DesiredState
+from sense_reconciler.domain.records import DeviceRow
 from sense_reconciler.service_layer.devices import DeviceService
 from tests.conftest import MigratedSchema
 from yovision_platform.avro import AvroSerde
@@ -145,7 +145,7 @@ async def test_config_change_bumps_version_and_generation_without_echoing_the_ur
     )
     assert changed.config_version == 2
     status = await devices.reconcile_status(device.id)
-    assert status["desired_generation"] == 2
+    assert status.desired_generation == 2
     value = await sense_pool.fetchval(
         f"SELECT value FROM \"{sense_schema.name}\".outbox WHERE event_type = 'DeviceConfigChanged'"
     )

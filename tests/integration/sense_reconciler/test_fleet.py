@@ -16,11 +16,12 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
-from sense_reconciler.adapters.device_repository import DeviceRepository, DeviceRow
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
+from sense_reconciler.adapters.unit_of_work import postgres_units
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.domain.reconcile import PathConfig
+from sense_reconciler.domain.records import DeviceRow
 from sense_reconciler.service_layer.devices import DeviceService
 from sense_reconciler.service_layer.metrics import ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
@@ -94,8 +95,7 @@ def fleet_devices(
     sense_pool: asyncpg.Pool, sense_schema: MigratedSchema, serde: AvroSerde, sources: SourceUris
 ) -> DeviceService:
     return DeviceService(
-        sense_pool,
-        DeviceRepository(sense_schema.name),
+        postgres_units(sense_pool, sense_schema.name),
         serde,
         device_topic="sense.device.v1",
         partitions=DEVICE_TOPIC_PARTITIONS,
@@ -116,8 +116,7 @@ def reconciler_of(
     owned = OwnedPartitions("sense.device.v1")
     owned.assign(range(DEVICE_TOPIC_PARTITIONS))
     return Reconciler(
-        pool,
-        schema.name,
+        postgres_units(pool, schema.name),
         fleet,
         owned,
         ReconcileMetrics(registry or CollectorRegistry(), fleet.ids),
@@ -184,7 +183,7 @@ async def test_a_site_move_creates_on_the_new_server_then_deletes_exactly_on_the
         calls = [(server, action) for server, action, name in journal if name == device.path_name]
         assert calls == [("mtx-b", "add"), ("mtx-a", "delete")]  # created first, then deleted exactly
         assert await placements(sense_pool, sense_schema, device) == {"mtx-b"}
-        assert (await fleet_devices.reconcile_status(device.id))["status"] == "converged"
+        assert (await fleet_devices.reconcile_status(device.id)).status == "converged"
         assert (await fleet_devices.get_device(device.id)).media_server_id == "mtx-b"
     owners = await sense_pool.fetch(
         f'SELECT media_server_id, path_name FROM "{sense_schema.name}".media_path_ownership '
@@ -235,7 +234,7 @@ async def test_a_move_whose_old_delete_fails_is_retried_and_a_move_back_leaves_n
         )
         assert await worker.run_once() == 1
         status = await fleet_devices.reconcile_status(device.id)
-        assert (status["status"], status["last_error_code"]) == ("failed", "mediamtx_http_500")
+        assert (status.status, status.last_error_code) == ("failed", "mediamtx_http_500")
         assert await placements(sense_pool, sense_schema, device) == {"mtx-a", "mtx-b"}
         assert "lobby/cam" in await names_on(fleet, "mtx-a") and "lobby/cam" in await names_on(fleet, "mtx-b")
         # moved back before the retry: the path must end on mtx-a only, the copy on mtx-b deleted
@@ -244,7 +243,7 @@ async def test_a_move_whose_old_delete_fails_is_retried_and_a_move_back_leaves_n
             "tenant-a", "site-1", max_video_channels=None, media_server_id="mtx-a", actor="op"
         )
         assert await worker.run_once() == 1
-        assert (await fleet_devices.reconcile_status(device.id))["status"] == "converged"
+        assert (await fleet_devices.reconcile_status(device.id)).status == "converged"
         assert "lobby/cam" in await names_on(fleet, "mtx-a")
         assert "lobby/cam" not in await names_on(fleet, "mtx-b")
         assert await placements(sense_pool, sense_schema, device) == {"mtx-a"}
@@ -269,7 +268,7 @@ async def test_disabling_deletes_the_path_on_every_server_it_was_placed_on(
     # a disabled device never configured anywhere: one exact delete on its server, a 404, converged
     never = await create(fleet_devices, "never/cam", enabled=False)
     assert await worker.run_once() == 1
-    assert (await fleet_devices.reconcile_status(never.id))["status"] == "converged"
+    assert (await fleet_devices.reconcile_status(never.id)).status == "converged"
 
 
 @pytest.mark.parametrize(
@@ -327,13 +326,13 @@ async def test_each_server_gets_one_call_at_a_time_and_no_failure_of_our_own(
     try:
         for _ in range(600):
             statuses = [await fleet_devices.reconcile_status(d.id) for d in devices]
-            if all(s["status"] == "converged" for s in statuses):
+            if all(s.status == "converged" for s in statuses):
                 break
             await asyncio.sleep(0.05)
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)
-    assert all(s["status"] == "converged" and s["attempts"] == 0 for s in statuses)
+    assert all(s.status == "converged" and s.attempts == 0 for s in statuses)
     for server in SERVERS:
         assert fleet.client(server).most_in_flight == 1
         failed = registry.get_sample_value(
@@ -358,7 +357,7 @@ async def test_a_path_that_already_exists_is_adopted_not_failed(
     assert await reconciler_of(sense_pool, sense_schema, fleet, serde, sources).run_once() == 1
     assert [action for _, action, _ in journal] == ["add", "get", "replace"]
     status = await fleet_devices.reconcile_status(device.id)
-    assert (status["status"], status["attempts"]) == ("converged", 0)
+    assert (status.status, status.attempts) == ("converged", 0)
     expected = PathConfig(f"rtsp://admin:{SECRET}@192.0.2.7/hall/cam")
     assert await fleet.client("mtx-a").get_path("hall/cam") == expected
 
@@ -376,7 +375,7 @@ async def test_a_server_removed_from_the_settings_is_a_recorded_failure_without_
     only_b = MediaFleet({"mtx-b": fleet.client("mtx-b")})  # mtx-a was unregistered meanwhile
     assert await reconciler_of(sense_pool, sense_schema, only_b, serde, sources).run_once() == 1
     status = await fleet_devices.reconcile_status(device.id)
-    assert (status["status"], status["last_error_code"]) == ("failed", "media_server_not_registered")
+    assert (status.status, status.last_error_code) == ("failed", "media_server_not_registered")
     assert journal == []
 
 
@@ -398,5 +397,5 @@ async def test_source_uris_are_encrypted_at_rest_and_an_unreadable_one_makes_no_
     other = SourceUris(EncryptionKeyRing({"k9": os.urandom(32)}, "k9"))
     assert await reconciler_of(sense_pool, sense_schema, fleet, serde, other).run_once() == 1
     status = await fleet_devices.reconcile_status(device.id)
-    assert (status["status"], status["last_error_code"]) == ("failed", "secret_key_unknown")
+    assert (status.status, status.last_error_code) == ("failed", "secret_key_unknown")
     assert journal == []

@@ -11,8 +11,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from sense_reconciler.adapters.device_repository import DeviceRepository
 from sense_reconciler.adapters.source_uri_secrets import SourceUriSecrets
+from sense_reconciler.adapters.unit_of_work import PostgresSenseUnitOfWork
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import MigratedSchema, Stack, runtime_dsn_for
 from tests.integration.sense_reconciler.conftest import MIGRATIONS, sense_plan
@@ -142,8 +142,8 @@ async def test_devices_from_before_the_fleet_stay_on_default_and_their_uris_get_
         assert (report.rotated, report.unreadable) == (1, {})
         row = await pool.fetchrow(f"SELECT source_uri, source_uri_ciphertext FROM {s}.devices")
         assert row["source_uri"] is None and b"old-pw-77" not in bytes(row["source_uri_ciphertext"])
-        async with pool.acquire() as conn:
-            stored = await DeviceRepository(schema_name).stored_source(conn, device_id)
+        async with PostgresSenseUnitOfWork(pool, schema_name) as uow:
+            stored = await uow.devices.stored_source(device_id)
         assert SourceUris(ring).reveal(device_id, stored) == uri
     finally:
         await pool.close()

@@ -13,8 +13,8 @@ import asyncpg
 import pytest
 from prometheus_client import CollectorRegistry
 
-from sense_reconciler.adapters.device_repository import DeviceRepository
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
+from sense_reconciler.adapters.unit_of_work import postgres_units
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.entrypoints.device_consumer import DeviceEventConsumer
 from sense_reconciler.service_layer.devices import DeviceService
@@ -26,6 +26,7 @@ from tests.conftest import MigratedSchema, Stack, create_topic, delete_topic
 from tests.integration.sense_reconciler.conftest import DEVICE_TOPIC_PARTITIONS
 from yovision_platform.avro import AvroSerde
 from yovision_platform.kafka import start_producer
+from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
 
 PARTITIONS = 4
 
@@ -84,9 +85,9 @@ async def test_two_instances_split_partitions_and_reconcile_each_device_once(
     sources: SourceUris,
     device_topic: str,
 ) -> None:
+    units = postgres_units(sense_pool, sense_schema.name)
     service = DeviceService(
-        sense_pool,
-        DeviceRepository(sense_schema.name),
+        units,
         serde,
         device_topic=device_topic,
         partitions=PARTITIONS,
@@ -103,9 +104,8 @@ async def test_two_instances_split_partitions_and_reconcile_each_device_once(
         owned = OwnedPartitions(device_topic)
         registry = CollectorRegistry()
         worker = Reconciler(
-            sense_pool,
-            sense_schema.name,
-            mediamtx,
+            units,
+            MediaFleet({SINGLE_MEDIA_SERVER_ID: mediamtx}),
             owned,
             ReconcileMetrics(registry),
             serde,
@@ -153,7 +153,7 @@ async def test_two_instances_split_partitions_and_reconcile_each_device_once(
 
         async def converged() -> bool:
             statuses = [await service.reconcile_status(d.id) for d in created]
-            return all(s["status"] == "converged" for s in statuses)
+            return all(s.status == "converged" for s in statuses)
 
         await eventually(converged, within_seconds=20.0)
         converged_counts = [

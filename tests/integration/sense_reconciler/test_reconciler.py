@@ -14,12 +14,12 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
-from sense_reconciler.adapters.device_repository import DeviceRow
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
-from sense_reconciler.adapters.reconcile_store import ReconcileStore
+from sense_reconciler.adapters.unit_of_work import PostgresSenseUnitOfWork, postgres_units
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.domain.reconcile import PathConfig
+from sense_reconciler.domain.records import DeviceRow
 from sense_reconciler.service_layer.devices import DeviceService
 from sense_reconciler.service_layer.metrics import ItemResult, ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
@@ -28,8 +28,7 @@ from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import MigratedSchema, Stack
 from yovision_platform.avro import AvroSerde
-from yovision_platform.db import Identifier
-from yovision_platform.errors import ConfigError, LeaseLost
+from yovision_platform.errors import LeaseLost
 from yovision_platform.leases import Lease
 from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
 from yovision_platform.metrics import render_latest
@@ -96,10 +95,10 @@ def reconciler(
 ) -> Reconciler:
     owned = OwnedPartitions("sense.device.v1")
     owned.assign(partitions)
+    fleet = mediamtx if isinstance(mediamtx, MediaFleet) else MediaFleet({SERVER: mediamtx})
     return Reconciler(
-        pool,
-        schema.name,
-        mediamtx,
+        postgres_units(pool, schema.name),
+        fleet,
         owned,
         ReconcileMetrics(registry or CollectorRegistry(), media_servers(mediamtx)),
         serde,
@@ -142,7 +141,7 @@ async def test_enable_configures_the_path_and_disable_deletes_exactly_it(
         f"rtsp://admin:{SECRET}@127.0.0.1:1/{one.path_name}"
     )
     status = await devices.reconcile_status(one.id)
-    assert (status["status"], status["observed_generation"]) == ("converged", 1)
+    assert (status.status, status.observed_generation) == ("converged", 1)
     owners = await sense_pool.fetch(
         f'SELECT device_id, path_name FROM "{sense_schema.name}".media_path_ownership'
     )
@@ -163,7 +162,7 @@ async def test_enable_configures_the_path_and_disable_deletes_exactly_it(
     assert await worker.run_once() == 1
     assert await mediamtx.get_path(one.path_name) is None
     assert await mediamtx.get_path(two.path_name) is not None
-    assert (await devices.reconcile_status(one.id))["status"] == "converged"
+    assert (await devices.reconcile_status(one.id)).status == "converged"
     assert await mediamtx.delete_path(one.path_name) is False  # a second delete is a no-op
     assert await worker.run_once() == 0
 
@@ -181,7 +180,7 @@ async def test_failure_persists_backoff_and_a_stable_code(
     worker = reconciler(sense_pool, sense_schema, unreachable, serde, sources)
     assert await worker.run_once() == 1
     status = await devices.reconcile_status(device.id)
-    assert (status["status"], status["attempts"], status["last_error_code"]) == (
+    assert (status.status, status.attempts, status.last_error_code) == (
         "failed",
         1,
         "mediamtx_unreachable",
@@ -210,13 +209,10 @@ async def test_only_owned_partitions_are_claimed(
         == 0
     )
     not_mine = [p for p in ALL_PARTITIONS if p != partition]
-    store = ReconcileStore(sense_schema.name)
-    async with sense_pool.acquire() as conn:
-        assert await store.claim(conn, "x", not_mine, media_server=SERVER, lease_seconds=5, limit=128) == []
-        assert (
-            len(await store.claim(conn, "x", [partition], media_server=SERVER, lease_seconds=5, limit=128))
-            == 1
-        )
+    async with PostgresSenseUnitOfWork(sense_pool, sense_schema.name) as uow:
+        store = uow.reconcile
+        assert await store.claim("x", not_mine, media_server=SERVER, lease_seconds=5, limit=128) == []
+        assert len(await store.claim("x", [partition], media_server=SERVER, lease_seconds=5, limit=128)) == 1
     await client.aclose()
 
 
@@ -225,15 +221,18 @@ async def test_two_stores_claiming_concurrently_claim_every_row_once(
 ) -> None:
     for n in range(40):
         await new_device(devices, [], site=f"site-{n // 10}")
-    store = ReconcileStore(sense_schema.name)
+
+    async def claim(owner: str) -> list[uuid.UUID]:
+        async with PostgresSenseUnitOfWork(sense_pool, sense_schema.name) as uow:
+            batch = await uow.reconcile.claim(
+                owner, list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=30, limit=3
+            )
+        return [item.device_id for item in batch]
 
     async def claim_all(owner: str) -> list[uuid.UUID]:
         got: list[uuid.UUID] = []
-        async with sense_pool.acquire() as conn:
-            while batch := await store.claim(
-                conn, owner, list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=30, limit=3
-            ):
-                got += [item.device_id for item in batch]
+        while batch := await claim(owner):
+            got += batch
         return got
 
     first, second = await asyncio.gather(claim_all("a"), claim_all("b"))
@@ -251,30 +250,30 @@ async def test_a_stale_worker_cannot_complete_or_touch_mediamtx_after_takeover(
     created_paths: list[str],
 ) -> None:
     device = await new_device(devices, created_paths)
-    store = ReconcileStore(sense_schema.name)
-    async with sense_pool.acquire() as conn:
-        [stale] = await store.claim(
-            conn, "stale", list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=0.5, limit=1
+    units = postgres_units(sense_pool, sense_schema.name)
+    async with units() as uow:
+        [stale] = await uow.reconcile.claim(
+            "stale", list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=0.5, limit=1
         )
-        work = await store.renew_and_load(conn, stale, lease_seconds=0.5)
+    async with units() as uow:
+        work = await uow.reconcile.renew_and_load(stale, lease_seconds=0.5)
     await asyncio.sleep(0.7)  # the stale lease expires; a successor takes over and converges the device
     successor = reconciler(sense_pool, sense_schema, mediamtx, serde, sources, owner="successor")
     assert await successor.run_once() == 1
     calls = mediamtx.calls
-    async with sense_pool.acquire() as conn:
+    async with units() as uow:
         with pytest.raises(LeaseLost):
-            await store.renew_and_load(conn, stale, lease_seconds=30)
+            await uow.reconcile.renew_and_load(stale, lease_seconds=30)
         with pytest.raises(LeaseLost):
-            await store.complete(conn, work, work.lease)
+            await uow.reconcile.complete(work, work.lease)
         with pytest.raises(LeaseLost):
-            await store.fail(conn, stale, work.lease, error_code="x", retry_in_seconds=1)
+            await uow.reconcile.fail(stale, work.lease, error_code="x", retry_in_seconds=1)
     # A worker whose renewal fails records lease_lost and calls nothing.
     registry = CollectorRegistry()
     late = reconciler(sense_pool, sense_schema, mediamtx, serde, sources, owner="late", registry=registry)
-    async with sense_pool.acquire() as conn:
-        assert await late._one(conn, stale, SERVER, stopping=False) is ItemResult.LEASE_LOST
+    assert await late._one(stale, SERVER, stopping=False) is ItemResult.LEASE_LOST
     assert mediamtx.calls == calls
-    assert (await devices.reconcile_status(device.id))["status"] == "converged"
+    assert (await devices.reconcile_status(device.id)).status == "converged"
 
 
 async def test_a_paused_worker_makes_no_call_once_its_lease_would_run_out(
@@ -292,56 +291,6 @@ async def test_a_paused_worker_makes_no_call_once_its_lease_would_run_out(
     with pytest.raises(LeaseLost):
         await clock.call(lambda: mediamtx.get_path("never-called"))
     assert mediamtx.calls == 0
-
-
-@pytest.mark.parametrize(
-    ("lease", "deadline", "ok"), [(20.5, 20.0, True), (20.0, 20.0, False), (19.0, 20.0, False)]
-)
-def test_deadline_not_below_the_lease_refuses_to_start(
-    sense_pool: asyncpg.Pool, serde: AvroSerde, sources: SourceUris, lease: float, deadline: float, ok: bool
-) -> None:
-    def build() -> Reconciler:
-        return Reconciler(
-            sense_pool,
-            Identifier("t_x"),
-            MediaMtxClient("http://127.0.0.1:9", deadline_seconds=deadline),
-            OwnedPartitions("t"),
-            ReconcileMetrics(CollectorRegistry()),
-            serde,
-            owner="a",
-            sources=sources,
-            lease_seconds=lease,
-        )
-
-    if ok:
-        build()
-    else:
-        with pytest.raises(ConfigError):
-            build()
-
-
-@pytest.mark.parametrize(("batch", "ok"), [(1, True), (128, True), (129, False), (0, False)])
-def test_claim_batch_is_1_to_128(
-    sense_pool: asyncpg.Pool, serde: AvroSerde, sources: SourceUris, batch: int, ok: bool
-) -> None:
-    def build() -> Reconciler:
-        return Reconciler(
-            sense_pool,
-            Identifier("t_x"),
-            MediaMtxClient("http://127.0.0.1:9"),
-            OwnedPartitions("t"),
-            ReconcileMetrics(CollectorRegistry()),
-            serde,
-            owner="a",
-            sources=sources,
-            batch=batch,
-        )
-
-    if ok:
-        build()
-    else:
-        with pytest.raises(ConfigError):
-            build()
 
 
 async def test_metrics_carry_only_enum_labels(
@@ -378,25 +327,21 @@ async def test_items_of_revoked_partitions_and_items_after_stop_are_released_unt
     assert await worker.run_once(stop) == 1
     released = {"result": "released", "media_server": SERVER}
     assert registry.get_sample_value("sense_reconcile_items_total", released) == 1
-    store = ReconcileStore(sense_schema.name)
-    async with sense_pool.acquire() as conn:
-        [claimed] = await store.claim(
-            conn, "x", list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=30, limit=1
+    units = postgres_units(sense_pool, sense_schema.name)
+    async with units() as uow:
+        [claimed] = await uow.reconcile.claim(
+            "x", list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=30, limit=1
         )
-        worker._owned.revoke([claimed.partition])
-        assert await worker._one(conn, claimed, SERVER, stopping=False) is ItemResult.RELEASED
+    worker._owned.revoke([claimed.partition])
+    assert await worker._one(claimed, SERVER, stopping=False) is ItemResult.RELEASED
     assert mediamtx.calls == 0
     status = await devices.reconcile_status(device.id)
-    assert (status["status"], status["attempts"]) == ("pending", 0)
-    async with sense_pool.acquire() as conn:  # released, so claimable again at once
-        assert (
-            len(
-                await store.claim(
-                    conn, "y", list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=30, limit=1
-                )
-            )
-            == 1
+    assert (status.status, status.attempts) == ("pending", 0)
+    async with units() as uow:  # released, so claimable again at once
+        claimable = await uow.reconcile.claim(
+            "y", list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=30, limit=1
         )
+    assert len(claimable) == 1
 
 
 async def test_the_drift_check_repairs_a_path_changed_behind_senses_back(
@@ -428,5 +373,5 @@ async def test_the_drift_check_repairs_a_path_changed_behind_senses_back(
     assert await mediamtx.get_path(disabled.path_name) is None
     for device in (enabled, disabled):
         status = await devices.reconcile_status(device.id)
-        assert status["status"] == "converged"
-        assert status["observed_generation"] == status["desired_generation"]
+        assert status.status == "converged"
+        assert status.observed_generation == status.desired_generation

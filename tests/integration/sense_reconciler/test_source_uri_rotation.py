@@ -9,8 +9,8 @@ import os
 import asyncpg
 import pytest
 
-from sense_reconciler.adapters.device_repository import DeviceRepository
 from sense_reconciler.adapters.source_uri_secrets import SourceUriSecrets
+from sense_reconciler.adapters.unit_of_work import PostgresSenseUnitOfWork, postgres_units
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.service_layer.devices import DeviceService
 from sense_reconciler.service_layer.source_uris import SourceUris
@@ -25,8 +25,7 @@ def service(
     pool: asyncpg.Pool, schema: MigratedSchema, serde: AvroSerde, ring: EncryptionKeyRing
 ) -> DeviceService:
     return DeviceService(
-        pool,
-        DeviceRepository(schema.name),
+        postgres_units(pool, schema.name),
         serde,
         device_topic="sense.device.v1",
         partitions=DEVICE_TOPIC_PARTITIONS,
@@ -37,8 +36,8 @@ def service(
 async def stored_uri(
     pool: asyncpg.Pool, schema: MigratedSchema, ring: EncryptionKeyRing, device_id: object
 ) -> str:
-    async with pool.acquire() as conn:
-        stored = await DeviceRepository(schema.name).stored_source(conn, device_id)  # type: ignore[arg-type]
+    async with PostgresSenseUnitOfWork(pool, schema.name) as uow:
+        stored = await uow.devices.stored_source(device_id)  # type: ignore[arg-type]
     return SourceUris(ring).reveal(device_id, stored)  # type: ignore[arg-type]
 
 

@@ -5,25 +5,97 @@ the single-server `SENSE_MEDIAMTX_API_URL` + `SENSE_MEDIAMTX_CREDENTIALS_FILE`);
 names the server new sites are assigned to (required with several). Source URIs are encrypted with the key
 ring of `yovision_platform.encryption` (`SENSE_SECRETS_KEY_FILES`, `SENSE_SECRETS_ACTIVE_KEY_ID`); without a
 key, start-up is refused.
+
+The audit push to Bell is off by default; `load_audit_push_config` checks its settings
+(``SENSE_BELL_RELAY_ENABLED``, ``SENSE_BELL_URL``, ``SENSE_BELL_KEY_FILE``, ``SENSE_BELL_KEY_ID``: names
+operators rely on) with ConfigErrors naming the setting, never its value.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import Field, PrivateAttr, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from sense_reconciler.bell_relay.config import RelayConfig, load_relay_config
 from sense_reconciler.domain import limits
+from sense_reconciler.domain.audit_push import AuditPushConfig
 from yovision_platform.auth import MIN_STATIC_TOKEN_CHARS
 from yovision_platform.encryption import EncryptionSettings
 from yovision_platform.errors import ConfigError
 from yovision_platform.media_servers import MediaServerSettings, validate_media_server_id
 from yovision_platform.settings import Port, read_secret_file
+from yovision_platform.signing import KEY_ID_PATTERN, KeyRing, SigningKey, load_key_file
 
 DEFAULT_HTTP_PORT = 18081
 CONSUMER_GROUP = "sense-reconciler"
+
+SETTING_AUDIT_PUSH_ENABLED = "SENSE_BELL_RELAY_ENABLED"
+SETTING_BELL_URL = "SENSE_BELL_URL"
+SETTING_BELL_KEY_FILE = "SENSE_BELL_KEY_FILE"
+SETTING_BELL_KEY_ID = "SENSE_BELL_KEY_ID"
+LOOPBACK_HOST_NAMES = frozenset({"localhost"})
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() in LOOPBACK_HOST_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def validate_bell_url(url: str, setting: str = SETTING_BELL_URL) -> str:
+    """Bell's base URL (scheme, host, optional port; no path, credentials, query or fragment), returned
+    without a trailing slash. ``https`` everywhere; plain ``http`` only for a loopback host. There is no
+    way to turn TLS verification off."""
+    candidate = url.strip()
+    try:
+        parts = urlsplit(candidate)
+        host = parts.hostname
+        _ = parts.port
+    except ValueError:
+        raise ConfigError(setting, "url_malformed", "not a parseable URL") from None
+    if parts.scheme not in {"http", "https"} or not host:
+        raise ConfigError(setting, "url_malformed", "must be an https:// URL with a host")
+    if parts.username is not None or parts.password is not None:
+        raise ConfigError(setting, "url_has_credentials", "credentials do not belong in the URL")
+    if parts.path not in {"", "/"} or parts.query or parts.fragment:
+        raise ConfigError(setting, "url_has_path", "give only scheme, host and port")
+    if parts.scheme == "http" and not _is_loopback(host):
+        raise ConfigError(setting, "url_not_https", "plain http is allowed only on a loopback host")
+    return candidate.rstrip("/")
+
+
+def load_audit_push_config(
+    *,
+    enabled: bool,
+    bell_url: str | None,
+    key_file: str | os.PathLike[str] | None,
+    key_id: str | None,
+) -> AuditPushConfig | None:
+    """``None`` when the push is off; otherwise a validated config with the key loaded (the key file must
+    hold at least 32 random bytes as hex, see docs/signing.md). Raises ConfigError naming the setting."""
+    if not enabled:
+        return None
+    required = f"required when {SETTING_AUDIT_PUSH_ENABLED} is true"
+    if not bell_url:
+        raise ConfigError(SETTING_BELL_URL, "missing", required)
+    url = validate_bell_url(bell_url)
+    if not key_id:
+        raise ConfigError(SETTING_BELL_KEY_ID, "missing", required)
+    if KEY_ID_PATTERN.fullmatch(key_id) is None:
+        raise ConfigError(
+            SETTING_BELL_KEY_ID, "key_id_malformed", "must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+        )
+    if key_file is None or not os.fspath(key_file):
+        raise ConfigError(SETTING_BELL_KEY_FILE, "missing", required)
+    secret = load_key_file(key_file, SETTING_BELL_KEY_FILE)
+    return AuditPushConfig(bell_url=url, keyring=KeyRing([SigningKey(key_id, secret)], active_key_id=key_id))
 
 
 class SenseReconcilerSettings(MediaServerSettings, EncryptionSettings):
@@ -47,14 +119,14 @@ class SenseReconcilerSettings(MediaServerSettings, EncryptionSettings):
     # 0: the partition count the event catalogue declares for the device topic (checked against Kafka).
     device_topic_partitions: int = Field(default=0, ge=0, le=10_000)
     reconciler_enabled: bool = True
-    # The signed audit relay to Bell: off by default; validated by bell_relay.config when enabled.
+    # The signed audit push to Bell: off by default; validated by load_audit_push_config when enabled.
     bell_relay_enabled: bool = False
     bell_url: str | None = None
     bell_key_file: Path | None = None
     bell_key_id: str | None = None
 
     _api_token: SecretStr | None = PrivateAttr(default=None)
-    _bell_relay: RelayConfig | None = PrivateAttr(default=None)
+    _audit_push: AuditPushConfig | None = PrivateAttr(default=None)
 
     @field_validator("media_server_default")
     @classmethod
@@ -87,7 +159,7 @@ class SenseReconcilerSettings(MediaServerSettings, EncryptionSettings):
         self._api_token = read_secret_file(
             self.api_token_file, self.env_var_name("api_token_file"), min_bytes=MIN_STATIC_TOKEN_CHARS
         )
-        self._bell_relay = load_relay_config(
+        self._audit_push = load_audit_push_config(
             enabled=self.bell_relay_enabled,
             bell_url=self.bell_url,
             key_file=self.bell_key_file,
@@ -95,9 +167,9 @@ class SenseReconcilerSettings(MediaServerSettings, EncryptionSettings):
         )
 
     @property
-    def bell_relay(self) -> RelayConfig | None:
-        """The validated Bell relay configuration; None when SENSE_BELL_RELAY_ENABLED is false."""
-        return self._bell_relay
+    def audit_push(self) -> AuditPushConfig | None:
+        """The validated audit push configuration; None when SENSE_BELL_RELAY_ENABLED is false."""
+        return self._audit_push
 
     @property
     def api_token(self) -> SecretStr:

@@ -1,4 +1,5 @@
-"""Fenced access to `reconcile_state` due rows (lease = owner + random token + DB-clock expiry).
+"""Fenced access to `reconcile_state` due rows (lease = owner + random token + DB-clock expiry): the
+PostgreSQL adapter of the `ReconcileStore` port, bound to one open transaction.
 
 `claim` takes due rows of the given partitions and one MediaMTX server only (`FOR UPDATE SKIP LOCKED`, so
 two instances never claim the same row); `claim_unregistered` takes those of servers no longer registered.
@@ -11,13 +12,11 @@ before the first add on a server inserts one, the exact delete there removes it.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 
-from sense_reconciler.adapters.device_repository import StoredSource
 from sense_reconciler.domain import limits
+from sense_reconciler.domain.reconcile import ClaimedItem, Ownership, WorkItem
+from sense_reconciler.domain.records import StoredSource
 from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.errors import LeaseLost
 from yovision_platform.leases import Lease, LeaseTable
@@ -27,53 +26,17 @@ ON_SERVER = f"{DUE} AND media_server_id = $5"
 ON_UNREGISTERED_SERVER = f"{DUE} AND NOT (media_server_id = ANY($5::text[]))"
 
 
-@dataclass(frozen=True)
-class ClaimedItem:
-    device_id: uuid.UUID
-    partition: int
-    attempts: int
-    media_server_id: str
-    lease: Lease
+__all__ = ["PostgresReconcileStore"]
 
 
-@dataclass(frozen=True)
-class WorkItem:
-    """What one reconcile needs, read under a freshly renewed lease. `source` is a secret.
-
-    `placements`: every server the path may be configured on (for an enabled device, its own server is
-    among them: the renewal recorded it); `placed_now`: that record was made by this renewal, i.e. Sense
-    never configured the path on its server before."""
-
-    device_id: uuid.UUID
-    tenant_id: str
-    site_id: str
-    path_name: str
-    desired_state: str
-    media_server_id: str
-    source: StoredSource
-    generation: int
-    lease: Lease
-    placements: frozenset[str]
-    placed_now: bool
-
-    def __repr__(self) -> str:
-        return f"WorkItem(device_id={self.device_id}, generation={self.generation}, source=<redacted>)"
-
-
-@dataclass(frozen=True)
-class Ownership:
-    first_seen_at: datetime
-    last_seen_at: datetime
-
-
-class ReconcileStore:
-    def __init__(self, schema: Identifier) -> None:
+class PostgresReconcileStore:
+    def __init__(self, conn: DbConnection, schema: Identifier) -> None:
+        self._conn = conn
         self._s = schema.quoted
         self._leases = LeaseTable(schema, Identifier("reconcile_state"), Identifier("device_id"))
 
     async def claim(
         self,
-        conn: DbConnection,
         owner: str,
         partitions: Sequence[int],
         *,
@@ -82,11 +45,10 @@ class ReconcileStore:
         limit: int,
     ) -> list[ClaimedItem]:
         """Due rows of `partitions` whose device belongs on `media_server`, oldest due first."""
-        return await self._claim(conn, owner, partitions, ON_SERVER, media_server, lease_seconds, limit)
+        return await self._claim(owner, partitions, ON_SERVER, media_server, lease_seconds, limit)
 
     async def claim_unregistered(
         self,
-        conn: DbConnection,
         owner: str,
         partitions: Sequence[int],
         *,
@@ -96,12 +58,11 @@ class ReconcileStore:
     ) -> list[ClaimedItem]:
         """Due rows of `partitions` whose server is none of `registered` (removed from the settings)."""
         return await self._claim(
-            conn, owner, partitions, ON_UNREGISTERED_SERVER, sorted(registered), lease_seconds, limit
+            owner, partitions, ON_UNREGISTERED_SERVER, sorted(registered), lease_seconds, limit
         )
 
     async def _claim(
         self,
-        conn: DbConnection,
         owner: str,
         partitions: Sequence[int],
         condition: str,
@@ -114,7 +75,7 @@ class ReconcileStore:
         if not partitions:
             return []
         rows = await self._leases.claim(
-            conn,
+            self._conn,
             owner,
             lease_seconds=lease_seconds,
             limit=limit,
@@ -128,37 +89,34 @@ class ReconcileStore:
             for r in rows
         ]
 
-    async def renew_and_load(
-        self, conn: DbConnection, item: ClaimedItem, *, lease_seconds: float
-    ) -> WorkItem:
+    async def renew_and_load(self, item: ClaimedItem, *, lease_seconds: float) -> WorkItem:
         """Renew the lease (LeaseLost if it is not ours any more), then read the device under it. For an
         enabled device, record its placement on its server first (before any add there)."""
-        async with conn.transaction():
-            lease = await self._leases.renew(conn, item.device_id, item.lease, lease_seconds=lease_seconds)
-            row = await conn.fetchrow(
-                "SELECT d.tenant_id, d.site_id, d.path_name, d.desired_state, d.media_server_id, "
-                "d.source_uri, d.source_uri_ciphertext, r.desired_generation "
-                f"FROM {self._s}.devices d JOIN {self._s}.reconcile_state r ON r.device_id = d.id "
-                "WHERE d.id = $1",
-                item.device_id,
-            )
-            assert row is not None
-            placed_now = False
-            if row["desired_state"] == "enabled":
-                placed_now = bool(
-                    await conn.fetchval(
-                        f"INSERT INTO {self._s}.media_path_placements "
-                        "(device_id, media_server_id, path_name) VALUES ($1, $2, $3) "
-                        "ON CONFLICT DO NOTHING RETURNING true",
-                        item.device_id,
-                        row["media_server_id"],
-                        row["path_name"],
-                    )
+        lease = await self._leases.renew(self._conn, item.device_id, item.lease, lease_seconds=lease_seconds)
+        row = await self._conn.fetchrow(
+            "SELECT d.tenant_id, d.site_id, d.path_name, d.desired_state, d.media_server_id, "
+            "d.source_uri, d.source_uri_ciphertext, r.desired_generation "
+            f"FROM {self._s}.devices d JOIN {self._s}.reconcile_state r ON r.device_id = d.id "
+            "WHERE d.id = $1",
+            item.device_id,
+        )
+        assert row is not None
+        placed_now = False
+        if row["desired_state"] == "enabled":
+            placed_now = bool(
+                await self._conn.fetchval(
+                    f"INSERT INTO {self._s}.media_path_placements "
+                    "(device_id, media_server_id, path_name) VALUES ($1, $2, $3) "
+                    "ON CONFLICT DO NOTHING RETURNING true",
+                    item.device_id,
+                    row["media_server_id"],
+                    row["path_name"],
                 )
-            placements = await conn.fetch(
-                f"SELECT media_server_id FROM {self._s}.media_path_placements WHERE device_id = $1",
-                item.device_id,
             )
+        placements = await self._conn.fetch(
+            f"SELECT media_server_id FROM {self._s}.media_path_placements WHERE device_id = $1",
+            item.device_id,
+        )
         ciphertext = row["source_uri_ciphertext"]
         return WorkItem(
             device_id=item.device_id,
@@ -175,28 +133,27 @@ class ReconcileStore:
         )
 
     async def drop_placement(
-        self, conn: DbConnection, item: WorkItem, lease: Lease, media_server: str, *, lease_seconds: float
+        self, item: WorkItem, lease: Lease, media_server: str, *, lease_seconds: float
     ) -> Lease:
         """After the exact delete on `media_server` succeeded: forget the placement there (fenced: the lease
         is renewed in the same transaction, LeaseLost otherwise). Returns the renewed lease."""
-        async with conn.transaction():
-            renewed = await self._leases.renew(conn, item.device_id, lease, lease_seconds=lease_seconds)
-            await conn.execute(
-                f"DELETE FROM {self._s}.media_path_placements WHERE device_id = $1 AND media_server_id = $2",
-                item.device_id,
-                media_server,
-            )
+        renewed = await self._leases.renew(self._conn, item.device_id, lease, lease_seconds=lease_seconds)
+        await self._conn.execute(
+            f"DELETE FROM {self._s}.media_path_placements WHERE device_id = $1 AND media_server_id = $2",
+            item.device_id,
+            media_server,
+        )
         return renewed
 
     async def mark_drift_checks(
-        self, conn: DbConnection, partitions: Sequence[int], *, older_than_seconds: float, limit: int
+        self, partitions: Sequence[int], *, older_than_seconds: float, limit: int
     ) -> int:
         """Make converged devices of `partitions` whose last result is older than `older_than_seconds` due
         again (a new desired generation), so MediaMTX is re-verified: a path deleted or changed behind
         Sense's back is repaired. Leased rows are skipped. Returns how many were marked."""
         if not partitions:
             return 0
-        status = await conn.execute(
+        status = await self._conn.execute(
             f"""
             UPDATE {self._s}.reconcile_state AS r
                SET desired_generation = r.desired_generation + 1, next_attempt_at = now()
@@ -216,9 +173,9 @@ class ReconcileStore:
         )
         return int(status.split()[-1])
 
-    async def complete(self, conn: DbConnection, item: WorkItem, lease: Lease) -> None:
+    async def complete(self, item: WorkItem, lease: Lease) -> None:
         """Record `item.generation` as observed; converged unless a newer generation arrived meanwhile."""
-        status = await conn.execute(
+        status = await self._conn.execute(
             f"""
             UPDATE {self._s}.reconcile_state
                SET observed_generation = greatest(observed_generation, $4),
@@ -236,9 +193,9 @@ class ReconcileStore:
             raise LeaseLost()
 
     async def fail(
-        self, conn: DbConnection, item: ClaimedItem, lease: Lease, *, error_code: str, retry_in_seconds: float
+        self, item: ClaimedItem, lease: Lease, *, error_code: str, retry_in_seconds: float
     ) -> None:
-        status = await conn.execute(
+        status = await self._conn.execute(
             f"""
             UPDATE {self._s}.reconcile_state
                SET status = 'failed', attempts = attempts + 1, last_error_code = $4, last_result_at = now(),
@@ -255,11 +212,11 @@ class ReconcileStore:
         if status != "UPDATE 1":
             raise LeaseLost()
 
-    async def release(self, conn: DbConnection, item: ClaimedItem) -> None:
-        await self._leases.release(conn, item.device_id, item.lease)
+    async def release(self, item: ClaimedItem) -> None:
+        await self._leases.release(self._conn, item.device_id, item.lease)
 
-    async def record_ownership(self, conn: DbConnection, item: WorkItem) -> Ownership:
-        row = await conn.fetchrow(
+    async def record_ownership(self, item: WorkItem) -> Ownership:
+        row = await self._conn.fetchrow(
             f"""
             INSERT INTO {self._s}.media_path_ownership (device_id, media_server_id, path_name)
             VALUES ($1, $2, $3)
@@ -273,8 +230,8 @@ class ReconcileStore:
         assert row is not None
         return Ownership(row["first_seen_at"], row["last_seen_at"])
 
-    async def unconverged_count(self, conn: DbConnection, media_server: str) -> int:
-        count: int = await conn.fetchval(
+    async def unconverged_count(self, media_server: str) -> int:
+        count: int = await self._conn.fetchval(
             f"SELECT count(*) FROM {self._s}.reconcile_state "
             "WHERE observed_generation < desired_generation AND media_server_id = $1",
             media_server,

@@ -1,11 +1,16 @@
-"""Reconcile decisions: what to do with MediaMTX for one device, and when to retry after a failure."""
+"""Reconcile decisions: what to do with MediaMTX for one device, and when to retry after a failure; and the
+items the reconciler works on (claimed under a fenced lease, then loaded)."""
 
 from __future__ import annotations
 
 import enum
+import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 from sense_reconciler.domain import limits
+from sense_reconciler.domain.records import StoredSource
+from yovision_platform.leases import Lease
 
 # Every path Sense configures pulls its source only while someone reads it.
 SOURCE_ON_DEMAND = True
@@ -47,3 +52,46 @@ def retry_backoff_seconds(attempts: int) -> float:
         raise ValueError("attempts must be >= 1")
     exponent = min(attempts - 1, 32)
     return float(min(limits.RETRY_BACKOFF_CAP_SECONDS, limits.RETRY_BACKOFF_BASE_SECONDS * 2**exponent))
+
+
+@dataclass(frozen=True)
+class ClaimedItem:
+    """A due device claimed under a lease (owner + random token + database-clock expiry)."""
+
+    device_id: uuid.UUID
+    partition: int
+    attempts: int
+    media_server_id: str
+    lease: Lease
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """What one reconcile needs, read under a freshly renewed lease. `source` is a secret.
+
+    `placements`: every server the path may be configured on (for an enabled device, its own server is
+    among them: the renewal recorded it); `placed_now`: that record was made by this renewal, i.e. Sense
+    never configured the path on its server before."""
+
+    device_id: uuid.UUID
+    tenant_id: str
+    site_id: str
+    path_name: str
+    desired_state: str
+    media_server_id: str
+    source: StoredSource
+    generation: int
+    lease: Lease
+    placements: frozenset[str]
+    placed_now: bool
+
+    def __repr__(self) -> str:
+        return f"WorkItem(device_id={self.device_id}, generation={self.generation}, source=<redacted>)"
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """When Sense first and last saw a device's path configured on a server (`media_path_ownership`)."""
+
+    first_seen_at: datetime
+    last_seen_at: datetime

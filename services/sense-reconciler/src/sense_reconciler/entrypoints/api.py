@@ -16,9 +16,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from sense_reconciler.adapters.device_repository import DeviceRow
 from sense_reconciler.domain import limits, model
 from sense_reconciler.domain.model import DesiredState
+from sense_reconciler.domain.records import DeviceRow, ReconcileState
 from sense_reconciler.service_layer.devices import DeviceService
 from sense_reconciler.service_layer.sites import SiteView
 from yovision_platform.auth import OperatorToken, StaticBearerToken
@@ -184,6 +184,10 @@ class ReconcileStatus(BaseModel):
     partition: int
     media_server_id: str
 
+    @classmethod
+    def of(cls, state: ReconcileState) -> ReconcileStatus:
+        return cls.model_validate(state, from_attributes=True)
+
 
 class ReconcileStatusList(BaseModel):
     items: list[ReconcileStatus]
@@ -255,7 +259,7 @@ def build_router(service: DeviceService, token: StaticBearerToken) -> APIRouter:
 
     @router.get("/devices/{device_id}/reconcile-status", response_model=ReconcileStatus)
     async def reconcile_status(device_id: uuid.UUID) -> ReconcileStatus:
-        return ReconcileStatus.model_validate(await service.reconcile_status(device_id))
+        return ReconcileStatus.of(await service.reconcile_status(device_id))
 
     @router.get("/reconcile-statuses", response_model=ReconcileStatusList)
     async def reconcile_statuses(
@@ -263,7 +267,7 @@ def build_router(service: DeviceService, token: StaticBearerToken) -> APIRouter:
     ) -> ReconcileStatusList:
         """The reconcile state of several devices at once (a list page's ids); unknown ids are left out."""
         rows = await service.reconcile_statuses(device_id)
-        return ReconcileStatusList(items=[ReconcileStatus.model_validate(r) for r in rows])
+        return ReconcileStatusList(items=[ReconcileStatus.of(r) for r in rows])
 
     @router.get("/sites/{tenant_id}/{site_id}", response_model=Site)
     async def get_site(tenant_id: SiteKey, site_id: SiteKey) -> Site:

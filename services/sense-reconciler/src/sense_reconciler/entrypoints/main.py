@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import sys
 
-from sense_reconciler.adapters.device_repository import DeviceRepository
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
 from sense_reconciler.adapters.source_uri_secrets import SourceUriSecrets
-from sense_reconciler.bell_relay.metrics import BellRelayMetrics
-from sense_reconciler.bell_relay.worker import BellRelayWorker
+from sense_reconciler.adapters.unit_of_work import postgres_units
 from sense_reconciler.entrypoints import api
+from sense_reconciler.entrypoints.audit_push_worker import WORKER_NAME as AUDIT_PUSH_WORKER
+from sense_reconciler.entrypoints.audit_push_worker import audit_push_worker
 from sense_reconciler.entrypoints.device_consumer import DeviceEventConsumer
 from sense_reconciler.service_layer.devices import DeviceService
-from sense_reconciler.service_layer.metrics import ReconcileMetrics
+from sense_reconciler.service_layer.metrics import AuditPushMetrics, ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
@@ -64,10 +64,10 @@ async def configure(ctx: ServiceContext[SenseReconcilerSettings]) -> None:
     settings = ctx.settings
     serde = AvroSerde(SchemaRegistry.load())
     schema = ctx.plan.schema
+    units = postgres_units(ctx.pool, schema)
     sources = SourceUris(settings.key_ring)
     service = DeviceService(
-        ctx.pool,
-        DeviceRepository(schema),
+        units,
         serde,
         device_topic=device_topic(settings, serde),
         partitions=device_topic_partitions(settings, serde),
@@ -82,15 +82,15 @@ async def configure(ctx: ServiceContext[SenseReconcilerSettings]) -> None:
 
     ctx.add_worker("encrypt-legacy-source-uris", encrypt_legacy_source_uris)
     api.install(ctx.app, service, StaticBearerToken(settings.api_token.get_secret_value()))
-    if settings.bell_relay is not None:
-        bell_relay = BellRelayWorker(
+    if settings.audit_push is not None:
+        push = audit_push_worker(
             ctx.pool,
             schema,
-            settings.bell_relay,
+            settings.audit_push,
             owner=settings.instance_id,
-            metrics=BellRelayMetrics(ctx.registry),
+            metrics=AuditPushMetrics(ctx.registry),
         )
-        ctx.add_worker("bell-relay", bell_relay.run)
+        ctx.add_worker(AUDIT_PUSH_WORKER, push)
     if not settings.reconciler_enabled:
         return
     kafka = settings.kafka_names
@@ -99,8 +99,7 @@ async def configure(ctx: ServiceContext[SenseReconcilerSettings]) -> None:
     )
     fleet = media_fleet(settings)
     reconciler = Reconciler(
-        ctx.pool,
-        schema,
+        units,
         fleet,
         owned,
         ReconcileMetrics(ctx.registry, fleet.ids),

@@ -1,5 +1,5 @@
 """The facts every device change writes in its transaction: the device event (device topic, key = device
-id: the full device state, never the source URI) and the redacted device-audit fact (Bell's relay outbox
+id: the full device state, never the source URI) and the redacted device-audit fact (the audit push's outbox
 row plus the DeviceAuditRecorded event)."""
 
 from __future__ import annotations
@@ -8,23 +8,21 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sense_reconciler.adapters.device_repository import AuditFact, DeviceRepository, DeviceRow
+from sense_reconciler.domain.records import AuditFact, DeviceRow
+from sense_reconciler.service_layer.ports import SenseUnitOfWork
 from yovision_platform import audit_relay
 from yovision_platform.avro import AvroSerde
-from yovision_platform.db import DbConnection
 from yovision_platform.events import build_event
-from yovision_platform.outbox import Outbox, OutboxMessage
+from yovision_platform.outbox import OutboxMessage
 
 
 class DeviceFacts:
-    def __init__(self, repository: DeviceRepository, serde: AvroSerde, *, device_topic: str) -> None:
-        self._repo = repository
+    def __init__(self, serde: AvroSerde, *, device_topic: str) -> None:
         self._serde = serde
         self._device_topic = device_topic
-        self._outbox = Outbox(repository.schema)
 
     async def publish(
-        self, conn: DbConnection, event_type: str, device: DeviceRow, extra: dict[str, Any]
+        self, uow: SenseUnitOfWork, event_type: str, device: DeviceRow, extra: dict[str, Any]
     ) -> None:
         payload = {
             "device_id": str(device.id),
@@ -38,17 +36,17 @@ class DeviceFacts:
             **extra,
         }
         event = build_event(self._serde, event_type, str(device.id), payload)
-        await self._outbox.enqueue(conn, OutboxMessage.from_event(event, topic=self._device_topic))
+        await uow.outbox.enqueue(OutboxMessage.from_event(event, topic=self._device_topic))
 
     async def audit(
-        self, conn: DbConnection, action: str, actor: str, device: DeviceRow, changed: Sequence[str]
+        self, uow: SenseUnitOfWork, action: str, actor: str, device: DeviceRow, changed: Sequence[str]
     ) -> None:
-        """The device-audit fact, in the outbox Bell's relay reads and, in the same canonical form, as a
+        """The device-audit fact, in the outbox the audit push reads and, in the same canonical form, as a
         DeviceAuditRecorded event: one id, one time (the database clock at whole milliseconds)."""
         fact = AuditFact(
             event_id=uuid.uuid4(), action=action, actor=actor, device=device, changed_fields=changed
         )
-        occurred_at = await self._repo.insert_fact(conn, fact)
+        occurred_at = await uow.devices.insert_fact(fact)
         document = audit_relay.fact_document(
             fact_version=fact.fact_version,
             event_id=fact.event_id,
@@ -71,4 +69,4 @@ class DeviceFacts:
             occurred_at_ms=parts.occurred_at_ms,
             correlation_id=parts.correlation_id,
         )
-        await self._outbox.enqueue(conn, OutboxMessage.from_event(event))
+        await uow.outbox.enqueue(OutboxMessage.from_event(event))

@@ -19,13 +19,9 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-import asyncpg
-
-from sense_reconciler.adapters.device_repository import DeviceRepository, DeviceRow, SiteRow
 from sense_reconciler.domain import limits
-from sense_reconciler.domain.errors import DeviceNotFound, InvalidInput, PathNameTaken
+from sense_reconciler.domain.errors import DeviceNotFound, InvalidInput
 from sense_reconciler.domain.model import (
     DesiredState,
     check_site_capacity,
@@ -37,11 +33,12 @@ from sense_reconciler.domain.model import (
     validate_path_name,
     validate_source_uri,
 )
+from sense_reconciler.domain.records import DeviceRow, NewDevice, ReconcileState, SiteRow
 from sense_reconciler.service_layer.device_facts import DeviceFacts
+from sense_reconciler.service_layer.ports import SenseUnitOfWork, UnitOfWorkFactory
 from sense_reconciler.service_layer.sites import SiteService
 from sense_reconciler.service_layer.source_uris import SourceUris
 from yovision_platform.avro import AvroSerde
-from yovision_platform.db import DbConnection
 from yovision_platform.encryption import SecretUnreadable
 from yovision_platform.kafka import partition_for_key
 from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID
@@ -56,8 +53,7 @@ class DevicePage:
 class DeviceService:
     def __init__(
         self,
-        pool: asyncpg.Pool,
-        repository: DeviceRepository,
+        units: UnitOfWorkFactory,
         serde: AvroSerde,
         *,
         device_topic: str,
@@ -68,16 +64,12 @@ class DeviceService:
     ) -> None:
         if partitions < 1:
             raise ValueError("partitions must be >= 1")
-        self._pool = pool
-        self._repo = repository
-        self._serde = serde
-        self._device_topic = device_topic
+        self._units = units
         self._partitions = partitions
         self._sources = sources
-        self._facts = DeviceFacts(repository, serde, device_topic=device_topic)
+        self._facts = DeviceFacts(serde, device_topic=device_topic)
         self.sites = SiteService(
-            pool,
-            repository,
+            units,
             self._facts,
             media_servers=media_servers,
             default_media_server=default_media_server,
@@ -103,39 +95,32 @@ class DeviceService:
         source_uri, actor = validate_source_uri(source_uri), validate_actor(actor)
         device_id = uuid.uuid4()
         sealed = self._sources.seal(device_id, source_uri)
-        async with self._pool.acquire() as conn, conn.transaction():
-            site = await self._lock_site(conn, tenant_id, site_id)
+        async with self._units() as uow:
+            site = await self._lock_site(uow, tenant_id, site_id)
             if desired_state is DesiredState.ENABLED:
                 check_site_capacity(
-                    await self._repo.count_enabled(conn, tenant_id, site_id), 1, site.max_video_channels
+                    await uow.devices.count_enabled(tenant_id, site_id), 1, site.max_video_channels
                 )
-            try:
-                async with conn.transaction():
-                    device = await self._repo.insert_device(
-                        conn,
-                        device_id=device_id,
-                        tenant_id=tenant_id,
-                        site_id=site_id,
-                        name=name,
-                        path_name=path_name,
-                        source_uri_ciphertext=sealed,
-                        desired_state=desired_state.value,
-                        media_server_id=site.media_server_id,
-                    )
-            except asyncpg.UniqueViolationError:
-                raise PathNameTaken() from None
-            await self._repo.insert_due_row(
-                conn, device.id, self.partition_of(device.id), device.media_server_id
+            device = await uow.devices.add(
+                NewDevice(
+                    id=device_id,
+                    tenant_id=tenant_id,
+                    site_id=site_id,
+                    name=name,
+                    path_name=path_name,
+                    source_uri_ciphertext=sealed,
+                    desired_state=desired_state.value,
+                    media_server_id=site.media_server_id,
+                )
             )
-            await self._facts.publish(conn, "DeviceRegistered", device, {})
-            await self._facts.audit(
-                conn, "device.created", actor, device, ["name", "path_name", "source_uri"]
-            )
+            await uow.devices.insert_due_row(device.id, self.partition_of(device.id), device.media_server_id)
+            await self._facts.publish(uow, "DeviceRegistered", device, {})
+            await self._facts.audit(uow, "device.created", actor, device, ["name", "path_name", "source_uri"])
         return device
 
     async def get_device(self, device_id: uuid.UUID) -> DeviceRow:
-        async with self._pool.acquire() as conn:
-            device = await self._repo.get(conn, device_id)
+        async with self._units() as uow:
+            device = await uow.devices.get(device_id)
         if device is None:
             raise DeviceNotFound()
         return device
@@ -153,9 +138,9 @@ class DeviceService:
             validate_id(tenant_id, "tenant_id")
         if site_id is not None:
             validate_id(site_id, "site_id")
-        async with self._pool.acquire() as conn:
-            rows = await self._repo.list_page(
-                conn, tenant_id=tenant_id, after=after, limit=limit + 1, site_id=site_id
+        async with self._units() as uow:
+            rows = await uow.devices.list_page(
+                tenant_id=tenant_id, site_id=site_id, after=after, limit=limit + 1
             )
         more = len(rows) > limit
         items = rows[:limit]
@@ -170,30 +155,29 @@ class DeviceService:
         new_name = validate_name(name) if name is not None else None
         new_uri = validate_source_uri(source_uri) if source_uri is not None else None
         actor = validate_actor(actor)
-        async with self._pool.acquire() as conn, conn.transaction():
-            current = await self._locked(conn, device_id)
+        async with self._units() as uow:
+            current = await self._locked(uow, device_id)
             changed = []
             if new_name is not None and new_name != current.name:
                 changed.append("name")
-            if new_uri is not None and await self._source_differs(conn, device_id, new_uri):
+            if new_uri is not None and await self._source_differs(uow, device_id, new_uri):
                 changed.append("source_uri")
             if not changed:
                 return current
             sealed = None
             if new_uri is not None and "source_uri" in changed:
                 sealed = self._sources.seal(device_id, new_uri)
-            device = await self._repo.update_device(
-                conn,
+            device = await uow.devices.update(
                 device_id,
                 name=new_name or current.name,
                 source_uri_ciphertext=sealed,
                 desired_state=current.desired_state,
             )
-            await self._repo.mark_due(conn, device_id, device.media_server_id)
+            await uow.devices.mark_due(device_id, device.media_server_id)
             await self._facts.publish(
-                conn, "DeviceConfigChanged", device, {"previous_path_name": None, "changed_fields": changed}
+                uow, "DeviceConfigChanged", device, {"previous_path_name": None, "changed_fields": changed}
             )
-            await self._facts.audit(conn, "device.config_changed", actor, device, changed)
+            await self._facts.audit(uow, "device.config_changed", actor, device, changed)
         return device
 
     async def set_desired_state(self, device_id: uuid.UUID, state: DesiredState, *, actor: str) -> DeviceRow:
@@ -212,8 +196,8 @@ class DeviceService:
         for device_id, state in items:
             if wanted.setdefault(device_id, state) is not state:
                 raise InvalidInput("items")
-        async with self._pool.acquire() as conn, conn.transaction():
-            current = {device_id: await self._locked(conn, device_id) for device_id in sorted(wanted)}
+        async with self._units() as uow:
+            current = {device_id: await self._locked(uow, device_id) for device_id in sorted(wanted)}
             changing = [d for d in current.values() if d.desired_state != wanted[d.id]]
             enabling = Counter(
                 (d.tenant_id, d.site_id) for d in changing if wanted[d.id] is DesiredState.ENABLED
@@ -222,8 +206,8 @@ class DeviceService:
                 (d.tenant_id, d.site_id) for d in changing if wanted[d.id] is DesiredState.DISABLED
             )
             for tenant_id, site_id in sorted(enabling):
-                site = await self._lock_site(conn, tenant_id, site_id)
-                enabled = await self._repo.count_enabled(conn, tenant_id, site_id)
+                site = await self._lock_site(uow, tenant_id, site_id)
+                enabled = await uow.devices.count_enabled(tenant_id, site_id)
                 enabled_after_disables = enabled - disabling[(tenant_id, site_id)]
                 check_site_capacity(
                     enabled_after_disables, enabling[(tenant_id, site_id)], site.max_video_channels
@@ -234,39 +218,35 @@ class DeviceService:
                 if before.desired_state == wanted[device_id]:
                     result[device_id] = before
                     continue
-                device = await self._repo.update_device(
-                    conn,
+                device = await uow.devices.update(
                     device_id,
                     name=before.name,
                     source_uri_ciphertext=None,
                     desired_state=wanted[device_id].value,
                 )
-                await self._repo.mark_due(conn, device_id, device.media_server_id)
+                await uow.devices.mark_due(device_id, device.media_server_id)
                 await self._facts.publish(
-                    conn,
+                    uow,
                     "DeviceDesiredStateChanged",
                     device,
                     {"previous_desired_state": before.desired_state},
                 )
-                await self._facts.audit(
-                    conn, "device.desired_state_changed", actor, device, ["desired_state"]
-                )
+                await self._facts.audit(uow, "device.desired_state_changed", actor, device, ["desired_state"])
                 result[device_id] = device
         return [result[device_id] for device_id, _ in items]
 
-    async def reconcile_status(self, device_id: uuid.UUID) -> dict[str, Any]:
-        async with self._pool.acquire() as conn:
-            row = await self._repo.reconcile_status(conn, device_id)
-        if row is None:
+    async def reconcile_status(self, device_id: uuid.UUID) -> ReconcileState:
+        async with self._units() as uow:
+            state = await uow.devices.reconcile_state(device_id)
+        if state is None:
             raise DeviceNotFound()
-        return dict(row)
+        return state
 
-    async def reconcile_statuses(self, device_ids: Sequence[uuid.UUID]) -> list[dict[str, Any]]:
+    async def reconcile_statuses(self, device_ids: Sequence[uuid.UUID]) -> list[ReconcileState]:
         """The reconcile state of each known device of `device_ids` (unknown ids are left out)."""
         validate_page_size(len(device_ids))
-        async with self._pool.acquire() as conn:
-            rows = await self._repo.reconcile_statuses(conn, sorted(set(device_ids)))
-        return [dict(row) for row in rows]
+        async with self._units() as uow:
+            return await uow.devices.reconcile_states(sorted(set(device_ids)))
 
     async def set_site_limit(self, tenant_id: str, site_id: str, max_video_channels: int) -> int:
         """Set a site's enabled-device limit (1..128); refused below the number of devices enabled now."""
@@ -279,18 +259,18 @@ class DeviceService:
         )
         return site.max_video_channels
 
-    async def _lock_site(self, conn: DbConnection, tenant_id: str, site_id: str) -> SiteRow:
-        return await self.sites.lock(conn, tenant_id, site_id)
+    async def _lock_site(self, uow: SenseUnitOfWork, tenant_id: str, site_id: str) -> SiteRow:
+        return await self.sites.lock(uow, tenant_id, site_id)
 
-    async def _source_differs(self, conn: DbConnection, device_id: uuid.UUID, source_uri: str) -> bool:
-        stored = await self._repo.stored_source(conn, device_id)
+    async def _source_differs(self, uow: SenseUnitOfWork, device_id: uuid.UUID, source_uri: str) -> bool:
+        stored = await uow.devices.stored_source(device_id)
         try:
             return self._sources.reveal(device_id, stored) != source_uri
         except SecretUnreadable:
             return True  # a stored value nobody can read any more: the new one replaces it
 
-    async def _locked(self, conn: DbConnection, device_id: uuid.UUID) -> DeviceRow:
-        device = await self._repo.get(conn, device_id, for_update=True)
+    async def _locked(self, uow: SenseUnitOfWork, device_id: uuid.UUID) -> DeviceRow:
+        device = await uow.devices.get(device_id, for_update=True)
         if device is None:
             raise DeviceNotFound()
         return device

@@ -1,5 +1,7 @@
-"""Reconcile metrics. Labels come only from the enums below and from the operator-registered media server
-ids (validated at start-up): never device, path, URI, URL, tenant or site."""
+"""The metrics of sense-reconciler: the reconcile loop's and the audit push's. Labels come only from the
+enums below and from the operator-registered media server ids (validated at start-up): never device, path,
+URI, URL, tenant or site. The audit push keeps the names of its first release (`sense_bell_relay_*`):
+dashboards and the alert rules (infra/prometheus/alerts.yml) read them."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry
 
+from sense_reconciler.domain.audit_push_outcome import BatchErrorCode
 from yovision_platform.metrics import labeled_counter, labeled_gauge, labeled_histogram
 
 # Items claimed for a server that is no longer registered carry this media_server label value.
@@ -58,3 +61,26 @@ class ReconcileMetrics:
         self.items.initialize_all()
         self.item_seconds.initialize_all()
         self.unconverged.initialize_all()
+
+
+class ItemFate(enum.StrEnum):
+    DELIVERED = "delivered"
+    DEAD_LETTERED = "dead_lettered"
+
+
+class AuditPushMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.items = labeled_counter(
+            registry, "sense_bell_relay_items", "Outbox facts settled by Bell's answer", {"fate": ItemFate}
+        )
+        self.items.initialize_all()
+        self.batch_failures = labeled_counter(
+            registry,
+            "sense_bell_relay_batch_failures",
+            "Batches retried as a whole",
+            {"reason": BatchErrorCode},
+        )
+        self.batch_failures.initialize_all()
+        self.lease_lost = labeled_counter(
+            registry, "sense_bell_relay_lease_lost", "Rounds whose acknowledgement was fenced off", {}
+        )

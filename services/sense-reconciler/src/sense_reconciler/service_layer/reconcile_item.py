@@ -27,20 +27,30 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TypeVar
 
-from sense_reconciler.adapters.mediamtx import MediaMtxClient, MediaMtxError
-from sense_reconciler.adapters.reconcile_store import ClaimedItem, ReconcileStore, WorkItem
 from sense_reconciler.domain.model import DesiredState
-from sense_reconciler.domain.reconcile import PathAction, PathConfig, plan_ensure, retry_backoff_seconds
+from sense_reconciler.domain.reconcile import (
+    ClaimedItem,
+    PathAction,
+    PathConfig,
+    WorkItem,
+    plan_ensure,
+    retry_backoff_seconds,
+)
 from sense_reconciler.service_layer.metrics import ItemResult
+from sense_reconciler.service_layer.ports import (
+    MediaMtxPort,
+    MediaServers,
+    SenseUnitOfWork,
+    UnitOfWorkFactory,
+)
 from sense_reconciler.service_layer.source_uris import SourceUris
 from yovision_platform.avro import AvroSerde
-from yovision_platform.db import DbConnection
 from yovision_platform.encryption import SecretUnreadable
 from yovision_platform.errors import LeaseLost
 from yovision_platform.events import build_event
 from yovision_platform.leases import Lease
-from yovision_platform.media_servers import MediaFleet
-from yovision_platform.outbox import Outbox, OutboxMessage
+from yovision_platform.mediamtx import MediaMtxError
+from yovision_platform.outbox import OutboxMessage
 
 log = logging.getLogger(__name__)
 
@@ -84,62 +94,62 @@ class _LeaseClock:
 class ItemReconciler:
     def __init__(
         self,
-        store: ReconcileStore,
-        fleet: MediaFleet[MediaMtxClient],
+        units: UnitOfWorkFactory,
+        fleet: MediaServers,
         lanes: ServerLanes,
         sources: SourceUris,
-        outbox: Outbox,
         serde: AvroSerde,
         *,
         lease_seconds: float,
         ownership_topic: str | None,
     ) -> None:
-        self._store = store
+        self._units = units
         self._fleet = fleet
         self._lanes = lanes
         self._sources = sources
-        self._outbox = outbox
         self._serde = serde
         self._lease_seconds = lease_seconds
         self._ownership_topic = ownership_topic  # None: the catalogue's topic (sense.path-ownership.v1)
 
-    async def process(self, conn: DbConnection, item: ClaimedItem) -> ItemResult:
+    async def process(self, item: ClaimedItem) -> ItemResult:
         try:
-            work = await self._store.renew_and_load(conn, item, lease_seconds=self._lease_seconds)
+            async with self._units() as uow:
+                work = await uow.reconcile.renew_and_load(item, lease_seconds=self._lease_seconds)
         except LeaseLost:
             log.info("lease lost before reconcile", extra={"partition": item.partition})
             return ItemResult.LEASE_LOST
         clock = _LeaseClock(work.lease, self._lease_seconds, self._fleet.deadline_seconds)
         try:
-            await self._apply(conn, work, clock)
+            await self._apply(work, clock)
         except LeaseLost:
             log.info(
                 "lease would expire during a MediaMTX call; skipped", extra={"partition": item.partition}
             )
             return ItemResult.LEASE_LOST
         except (MediaMtxError, SecretUnreadable) as exc:
-            return await self.fail(conn, item, clock.lease, exc.code)
+            return await self.fail(item, clock.lease, exc.code)
         try:
-            async with conn.transaction():
-                await self._store.complete(conn, work, clock.lease)
+            async with self._units() as uow:
+                await uow.reconcile.complete(work, clock.lease)
                 if work.desired_state == DesiredState.ENABLED:
-                    await self._record_ownership(conn, work)
+                    await self._record_ownership(uow, work)
         except LeaseLost:
             log.info("completion rejected: lease lost", extra={"partition": item.partition})
             return ItemResult.LEASE_LOST
         return ItemResult.CONVERGED
 
-    async def fail(self, conn: DbConnection, item: ClaimedItem, lease: Lease, code: str) -> ItemResult:
+    async def fail(self, item: ClaimedItem, lease: Lease, code: str) -> ItemResult:
         """Fenced: count the failure, keep the stable code, schedule the next attempt (persisted backoff)."""
         delay = retry_backoff_seconds(item.attempts + 1)
         try:
-            await self._store.fail(conn, item, lease, error_code=code, retry_in_seconds=delay)
+            async with self._units() as uow:
+                await uow.reconcile.fail(item, lease, error_code=code, retry_in_seconds=delay)
         except LeaseLost:
             return ItemResult.LEASE_LOST
         log.warning("reconcile failed", extra={"error_code": code, "partition": item.partition})
         return ItemResult.FAILED
 
-    async def _apply(self, conn: DbConnection, work: WorkItem, clock: _LeaseClock) -> None:
+    async def _apply(self, work: WorkItem, clock: _LeaseClock) -> None:
         if work.desired_state == DesiredState.ENABLED:
             desired = PathConfig(self._sources.reveal(work.device_id, work.source))
             await self._ensure(work, desired, clock)
@@ -149,11 +159,11 @@ class ItemReconciler:
         for server in sorted(leaving):
             await self._delete_on(server, work.path_name, clock)
             if server in work.placements:
-                clock.renewed(
-                    await self._store.drop_placement(
-                        conn, work, clock.lease, server, lease_seconds=self._lease_seconds
+                async with self._units() as uow:
+                    renewed = await uow.reconcile.drop_placement(
+                        work, clock.lease, server, lease_seconds=self._lease_seconds
                     )
-                )
+                clock.renewed(renewed)
 
     async def _delete_on(self, server: str, name: str, clock: _LeaseClock) -> None:
         client = self._fleet.client(server)
@@ -174,9 +184,7 @@ class ItemReconciler:
                 await clock.call(lambda: client.replace_path(work.path_name, desired))
 
     @staticmethod
-    async def _add_or_adopt(
-        client: MediaMtxClient, name: str, desired: PathConfig, clock: _LeaseClock
-    ) -> None:
+    async def _add_or_adopt(client: MediaMtxPort, name: str, desired: PathConfig, clock: _LeaseClock) -> None:
         """Add the path; when MediaMTX refuses because it exists (a crash after an earlier add, or a read
         that saw MediaMTX's previous configuration), read it and replace it if its config differs."""
         try:
@@ -190,8 +198,8 @@ class ItemReconciler:
             if observed != desired:
                 await clock.call(lambda: client.replace_path(name, desired))
 
-    async def _record_ownership(self, conn: DbConnection, work: WorkItem) -> None:
-        seen = await self._store.record_ownership(conn, work)
+    async def _record_ownership(self, uow: SenseUnitOfWork, work: WorkItem) -> None:
+        seen = await uow.reconcile.record_ownership(work)
         payload = {
             "path_name": work.path_name,
             "media_server_id": work.media_server_id,
@@ -204,4 +212,4 @@ class ItemReconciler:
         event = build_event(
             self._serde, "PathOwnershipRecorded", work.path_name, payload, event_id=uuid.uuid4()
         )
-        await self._outbox.enqueue(conn, OutboxMessage.from_event(event, topic=self._ownership_topic))
+        await uow.outbox.enqueue(OutboxMessage.from_event(event, topic=self._ownership_topic))

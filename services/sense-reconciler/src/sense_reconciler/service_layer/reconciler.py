@@ -20,9 +20,8 @@ from collections.abc import Awaitable
 
 import asyncpg
 
-from sense_reconciler.adapters.mediamtx import MediaMtxClient
-from sense_reconciler.adapters.reconcile_store import ClaimedItem, ReconcileStore
 from sense_reconciler.domain import limits
+from sense_reconciler.domain.reconcile import ClaimedItem
 from sense_reconciler.service_layer.metrics import (
     UNREGISTERED_SERVER_LABEL,
     ItemResult,
@@ -30,13 +29,11 @@ from sense_reconciler.service_layer.metrics import (
     RunResult,
 )
 from sense_reconciler.service_layer.ownership import OwnedPartitions
+from sense_reconciler.service_layer.ports import MediaServers, UnitOfWorkFactory
 from sense_reconciler.service_layer.reconcile_item import NOT_REGISTERED, ItemReconciler, ServerLanes
 from sense_reconciler.service_layer.source_uris import SourceUris
 from yovision_platform.avro import AvroSerde
-from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.errors import ConfigError, LeaseLost
-from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
-from yovision_platform.outbox import Outbox
 
 log = logging.getLogger(__name__)
 # How often per drift interval the loop looks for converged devices to re-verify.
@@ -47,9 +44,8 @@ ROUND_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
 class Reconciler:
     def __init__(
         self,
-        pool: asyncpg.Pool,
-        schema: Identifier,
-        mediamtx: MediaFleet[MediaMtxClient] | MediaMtxClient,
+        units: UnitOfWorkFactory,
+        fleet: MediaServers,
         owned: OwnedPartitions,
         metrics: ReconcileMetrics,
         serde: AvroSerde,
@@ -62,9 +58,6 @@ class Reconciler:
         ownership_topic: str | None = None,
         drift_check_seconds: float = limits.DRIFT_CHECK_SECONDS_DEFAULT,
     ) -> None:
-        fleet = (
-            mediamtx if isinstance(mediamtx, MediaFleet) else MediaFleet({SINGLE_MEDIA_SERVER_ID: mediamtx})
-        )
         if fleet.deadline_seconds >= lease_seconds:
             raise ConfigError(
                 "SENSE_OPERATION_DEADLINE_SECONDS", "not_below_lease", "deadline must be < lease"
@@ -73,17 +66,15 @@ class Reconciler:
             raise ConfigError(
                 "SENSE_CLAIM_BATCH", "out_of_range", f"must be 1..{limits.CLAIM_BATCH_MAX_ITEMS}"
             )
-        self._pool = pool
-        self._store = ReconcileStore(schema)
+        self._units = units
         self._fleet = fleet
         self._owned = owned
         self._metrics = metrics
         self._items = ItemReconciler(
-            self._store,
+            units,
             fleet,
             ServerLanes(fleet.ids),
             sources,
-            Outbox(schema),
             serde,
             lease_seconds=lease_seconds,
             ownership_topic=ownership_topic,
@@ -135,9 +126,9 @@ class Reconciler:
         """Mark converged devices of the owned partitions that are due for re-verification (see run)."""
         if self._drift_check <= 0:
             return 0
-        async with self._pool.acquire() as conn:
-            return await self._store.mark_drift_checks(
-                conn, sorted(self._owned.snapshot()), older_than_seconds=self._drift_check, limit=self._batch
+        async with self._units() as uow:
+            return await uow.reconcile.mark_drift_checks(
+                sorted(self._owned.snapshot()), older_than_seconds=self._drift_check, limit=self._batch
             )
 
     async def _mark_drift_checks_when_due(self) -> None:
@@ -163,58 +154,54 @@ class Reconciler:
         of the batch is released (fenced) instead of processed, so shutdown does not wait for a batch."""
         partitions = self._owned.snapshot()
         self._metrics.owned_partitions.labels().set(len(partitions))
-        async with self._pool.acquire() as conn:
-            async with conn.transaction():
-                claimed = await self._store.claim(
-                    conn,
-                    self._owner,
-                    sorted(partitions),
-                    media_server=server,
-                    lease_seconds=self._lease_seconds,
-                    limit=self._batch,
-                )
-            await self._work(conn, claimed, server, stop)
-            unconverged = await self._store.unconverged_count(conn, server)
-            self._metrics.unconverged.labels(media_server=server).set(unconverged)
+        async with self._units() as uow:
+            claimed = await uow.reconcile.claim(
+                self._owner,
+                sorted(partitions),
+                media_server=server,
+                lease_seconds=self._lease_seconds,
+                limit=self._batch,
+            )
+        await self._work(claimed, server, stop)
+        async with self._units() as uow:
+            unconverged = await uow.reconcile.unconverged_count(server)
+        self._metrics.unconverged.labels(media_server=server).set(unconverged)
         return len(claimed)
 
     async def run_unregistered_once(self, stop: asyncio.Event | None = None) -> int:
         """Fail (with backoff) the due rows of servers that are no longer registered: nothing to call."""
-        async with self._pool.acquire() as conn:
-            async with conn.transaction():
-                claimed = await self._store.claim_unregistered(
-                    conn,
-                    self._owner,
-                    sorted(self._owned.snapshot()),
-                    registered=self._fleet.ids,
-                    lease_seconds=self._lease_seconds,
-                    limit=self._batch,
-                )
-            await self._work(conn, claimed, UNREGISTERED_SERVER_LABEL, stop)
+        async with self._units() as uow:
+            claimed = await uow.reconcile.claim_unregistered(
+                self._owner,
+                sorted(self._owned.snapshot()),
+                registered=self._fleet.ids,
+                lease_seconds=self._lease_seconds,
+                limit=self._batch,
+            )
+        await self._work(claimed, UNREGISTERED_SERVER_LABEL, stop)
         return len(claimed)
 
-    async def _work(
-        self, conn: DbConnection, claimed: list[ClaimedItem], label: str, stop: asyncio.Event | None
-    ) -> None:
+    async def _work(self, claimed: list[ClaimedItem], label: str, stop: asyncio.Event | None) -> None:
         for item in claimed:
             started = time.monotonic()
             async with self._owned.working(item.partition):
-                result = await self._one(conn, item, label, stopping=stop is not None and stop.is_set())
+                result = await self._one(item, label, stopping=stop is not None and stop.is_set())
             self._metrics.items.labels(result=result, media_server=label).inc()
             self._metrics.item_seconds.labels(result=result, media_server=label).observe(
                 time.monotonic() - started
             )
 
-    async def _one(self, conn: DbConnection, item: ClaimedItem, label: str, *, stopping: bool) -> ItemResult:
+    async def _one(self, item: ClaimedItem, label: str, *, stopping: bool) -> ItemResult:
         if stopping or not self._owned.owns(item.partition):
-            return await self._release(conn, item)
+            return await self._release(item)
         if label == UNREGISTERED_SERVER_LABEL:
-            return await self._items.fail(conn, item, item.lease, NOT_REGISTERED)
-        return await self._items.process(conn, item)
+            return await self._items.fail(item, item.lease, NOT_REGISTERED)
+        return await self._items.process(item)
 
-    async def _release(self, conn: DbConnection, item: ClaimedItem) -> ItemResult:
+    async def _release(self, item: ClaimedItem) -> ItemResult:
         try:
-            await self._store.release(conn, item)
+            async with self._units() as uow:
+                await uow.reconcile.release(item)
         except LeaseLost:
             return ItemResult.LEASE_LOST
         return ItemResult.RELEASED

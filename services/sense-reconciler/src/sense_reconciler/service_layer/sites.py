@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import asyncpg
-
-from sense_reconciler.adapters.device_repository import DeviceRepository, SiteRow
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.errors import InvalidInput, SiteLimitReached
 from sense_reconciler.domain.model import (
@@ -21,8 +18,9 @@ from sense_reconciler.domain.model import (
     validate_max_video_channels,
     validate_media_server_id,
 )
+from sense_reconciler.domain.records import SiteRow
 from sense_reconciler.service_layer.device_facts import DeviceFacts
-from yovision_platform.db import DbConnection
+from sense_reconciler.service_layer.ports import SenseUnitOfWork, UnitOfWorkFactory
 
 
 @dataclass(frozen=True)
@@ -37,8 +35,7 @@ class SiteView:
 class SiteService:
     def __init__(
         self,
-        pool: asyncpg.Pool,
-        repository: DeviceRepository,
+        units: UnitOfWorkFactory,
         facts: DeviceFacts,
         *,
         media_servers: frozenset[str],
@@ -46,28 +43,27 @@ class SiteService:
     ) -> None:
         if default_media_server not in media_servers:
             raise ValueError("the default media server must be registered")
-        self._pool = pool
-        self._repo = repository
+        self._units = units
         self._facts = facts
         self._media_servers = media_servers
         self._default_server = default_media_server
 
-    async def lock(self, conn: DbConnection, tenant_id: str, site_id: str) -> SiteRow:
+    async def lock(self, uow: SenseUnitOfWork, tenant_id: str, site_id: str) -> SiteRow:
         """The site row, locked; created with the default limit and server when it does not exist yet."""
-        return await self._repo.lock_site(conn, tenant_id, site_id, new_site_server=self._default_server)
+        return await uow.sites.lock(tenant_id, site_id, new_site_server=self._default_server)
 
     async def get_site(self, tenant_id: str, site_id: str) -> SiteView:
         """The site with its enabled-device count; a site Sense never saw has the defaults and none."""
         tenant_id, site_id = validate_id(tenant_id, "tenant_id"), validate_id(site_id, "site_id")
-        async with self._pool.acquire() as conn:
-            return await self._view(conn, tenant_id, site_id)
+        async with self._units() as uow:
+            return await self._view(uow, tenant_id, site_id)
 
-    async def _view(self, conn: DbConnection, tenant_id: str, site_id: str) -> SiteView:
-        site = await self._repo.get_site(conn, tenant_id, site_id)
+    async def _view(self, uow: SenseUnitOfWork, tenant_id: str, site_id: str) -> SiteView:
+        site = await uow.sites.get(tenant_id, site_id)
         if site is None:
             default = limits.SITE_MAX_VIDEO_CHANNELS_DEFAULT
             return SiteView(tenant_id, site_id, default, self._default_server, 0)
-        enabled = await self._repo.count_enabled(conn, tenant_id, site_id)
+        enabled = await uow.devices.count_enabled(tenant_id, site_id)
         return SiteView(tenant_id, site_id, site.max_video_channels, site.media_server_id, enabled)
 
     async def configure_site(
@@ -89,32 +85,31 @@ class SiteService:
         if media_server_id is not None:
             validate_media_server_id(media_server_id, self._media_servers)
         actor = validate_actor(actor)
-        async with self._pool.acquire() as conn, conn.transaction():
-            site = await self.lock(conn, tenant_id, site_id)
+        async with self._units() as uow:
+            site = await self.lock(uow, tenant_id, site_id)
             if max_video_channels is not None:
-                if await self._repo.count_enabled(conn, tenant_id, site_id) > max_video_channels:
+                if await uow.devices.count_enabled(tenant_id, site_id) > max_video_channels:
                     raise SiteLimitReached()
-                await self._repo.set_site_limit(conn, tenant_id, site_id, max_video_channels)
+                await uow.sites.set_limit(tenant_id, site_id, max_video_channels)
             if media_server_id is not None and media_server_id != site.media_server_id:
-                await self._move(conn, tenant_id, site_id, media_server_id, actor)
-            return await self._view(conn, tenant_id, site_id)
+                await self._move(uow, tenant_id, site_id, media_server_id, actor)
+            return await self._view(uow, tenant_id, site_id)
 
     async def _move(
-        self, conn: DbConnection, tenant_id: str, site_id: str, media_server_id: str, actor: str
+        self, uow: SenseUnitOfWork, tenant_id: str, site_id: str, media_server_id: str, actor: str
     ) -> None:
-        await self._repo.set_site_server(conn, tenant_id, site_id, media_server_id)
+        await uow.sites.set_server(tenant_id, site_id, media_server_id)
         changed = ["media_server_id"]
-        for current in await self._repo.lock_site_devices(conn, tenant_id, site_id):
-            device = await self._repo.update_device(
-                conn,
+        for current in await uow.devices.of_site(tenant_id, site_id):
+            device = await uow.devices.update(
                 current.id,
                 name=current.name,
                 source_uri_ciphertext=None,
                 desired_state=current.desired_state,
                 media_server_id=media_server_id,
             )
-            await self._repo.mark_due(conn, device.id, media_server_id)
+            await uow.devices.mark_due(device.id, media_server_id)
             await self._facts.publish(
-                conn, "DeviceConfigChanged", device, {"previous_path_name": None, "changed_fields": changed}
+                uow, "DeviceConfigChanged", device, {"previous_path_name": None, "changed_fields": changed}
             )
-            await self._facts.audit(conn, "device.config_changed", actor, device, changed)
+            await self._facts.audit(uow, "device.config_changed", actor, device, changed)

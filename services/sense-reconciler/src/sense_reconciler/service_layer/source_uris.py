@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 
-from sense_reconciler.adapters.device_repository import StoredSource
+from sense_reconciler.domain.records import StoredSource
 from yovision_platform.encryption import EncryptionKeyRing
 
 __all__ = ["SourceUris", "source_uri_context"]

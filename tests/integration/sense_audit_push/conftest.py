@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
 import asyncpg
@@ -14,8 +14,13 @@ import httpx
 import pytest
 
 import sense_reconciler
-from sense_reconciler.bell_relay.config import RelayConfig, load_relay_config
-from sense_reconciler.bell_relay.repository import OutboxRepository
+from sense_reconciler.adapters.audit_push_store import PostgresAuditPushStore
+from sense_reconciler.domain.audit_facts import OutboxFact
+from sense_reconciler.domain.audit_push import AuditPushConfig
+from sense_reconciler.domain.audit_push_outcome import BatchFailure, ItemResults
+from sense_reconciler.service_layer.audit_pusher import AuditPusher
+from sense_reconciler.service_layer.ports import BellPort
+from sense_reconciler.settings import load_audit_push_config
 from tests.conftest import (
     MigratedSchema,
     Stack,
@@ -123,8 +128,7 @@ class Outbox:
 
     async def undelivered(self) -> int:
         """Facts the cursor has not passed yet."""
-        async with self.pool.acquire() as conn:
-            return await OutboxRepository(self.schema, "reader", lease_seconds=1).pending(conn)
+        return await PostgresAuditPushStore(self.pool, self.schema, "reader", lease_seconds=1).pending()
 
     async def dead_letters(self) -> dict[uuid.UUID, str]:
         async with self.pool.acquire() as conn:
@@ -139,8 +143,25 @@ async def outbox(sense_pool: asyncpg.Pool, sense_schema: MigratedSchema) -> Outb
     return Outbox(sense_pool, sense_schema.name)
 
 
-def relay_config(url: str, keys: Keys, **overrides: float) -> RelayConfig:
-    config = load_relay_config(enabled=True, bell_url=url, key_file=keys.relay_file, key_id=KEY_ID)
+class CurrentBell:
+    """A `BellPort` sending through whichever client is current (one pusher, several clients)."""
+
+    client: BellPort
+
+    async def send(self, facts: Sequence[OutboxFact]) -> ItemResults | BatchFailure:
+        return await self.client.send(facts)
+
+
+def pusher(
+    pool: asyncpg.Pool, schema: Identifier, config: AuditPushConfig, bell: BellPort, *, owner: str
+) -> AuditPusher:
+    """The audit pusher of `owner` on PostgreSQL, pushing through `bell`."""
+    store = PostgresAuditPushStore(pool, schema, owner, lease_seconds=config.lease_seconds)
+    return AuditPusher(store, bell, config)
+
+
+def relay_config(url: str, keys: Keys, **overrides: float) -> AuditPushConfig:
+    config = load_audit_push_config(enabled=True, bell_url=url, key_file=keys.relay_file, key_id=KEY_ID)
     assert config is not None
     values: dict[str, float] = {
         "lease_seconds": TEST_LEASE_SECONDS,

@@ -10,12 +10,11 @@ import secrets
 
 import asyncpg
 
-from sense_reconciler.bell_relay.client import BellClient
-from sense_reconciler.bell_relay.worker import BellRelayWorker
+from sense_reconciler.adapters.bell_client import BellClient
 from tests.conftest import Stack, runtime_dsn_for
 from tests.integration.bell_receiver.conftest import Keys
-from tests.integration.sense_bell_relay.conftest import SENSE_MIGRATIONS, Outbox, relay_config
-from tests.integration.sense_bell_relay.fake_bell import FakeBell
+from tests.integration.sense_audit_push.conftest import SENSE_MIGRATIONS, Outbox, pusher, relay_config
+from tests.integration.sense_audit_push.fake_bell import FakeBell
 from yovision_platform.db import Identifier
 from yovision_platform.migrations import SchemaPlan, migrate
 
@@ -66,10 +65,10 @@ async def test_facts_pending_at_the_upgrade_are_pushed_after_it_and_no_delivered
             e: "invalid_field" for e, f in state.items() if f == "dead_lettered"
         }
         config = relay_config(fake.url, keys)
-        worker = BellRelayWorker(pool, schema_name, config, owner="relay-a")
         async with BellClient(config) as client:
-            round_ = await worker.run_once(client)
-            assert (await worker.run_once(client)).claimed == 0
+            worker = pusher(pool, schema_name, config, client, owner="relay-a")
+            round_ = await worker.run_once()
+            assert (await worker.run_once()).claimed == 0
     finally:
         await fake.stop()
         await pool.close()

@@ -1,4 +1,4 @@
-"""Bell's answer to one batch, reduced to what the relay acts on. Pure: no I/O.
+"""Bell's answer to one batch, reduced to what the audit push acts on. Pure: no I/O.
 
 Either every item has a result (:class:`ItemResults`) or the whole batch failed and is retried
 (:class:`BatchFailure` with a stable :class:`BatchErrorCode`). A response is trusted only when it is

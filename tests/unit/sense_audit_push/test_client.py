@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 
 import httpx
 
-from sense_reconciler.bell_relay.client import BellClient
-from sense_reconciler.bell_relay.config import RelayConfig
-from sense_reconciler.bell_relay.facts import OutboxFact
-from sense_reconciler.bell_relay.outcome import BatchErrorCode, BatchFailure, ItemResults
+from sense_reconciler.adapters.bell_client import BellClient
+from sense_reconciler.domain.audit_facts import OutboxFact
+from sense_reconciler.domain.audit_push import AuditPushConfig
+from sense_reconciler.domain.audit_push_outcome import BatchErrorCode, BatchFailure, ItemResults
 from yovision_platform.audit_relay import BATCH_PATH
 from yovision_platform.signing import HEADER_NONCE, HEADER_TIMESTAMP, KeyRing, SigningKey, verify_request
 
@@ -42,7 +42,7 @@ def facts(n: int) -> list[OutboxFact]:
 
 
 def client(handler: httpx.MockTransport) -> BellClient:
-    return BellClient(RelayConfig("https://bell.internal", RING), clock=lambda: NOW, transport=handler)
+    return BellClient(AuditPushConfig("https://bell.internal", RING), clock=lambda: NOW, transport=handler)
 
 
 async def test_the_request_is_signed_over_the_exact_body_with_a_fresh_nonce_each_time() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sense_reconciler.bell_relay.outcome import (
+from sense_reconciler.domain.audit_push_outcome import (
     BatchErrorCode,
     BatchFailure,
     ItemResults,

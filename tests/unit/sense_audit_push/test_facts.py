@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from sense_reconciler.bell_relay.facts import OutboxFact, batch_body, fact_document
+from sense_reconciler.domain.audit_facts import OutboxFact, batch_body, fact_document
 from yovision_platform.audit_relay.facts import ValidFact, validate_item
 
 EVENT_ID = uuid.UUID("0b7c5a8e-2f4d-4c1e-9a3b-6d5e4f3a2b1c")

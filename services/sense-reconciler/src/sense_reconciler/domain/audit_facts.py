@@ -1,4 +1,5 @@
-"""Outbox row → device-audit fact of contract ``sense-audit-relay-v1`` (format 1 or 2). Pure: no I/O.
+"""A recorded device-audit fact → the batch item of contract ``sense-audit-relay-v1`` (format 1 or 2), and
+the batch body the audit push sends. Pure: no I/O.
 
 The fact carries only what the outbox row holds: ids, action, actor, the *names* of changed fields and the
 config version. No source URI, token or key can reach the body because the outbox has no such column.

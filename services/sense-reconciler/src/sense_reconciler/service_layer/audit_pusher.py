@@ -1,6 +1,6 @@
-"""The Bell relay loop on the snapshot-window cursor of ``device_operation_outbox``.
+"""The audit push: Sense's device-audit facts, pushed to Bell as signed batches (the `bell-relay` worker).
 
-The worker that holds the cursor (`OutboxRepository.acquire`; the others wait as standbys) reads the next
+The pusher that holds the fact cursor (`AuditPushStore.acquire`; the others wait as standbys) reads the next
 facts of the window, at most 100, in id order, and pushes them as one signed request. Up to
 `PIPELINE_DEPTH` requests are in flight; answers are settled in request order:
 
@@ -27,17 +27,14 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from sense_reconciler.bell_relay.client import BellClient
-from sense_reconciler.bell_relay.config import RelayConfig
-from sense_reconciler.bell_relay.facts import OutboxFact
-from sense_reconciler.bell_relay.metrics import BellRelayMetrics, ItemFate
-from sense_reconciler.bell_relay.outcome import BatchErrorCode, BatchFailure, ItemResults
-from sense_reconciler.bell_relay.repository import OutboxRepository
-from yovision_platform.db import Identifier
-from yovision_platform.outbox_windows import WindowBatch, WindowPosition, WindowReader
+from sense_reconciler.domain.audit_push import AuditPushConfig
+from sense_reconciler.domain.audit_push_outcome import BatchErrorCode, BatchFailure, ItemResults
+from sense_reconciler.service_layer.metrics import AuditPushMetrics, ItemFate
+from sense_reconciler.service_layer.ports import AuditFactReader, AuditPushStore, BellPort, FactBatch
+from yovision_platform.outbox_windows import WindowPosition
 from yovision_platform.shard_cursors import CursorFenced, ShardLease
 
-__all__ = ["PIPELINE_DEPTH", "BellRelayWorker", "RoundResult"]
+__all__ = ["PIPELINE_DEPTH", "AuditPusher", "RoundResult"]
 
 log = logging.getLogger(__name__)
 
@@ -57,28 +54,26 @@ class RoundResult:
     lease_lost: bool = False
 
 
-class BellRelayWorker:
-    """Relays one schema's ``device_operation_outbox``. Several workers (processes) may run; one holds the
-    cursor at a time."""
+class AuditPusher:
+    """Pushes the facts of one store to Bell. Several pushers (processes) may run; one holds the cursor at
+    a time."""
 
     def __init__(
         self,
-        pool: asyncpg.Pool,
-        schema: Identifier,
-        config: RelayConfig,
+        store: AuditPushStore,
+        bell: BellPort,
+        config: AuditPushConfig,
         *,
-        owner: str,
-        metrics: BellRelayMetrics | None = None,
+        metrics: AuditPushMetrics | None = None,
         pipeline_depth: int = PIPELINE_DEPTH,
     ) -> None:
-        self._pool = pool
-        self._repo = OutboxRepository(schema, owner, lease_seconds=config.lease_seconds)
+        self._store = store
+        self._bell = bell
         self._config = config
-        self._owner = owner
         self._metrics = metrics
         self._depth = pipeline_depth
         self._lease: ShardLease | None = None
-        self._reader: WindowReader | None = None
+        self._reader: AuditFactReader | None = None
         self._persisted: WindowPosition | None = None
 
     # -- holding the cursor ------------------------------------------------------------------------------
@@ -87,12 +82,11 @@ class BellRelayWorker:
         """Hold the cursor (take it if free or expired); False while another worker holds it."""
         if self._lease is not None:
             return True
-        async with self._pool.acquire() as conn:
-            lease = await self._repo.acquire(conn)
+        lease = await self._store.acquire()
         if lease is None:
             return False
         self._lease = lease
-        self._reader = self._repo.reader(lease, self._config.batch_size)
+        self._reader = self._store.reader(lease, self._config.batch_size)
         self._persisted = lease.position
         return True
 
@@ -107,41 +101,37 @@ class BellRelayWorker:
         lease, self._lease = self._lease, None
         if lease is not None:
             with contextlib.suppress(*DB_ERRORS):
-                async with self._pool.acquire() as conn:
-                    await self._repo.release(conn, lease)
+                await self._store.release(lease)
 
     # -- one batch ---------------------------------------------------------------------------------------
 
-    async def _read(self) -> WindowBatch:
+    async def _read(self) -> FactBatch:
         assert self._reader is not None
-        async with self._pool.acquire() as conn:
-            return await self._reader.next_batch(conn)
+        return await self._reader.next_batch()
 
-    async def _settle(self, batch: WindowBatch, answer: Answer) -> RoundResult:
+    async def _settle(self, batch: FactBatch, answer: Answer) -> RoundResult:
         """Record Bell's answer to `batch`: move the cursor (dead letters included) or back off."""
         assert self._lease is not None
         assert self._reader is not None
         config = self._config
-        rows = len(batch.rows)
+        rows = len(batch.facts)
         try:
-            async with self._pool.acquire() as conn:
-                if isinstance(answer, BatchFailure):
-                    self._reader.reset(self._persisted or batch.before)
-                    await self._repo.fail_batch(
-                        conn,
-                        self._lease,
-                        answer.code,
-                        base_seconds=config.backoff_base_seconds,
-                        cap_seconds=config.backoff_cap_seconds,
-                    )
-                else:
-                    dead = [
-                        (row["id"], item.code or "rejected")
-                        for row, item in zip(batch.rows, answer.items, strict=True)
-                        if not item.delivered
-                    ]
-                    await self._repo.record_results(conn, self._lease, batch.after, dead)
-                    self._persisted = batch.after
+            if isinstance(answer, BatchFailure):
+                self._reader.reset(self._persisted or batch.before)
+                await self._store.fail_batch(
+                    self._lease,
+                    answer.code,
+                    base_seconds=config.backoff_base_seconds,
+                    cap_seconds=config.backoff_cap_seconds,
+                )
+            else:
+                dead = [
+                    (fact.row_id, item.code or "rejected")
+                    for fact, item in zip(batch.facts, answer.items, strict=True)
+                    if not item.delivered
+                ]
+                await self._store.record_results(self._lease, batch.after, dead)
+                self._persisted = batch.after
         except CursorFenced:
             return self._lost(rows)
         if isinstance(answer, BatchFailure):
@@ -159,48 +149,42 @@ class BellRelayWorker:
             )
         return RoundResult(claimed=rows, delivered=rows - len(dead), dead_lettered=len(dead))
 
-    @staticmethod
-    def _facts(batch: WindowBatch) -> list[OutboxFact]:
-        return [OutboxFact.from_row(dict(row.items())) for row in batch.rows]
-
-    async def run_once(self, client: BellClient) -> RoundResult:
+    async def run_once(self) -> RoundResult:
         """One batch, not pipelined: read, push, settle. Nothing happens while the cursor is backing off
-        (by the database clock) or held by another worker."""
+        (by the store's clock) or held by another pusher."""
         if not await self._hold():
             return RoundResult(claimed=0)
-        async with self._pool.acquire() as conn:
-            if await self._repo.retry_in(conn) > 0:
-                return RoundResult(claimed=0)
-        batch = await self._read()
-        if not batch.rows:
+        if await self._store.retry_in() > 0:
             return RoundResult(claimed=0)
-        return await self._settle(batch, await client.send(self._facts(batch)))
+        batch = await self._read()
+        if not batch.facts:
+            return RoundResult(claimed=0)
+        return await self._settle(batch, await self._bell.send(batch.facts))
 
     # -- the loop ----------------------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Relay until ``stop`` is set; a standby checks the cursor every third of a lease."""
-        async with BellClient(self._config) as client:
-            try:
-                while not stop.is_set():
-                    try:
-                        held = await self._hold()
-                    except DB_ERRORS as exc:
-                        log.warning(
-                            "bell relay cannot reach the database", extra={"error_code": type(exc).__name__}
-                        )
-                        held = False
-                    if not held:
-                        await _wait(stop, self._config.lease_seconds / 3)
-                        continue
-                    await self._pipeline(client, stop)
-            finally:
-                await self._release()
+        """Push until ``stop`` is set; a standby checks the cursor every third of a lease."""
+        try:
+            while not stop.is_set():
+                try:
+                    held = await self._hold()
+                except DB_ERRORS as exc:
+                    log.warning(
+                        "bell relay cannot reach the database", extra={"error_code": type(exc).__name__}
+                    )
+                    held = False
+                if not held:
+                    await _wait(stop, self._config.lease_seconds / 3)
+                    continue
+                await self._pipeline(stop)
+        finally:
+            await self._release()
 
-    async def _pipeline(self, client: BellClient, stop: asyncio.Event) -> None:
+    async def _pipeline(self, stop: asyncio.Event) -> None:
         """Push batches, `self._depth` in flight, until stopped or the cursor is lost."""
         config = self._config
-        inflight: deque[tuple[WindowBatch, asyncio.Task[Answer]]] = deque()
+        inflight: deque[tuple[FactBatch, asyncio.Task[Answer]]] = deque()
         assert self._lease is not None
         retry_at = time.monotonic() + self._lease.retry_in_seconds
         renew_at = time.monotonic() + config.lease_seconds / 3
@@ -208,10 +192,9 @@ class BellRelayWorker:
             while not stop.is_set() and self._lease is not None:
                 now = time.monotonic()
                 if now >= renew_at:
-                    async with self._pool.acquire() as conn:
-                        if not await self._repo.renew(conn, self._lease):
-                            self._lost(0)
-                            return
+                    if not await self._store.renew(self._lease):
+                        self._lost(0)
+                        return
                     renew_at = now + config.lease_seconds / 3
                 if now < retry_at:
                     await _wait(stop, min(retry_at, renew_at) - now)
@@ -219,9 +202,9 @@ class BellRelayWorker:
                 window_done = False
                 while len(inflight) < self._depth and not window_done:
                     batch = await self._read()
-                    if not batch.rows:
+                    if not batch.facts:
                         break
-                    inflight.append((batch, asyncio.create_task(client.send(self._facts(batch)))))
+                    inflight.append((batch, asyncio.create_task(self._bell.send(batch.facts))))
                     window_done = batch.after.window_done
                 if not inflight:
                     await _wait(stop, config.poll_interval_seconds)
@@ -231,8 +214,7 @@ class BellRelayWorker:
                 if result.failure is not None or result.lease_lost:
                     await _drop(inflight)
                     if result.failure is not None:
-                        async with self._pool.acquire() as conn:
-                            retry_at = time.monotonic() + await self._repo.retry_in(conn)
+                        retry_at = time.monotonic() + await self._store.retry_in()
         except DB_ERRORS as exc:
             log.warning("bell relay database call failed", extra={"error_code": type(exc).__name__})
             await _drop(inflight)
@@ -243,7 +225,7 @@ class BellRelayWorker:
             await _drop(inflight)
 
 
-async def _drop(inflight: deque[tuple[WindowBatch, asyncio.Task[Answer]]]) -> None:
+async def _drop(inflight: deque[tuple[FactBatch, asyncio.Task[Answer]]]) -> None:
     """Cancel requests whose answers no longer count (the cursor goes back before them)."""
     for _, task in inflight:
         task.cancel()

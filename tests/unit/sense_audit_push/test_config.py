@@ -8,17 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from sense_reconciler.bell_relay.config import (
+from sense_reconciler.domain.audit_push import (
     BATCH_MAX_ITEMS,
     LEASE_SECONDS,
     REQUEST_DEADLINE_SECONDS,
-    SETTING_KEY_FILE,
-    SETTING_KEY_ID,
-    SETTING_URL,
-    RelayConfig,
-    load_relay_config,
-    validate_bell_url,
+    AuditPushConfig,
 )
+from sense_reconciler.settings import SETTING_BELL_KEY_FILE as SETTING_KEY_FILE
+from sense_reconciler.settings import SETTING_BELL_KEY_ID as SETTING_KEY_ID
+from sense_reconciler.settings import SETTING_BELL_URL as SETTING_URL
+from sense_reconciler.settings import load_audit_push_config, validate_bell_url
 from yovision_platform.errors import ConfigError
 from yovision_platform.signing import MIN_KEY_BYTES
 
@@ -32,12 +31,12 @@ def key_file(tmp_path: Path, n_bytes: int) -> Path:
 
 def load(
     url: str | None, key: Path | None, key_id: str | None = "sense-1", enabled: bool = True
-) -> RelayConfig | None:
-    return load_relay_config(enabled=enabled, bell_url=url, key_file=key, key_id=key_id)
+) -> AuditPushConfig | None:
+    return load_audit_push_config(enabled=enabled, bell_url=url, key_file=key, key_id=key_id)
 
 
 def test_the_relay_is_off_unless_enabled_even_without_any_other_setting() -> None:
-    assert load_relay_config(enabled=False, bell_url=None, key_file=None, key_id=None) is None
+    assert load_audit_push_config(enabled=False, bell_url=None, key_file=None, key_id=None) is None
 
 
 @pytest.mark.parametrize(
@@ -136,8 +135,8 @@ def test_the_request_deadline_must_be_shorter_than_the_lease(tmp_path: Path) -> 
     assert config.request_deadline_seconds == REQUEST_DEADLINE_SECONDS < config.lease_seconds == LEASE_SECONDS
     assert config.batch_size == BATCH_MAX_ITEMS == 100
     with pytest.raises(ValueError, match="shorter"):
-        RelayConfig(config.bell_url, config.keyring, lease_seconds=10.0, request_deadline_seconds=10.0)
-    RelayConfig(config.bell_url, config.keyring, lease_seconds=10.0, request_deadline_seconds=9.99)
+        AuditPushConfig(config.bell_url, config.keyring, lease_seconds=10.0, request_deadline_seconds=10.0)
+    AuditPushConfig(config.bell_url, config.keyring, lease_seconds=10.0, request_deadline_seconds=9.99)
 
 
 @pytest.mark.parametrize(("size", "ok"), [(0, False), (1, True), (100, True), (101, False)])
@@ -145,10 +144,10 @@ def test_batch_size_stays_within_the_contract(tmp_path: Path, size: int, ok: boo
     config = load("https://bell.internal", key_file(tmp_path, 32))
     assert config is not None
     if ok:
-        assert RelayConfig(config.bell_url, config.keyring, batch_size=size).batch_size == size
+        assert AuditPushConfig(config.bell_url, config.keyring, batch_size=size).batch_size == size
     else:
         with pytest.raises(ValueError, match="batch_size"):
-            RelayConfig(config.bell_url, config.keyring, batch_size=size)
+            AuditPushConfig(config.bell_url, config.keyring, batch_size=size)
 
 
 def test_the_config_repr_shows_no_key(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The Sense → Bell relay worker alone, as its own process, until SIGTERM (SIGKILL tests).
+"""The Sense → Bell audit pusher alone, as its own process, until SIGTERM (SIGKILL tests).
 
 Env: the real settings ``SENSE_BELL_RELAY_ENABLED``, ``SENSE_BELL_URL``, ``SENSE_BELL_KEY_FILE``,
 ``SENSE_BELL_KEY_ID``, plus ``YOVISION_TEST_SENSE_SCHEMA``, ``YOVISION_TEST_SENSE_DSN_FILE`` (runtime DSN),
@@ -15,15 +15,17 @@ import signal
 
 import asyncpg
 
-from sense_reconciler.bell_relay.config import load_relay_config
-from sense_reconciler.bell_relay.worker import PIPELINE_DEPTH, BellRelayWorker
+from sense_reconciler.adapters.audit_push_store import PostgresAuditPushStore
+from sense_reconciler.adapters.bell_client import BellClient
+from sense_reconciler.service_layer.audit_pusher import PIPELINE_DEPTH, AuditPusher
+from sense_reconciler.settings import load_audit_push_config
 from yovision_platform.db import Identifier
 from yovision_platform.logging import configure_logging
 from yovision_platform.settings import read_dsn_file
 
 
 async def relay() -> None:
-    config = load_relay_config(
+    config = load_audit_push_config(
         enabled=os.environ["SENSE_BELL_RELAY_ENABLED"] == "true",
         bell_url=os.environ["SENSE_BELL_URL"],
         key_file=os.environ["SENSE_BELL_KEY_FILE"],
@@ -41,15 +43,21 @@ async def relay() -> None:
     assert pool is not None
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    store = PostgresAuditPushStore(
+        pool,
+        Identifier(os.environ["YOVISION_TEST_SENSE_SCHEMA"]),
+        f"relay-{os.getpid()}",
+        lease_seconds=config.lease_seconds,
+    )
     try:
-        worker = BellRelayWorker(
-            pool,
-            Identifier(os.environ["YOVISION_TEST_SENSE_SCHEMA"]),
-            config,
-            owner=f"relay-{os.getpid()}",
-            pipeline_depth=int(os.environ.get("YOVISION_TEST_PIPELINE_DEPTH", PIPELINE_DEPTH)),
-        )
-        await worker.run(stop)
+        async with BellClient(config) as bell:
+            worker = AuditPusher(
+                store,
+                bell,
+                config,
+                pipeline_depth=int(os.environ.get("YOVISION_TEST_PIPELINE_DEPTH", PIPELINE_DEPTH)),
+            )
+            await worker.run(stop)
     finally:
         await pool.close()
 

@@ -19,8 +19,8 @@ from tests.conftest import REPO_ROOT, MigratedSchema, private_file
 from tests.integration.bell_receiver.conftest import KEY_ID, Keys
 from tests.integration.bell_receiver.test_bell_process import BellProcess
 from tests.integration.platform.kafka_helpers import wait_until
-from tests.integration.sense_bell_relay.conftest import Outbox, bell_event_counts, restart_bell
-from tests.integration.sense_bell_relay.fake_bell import FakeBell, forward
+from tests.integration.sense_audit_push.conftest import Outbox, bell_event_counts, restart_bell
+from tests.integration.sense_audit_push.fake_bell import FakeBell, forward
 from yovision_platform.db import Identifier
 
 LAUNCHER = Path(__file__).with_name("relay_process.py")

@@ -15,16 +15,20 @@ import asyncpg
 import httpx
 import pytest
 
-from sense_reconciler.bell_relay.client import BellClient
-from sense_reconciler.bell_relay.facts import OutboxFact
-from sense_reconciler.bell_relay.outcome import BatchErrorCode, ItemResults, ItemStatus
-from sense_reconciler.bell_relay.repository import OutboxRepository
-from sense_reconciler.bell_relay.worker import BellRelayWorker
+from sense_reconciler.adapters.audit_push_store import PostgresAuditPushStore
+from sense_reconciler.adapters.bell_client import BellClient
+from sense_reconciler.domain.audit_push_outcome import BatchErrorCode, ItemResults, ItemStatus
 from tests.conftest import MigratedSchema, private_file
 from tests.integration.bell_receiver.conftest import KEY_ID, Keys
 from tests.integration.bell_receiver.relay_client import RelayClient, fact
 from tests.integration.bell_receiver.test_bell_process import BellProcess, wait_healthy
-from tests.integration.sense_bell_relay.conftest import Outbox, bell_event_counts, relay_config
+from tests.integration.sense_audit_push.conftest import (
+    CurrentBell,
+    Outbox,
+    bell_event_counts,
+    pusher,
+    relay_config,
+)
 from tests.tls import self_signed
 from yovision_platform.db import Identifier
 from yovision_platform.signing import KeyRing
@@ -43,16 +47,14 @@ async def test_facts_reach_bell_once_and_a_resend_is_acknowledged_as_duplicate(
     caplog.set_level(logging.DEBUG)
     event_ids = await outbox.add(3, version=1) + await outbox.add(2, version=2)
     config = relay_config(bell_url, keys)
-    worker = BellRelayWorker(sense_pool, sense_schema.name, config, owner="relay-a")
     before = await outbox.rows()
     async with BellClient(config) as client:
+        worker = pusher(sense_pool, sense_schema.name, config, client, owner="relay-a")
         # A batch whose answer is never recorded (a crash before the cursor moves): Bell stores it.
-        crashed = OutboxRepository(sense_schema.name, "crashed", lease_seconds=1.0)
-        async with sense_pool.acquire() as conn:
-            lease = await crashed.acquire(conn)
-            assert lease is not None
-            batch = await crashed.reader(lease, 100).next_batch(conn)
-        facts = [OutboxFact.from_row(dict(r.items())) for r in batch.rows]
+        crashed = PostgresAuditPushStore(sense_pool, sense_schema.name, "crashed", lease_seconds=1.0)
+        lease = await crashed.acquire()
+        assert lease is not None
+        facts = list((await crashed.reader(lease, 100).next_batch()).facts)
         first = await client.send(facts)
         assert isinstance(first, ItemResults)
         assert [i.status for i in first.items] == [ItemStatus.ACCEPTED] * 5
@@ -60,7 +62,7 @@ async def test_facts_reach_bell_once_and_a_resend_is_acknowledged_as_duplicate(
         assert await outbox.undelivered() == 5
 
         await outbox.wait_leases_expired()
-        round_ = await worker.run_once(client)
+        round_ = await worker.run_once()
         assert (round_.claimed, round_.delivered, round_.dead_lettered, round_.failure) == (5, 5, 0, None)
         assert await outbox.undelivered() == 0
 
@@ -68,7 +70,7 @@ async def test_facts_reach_bell_once_and_a_resend_is_acknowledged_as_duplicate(
         assert isinstance(resent, ItemResults)
         assert [i.status for i in resent.items] == [ItemStatus.DUPLICATE] * 5
 
-        assert (await worker.run_once(client)).claimed == 0
+        assert (await worker.run_once()).claimed == 0
     assert [dict(r) | {"db_now": None} for r in await outbox.rows()] == [
         dict(r) | {"db_now": None} for r in before
     ], "facts are never changed"
@@ -93,11 +95,12 @@ async def test_rejected_items_are_dead_lettered_with_their_code_and_the_rest_del
         stored = await RelayClient(http, keys.signing_ring).post_items([fact(event_id=str(conflicting[0]))])
         assert stored.json()["results"][0]["status"] == "accepted"
 
-    worker = BellRelayWorker(sense_pool, sense_schema.name, relay_config(bell_url, keys), owner="relay-a")
-    async with BellClient(relay_config(bell_url, keys)) as client:
-        round_ = await worker.run_once(client)
+    config = relay_config(bell_url, keys)
+    async with BellClient(config) as client:
+        worker = pusher(sense_pool, sense_schema.name, config, client, owner="relay-a")
+        round_ = await worker.run_once()
         assert (round_.delivered, round_.dead_lettered) == (2, 2)
-        assert (await worker.run_once(client)).claimed == 0
+        assert (await worker.run_once()).claimed == 0
     assert await outbox.dead_letters() == {invalid[0]: "invalid_field", conflicting[0]: "id_conflict"}
     assert await outbox.undelivered() == 0, "the cursor moves past rejected facts too"
     assert len(await outbox.rows()) == 4  # facts are never deleted
@@ -118,9 +121,8 @@ async def test_a_key_bell_does_not_know_fails_the_whole_batch_as_unauthorized(
     wrong = dataclasses.replace(
         config, keyring=KeyRing.from_key_files({KEY_ID: other_key}, "test", active_key_id=KEY_ID)
     )
-    worker = BellRelayWorker(sense_pool, sense_schema.name, wrong, owner="relay-a")
     async with BellClient(wrong) as client:
-        round_ = await worker.run_once(client)
+        round_ = await pusher(sense_pool, sense_schema.name, wrong, client, owner="relay-a").run_once()
     assert round_.failure is BatchErrorCode.UNAUTHORIZED
     cursor = await outbox.cursor()
     assert (cursor["attempts"], cursor["last_error_code"]) == (1, "unauthorized")
@@ -137,12 +139,13 @@ async def test_a_backlog_goes_out_oldest_first_in_batches_of_100(
     schema_name: Identifier,
 ) -> None:
     event_ids = await outbox.add(150)
-    worker = BellRelayWorker(sense_pool, sense_schema.name, relay_config(bell_url, keys), owner="relay-a")
-    async with BellClient(relay_config(bell_url, keys)) as client:
-        assert (await worker.run_once(client)).delivered == 100
+    config = relay_config(bell_url, keys)
+    async with BellClient(config) as client:
+        worker = pusher(sense_pool, sense_schema.name, config, client, owner="relay-a")
+        assert (await worker.run_once()).delivered == 100
         assert set(await bell_event_counts(admin_conn, schema_name)) == set(event_ids[:100])
         assert await outbox.undelivered() == 50
-        assert (await worker.run_once(client)).delivered == 50
+        assert (await worker.run_once()).delivered == 50
     assert await bell_event_counts(admin_conn, schema_name) == dict.fromkeys(event_ids, 1)
 
 
@@ -168,16 +171,19 @@ async def test_facts_reach_a_bell_behind_tls_that_sense_trusts_through_ssl_cert_
         await wait_healthy(http, bell)
     event_ids = await outbox.add(2)
     config = relay_config(url, keys, backoff_base_seconds=0.05, backoff_cap_seconds=0.05)
-    worker = BellRelayWorker(sense_pool, sense_schema.name, config, owner="relay-tls")
+    bell_now = CurrentBell()
+    worker = pusher(sense_pool, sense_schema.name, config, bell_now, owner="relay-tls")
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
     async with BellClient(config) as untrusting:
-        refused = await worker.run_once(untrusting)
+        bell_now.client = untrusting
+        refused = await worker.run_once()
     assert (refused.delivered, refused.failure) == (0, BatchErrorCode.NETWORK_ERROR)
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
     async with BellClient(config) as trusting:
+        bell_now.client = trusting
         deadline = time.monotonic() + 10
-        while (delivered := await worker.run_once(trusting)).claimed == 0:  # until the 50 ms backoff passed
+        while (delivered := await worker.run_once()).claimed == 0:  # until the 50 ms backoff passed
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
     assert (delivered.claimed, delivered.delivered, delivered.failure) == (2, 2, None)

@@ -1,4 +1,5 @@
-"""Signed HTTP client for Bell's batch endpoint (``POST /internal/v1/audit-events:batch``).
+"""Signed HTTP client for Bell's batch endpoint (``POST /internal/v1/audit-events:batch``): the adapter of
+the audit push's `BellPort`.
 
 Every request is signed over the exact bytes sent (docs/signing.md) with a fresh nonce and the current
 time, so a retried batch is a new request to Bell: its facts come back ``duplicate`` when Bell already
@@ -15,9 +16,9 @@ from collections.abc import Callable, Sequence
 
 import httpx
 
-from sense_reconciler.bell_relay.config import RelayConfig
-from sense_reconciler.bell_relay.facts import OutboxFact, batch_body
-from sense_reconciler.bell_relay.outcome import (
+from sense_reconciler.domain.audit_facts import OutboxFact, batch_body
+from sense_reconciler.domain.audit_push import AuditPushConfig
+from sense_reconciler.domain.audit_push_outcome import (
     BatchErrorCode,
     BatchFailure,
     ItemResults,
@@ -36,7 +37,7 @@ class BellClient:
 
     def __init__(
         self,
-        config: RelayConfig,
+        config: AuditPushConfig,
         *,
         clock: Callable[[], float] = time.time,
         transport: httpx.AsyncBaseTransport | None = None,

@@ -13,16 +13,15 @@ from datetime import timedelta
 import asyncpg
 import pytest
 
-from sense_reconciler.bell_relay.client import BellClient
-from sense_reconciler.bell_relay.config import BACKOFF_CAP_SECONDS
-from sense_reconciler.bell_relay.outcome import BatchErrorCode
-from sense_reconciler.bell_relay.repository import OutboxRepository
-from sense_reconciler.bell_relay.worker import BellRelayWorker
+from sense_reconciler.adapters.audit_push_store import PostgresAuditPushStore
+from sense_reconciler.adapters.bell_client import BellClient
+from sense_reconciler.domain.audit_push import BACKOFF_CAP_SECONDS
+from sense_reconciler.domain.audit_push_outcome import BatchErrorCode
 from tests.conftest import MigratedSchema, free_port
 from tests.integration.bell_receiver.conftest import Keys
 from tests.integration.platform.kafka_helpers import wait_until
-from tests.integration.sense_bell_relay.conftest import Outbox, bell_event_counts, relay_config
-from tests.integration.sense_bell_relay.fake_bell import (
+from tests.integration.sense_audit_push.conftest import Outbox, bell_event_counts, pusher, relay_config
+from tests.integration.sense_audit_push.fake_bell import (
     FakeBell,
     Handler,
     forward,
@@ -65,8 +64,8 @@ async def test_server_errors_back_off_exponentially_to_the_cap_and_deliver_nothi
     await outbox.add(2)
     async with fake_bell(status_only(500)) as fake:
         config = relay_config(fake.url, keys)
-        worker = BellRelayWorker(sense_pool, sense_schema.name, config, owner="relay-a")
         async with BellClient(config) as client:
+            worker = pusher(sense_pool, sense_schema.name, config, client, owner="relay-a")
             # attempts before the round -> expected delay: 1, 2, 4 s, then the cap around 2**8 = 256 s.
             for attempts_before, delay in [
                 (0, 1),
@@ -79,7 +78,7 @@ async def test_server_errors_back_off_exponentially_to_the_cap_and_deliver_nothi
             ]:
                 await make_due(outbox, attempts_before)
                 before = await db_now(sense_pool)
-                round_ = await worker.run_once(client)
+                round_ = await worker.run_once()
                 after = await db_now(sense_pool)
                 assert round_.failure is BatchErrorCode.SERVER_ERROR and round_.claimed == 2
                 row = await outbox.cursor()
@@ -89,7 +88,7 @@ async def test_server_errors_back_off_exponentially_to_the_cap_and_deliver_nothi
                 wait = timedelta(seconds=min(delay, BACKOFF_CAP_SECONDS))
                 assert before + wait <= row["next_attempt_at"] <= after + wait  # type: ignore[operator]
                 # Not due until the backoff has passed.
-                assert (await worker.run_once(client)).claimed == 0
+                assert (await worker.run_once()).claimed == 0
     assert fake.requests == 7
 
 
@@ -113,9 +112,8 @@ async def test_a_whole_batch_failure_retries_every_fact_after_one_second(
     await outbox.add(3)
     async with fake_bell(handler) as fake:
         config = relay_config(fake.url, keys, request_deadline_seconds=0.3)
-        worker = BellRelayWorker(sense_pool, sense_schema.name, config, owner="relay-a")
         async with BellClient(config) as client:
-            round_ = await worker.run_once(client)
+            round_ = await pusher(sense_pool, sense_schema.name, config, client, owner="relay-a").run_once()
     assert round_.failure is code
     row = await outbox.cursor()
     assert (row["attempts"], row["last_error_code"]) == (1, code.value)
@@ -128,9 +126,9 @@ async def test_an_unreachable_bell_is_a_network_error(
 ) -> None:
     await outbox.add(1)
     config = relay_config(f"http://127.0.0.1:{free_port()}", keys)
-    worker = BellRelayWorker(sense_pool, sense_schema.name, config, owner="relay-a")
     async with BellClient(config) as client:
-        assert (await worker.run_once(client)).failure is BatchErrorCode.NETWORK_ERROR
+        worker = pusher(sense_pool, sense_schema.name, config, client, owner="relay-a")
+        assert (await worker.run_once()).failure is BatchErrorCode.NETWORK_ERROR
     row = await outbox.cursor()
     assert (row["attempts"], row["last_error_code"]) == (1, "network_error")
 
@@ -139,25 +137,24 @@ async def test_an_expired_lease_passes_to_a_second_worker_and_the_stale_one_cann
     outbox: Outbox, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
 ) -> None:
     await outbox.add(3)
-    stale_repo = OutboxRepository(sense_schema.name, "relay-a", lease_seconds=0.3)
-    fresh_repo = OutboxRepository(sense_schema.name, "relay-b", lease_seconds=30)
-    async with sense_pool.acquire() as conn:
-        stale = await stale_repo.acquire(conn)
-        assert stale is not None
-        batch = await stale_repo.reader(stale, 100).next_batch(conn)
-        assert len(batch.rows) == 3
-        assert await fresh_repo.acquire(conn) is None, "held: the second worker waits"
-        await outbox.wait_leases_expired()
-        fresh = await fresh_repo.acquire(conn)
-        assert fresh is not None and fresh.epoch == stale.epoch + 1 and fresh.position == stale.position
-        with pytest.raises(CursorFenced):
-            await stale_repo.record_results(conn, stale, batch.after, [(batch.rows[2]["id"], "id_conflict")])
-        with pytest.raises(CursorFenced):
-            await stale_repo.fail_batch(conn, stale, "timeout", base_seconds=1, cap_seconds=300)
-        row = await outbox.cursor()
-        assert (row["owner"], row["attempts"], row["last_id"]) == ("relay-b", 0, 0)
-        assert await outbox.undelivered() == 3 and await outbox.dead_letters() == {}
-        await fresh_repo.record_results(conn, fresh, batch.after, [])
+    stale_repo = PostgresAuditPushStore(sense_pool, sense_schema.name, "relay-a", lease_seconds=0.3)
+    fresh_repo = PostgresAuditPushStore(sense_pool, sense_schema.name, "relay-b", lease_seconds=30)
+    stale = await stale_repo.acquire()
+    assert stale is not None
+    batch = await stale_repo.reader(stale, 100).next_batch()
+    assert len(batch.facts) == 3
+    assert await fresh_repo.acquire() is None, "held: the second worker waits"
+    await outbox.wait_leases_expired()
+    fresh = await fresh_repo.acquire()
+    assert fresh is not None and fresh.epoch == stale.epoch + 1 and fresh.position == stale.position
+    with pytest.raises(CursorFenced):
+        await stale_repo.record_results(stale, batch.after, [(batch.facts[2].row_id, "id_conflict")])
+    with pytest.raises(CursorFenced):
+        await stale_repo.fail_batch(stale, "timeout", base_seconds=1, cap_seconds=300)
+    row = await outbox.cursor()
+    assert (row["owner"], row["attempts"], row["last_id"]) == ("relay-b", 0, 0)
+    assert await outbox.undelivered() == 3 and await outbox.dead_letters() == {}
+    await fresh_repo.record_results(fresh, batch.after, [])
     assert await outbox.undelivered() == 0
 
 
@@ -165,7 +162,7 @@ async def test_a_worker_whose_lease_was_taken_during_the_request_records_nothing
     keys: Keys, outbox: Outbox, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
 ) -> None:
     await outbox.add(2)
-    successor = OutboxRepository(sense_schema.name, "relay-b", lease_seconds=30)
+    successor = PostgresAuditPushStore(sense_pool, sense_schema.name, "relay-b", lease_seconds=30)
     taken_over: list[object] = []
 
     async def take_over_then_accept(number: int, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
@@ -174,7 +171,7 @@ async def test_a_worker_whose_lease_was_taken_during_the_request_records_nothing
                 f"""UPDATE {outbox.schema.quoted}.outbox_cursors SET lease_expires_at = now()
                      WHERE outbox = 'device_operation_outbox'"""
             )
-            taken_over.append(await successor.acquire(conn))
+        taken_over.append(await successor.acquire())
         items = json.loads(body)["items"]
         results = [
             {"index": i, "status": "accepted", "event_id": item["event_id"], "code": None}
@@ -184,9 +181,8 @@ async def test_a_worker_whose_lease_was_taken_during_the_request_records_nothing
 
     async with fake_bell(take_over_then_accept) as fake:
         config = relay_config(fake.url, keys)
-        worker = BellRelayWorker(sense_pool, sense_schema.name, config, owner="relay-a")
         async with BellClient(config) as client:
-            round_ = await worker.run_once(client)
+            round_ = await pusher(sense_pool, sense_schema.name, config, client, owner="relay-a").run_once()
     assert round_.lease_lost and round_.delivered == 0
     assert (await outbox.cursor())["owner"] == "relay-b"
     assert await outbox.undelivered() == 2
@@ -220,17 +216,18 @@ async def test_two_workers_never_send_the_same_fact_at_the_same_time(
 
     async with fake_bell(watch) as fake:
         config = relay_config(fake.url, keys, batch_size=20)
-        workers = [
-            BellRelayWorker(sense_pool, sense_schema.name, config, owner=owner)
-            for owner in ("relay-a", "relay-b")
-        ]
         stop = asyncio.Event()
-        tasks = [asyncio.create_task(w.run(stop)) for w in workers]
-        try:
-            await wait_until(lambda: _all_delivered(outbox), timeout_seconds=60, interval=0.1)
-        finally:
-            stop.set()
-            await asyncio.gather(*tasks)
+        async with BellClient(config) as client_a, BellClient(config) as client_b:
+            workers = [
+                pusher(sense_pool, sense_schema.name, config, client, owner=owner)
+                for owner, client in (("relay-a", client_a), ("relay-b", client_b))
+            ]
+            tasks = [asyncio.create_task(w.run(stop)) for w in workers]
+            try:
+                await wait_until(lambda: _all_delivered(outbox), timeout_seconds=60, interval=0.1)
+            finally:
+                stop.set()
+                await asyncio.gather(*tasks)
     assert overlaps == []
     assert sent == Counter({str(event_id): 1 for event_id in event_ids})
     # 300 facts in batches of at most 20. Two concurrent SKIP LOCKED claims may split the rows differently
