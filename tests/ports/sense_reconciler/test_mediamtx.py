@@ -1,0 +1,100 @@
+"""The `MediaMtxPort`: the real client against the real MediaMTX of the stack, the same client against the
+HTTP-level fake of the unit tests (tests/fake_mediamtx.py) and the in-memory fake of the use-case tests
+behave alike on every call the reconciler makes."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+
+from sense_reconciler.adapters.mediamtx import MediaMtxClient
+from sense_reconciler.adapters.memory import MemoryMediaMtx
+from sense_reconciler.domain.reconcile import PathConfig
+from sense_reconciler.service_layer.ports import MediaMtxPort
+from tests.conftest import Stack
+from tests.fake_mediamtx import FakeMediaMtx
+from yovision_platform.mediamtx import MediaMtxError
+
+CAMERA = PathConfig("rtsp://u:cam-pw@127.0.0.1:1/stream")
+OTHER = PathConfig("rtsp://127.0.0.1:1/other", source_on_demand=False)
+
+
+class MediaMtxContract:
+    @pytest.fixture
+    def mediamtx(self) -> MediaMtxPort:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def name(self) -> str:
+        """A path name no other test (nor any other user of the shared MediaMTX) has."""
+        return f"contract-{uuid.uuid4().hex[:12]}/cam-1"
+
+    async def test_a_missing_path_reads_as_none(self, mediamtx: MediaMtxPort, name: str) -> None:
+        assert await mediamtx.get_path(name) is None
+
+    @pytest.mark.parametrize("config", [CAMERA, OTHER])
+    async def test_an_added_path_reads_back_as_configured(
+        self, mediamtx: MediaMtxPort, name: str, config: PathConfig
+    ) -> None:
+        await mediamtx.add_path(name, config)
+        assert await mediamtx.get_path(name) == config
+
+    async def test_adding_a_path_that_exists_is_refused_with_http_400(
+        self, mediamtx: MediaMtxPort, name: str
+    ) -> None:
+        await mediamtx.add_path(name, CAMERA)
+        with pytest.raises(MediaMtxError) as refused:
+            await mediamtx.add_path(name, OTHER)
+        assert refused.value.code == "mediamtx_http_400"
+        assert await mediamtx.get_path(name) == CAMERA
+
+    async def test_a_replace_changes_a_path_and_creates_a_missing_one(
+        self, mediamtx: MediaMtxPort, name: str
+    ) -> None:
+        await mediamtx.add_path(name, CAMERA)
+        await mediamtx.replace_path(name, OTHER)
+        assert await mediamtx.get_path(name) == OTHER
+        missing = name.replace("cam-1", "cam-2")
+        await mediamtx.replace_path(missing, CAMERA)
+        assert await mediamtx.get_path(missing) == CAMERA
+
+    async def test_a_delete_removes_exactly_the_path_and_a_second_is_a_no_op(
+        self, mediamtx: MediaMtxPort, name: str
+    ) -> None:
+        sibling = name.replace("cam-1", "cam-10")
+        await mediamtx.add_path(name, CAMERA)
+        await mediamtx.add_path(sibling, OTHER)
+        assert await mediamtx.delete_path(name) is True
+        assert await mediamtx.get_path(name) is None
+        assert await mediamtx.delete_path(name) is False
+        assert await mediamtx.get_path(sibling) == OTHER
+
+
+class TestRealMediaMtx(MediaMtxContract):
+    @pytest.fixture
+    async def mediamtx(self, stack: Stack, name: str) -> AsyncIterator[MediaMtxPort]:
+        client = MediaMtxClient(
+            stack.mediamtx_api_url, credentials=stack.mediamtx_credentials(), deadline_seconds=5.0
+        )
+        try:
+            yield client
+        finally:
+            for suffix in ("cam-1", "cam-2", "cam-10"):
+                await client.delete_path(name.replace("cam-1", suffix))
+            await client.aclose()
+
+
+class TestHttpFakeMediaMtx(MediaMtxContract):
+    @pytest.fixture
+    async def mediamtx(self) -> AsyncIterator[MediaMtxPort]:
+        client = MediaMtxClient("http://mediamtx.test:9997", transport=FakeMediaMtx().transport())
+        yield client
+        await client.aclose()
+
+
+class TestInMemoryMediaMtx(MediaMtxContract):
+    @pytest.fixture
+    def mediamtx(self) -> MediaMtxPort:
+        return MemoryMediaMtx()
