@@ -1,6 +1,7 @@
 """Sense with several real MediaMTX servers (private, authenticated sandboxes) and real PostgreSQL: a site
 move creates paths on the new server and then deletes them exactly on the old one, whatever fails in
-between; one writer per server; path names with "/" as MediaMTX takes them; unregistered servers."""
+between; one writer per server; path names with "/" as MediaMTX takes them (the use-case rules alone:
+tests/unit/sense_reconciler/test_reconciler.py)."""
 
 from __future__ import annotations
 
@@ -340,43 +341,6 @@ async def test_each_server_gets_one_call_at_a_time_and_no_failure_of_our_own(
         )
         assert failed == 0
     assert len(await names_on(fleet, "mtx-a")) == 20 and len(await names_on(fleet, "mtx-b")) == 12
-
-
-async def test_a_path_that_already_exists_is_adopted_not_failed(
-    sense_pool: asyncpg.Pool,
-    sense_schema: MigratedSchema,
-    fleet_devices: DeviceService,
-    fleet: MediaFleet[RecordingClient],
-    journal: list[tuple[str, str, str]],
-    serde: AvroSerde,
-    sources: SourceUris,
-) -> None:
-    await fleet.client("mtx-a").add_path("hall/cam", PathConfig("rtsp://192.0.2.9/left-over"))
-    journal.clear()
-    device = await create(fleet_devices, "hall/cam")
-    assert await reconciler_of(sense_pool, sense_schema, fleet, serde, sources).run_once() == 1
-    assert [action for _, action, _ in journal] == ["add", "get", "replace"]
-    status = await fleet_devices.reconcile_status(device.id)
-    assert (status.status, status.attempts) == ("converged", 0)
-    expected = PathConfig(f"rtsp://admin:{SECRET}@192.0.2.7/hall/cam")
-    assert await fleet.client("mtx-a").get_path("hall/cam") == expected
-
-
-async def test_a_server_removed_from_the_settings_is_a_recorded_failure_without_calls(
-    sense_pool: asyncpg.Pool,
-    sense_schema: MigratedSchema,
-    fleet_devices: DeviceService,
-    fleet: MediaFleet[RecordingClient],
-    journal: list[tuple[str, str, str]],
-    serde: AvroSerde,
-    sources: SourceUris,
-) -> None:
-    device = await create(fleet_devices, "old/cam")
-    only_b = MediaFleet({"mtx-b": fleet.client("mtx-b")})  # mtx-a was unregistered meanwhile
-    assert await reconciler_of(sense_pool, sense_schema, only_b, serde, sources).run_once() == 1
-    status = await fleet_devices.reconcile_status(device.id)
-    assert (status.status, status.last_error_code) == ("failed", "media_server_not_registered")
-    assert journal == []
 
 
 async def test_source_uris_are_encrypted_at_rest_and_an_unreadable_one_makes_no_call(

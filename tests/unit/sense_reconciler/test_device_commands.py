@@ -1,17 +1,16 @@
-"""Control commands on real PostgreSQL: one transaction per mutation, site limits, no URI anywhere."""
+"""Control commands on the fakes: one transaction per mutation, site limits, no URI anywhere."""
 
 from __future__ import annotations
 
 import uuid
 
-import asyncpg
 import pytest
 
+from sense_reconciler.adapters.memory import MemorySense
 from sense_reconciler.domain.errors import DeviceNotFound, InvalidInput, PathNameTaken, SiteLimitReached
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.domain.records import DeviceRow
 from sense_reconciler.service_layer.devices import DeviceService
-from tests.conftest import MigratedSchema
 from yovision_platform.avro import AvroSerde
 from yovision_platform.kafka import partition_for_key
 
@@ -33,47 +32,46 @@ async def create(
     )
 
 
-async def counts(pool: asyncpg.Pool, schema: str) -> dict[str, int]:
+def counts(sense: MemorySense) -> dict[str, int]:
+    """Committed rows per table of the fake."""
+    state = sense.state
     return {
-        table: await pool.fetchval(f'SELECT count(*) FROM "{schema}".{table}')
-        for table in ("devices", "reconcile_state", "device_operation_outbox", "outbox")
+        "devices": len(state.devices),
+        "reconcile_state": len(state.due),
+        "device_operation_outbox": len(state.facts),
+        "outbox": len(sense.outbox.committed),
     }
 
 
 async def test_create_writes_device_fact_events_and_due_row_together(
-    devices: DeviceService, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema, serde: AvroSerde
+    devices: DeviceService, sense: MemorySense, serde: AvroSerde
 ) -> None:
     device = await create(devices, 1)
-    s = sense_schema.name
-    assert await counts(sense_pool, s) == {
+    assert counts(sense) == {
         "devices": 1,
         "reconcile_state": 1,
         "device_operation_outbox": 1,
         "outbox": 2,
     }
-    due = await sense_pool.fetchrow(f'SELECT * FROM "{s}".reconcile_state')
-    assert due is not None
-    assert due["partition"] == partition_for_key(str(device.id).encode(), 12)
-    assert (due["desired_generation"], due["observed_generation"], due["status"]) == (1, 0, "pending")
-    outbox = await sense_pool.fetch(f'SELECT topic, message_key, value FROM "{s}".outbox ORDER BY id')
-    assert [r["topic"] for r in outbox] == ["sense.device.v1", "sense.audit.v1"]
-    assert all(r["message_key"] == str(device.id).encode() for r in outbox)
-    decoded = serde.decode(outbox[0]["value"])
+    [due] = sense.state.due.values()
+    assert due.partition == partition_for_key(str(device.id).encode(), 12)
+    assert (due.desired_generation, due.observed_generation, due.status) == (1, 0, "pending")
+    outbox = sense.outbox.committed
+    assert [m.topic for m in outbox] == ["sense.device.v1", "sense.audit.v1"]
+    assert all(m.key == str(device.id).encode() for m in outbox)
+    decoded = serde.decode(outbox[0].value)
     assert decoded.event_type == "DeviceRegistered"
     assert decoded.record["path_name"] == device.path_name
-    for row in outbox:
-        assert SECRET.encode() not in bytes(row["value"])
-    fact = await sense_pool.fetchrow(f'SELECT * FROM "{s}".device_operation_outbox')
-    assert fact is not None
-    assert fact["action"] == "device.created" and fact["fact_version"] == 2
-    assert SECRET not in str(dict(fact))
+    for message in outbox:
+        assert SECRET.encode() not in bytes(message.value)
+    [fact] = sense.state.facts
+    assert fact.action == "device.created" and fact.fact_version == 2
+    assert SECRET not in repr(fact)
 
 
-async def test_failed_mutation_leaves_nothing_behind(
-    devices: DeviceService, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
-) -> None:
+async def test_failed_mutation_leaves_nothing_behind(devices: DeviceService, sense: MemorySense) -> None:
     device = await create(devices, 1)
-    before = await counts(sense_pool, sense_schema.name)
+    before = counts(sense)
     with pytest.raises(PathNameTaken):
         await devices.create_device(
             tenant_id="tenant-a",
@@ -86,7 +84,7 @@ async def test_failed_mutation_leaves_nothing_behind(
         )
     with pytest.raises(DeviceNotFound):
         await devices.set_desired_states([(device.id, DISABLED), (uuid.uuid4(), DISABLED)], actor="op")
-    assert await counts(sense_pool, sense_schema.name) == before
+    assert counts(sense) == before
     assert (await devices.get_device(device.id)).desired_state == "enabled"
 
 
@@ -135,7 +133,7 @@ async def test_batch_is_all_or_nothing_and_counts_the_whole_batch(devices: Devic
 
 
 async def test_config_change_bumps_version_and_generation_without_echoing_the_uri(
-    devices: DeviceService, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema, serde: AvroSerde
+    devices: DeviceService, sense: MemorySense, serde: AvroSerde
 ) -> None:
     device = await create(devices, 1)
     unchanged = await devices.change_config(device.id, name=device.name, source_uri=None, actor="op")
@@ -146,9 +144,7 @@ async def test_config_change_bumps_version_and_generation_without_echoing_the_ur
     assert changed.config_version == 2
     status = await devices.reconcile_status(device.id)
     assert status.desired_generation == 2
-    value = await sense_pool.fetchval(
-        f"SELECT value FROM \"{sense_schema.name}\".outbox WHERE event_type = 'DeviceConfigChanged'"
-    )
+    [value] = [m.value for m in sense.outbox.committed if m.event_type == "DeviceConfigChanged"]
     assert serde.decode(value).record["changed_fields"] == ["source_uri"]
     assert SECRET.encode() not in bytes(value)
 
