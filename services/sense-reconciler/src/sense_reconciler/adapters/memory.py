@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.audit_facts import OutboxFact, fact_document
@@ -62,12 +62,20 @@ __all__ = [
 ]
 
 Clock = Callable[[], datetime]
+R = TypeVar("R")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 SOURCE_URI_FIELD = "source_uri"
 
 
 def system_clock() -> datetime:
     return datetime.now(UTC)
+
+
+def _clone(row: R) -> R:
+    """A shallow copy of a mutable fake row (its fields are immutable values)."""
+    new = object.__new__(type(row))
+    new.__dict__.update(row.__dict__)
+    return new
 
 
 def _seconds(value: float) -> timedelta:
@@ -153,11 +161,40 @@ class MemorySenseState:
     dead_letters: dict[int, str] = field(default_factory=dict)
     cursor: _Cursor = field(default_factory=_Cursor)
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> MemorySenseState:
+        """A snapshot: new tables and new mutable rows, the immutable values shared (fast enough to take
+        at every unit of work)."""
+        return MemorySenseState(
+            sites=dict(self.sites),
+            devices={k: _clone(v) for k, v in self.devices.items()},
+            due={k: _clone(v) for k, v in self.due.items()},
+            placements=dict(self.placements),
+            ownership=dict(self.ownership),
+            facts=list(self.facts),
+            dead_letters=dict(self.dead_letters),
+            cursor=_clone(self.cursor),
+        )
 
-class MemorySiteStore:
-    def __init__(self, state: MemorySenseState) -> None:
-        self._state = state
 
+class _Database:
+    """Holds the current state; a rolled-back unit of work puts its snapshot back here."""
+
+    def __init__(self) -> None:
+        self.state = MemorySenseState()
+
+
+class _OnDatabase:
+    """A fake store: it reads the database's current state at every call."""
+
+    def __init__(self, db: _Database) -> None:
+        self._db = db
+
+    @property
+    def _state(self) -> MemorySenseState:
+        return self._db.state
+
+
+class MemorySiteStore(_OnDatabase):
     async def lock(self, tenant_id: str, site_id: str, *, new_site_server: str) -> SiteRow:
         key = (tenant_id, site_id)
         if key not in self._state.sites:
@@ -180,9 +217,9 @@ class MemorySiteStore:
             self._state.sites[key] = replace(self._state.sites[key], media_server_id=media_server_id)
 
 
-class MemoryDeviceStore:
-    def __init__(self, state: MemorySenseState, clock: Clock) -> None:
-        self._state = state
+class MemoryDeviceStore(_OnDatabase):
+    def __init__(self, db: _Database, clock: Clock) -> None:
+        super().__init__(db)
         self._clock = clock
 
     async def add(self, device: NewDevice) -> DeviceRow:
@@ -304,9 +341,9 @@ class MemoryDeviceStore:
         return occurred_at
 
 
-class MemoryReconcileStore:
-    def __init__(self, state: MemorySenseState, clock: Clock) -> None:
-        self._state = state
+class MemoryReconcileStore(_OnDatabase):
+    def __init__(self, db: _Database, clock: Clock) -> None:
+        super().__init__(db)
         self._clock = clock
 
     async def claim(
@@ -474,33 +511,33 @@ class MemorySenseUnitOfWork(InMemoryUnitOfWork):
 
     outbox: OutboxWriter  # type: ignore[assignment]  # the platform's fake declares InMemoryOutbox
 
-    def __init__(self, state: MemorySenseState, outbox: InMemoryOutbox, clock: Clock) -> None:
+    def __init__(self, db: _Database, outbox: InMemoryOutbox, clock: Clock) -> None:
         super().__init__()
         self.outbox = outbox
-        self._state = state
+        self._db = db
         self._clock = clock
         self._started_at = clock()
-        self.devices = MemoryDeviceStore(state, self.now)
-        self.sites = MemorySiteStore(state)
-        self.reconcile = MemoryReconcileStore(state, self.now)
+        self.devices = MemoryDeviceStore(db, self.now)
+        self.sites = MemorySiteStore(db)
+        self.reconcile = MemoryReconcileStore(db, self.now)
 
     def now(self) -> datetime:
         """The transaction's time, as PostgreSQL's now(): when the unit of work began."""
         return self._started_at
 
     def stores(self) -> Sequence[object]:
-        return (self._state,)
+        return (self._db,)
 
     async def __aenter__(self) -> Self:
         self._started_at = self._clock()
         return await super().__aenter__()
 
 
-class MemoryFactReader:
+class MemoryFactReader(_OnDatabase):
     """The fake's windows: a window sees every fact recorded when it opened (ids up to `cur`)."""
 
-    def __init__(self, state: MemorySenseState, position: WindowPosition, batch_size: int) -> None:
-        self._state = state
+    def __init__(self, db: _Database, position: WindowPosition, batch_size: int) -> None:
+        super().__init__(db)
         self._position = position
         self._batch_size = batch_size
 
@@ -524,12 +561,12 @@ class MemoryFactReader:
         self._position = position
 
 
-class MemoryAuditPushStore:
+class MemoryAuditPushStore(_OnDatabase):
     """The fake audit push store: the cursor and dead letters of a `MemorySense`, fenced like the real one
     on (owner, epoch)."""
 
-    def __init__(self, state: MemorySenseState, clock: Clock, owner: str, *, lease_seconds: float) -> None:
-        self._state = state
+    def __init__(self, db: _Database, clock: Clock, owner: str, *, lease_seconds: float) -> None:
+        super().__init__(db)
         self._clock = clock
         self._owner = owner
         self._lease_seconds = float(lease_seconds)
@@ -559,7 +596,7 @@ class MemoryAuditPushStore:
         )
 
     def reader(self, lease: ShardLease, batch_size: int) -> MemoryFactReader:
-        return MemoryFactReader(self._state, lease.position, batch_size)
+        return MemoryFactReader(self._db, lease.position, batch_size)
 
     async def record_results(
         self, lease: ShardLease, position: WindowPosition, dead_letters: Sequence[tuple[int, str]]
@@ -607,12 +644,12 @@ class MemoryAuditPushStore:
         return sum(1 for f in self._state.facts if f.row_id > cursor.prev and f.row_id > passed)
 
 
-class MemorySourceUriSecrets:
+class MemorySourceUriSecrets(_OnDatabase):
     """The fake of `adapters.source_uri_secrets.SourceUriSecrets` (the platform's `SecretRowStore`); the
     connection argument is ignored."""
 
-    def __init__(self, state: MemorySenseState, *, legacy_only: bool = False) -> None:
-        self._state = state
+    def __init__(self, db: _Database, *, legacy_only: bool = False) -> None:
+        super().__init__(db)
         self._legacy_only = legacy_only
 
     async def page(self, conn: DbConnection | None, *, after: Any | None, limit: int) -> Sequence[SecretRow]:
@@ -644,20 +681,25 @@ class MemorySense:
 
     def __init__(self, clock: Clock = system_clock) -> None:
         self.clock = clock
-        self.state = MemorySenseState()
+        self._db = _Database()
         self.outbox = InMemoryOutbox()
 
+    @property
+    def state(self) -> MemorySenseState:
+        """What is committed now (for tests to look at)."""
+        return self._db.state
+
     def unit(self) -> MemorySenseUnitOfWork:
-        return MemorySenseUnitOfWork(self.state, self.outbox, self.clock)
+        return MemorySenseUnitOfWork(self._db, self.outbox, self.clock)
 
     def units(self) -> UnitOfWorkFactory:
         return self.unit
 
     def audit_push_store(self, owner: str, *, lease_seconds: float) -> MemoryAuditPushStore:
-        return MemoryAuditPushStore(self.state, self.clock, owner, lease_seconds=lease_seconds)
+        return MemoryAuditPushStore(self._db, self.clock, owner, lease_seconds=lease_seconds)
 
     def source_uri_secrets(self, *, legacy_only: bool = False) -> MemorySourceUriSecrets:
-        return MemorySourceUriSecrets(self.state, legacy_only=legacy_only)
+        return MemorySourceUriSecrets(self._db, legacy_only=legacy_only)
 
     def store_cleartext_source(self, device_id: uuid.UUID, source_uri: str) -> None:
         """A device row as written before encryption (migration 0007): its source URI in cleartext."""
