@@ -4,9 +4,8 @@ Bell as its own process (tests/integration/bell_receiver/bell_process.py), and r
 from __future__ import annotations
 
 import dataclasses
-import secrets
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import asyncpg
@@ -26,28 +25,18 @@ from tests.conftest import (
     Stack,
     drop_schema_and_roles,
     migrate_test_schema,
-    private_file,
     unique_name,
 )
-from tests.integration.bell_receiver.conftest import KEY_ID, Keys
-from tests.integration.bell_receiver.test_bell_process import BellProcess, wait_healthy
+from tests.integration.bell_receiver.conftest import KEY_ID, Keys, keys
+from tests.integration.bell_receiver.test_bell_process import BellProcess, bell, wait_healthy
 from tests.integration.platform.kafka_helpers import wait_until
 from yovision_platform.db import Identifier
+
+__all__ = ["bell", "keys"]  # the bell-receiver tests' fixtures, used here too
 
 SENSE_MIGRATIONS = Path(sense_reconciler.__file__).resolve().parent / "migrations"
 TEST_LEASE_SECONDS = 3.0
 TEST_DEADLINE_SECONDS = 1.0
-
-
-@pytest.fixture
-def keys(tmp_path: Path) -> Keys:
-    relay_hex, jwt_hex = secrets.token_hex(32), secrets.token_hex(32)
-    return Keys(
-        relay_hex,
-        private_file(tmp_path / "relay.key", relay_hex + "\n"),
-        jwt_hex,
-        private_file(tmp_path / "jwt.key", jwt_hex + "\n"),
-    )
 
 
 @pytest.fixture
@@ -169,17 +158,6 @@ def relay_config(url: str, keys: Keys, **overrides: float) -> AuditPushConfig:
         "poll_interval_seconds": 0.05,
     } | overrides
     return dataclasses.replace(config, **values)  # type: ignore[arg-type]
-
-
-@pytest.fixture
-def bell(
-    stack: Stack, schema_name: Identifier, keys: Keys, tmp_path: Path, topic: str
-) -> Iterator[BellProcess]:
-    process = BellProcess(stack, schema_name, keys, tmp_path, topic)
-    yield process
-    if process.process is not None and process.process.poll() is None:
-        process.process.kill()
-        process.process.wait(timeout=10)
 
 
 @pytest.fixture

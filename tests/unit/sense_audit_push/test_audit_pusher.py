@@ -35,16 +35,6 @@ CONFIG = AuditPushConfig(
 )
 
 
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def sense(clock: ManualClock) -> MemorySense:
-    return MemorySense(clock)
-
-
 async def add_facts(sense: MemorySense, count: int, *, tenant_id: str = "tenant-a") -> list[uuid.UUID]:
     """`count` facts of one new device, recorded as the API records them."""
     event_ids = [uuid.uuid4() for _ in range(count)]

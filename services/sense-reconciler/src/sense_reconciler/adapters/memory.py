@@ -119,18 +119,7 @@ class _Due:
         )
 
     def state(self) -> ReconcileState:
-        return ReconcileState(
-            device_id=self.device_id,
-            desired_generation=self.desired_generation,
-            observed_generation=self.observed_generation,
-            status=self.status,
-            attempts=self.attempts,
-            next_attempt_at=self.next_attempt_at,
-            last_error_code=self.last_error_code,
-            last_result_at=self.last_result_at,
-            partition=self.partition,
-            media_server_id=self.media_server_id,
-        )
+        return ReconcileState(**{name: getattr(self, name) for name in ReconcileState.__dataclass_fields__})
 
 
 @dataclass

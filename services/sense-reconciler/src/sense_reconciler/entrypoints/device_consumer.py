@@ -14,14 +14,8 @@ import asyncpg
 
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from yovision_platform.avro import AvroSerde
-from yovision_platform.consumer import (
-    ConsumerMetrics,
-    IdempotentConsumer,
-    InboundEvent,
-    PositionRestoringListener,
-)
+from yovision_platform.consumer import ConsumerMetrics, IdempotentConsumer, InboundEvent
 from yovision_platform.db import DbConnection, Identifier
-from yovision_platform.kafka import create_consumer, start_client
 from yovision_platform.kafka_security import KafkaTarget
 
 
@@ -40,7 +34,6 @@ class DeviceEventConsumer:
     ) -> None:
         self._owned = owned
         self._kafka = kafka
-        self._group_id = group_id
         self._client_id = client_id
         self._idempotent = IdempotentConsumer(
             pool, schema, consumer_group=group_id, decode=serde.decode, handler=self._handle, metrics=metrics
@@ -50,14 +43,25 @@ class DeviceEventConsumer:
         self._owned.wake()
 
     async def run(self, stop: asyncio.Event) -> None:
-        consumer = create_consumer(self._kafka, group_id=self._group_id, client_id=self._client_id)
-        listener = PositionRestoringListener(
-            consumer, self._idempotent, on_assigned=self._owned.on_assigned, on_revoked=self._owned.on_revoked
-        )
-        consumer.subscribe([self._owned.topic], listener=listener)
-        try:
-            await start_client(consumer, self._kafka, close=consumer.stop)
-            await self._idempotent.run(consumer, stop)
-        finally:
+        """Consume until `stop`. Every owned partition is revoked before the consumer leaves the group (so
+        no claim starts on a partition Kafka hands to another member), and when consuming fails."""
+        closing = asyncio.Event()
+
+        async def revoke_on_stop() -> None:
+            await stop.wait()
             self._owned.revoke(self._owned.snapshot())
-            await consumer.stop()
+            closing.set()
+
+        watcher = asyncio.create_task(revoke_on_stop())
+        try:
+            await self._idempotent.consume_topics(
+                self._kafka,
+                [self._owned.topic],
+                closing,
+                client_id=self._client_id,
+                on_assigned=self._owned.on_assigned,
+                on_revoked=self._owned.on_revoked,
+            )
+        finally:
+            watcher.cancel()
+            self._owned.revoke(self._owned.snapshot())
