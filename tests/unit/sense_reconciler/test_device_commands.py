@@ -32,6 +32,13 @@ async def create(
     )
 
 
+async def set_site_limit(devices: DeviceService, tenant_id: str, site_id: str, limit: int) -> int:
+    site = await devices.sites.configure_site(
+        tenant_id, site_id, max_video_channels=limit, media_server_id=None, actor="control-api"
+    )
+    return site.max_video_channels
+
+
 def counts(sense: MemorySense) -> dict[str, int]:
     """Committed rows per table of the fake."""
     state = sense.state
@@ -105,19 +112,19 @@ async def test_default_site_limit_boundary(
 
 
 async def test_site_limit_can_be_raised_to_128_and_no_further(devices: DeviceService) -> None:
-    assert await devices.set_site_limit("tenant-a", "big", 128) == 128
+    assert await set_site_limit(devices, "tenant-a", "big", 128) == 128
     with pytest.raises(InvalidInput):
-        await devices.set_site_limit("tenant-a", "big", 129)
+        await set_site_limit(devices, "tenant-a", "big", 129)
     drafts = [await create(devices, n, site="big", state=DISABLED) for n in range(129)]
     await devices.set_desired_states([(d.id, ENABLED) for d in drafts[:128]], actor="op")
     with pytest.raises(SiteLimitReached):
         await devices.set_desired_state(drafts[128].id, ENABLED, actor="op")
     with pytest.raises(SiteLimitReached):
-        await devices.set_site_limit("tenant-a", "big", 127)
+        await set_site_limit(devices, "tenant-a", "big", 127)
 
 
 async def test_batch_is_all_or_nothing_and_counts_the_whole_batch(devices: DeviceService) -> None:
-    await devices.set_site_limit("tenant-a", "small", 2)
+    await set_site_limit(devices, "tenant-a", "small", 2)
     drafts = [await create(devices, n, site="small", state=DISABLED) for n in range(3)]
     with pytest.raises(SiteLimitReached):
         await devices.set_desired_states([(d.id, ENABLED) for d in drafts], actor="op")

@@ -248,17 +248,6 @@ class DeviceService:
         async with self._units() as uow:
             return await uow.devices.reconcile_states(sorted(set(device_ids)))
 
-    async def set_site_limit(self, tenant_id: str, site_id: str, max_video_channels: int) -> int:
-        """Set a site's enabled-device limit (1..128); refused below the number of devices enabled now."""
-        site = await self.sites.configure_site(
-            tenant_id,
-            site_id,
-            max_video_channels=max_video_channels,
-            media_server_id=None,
-            actor="control-api",
-        )
-        return site.max_video_channels
-
     async def _lock_site(self, uow: SenseUnitOfWork, tenant_id: str, site_id: str) -> SiteRow:
         return await self.sites.lock(uow, tenant_id, site_id)
 
