@@ -1,1 +1,2 @@
-"""Adapters: PostgreSQL repositories and the MediaMTX HTTP client."""
+"""Adapters of the ports: PostgreSQL stores and unit of work, the MediaMTX and Bell HTTP clients, and the
+in-memory fakes (`memory`)."""

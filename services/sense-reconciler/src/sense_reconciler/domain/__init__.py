@@ -1,1 +1,2 @@
-"""Pure domain of sense-reconciler: limits, device validation, reconcile decisions. No I/O here."""
+"""Pure domain of sense-reconciler: limits, errors, device validation, records, reconcile decisions and the
+audit push's rules. No I/O here."""
