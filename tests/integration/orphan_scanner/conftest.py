@@ -20,8 +20,8 @@ from aiokafka import AIOKafkaProducer
 
 from orphan_scanner.domain.classify import ServerPath
 from orphan_scanner.domain.inputs import confirmation_text
-from orphan_scanner.entrypoints.projection_consumer import projection_worker
-from orphan_scanner.entrypoints.wiring import Components, build
+from orphan_scanner.entrypoints.main import Components, build
+from orphan_scanner.entrypoints.projection_consumer import projection_consumer
 from orphan_scanner.service_layer.apply import ApplyResult
 from orphan_scanner.service_layer.metrics import ScanTrigger
 from orphan_scanner.service_layer.scanner import ScanReport
@@ -216,16 +216,17 @@ class Orphan:
     def start_projection(self) -> None:
         assert self._projection is None
         self._stop = asyncio.Event()
-        worker = projection_worker(
-            self.pool,
-            self.schema.name,
-            self.components.serde,
-            kafka=self.settings.kafka,
-            topics=self.settings.projection_topics,
-            consumer_group=self.settings.consumer_group,
-            client_id=f"test-{self.settings.instance_id}",
+        consumer = projection_consumer(
+            self.pool, self.schema.name, self.components.serde, consumer_group=self.settings.consumer_group
         )
-        self._projection = asyncio.ensure_future(worker(self._stop))
+        self._projection = asyncio.ensure_future(
+            consumer.consume_topics(
+                self.settings.kafka,
+                self.settings.projection_topics,
+                self._stop,
+                client_id=f"test-{self.settings.instance_id}",
+            )
+        )
 
     async def stop_projection(self) -> None:
         if self._projection is not None:
@@ -250,7 +251,7 @@ class Orphan:
 
     async def caught_up(self, timeout_seconds: float = 20.0) -> None:
         await self.feed.flush()
-        reason = await self.components.catch_up.wait(timeout_seconds)
+        reason = await self.components.progress.wait(timeout_seconds)
         assert reason is None, reason
 
 

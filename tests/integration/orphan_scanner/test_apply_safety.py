@@ -8,8 +8,9 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from orphan_scanner.domain.errors import ApplyRefused
 from orphan_scanner.domain.gate import BlockReason
-from orphan_scanner.service_layer.apply import ApplyRefused, ApplyResult, ApplyStatus
+from orphan_scanner.service_layer.apply import ApplyResult, ApplyStatus
 from tests.conftest import MigratedSchema, Stack
 from tests.integration.orphan_scanner.conftest import Orphan, names, orphan_harness
 from tests.integration.orphan_scanner.private_mediamtx import PrivateMediaMtx

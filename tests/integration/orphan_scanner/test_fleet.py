@@ -12,10 +12,10 @@ import asyncpg
 import pytest
 
 from orphan_scanner.domain.classify import ServerPath
+from orphan_scanner.domain.errors import ScanError
 from orphan_scanner.domain.gate import BlockReason
 from orphan_scanner.service_layer.apply import ApplyStatus
 from orphan_scanner.service_layer.metrics import ScanTrigger
-from orphan_scanner.service_layer.scanner import ScanError
 from tests.conftest import MigratedSchema, Stack
 from tests.integration.orphan_scanner.conftest import Orphan, orphan_harness
 from tests.integration.orphan_scanner.private_mediamtx import PrivateMediaMtx, private_mediamtx

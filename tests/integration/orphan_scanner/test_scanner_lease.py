@@ -10,10 +10,10 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from orphan_scanner.entrypoints.wiring import Components, build
-from orphan_scanner.service_layer.apply import ApplyRefused
+from orphan_scanner.domain.errors import ApplyRefused, ScanError
+from orphan_scanner.entrypoints.main import Components, build
 from orphan_scanner.service_layer.metrics import ScanTrigger
-from orphan_scanner.service_layer.scanner import ScanError, Scanner
+from orphan_scanner.service_layer.scanner import Scanner
 from tests.integration.orphan_scanner.conftest import Orphan, orphan_settings
 from tests.integration.orphan_scanner.private_mediamtx import PrivateMediaMtx
 from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet

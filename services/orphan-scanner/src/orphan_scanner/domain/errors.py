@@ -1,0 +1,108 @@
+"""Every refusal orphan-scanner answers, each a `ServiceError` with a stable code and the HTTP status an API
+answers it with (`yovision_platform.problems`). The `sense-orphan` CLI prints the same codes in its JSON and
+picks its exit code by family (`InvalidInput` 2, `ApplyRefused` and `ScanLeaseBusy` 3, `ScanFailed` 1).
+
+    InvalidInput          invalid_actor | invalid_scan_id | invalid_confirmation      422  (CLI input)
+    ApplyRefused                                                                          (before any gate)
+    ├── ScanNotFound      scan_not_found                                             404
+    ├── ScanNotUsable     scan_not_usable                                            409
+    └── ApplyInProgress   apply_in_progress                                          409
+    ScanError                                                                             (`report`)
+    ├── ScanLeaseBusy     scan_lease_busy                                            409
+    └── ScanFailed        lease_lost | mediamtx_* (the enumeration's code)           503
+    ReportNotFound        not_found                                                  404  (read API)
+    InvalidReportCursor   invalid_cursor                                             400  (read API)
+"""
+
+from __future__ import annotations
+
+from yovision_platform.errors import ServiceError
+
+__all__ = [
+    "ApplyInProgress",
+    "ApplyRefused",
+    "InvalidInput",
+    "InvalidReportCursor",
+    "ReportNotFound",
+    "ScanError",
+    "ScanFailed",
+    "ScanLeaseBusy",
+    "ScanNotFound",
+    "ScanNotUsable",
+]
+
+
+class InvalidInput(ServiceError):
+    """`sense-orphan apply` input of the wrong shape; the code names the field, never its value."""
+
+    status = 422
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+        super().__init__(f"invalid_{field}")
+
+
+class ApplyRefused(ServiceError):
+    """An apply refused before any gate: nothing is recorded, nothing published, nothing deleted."""
+
+    code = "apply_refused"
+    status = 409
+
+
+class ScanNotFound(ApplyRefused):
+    code = "scan_not_found"
+    status = 404
+
+    def __init__(self) -> None:
+        super().__init__(detail="no report has this scan id")
+
+
+class ScanNotUsable(ApplyRefused):
+    code = "scan_not_usable"
+
+    def __init__(self) -> None:
+        super().__init__(detail="the scan failed; run a new report")
+
+
+class ApplyInProgress(ApplyRefused):
+    code = "apply_in_progress"
+
+    def __init__(self) -> None:
+        super().__init__(detail="another apply is running")
+
+
+class ScanError(ServiceError):
+    """A `report` (manual scan) that produced no usable report."""
+
+    code = "scan_error"
+    status = 503
+
+
+class ScanLeaseBusy(ScanError):
+    code = "scan_lease_busy"
+    status = 409
+
+    def __init__(self) -> None:
+        super().__init__(detail="another scan holds the scan lease")
+
+
+class ScanFailed(ScanError):
+    """The scan ran and failed: `lease_lost`, or the MediaMTX enumeration's `mediamtx_*` code."""
+
+    @classmethod
+    def lease_lost(cls) -> ScanFailed:
+        return cls("lease_lost", "the scan lease was lost; no report")
+
+    @classmethod
+    def enumeration(cls, mediamtx_code: str) -> ScanFailed:
+        return cls(mediamtx_code, "MediaMTX enumeration failed")
+
+
+class ReportNotFound(ServiceError):
+    code = "not_found"
+    status = 404
+
+
+class InvalidReportCursor(ServiceError):
+    code = "invalid_cursor"
+    status = 400
