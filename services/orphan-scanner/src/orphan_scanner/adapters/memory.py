@@ -1,0 +1,497 @@
+"""In-memory fakes of orphan-scanner's ports (`service_layer.ports`), for use-case tests that run in
+milliseconds. Each behaves as its real adapter does in everything a use case relies on; the contract suites
+in `tests/ports/orphan_scanner/` run the same tests against both. The fakes are single-process and serial:
+they model one transaction at a time, not concurrent isolation or row locks.
+
+Times come from one clock (`now`, the wall clock by default), as the database's `now()` does; `age` and
+`expire` stand in for what tests do with an admin connection on PostgreSQL (age a report, expire a lease).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from orphan_scanner.domain import limits
+from orphan_scanner.domain.classify import Classification, PathClass, ServerPath
+from orphan_scanner.domain.errors import ApplyInProgress
+from orphan_scanner.domain.gate import BlockReason
+from orphan_scanner.domain.records import (
+    DeviceClaim,
+    Disposition,
+    Outcome,
+    OwnershipEvidence,
+    ReportPosition,
+    ReportSummary,
+    StoredReport,
+)
+from yovision_platform.errors import LeaseLost
+from yovision_platform.leases import Lease
+from yovision_platform.media_servers import validate_media_server_id
+from yovision_platform.mediamtx import MediaMtxError, is_managed_path_name
+from yovision_platform.unit_of_work import InMemoryUnitOfWork
+
+__all__ = [
+    "Clock",
+    "InMemoryApplyLock",
+    "InMemoryMediaMtx",
+    "InMemoryMediaServers",
+    "InMemoryOrphanUnitOfWork",
+    "InMemoryProjectionProgress",
+    "InMemoryProjectionStore",
+    "InMemoryReportReader",
+    "InMemoryReportStore",
+    "InMemoryScanLease",
+]
+
+Clock = Callable[[], datetime]
+REPORT_VALIDITY = timedelta(milliseconds=limits.REPORT_VALIDITY_MS)
+_MS = timedelta(milliseconds=1)
+
+
+def wall_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+class InMemoryProjectionStore:
+    def __init__(self) -> None:
+        self.claims: dict[uuid.UUID, DeviceClaim] = {}
+        self.evidence: dict[tuple[str, str, uuid.UUID], OwnershipEvidence] = {}
+
+    async def apply_claim(self, claim: DeviceClaim) -> None:
+        stored = self.claims.get(claim.device_id)
+        if stored is None or stored.config_version <= claim.config_version:
+            self.claims[claim.device_id] = claim
+
+    async def record_ownership(self, evidence: OwnershipEvidence) -> None:
+        key = (evidence.media_server_id, evidence.path_name, evidence.device_id)
+        stored = self.evidence.get(key)
+        if stored is not None:
+            evidence = replace(
+                stored,
+                first_seen_at=min(stored.first_seen_at, evidence.first_seen_at),
+                last_seen_at=max(stored.last_seen_at, evidence.last_seen_at),
+            )
+        self.evidence[key] = evidence
+
+    async def claimed_paths(self, paths: Iterable[ServerPath]) -> set[ServerPath]:
+        enabled = [c for c in self.claims.values() if c.desired_state == "enabled"]
+        return {
+            path
+            for path in paths
+            if any(
+                c.path_name == path.path_name and c.media_server_id in (path.media_server_id, None)
+                for c in enabled
+            )
+        }
+
+    async def last_owners(self, paths: Iterable[ServerPath]) -> dict[ServerPath, uuid.UUID]:
+        owners: dict[ServerPath, uuid.UUID] = {}
+        for path in set(paths):
+            seen = sorted(
+                (e for (server, name, _), e in self.evidence.items() if (server, name) == path),
+                key=lambda e: e.device_id,
+            )
+            if seen:  # the latest; of equally late ones, the smallest device id
+                owners[path] = max(seen, key=lambda e: e.last_seen_at).device_id
+        return owners
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """One stored report: immutable, so a unit of work's snapshot shares it instead of copying it."""
+
+    scan_id: uuid.UUID
+    trigger: str
+    status: str
+    error_code: str | None
+    created_at: datetime
+    counts: Mapping[PathClass, int] | None
+    candidates: tuple[tuple[ServerPath, uuid.UUID], ...]
+    unowned: tuple[ServerPath, ...]
+    server_counts: Mapping[str, Mapping[PathClass, int]]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Scan:
+        return self
+
+
+@dataclass(frozen=True)
+class _Disposition:
+    disposition: Disposition
+    actor: str
+    apply_id: uuid.UUID
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Disposition:
+        return self
+
+
+_COUNTED = (Outcome.DELETED, Outcome.ALREADY_ABSENT, Outcome.SKIPPED_NOT_STALE, Outcome.FAILED)
+
+
+@dataclass
+class ApplyRun:
+    """An `apply_runs` row."""
+
+    apply_id: uuid.UUID
+    scan_id: uuid.UUID
+    actor: str
+    instance_id: str
+    report_candidates: int
+    status: str = "running"
+    reason_code: str | None = None
+    current_total: int | None = None
+    current_candidates: int | None = None
+    counts: dict[str, int] = field(default_factory=lambda: {str(o): 0 for o in _COUNTED})
+    blocked_media_server_id: str | None = None
+
+
+class InMemoryReportStore:
+    def __init__(self, now: Clock = wall_clock) -> None:
+        self.now = now
+        self.scans: dict[uuid.UUID, _Scan] = {}
+        self.runs: dict[uuid.UUID, ApplyRun] = {}
+        self.disposed: dict[tuple[uuid.UUID, ServerPath], _Disposition] = {}
+
+    def age(self, scan_id: uuid.UUID, by: timedelta) -> None:
+        """Make the report `by` older (its expiry moves with it)."""
+        scan = self.scans[scan_id]
+        self.scans[scan_id] = replace(scan, created_at=scan.created_at - by)
+
+    async def insert_complete(
+        self,
+        scan_id: uuid.UUID,
+        *,
+        trigger: str,
+        instance_id: str,
+        lease_token: uuid.UUID,
+        classification: Classification,
+        media_servers: tuple[str, ...],
+    ) -> tuple[datetime, datetime]:
+        scan = _Scan(
+            scan_id,
+            trigger,
+            "complete",
+            None,
+            self.now(),
+            classification.counts(),
+            tuple(sorted(classification.owned_stale.items())),
+            tuple(sorted(classification.unowned)),
+            classification.counts_by_server(media_servers),
+        )
+        self._insert(scan)
+        return scan.created_at, scan.created_at + REPORT_VALIDITY
+
+    async def insert_failed(
+        self,
+        scan_id: uuid.UUID,
+        *,
+        trigger: str,
+        instance_id: str,
+        lease_token: uuid.UUID,
+        error_code: str,
+    ) -> datetime:
+        scan = _Scan(scan_id, trigger, "failed", error_code, self.now(), None, (), (), {})
+        self._insert(scan)
+        return scan.created_at
+
+    def _insert(self, scan: _Scan) -> None:
+        if scan.scan_id in self.scans:
+            raise ValueError("a report with this scan id exists")
+        self.scans[scan.scan_id] = scan
+
+    async def load(self, scan_id: uuid.UUID) -> StoredReport | None:
+        scan = self.scans.get(scan_id)
+        if scan is None:
+            return None
+        counts = scan.counts
+        return StoredReport(
+            scan_id=scan.scan_id,
+            trigger=scan.trigger,
+            status=scan.status,
+            error_code=scan.error_code,
+            created_at=scan.created_at,
+            expires_at=scan.created_at + REPORT_VALIDITY,
+            age_ms=await self.report_age_ms(scan_id),
+            observed_total=None if counts is None else sum(counts.values()),
+            in_use_count=None if counts is None else counts[PathClass.IN_USE],
+            owned_stale_count=None if counts is None else counts[PathClass.OWNED_STALE],
+            unowned_count=None if counts is None else counts[PathClass.UNOWNED],
+            candidates=dict(scan.candidates),
+            unowned=list(scan.unowned),
+            server_totals={server: sum(c.values()) for server, c in sorted(scan.server_counts.items())},
+        )
+
+    async def report_age_ms(self, scan_id: uuid.UUID) -> int:
+        return (self.now() - self.scans[scan_id].created_at) // _MS
+
+    async def prune(self, *, older_than_hours: int, limit: int = 1000) -> int:
+        cutoff = self.now() - timedelta(hours=older_than_hours)
+        oldest = sorted((s for s in self.scans.values() if s.created_at < cutoff), key=lambda s: s.created_at)
+        used = {run.scan_id for run in self.runs.values()}
+        pruned = [s.scan_id for s in oldest[:limit] if s.scan_id not in used]
+        for scan_id in pruned:
+            del self.scans[scan_id]
+        return len(pruned)
+
+    async def start_apply(
+        self,
+        apply_id: uuid.UUID,
+        *,
+        scan_id: uuid.UUID,
+        actor: str,
+        instance_id: str,
+        report_candidates: int,
+    ) -> None:
+        if scan_id not in self.scans:
+            raise LookupError("an apply run needs its report")
+        self.runs.setdefault(apply_id, ApplyRun(apply_id, scan_id, actor, instance_id, report_candidates))
+
+    async def finish_apply(
+        self,
+        apply_id: uuid.UUID,
+        *,
+        status: str,
+        reason_code: str | None,
+        current_total: int | None,
+        current_candidates: int | None,
+        counts: dict[str, int],
+        blocked_media_server_id: str | None = None,
+    ) -> None:
+        run = self.runs.get(apply_id)
+        if run is None:
+            return
+        run.status, run.reason_code = status, reason_code
+        run.current_total, run.current_candidates = current_total, current_candidates
+        run.counts = {str(outcome): counts.get(outcome, 0) for outcome in _COUNTED}
+        run.blocked_media_server_id = blocked_media_server_id
+
+    async def dispositions(self, scan_id: uuid.UUID) -> dict[ServerPath, Disposition]:
+        return {path: d.disposition for (scan, path), d in self.disposed.items() if scan == scan_id}
+
+    async def record_disposition(
+        self,
+        *,
+        scan_id: uuid.UUID,
+        path: ServerPath,
+        outcome: str,
+        error_code: str | None,
+        actor: str,
+        apply_id: uuid.UUID,
+    ) -> None:
+        # The guards PostgreSQL's constraints keep (a use case never meets them).
+        if path not in dict(self.scans[scan_id].candidates) or apply_id not in self.runs:
+            raise LookupError("a disposition needs an owned_stale finding of its report and its apply run")
+        if (outcome == Outcome.FAILED) != (error_code is not None):
+            raise ValueError("a failed disposition, and only that, has an error code")
+        stored = self.disposed.get((scan_id, path))
+        if stored is not None and stored.disposition.final:
+            return
+        attempts = 1 if stored is None else stored.disposition.attempts + (stored.apply_id != apply_id)
+        self.disposed[(scan_id, path)] = _Disposition(
+            Disposition(path, outcome, error_code, attempts), actor, apply_id
+        )
+
+    async def totals(self) -> dict[str, int]:
+        runs = self.runs.values()
+        return {
+            "blocked": sum(run.status == "blocked" for run in runs),
+            "deleted": sum(run.counts.get(Outcome.DELETED, 0) for run in runs),
+            "failed": sum(run.counts.get(Outcome.FAILED, 0) for run in runs),
+        }
+
+    async def last_complete_counts(self) -> dict[str, dict[str, int]] | None:
+        complete = [s for s in self.scans.values() if s.status == "complete"]
+        if not complete:
+            return None
+        newest = max(complete, key=lambda s: s.created_at)
+        if not newest.server_counts:
+            return None
+        return {
+            server: {"observed": sum(tally.values()), **{str(cls): n for cls, n in tally.items()}}
+            for server, tally in newest.server_counts.items()
+        }
+
+
+class InMemoryReportReader:
+    """The read API's view of an `InMemoryReportStore`."""
+
+    def __init__(self, reports: InMemoryReportStore) -> None:
+        self._reports = reports
+
+    def _newest_first(self) -> list[_Scan]:
+        return sorted(self._reports.scans.values(), key=lambda s: (s.created_at, s.scan_id), reverse=True)
+
+    async def page(self, limit: int, after: ReportPosition | None) -> list[ReportSummary]:
+        scans = self._newest_first()
+        if after is not None:
+            scans = [s for s in scans if (s.created_at, s.scan_id) < (after.created_at, after.scan_id)]
+        summaries = []
+        for scan in scans[:limit]:
+            report = await self._reports.load(scan.scan_id)
+            assert report is not None
+            summaries.append(
+                ReportSummary(
+                    scan_id=report.scan_id,
+                    trigger=report.trigger,
+                    status=report.status,
+                    error_code=report.error_code,
+                    created_at=report.created_at,
+                    expires_at=report.expires_at,
+                    observed_total=report.observed_total,
+                    owned_stale_count=report.owned_stale_count,
+                    unowned_count=report.unowned_count,
+                )
+            )
+        return summaries
+
+    async def latest_complete(self) -> uuid.UUID | None:
+        return next((s.scan_id for s in self._newest_first() if s.status == "complete"), None)
+
+    async def load(self, scan_id: uuid.UUID) -> StoredReport | None:
+        return await self._reports.load(scan_id)
+
+
+class InMemoryScanLease:
+    def __init__(self, now: Clock = wall_clock) -> None:
+        self.now = now
+        self.next_scan_at: datetime | None = None  # None: due from the start (-infinity)
+        self.lease: Lease | None = None
+
+    def expire(self) -> None:
+        """Let the current lease run out (as a paused holder's would)."""
+        if self.lease is not None:
+            self.lease = replace(self.lease, expires_at=self.now() - timedelta(seconds=1))
+
+    async def claim(self, owner: str, *, lease_seconds: float, due_only: bool) -> Lease | None:
+        now = self.now()
+        if due_only and self.next_scan_at is not None and self.next_scan_at > now:
+            return None
+        if self.lease is not None and self.lease.expires_at > now:
+            return None
+        self.lease = Lease(owner, uuid.uuid4(), now + timedelta(seconds=lease_seconds))
+        return self.lease
+
+    async def release(self, lease: Lease, *, next_scan_in_seconds: float) -> None:
+        now = self.now()
+        current = self.lease
+        if current is None or (current.owner, current.token) != (lease.owner, lease.token):
+            raise LeaseLost()
+        if current.expires_at <= now:
+            raise LeaseLost()
+        self.lease = None
+        self.next_scan_at = now + timedelta(seconds=next_scan_in_seconds)
+
+
+class InMemoryOrphanUnitOfWork(InMemoryUnitOfWork):
+    """The fake unit of work; one instance is the whole database (`lambda: uow` is its factory)."""
+
+    def __init__(self, now: Clock = wall_clock) -> None:
+        super().__init__()
+        self.reports = InMemoryReportStore(now)
+        self.projection = InMemoryProjectionStore()
+        self.scan_lease = InMemoryScanLease(now)
+
+    def stores(self) -> Sequence[object]:
+        return (self.reports, self.projection, self.scan_lease)
+
+
+class InMemoryApplyLock:
+    def __init__(self) -> None:
+        self.held = False
+
+    @contextlib.asynccontextmanager
+    async def hold(self) -> AsyncIterator[None]:
+        if self.held:
+            raise ApplyInProgress()
+        self.held = True
+        try:
+            yield
+        finally:
+            self.held = False
+
+
+class InMemoryMediaMtx:
+    """One MediaMTX server's paths. `unreachable`: every call fails `mediamtx_unreachable`; a delete of a
+    name in `refuse_deletes` fails `mediamtx_http_500`; `delete_requests` lists every DELETE sent."""
+
+    def __init__(self, names: Iterable[str] = (), *, deadline_seconds: float = 5.0) -> None:
+        self.paths: set[str] = set(names)
+        self.deadline_seconds = deadline_seconds
+        self.unreachable = False
+        self.refuse_deletes: set[str] = set()
+        self.delete_requests: list[str] = []
+
+    async def list_path_names(self) -> list[str]:
+        if self.unreachable:
+            raise MediaMtxError("mediamtx_unreachable")
+        return sorted(self.paths)
+
+    async def delete_path(self, name: str) -> bool:
+        if not is_managed_path_name(name):
+            raise MediaMtxError("mediamtx_unmanaged_name")
+        if self.unreachable:
+            raise MediaMtxError("mediamtx_unreachable")
+        self.delete_requests.append(name)
+        if name in self.refuse_deletes:
+            raise MediaMtxError("mediamtx_http_500")
+        existed = name in self.paths
+        self.paths.discard(name)
+        return existed
+
+
+class InMemoryMediaServers:
+    def __init__(self, servers: Mapping[str, InMemoryMediaMtx]) -> None:
+        if not servers:
+            raise ValueError("a media fleet needs at least one server")
+        for server_id in servers:
+            validate_media_server_id(server_id)
+        self._servers = dict(sorted(servers.items()))
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(self._servers)
+
+    @property
+    def deadline_seconds(self) -> float:
+        return max(server.deadline_seconds for server in self._servers.values())
+
+    def client(self, server_id: str) -> InMemoryMediaMtx:
+        try:
+            return self._servers[server_id]
+        except KeyError:
+            raise MediaMtxError("media_server_not_registered") from None
+
+    async def aclose(self) -> None:
+        return None
+
+
+class InMemoryProjectionProgress:
+    """`published` messages on the topics, `applied` of them by the projection; `unavailable`: Kafka cannot
+    tell. `wait` polls, so a test may apply while an apply waits."""
+
+    POLL_SECONDS = 0.001
+
+    def __init__(self) -> None:
+        self.published = 0
+        self.applied = 0
+        self.unavailable = False
+
+    async def wait(self, timeout_seconds: float) -> BlockReason | None:
+        if self.unavailable:
+            return BlockReason.PROJECTION_UNAVAILABLE
+        target = self.published
+        deadline = time.monotonic() + timeout_seconds
+        while self.applied < target:
+            if time.monotonic() >= deadline:
+                return BlockReason.PROJECTION_LAGGING
+            await asyncio.sleep(self.POLL_SECONDS)
+        return None
+
+    async def lag(self) -> int | None:
+        return None if self.unavailable else max(0, self.published - self.applied)
