@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.classify import Classification, PathClass, ServerPath
@@ -50,6 +51,8 @@ __all__ = [
     "InMemoryScanLease",
 ]
 
+K = TypeVar("K")
+V = TypeVar("V")
 Clock = Callable[[], datetime]
 REPORT_VALIDITY = timedelta(milliseconds=limits.REPORT_VALIDITY_MS)
 _MS = timedelta(milliseconds=1)
@@ -59,15 +62,42 @@ def wall_clock() -> datetime:
     return datetime.now(UTC)
 
 
+class Rows(Mapping[K, V], Generic[K, V]):
+    """An immutable table of immutable rows. A unit of work's snapshot shares it instead of copying every
+    row; a write makes a new table (copy on write)."""
+
+    def __init__(self, rows: Mapping[K, V] | None = None) -> None:
+        self._rows: dict[K, V] = dict(rows or {})
+
+    def __getitem__(self, key: K) -> V:
+        return self._rows[key]
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def put(self, key: K, value: V) -> Rows[K, V]:
+        return Rows({**self._rows, key: value})
+
+    def without(self, keys: Iterable[K]) -> Rows[K, V]:
+        gone = set(keys)
+        return Rows({k: v for k, v in self._rows.items() if k not in gone})
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Rows[K, V]:
+        return self
+
+
 class InMemoryProjectionStore:
     def __init__(self) -> None:
-        self.claims: dict[uuid.UUID, DeviceClaim] = {}
-        self.evidence: dict[tuple[str, str, uuid.UUID], OwnershipEvidence] = {}
+        self.claims: Rows[uuid.UUID, DeviceClaim] = Rows()
+        self.evidence: Rows[tuple[str, str, uuid.UUID], OwnershipEvidence] = Rows()
 
     async def apply_claim(self, claim: DeviceClaim) -> None:
         stored = self.claims.get(claim.device_id)
         if stored is None or stored.config_version <= claim.config_version:
-            self.claims[claim.device_id] = claim
+            self.claims = self.claims.put(claim.device_id, claim)
 
     async def record_ownership(self, evidence: OwnershipEvidence) -> None:
         key = (evidence.media_server_id, evidence.path_name, evidence.device_id)
@@ -78,34 +108,34 @@ class InMemoryProjectionStore:
                 first_seen_at=min(stored.first_seen_at, evidence.first_seen_at),
                 last_seen_at=max(stored.last_seen_at, evidence.last_seen_at),
             )
-        self.evidence[key] = evidence
+        self.evidence = self.evidence.put(key, evidence)
 
     async def claimed_paths(self, paths: Iterable[ServerPath]) -> set[ServerPath]:
-        enabled = [c for c in self.claims.values() if c.desired_state == "enabled"]
+        servers_claiming: dict[str, set[str | None]] = {}
+        for c in self.claims.values():
+            if c.desired_state == "enabled":
+                servers_claiming.setdefault(c.path_name, set()).add(c.media_server_id)
         return {
             path
             for path in paths
-            if any(
-                c.path_name == path.path_name and c.media_server_id in (path.media_server_id, None)
-                for c in enabled
-            )
+            if servers_claiming.get(path.path_name, set()) & {path.media_server_id, None}
         }
 
     async def last_owners(self, paths: Iterable[ServerPath]) -> dict[ServerPath, uuid.UUID]:
+        seen: dict[ServerPath, list[OwnershipEvidence]] = {}
+        for (server, name, _), evidence in self.evidence.items():
+            seen.setdefault(ServerPath(server, name), []).append(evidence)
         owners: dict[ServerPath, uuid.UUID] = {}
-        for path in set(paths):
-            seen = sorted(
-                (e for (server, name, _), e in self.evidence.items() if (server, name) == path),
-                key=lambda e: e.device_id,
-            )
-            if seen:  # the latest; of equally late ones, the smallest device id
-                owners[path] = max(seen, key=lambda e: e.last_seen_at).device_id
+        for path in set(paths) & seen.keys():
+            # the latest; of equally late ones, the smallest device id
+            latest = max(e.last_seen_at for e in seen[path])
+            owners[path] = min(e.device_id for e in seen[path] if e.last_seen_at == latest)
         return owners
 
 
 @dataclass(frozen=True)
 class _Scan:
-    """One stored report: immutable, so a unit of work's snapshot shares it instead of copying it."""
+    """One stored report (immutable, like every row of the fakes)."""
 
     scan_id: uuid.UUID
     trigger: str
@@ -117,8 +147,9 @@ class _Scan:
     unowned: tuple[ServerPath, ...]
     server_counts: Mapping[str, Mapping[PathClass, int]]
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> _Scan:
-        return self
+    @functools.cached_property
+    def candidate_paths(self) -> frozenset[ServerPath]:
+        return frozenset(path for path, _ in self.candidates)
 
 
 @dataclass(frozen=True)
@@ -127,14 +158,11 @@ class _Disposition:
     actor: str
     apply_id: uuid.UUID
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> _Disposition:
-        return self
-
 
 _COUNTED = (Outcome.DELETED, Outcome.ALREADY_ABSENT, Outcome.SKIPPED_NOT_STALE, Outcome.FAILED)
 
 
-@dataclass
+@dataclass(frozen=True)
 class ApplyRun:
     """An `apply_runs` row."""
 
@@ -154,14 +182,14 @@ class ApplyRun:
 class InMemoryReportStore:
     def __init__(self, now: Clock = wall_clock) -> None:
         self.now = now
-        self.scans: dict[uuid.UUID, _Scan] = {}
-        self.runs: dict[uuid.UUID, ApplyRun] = {}
-        self.disposed: dict[tuple[uuid.UUID, ServerPath], _Disposition] = {}
+        self.scans: Rows[uuid.UUID, _Scan] = Rows()
+        self.runs: Rows[uuid.UUID, ApplyRun] = Rows()
+        self.disposed: Rows[tuple[uuid.UUID, ServerPath], _Disposition] = Rows()
 
     def age(self, scan_id: uuid.UUID, by: timedelta) -> None:
         """Make the report `by` older (its expiry moves with it)."""
         scan = self.scans[scan_id]
-        self.scans[scan_id] = replace(scan, created_at=scan.created_at - by)
+        self.scans = self.scans.put(scan_id, replace(scan, created_at=scan.created_at - by))
 
     async def insert_complete(
         self,
@@ -203,7 +231,7 @@ class InMemoryReportStore:
     def _insert(self, scan: _Scan) -> None:
         if scan.scan_id in self.scans:
             raise ValueError("a report with this scan id exists")
-        self.scans[scan.scan_id] = scan
+        self.scans = self.scans.put(scan.scan_id, scan)
 
     async def load(self, scan_id: uuid.UUID) -> StoredReport | None:
         scan = self.scans.get(scan_id)
@@ -235,8 +263,7 @@ class InMemoryReportStore:
         oldest = sorted((s for s in self.scans.values() if s.created_at < cutoff), key=lambda s: s.created_at)
         used = {run.scan_id for run in self.runs.values()}
         pruned = [s.scan_id for s in oldest[:limit] if s.scan_id not in used]
-        for scan_id in pruned:
-            del self.scans[scan_id]
+        self.scans = self.scans.without(pruned)
         return len(pruned)
 
     async def start_apply(
@@ -250,7 +277,10 @@ class InMemoryReportStore:
     ) -> None:
         if scan_id not in self.scans:
             raise LookupError("an apply run needs its report")
-        self.runs.setdefault(apply_id, ApplyRun(apply_id, scan_id, actor, instance_id, report_candidates))
+        if apply_id not in self.runs:
+            self.runs = self.runs.put(
+                apply_id, ApplyRun(apply_id, scan_id, actor, instance_id, report_candidates)
+            )
 
     async def finish_apply(
         self,
@@ -266,10 +296,16 @@ class InMemoryReportStore:
         run = self.runs.get(apply_id)
         if run is None:
             return
-        run.status, run.reason_code = status, reason_code
-        run.current_total, run.current_candidates = current_total, current_candidates
-        run.counts = {str(outcome): counts.get(outcome, 0) for outcome in _COUNTED}
-        run.blocked_media_server_id = blocked_media_server_id
+        finished = replace(
+            run,
+            status=status,
+            reason_code=reason_code,
+            current_total=current_total,
+            current_candidates=current_candidates,
+            counts={str(outcome): counts.get(outcome, 0) for outcome in _COUNTED},
+            blocked_media_server_id=blocked_media_server_id,
+        )
+        self.runs = self.runs.put(apply_id, finished)
 
     async def dispositions(self, scan_id: uuid.UUID) -> dict[ServerPath, Disposition]:
         return {path: d.disposition for (scan, path), d in self.disposed.items() if scan == scan_id}
@@ -285,7 +321,7 @@ class InMemoryReportStore:
         apply_id: uuid.UUID,
     ) -> None:
         # The guards PostgreSQL's constraints keep (a use case never meets them).
-        if path not in dict(self.scans[scan_id].candidates) or apply_id not in self.runs:
+        if path not in self.scans[scan_id].candidate_paths or apply_id not in self.runs:
             raise LookupError("a disposition needs an owned_stale finding of its report and its apply run")
         if (outcome == Outcome.FAILED) != (error_code is not None):
             raise ValueError("a failed disposition, and only that, has an error code")
@@ -293,9 +329,8 @@ class InMemoryReportStore:
         if stored is not None and stored.disposition.final:
             return
         attempts = 1 if stored is None else stored.disposition.attempts + (stored.apply_id != apply_id)
-        self.disposed[(scan_id, path)] = _Disposition(
-            Disposition(path, outcome, error_code, attempts), actor, apply_id
-        )
+        disposition = _Disposition(Disposition(path, outcome, error_code, attempts), actor, apply_id)
+        self.disposed = self.disposed.put((scan_id, path), disposition)
 
     async def totals(self) -> dict[str, int]:
         runs = self.runs.values()
