@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Protocol
 
@@ -20,19 +20,26 @@ import pytest
 from orphan_scanner.adapters.memory import InMemoryOrphanUnitOfWork
 from orphan_scanner.adapters.unit_of_work import PostgresOrphanUnitOfWork
 from orphan_scanner.service_layer.ports import OrphanUnitOfWork
-from tests.conftest import REPO_ROOT, MigratedSchema, Stack, migrate_test_schema
+from tests.conftest import MigratedSchema
+from tests.integration.orphan_scanner import conftest as orphan_integration
+from tests.unit.orphan_scanner.world import run_row
 from yovision_platform.db import Identifier
 from yovision_platform.outbox import OutboxMessage
 
-MIGRATIONS = REPO_ROOT / "services/orphan-scanner/src/orphan_scanner/migrations"
 UnitOfWorkFactory = Callable[[], OrphanUnitOfWork]
+
+# The fixtures `orphan_schema` (a migrated orphan schema per test) and `orphan_pool` (its runtime pool), as
+# the integration tests use them.
+orphan_schema = orphan_integration.orphan_schema
+orphan_pool = orphan_integration.orphan_pool
+
 RUN_FIELDS = (
     "scan_id",
     "actor",
     "instance_id",
+    "report_candidates",
     "status",
     "reason_code",
-    "report_candidates",
     "current_total",
     "current_candidates",
     "blocked_media_server_id",
@@ -107,38 +114,22 @@ class MemoryBackdoor:
         self._uow.scan_lease.expire()
 
     async def runs(self) -> list[dict[str, Any]]:
-        return [
-            {**{name: getattr(run, name) for name in RUN_FIELDS}, "counts": dict(run.counts)}
-            for run in self._uow.reports.runs.values()
-        ]
+        return [run_row(stored) for stored in self._uow.reports.runs.values()]
 
     async def committed_events(self) -> list[str]:
         return self._uow.outbox.event_types()
-
-
-@pytest.fixture
-async def orphan_db(stack: Stack, admin_conn: asyncpg.Connection, schema_name: Identifier) -> MigratedSchema:
-    return await migrate_test_schema(stack, admin_conn, schema_name, MIGRATIONS)
-
-
-@pytest.fixture
-async def orphan_db_pool(orphan_db: MigratedSchema) -> AsyncIterator[asyncpg.Pool]:
-    pool = await asyncpg.create_pool(orphan_db.runtime_dsn, min_size=1, max_size=4)
-    assert pool is not None
-    yield pool
-    await pool.close()
 
 
 class OnPostgres:
     """Mixin: the contract on PostgreSQL."""
 
     @pytest.fixture
-    def uow(self, orphan_db_pool: asyncpg.Pool, orphan_db: MigratedSchema) -> UnitOfWorkFactory:
-        return functools.partial(PostgresOrphanUnitOfWork, orphan_db_pool, orphan_db.name)
+    def uow(self, orphan_pool: asyncpg.Pool, orphan_schema: MigratedSchema) -> UnitOfWorkFactory:
+        return functools.partial(PostgresOrphanUnitOfWork, orphan_pool, orphan_schema.name)
 
     @pytest.fixture
-    def backdoor(self, admin_conn: asyncpg.Connection, orphan_db: MigratedSchema) -> Backdoor:
-        return PostgresBackdoor(admin_conn, orphan_db.name)
+    def backdoor(self, admin_conn: asyncpg.Connection, orphan_schema: MigratedSchema) -> Backdoor:
+        return PostgresBackdoor(admin_conn, orphan_schema.name)
 
 
 class InMemory:

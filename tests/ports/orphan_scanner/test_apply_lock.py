@@ -27,9 +27,7 @@ async def hold_twice(lock: ApplyLock) -> None:
 
 
 class ApplyLockContract:
-    @pytest.fixture
-    def lock(self) -> ApplyLock:
-        raise NotImplementedError
+    """Each adapter gives `lock`."""
 
     async def test_a_second_holder_is_refused_at_once(self, lock: ApplyLock) -> None:
         with pytest.raises(ApplyInProgress) as refused:
@@ -47,14 +45,14 @@ class ApplyLockContract:
 
 class TestPostgresApplyLock(ApplyLockContract):
     @pytest.fixture
-    def lock(self, orphan_db_pool: asyncpg.Pool, orphan_db: MigratedSchema) -> ApplyLock:
-        return PostgresApplyLock(orphan_db_pool, orphan_db.name)
+    def lock(self, orphan_pool: asyncpg.Pool, orphan_schema: MigratedSchema) -> ApplyLock:
+        return PostgresApplyLock(orphan_pool, orphan_schema.name)
 
     async def test_another_process_holding_the_lock_refuses_the_apply(
-        self, lock: ApplyLock, orphan_db: MigratedSchema
+        self, lock: ApplyLock, orphan_schema: MigratedSchema
     ) -> None:
         assert isinstance(lock, PostgresApplyLock)
-        other = await asyncpg.connect(orphan_db.runtime_dsn)
+        other = await asyncpg.connect(orphan_schema.runtime_dsn)
         try:
             assert await other.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", lock.key)
             with pytest.raises(ApplyInProgress):

@@ -1,4 +1,4 @@
-"""The MediaMTX port (`MediaMtxPaths`, `MediaServers`): what the scan and apply rely on, proven alike for
+"""The MediaMTX port (`MediaMtxPaths`): what the scan and apply rely on, proven alike for
 
 - the platform client (`MediaMtxApi`) against the real MediaMTX program (a private sandbox per server, as
   the integration tests use it, so a test alone decides which paths exist; a recording proxy in front
@@ -24,12 +24,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from orphan_scanner.adapters.memory import InMemoryMediaMtx, InMemoryMediaServers
-from orphan_scanner.service_layer.ports import MediaMtxPaths, MediaServers
+from orphan_scanner.adapters.memory import InMemoryMediaMtx
+from orphan_scanner.service_layer.ports import MediaMtxPaths
 from tests.fake_mediamtx import PREFIX, FakeMediaMtx
 from tests.integration.orphan_scanner.private_mediamtx import private_mediamtx
 from tests.mediamtx_proxy import MediaMtxProxy
-from yovision_platform.media_servers import MediaFleet
 from yovision_platform.mediamtx import MediaMtxApi, MediaMtxError
 
 DEADLINE_SECONDS = 5.0
@@ -60,15 +59,8 @@ async def error_code(call: Awaitable[object]) -> str:
 
 
 class MediaMtxContract:
-    @pytest.fixture
-    def serve(self) -> Serve:
-        """`await serve(names, refuse_deletes=())`: a server holding exactly `names`; a delete of a name in
-        `refuse_deletes` is answered 500."""
-        raise NotImplementedError
-
-    @pytest.fixture
-    def unreachable(self) -> MediaMtxPaths:
-        raise NotImplementedError
+    """Each adapter gives `serve(names, refuse_deletes=())` (a server holding exactly `names`; a delete of a
+    name in `refuse_deletes` is answered 500) and `unreachable`."""
 
     async def test_an_empty_server_lists_nothing(self, serve: Serve) -> None:
         paths = await serve([])
@@ -195,55 +187,3 @@ class TestInMemoryMediaMtx(MediaMtxContract):
         paths = InMemoryMediaMtx(["cam-1"], deadline_seconds=DEADLINE_SECONDS)
         paths.unreachable = True
         return paths
-
-
-Fleet = Callable[[dict[str, float]], MediaServers]
-
-
-class MediaServersContract:
-    @pytest.fixture
-    def fleet(self) -> Fleet:
-        """`fleet({server_id: deadline_seconds})`."""
-        raise NotImplementedError
-
-    def test_servers_are_sorted_and_each_has_its_client(self, fleet: Fleet) -> None:
-        servers = fleet({"mtx-b": 2.0, "mtx-a": 7.5, "default": 1.0})
-        assert servers.ids == ("default", "mtx-a", "mtx-b")
-        assert servers.deadline_seconds == 7.5
-        assert [servers.client(server).deadline_seconds for server in servers.ids] == [1.0, 7.5, 2.0]
-
-    def test_an_unregistered_server_has_no_client(self, fleet: Fleet) -> None:
-        servers = fleet({"mtx-a": 1.0})
-        with pytest.raises(MediaMtxError) as missing:
-            servers.client("mtx-b")
-        assert missing.value.code == "media_server_not_registered"
-
-    @pytest.mark.parametrize("deadlines", [{}, {"MTX": 1.0}, {"a" * 33: 1.0}])
-    def test_a_fleet_needs_valid_server_ids(self, fleet: Fleet, deadlines: dict[str, float]) -> None:
-        with pytest.raises(ValueError, match=r"media (fleet|server)"):
-            fleet(deadlines)
-
-
-class TestMediaFleet(MediaServersContract):
-    @pytest.fixture
-    def fleet(self) -> Fleet:
-        def fleet(deadlines: dict[str, float]) -> MediaServers:
-            return MediaFleet(
-                {
-                    server: MediaMtxApi("http://127.0.0.1:9", deadline_seconds=s)
-                    for server, s in deadlines.items()
-                }
-            )
-
-        return fleet
-
-
-class TestInMemoryMediaServers(MediaServersContract):
-    @pytest.fixture
-    def fleet(self) -> Fleet:
-        def fleet(deadlines: dict[str, float]) -> MediaServers:
-            return InMemoryMediaServers(
-                {server: InMemoryMediaMtx(deadline_seconds=s) for server, s in deadlines.items()}
-            )
-
-        return fleet

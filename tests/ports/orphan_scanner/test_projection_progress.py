@@ -24,21 +24,7 @@ ApplyAll = Callable[[], Awaitable[None]]
 
 
 class ProjectionProgressContract:
-    @pytest.fixture
-    def progress(self) -> ProjectionProgress:
-        raise NotImplementedError
-
-    @pytest.fixture
-    def publish(self) -> Publish:
-        raise NotImplementedError
-
-    @pytest.fixture
-    def apply_all(self) -> ApplyAll:
-        raise NotImplementedError
-
-    @pytest.fixture
-    def unavailable(self) -> ProjectionProgress:
-        raise NotImplementedError
+    """Each adapter gives `progress`, `publish(n)`, `apply_all()` and `unavailable` (Kafka cannot tell)."""
 
     async def test_nothing_published_is_caught_up(self, progress: ProjectionProgress) -> None:
         assert await progress.lag() == 0
@@ -71,11 +57,11 @@ class ProjectionProgressContract:
 class TestKafkaProjectionProgress(ProjectionProgressContract):
     @pytest.fixture
     def progress(
-        self, stack: Stack, orphan_db_pool: asyncpg.Pool, orphan_db: MigratedSchema, topic: str
+        self, stack: Stack, orphan_pool: asyncpg.Pool, orphan_schema: MigratedSchema, topic: str
     ) -> ProjectionProgress:
         return KafkaProjectionProgress(
-            orphan_db_pool,
-            orphan_db.name,
+            orphan_pool,
+            orphan_schema.name,
             kafka=stack.kafka_bootstrap,
             topics=[topic],
             consumer_group=GROUP,
@@ -96,12 +82,12 @@ class TestKafkaProjectionProgress(ProjectionProgressContract):
 
     @pytest.fixture
     def apply_all(
-        self, stack: Stack, admin_conn: asyncpg.Connection, orphan_db: MigratedSchema, topic: str
+        self, stack: Stack, admin_conn: asyncpg.Connection, orphan_schema: MigratedSchema, topic: str
     ) -> ApplyAll:
         async def apply_all() -> None:
             ends = await fetch_end_offsets(stack.kafka_bootstrap, [topic], client_id="contract")
             await admin_conn.executemany(
-                f"INSERT INTO {orphan_db.name.quoted}.consumer_positions "
+                f"INSERT INTO {orphan_schema.name.quoted}.consumer_positions "
                 "(consumer_group, topic, kafka_partition, next_offset) VALUES ($1, $2, $3, $4) "
                 "ON CONFLICT (consumer_group, topic, kafka_partition) "
                 "DO UPDATE SET next_offset = excluded.next_offset",
@@ -112,12 +98,12 @@ class TestKafkaProjectionProgress(ProjectionProgressContract):
 
     @pytest.fixture
     def unavailable(
-        self, stack: Stack, orphan_db_pool: asyncpg.Pool, orphan_db: MigratedSchema
+        self, stack: Stack, orphan_pool: asyncpg.Pool, orphan_schema: MigratedSchema
     ) -> ProjectionProgress:
         missing = f"test.{uuid.uuid4().hex[:10]}.missing.v1"
         return KafkaProjectionProgress(
-            orphan_db_pool,
-            orphan_db.name,
+            orphan_pool,
+            orphan_schema.name,
             kafka=stack.kafka_bootstrap,
             topics=[missing],
             consumer_group=GROUP,

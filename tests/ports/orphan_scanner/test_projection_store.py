@@ -62,9 +62,7 @@ async def owners(uow: UnitOfWorkFactory, *paths: ServerPath) -> dict[ServerPath,
 
 
 class ProjectionStoreContract:
-    @pytest.fixture
-    def uow(self) -> UnitOfWorkFactory:
-        raise NotImplementedError
+    """Each adapter gives `uow` (conftest)."""
 
     async def test_an_enabled_claim_claims_its_path_on_its_server_only(self, uow: UnitOfWorkFactory) -> None:
         async with uow() as u:

@@ -28,17 +28,7 @@ async def reports_by_age(uow: UnitOfWorkFactory, backdoor: Backdoor) -> list[uui
 
 
 class ReportReaderContract:
-    @pytest.fixture
-    def uow(self) -> UnitOfWorkFactory:
-        raise NotImplementedError
-
-    @pytest.fixture
-    def backdoor(self) -> Backdoor:
-        raise NotImplementedError
-
-    @pytest.fixture
-    def reader(self) -> ReportReader:
-        raise NotImplementedError
+    """Each adapter gives `uow`, `backdoor` (conftest) and `reader`."""
 
     async def test_nothing_yet(self, reader: ReportReader) -> None:
         assert await reader.page(10, None) == []
@@ -97,8 +87,8 @@ class ReportReaderContract:
 
 class TestPostgresReportReader(OnPostgres, ReportReaderContract):
     @pytest.fixture
-    def reader(self, orphan_db_pool: asyncpg.Pool, orphan_db: MigratedSchema) -> ReportReader:
-        return PostgresReportReader(orphan_db_pool, orphan_db.name)
+    def reader(self, orphan_pool: asyncpg.Pool, orphan_schema: MigratedSchema) -> ReportReader:
+        return PostgresReportReader(orphan_pool, orphan_schema.name)
 
 
 class TestInMemoryReportReader(InMemory, ReportReaderContract):

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from orphan_scanner.domain.classify import Classification, ServerPath, classify
-from orphan_scanner.domain.records import Disposition
+from orphan_scanner.domain.records import ApplyEnd, ApplyRun, Disposition, NewReport, PathDisposition
 from tests.ports.orphan_scanner.conftest import Backdoor, InMemory, OnPostgres, UnitOfWorkFactory, message
 
 DEVICE = uuid.UUID("00000000-0000-4000-8000-00000000000a")
@@ -35,40 +35,38 @@ def fleet_classification() -> Classification:
     return classify(observed, claimed, owners)
 
 
+def new_report(trigger: str = "manual") -> NewReport:
+    return NewReport(uuid.uuid4(), trigger, "scanner-1", uuid.uuid4())
+
+
 async def insert_complete(
     uow: UnitOfWorkFactory,
     classification: Classification | None = None,
     servers: tuple[str, ...] = ("mtx-a",),
 ) -> uuid.UUID:
-    scan_id = uuid.uuid4()
+    report = new_report()
     async with uow() as u:
-        await u.reports.insert_complete(
-            scan_id,
-            trigger="manual",
-            instance_id="scanner-1",
-            lease_token=uuid.uuid4(),
-            classification=classification or fleet_classification(),
-            media_servers=servers,
-        )
-    return scan_id
+        await u.reports.insert_complete(report, classification or fleet_classification(), servers)
+    return report.scan_id
 
 
 async def insert_failed(uow: UnitOfWorkFactory, code: str = "mediamtx_timeout") -> uuid.UUID:
-    scan_id = uuid.uuid4()
+    report = new_report("periodic")
     async with uow() as u:
-        await u.reports.insert_failed(
-            scan_id, trigger="periodic", instance_id="scanner-1", lease_token=uuid.uuid4(), error_code=code
-        )
-    return scan_id
+        await u.reports.insert_failed(report, code)
+    return report.scan_id
 
 
 async def start(uow: UnitOfWorkFactory, scan_id: uuid.UUID, apply_id: uuid.UUID | None = None) -> uuid.UUID:
-    apply_id = apply_id or uuid.uuid4()
+    run = ApplyRun(apply_id or uuid.uuid4(), scan_id, "alice", "cli-1", 3)
     async with uow() as u:
-        await u.reports.start_apply(
-            apply_id, scan_id=scan_id, actor="alice", instance_id="cli-1", report_candidates=3
-        )
-    return apply_id
+        await u.reports.start_apply(run)
+    return run.apply_id
+
+
+async def finish(uow: UnitOfWorkFactory, apply_id: uuid.UUID, end: ApplyEnd) -> None:
+    async with uow() as u:
+        await u.reports.finish_apply(apply_id, end)
 
 
 async def record(
@@ -81,12 +79,7 @@ async def record(
 ) -> None:
     async with uow() as u:
         await u.reports.record_disposition(
-            scan_id=scan_id,
-            path=path,
-            outcome=outcome,
-            error_code=error_code,
-            actor="alice",
-            apply_id=apply_id,
+            PathDisposition(scan_id, apply_id, "alice", path, outcome, error_code)
         )
 
 
@@ -94,41 +87,24 @@ class Failure(Exception):
     pass
 
 
-async def insert_then_fail(uow: UnitOfWorkFactory, scan_id: uuid.UUID) -> None:
+async def insert_then_fail(uow: UnitOfWorkFactory, report: NewReport) -> None:
     async with uow() as u:
-        await u.reports.insert_complete(
-            scan_id,
-            trigger="manual",
-            instance_id="i",
-            lease_token=uuid.uuid4(),
-            classification=fleet_classification(),
-            media_servers=("mtx-a",),
-        )
+        await u.reports.insert_complete(report, fleet_classification(), ("mtx-a",))
         await u.outbox.enqueue(message("ApplyBlocked"))
         raise Failure
 
 
 class ReportStoreContract:
-    @pytest.fixture
-    def uow(self) -> UnitOfWorkFactory:
-        raise NotImplementedError
-
-    @pytest.fixture
-    def backdoor(self) -> Backdoor:
-        raise NotImplementedError
+    """Fixtures of each adapter: `uow` (a unit-of-work factory), `backdoor`."""
 
     async def test_a_complete_report_reads_back_with_its_findings_and_server_counts(
         self, uow: UnitOfWorkFactory
     ) -> None:
-        scan_id = uuid.uuid4()
+        made = new_report()
+        scan_id = made.scan_id
         async with uow() as u:
             created_at, expires_at = await u.reports.insert_complete(
-                scan_id,
-                trigger="manual",
-                instance_id="scanner-1",
-                lease_token=uuid.uuid4(),
-                classification=fleet_classification(),
-                media_servers=("mtx-a", "mtx-b", "mtx-c"),
+                made, fleet_classification(), ("mtx-a", "mtx-b", "mtx-c")
             )
         assert expires_at - created_at == FIFTEEN_MINUTES
         async with uow() as u:
@@ -219,15 +195,10 @@ class ReportStoreContract:
             "blocked_media_server_id": None,
             "counts": {"deleted": 0, "already_absent": 0, "skipped_not_stale": 0, "failed": 0},
         }
-        async with uow() as u:
-            await u.reports.finish_apply(
-                apply_id,
-                status="partial",
-                reason_code=None,
-                current_total=40,
-                current_candidates=3,
-                counts={"deleted": 1, "failed": 1, "skipped_not_stale": 1},
-            )
+        counts = {"deleted": 1, "failed": 1, "skipped_not_stale": 1}
+        await finish(
+            uow, apply_id, ApplyEnd("partial", current_total=40, current_candidates=3, counts=counts)
+        )
         (run,) = await backdoor.runs()
         assert (run["status"], run["current_total"], run["current_candidates"]) == ("partial", 40, 3)
         assert run["counts"] == {"deleted": 1, "already_absent": 0, "skipped_not_stale": 1, "failed": 1}
@@ -244,17 +215,8 @@ class ReportStoreContract:
             ("completed", None, {"deleted": 2, "already_absent": 1}, None),
             ("partial", None, {"deleted": 1, "failed": 2}, None),
         ):
-            apply_id = await start(uow, scan_id)
-            async with uow() as u:
-                await u.reports.finish_apply(
-                    apply_id,
-                    status=status,
-                    reason_code=reason,
-                    current_total=None,
-                    current_candidates=None,
-                    counts=counts,
-                    blocked_media_server_id=server,
-                )
+            end = ApplyEnd(status, reason, counts=counts, blocked_media_server_id=server)
+            await finish(uow, await start(uow, scan_id), end)
         async with uow() as u:
             assert await u.reports.totals() == {"blocked": 2, "deleted": 3, "failed": 2}
         assert [r["blocked_media_server_id"] for r in await backdoor.runs()] == ["mtx-b", None, None, None]
@@ -311,21 +273,15 @@ class ReportStoreContract:
     async def test_a_report_and_its_event_commit_together_or_not_at_all(
         self, uow: UnitOfWorkFactory, backdoor: Backdoor
     ) -> None:
-        kept, lost = uuid.uuid4(), uuid.uuid4()
+        kept, lost = new_report(), new_report()
         async with uow() as u:
-            await u.reports.insert_failed(
-                kept,
-                trigger="manual",
-                instance_id="i",
-                lease_token=uuid.uuid4(),
-                error_code="mediamtx_timeout",
-            )
+            await u.reports.insert_failed(kept, "mediamtx_timeout")
             await u.outbox.enqueue(message("ScanReported"))
         with pytest.raises(Failure):
             await insert_then_fail(uow, lost)
         async with uow() as u:
-            assert await u.reports.load(kept) is not None
-            assert await u.reports.load(lost) is None
+            assert await u.reports.load(kept.scan_id) is not None
+            assert await u.reports.load(lost.scan_id) is None
         assert await backdoor.committed_events() == ["ScanReported"]
 
 

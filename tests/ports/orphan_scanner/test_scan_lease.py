@@ -23,13 +23,7 @@ async def release(uow: UnitOfWorkFactory, lease: Lease, next_scan_in_seconds: fl
 
 
 class ScanLeaseContract:
-    @pytest.fixture
-    def uow(self) -> UnitOfWorkFactory:
-        raise NotImplementedError
-
-    @pytest.fixture
-    def backdoor(self) -> Backdoor:
-        raise NotImplementedError
+    """Each adapter gives `uow` and `backdoor` (conftest)."""
 
     @pytest.mark.parametrize("due_only", [True, False])
     async def test_a_free_lease_is_claimed_and_then_held(

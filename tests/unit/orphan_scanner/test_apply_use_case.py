@@ -14,7 +14,7 @@ from orphan_scanner.adapters.memory import InMemoryMediaMtx
 from orphan_scanner.domain.errors import ApplyInProgress, ScanFailed, ScanNotFound, ScanNotUsable
 from orphan_scanner.domain.gate import BlockReason
 from orphan_scanner.domain.inputs import confirmation_text
-from orphan_scanner.domain.records import Disposition
+from orphan_scanner.domain.records import ApplyRun, Disposition, PathDisposition
 from orphan_scanner.service_layer.apply import ApplyResult, ApplyStatus
 from tests.unit.orphan_scanner.world import World, names, on, world
 
@@ -59,7 +59,7 @@ async def test_only_owned_stale_paths_are_deleted_and_a_rerun_redoes_nothing() -
         (n, "deleted", True) for n in stale
     ]
     assert w.mediamtx.delete_requests == sorted(stale)  # nothing sent again
-    assert [run.status for run in w.runs()] == ["completed", "completed"]
+    assert [run["status"] for run in w.runs()] == ["completed", "completed"]
 
 
 async def test_apply_records_its_run_and_one_event_per_path() -> None:
@@ -68,7 +68,12 @@ async def test_apply_records_its_run_and_one_event_per_path() -> None:
     scan = await w.report()
     result = await w.apply_report(scan, actor="bob")
     (run,) = w.runs()
-    assert (run.status, run.counts["deleted"], run.actor, run.current_total) == ("completed", 1, "bob", 10)
+    assert (run["status"], run["counts"]["deleted"], run["actor"], run["current_total"]) == (
+        "completed",
+        1,
+        "bob",
+        10,
+    )
     assert w.event_types() == ["ScanReported", "PathDisposed"]
     (disposed,) = w.events("PathDisposed")
     assert {k: disposed[k] for k in ("scan_id", "path_name", "media_server_id", "device_id", "actor")} == {
@@ -174,7 +179,7 @@ async def test_wrong_confirmation_is_blocked() -> None:
         result = await w.apply.apply(report.scan_id, actor="alice", confirmation=text)
         assert (result.status, result.reason_code) == (ApplyStatus.BLOCKED, BlockReason.CONFIRMATION_MISMATCH)
     assert w.mediamtx.paths == before
-    assert [run.reason_code for run in w.runs()] == ["confirmation_mismatch"] * 3
+    assert [run["reason_code"] for run in w.runs()] == ["confirmation_mismatch"] * 3
     assert w.event_types() == ["ScanReported", "ApplyBlocked", "ApplyBlocked", "ApplyBlocked"]
 
 
@@ -278,7 +283,7 @@ async def test_partial_failure_is_recorded_and_a_rerun_retries_only_the_failed_p
     assert first.status is ApplyStatus.PARTIAL
     assert outcomes(first) == {"stale-1": "deleted", "stale-2": "failed", "stale-3": "deleted"}
     assert [i.error_code for i in first.items if i.outcome == "failed"] == ["mediamtx_http_500"]
-    assert w.runs()[0].counts["failed"] == 1 and w.runs()[0].status == "partial"
+    assert (w.runs()[0]["counts"]["failed"], w.runs()[0]["status"]) == (1, "partial")
 
     w.mediamtx.refuse_deletes = set()
     w.mediamtx.delete_requests.clear()
@@ -308,16 +313,9 @@ async def test_a_crash_after_the_delete_is_recovered_as_deleted() -> None:
     # What a crash between the DELETE and its record leaves behind: an `attempting` disposition, path gone.
     crashed = uuid.uuid4()
     async with w.db as uow:
-        await uow.reports.start_apply(
-            crashed, scan_id=report.scan_id, actor="crashed", instance_id="gone", report_candidates=1
-        )
+        await uow.reports.start_apply(ApplyRun(crashed, report.scan_id, "crashed", "gone", 1))
         await uow.reports.record_disposition(
-            scan_id=report.scan_id,
-            path=path,
-            outcome="attempting",
-            error_code=None,
-            actor="x",
-            apply_id=crashed,
+            PathDisposition(report.scan_id, crashed, "x", path, "attempting")
         )
     w.mediamtx.paths.discard("stale-0000")
     result = await w.apply_report(report)
@@ -379,7 +377,7 @@ async def test_the_gate_is_computed_per_server_and_blocks_the_whole_batch() -> N
         2,
         2,
     )
-    assert w.runs()[0].blocked_media_server_id == "mtx-b"
+    assert w.runs()[0]["blocked_media_server_id"] == "mtx-b"
 
 
 async def test_a_delete_goes_only_to_the_candidates_own_server() -> None:

@@ -19,19 +19,19 @@ from prometheus_client import CollectorRegistry
 from orphan_scanner.adapters.memory import (
     InMemoryApplyLock,
     InMemoryMediaMtx,
-    InMemoryMediaServers,
     InMemoryOrphanUnitOfWork,
     InMemoryProjectionProgress,
+    StoredApplyRun,
 )
 from orphan_scanner.domain.classify import ServerPath
 from orphan_scanner.domain.inputs import confirmation_text
-from orphan_scanner.domain.records import DeviceClaim, OwnershipEvidence
+from orphan_scanner.domain.records import COUNTED_OUTCOMES, DeviceClaim, OwnershipEvidence
 from orphan_scanner.service_layer.apply import ApplyResult, ApplyService
 from orphan_scanner.service_layer.events import OrphanEvents
 from orphan_scanner.service_layer.metrics import OrphanMetrics, ScanTrigger
 from orphan_scanner.service_layer.scanner import Scanner, ScanReport
 from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID
+from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
 
 SERDE = AvroSerde(SchemaRegistry.load())
 LEASE_SECONDS = 30.0
@@ -49,7 +49,8 @@ class World:
     _versions: dict[uuid.UUID, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.fleet = InMemoryMediaServers(self.servers)
+        # the platform's fleet (the `MediaServers` adapter) over fake servers
+        self.fleet: MediaFleet[Any] = MediaFleet(self.servers)
         self.metrics = OrphanMetrics(self.registry, self.fleet.ids)
         self.scanner = self.new_scanner("scanner-1")
         self.apply = ApplyService(
@@ -159,8 +160,25 @@ class World:
     def event_types(self) -> list[str]:
         return self.db.outbox.event_types()
 
-    def runs(self) -> list[Any]:
-        return list(self.db.reports.runs.values())
+    def runs(self) -> list[dict[str, Any]]:
+        return [run_row(stored) for stored in self.db.reports.runs.values()]
+
+
+def run_row(stored: StoredApplyRun) -> dict[str, Any]:
+    """An apply run as its `apply_runs` row reads (`counts`: the four outcome columns)."""
+    run, end = stored.run, stored.end
+    return {
+        "scan_id": run.scan_id,
+        "actor": run.actor,
+        "instance_id": run.instance_id,
+        "report_candidates": run.report_candidates,
+        "status": end.status,
+        "reason_code": end.reason_code,
+        "current_total": end.current_total,
+        "current_candidates": end.current_candidates,
+        "blocked_media_server_id": end.blocked_media_server_id,
+        "counts": {str(outcome): end.counts.get(outcome, 0) for outcome in COUNTED_OUTCOMES},
+    }
 
 
 def world(*servers: str, paths: Iterable[str] = ()) -> World:

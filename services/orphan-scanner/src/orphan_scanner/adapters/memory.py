@@ -15,7 +15,7 @@ import functools
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
@@ -24,17 +24,21 @@ from orphan_scanner.domain.classify import Classification, PathClass, ServerPath
 from orphan_scanner.domain.errors import ApplyInProgress
 from orphan_scanner.domain.gate import BlockReason
 from orphan_scanner.domain.records import (
+    COUNTED_OUTCOMES,
+    ApplyEnd,
+    ApplyRun,
     DeviceClaim,
     Disposition,
+    NewReport,
     Outcome,
     OwnershipEvidence,
+    PathDisposition,
     ReportPosition,
     ReportSummary,
     StoredReport,
 )
 from yovision_platform.errors import LeaseLost
 from yovision_platform.leases import Lease
-from yovision_platform.media_servers import validate_media_server_id
 from yovision_platform.mediamtx import MediaMtxError, is_managed_path_name
 from yovision_platform.unit_of_work import InMemoryUnitOfWork
 
@@ -42,7 +46,6 @@ __all__ = [
     "Clock",
     "InMemoryApplyLock",
     "InMemoryMediaMtx",
-    "InMemoryMediaServers",
     "InMemoryOrphanUnitOfWork",
     "InMemoryProjectionProgress",
     "InMemoryProjectionStore",
@@ -155,35 +158,25 @@ class _Scan:
 @dataclass(frozen=True)
 class _Disposition:
     disposition: Disposition
-    actor: str
     apply_id: uuid.UUID
 
 
-_COUNTED = (Outcome.DELETED, Outcome.ALREADY_ABSENT, Outcome.SKIPPED_NOT_STALE, Outcome.FAILED)
+RUNNING = ApplyEnd("running")
 
 
 @dataclass(frozen=True)
-class ApplyRun:
-    """An `apply_runs` row."""
+class StoredApplyRun:
+    """An `apply_runs` row: how it started, and how it ended once it did."""
 
-    apply_id: uuid.UUID
-    scan_id: uuid.UUID
-    actor: str
-    instance_id: str
-    report_candidates: int
-    status: str = "running"
-    reason_code: str | None = None
-    current_total: int | None = None
-    current_candidates: int | None = None
-    counts: dict[str, int] = field(default_factory=lambda: {str(o): 0 for o in _COUNTED})
-    blocked_media_server_id: str | None = None
+    run: ApplyRun
+    end: ApplyEnd = RUNNING
 
 
 class InMemoryReportStore:
     def __init__(self, now: Clock = wall_clock) -> None:
         self.now = now
         self.scans: Rows[uuid.UUID, _Scan] = Rows()
-        self.runs: Rows[uuid.UUID, ApplyRun] = Rows()
+        self.runs: Rows[uuid.UUID, StoredApplyRun] = Rows()
         self.disposed: Rows[tuple[uuid.UUID, ServerPath], _Disposition] = Rows()
 
     def age(self, scan_id: uuid.UUID, by: timedelta) -> None:
@@ -192,18 +185,11 @@ class InMemoryReportStore:
         self.scans = self.scans.put(scan_id, replace(scan, created_at=scan.created_at - by))
 
     async def insert_complete(
-        self,
-        scan_id: uuid.UUID,
-        *,
-        trigger: str,
-        instance_id: str,
-        lease_token: uuid.UUID,
-        classification: Classification,
-        media_servers: tuple[str, ...],
+        self, report: NewReport, classification: Classification, media_servers: tuple[str, ...]
     ) -> tuple[datetime, datetime]:
         scan = _Scan(
-            scan_id,
-            trigger,
+            report.scan_id,
+            report.trigger,
             "complete",
             None,
             self.now(),
@@ -215,16 +201,8 @@ class InMemoryReportStore:
         self._insert(scan)
         return scan.created_at, scan.created_at + REPORT_VALIDITY
 
-    async def insert_failed(
-        self,
-        scan_id: uuid.UUID,
-        *,
-        trigger: str,
-        instance_id: str,
-        lease_token: uuid.UUID,
-        error_code: str,
-    ) -> datetime:
-        scan = _Scan(scan_id, trigger, "failed", error_code, self.now(), None, (), (), {})
+    async def insert_failed(self, report: NewReport, error_code: str) -> datetime:
+        scan = _Scan(report.scan_id, report.trigger, "failed", error_code, self.now(), None, (), (), {})
         self._insert(scan)
         return scan.created_at
 
@@ -237,7 +215,7 @@ class InMemoryReportStore:
         scan = self.scans.get(scan_id)
         if scan is None:
             return None
-        counts = scan.counts
+        counts = scan.counts or {}
         return StoredReport(
             scan_id=scan.scan_id,
             trigger=scan.trigger,
@@ -246,10 +224,10 @@ class InMemoryReportStore:
             created_at=scan.created_at,
             expires_at=scan.created_at + REPORT_VALIDITY,
             age_ms=await self.report_age_ms(scan_id),
-            observed_total=None if counts is None else sum(counts.values()),
-            in_use_count=None if counts is None else counts[PathClass.IN_USE],
-            owned_stale_count=None if counts is None else counts[PathClass.OWNED_STALE],
-            unowned_count=None if counts is None else counts[PathClass.UNOWNED],
+            observed_total=sum(counts.values()) if scan.counts else None,
+            in_use_count=counts.get(PathClass.IN_USE),
+            owned_stale_count=counts.get(PathClass.OWNED_STALE),
+            unowned_count=counts.get(PathClass.UNOWNED),
             candidates=dict(scan.candidates),
             unowned=list(scan.unowned),
             server_totals={server: sum(c.values()) for server, c in sorted(scan.server_counts.items())},
@@ -261,83 +239,46 @@ class InMemoryReportStore:
     async def prune(self, *, older_than_hours: int, limit: int = 1000) -> int:
         cutoff = self.now() - timedelta(hours=older_than_hours)
         oldest = sorted((s for s in self.scans.values() if s.created_at < cutoff), key=lambda s: s.created_at)
-        used = {run.scan_id for run in self.runs.values()}
+        used = {stored.run.scan_id for stored in self.runs.values()}
         pruned = [s.scan_id for s in oldest[:limit] if s.scan_id not in used]
         self.scans = self.scans.without(pruned)
         return len(pruned)
 
-    async def start_apply(
-        self,
-        apply_id: uuid.UUID,
-        *,
-        scan_id: uuid.UUID,
-        actor: str,
-        instance_id: str,
-        report_candidates: int,
-    ) -> None:
-        if scan_id not in self.scans:
+    async def start_apply(self, run: ApplyRun) -> None:
+        if run.scan_id not in self.scans:
             raise LookupError("an apply run needs its report")
-        if apply_id not in self.runs:
-            self.runs = self.runs.put(
-                apply_id, ApplyRun(apply_id, scan_id, actor, instance_id, report_candidates)
-            )
+        if run.apply_id not in self.runs:
+            self.runs = self.runs.put(run.apply_id, StoredApplyRun(run))
 
-    async def finish_apply(
-        self,
-        apply_id: uuid.UUID,
-        *,
-        status: str,
-        reason_code: str | None,
-        current_total: int | None,
-        current_candidates: int | None,
-        counts: dict[str, int],
-        blocked_media_server_id: str | None = None,
-    ) -> None:
-        run = self.runs.get(apply_id)
-        if run is None:
-            return
-        finished = replace(
-            run,
-            status=status,
-            reason_code=reason_code,
-            current_total=current_total,
-            current_candidates=current_candidates,
-            counts={str(outcome): counts.get(outcome, 0) for outcome in _COUNTED},
-            blocked_media_server_id=blocked_media_server_id,
-        )
-        self.runs = self.runs.put(apply_id, finished)
+    async def finish_apply(self, apply_id: uuid.UUID, end: ApplyEnd) -> None:
+        stored = self.runs.get(apply_id)
+        if stored is not None:
+            counted = {str(outcome): end.counts.get(outcome, 0) for outcome in COUNTED_OUTCOMES}
+            self.runs = self.runs.put(apply_id, replace(stored, end=replace(end, counts=counted)))
 
     async def dispositions(self, scan_id: uuid.UUID) -> dict[ServerPath, Disposition]:
         return {path: d.disposition for (scan, path), d in self.disposed.items() if scan == scan_id}
 
-    async def record_disposition(
-        self,
-        *,
-        scan_id: uuid.UUID,
-        path: ServerPath,
-        outcome: str,
-        error_code: str | None,
-        actor: str,
-        apply_id: uuid.UUID,
-    ) -> None:
+    async def record_disposition(self, disposition: PathDisposition) -> None:
+        scan_id, path, apply_id = disposition.scan_id, disposition.path, disposition.apply_id
         # The guards PostgreSQL's constraints keep (a use case never meets them).
         if path not in self.scans[scan_id].candidate_paths or apply_id not in self.runs:
             raise LookupError("a disposition needs an owned_stale finding of its report and its apply run")
-        if (outcome == Outcome.FAILED) != (error_code is not None):
+        if (disposition.outcome == Outcome.FAILED) != (disposition.error_code is not None):
             raise ValueError("a failed disposition, and only that, has an error code")
         stored = self.disposed.get((scan_id, path))
         if stored is not None and stored.disposition.final:
             return
         attempts = 1 if stored is None else stored.disposition.attempts + (stored.apply_id != apply_id)
-        disposition = _Disposition(Disposition(path, outcome, error_code, attempts), actor, apply_id)
-        self.disposed = self.disposed.put((scan_id, path), disposition)
+        recorded = Disposition(path, disposition.outcome, disposition.error_code, attempts)
+        self.disposed = self.disposed.put((scan_id, path), _Disposition(recorded, apply_id))
 
     async def totals(self) -> dict[str, int]:
-        runs = self.runs.values()
+        ends = [stored.end for stored in self.runs.values()]
         return {
-            "blocked": sum(run.status == "blocked" for run in runs),
-            "deleted": sum(run.counts.get(Outcome.DELETED, 0) for run in runs),
-            "failed": sum(run.counts.get(Outcome.FAILED, 0) for run in runs),
+            "blocked": sum(end.status == "blocked" for end in ends),
+            "deleted": sum(end.counts.get(Outcome.DELETED, 0) for end in ends),
+            "failed": sum(end.counts.get(Outcome.FAILED, 0) for end in ends),
         }
 
     async def last_complete_counts(self) -> dict[str, dict[str, int]] | None:
@@ -366,24 +307,8 @@ class InMemoryReportReader:
         scans = self._newest_first()
         if after is not None:
             scans = [s for s in scans if (s.created_at, s.scan_id) < (after.created_at, after.scan_id)]
-        summaries = []
-        for scan in scans[:limit]:
-            report = await self._reports.load(scan.scan_id)
-            assert report is not None
-            summaries.append(
-                ReportSummary(
-                    scan_id=report.scan_id,
-                    trigger=report.trigger,
-                    status=report.status,
-                    error_code=report.error_code,
-                    created_at=report.created_at,
-                    expires_at=report.expires_at,
-                    observed_total=report.observed_total,
-                    owned_stale_count=report.owned_stale_count,
-                    unowned_count=report.unowned_count,
-                )
-            )
-        return summaries
+        reports = [await self._reports.load(scan.scan_id) for scan in scans[:limit]]
+        return [report.summary() for report in reports if report is not None]
 
     async def latest_complete(self) -> uuid.UUID | None:
         return next((s.scan_id for s in self._newest_first() if s.status == "complete"), None)
@@ -452,7 +377,8 @@ class InMemoryApplyLock:
 
 
 class InMemoryMediaMtx:
-    """One MediaMTX server's paths. `unreachable`: every call fails `mediamtx_unreachable`; a delete of a
+    """One MediaMTX server's paths (a fleet of them: the platform's `MediaFleet` holding these).
+    `unreachable`: every call fails `mediamtx_unreachable`; a delete of a
     name in `refuse_deletes` fails `mediamtx_http_500`; `delete_requests` lists every DELETE sent."""
 
     def __init__(self, names: Iterable[str] = (), *, deadline_seconds: float = 5.0) -> None:
@@ -478,32 +404,6 @@ class InMemoryMediaMtx:
         existed = name in self.paths
         self.paths.discard(name)
         return existed
-
-
-class InMemoryMediaServers:
-    def __init__(self, servers: Mapping[str, InMemoryMediaMtx]) -> None:
-        if not servers:
-            raise ValueError("a media fleet needs at least one server")
-        for server_id in servers:
-            validate_media_server_id(server_id)
-        self._servers = dict(sorted(servers.items()))
-
-    @property
-    def ids(self) -> tuple[str, ...]:
-        return tuple(self._servers)
-
-    @property
-    def deadline_seconds(self) -> float:
-        return max(server.deadline_seconds for server in self._servers.values())
-
-    def client(self, server_id: str) -> InMemoryMediaMtx:
-        try:
-            return self._servers[server_id]
-        except KeyError:
-            raise MediaMtxError("media_server_not_registered") from None
-
-    async def aclose(self) -> None:
-        return None
 
 
 class InMemoryProjectionProgress:

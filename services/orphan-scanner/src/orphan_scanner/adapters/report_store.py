@@ -8,7 +8,15 @@ import uuid
 from datetime import datetime
 
 from orphan_scanner.domain.classify import Classification, PathClass, ServerPath
-from orphan_scanner.domain.records import Disposition, StoredReport
+from orphan_scanner.domain.records import (
+    COUNTED_OUTCOMES,
+    ApplyEnd,
+    ApplyRun,
+    Disposition,
+    NewReport,
+    PathDisposition,
+    StoredReport,
+)
 from yovision_platform.db import DbConnection, Identifier
 
 # A report's age in whole milliseconds by the database clock, now (not at the start of the transaction).
@@ -20,9 +28,8 @@ async def load_report(conn: DbConnection, schema: Identifier, scan_id: uuid.UUID
     s = schema.quoted
     row = await conn.fetchrow(
         f"""
-        SELECT id, trigger, status, error_code, created_at, expires_at, observed_total, in_use_count,
-               owned_stale_count, unowned_count,
-               {AGE_MS_SQL} AS age_ms
+        SELECT id AS scan_id, trigger, status, error_code, created_at, expires_at, observed_total,
+               in_use_count, owned_stale_count, unowned_count, {AGE_MS_SQL} AS age_ms
           FROM {s}.scan_reports WHERE id = $1
         """,
         scan_id,
@@ -39,17 +46,7 @@ async def load_report(conn: DbConnection, schema: Identifier, scan_id: uuid.UUID
         scan_id,
     )
     return StoredReport(
-        scan_id=row["id"],
-        trigger=row["trigger"],
-        status=row["status"],
-        error_code=row["error_code"],
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
-        age_ms=int(row["age_ms"]),
-        observed_total=row["observed_total"],
-        in_use_count=row["in_use_count"],
-        owned_stale_count=row["owned_stale_count"],
-        unowned_count=row["unowned_count"],
+        **dict(row),
         candidates={
             ServerPath(f["media_server_id"], f["path_name"]): f["device_id"]
             for f in findings
@@ -71,18 +68,12 @@ class PostgresReportStore:
         self._s = schema.quoted
 
     async def insert_complete(
-        self,
-        scan_id: uuid.UUID,
-        *,
-        trigger: str,
-        instance_id: str,
-        lease_token: uuid.UUID,
-        classification: Classification,
-        media_servers: tuple[str, ...],
+        self, report: NewReport, classification: Classification, media_servers: tuple[str, ...]
     ) -> tuple[datetime, datetime]:
         """Insert a usable report, its findings and its per-server counts (every one of `media_servers`);
         returns (created_at, expires_at) by the DB clock."""
         s = self._s
+        scan_id = report.scan_id
         counts = classification.counts()
         row = await self._conn.fetchrow(
             f"""
@@ -92,9 +83,9 @@ class PostgresReportStore:
             RETURNING created_at, expires_at
             """,
             scan_id,
-            trigger,
-            instance_id,
-            lease_token,
+            report.trigger,
+            report.instance_id,
+            report.lease_token,
             classification.observed_total,
             counts[PathClass.IN_USE],
             counts[PathClass.OWNED_STALE],
@@ -138,15 +129,7 @@ class PostgresReportStore:
         assert row is not None
         return row["created_at"], row["expires_at"]
 
-    async def insert_failed(
-        self,
-        scan_id: uuid.UUID,
-        *,
-        trigger: str,
-        instance_id: str,
-        lease_token: uuid.UUID,
-        error_code: str,
-    ) -> datetime:
+    async def insert_failed(self, report: NewReport, error_code: str) -> datetime:
         created_at: datetime = await self._conn.fetchval(
             f"""
             INSERT INTO {self._s}.scan_reports (id, trigger, instance_id, lease_token, status, error_code,
@@ -154,10 +137,10 @@ class PostgresReportStore:
             VALUES ($1, $2, $3, $4, 'failed', $5, now() + interval '15 minutes')
             RETURNING created_at
             """,
-            scan_id,
-            trigger,
-            instance_id,
-            lease_token,
+            report.scan_id,
+            report.trigger,
+            report.instance_id,
+            report.lease_token,
             error_code,
         )
         return created_at
@@ -189,39 +172,22 @@ class PostgresReportStore:
 
     # --- apply runs and dispositions -------------------------------------------------------------------
 
-    async def start_apply(
-        self,
-        apply_id: uuid.UUID,
-        *,
-        scan_id: uuid.UUID,
-        actor: str,
-        instance_id: str,
-        report_candidates: int,
-    ) -> None:
+    async def start_apply(self, run: ApplyRun) -> None:
         await self._conn.execute(
             f"""
             INSERT INTO {self._s}.apply_runs (id, scan_id, actor, instance_id, status, report_candidates)
             VALUES ($1, $2, $3, $4, 'running', $5)
             ON CONFLICT (id) DO NOTHING
             """,
-            apply_id,
-            scan_id,
-            actor,
-            instance_id,
-            report_candidates,
+            run.apply_id,
+            run.scan_id,
+            run.actor,
+            run.instance_id,
+            run.report_candidates,
         )
 
-    async def finish_apply(
-        self,
-        apply_id: uuid.UUID,
-        *,
-        status: str,
-        reason_code: str | None,
-        current_total: int | None,
-        current_candidates: int | None,
-        counts: dict[str, int],
-        blocked_media_server_id: str | None = None,
-    ) -> None:
+    async def finish_apply(self, apply_id: uuid.UUID, end: ApplyEnd) -> None:
+        counts = end.counts
         await self._conn.execute(
             f"""
             UPDATE {self._s}.apply_runs
@@ -231,15 +197,12 @@ class PostgresReportStore:
              WHERE id = $1
             """,
             apply_id,
-            status,
-            reason_code,
-            current_total,
-            current_candidates,
-            counts.get("deleted", 0),
-            counts.get("already_absent", 0),
-            counts.get("skipped_not_stale", 0),
-            counts.get("failed", 0),
-            blocked_media_server_id,
+            end.status,
+            end.reason_code,
+            end.current_total,
+            end.current_candidates,
+            *(counts.get(outcome, 0) for outcome in COUNTED_OUTCOMES),
+            end.blocked_media_server_id,
         )
 
     async def dispositions(self, scan_id: uuid.UUID) -> dict[ServerPath, Disposition]:
@@ -254,16 +217,7 @@ class PostgresReportStore:
             dispositions[path] = Disposition(path, r["outcome"], r["error_code"], r["attempts"])
         return dispositions
 
-    async def record_disposition(
-        self,
-        *,
-        scan_id: uuid.UUID,
-        path: ServerPath,
-        outcome: str,
-        error_code: str | None,
-        actor: str,
-        apply_id: uuid.UUID,
-    ) -> None:
+    async def record_disposition(self, disposition: PathDisposition) -> None:
         """Insert or update the path's disposition; a final one is never rewritten (the DB enforces it)."""
         await self._conn.execute(
             f"""
@@ -276,13 +230,13 @@ class PostgresReportStore:
                    attempts = d.attempts + CASE WHEN d.apply_id = excluded.apply_id THEN 0 ELSE 1 END
              WHERE d.outcome NOT IN ('deleted', 'already_absent')
             """,
-            scan_id,
-            path.path_name,
-            outcome,
-            error_code,
-            actor,
-            apply_id,
-            path.media_server_id,
+            disposition.scan_id,
+            disposition.path.path_name,
+            disposition.outcome,
+            disposition.error_code,
+            disposition.actor,
+            disposition.apply_id,
+            disposition.path.media_server_id,
         )
 
     async def totals(self) -> dict[str, int]:

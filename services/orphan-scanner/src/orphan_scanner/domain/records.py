@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import enum
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 
 from orphan_scanner.domain.classify import ServerPath
@@ -51,27 +52,46 @@ class Outcome(enum.StrEnum):
 
 # Never rewritten once recorded (the database refuses it).
 FINAL_OUTCOMES = frozenset({Outcome.DELETED, Outcome.ALREADY_ABSENT})
+# The outcomes an apply run counts (`attempting` is in flight, not an outcome), in the runs' column order.
+COUNTED_OUTCOMES = (Outcome.DELETED, Outcome.ALREADY_ABSENT, Outcome.SKIPPED_NOT_STALE, Outcome.FAILED)
 
 
 @dataclass(frozen=True)
-class StoredReport:
+class NewReport:
+    """Who is writing which report: the scan's id, its trigger, the instance and its lease's token."""
+
+    scan_id: uuid.UUID
+    trigger: str
+    instance_id: str
+    lease_token: uuid.UUID
+
+
+@dataclass(frozen=True)
+class ReportSummary:
     scan_id: uuid.UUID
     trigger: str
     status: str
     error_code: str | None
     created_at: datetime
     expires_at: datetime
-    age_ms: int
     observed_total: int | None
-    in_use_count: int | None
     owned_stale_count: int | None
     unowned_count: int | None
+
+
+@dataclass(frozen=True)
+class StoredReport(ReportSummary):
+    age_ms: int
+    in_use_count: int | None
     # owned_stale (server, path) -> last owning device, ordered by (server, path)
     candidates: dict[ServerPath, uuid.UUID]
     # ordered by (server, path)
     unowned: list[ServerPath]
     # configured paths per MediaMTX server at the scan (complete reports), ordered by server
     server_totals: dict[str, int]
+
+    def summary(self) -> ReportSummary:
+        return ReportSummary(**{f.name: getattr(self, f.name) for f in fields(ReportSummary)})
 
 
 @dataclass(frozen=True)
@@ -87,16 +107,38 @@ class Disposition:
 
 
 @dataclass(frozen=True)
-class ReportSummary:
+class ApplyRun:
+    """An apply of a report, as it starts."""
+
+    apply_id: uuid.UUID
     scan_id: uuid.UUID
-    trigger: str
+    actor: str
+    instance_id: str
+    report_candidates: int
+
+
+@dataclass(frozen=True)
+class ApplyEnd:
+    """How an apply run ended: `completed`, `partial` or `blocked` (with its reason), counts per outcome."""
+
     status: str
-    error_code: str | None
-    created_at: datetime
-    expires_at: datetime
-    observed_total: int | None
-    owned_stale_count: int | None
-    unowned_count: int | None
+    reason_code: str | None = None
+    current_total: int | None = None
+    current_candidates: int | None = None
+    counts: Mapping[str, int] = field(default_factory=dict)
+    blocked_media_server_id: str | None = None
+
+
+@dataclass(frozen=True)
+class PathDisposition:
+    """What an apply run did with one candidate of its report."""
+
+    scan_id: uuid.UUID
+    apply_id: uuid.UUID
+    actor: str
+    path: ServerPath
+    outcome: str
+    error_code: str | None = None
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import enum
 import logging
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.classify import ServerPath, classify
@@ -37,7 +37,7 @@ from orphan_scanner.domain.gate import (
     report_expired,
 )
 from orphan_scanner.domain.inputs import confirmation_text
-from orphan_scanner.domain.records import Outcome, StoredReport
+from orphan_scanner.domain.records import ApplyEnd, ApplyRun, Outcome, PathDisposition, StoredReport
 from orphan_scanner.service_layer.events import OrphanEvents
 from orphan_scanner.service_layer.ports import (
     ApplyLock,
@@ -83,6 +83,17 @@ class ApplyResult:
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(i.outcome for i in self.items if not i.earlier))
+
+    def end(self) -> ApplyEnd:
+        """The run's record; a blocked run counts no outcome."""
+        return ApplyEnd(
+            status=self.status.value,
+            reason_code=self.reason_code.value if self.reason_code else None,
+            current_total=self.current_total,
+            current_candidates=self.current_candidates,
+            counts={} if self.status is ApplyStatus.BLOCKED else self.counts(),
+            blocked_media_server_id=self.blocked_media_server_id,
+        )
 
 
 class ApplyService:
@@ -207,24 +218,12 @@ class ApplyService:
 
     async def _start(self, uow: OrphanUnitOfWork, result: ApplyResult, actor: str) -> None:
         """The apply run (status running); idempotent, so a run that then blocks can call it again."""
-        await uow.reports.start_apply(
-            result.apply_id,
-            scan_id=result.scan_id,
-            actor=actor,
-            instance_id=self._instance_id,
-            report_candidates=result.report_candidates,
-        )
+        run = ApplyRun(result.apply_id, result.scan_id, actor, self._instance_id, result.report_candidates)
+        await uow.reports.start_apply(run)
 
     async def _finish(self, result: ApplyResult) -> None:
         async with self._uow() as uow:
-            await uow.reports.finish_apply(
-                result.apply_id,
-                status=result.status.value,
-                reason_code=None,
-                current_total=result.current_total,
-                current_candidates=result.current_candidates,
-                counts=result.counts(),
-            )
+            await uow.reports.finish_apply(result.apply_id, result.end())
 
     async def _delete_one(
         self, result: ApplyResult, report: StoredReport, path: ServerPath, actor: str
@@ -234,14 +233,8 @@ class ApplyService:
             if claimed:
                 await self._write_outcome(uow, result, report, path, Outcome.SKIPPED_NOT_STALE, None, actor)
             else:  # committed before the DELETE is sent: a crash after it leaves `attempting` behind
-                await uow.reports.record_disposition(
-                    scan_id=report.scan_id,
-                    path=path,
-                    outcome=Outcome.ATTEMPTING,
-                    error_code=None,
-                    actor=actor,
-                    apply_id=result.apply_id,
-                )
+                attempting = PathDisposition(report.scan_id, result.apply_id, actor, path, Outcome.ATTEMPTING)
+                await uow.reports.record_disposition(attempting)
         if claimed:
             result.items.append(ItemOutcome(path, Outcome.SKIPPED_NOT_STALE.value))
             return
@@ -280,12 +273,7 @@ class ApplyService:
         actor: str,
     ) -> None:
         await uow.reports.record_disposition(
-            scan_id=report.scan_id,
-            path=path,
-            outcome=outcome.value,
-            error_code=error_code,
-            actor=actor,
-            apply_id=result.apply_id,
+            PathDisposition(report.scan_id, result.apply_id, actor, path, outcome.value, error_code)
         )
         device = report.candidates.get(path)
         await uow.outbox.enqueue(
@@ -311,15 +299,7 @@ class ApplyService:
         result.blocked_media_server_id = block.media_server_id
         async with self._uow() as uow:
             await self._start(uow, result, actor)
-            await uow.reports.finish_apply(
-                result.apply_id,
-                status=ApplyStatus.BLOCKED.value,
-                reason_code=reason.value,
-                current_total=result.current_total,
-                current_candidates=result.current_candidates,
-                counts={},
-                blocked_media_server_id=block.media_server_id,
-            )
+            await uow.reports.finish_apply(result.apply_id, result.end())
             await uow.outbox.enqueue(
                 self._events.message(
                     "ApplyBlocked",
@@ -340,13 +320,7 @@ class ApplyService:
         return result
 
     async def _record_noop(self, result: ApplyResult, actor: str) -> None:
+        """A run that found everything done by earlier runs: recorded `completed`, no candidate left."""
         async with self._uow() as uow:
             await self._start(uow, result, actor)
-            await uow.reports.finish_apply(
-                result.apply_id,
-                status=ApplyStatus.COMPLETED.value,
-                reason_code=None,
-                current_total=None,
-                current_candidates=0,
-                counts={},
-            )
+            await uow.reports.finish_apply(result.apply_id, replace(result.end(), current_candidates=0))

@@ -1,6 +1,7 @@
-"""The ports orphan-scanner's use cases take. Each has a PostgreSQL, Kafka or HTTP adapter in `adapters/` and
-an in-memory fake in `adapters/memory.py`, proven equal by one contract suite per port
-(`tests/ports/orphan_scanner/`).
+"""The ports orphan-scanner's use cases take. Each has a PostgreSQL, Kafka or HTTP adapter in `adapters/` (or
+the platform's MediaMTX client) and an in-memory fake in `adapters/memory.py`, proven equal by one contract
+suite per port (`tests/ports/orphan_scanner/`). `MediaServers` is the platform's `MediaFleet` in both
+cases, holding real clients or fakes.
 
 A use case writes through a unit of work (`OrphanUnitOfWork`: the stores and the outbox in one
 transaction) made by a `UnitOfWorkFactory`; it reads MediaMTX through `MediaServers`, asks
@@ -18,9 +19,13 @@ from typing import Protocol
 from orphan_scanner.domain.classify import Classification, ServerPath
 from orphan_scanner.domain.gate import BlockReason
 from orphan_scanner.domain.records import (
+    ApplyEnd,
+    ApplyRun,
     DeviceClaim,
     Disposition,
+    NewReport,
     OwnershipEvidence,
+    PathDisposition,
     ReportPosition,
     ReportSummary,
     StoredReport,
@@ -70,28 +75,13 @@ class ReportStore(Protocol):
     are the store's clock (the database's)."""
 
     async def insert_complete(
-        self,
-        scan_id: uuid.UUID,
-        *,
-        trigger: str,
-        instance_id: str,
-        lease_token: uuid.UUID,
-        classification: Classification,
-        media_servers: tuple[str, ...],
+        self, report: NewReport, classification: Classification, media_servers: tuple[str, ...]
     ) -> tuple[datetime, datetime]:
         """A usable report, its findings and counts for every one of `media_servers` (and any server with a
         path); returns (created_at, expires_at = created_at + 15 min)."""
         ...
 
-    async def insert_failed(
-        self,
-        scan_id: uuid.UUID,
-        *,
-        trigger: str,
-        instance_id: str,
-        lease_token: uuid.UUID,
-        error_code: str,
-    ) -> datetime: ...
+    async def insert_failed(self, report: NewReport, error_code: str) -> datetime: ...
 
     async def load(self, scan_id: uuid.UUID) -> StoredReport | None: ...
 
@@ -103,42 +93,15 @@ class ReportStore(Protocol):
         """Delete up to `limit` reports older than that which no apply used; returns how many."""
         ...
 
-    async def start_apply(
-        self,
-        apply_id: uuid.UUID,
-        *,
-        scan_id: uuid.UUID,
-        actor: str,
-        instance_id: str,
-        report_candidates: int,
-    ) -> None:
+    async def start_apply(self, run: ApplyRun) -> None:
         """The apply run, `running`; a second start of the same id changes nothing."""
         ...
 
-    async def finish_apply(
-        self,
-        apply_id: uuid.UUID,
-        *,
-        status: str,
-        reason_code: str | None,
-        current_total: int | None,
-        current_candidates: int | None,
-        counts: dict[str, int],
-        blocked_media_server_id: str | None = None,
-    ) -> None: ...
+    async def finish_apply(self, apply_id: uuid.UUID, end: ApplyEnd) -> None: ...
 
     async def dispositions(self, scan_id: uuid.UUID) -> dict[ServerPath, Disposition]: ...
 
-    async def record_disposition(
-        self,
-        *,
-        scan_id: uuid.UUID,
-        path: ServerPath,
-        outcome: str,
-        error_code: str | None,
-        actor: str,
-        apply_id: uuid.UUID,
-    ) -> None:
+    async def record_disposition(self, disposition: PathDisposition) -> None:
         """Insert or replace the path's disposition, except a final one (kept as it is). `attempts` counts
         the apply runs that recorded it."""
         ...

@@ -22,6 +22,7 @@ from datetime import datetime
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.classify import Classification, PathClass, ServerPath, classify
 from orphan_scanner.domain.errors import ScanError, ScanFailed, ScanLeaseBusy
+from orphan_scanner.domain.records import NewReport
 from orphan_scanner.service_layer.events import OrphanEvents
 from orphan_scanner.service_layer.metrics import OrphanMetrics, ScanResult, ScanTrigger
 from orphan_scanner.service_layer.ports import MediaServers, OrphanUnitOfWork, UnitOfWorkFactory
@@ -172,12 +173,7 @@ class Scanner:
         owners = await uow.projection.last_owners(names)
         classification = classify(names, claimed, owners)
         created_at, expires_at = await uow.reports.insert_complete(
-            scan_id,
-            trigger=trigger.value,
-            instance_id=self._owner,
-            lease_token=lease.token,
-            classification=classification,
-            media_servers=self._mediamtx.ids,
+            self._new_report(scan_id, trigger, lease), classification, self._mediamtx.ids
         )
         counts = classification.counts()
         message = self._events.message(
@@ -205,13 +201,10 @@ class Scanner:
         with contextlib.suppress(LeaseLost):
             async with self._uow() as uow:
                 await uow.scan_lease.release(lease, next_scan_in_seconds=self._interval)
-                await uow.reports.insert_failed(
-                    scan_id,
-                    trigger=trigger.value,
-                    instance_id=self._owner,
-                    lease_token=lease.token,
-                    error_code=code,
-                )
+                await uow.reports.insert_failed(self._new_report(scan_id, trigger, lease), code)
+
+    def _new_report(self, scan_id: uuid.UUID, trigger: ScanTrigger, lease: Lease) -> NewReport:
+        return NewReport(scan_id, trigger.value, self._owner, lease.token)
 
     def _count(self, trigger: ScanTrigger, result: ScanResult) -> None:
         if self._metrics is not None:
