@@ -13,7 +13,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from bell_receiver.entrypoints.consumer import ingest_worker
-from bell_receiver.metrics import BellMetrics
+from bell_receiver.service_layer.metrics import BellMetrics
 from tests.conftest import REPO_ROOT, Stack, create_topic, delete_topic, problem_code
 from tests.integration.bell_receiver.conftest import Served
 from tests.integration.bell_receiver.relay_client import fact

@@ -19,7 +19,7 @@ from fastapi.openapi.utils import get_openapi
 from bell_receiver.entrypoints.http_audit import install_audit_routes
 from bell_receiver.entrypoints.http_notifications import install_notification_routes
 from bell_receiver.entrypoints.http_relay import install_relay_route
-from bell_receiver.metrics import BellMetrics
+from bell_receiver.service_layer.metrics import BellMetrics
 from bell_receiver.settings import JWT_AUDIENCE
 from yovision_platform.audit_relay.batch import (
     BATCH_PATH,

@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import asyncpg
 
-from bell_receiver.metrics import BellMetrics
 from bell_receiver.service_layer.ingest import EventIngest
+from bell_receiver.service_layer.metrics import BellMetrics
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.consumer import ConsumerMetrics, IdempotentConsumer
 from yovision_platform.db import Identifier

@@ -21,7 +21,7 @@ import asyncpg
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
-from bell_receiver.metrics import BellMetrics, RequestOutcome
+from bell_receiver.service_layer.metrics import BellMetrics, RequestOutcome
 from bell_receiver.service_layer.relay import RelayHandler, RelayResponse, ResponseKind
 from yovision_platform.audit_relay.batch import (
     BATCH_PATH,

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from bell_receiver.entrypoints.api import SERVICE_NAME, install_api
 from bell_receiver.entrypoints.consumer import ingest_worker
 from bell_receiver.entrypoints.receipt_purge import receipt_purge_worker
-from bell_receiver.metrics import BellMetrics
 from bell_receiver.service_layer.ingest import CONSUMER_GROUP, audit_topics
+from bell_receiver.service_layer.metrics import BellMetrics
 from bell_receiver.settings import BellReceiverSettings
 from yovision_platform.consumer import ConsumerMetrics
 from yovision_platform.events import default_catalog

@@ -17,7 +17,7 @@ from typing import Any
 
 from bell_receiver.adapters.audit_trail import AppendOutcome, AuditRow, AuditTrail, Channel
 from bell_receiver.adapters.inbox import Inbox
-from bell_receiver.metrics import BellMetrics, IngestOutcome
+from bell_receiver.service_layer.metrics import BellMetrics, IngestOutcome
 from bell_receiver.service_layer.relay import fact_row
 from yovision_platform.audit_relay.facts import (
     EVENT_TYPE,
