@@ -42,8 +42,11 @@ from typing import Any
 import asyncpg
 import httpx
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from prometheus_client import CollectorRegistry
 
-from bell_receiver.service_layer.relay import HTTP_OK, RelayHandler
+from bell_receiver.adapters.unit_of_work import PostgresBellUnitOfWork
+from bell_receiver.service_layer.audit_batch_receiver import HTTP_OK, AuditBatchReceiver
+from bell_receiver.service_layer.metrics import BellMetrics
 from sense_reconciler.bell_relay.client import BellClient
 from sense_reconciler.bell_relay.config import BATCH_MAX_ITEMS, RelayConfig, load_relay_config
 from sense_reconciler.bell_relay.facts import OutboxFact, batch_body, fact_document
@@ -333,11 +336,14 @@ def new_batch_body(device: uuid.UUID) -> bytes:
 
 
 async def handler_seconds(dsn: str, schema: Identifier, batches: int) -> list[float]:
-    """Bell's handler alone (`RelayHandler.handle`: receipt, validation, the insert, the receipt write), in
-    this process, no HTTP and no signature: where Bell's time per batch goes, apart from the web server."""
+    """Bell's use case alone (`AuditBatchReceiver.receive`: receipt, validation, the insert, the receipt
+    write), in this process, no HTTP and no signature: where Bell's time per batch goes, apart from the web
+    server."""
     pool = await asyncpg.create_pool(dsn, min_size=1, max_size=2)
     assert pool is not None
-    handler = RelayHandler(pool, schema)
+    receiver = AuditBatchReceiver(
+        lambda: PostgresBellUnitOfWork(pool, schema), BellMetrics.create(CollectorRegistry())
+    )
     device = uuid.uuid4()
     seconds: list[float] = []
     try:
@@ -346,7 +352,7 @@ async def handler_seconds(dsn: str, schema: Identifier, batches: int) -> list[fl
             digest = hashlib.sha256(body).hexdigest()
             verified = VerifiedRequest(KEY_ID, int(time.time()), secrets.token_hex(16), digest, digest)
             started = time.perf_counter()
-            response = await handler.handle(verified, body)
+            response = await receiver.receive(verified, body)
             seconds.append(time.perf_counter() - started)
             if response.status != HTTP_OK:
                 raise RuntimeError(f"handler answered {response.status}")
@@ -441,7 +447,7 @@ def report(results: dict[str, Any]) -> None:
     )
     handled = results["handler_ms"]
     print(
-        f"Bell's handler alone (RelayHandler.handle, in process, no HTTP), same batches: "
+        f"Bell's use case alone (AuditBatchReceiver.receive, in process, no HTTP), same batches: "
         f"p50 {handled['p50']:.1f} ms  p99 {handled['p99']:.1f} ms"
     )
     print("BENCH_JSON " + json.dumps({"bench": "sense_bell_relay", **results}, sort_keys=True))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from bell_receiver.entrypoints.consumer import ingest_worker
+from bell_receiver.entrypoints.consumer import ingest_consumer
 from bell_receiver.service_layer.metrics import BellMetrics
 from tests.conftest import REPO_ROOT, Stack, create_topic, delete_topic, problem_code
 from tests.integration.bell_receiver.conftest import Served
@@ -105,17 +105,13 @@ async def test_events_from_kafka_land_once_in_the_trail_and_the_inbox(
 
     registry = CollectorRegistry()
     schema = Identifier(served.schema.name)
-    worker = ingest_worker(
-        served.pool,
-        schema,
-        BellMetrics.create(registry),
-        kafka=stack.kafka_bootstrap,
-        topics=[topic, second_topic],
-        consumer_group=f"bell-test-{uuid.uuid4().hex[:8]}",
-        client_id="bell-test",
+    consumer = ingest_consumer(
+        served.pool, schema, BellMetrics.create(registry), f"bell-test-{uuid.uuid4().hex[:8]}"
     )
     stop = asyncio.Event()
-    task = asyncio.create_task(worker(stop))
+    task = asyncio.create_task(
+        consumer.consume_topics(stack.kafka_bootstrap, [topic, second_topic], stop, client_id="bell-test")
+    )
     s = f'"{schema}"'
 
     async def all_seen() -> bool:
