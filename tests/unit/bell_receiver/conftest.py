@@ -1,30 +1,31 @@
 """bell-receiver's use cases and HTTP API on the in-memory fakes (adapters/memory.py), in milliseconds.
 
-The fakes are proven equal to the PostgreSQL adapters by tests/ports/bell_receiver; what needs PostgreSQL
-itself (SQL rules, locks under concurrency), Kafka, a real server or a process stays in
-tests/integration/bell_receiver.
+The fakes are proven equal to the PostgreSQL adapters by tests/ports/bell_receiver. What needs PostgreSQL
+itself (SQL rules, locks under concurrency), Kafka, a real server on the wire (body limits, the uniform 401's
+headers) or a process stays in tests/integration/bell_receiver.
 """
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import time
-import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
 from bell_receiver.adapters.memory import InMemoryBellUnitOfWork
+from bell_receiver.domain.audit import AuditFilter, StoredAuditEvent
 from bell_receiver.entrypoints.api import UseCases, install_api
 from bell_receiver.service_layer.audit_batch_receiver import AuditBatchReceiver
 from bell_receiver.service_layer.audit_events import AuditEvents
 from bell_receiver.service_layer.metrics import BellMetrics
 from bell_receiver.service_layer.notifications import Notifications
 from bell_receiver.settings import JWT_AUDIENCE
+from tests.integration.bell_receiver.relay_client import RelayClient
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.signing import KeyRing, SigningKey, VerifiedRequest
 from yovision_platform.web import create_app
@@ -62,6 +63,10 @@ class Fakes:
             audit_events=AuditEvents(self.uow.reader()),
         )
 
+    async def stored(self) -> list[StoredAuditEvent]:
+        """The committed audit trail, oldest first."""
+        return list(reversed(await self.uow.reader().page(AuditFilter(), 1000, None)))
+
 
 @pytest.fixture
 def fakes() -> Fakes:
@@ -70,18 +75,20 @@ def fakes() -> Fakes:
     return Fakes(InMemoryBellUnitOfWork(clock), clock, registry, BellMetrics.create(registry))
 
 
-def verified(body: bytes, *, nonce: str | None = None, key_id: str = KEY_ID) -> VerifiedRequest:
-    """A request as `verify_request` returns it (the digest covers the body; the use case keys receipts by
-    (key id, nonce) and compares request digests)."""
-    import hashlib
-
-    digest = hashlib.sha256(body).hexdigest()
-    return VerifiedRequest(key_id, int(time.time()), nonce or secrets.token_hex(16), digest, digest)
+def verified(body: bytes, *, nonce: str | None = None, request: bytes | None = None) -> VerifiedRequest:
+    """A request as `verify_request` returns it: the request digest covers the body (or `request`, to make
+    another request with the same nonce)."""
+    body_digest = hashlib.sha256(body).hexdigest()
+    request_digest = hashlib.sha256(request if request is not None else body).hexdigest()
+    return VerifiedRequest(
+        KEY_ID, int(time.time()), nonce or secrets.token_hex(16), body_digest, request_digest
+    )
 
 
 @dataclass
 class Api:
     http: httpx.AsyncClient
+    relay: RelayClient
     fakes: Fakes
     verifier: TokenVerifier
 
@@ -91,23 +98,13 @@ class Api:
 
 @pytest.fixture
 async def api(fakes: Fakes) -> AsyncIterator[Api]:
-    """The real app (routes, guards, problem handlers) on the fakes, called in process."""
+    """The real app (routes, guards, problem handlers) on the fakes, called in process over ASGI."""
     verifier = TokenVerifier(secrets.token_bytes(32), issuer=JWT_ISSUER, audience=JWT_AUDIENCE)
+    key = SigningKey(KEY_ID, secrets.token_bytes(32))
     app = create_app("bell-receiver", "test")
     install_api(
-        app,
-        use_cases=fakes.use_cases(),
-        keyring=KeyRing([SigningKey(KEY_ID, secrets.token_bytes(32))]),
-        verifier=verifier,
-        metrics=fakes.metrics,
+        app, use_cases=fakes.use_cases(), keyring=KeyRing([key]), verifier=verifier, metrics=fakes.metrics
     )
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://bell.test") as http:
-        yield Api(http, fakes, verifier)
-
-
-T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-
-
-def new_id() -> uuid.UUID:
-    return uuid.uuid4()
+        yield Api(http, RelayClient(http, KeyRing([key], active_key_id=KEY_ID)), fakes, verifier)
