@@ -290,22 +290,7 @@ async def latency(config: RelayConfig, batches: int) -> list[float]:
     seconds: list[float] = []
     async with BellClient(config) as client:
         for batch in range(batches):
-            facts = [
-                OutboxFact(
-                    row_id=batch * BATCH_MAX_ITEMS + n,
-                    event_id=uuid.uuid4(),
-                    fact_version=2,
-                    action="device.config_changed",
-                    actor="operator:bench",
-                    device_id=device,
-                    tenant_id="tenant-bench",
-                    site_id="site-1",
-                    changed_fields=("name",),
-                    config_version=n + 1,
-                    occurred_at=datetime.now(UTC),
-                )
-                for n in range(BATCH_MAX_ITEMS)
-            ]
+            facts = new_facts(device, first_row=batch * BATCH_MAX_ITEMS, at=datetime.now(UTC))
             started = time.perf_counter()
             answer = await client.send(facts)
             seconds.append(time.perf_counter() - started)
@@ -314,11 +299,11 @@ async def latency(config: RelayConfig, batches: int) -> list[float]:
     return sorted(seconds)
 
 
-def new_batch_body(device: uuid.UUID) -> bytes:
-    """A 100-fact request body of new facts, as Sense sends it."""
-    facts = [
+def new_facts(device: uuid.UUID, *, first_row: int, at: datetime) -> list[OutboxFact]:
+    """A batch of 100 new facts of one device, as Sense's outbox holds them."""
+    return [
         OutboxFact(
-            row_id=n,
+            row_id=first_row + n,
             event_id=uuid.uuid4(),
             fact_version=2,
             action="device.config_changed",
@@ -328,11 +313,15 @@ def new_batch_body(device: uuid.UUID) -> bytes:
             site_id="site-1",
             changed_fields=("name",),
             config_version=n + 1,
-            occurred_at=datetime.now(UTC).replace(microsecond=0),
+            occurred_at=at,
         )
         for n in range(BATCH_MAX_ITEMS)
     ]
-    return batch_body(facts)
+
+
+def new_batch_body(device: uuid.UUID) -> bytes:
+    """A 100-fact request body of new facts, as Sense sends it."""
+    return batch_body(new_facts(device, first_row=0, at=datetime.now(UTC).replace(microsecond=0)))
 
 
 async def handler_seconds(dsn: str, schema: Identifier, batches: int) -> list[float]:

@@ -1,6 +1,7 @@
 """The signed batch endpoint over real HTTP and PostgreSQL: body limits on the wire (declared, streamed,
 chunked, a lying Content-Length), per-item results stored by the real insert, one outcome per nonce under
-concurrency. Envelope, batch-size and media-type refusals: tests/unit/bell_receiver/test_audit_batch_api.py.
+concurrency. Per-item results: tests/unit/bell_receiver/test_audit_batch_receiver.py; envelope, batch-size
+and media-type refusals: tests/unit/bell_receiver/test_audit_batch_api.py.
 """
 
 from __future__ import annotations
@@ -103,53 +104,6 @@ async def test_a_streamed_body_is_signed_and_accepted(served: Served) -> None:
     headers = {**served.relay.sign(body), "content-type": "application/json"}
     response = await served.relay.http.post(BATCH_PATH, content=stream(), headers=headers)
     assert response.status_code == 200
-
-
-async def test_one_batch_mixes_accepted_duplicate_and_rejected_items_in_input_order(served: Served) -> None:
-    known = fact()
-    assert (await served.relay.post_items([known])).status_code == 200
-    conflicting = {**known, "actor": "operator:bob"}
-    fresh = fact(2)
-    repeated_in_batch = dict(fresh)
-    secret = "postgresql://user:hunter2@db/prod"
-    items: list[object] = [
-        fresh,
-        known,
-        conflicting,
-        repeated_in_batch,
-        {**fact(), "source_uri": secret},
-        "not an object",
-        {**fact(), "schema_version": 3},
-        {k: v for k, v in fact().items() if k != "actor"},
-        {**fact(), "occurred_at": "2026-11-30T01:02:03"},
-    ]
-    response = await served.relay.post_items(items)
-    assert response.status_code == 200
-    results = response.json()["results"]
-    assert [r["index"] for r in results] == list(range(len(items)))
-    assert [(r["status"], r["code"]) for r in results] == [
-        ("accepted", None),
-        ("duplicate", None),
-        ("rejected", "id_conflict"),
-        ("duplicate", None),
-        ("rejected", "unknown_field"),
-        ("rejected", "not_an_object"),
-        ("rejected", "unsupported_schema_version"),
-        ("rejected", "missing_field"),
-        ("rejected", "invalid_field"),
-    ]
-    assert results[0]["event_id"] == fresh["event_id"]
-    assert results[5]["event_id"] is None
-    assert b"hunter2" not in response.content and b"operator" not in response.content
-    stored = await served.pool.fetch(
-        f'SELECT event_id, actor, channel FROM "{served.schema.name}".audit_events ORDER BY id'
-    )
-    assert [(str(r["event_id"]), r["actor"], r["channel"]) for r in stored] == [
-        (known["event_id"], "operator:alice", "http_relay"),
-        (fresh["event_id"], "operator:alice", "http_relay"),
-    ]
-    assert served.metric("bell_relay_item_results_total", outcome="duplicate") == 2
-    assert served.metric("bell_relay_item_rejections_total", reason="id_conflict") == 1
 
 
 async def test_concurrent_requests_with_one_nonce_store_one_outcome(served: Served) -> None:

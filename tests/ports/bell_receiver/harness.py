@@ -38,10 +38,8 @@ class PostgresHarness:
         self, stack: LocalStack, admin_conn: asyncpg.Connection, schema_name: Identifier
     ) -> AsyncIterator[asyncpg.Pool]:
         migrated = await migrate_test_schema(stack, admin_conn, schema_name, MIGRATIONS_DIR)
-        pool = await asyncpg.create_pool(migrated.runtime_dsn, min_size=1, max_size=4)
-        assert pool is not None
-        yield pool
-        await pool.close()
+        async with asyncpg.create_pool(migrated.runtime_dsn, min_size=1, max_size=4) as pool:
+            yield pool
 
     @pytest.fixture
     async def bell(

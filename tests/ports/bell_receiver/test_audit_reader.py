@@ -3,36 +3,21 @@ half-open time range, keyset continuation (ties on occurred_at broken by id) and
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
 from bell_receiver.domain.audit import AuditFilter, AuditRow, Channel
 from bell_receiver.domain.paging import PagePosition
 from tests.ports.bell_receiver.harness import Harness, InMemoryHarness, PostgresHarness
+from tests.ports.bell_receiver.samples import T0, audit_row
 from yovision_platform.audit_relay.facts import digest_of
-
-T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
 def row(
     n: int, *, source: str = "sense", event_type: str = "DeviceAuditRecorded", second: int | None = None
 ) -> AuditRow:
-    document = {"n": n, "changed_fields": ["source_uri"]}
-    return AuditRow(
-        source_system=source,
-        event_id=uuid.uuid4(),
-        event_type=event_type,
-        action=f"{source}.action",
-        actor=f"actor-{n % 2}",
-        tenant_id="tenant-a" if source == "sense" else None,
-        site_id=None,
-        device_id=f"dev-{n % 3}",
-        occurred_at=T0 + timedelta(seconds=n if second is None else second),
-        payload=document,
-        digest=digest_of(document),
-    )
+    return audit_row(n, source=source, event_type=event_type, device=f"dev-{n % 3}", second=second)
 
 
 class AuditReaderContract:
@@ -72,6 +57,7 @@ class AuditReaderContract:
             "http_relay",
         )
         assert oldest.occurred_at == T0 and oldest.payload == {"n": 0, "changed_fields": ["source_uri"]}
+        assert oldest.digest == digest_of(oldest.payload)
         assert oldest.received_at.tzinfo is not None
         assert rows[0].channel == "kafka" and rows[0].tenant_id is None
         assert len({r.id for r in rows}) == 13

@@ -4,34 +4,12 @@ keeps the first row of an id; its preconditions refuse the whole call."""
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from bell_receiver.domain.audit import AppendOutcome, AuditFilter, AuditRow, Channel
 from tests.ports.bell_receiver.harness import Harness, InMemoryHarness, PostgresHarness
-from yovision_platform.audit_relay.facts import digest_of
-
-T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-
-
-def row(
-    n: int = 0, *, source: str = "sense", event_id: uuid.UUID | None = None, actor: str = "a"
-) -> AuditRow:
-    document = {"n": n, "actor": actor}
-    return AuditRow(
-        source_system=source,
-        event_id=event_id or uuid.uuid4(),
-        event_type="DeviceAuditRecorded",
-        action="device.config_changed",
-        actor=actor,
-        tenant_id="tenant-a",
-        site_id="site-1",
-        device_id="dev-1",
-        occurred_at=T0 + timedelta(seconds=n),
-        payload=document,
-        digest=digest_of(document),
-    )
+from tests.ports.bell_receiver.samples import audit_row as row
 
 
 class Failure(Exception):
@@ -60,7 +38,7 @@ class AuditTrailContract:
         assert [(r.outcome, r.stored_digest) for r in results] == [
             (AppendOutcome.INSERTED, r.digest) for r in rows
         ]
-        assert sorted(await self.stored(bell)) == sorted((r.event_id, "a", "http_relay") for r in rows)
+        assert sorted(await self.stored(bell)) == sorted((r.event_id, r.actor, "http_relay") for r in rows)
 
     async def test_a_known_id_keeps_its_first_row_and_tells_same_from_other_digest(
         self, bell: Harness
@@ -70,7 +48,7 @@ class AuditTrailContract:
             await uow.audit_trail.append([first], Channel.HTTP_RELAY)
         fresh = row(2)
         same = row(1, event_id=first.event_id)
-        other = row(1, event_id=first.event_id, actor="b")
+        other = row(2, event_id=first.event_id)
         async with bell.uow() as uow:
             answered = await uow.audit_trail.append([fresh, same], Channel.KAFKA)
             conflicting = await uow.audit_trail.append([other], Channel.KAFKA)
@@ -82,7 +60,7 @@ class AuditTrailContract:
             (AppendOutcome.OTHER_DIGEST, first.digest)
         ]
         assert sorted(await self.stored(bell)) == sorted(
-            [(first.event_id, "a", "http_relay"), (fresh.event_id, "a", "kafka")]
+            [(first.event_id, "actor-1", "http_relay"), (fresh.event_id, "actor-0", "kafka")]
         )
 
     async def test_the_id_is_unique_per_source_system(self, bell: Harness) -> None:
@@ -115,7 +93,7 @@ class AuditTrailContract:
             await uow.audit_trail.append([kept], Channel.KAFKA)
         with pytest.raises(Failure):
             await append_then_fail(bell, row(2))
-        assert await self.stored(bell) == [(kept.event_id, "a", "kafka")]
+        assert await self.stored(bell) == [(kept.event_id, "actor-1", "kafka")]
 
 
 class TestPostgresAuditTrail(PostgresHarness, AuditTrailContract):

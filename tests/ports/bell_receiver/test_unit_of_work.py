@@ -6,43 +6,23 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import uuid
-from datetime import UTC, datetime
 
 import asyncpg
 import pytest
 
 from bell_receiver.adapters.audit_reader import PostgresAuditReader
 from bell_receiver.adapters.unit_of_work import ConsumerBellUnitOfWork
-from bell_receiver.domain.audit import AuditFilter, AuditRow, Channel
+from bell_receiver.domain.audit import AuditFilter, Channel
 from bell_receiver.domain.inbox import NewNotification
 from bell_receiver.domain.receipts import Receipt
 from bell_receiver.service_layer.ports import BellUnitOfWork
 from tests.ports.bell_receiver.harness import Harness, InMemoryHarness, PostgresHarness
-from yovision_platform.audit_relay.facts import digest_of
+from tests.ports.bell_receiver.samples import T0, audit_row
 from yovision_platform.db import Identifier
-
-T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
 class Failure(Exception):
     pass
-
-
-def audit_row() -> AuditRow:
-    document = {"n": 1}
-    return AuditRow(
-        "signal",
-        uuid.uuid4(),
-        "WatcherDisabled",
-        "signal.watcher_disabled",
-        "u",
-        None,
-        None,
-        None,
-        T0,
-        document,
-        digest_of(document),
-    )
 
 
 def notification() -> NewNotification:
@@ -51,7 +31,7 @@ def notification() -> NewNotification:
 
 async def write_all(uow: BellUnitOfWork, *, then_fail: bool = False) -> None:
     async with uow:
-        await uow.audit_trail.append([audit_row()], Channel.KAFKA)
+        await uow.audit_trail.append([audit_row(source="signal")], Channel.KAFKA)
         await uow.inbox.add(notification())
         await uow.receipts.store("k1", "n1", Receipt(hashlib.sha256(b"x").digest(), 200, b"x"))
         if then_fail:

@@ -13,7 +13,7 @@ import pytest
 
 from bell_receiver.service_layer.ingest import INGESTED_EVENT_TYPES, EventIngest
 from tests.conftest import REPO_ROOT
-from tests.integration.bell_receiver.relay_client import batch_body, fact
+from tests.integration.bell_receiver.relay_client import batch_body, fact, kafka_fields_of
 from tests.unit.bell_receiver.conftest import Fakes, verified
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.consumer import EventRejected, InboundEvent
@@ -115,17 +115,7 @@ async def test_a_watcher_disabled_event_lands_in_the_trail_and_the_users_inbox(
 
 
 def same_fact_as(relayed: dict[str, Any], **changes: Any) -> dict[str, Any]:
-    fields = {
-        "action": relayed["action"],
-        "actor": relayed["actor"],
-        "device_id": relayed["device_id"],
-        "tenant_id": relayed["tenant_id"],
-        "site_id": relayed["site_id"],
-        "changed_fields": relayed["changed_fields"],
-        "config_version": relayed["config_version"],
-        "fact_version": 2,
-    }
-    return fields | changes | {"event_id": uuid.UUID(relayed["event_id"])}
+    return kafka_fields_of(relayed) | changes | {"event_id": uuid.UUID(relayed["event_id"])}
 
 
 async def test_sense_facts_deduplicate_with_the_signed_push(fakes: Fakes, serde: AvroSerde) -> None:

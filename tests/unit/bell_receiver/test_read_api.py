@@ -1,41 +1,22 @@
 """The read APIs through the real app on the fakes: `GET /v1/audit-events` (filters, keyset pages,
 refusals) and the inbox's read marks. The fakes' filtering and ordering equal PostgreSQL's by
-tests/ports/bell_receiver; the routes over a real server and PostgreSQL: tests/integration/bell_receiver."""
+tests/ports/bell_receiver; the inbox over a real server and PostgreSQL: tests/integration/bell_receiver/
+test_ingest_and_inbox.py."""
 
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import httpx
 
-from bell_receiver.domain.audit import AuditRow, Channel
+from bell_receiver.domain.audit import Channel
 from bell_receiver.domain.inbox import NewNotification
 from bell_receiver.entrypoints.http_audit import AUDIT_READ_PERMISSION, MAX_PAGE_SIZE
 from tests.conftest import problem_code
+from tests.ports.bell_receiver.samples import T0
+from tests.ports.bell_receiver.samples import audit_row as row
 from tests.unit.bell_receiver.conftest import Api
-from yovision_platform.audit_relay.facts import digest_of
-
-T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-
-
-def row(
-    n: int, *, source: str = "sense", event_type: str = "DeviceAuditRecorded", device: str | None = None
-) -> AuditRow:
-    document = {"n": n, "changed_fields": ["source_uri"]}
-    return AuditRow(
-        source_system=source,
-        event_id=uuid.uuid4(),
-        event_type=event_type,
-        action=f"{source}.action",
-        actor=f"actor-{n % 2}",
-        tenant_id=None,
-        site_id=None,
-        device_id=device,
-        occurred_at=T0 + timedelta(seconds=n),
-        payload=document,
-        digest=digest_of(document),
-    )
 
 
 async def seed(api: Api) -> None:

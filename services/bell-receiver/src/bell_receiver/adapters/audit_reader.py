@@ -7,13 +7,13 @@ import json
 
 import asyncpg
 
-from bell_receiver.domain.audit import AuditFilter, StoredAuditEvent
+from bell_receiver.domain.audit import AuditFilter, Channel, StoredAuditEvent
 from bell_receiver.domain.paging import PagePosition
 from yovision_platform.db import Identifier
 
 _COLUMNS = (
     "id, source_system, event_id, event_type, action, actor, tenant_id, site_id, device_id, occurred_at, "
-    "received_at, channel, payload"
+    "received_at, channel, payload, payload_digest AS digest"
 )
 _EQUALS = ("source_system", "event_type", "device_id", "actor")
 
@@ -50,4 +50,14 @@ class PostgresAuditReader:
             f"ORDER BY occurred_at DESC, id DESC LIMIT {bind(limit)}",
             *values,
         )
-        return [StoredAuditEvent(**{**dict(r), "payload": json.loads(r["payload"])}) for r in records]
+        return [
+            StoredAuditEvent(
+                **{
+                    **dict(r),
+                    "payload": json.loads(r["payload"]),
+                    "digest": bytes(r["digest"]),
+                    "channel": Channel(r["channel"]),
+                }
+            )
+            for r in records
+        ]

@@ -46,35 +46,26 @@ def _newest_first(position: PagePosition) -> tuple[datetime, int]:
 class MemoryAuditTrail:
     def __init__(self) -> None:
         self.rows: dict[tuple[str, uuid.UUID], StoredAuditEvent] = {}
-        self.digests: dict[tuple[str, uuid.UUID], bytes] = {}
 
     async def append(self, rows: Sequence[AuditRow], channel: Channel) -> list[AppendResult]:
         check_appendable(rows)
         results: list[AppendResult] = []
         for row in rows:
             key = (row.source_system, row.event_id)
-            known = self.digests.get(key)
+            known = self.rows.get(key)
             if known is None:
-                self.digests[key] = row.digest
+                copied = {**vars(row), "payload": dict(row.payload)}
                 self.rows[key] = StoredAuditEvent(
-                    id=len(self.rows) + 1,
-                    source_system=row.source_system,
-                    event_id=row.event_id,
-                    event_type=row.event_type,
-                    action=row.action,
-                    actor=row.actor,
-                    tenant_id=row.tenant_id,
-                    site_id=row.site_id,
-                    device_id=row.device_id,
-                    occurred_at=row.occurred_at,
-                    received_at=_utc_now(),
-                    channel=channel.value,
-                    payload=dict(row.payload),
+                    **copied, id=len(self.rows) + 1, received_at=_utc_now(), channel=channel
                 )
                 results.append(AppendResult(AppendOutcome.INSERTED, row.digest))
             else:
-                outcome = AppendOutcome.SAME_DIGEST if known == row.digest else AppendOutcome.OTHER_DIGEST
-                results.append(AppendResult(outcome, known))
+                same = known.digest == row.digest
+                results.append(
+                    AppendResult(
+                        AppendOutcome.SAME_DIGEST if same else AppendOutcome.OTHER_DIGEST, known.digest
+                    )
+                )
         return results
 
 
@@ -114,17 +105,8 @@ class MemoryInbox:
             for row in self.rows
         ):
             return
-        self.rows.append(
-            NotificationRow(
-                id=len(self.rows) + 1,
-                user_id=notification.user_id,
-                kind=notification.kind,
-                source_system=notification.source_system,
-                event_id=notification.event_id,
-                occurred_at=notification.occurred_at,
-                data=dict(notification.data),
-            )
-        )
+        copied = {**vars(notification), "data": dict(notification.data)}
+        self.rows.append(NotificationRow(**copied, id=len(self.rows) + 1))
 
     async def page(self, user_id: str, limit: int, after: PagePosition | None) -> list[NotificationRow]:
         mine = [

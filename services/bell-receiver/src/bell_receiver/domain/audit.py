@@ -68,22 +68,12 @@ def check_appendable(rows: Sequence[AuditRow]) -> None:
 
 
 @dataclass(frozen=True)
-class StoredAuditEvent:
-    """A row as the read API shows it: the appended row's columns plus id, arrival time and channel."""
+class StoredAuditEvent(AuditRow):
+    """An appended row as the trail keeps it: plus its id, arrival time (database clock) and channel."""
 
     id: int
-    source_system: str
-    event_id: uuid.UUID
-    event_type: str
-    action: str
-    actor: str | None
-    tenant_id: str | None
-    site_id: str | None
-    device_id: str | None
-    occurred_at: datetime
     received_at: datetime
-    channel: str
-    payload: dict[str, Any]
+    channel: Channel
 
 
 @dataclass(frozen=True)

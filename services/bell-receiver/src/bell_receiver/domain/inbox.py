@@ -24,12 +24,8 @@ class NewNotification:
 
 
 @dataclass(frozen=True)
-class NotificationRow:
+class NotificationRow(NewNotification):
+    """An entry as the inbox keeps it: plus its id and when the user marked it read (None: unread)."""
+
     id: int
-    user_id: str
-    kind: str
-    source_system: str
-    event_id: uuid.UUID
-    occurred_at: datetime
-    data: Mapping[str, Any]
     read_at: datetime | None = None

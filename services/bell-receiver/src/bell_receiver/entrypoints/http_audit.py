@@ -51,8 +51,8 @@ class AuditEvent(BaseModel):
 
     @classmethod
     def of(cls, row: StoredAuditEvent) -> AuditEvent:
-        view = {k: v for k, v in row.__dict__.items() if k != "payload"}
-        return cls(**view, fact=row.payload)
+        view = {k: v for k, v in vars(row).items() if k not in ("payload", "digest", "channel")}
+        return cls(**view, channel=row.channel.value, fact=dict(row.payload))
 
 
 class AuditEventPage(BaseModel):

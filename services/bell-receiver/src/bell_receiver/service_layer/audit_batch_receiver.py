@@ -17,14 +17,8 @@ from bell_receiver.domain.errors import InvalidBatch, ReplayConflict
 from bell_receiver.domain.receipts import Receipt
 from bell_receiver.service_layer.metrics import BellMetrics
 from bell_receiver.service_layer.ports import AuditTrailStore, UnitOfWorkFactory
-from yovision_platform.audit_relay.batch import (
-    EnvelopeError,
-    ItemResult,
-    ItemStatus,
-    error_body,
-    parse_envelope,
-    result_body,
-)
+from yovision_platform.audit_relay import batch
+from yovision_platform.audit_relay.batch import ItemResult, ItemStatus
 from yovision_platform.audit_relay.facts import ItemRejectCode, RejectedItem, ValidFact, validate_item
 from yovision_platform.signing import VerifiedRequest
 
@@ -67,12 +61,14 @@ class AuditBatchReceiver:
                     raise ReplayConflict
                 return BatchAnswer(existing.response_status, existing.response_body, AnswerKind.REPLAYED)
             try:
-                items = parse_envelope(body)
-            except EnvelopeError as error:
-                answer = BatchAnswer(InvalidBatch.status, error_body(error.code), AnswerKind.INVALID_BATCH)
+                items = batch.parse_envelope(body)
+            except batch.EnvelopeError as error:
+                answer = BatchAnswer(
+                    InvalidBatch.status, batch.error_body(error.code), AnswerKind.INVALID_BATCH
+                )
             else:
                 results = await self._append(uow.audit_trail, items)
-                answer = BatchAnswer(HTTP_OK, result_body(results), AnswerKind.PROCESSED, results)
+                answer = BatchAnswer(HTTP_OK, batch.result_body(results), AnswerKind.PROCESSED, results)
             receipt = Receipt(digest, answer.status, answer.body)
             await uow.receipts.store(verified.key_id, verified.nonce, receipt)
         self._count_items(answer.results)
