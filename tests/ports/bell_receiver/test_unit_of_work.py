@@ -1,5 +1,6 @@
 """`BellUnitOfWork`: the three stores commit together on a normal exit and roll back together on an
-exception (both adapters); `ConsumerBellUnitOfWork` joins the IdempotentConsumer's open transaction."""
+exception (both adapters); `PostgresBellUnitOfWork.joining` works in the IdempotentConsumer's open
+transaction."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import asyncpg
 import pytest
 
 from bell_receiver.adapters.audit_reader import PostgresAuditReader
-from bell_receiver.adapters.unit_of_work import ConsumerBellUnitOfWork
+from bell_receiver.adapters.unit_of_work import PostgresBellUnitOfWork
 from bell_receiver.domain.audit import AuditFilter, Channel
 from bell_receiver.domain.inbox import NewNotification
 from bell_receiver.domain.receipts import Receipt
@@ -19,6 +20,7 @@ from bell_receiver.service_layer.ports import BellUnitOfWork
 from tests.ports.bell_receiver.harness import Harness, InMemoryHarness, PostgresHarness
 from tests.ports.bell_receiver.samples import T0, audit_row
 from yovision_platform.db import Identifier
+from yovision_platform.errors import OutboxError
 
 
 class Failure(Exception):
@@ -68,7 +70,9 @@ class TestPostgresBellUnitOfWork(PostgresHarness, BellUnitOfWorkContract):
         async with pool.acquire() as conn, conn.transaction():
             with pytest.raises(Failure) if consumer_rejects else contextlib.nullcontext():
                 async with conn.transaction():  # the consumer's per-message savepoint
-                    await write_all(ConsumerBellUnitOfWork(conn, schema_name), then_fail=consumer_rejects)
+                    await write_all(
+                        PostgresBellUnitOfWork.joining(conn, schema_name), then_fail=consumer_rejects
+                    )
         stored = await PostgresAuditReader(pool, schema_name).page(AuditFilter(), 10, None)
         assert len(stored) == (0 if consumer_rejects else 1)
 
@@ -76,8 +80,8 @@ class TestPostgresBellUnitOfWork(PostgresHarness, BellUnitOfWorkContract):
         self, pool: asyncpg.Pool, schema_name: Identifier
     ) -> None:
         async with pool.acquire() as conn:
-            with pytest.raises(RuntimeError, match="open transaction"):
-                ConsumerBellUnitOfWork(conn, schema_name)
+            with pytest.raises(OutboxError, match="open transaction"):
+                await PostgresBellUnitOfWork.joining(conn, schema_name).__aenter__()
 
 
 class TestInMemoryBellUnitOfWork(InMemoryHarness, BellUnitOfWorkContract):

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from bell_receiver.domain.audit import (
     AppendOutcome,
@@ -30,7 +30,7 @@ from yovision_platform.signing import NONCE_RECEIPT_TTL_SECONDS
 from yovision_platform.unit_of_work import InMemoryUnitOfWork
 
 if TYPE_CHECKING:
-    from bell_receiver.service_layer.ports import BellStores, BellUnitOfWork, UnitOfWorkFactory
+    from bell_receiver.service_layer.ports import BellUnitOfWork, UnitOfWorkFactory
 
 Clock = Callable[[], float]
 
@@ -196,13 +196,8 @@ class InMemoryBellUnitOfWork(InMemoryUnitOfWork):
         return (self.audit_trail, self.inbox, self.receipts)
 
     def factory(self) -> UnitOfWorkFactory:
-        """This fake as the use cases' port: every unit of work they open is this one.
-
-        The cast only because the platform's `UnitOfWork` declares ``outbox`` as a writable member, which
-        mypy holds invariant, so an `InMemoryOutbox` attribute does not match it (a read-only property in
-        the platform's Protocol would); the stores are checked by the assignment."""
-        stores: BellStores = self
-        port = cast("BellUnitOfWork", stores)
+        """This fake as the use cases' port: every unit of work they open is this one."""
+        port: BellUnitOfWork = self
         return lambda: port
 
     def reader(self) -> MemoryAuditReader:

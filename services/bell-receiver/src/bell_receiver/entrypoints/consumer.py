@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from bell_receiver.adapters.unit_of_work import ConsumerBellUnitOfWork
+from bell_receiver.adapters.unit_of_work import PostgresBellUnitOfWork
 from bell_receiver.service_layer.ingest import EventIngest
 from bell_receiver.service_layer.metrics import BellMetrics
 from yovision_platform.avro import AvroSerde, SchemaRegistry
@@ -24,7 +24,7 @@ def ingest_consumer(
     ingest = EventIngest(metrics)
 
     async def handle(conn: DbConnection, event: InboundEvent) -> None:
-        await ingest.handle(ConsumerBellUnitOfWork(conn, schema), event)
+        await ingest.handle(PostgresBellUnitOfWork.joining(conn, schema), event)
 
     serde = AvroSerde(SchemaRegistry.load())
     return IdempotentConsumer(
