@@ -14,10 +14,8 @@ reads the list until it shows what it expects (bounded), as an operator re-runni
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable
 from pathlib import Path
 
@@ -27,14 +25,13 @@ import pytest
 from orphan_scanner.adapters.memory import InMemoryMediaMtx
 from orphan_scanner.service_layer.ports import MediaMtxPaths
 from tests.fake_mediamtx import PREFIX, FakeMediaMtx
-from tests.integration.orphan_scanner.private_mediamtx import private_mediamtx
+from tests.integration.orphan_scanner.private_mediamtx import private_mediamtx, read_until
 from tests.mediamtx_proxy import MediaMtxProxy
 from yovision_platform.mediamtx import MediaMtxApi, MediaMtxError
 
 DEADLINE_SECONDS = 5.0
 UNREACHABLE_URL = "http://127.0.0.1:9"  # the discard port: nothing listens there
 PAGE_ITEMS = 3  # the real client walks several pages even for a handful of paths
-SETTLE_SECONDS = 10.0
 HAND_MADE_REGEX = "~^hand-[0-9]+$"  # MediaMTX lists regex paths too; a delete never names one
 NAMES = ["site-1/cam-07", "cam-2", "cam-10", "a_b", "a.b", "B", "b", HAND_MADE_REGEX]
 UNMANAGED = ["a//b", "all", "all_others", "../x", "x/..", "/lead", "trail/", "", HAND_MADE_REGEX]
@@ -44,12 +41,7 @@ Serve = Callable[..., Awaitable[MediaMtxPaths]]
 
 async def listed_when(paths: MediaMtxPaths, settled: Callable[[list[str]], bool]) -> list[str]:
     """The list once `settled(names)`, or what it shows after the bound."""
-    deadline = time.monotonic() + SETTLE_SECONDS
-    while True:
-        names = await paths.list_path_names()
-        if settled(names) or time.monotonic() > deadline:
-            return names
-        await asyncio.sleep(0.05)
+    return await read_until(paths.list_path_names, settled)
 
 
 async def error_code(call: Awaitable[object]) -> str:

@@ -250,23 +250,20 @@ async def test_a_lagging_projection_blocks_until_it_catches_up() -> None:
     assert result.counts() == {"deleted": 2}
 
 
-async def test_kafka_that_cannot_tell_blocks() -> None:
+@pytest.mark.parametrize(
+    ("what_fails", "reason"),
+    [("kafka", BlockReason.PROJECTION_UNAVAILABLE), ("mediamtx", BlockReason.ENUMERATION_FAILED)],
+)
+async def test_kafka_or_mediamtx_that_cannot_answer_blocks(what_fails: str, reason: BlockReason) -> None:
     w = world()
     await seed(w, total=20, stale=2)
     report = await w.report()
-    w.progress.unavailable = True
+    if what_fails == "kafka":
+        w.progress.unavailable = True
+    else:
+        w.mediamtx.unreachable = True
     blocked = await w.apply_report(report)
-    assert (blocked.status, blocked.reason_code) == (ApplyStatus.BLOCKED, BlockReason.PROJECTION_UNAVAILABLE)
-    assert w.mediamtx.delete_requests == []
-
-
-async def test_a_failed_enumeration_blocks() -> None:
-    w = world()
-    await seed(w, total=20, stale=2)
-    report = await w.report()
-    w.mediamtx.unreachable = True
-    blocked = await w.apply_report(report)
-    assert (blocked.status, blocked.reason_code) == (ApplyStatus.BLOCKED, BlockReason.ENUMERATION_FAILED)
+    assert (blocked.status, blocked.reason_code) == (ApplyStatus.BLOCKED, reason)
     assert w.mediamtx.delete_requests == []
 
 

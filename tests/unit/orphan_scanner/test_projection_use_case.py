@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from orphan_scanner.adapters.memory import InMemoryProjectionStore
+from orphan_scanner.adapters.memory import InMemoryOrphanUnitOfWork
 from orphan_scanner.domain.classify import ServerPath
 from orphan_scanner.service_layer.projection import OwnershipProjection
 from yovision_platform.consumer import EventRejected, InboundEvent
@@ -63,32 +63,35 @@ def ownership(**changes: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def store() -> InMemoryProjectionStore:
-    return InMemoryProjectionStore()
+def uow() -> InMemoryOrphanUnitOfWork:
+    """The consumer's transaction (its unit of work, joined by the use case)."""
+    return InMemoryOrphanUnitOfWork()
 
 
-async def test_device_events_follow_the_latest_version(store: InMemoryProjectionStore) -> None:
+async def test_device_events_follow_the_latest_version(uow: InMemoryOrphanUnitOfWork) -> None:
     projection = OwnershipProjection()
-    await projection.apply(store, inbound("DeviceRegistered", device("enabled", 1)))
-    assert await store.claimed_paths([CAM]) == {CAM}
-    await projection.apply(store, inbound("DeviceDesiredStateChanged", device("disabled", 2)))
-    assert await store.claimed_paths([CAM]) == set()
-    await projection.apply(store, inbound("DeviceConfigChanged", device("enabled", 1)))  # replayed, older
-    assert await store.claimed_paths([CAM]) == set()
-    await projection.apply(store, inbound("DeviceConfigChanged", device("enabled", 3, path_name="cam-2")))
-    assert await store.claimed_paths([CAM, ServerPath("mtx-a", "cam-2")]) == {ServerPath("mtx-a", "cam-2")}
+    await projection.apply(uow, inbound("DeviceRegistered", device("enabled", 1)))
+    assert await uow.projection.claimed_paths([CAM]) == {CAM}
+    await projection.apply(uow, inbound("DeviceDesiredStateChanged", device("disabled", 2)))
+    assert await uow.projection.claimed_paths([CAM]) == set()
+    await projection.apply(uow, inbound("DeviceConfigChanged", device("enabled", 1)))  # replayed, older
+    assert await uow.projection.claimed_paths([CAM]) == set()
+    await projection.apply(uow, inbound("DeviceConfigChanged", device("enabled", 3, path_name="cam-2")))
+    assert await uow.projection.claimed_paths([CAM, ServerPath("mtx-a", "cam-2")]) == {
+        ServerPath("mtx-a", "cam-2")
+    }
 
 
-async def test_ownership_events_record_evidence_per_server(store: InMemoryProjectionStore) -> None:
+async def test_ownership_events_record_evidence_per_server(uow: InMemoryOrphanUnitOfWork) -> None:
     projection = OwnershipProjection()
-    await projection.apply(store, inbound("PathOwnershipRecorded", ownership()))
-    await projection.apply(store, inbound("PathOwnershipRecorded", ownership(media_server_id=None)))
+    await projection.apply(uow, inbound("PathOwnershipRecorded", ownership()))
+    await projection.apply(uow, inbound("PathOwnershipRecorded", ownership(media_server_id=None)))
     default = ServerPath("default", "cam-1")
-    assert await store.last_owners([CAM, default, ServerPath("mtx-b", "cam-1")]) == {
+    assert await uow.projection.last_owners([CAM, default, ServerPath("mtx-b", "cam-1")]) == {
         CAM: DEVICE,
         default: DEVICE,
     }
-    assert await store.claimed_paths([CAM]) == set()  # evidence is not a claim
+    assert await uow.projection.claimed_paths([CAM]) == set()  # evidence is not a claim
 
 
 @pytest.mark.parametrize(
@@ -110,9 +113,9 @@ async def test_ownership_events_record_evidence_per_server(store: InMemoryProjec
     ],
 )
 async def test_anything_else_is_rejected_and_writes_nothing(
-    store: InMemoryProjectionStore, event_type: str, record: dict[str, Any], source: str, code: str
+    uow: InMemoryOrphanUnitOfWork, event_type: str, record: dict[str, Any], source: str, code: str
 ) -> None:
     with pytest.raises(EventRejected) as rejected:
-        await OwnershipProjection().apply(store, inbound(event_type, record, source))
+        await OwnershipProjection().apply(uow, inbound(event_type, record, source))
     assert rejected.value.code == code
-    assert (dict(store.claims), dict(store.evidence)) == ({}, {})
+    assert (dict(uow.projection.claims), dict(uow.projection.evidence), uow.commits) == ({}, {}, 0)

@@ -2,8 +2,8 @@
 `tests/ports/orphan_scanner/`): the scanner and the apply built as `entrypoints.main.build` builds them,
 over one fake database, fake MediaMTX servers, a fake projection progress and a fake apply lock.
 
-`World.stale` / `World.live` put into the projection what Sense's events would (a device that owned a path
-and is now disabled / is enabled), through the projection store port.
+`World.stale` / `World.live` feed the projection use case the Sense events (Avro-encoded, decoded) of a
+device that owned a path and is now disabled / is enabled.
 """
 
 from __future__ import annotations
@@ -25,12 +25,15 @@ from orphan_scanner.adapters.memory import (
 )
 from orphan_scanner.domain.classify import ServerPath
 from orphan_scanner.domain.inputs import confirmation_text
-from orphan_scanner.domain.records import COUNTED_OUTCOMES, DeviceClaim, OwnershipEvidence
+from orphan_scanner.domain.records import COUNTED_OUTCOMES
 from orphan_scanner.service_layer.apply import ApplyResult, ApplyService
 from orphan_scanner.service_layer.events import OrphanEvents
 from orphan_scanner.service_layer.metrics import OrphanMetrics, ScanTrigger
+from orphan_scanner.service_layer.projection import OwnershipProjection
 from orphan_scanner.service_layer.scanner import Scanner, ScanReport
 from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.consumer import InboundEvent
+from yovision_platform.events import EventRecord, build_event
 from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
 
 SERDE = AvroSerde(SchemaRegistry.load())
@@ -39,16 +42,86 @@ DEADLINE_SECONDS = 5.0
 CATCH_UP_TIMEOUT_SECONDS = 0.05
 
 
+class SenseEvents:
+    """Sense-shaped device and ownership events, built with Sense's catalogue contracts, and the two
+    scenarios the tests need (`stale`, `live`); a subclass delivers each event (`deliver`): to Kafka in the
+    integration tests, straight to the projection use case here."""
+
+    serde: AvroSerde = SERDE
+
+    def __init__(self) -> None:
+        self._versions: dict[uuid.UUID, int] = {}
+
+    async def deliver(self, event: EventRecord) -> None:
+        raise NotImplementedError
+
+    async def device(
+        self,
+        device_id: uuid.UUID,
+        path_name: str,
+        desired_state: str,
+        *,
+        event_type: str | None = None,
+        server: str | None = None,
+    ) -> None:
+        """A device event; `server` None is an event from before several servers (no server id)."""
+        version = self._versions[device_id] = self._versions.get(device_id, 0) + 1
+        payload: dict[str, object] = {
+            "device_id": str(device_id),
+            "tenant_id": "tenant-a",
+            "site_id": "site-1",
+            "name": f"camera {path_name}",
+            "path_name": path_name,
+            "media_server_id": server,
+            "desired_state": desired_state,
+            "config_version": version,
+        }
+        kind = event_type or ("DeviceRegistered" if version == 1 else "DeviceDesiredStateChanged")
+        if kind == "DeviceDesiredStateChanged":
+            payload["previous_desired_state"] = "disabled" if desired_state == "enabled" else "enabled"
+        await self.deliver(build_event(self.serde, kind, str(device_id), payload, "sense"))
+
+    async def ownership(self, path_name: str, device_id: uuid.UUID, *, server: str | None = None) -> None:
+        """Ownership evidence; `server` None is evidence from before several servers (id `default`)."""
+        now = datetime.now(UTC)
+        payload = {
+            "path_name": path_name,
+            "media_server_id": server,
+            "device_id": str(device_id),
+            "tenant_id": "tenant-a",
+            "site_id": "site-1",
+            "first_seen_at": now,
+            "last_seen_at": now,
+        }
+        await self.deliver(build_event(self.serde, "PathOwnershipRecorded", path_name, payload, "sense"))
+
+    async def stale(self, path_name: str, *, server: str | None = None) -> uuid.UUID:
+        """A path Sense owned for a device that is now disabled."""
+        device_id = uuid.uuid4()
+        await self.device(device_id, path_name, "enabled", server=server)
+        await self.ownership(path_name, device_id, server=server)
+        await self.device(device_id, path_name, "disabled", server=server)
+        return device_id
+
+    async def live(self, path_name: str, *, server: str | None = None) -> uuid.UUID:
+        """A path of an enabled device that Sense configured."""
+        device_id = uuid.uuid4()
+        await self.device(device_id, path_name, "enabled", server=server)
+        await self.ownership(path_name, device_id, server=server)
+        return device_id
+
+
 @dataclass
-class World:
+class World(SenseEvents):
     servers: dict[str, InMemoryMediaMtx]
     db: InMemoryOrphanUnitOfWork = field(default_factory=InMemoryOrphanUnitOfWork)
     progress: InMemoryProjectionProgress = field(default_factory=InMemoryProjectionProgress)
     lock: InMemoryApplyLock = field(default_factory=InMemoryApplyLock)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
-    _versions: dict[uuid.UUID, int] = field(default_factory=dict)
+    projection: OwnershipProjection = field(default_factory=OwnershipProjection)
 
     def __post_init__(self) -> None:
+        super().__init__()
         # the platform's fleet (the `MediaServers` adapter) over fake servers
         self.fleet: MediaFleet[Any] = MediaFleet(self.servers)
         self.metrics = OrphanMetrics(self.registry, self.fleet.ids)
@@ -83,55 +156,13 @@ class World:
         """The single server (id `default`)."""
         return self.servers[SINGLE_MEDIA_SERVER_ID]
 
-    # --- what Sense's events put into the projection -----------------------------------------------------
-
-    async def device(
-        self, device_id: uuid.UUID, path_name: str, desired_state: str, *, server: str | None = None
-    ) -> None:
-        version = self._versions.get(device_id, 0) + 1
-        self._versions[device_id] = version
-        claim = DeviceClaim(
-            device_id=device_id,
-            tenant_id="tenant-a",
-            site_id="site-1",
-            path_name=path_name,
-            media_server_id=server,
-            desired_state=desired_state,
-            config_version=version,
-            event_id=uuid.uuid4(),
-            occurred_at=datetime.now(UTC),
+    async def deliver(self, event: EventRecord) -> None:
+        """What the projection consumer does with a Sense event, without Kafka: decode, apply."""
+        record = SERDE.decode(event.value).record
+        inbound = InboundEvent(
+            event.source_system, event.event_id, event.event_type, record, b"", event.topic, 0, 0, None
         )
-        async with self.db as uow:
-            await uow.projection.apply_claim(claim)
-
-    async def ownership(self, path_name: str, device_id: uuid.UUID, *, server: str | None = None) -> None:
-        now = datetime.now(UTC)
-        evidence = OwnershipEvidence(
-            path_name=path_name,
-            media_server_id=server or SINGLE_MEDIA_SERVER_ID,
-            device_id=device_id,
-            tenant_id="tenant-a",
-            site_id="site-1",
-            first_seen_at=now,
-            last_seen_at=now,
-        )
-        async with self.db as uow:
-            await uow.projection.record_ownership(evidence)
-
-    async def stale(self, path_name: str, *, server: str | None = None) -> uuid.UUID:
-        """A path Sense owned for a device that is now disabled."""
-        device_id = uuid.uuid4()
-        await self.device(device_id, path_name, "enabled", server=server)
-        await self.ownership(path_name, device_id, server=server)
-        await self.device(device_id, path_name, "disabled", server=server)
-        return device_id
-
-    async def live(self, path_name: str, *, server: str | None = None) -> uuid.UUID:
-        """A path of an enabled device that Sense configured."""
-        device_id = uuid.uuid4()
-        await self.device(device_id, path_name, "enabled", server=server)
-        await self.ownership(path_name, device_id, server=server)
-        return device_id
+        await self.projection.apply(self.db, inbound)
 
     # --- the operator's commands ------------------------------------------------------------------------
 

@@ -145,7 +145,7 @@ class _Scan:
     status: str
     error_code: str | None
     created_at: datetime
-    counts: Mapping[PathClass, int] | None
+    counts: Mapping[PathClass, int]  # empty: a failed scan
     candidates: tuple[tuple[ServerPath, uuid.UUID], ...]
     unowned: tuple[ServerPath, ...]
     server_counts: Mapping[str, Mapping[PathClass, int]]
@@ -170,6 +170,9 @@ class StoredApplyRun:
 
     run: ApplyRun
     end: ApplyEnd = RUNNING
+
+
+_COUNT_FIELDS = tuple(f"{cls}_count" for cls in PathClass)
 
 
 class InMemoryReportStore:
@@ -202,7 +205,7 @@ class InMemoryReportStore:
         return scan.created_at, scan.created_at + REPORT_VALIDITY
 
     async def insert_failed(self, report: NewReport, error_code: str) -> datetime:
-        scan = _Scan(report.scan_id, report.trigger, "failed", error_code, self.now(), None, (), (), {})
+        scan = _Scan(report.scan_id, report.trigger, "failed", error_code, self.now(), {}, (), (), {})
         self._insert(scan)
         return scan.created_at
 
@@ -215,19 +218,16 @@ class InMemoryReportStore:
         scan = self.scans.get(scan_id)
         if scan is None:
             return None
-        counts = scan.counts or {}
+        counted = {f"{cls}_count": n for cls, n in scan.counts.items()} or dict.fromkeys(_COUNT_FIELDS)
         return StoredReport(
-            scan_id=scan.scan_id,
-            trigger=scan.trigger,
-            status=scan.status,
-            error_code=scan.error_code,
-            created_at=scan.created_at,
+            **{
+                name: getattr(scan, name)
+                for name in ("scan_id", "trigger", "status", "error_code", "created_at")
+            },
+            **counted,
             expires_at=scan.created_at + REPORT_VALIDITY,
             age_ms=await self.report_age_ms(scan_id),
-            observed_total=sum(counts.values()) if scan.counts else None,
-            in_use_count=counts.get(PathClass.IN_USE),
-            owned_stale_count=counts.get(PathClass.OWNED_STALE),
-            unowned_count=counts.get(PathClass.UNOWNED),
+            observed_total=sum(scan.counts.values()) if scan.counts else None,
             candidates=dict(scan.candidates),
             unowned=list(scan.unowned),
             server_totals={server: sum(c.values()) for server, c in sorted(scan.server_counts.items())},

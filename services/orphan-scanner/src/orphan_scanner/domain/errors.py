@@ -11,7 +11,8 @@ picks its exit code by family (`InvalidInput` 2, `ApplyRefused` and `ScanLeaseBu
     ├── ScanLeaseBusy     scan_lease_busy                                            409
     └── ScanFailed        lease_lost | mediamtx_* (the enumeration's code)           503
     ReportNotFound        not_found                                                  404  (read API)
-    InvalidReportCursor   invalid_cursor                                             400  (read API)
+
+The read API's `400 invalid_cursor` is the platform's `yovision_platform.paging.InvalidCursor`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ __all__ = [
     "ApplyInProgress",
     "ApplyRefused",
     "InvalidInput",
-    "InvalidReportCursor",
     "ReportNotFound",
     "ScanError",
     "ScanFailed",
@@ -101,8 +101,3 @@ class ScanFailed(ScanError):
 class ReportNotFound(ServiceError):
     code = "not_found"
     status = 404
-
-
-class InvalidReportCursor(ServiceError):
-    code = "invalid_cursor"
-    status = 400

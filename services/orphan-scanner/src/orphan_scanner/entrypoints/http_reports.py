@@ -17,14 +17,12 @@ from fastapi import APIRouter, FastAPI, Query
 from pydantic import BaseModel, Field
 
 from orphan_scanner.domain import limits
-from orphan_scanner.domain.errors import InvalidReportCursor
 from orphan_scanner.domain.gate import FleetGateInput, check_fleet_gate, ratio_allows, report_expired
 from orphan_scanner.domain.inputs import apply_command, confirmation_text
 from orphan_scanner.domain.records import ReportPosition, ReportSummary, StoredReport
 from orphan_scanner.service_layer.reports import ReportQueries
 from yovision_platform import paging
 from yovision_platform.auth import Caller, TokenVerifier, use_token_verifier
-from yovision_platform.paging import InvalidCursor
 from yovision_platform.problems import Problem
 
 READ_PERMISSION = "orphan:read"
@@ -122,11 +120,8 @@ def encode_cursor(position: ReportPosition) -> str:
 
 
 def decode_cursor(cursor: str) -> ReportPosition:
-    """InvalidReportCursor (400 invalid_cursor) for any text `encode_cursor` did not make."""
-    try:
-        return ReportPosition(*paging.decode_cursor(cursor, uuid.UUID))
-    except InvalidCursor:
-        raise InvalidReportCursor() from None
+    """`paging.InvalidCursor` (400 invalid_cursor) for any text `encode_cursor` did not make."""
+    return ReportPosition(*paging.decode_cursor(cursor, uuid.UUID))
 
 
 def _server_gate(server: str, candidates: int, total: int) -> ServerGate:

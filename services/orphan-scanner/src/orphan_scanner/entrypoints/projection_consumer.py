@@ -1,11 +1,11 @@
 """The projection consumer: the platform's IdempotentConsumer over Sense's device and path-ownership topics,
-each event applied by the projection use case to the projection store of the consumer's transaction."""
+each event applied by the projection use case in the consumer's own transaction (a joined unit of work)."""
 
 from __future__ import annotations
 
 import asyncpg
 
-from orphan_scanner.adapters.projection_store import PostgresProjectionStore
+from orphan_scanner.adapters.unit_of_work import PostgresOrphanUnitOfWork
 from orphan_scanner.service_layer.projection import OwnershipProjection
 from yovision_platform.avro import AvroSerde
 from yovision_platform.consumer import ConsumerMetrics, IdempotentConsumer, InboundEvent
@@ -24,7 +24,7 @@ def projection_consumer(
     projection = OwnershipProjection()
 
     async def handle(conn: DbConnection, event: InboundEvent) -> None:
-        await projection.apply(PostgresProjectionStore(conn, schema), event)
+        await projection.apply(PostgresOrphanUnitOfWork.joining(conn, schema), event)
 
     return IdempotentConsumer(
         pool, schema, consumer_group=consumer_group, decode=serde.decode, handler=handle, metrics=metrics

@@ -228,15 +228,16 @@ class ApplyService:
     async def _delete_one(
         self, result: ApplyResult, report: StoredReport, path: ServerPath, actor: str
     ) -> None:
+        item = PathDisposition(report.scan_id, result.apply_id, actor, path, Outcome.ATTEMPTING.value)
         async with self._uow() as uow:
             claimed = bool(await uow.projection.claimed_paths([path]))
             if claimed:
-                await self._write_outcome(uow, result, report, path, Outcome.SKIPPED_NOT_STALE, None, actor)
+                item = replace(item, outcome=Outcome.SKIPPED_NOT_STALE.value)
+                await self._write_outcome(uow, report, item)
             else:  # committed before the DELETE is sent: a crash after it leaves `attempting` behind
-                attempting = PathDisposition(report.scan_id, result.apply_id, actor, path, Outcome.ATTEMPTING)
-                await uow.reports.record_disposition(attempting)
+                await uow.reports.record_disposition(item)
         if claimed:
-            result.items.append(ItemOutcome(path, Outcome.SKIPPED_NOT_STALE.value))
+            result.items.append(ItemOutcome(path, item.outcome))
             return
         try:
             existed = await self._mediamtx.client(path.media_server_id).delete_path(path.path_name)
@@ -258,38 +259,26 @@ class ApplyService:
         actor: str,
     ) -> None:
         """The path's outcome and its PathDisposed event, in one transaction."""
+        item = PathDisposition(report.scan_id, result.apply_id, actor, path, outcome.value, error_code)
         async with self._uow() as uow:
-            await self._write_outcome(uow, result, report, path, outcome, error_code, actor)
-        result.items.append(ItemOutcome(path, outcome.value, error_code))
+            await self._write_outcome(uow, report, item)
+        result.items.append(ItemOutcome(path, item.outcome, error_code))
 
     async def _write_outcome(
-        self,
-        uow: OrphanUnitOfWork,
-        result: ApplyResult,
-        report: StoredReport,
-        path: ServerPath,
-        outcome: Outcome,
-        error_code: str | None,
-        actor: str,
+        self, uow: OrphanUnitOfWork, report: StoredReport, item: PathDisposition
     ) -> None:
-        await uow.reports.record_disposition(
-            PathDisposition(report.scan_id, result.apply_id, actor, path, outcome.value, error_code)
-        )
-        device = report.candidates.get(path)
+        await uow.reports.record_disposition(item)
+        device = report.candidates.get(item.path)
+        payload = {
+            "path_name": item.path.path_name,
+            "media_server_id": item.path.media_server_id,
+            "device_id": str(device) if device else None,
+            "actor": item.actor,
+            "outcome": item.outcome,
+            "error_code": item.error_code,
+        }
         await uow.outbox.enqueue(
-            self._events.message(
-                "PathDisposed",
-                report.scan_id,
-                {
-                    "path_name": path.path_name,
-                    "media_server_id": path.media_server_id,
-                    "device_id": str(device) if device else None,
-                    "actor": actor,
-                    "outcome": outcome.value,
-                    "error_code": error_code,
-                },
-                correlation_id=result.apply_id,
-            )
+            self._events.message("PathDisposed", report.scan_id, payload, correlation_id=item.apply_id)
         )
 
     async def _block(self, result: ApplyResult, actor: str, block: GateBlock) -> ApplyResult:

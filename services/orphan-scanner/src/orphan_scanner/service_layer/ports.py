@@ -16,20 +16,9 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Protocol
 
+from orphan_scanner.domain import records
 from orphan_scanner.domain.classify import Classification, ServerPath
 from orphan_scanner.domain.gate import BlockReason
-from orphan_scanner.domain.records import (
-    ApplyEnd,
-    ApplyRun,
-    DeviceClaim,
-    Disposition,
-    NewReport,
-    OwnershipEvidence,
-    PathDisposition,
-    ReportPosition,
-    ReportSummary,
-    StoredReport,
-)
 from yovision_platform.leases import Lease
 from yovision_platform.unit_of_work import UnitOfWork
 
@@ -50,12 +39,12 @@ __all__ = [
 class ProjectionStore(Protocol):
     """Sense's device claims and path-ownership evidence, per MediaMTX server."""
 
-    async def apply_claim(self, claim: DeviceClaim) -> None:
+    async def apply_claim(self, claim: records.DeviceClaim) -> None:
         """Upsert the device's claim; a claim with an older `config_version` than the stored one changes
         nothing (an equal one replaces it)."""
         ...
 
-    async def record_ownership(self, evidence: OwnershipEvidence) -> None:
+    async def record_ownership(self, evidence: records.OwnershipEvidence) -> None:
         """Upsert per (server, path, device): `first_seen_at` only moves earlier, `last_seen_at` later."""
         ...
 
@@ -75,15 +64,15 @@ class ReportStore(Protocol):
     are the store's clock (the database's)."""
 
     async def insert_complete(
-        self, report: NewReport, classification: Classification, media_servers: tuple[str, ...]
+        self, report: records.NewReport, classification: Classification, media_servers: tuple[str, ...]
     ) -> tuple[datetime, datetime]:
         """A usable report, its findings and counts for every one of `media_servers` (and any server with a
         path); returns (created_at, expires_at = created_at + 15 min)."""
         ...
 
-    async def insert_failed(self, report: NewReport, error_code: str) -> datetime: ...
+    async def insert_failed(self, report: records.NewReport, error_code: str) -> datetime: ...
 
-    async def load(self, scan_id: uuid.UUID) -> StoredReport | None: ...
+    async def load(self, scan_id: uuid.UUID) -> records.StoredReport | None: ...
 
     async def report_age_ms(self, scan_id: uuid.UUID) -> int:
         """The report's age now, in whole milliseconds."""
@@ -93,15 +82,15 @@ class ReportStore(Protocol):
         """Delete up to `limit` reports older than that which no apply used; returns how many."""
         ...
 
-    async def start_apply(self, run: ApplyRun) -> None:
+    async def start_apply(self, run: records.ApplyRun) -> None:
         """The apply run, `running`; a second start of the same id changes nothing."""
         ...
 
-    async def finish_apply(self, apply_id: uuid.UUID, end: ApplyEnd) -> None: ...
+    async def finish_apply(self, apply_id: uuid.UUID, end: records.ApplyEnd) -> None: ...
 
-    async def dispositions(self, scan_id: uuid.UUID) -> dict[ServerPath, Disposition]: ...
+    async def dispositions(self, scan_id: uuid.UUID) -> dict[ServerPath, records.Disposition]: ...
 
-    async def record_disposition(self, disposition: PathDisposition) -> None:
+    async def record_disposition(self, disposition: records.PathDisposition) -> None:
         """Insert or replace the path's disposition, except a final one (kept as it is). `attempts` counts
         the apply runs that recorded it."""
         ...
@@ -148,13 +137,13 @@ UnitOfWorkFactory = Callable[[], OrphanUnitOfWork]
 class ReportReader(Protocol):
     """The read API's view of the reports."""
 
-    async def page(self, limit: int, after: ReportPosition | None) -> list[ReportSummary]:
+    async def page(self, limit: int, after: records.ReportPosition | None) -> list[records.ReportSummary]:
         """Up to `limit` reports, newest first by (created_at, scan_id), after `after`."""
         ...
 
     async def latest_complete(self) -> uuid.UUID | None: ...
 
-    async def load(self, scan_id: uuid.UUID) -> StoredReport | None: ...
+    async def load(self, scan_id: uuid.UUID) -> records.StoredReport | None: ...
 
 
 class ApplyLock(Protocol):
