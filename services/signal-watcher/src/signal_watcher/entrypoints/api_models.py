@@ -9,11 +9,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from signal_watcher.adapters.repository import CheckRow, WatcherRecord
 from signal_watcher.domain import model as rules
 from signal_watcher.domain.masking import body_length, mask_headers
 from signal_watcher.domain.model import MAX_HEADERS, CompareMode, Method, Status
+from signal_watcher.domain.records import CheckRow, WatcherRecord
 from signal_watcher.domain.ssrf import PORT_MAX, PORT_MIN, URL_MAX_CHARS, URL_PATTERN
+from signal_watcher.service_layer.watchers import Preview
 from yovision_platform.web import JsonInt
 
 __all__ = [
@@ -206,17 +207,7 @@ class CheckOut(BaseModel):
 
     @classmethod
     def of(cls, row: CheckRow) -> CheckOut:
-        return cls(
-            id=row.id,
-            checked_at=row.checked_at,
-            http_status=row.http_status,
-            value_hash=row.value_hash,
-            changed=row.changed,
-            trigger_id=row.trigger_id,
-            error_code=row.error_code,
-            duration_ms=row.duration_ms,
-            warning=row.warning,
-        )
+        return cls.model_validate(row, from_attributes=True)
 
 
 class CheckPage(BaseModel):
@@ -239,3 +230,18 @@ class TestResultOut(BaseModel):
     would_change: bool
     is_baseline: bool
     sample: str | None
+
+    @classmethod
+    def of(cls, preview: Preview) -> TestResultOut:
+        result, judged = preview.result, preview.result.judged
+        return cls(
+            ok=judged is not None,
+            error_code=result.error_code,
+            http_status=result.http_status,
+            duration_ms=result.duration_ms,
+            value_hash=judged.value_hash if judged else None,
+            value_excerpt=judged.excerpt if judged else None,
+            would_change=preview.would_change,
+            is_baseline=preview.is_baseline,
+            sample=result.sample,
+        )
