@@ -133,9 +133,9 @@ class WatcherOut(BaseModel):
     status: Status
     has_baseline: bool
     last_checked_at: datetime | None
-    last_changed_at: datetime | None
-    consecutive_failures: int
-    next_check_at: datetime
+    last_changed_at: datetime | None = Field(description="The last check whose judged value changed.")
+    consecutive_failures: int = Field(description="Failed checks since the last success (the 5th disables).")
+    next_check_at: datetime = Field(description="When it is due (the interval, or the failure backoff).")
     created_at: datetime
     updated_at: datetime
 
@@ -195,15 +195,17 @@ class AdminWatcherPage(BaseModel):
 
 
 class CheckOut(BaseModel):
+    """One check of the watcher: a judged value, or a failure with its stable code."""
+
     id: uuid.UUID
-    checked_at: datetime
-    http_status: int | None
-    value_hash: str | None
-    changed: bool
-    trigger_id: uuid.UUID | None
-    error_code: str | None
-    duration_ms: int | None
-    warning: str | None
+    checked_at: datetime = Field(description="When the check was written (the database clock).")
+    http_status: int | None = Field(description="The target's status; null when no response arrived.")
+    value_hash: str | None = Field(description="SHA-256 (hex) of the judged value; null on a failure.")
+    changed: bool = Field(description="The judged value differs from the baseline: a run was triggered.")
+    trigger_id: uuid.UUID | None = Field(description="The triggered run's id (in `WatcherTriggered`).")
+    error_code: str | None = Field(description="The stable failure code (`timeout`, `redirect`, ...).")
+    duration_ms: int | None = Field(description="How long the probe took; null when no response arrived.")
+    warning: str | None = Field(description="`TRIGGER_RATE_LIMITED`: the fifth or later run within an hour.")
 
     @classmethod
     def of(cls, row: CheckRow) -> CheckOut:
