@@ -11,9 +11,7 @@ Retry-After) the platform's problem handlers answer them with.
     │   ├── NotActive                 watcher_not_active
     │   └── StoredBodyNeedsPost       stored_body_requires_post
     ├── CheckTooSoon             429  check_too_soon (Retry-After: CHECK_NOW_MIN_SPACING_SECONDS)
-    ├── BadPageRequest           400
-    │   ├── BadCursor                 invalid_cursor
-    │   └── CursorWithOffset          cursor_with_offset
+    ├── CursorWithOffset         400  cursor_with_offset
     └── SecretsUnreadable        500  secret_unreadable, secret_key_unknown
 """
 
@@ -23,8 +21,6 @@ from yovision_platform.errors import ServiceError
 
 __all__ = [
     "CHECK_NOW_MIN_SPACING_SECONDS",
-    "BadCursor",
-    "BadPageRequest",
     "CheckTooSoon",
     "Conflict",
     "CursorWithOffset",
@@ -102,17 +98,12 @@ class CheckTooSoon(ServiceError):
     retry_after = CHECK_NOW_MIN_SPACING_SECONDS
 
 
-class BadPageRequest(ServiceError):
-    code = "invalid_page_request"
+class CursorWithOffset(ServiceError):
+    """`cursor` came with a non-zero `offset` (the deprecated way to page). A cursor that is not one is
+    the platform's `yovision_platform.paging.InvalidCursor` (400 `invalid_cursor`)."""
+
+    code = "cursor_with_offset"
     status = 400
-
-
-class BadCursor(BadPageRequest):
-    code = "invalid_cursor"  # `cursor` is not a cursor of this list
-
-
-class CursorWithOffset(BadPageRequest):
-    code = "cursor_with_offset"  # `cursor` came with a non-zero (deprecated) `offset`
 
 
 class SecretsUnreadable(ServiceError):

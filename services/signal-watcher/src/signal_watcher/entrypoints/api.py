@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 
-from signal_watcher.domain.errors import CHECK_NOW_MIN_SPACING_SECONDS, BadCursor, CursorWithOffset
+from signal_watcher.domain.errors import CHECK_NOW_MIN_SPACING_SECONDS, CursorWithOffset
 from signal_watcher.domain.model import Header, Status, WatcherSpec
 from signal_watcher.domain.records import Position
 from signal_watcher.entrypoints.api_models import (
@@ -30,7 +30,7 @@ from signal_watcher.entrypoints.api_models import (
 )
 from signal_watcher.service_layer.watchers import Watchers
 from yovision_platform.auth import BearerToken, Identity, TokenVerifier
-from yovision_platform.paging import InvalidCursor, cursor_query, decode_cursor, encode_cursor
+from yovision_platform.paging import cursor_query, decode_cursor, encode_cursor
 from yovision_platform.web import create_app, exclusive_parameters
 
 __all__ = ["ADMIN_PERMISSION", "PAGE_MAX_ITEMS", "ApiDeps", "install_api", "openapi_document"]
@@ -74,10 +74,7 @@ def _position(cursor: str | None, offset: int) -> Position | None:
         return None
     if offset:
         raise CursorWithOffset()
-    try:
-        return decode_cursor(cursor, uuid.UUID)
-    except InvalidCursor:
-        raise BadCursor() from None
+    return decode_cursor(cursor, uuid.UUID)  # InvalidCursor: 400 invalid_cursor
 
 
 def _cursor(position: Position | None) -> str | None:
