@@ -27,8 +27,9 @@ from bell_receiver.adapters.audit_trail import PostgresAuditTrail
 from bell_receiver.domain.audit import AuditRow, Channel
 from media_worker.adapters.repository import MediaRepository
 from signal_watcher.adapters.crypto import SecretCipher
-from signal_watcher.adapters.repository import CheckRow, WatcherRepository
+from signal_watcher.adapters.repository import PostgresCheckStore, PostgresWatcherStore
 from signal_watcher.domain.model import CompareMode, Method, Status, WatcherSpec
+from signal_watcher.domain.records import CheckRow
 from signal_watcher.settings import LEGACY_KEY_ID
 from yovision_platform.db import Identifier
 from yovision_platform.encryption import EncryptionKeyRing
@@ -219,19 +220,23 @@ async def seed_watchers(env: LocalEnvironment, total: int, seeded: Seeded) -> No
         active_setting=setting,
         accept_legacy=True,
     )
-    repo = WatcherRepository(Identifier(schema_of(env, "signal-watcher")), SecretCipher(ring))
+    schema = Identifier(schema_of(env, "signal-watcher"))
     spec = WatcherSpec(
         "price watch", "agent-1", "https://shop.example.com/item", Method.GET,
         (), None, 60, CompareMode.HASH, None, "Price changed: {diff}",
     )  # fmt: skip
     conn = await asyncpg.connect(dsn_of(env, "signal-watcher"))
+    watchers, checks = (
+        PostgresWatcherStore(conn, schema, SecretCipher(ring)),
+        PostgresCheckStore(conn, schema),
+    )
     try:
         per_user = total // WATCHER_USERS
         for user in range(WATCHER_USERS):
             async with conn.transaction():
                 for _ in range(per_user):
-                    record = await repo.insert(conn, bench_user(user), spec)
-                    await repo.set_status(conn, bench_user(user), record.id, Status.PAUSED)
+                    record = await watchers.insert(bench_user(user), spec)
+                    await watchers.set_status(bench_user(user), record.id, Status.PAUSED)
                     if not seeded.watcher_of_checks:
                         seeded.watcher_of_checks = str(record.id)
         watcher = uuid.UUID(seeded.watcher_of_checks)
@@ -239,8 +244,7 @@ async def seed_watchers(env: LocalEnvironment, total: int, seeded: Seeded) -> No
         async with conn.transaction():
             for n in range(CHECKS_OF_ONE_WATCHER):
                 failed = n % 17 == 0
-                await repo.insert_check(
-                    conn,
+                await checks.insert(
                     CheckRow(
                         uuid.uuid4(), watcher, start + timedelta(hours=n), None if failed else 200,
                         None if failed else f"{n // 10:064x}", n % 10 == 0 and not failed, None,
