@@ -155,7 +155,7 @@ async def test_report_age_boundary(offset: timedelta, allowed: bool) -> None:
     w = world()
     stale_names = await seed(w, total=10, stale=1)
     report = await w.report()
-    w.db.reports.age(report.scan_id, FIFTEEN_MINUTES + offset)
+    w.db.clock.advance(FIFTEEN_MINUTES + offset)
     before = set(w.mediamtx.paths)
     result = await w.apply_report(report)
     if allowed:
@@ -188,7 +188,7 @@ async def test_a_finished_apply_rerun_after_expiry_reports_its_results() -> None
     await seed(w, total=10, stale=1)
     report = await w.report()
     assert (await w.apply_report(report)).status is ApplyStatus.COMPLETED
-    w.db.reports.age(report.scan_id, timedelta(hours=1))
+    w.db.clock.advance(timedelta(hours=1))
     rerun = await w.apply_report(report)
     assert rerun.status is ApplyStatus.COMPLETED
     assert [(i.path.path_name, i.outcome, i.earlier) for i in rerun.items] == [

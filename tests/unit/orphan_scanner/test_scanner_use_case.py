@@ -94,9 +94,9 @@ async def test_a_periodic_scan_is_due_again_after_the_interval() -> None:
     w = world(paths=["hand-1"])
     periodic = w.new_scanner("scanner-1", interval_seconds=1)
     assert await periodic.scan(ScanTrigger.PERIODIC) is not None
-    lease = w.db.scan_lease
-    assert lease.next_scan_at is not None
-    lease.next_scan_at -= timedelta(seconds=1)  # the interval has passed
+    w.db.clock.advance(timedelta(milliseconds=999))
+    assert await periodic.scan(ScanTrigger.PERIODIC) is None  # not quite due
+    w.db.clock.advance(timedelta(milliseconds=1))
     assert await periodic.scan(ScanTrigger.PERIODIC) is not None
 
 
@@ -194,10 +194,9 @@ async def test_a_periodic_scan_prunes_old_reports_no_apply_used() -> None:
     w = world(paths=["stale-1", *(f"hand-{i}" for i in range(9))])
     await w.stale("stale-1")
     used, unused = await w.report(), await w.report()
+    assert set(w.db.reports.scans) == {used.scan_id, unused.scan_id}
     assert (await w.apply_report(used)).status is ApplyStatus.COMPLETED
-    for report in (used, unused):
-        w.db.reports.age(report.scan_id, timedelta(hours=200))
-    w.db.scan_lease.next_scan_at = None  # the next periodic scan is due
+    w.db.clock.advance(timedelta(hours=200))  # both are older than the retention, the next scan is due
     periodic = w.new_scanner("scanner-2", retention_hours=168)
     fresh = await periodic.scan(ScanTrigger.PERIODIC)
     assert fresh is not None

@@ -3,8 +3,9 @@ milliseconds. Each behaves as its real adapter does in everything a use case rel
 in `tests/ports/orphan_scanner/` run the same tests against both. The fakes are single-process and serial:
 they model one transaction at a time, not concurrent isolation or row locks.
 
-Times come from one clock (`now`, the wall clock by default), as the database's `now()` does; `age` and
-`expire` stand in for what tests do with an admin connection on PostgreSQL (age a report, expire a lease).
+Times come from one clock, the database's `now()` (`DatabaseClock`: fixed within a unit of work, later in
+the next); `age` and `expire` stand in for what tests do with an admin connection on PostgreSQL (age a
+report, expire a lease).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.classify import Classification, PathClass, ServerPath
@@ -44,6 +45,7 @@ from yovision_platform.unit_of_work import InMemoryUnitOfWork
 
 __all__ = [
     "Clock",
+    "DatabaseClock",
     "InMemoryApplyLock",
     "InMemoryMediaMtx",
     "InMemoryOrphanUnitOfWork",
@@ -57,12 +59,24 @@ __all__ = [
 K = TypeVar("K")
 V = TypeVar("V")
 Clock = Callable[[], datetime]
+TRANSACTION_TICK = timedelta(microseconds=1)
 REPORT_VALIDITY = timedelta(milliseconds=limits.REPORT_VALIDITY_MS)
 _MS = timedelta(milliseconds=1)
 
 
-def wall_clock() -> datetime:
-    return datetime.now(UTC)
+class DatabaseClock:
+    """PostgreSQL's `now()` for the fakes: it stands still within a unit of work, is a microsecond later in
+    the next one (`InMemoryOrphanUnitOfWork` moves it on entry) and moves further only when a test says
+    (`advance`)."""
+
+    def __init__(self) -> None:
+        self.current = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.current
+
+    def advance(self, by: timedelta) -> None:
+        self.current += by
 
 
 class Rows(Mapping[K, V], Generic[K, V]):
@@ -176,8 +190,8 @@ _COUNT_FIELDS = tuple(f"{cls}_count" for cls in PathClass)
 
 
 class InMemoryReportStore:
-    def __init__(self, now: Clock = wall_clock) -> None:
-        self.now = now
+    def __init__(self, now: Clock | None = None) -> None:
+        self.now = now or DatabaseClock()
         self.scans: Rows[uuid.UUID, _Scan] = Rows()
         self.runs: Rows[uuid.UUID, StoredApplyRun] = Rows()
         self.disposed: Rows[tuple[uuid.UUID, ServerPath], _Disposition] = Rows()
@@ -318,8 +332,8 @@ class InMemoryReportReader:
 
 
 class InMemoryScanLease:
-    def __init__(self, now: Clock = wall_clock) -> None:
-        self.now = now
+    def __init__(self, now: Clock | None = None) -> None:
+        self.now = now or DatabaseClock()
         self.next_scan_at: datetime | None = None  # None: due from the start (-infinity)
         self.lease: Lease | None = None
 
@@ -349,16 +363,22 @@ class InMemoryScanLease:
 
 
 class InMemoryOrphanUnitOfWork(InMemoryUnitOfWork):
-    """The fake unit of work; one instance is the whole database (`lambda: uow` is its factory)."""
+    """The fake unit of work; one instance is the whole database (`lambda: uow` is its factory), its
+    `clock` the database's."""
 
-    def __init__(self, now: Clock = wall_clock) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.reports = InMemoryReportStore(now)
+        self.clock = DatabaseClock()
+        self.reports = InMemoryReportStore(self.clock)
         self.projection = InMemoryProjectionStore()
-        self.scan_lease = InMemoryScanLease(now)
+        self.scan_lease = InMemoryScanLease(self.clock)
 
     def stores(self) -> Sequence[object]:
         return (self.reports, self.projection, self.scan_lease)
+
+    async def __aenter__(self) -> Self:
+        self.clock.advance(TRANSACTION_TICK)
+        return await super().__aenter__()
 
 
 class InMemoryApplyLock:

@@ -50,25 +50,22 @@ class ApplyRefused(ServiceError):
 
 
 class ScanNotFound(ApplyRefused):
+    """No report has this scan id."""
+
     code = "scan_not_found"
     status = 404
 
-    def __init__(self) -> None:
-        super().__init__(detail="no report has this scan id")
-
 
 class ScanNotUsable(ApplyRefused):
-    code = "scan_not_usable"
+    """The scan failed: run a new report."""
 
-    def __init__(self) -> None:
-        super().__init__(detail="the scan failed; run a new report")
+    code = "scan_not_usable"
 
 
 class ApplyInProgress(ApplyRefused):
-    code = "apply_in_progress"
+    """Another apply is running (one at a time)."""
 
-    def __init__(self) -> None:
-        super().__init__(detail="another apply is running")
+    code = "apply_in_progress"
 
 
 class ScanError(ServiceError):
@@ -79,11 +76,10 @@ class ScanError(ServiceError):
 
 
 class ScanLeaseBusy(ScanError):
+    """Another scan held the scan lease for longer than `report` waits."""
+
     code = "scan_lease_busy"
     status = 409
-
-    def __init__(self) -> None:
-        super().__init__(detail="another scan holds the scan lease")
 
 
 class ScanFailed(ScanError):
@@ -99,5 +95,7 @@ class ScanFailed(ScanError):
 
 
 class ReportNotFound(ServiceError):
+    """No report has this scan id, or no complete one exists yet."""
+
     code = "not_found"
     status = 404

@@ -33,7 +33,7 @@ from yovision_platform.auth import TokenVerifier
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.consumer import ConsumerMetrics
 from yovision_platform.db import Identifier
-from yovision_platform.media_servers import MediaFleet, MediaServer
+from yovision_platform.media_servers import MediaFleet
 from yovision_platform.mediamtx import MediaMtxApi
 from yovision_platform.service import ServiceContext, ServiceSpec
 from yovision_platform.service import main as run
@@ -52,12 +52,13 @@ class Components:
 
 def media_fleet(settings: OrphanScannerSettings) -> MediaFleet[MediaMtxApi]:
     """One client per registered MediaMTX server, each with its own credentials."""
-
-    def client(server: MediaServer) -> MediaMtxApi:
-        deadline = settings.mediamtx_deadline_seconds
-        return MediaMtxApi(server.api_url, deadline_seconds=deadline, credentials=server.credentials)
-
-    return MediaFleet.connect(settings.media_server_list, client)
+    deadline = settings.mediamtx_deadline_seconds
+    return MediaFleet(
+        {
+            server.id: MediaMtxApi(server.api_url, deadline_seconds=deadline, credentials=server.credentials)
+            for server in settings.media_server_list
+        }
+    )
 
 
 def build(
