@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from media_worker.domain.errors import MediaError
+from media_worker.domain.errors import InvalidUpload
 
 __all__ = [
     "COPY_BUFFER_BYTES",
@@ -220,7 +220,7 @@ class LocalStorage:
                 async for piece in body:
                     size += len(piece)
                     if limit_bytes is not None and size > limit_bytes:
-                        raise MediaError("chunk_size_mismatch")
+                        raise InvalidUpload("chunk_size_mismatch")
                     digest.update(piece)
                     out.write(piece)
                 out.flush()
@@ -247,9 +247,9 @@ class LocalStorage:
         partial, size, sha = await self._write_partial(target, body, limit_bytes=expected_bytes)
         try:
             if size != expected_bytes:
-                raise MediaError("chunk_size_mismatch")
+                raise InvalidUpload("chunk_size_mismatch")
             if expected_sha256 is not None and sha != expected_sha256.lower():
-                raise MediaError("chunk_checksum_mismatch")
+                raise InvalidUpload("chunk_checksum_mismatch")
             await self._commit(partial, target)
         finally:
             _unlink_quietly(partial)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import asyncpg
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 from fastapi.responses import FileResponse, JSONResponse
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import ClientDisconnect
 
@@ -26,11 +27,23 @@ from media_worker.adapters.listing import MediaListing
 from media_worker.adapters.repository import MediaRepository
 from media_worker.adapters.storage import Storage
 from media_worker.domain.drain import drain_verdict
-from media_worker.domain.errors import STATUS_BY_CODE, MediaError
+from media_worker.domain.errors import (
+    ChunkSlotsBusy,
+    Draining,
+    InsufficientStorage,
+    InvalidListingCursor,
+    InvalidUpload,
+    LengthRequired,
+    MediaRefusal,
+    MergeInProgress,
+    NotFound,
+    NotRetryable,
+    UploadConflict,
+    UploadTooLarge,
+)
 from media_worker.domain.limits import (
     CHUNK_COUNT_MAX,
     CHUNK_MAX_BYTES,
-    CHUNK_SLOTS_RETRY_AFTER_SECONDS,
     SOURCE_MAX_BYTES,
 )
 from media_worker.domain.material import source_exposable
@@ -49,8 +62,6 @@ __all__ = ["DRAIN_PERMISSION", "MediaApi", "install_routes", "openapi_document",
 log = logging.getLogger(__name__)
 
 DRAIN_PERMISSION = "media:drain"
-DRAINING_RETRY_AFTER_SECONDS = 30
-MERGE_RETRY_AFTER_SECONDS = 5
 OUTPUT_FILES = {"cover": "image/jpeg", "preview_720p": "video/mp4", "clip_10s": "video/mp4"}
 OUTPUT_COLUMNS = {"cover": "cover_ref", "preview_720p": "preview_ref", "clip_10s": "clip_ref"}
 
@@ -140,22 +151,43 @@ def _api(request: Request) -> MediaApi:
 
 
 Api = Annotated[MediaApi, Depends(_api)]
-router = APIRouter()
 
 
-def refusals(*codes: str) -> dict[int | str, dict[str, Any]]:
-    """The `responses` of a route's MediaError codes, grouped by their HTTP status."""
+class RefusalCountingRoute(APIRoute):
+    """A route that counts each refusal it answers (`media_api_refusals_total{code}`); the platform's
+    problem handlers answer it."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def counted(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except MediaRefusal as refusal:
+                metrics = _api(request).metrics
+                if metrics is not None:
+                    metrics.refusals.labels(code=refusal.code).inc()
+                raise
+
+        return counted
+
+
+router = APIRouter(route_class=RefusalCountingRoute)
+
+
+def refusals(*answers: MediaRefusal) -> dict[int | str, dict[str, Any]]:
+    """The `responses` of a route's refusals, grouped by their HTTP status."""
     by_status: dict[int, list[str]] = {}
-    for code in codes:
-        by_status.setdefault(STATUS_BY_CODE[code], []).append(code)
+    for answer in answers:
+        by_status.setdefault(answer.status, []).append(answer.code)
     return {status: {"description": " | ".join(names)} for status, names in sorted(by_status.items())}
 
 
 FORBIDDEN: dict[int | str, dict[str, Any]] = {
     403: {"description": f"forbidden: the token lacks `{DRAIN_PERMISSION}`"}
 }
-DRAINING = ("draining",)  # 503 with Retry-After while this instance drains
-STORAGE = ("free_space_unknown", "insufficient_storage")
+DRAINING = (Draining(),)  # 503 with Retry-After while this instance drains
+STORAGE = (InsufficientStorage("free_space_unknown"), InsufficientStorage("insufficient_storage"))
 
 
 def _identity(api: Api, token: BearerToken) -> Identity:
@@ -194,10 +226,10 @@ PLAIN_UPLOAD_BODY = {
     status_code=201,
     openapi_extra=PLAIN_UPLOAD_BODY,
     responses=refusals(
-        "length_required",
-        "request_too_large",
-        "chunked_upload_required",
-        "invalid_multipart",
+        LengthRequired(),
+        UploadTooLarge("request_too_large"),
+        UploadTooLarge("chunked_upload_required"),
+        InvalidUpload("invalid_multipart"),
         *DRAINING,
         *STORAGE,
     ),
@@ -220,7 +252,12 @@ async def upload_plain(
         200: {"description": "Resumed: a session of this `upload_key` with the same layout already exists"},
         201: {"description": "Created: a new session"},
         **refusals(
-            "invalid_layout", "source_too_large", "chunk_too_large", "layout_conflict", *DRAINING, *STORAGE
+            InvalidUpload("invalid_layout"),
+            UploadTooLarge("source_too_large"),
+            UploadTooLarge("chunk_too_large"),
+            UploadConflict("layout_conflict"),
+            *DRAINING,
+            *STORAGE,
         ),
     },
 )
@@ -235,7 +272,7 @@ async def init_upload(api: Api, spec: InitUpload, user: User, response: Response
     return _session_view(outcome.session)
 
 
-@router.get("/v1/uploads/{session_id}", responses=refusals("not_found"))
+@router.get("/v1/uploads/{session_id}", responses=refusals(NotFound()))
 async def upload_state(api: Api, session_id: uuid.UUID, user: User) -> dict[str, Any]:
     return _session_view(await api.uploads.session(user.subject, session_id))
 
@@ -243,13 +280,13 @@ async def upload_state(api: Api, session_id: uuid.UUID, user: User) -> dict[str,
 @router.put(
     "/v1/uploads/{session_id}/chunks/{index}",
     responses=refusals(
-        "not_found",
-        "chunk_index_out_of_range",
-        "chunk_size_mismatch",
-        "chunk_checksum_mismatch",
-        "chunk_too_large",
-        "upload_not_open",
-        "chunk_slots_busy",
+        NotFound(),
+        InvalidUpload("chunk_index_out_of_range"),
+        InvalidUpload("chunk_size_mismatch"),
+        InvalidUpload("chunk_checksum_mismatch"),
+        UploadTooLarge("chunk_too_large"),
+        UploadConflict("upload_not_open"),
+        ChunkSlotsBusy(),
         *DRAINING,
         *STORAGE,
     ),
@@ -273,7 +310,11 @@ async def put_chunk(
 @router.post(
     "/v1/uploads/{session_id}/complete",
     responses=refusals(
-        "not_found", "upload_incomplete", "merge_in_progress", "chunk_size_mismatch", *STORAGE
+        NotFound(),
+        UploadConflict("upload_incomplete"),
+        MergeInProgress(),
+        InvalidUpload("chunk_size_mismatch"),
+        *STORAGE,
     ),
 )
 async def complete_upload(api: Api, session_id: uuid.UUID, user: User) -> dict[str, Any]:
@@ -285,7 +326,7 @@ async def _own_material(api: MediaApi, material_id: uuid.UUID, user: Identity) -
     async with api.pool.acquire() as conn:
         row = await api.repo.get_material(conn, material_id, user.subject)
     if row is None:
-        raise MediaError("not_found")
+        raise NotFound()
     return dict(row)
 
 
@@ -301,10 +342,10 @@ def _decode_after(cursor: str) -> tuple[datetime, uuid.UUID]:
     try:
         return decode_cursor(cursor, uuid.UUID)
     except InvalidCursor:
-        raise MediaError("invalid_cursor") from None
+        raise InvalidListingCursor() from None
 
 
-@router.get("/v1/materials", responses=refusals("invalid_cursor"))
+@router.get("/v1/materials", responses=refusals(InvalidListingCursor()))
 async def list_materials(
     api: Api,
     user: User,
@@ -323,33 +364,31 @@ async def list_materials(
     }
 
 
-@router.get("/v1/materials/{material_id}", responses=refusals("not_found"))
+@router.get("/v1/materials/{material_id}", responses=refusals(NotFound()))
 async def material_status(api: Api, material_id: uuid.UUID, user: User) -> dict[str, Any]:
     return _material_view(await _own_material(api, material_id, user))
 
 
-@router.get(
-    "/v1/materials/{material_id}/outputs/{kind}", response_model=None, responses=refusals("not_found")
-)
+@router.get("/v1/materials/{material_id}/outputs/{kind}", response_model=None, responses=refusals(NotFound()))
 async def material_output(api: Api, material_id: uuid.UUID, kind: str, user: User) -> FileResponse:
     """Streams one output (`cover`, `preview_720p`, `clip_10s`) from the storage."""
     if kind not in OUTPUT_COLUMNS:
-        raise MediaError("not_found")
+        raise NotFound()
     ref = (await _own_material(api, material_id, user))[OUTPUT_COLUMNS[kind]]
     if ref is None:
-        raise MediaError("not_found")
+        raise NotFound()
     return FileResponse(api.storage.local_path(ref), media_type=OUTPUT_FILES[kind])
 
 
 @router.post(
-    "/v1/materials/{material_id}/retry", status_code=202, responses=refusals("not_found", "not_retryable")
+    "/v1/materials/{material_id}/retry", status_code=202, responses=refusals(NotFound(), NotRetryable())
 )
 async def retry_material(api: Api, material_id: uuid.UUID, user: User) -> dict[str, Any]:
     await _own_material(api, material_id, user)
     async with api.pool.acquire() as conn, conn.transaction():
         retried = await api.repo.retry_failed(conn, material_id, user.subject)
     if not retried:
-        raise MediaError("not_retryable")
+        raise NotRetryable()
     if api.job_queued is not None:
         api.job_queued()
     return {"material_id": str(material_id), "status": "pending"}
@@ -414,21 +453,6 @@ DISCONNECTED_UPLOADS: dict[object, DisconnectedUpload] = {
 
 
 def install_routes(app: FastAPI, api: MediaApi) -> None:
-
-    async def media_error(_: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, MediaError)
-        if api.metrics is not None:
-            api.metrics.refusals.labels(code=exc.code).inc()
-        headers = {}
-        if exc.code == "chunk_slots_busy":
-            headers["Retry-After"] = str(CHUNK_SLOTS_RETRY_AFTER_SECONDS)
-        elif exc.code == "merge_in_progress":
-            headers["Retry-After"] = str(MERGE_RETRY_AFTER_SECONDS)
-        elif exc.code == "draining":
-            headers["Retry-After"] = str(DRAINING_RETRY_AFTER_SECONDS)
-        return problem_response(exc.status, exc.code, headers=headers)
-
-    app.add_exception_handler(MediaError, media_error)
 
     async def client_disconnected(request: Request, _: Exception) -> JSONResponse:
         """An expected event: the upload use case already released its slot and removed its partial file.

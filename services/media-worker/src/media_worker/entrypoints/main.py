@@ -10,7 +10,7 @@ from pathlib import Path
 from media_worker.adapters.ffmpeg import FfmpegTools
 from media_worker.adapters.repository import MediaRepository
 from media_worker.adapters.storage import LocalStorage
-from media_worker.domain.errors import MediaError
+from media_worker.domain.errors import InsufficientStorage
 from media_worker.entrypoints.api import MediaApi, install_routes, set_upload_body_rule
 from media_worker.service_layer.activity import Activity
 from media_worker.service_layer.events import EventWriter
@@ -84,7 +84,7 @@ async def configure(ctx: ServiceContext[MediaWorkerSettings]) -> None:
 
     async def storage_ready() -> None:
         if storage.free_bytes() is None:
-            raise MediaError("free_space_unknown")
+            raise InsufficientStorage("free_space_unknown")
 
     ctx.add_readiness_check("storage", storage_ready)
     ctx.add_worker("transcode", worker.run)

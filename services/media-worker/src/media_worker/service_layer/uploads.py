@@ -23,7 +23,14 @@ import asyncpg
 
 from media_worker.adapters.repository import MediaRepository
 from media_worker.adapters.storage import Storage, StoredFile, source_key
-from media_worker.domain.errors import MediaError
+from media_worker.domain.errors import (
+    ChunkSlotsBusy,
+    InvalidUpload,
+    MergeInProgress,
+    NotFound,
+    UploadConflict,
+    UploadTooLarge,
+)
 from media_worker.domain.layout import ChunkLayout
 from media_worker.domain.limits import Limits
 from media_worker.service_layer.activity import Activity
@@ -136,7 +143,7 @@ class UploadService:
                 limits.check_plain_source_size(seen)
                 yield piece
             if seen == 0:
-                raise MediaError("invalid_multipart")
+                raise InvalidUpload("invalid_multipart")
 
         with self._activity.upload():
             material_id = uuid.uuid4()
@@ -187,14 +194,14 @@ class UploadService:
             assert existing is not None
         session = UploadSession.from_row(existing)
         if session.layout != layout:
-            raise MediaError("layout_conflict")
+            raise UploadConflict("layout_conflict")
         return InitOutcome(session, created=inserted is not None)
 
     async def session(self, owner: str, session_id: uuid.UUID) -> UploadSession:
         async with self._pool.acquire() as conn:
             row = await self._repo.get_session(conn, session_id, owner)
         if row is None:
-            raise MediaError("not_found")
+            raise NotFound()
         return UploadSession.from_row(row)
 
     async def put_chunk(
@@ -209,18 +216,18 @@ class UploadService:
         session = await self.session(owner, session_id)
         expected = session.layout.size_of(index)
         if declared_bytes is not None and declared_bytes != expected:
-            raise MediaError(
-                "chunk_too_large" if declared_bytes > self.limits.chunk_max_bytes else "chunk_size_mismatch"
-            )
+            if declared_bytes > self.limits.chunk_max_bytes:
+                raise UploadTooLarge("chunk_too_large")
+            raise InvalidUpload("chunk_size_mismatch")
         if session.state != "open":
-            raise MediaError("upload_not_open")
+            raise UploadConflict("upload_not_open")
         if index in session.received and self._storage.has_chunk(session_id, index):
             return session  # a retried chunk that already landed
         with self._activity.upload():
             try:
                 await asyncio.wait_for(self._chunk_slots.acquire(), self.limits.chunk_slot_wait_seconds)
             except TimeoutError:
-                raise MediaError("chunk_slots_busy") from None
+                raise ChunkSlotsBusy() from None
             try:
                 await self._storage.write_chunk(
                     session_id, index, body, expected_bytes=expected, expected_sha256=sha256
@@ -236,7 +243,7 @@ class UploadService:
         if session.state == "completed":
             return session.material_id
         if session.layout.missing(session.received):
-            raise MediaError("upload_incomplete")
+            raise UploadConflict("upload_incomplete")
         with self._activity.merge():
             async with self._merge_slot, self._cluster_merge_slot():
                 async with self._pool.acquire() as conn:
@@ -247,7 +254,7 @@ class UploadService:
                     again = await self.session(owner, session_id)
                     if again.state == "completed":
                         return again.material_id
-                    raise MediaError("merge_in_progress")
+                    raise MergeInProgress()
                 try:
                     await self._merge(owner, row, session)
                 except BaseException:
@@ -264,7 +271,7 @@ class UploadService:
         key = f"{self._repo.schema}:merge-slot"
         async with self._pool.acquire() as conn:
             if not await conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", key):
-                raise MediaError("merge_in_progress")
+                raise MergeInProgress()
             try:
                 yield
             finally:
@@ -274,12 +281,12 @@ class UploadService:
         layout = session.layout
         self.limits.check_merge_free_space(layout.total_bytes, self._storage.free_bytes())
         if any(not self._storage.has_chunk(session.session_id, i) for i in range(layout.chunk_count)):
-            raise MediaError("upload_incomplete")
+            raise UploadConflict("upload_incomplete")
         stored = await self._storage.merge_chunks(
             session.session_id, layout.chunk_count, source_key(session.material_id)
         )
         if stored.size_bytes != layout.total_bytes:
-            raise MediaError("chunk_size_mismatch")
+            raise InvalidUpload("chunk_size_mismatch")
         await self._record_material(
             material_id=session.material_id,
             owner=owner,
