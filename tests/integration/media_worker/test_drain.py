@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from media_worker.entrypoints.main import publish_capability
+from media_worker.adapters.capability import CapabilityFile
 from tests.conftest import problem_code
 from tests.integration.media_worker.conftest import INSTANCE, Media, partial_files_written
 from tests.integration.media_worker.test_transcoder import _start_slow, media, upload
@@ -26,7 +26,7 @@ async def test_drain_needs_the_drain_permission(client: httpx.AsyncClient, media
 async def test_drain_stops_new_uploads_and_is_safe_only_when_idle(
     client: httpx.AsyncClient, media: Media
 ) -> None:
-    publish_capability(media.capability_file, INSTANCE)
+    CapabilityFile(media.capability_file).publish(INSTANCE)
     before = (await client.get("/internal/drain", headers=media.operator)).json()
     assert (before["safe_to_stop"], before["reason"]) == (False, "not_draining")
     drained = (await client.post("/internal/drain", headers=media.operator)).json()
@@ -48,7 +48,7 @@ async def test_drain_stops_new_uploads_and_is_safe_only_when_idle(
 async def test_an_active_job_is_not_safe_to_stop_until_it_ends(
     client: httpx.AsyncClient, media: Media, sample_video: Path, tmp_path: Path
 ) -> None:
-    publish_capability(media.capability_file, INSTANCE)
+    CapabilityFile(media.capability_file).publish(INSTANCE)
     _, task, _ = await _start_slow(media, sample_video, tmp_path)
     busy = (await client.post("/internal/drain", headers=media.operator)).json()
     assert (busy["active_jobs"], busy["safe_to_stop"], busy["reason"]) == (1, False, "work_active")
@@ -72,7 +72,7 @@ async def test_a_draining_worker_takes_no_new_job(media: Media, sample_video: Pa
 
 
 async def test_an_active_upload_is_not_safe_to_stop(client: httpx.AsyncClient, media: Media) -> None:
-    publish_capability(media.capability_file, INSTANCE)
+    CapabilityFile(media.capability_file).publish(INSTANCE)
     session_id = (await init(client, media, 1000, 1000)).json()["session_id"]
     release = asyncio.Event()
 
@@ -96,7 +96,7 @@ async def test_an_active_upload_is_not_safe_to_stop(client: httpx.AsyncClient, m
 async def test_a_capability_of_another_instance_is_not_accepted(
     client: httpx.AsyncClient, media: Media
 ) -> None:
-    publish_capability(media.capability_file, "media-test-other")
+    CapabilityFile(media.capability_file).publish("media-test-other")
     report = (await client.post("/internal/drain", headers=media.operator)).json()
     assert (report["safe_to_stop"], report["reason"]) == (False, "capability_mismatch")
     media.capability_file.write_text(json.dumps({"pid": 1}))

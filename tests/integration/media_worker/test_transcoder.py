@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -17,7 +18,8 @@ import asyncpg
 import httpx
 import pytest
 
-from media_worker.adapters.storage import source_key
+from media_worker.adapters.unit_of_work import PostgresMediaUnitOfWork
+from media_worker.domain.keys import source_key
 from tests.conftest import MigratedSchema, problem_code
 from tests.integration.media_worker.conftest import VIDEO_LIMITS, Media, build_media, sha256_of
 from tests.integration.media_worker.test_uploads import files_under
@@ -34,7 +36,9 @@ async def upload(media: Media, video: Path) -> uuid.UUID:
     async def body() -> AsyncIterator[bytes]:
         yield data
 
-    return await media.uploads.upload_plain("user-1", "sample", "video/mp4", body())
+    return await media.uploads.upload_plain(
+        "user-1", "sample", "video/mp4", body(), request_length=str(len(data))
+    )
 
 
 def script(path: Path, text: str) -> str:
@@ -133,8 +137,7 @@ async def test_a_failed_material_can_be_retried_and_then_succeeds(
 ) -> None:
     material_id = await upload(media, sample_video)
     await media.worker(str(tmp_path / "missing")).run_once()
-    async with media.pool.acquire() as conn, conn.transaction():
-        assert await media.repo.retry_failed(conn, material_id, "user-1")
+    await media.materials.retry("user-1", material_id)
     await media.worker().run_once()
     row = await media.fetchrow(
         "SELECT m.status, j.attempt FROM {s}.materials m JOIN {s}.transcode_jobs j ON j.material_id = m.id"
@@ -255,7 +258,7 @@ async def test_a_database_outage_only_waits_for_the_next_round(
     assert broken is not None
     await broken.close()
     worker = media.worker()
-    worker.pool = broken
+    worker.uow = functools.partial(PostgresMediaUnitOfWork, broken, media.schema)
     stop = asyncio.Event()
     caplog.set_level(logging.WARNING, logger="media_worker")
 
@@ -270,7 +273,7 @@ async def test_a_database_outage_only_waits_for_the_next_round(
         assert not runner.done() and time.monotonic() < deadline
         await asyncio.sleep(0.05)
     assert not runner.done()
-    worker.pool = media.pool
+    worker.uow = media.uow
     stop.set()
     await asyncio.wait_for(runner, 5)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from media_worker.adapters.storage import source_key
+from media_worker.domain.keys import source_key
 from tests.conftest import problem_code
 from tests.integration.media_worker.conftest import TEST_LIMITS, Media, partial_files_written, sha256_of
 
@@ -303,7 +303,7 @@ async def test_a_failed_enqueue_keeps_the_stored_source(media: Media) -> None:
         yield b"source bytes"
 
     with pytest.raises(RuntimeError):
-        await media.uploads.upload_plain("user-1", "t", None, body())
+        await media.uploads.upload_plain("user-1", "t", None, body(), request_length="12")
     sources = files_under(media.storage.root / "sources")
     assert len(sources) == 1
     assert sources[0].read_bytes() == b"source bytes"
