@@ -10,11 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import posixpath
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
+from types import TracebackType
+from typing import Self
 
 from media_worker.domain.errors import InvalidUpload
 from media_worker.domain.keys import OUTPUTS_FOLDER, WORK_FOLDER, canonical_uuid, work_folder_token
@@ -43,6 +46,7 @@ __all__ = [
     "InMemoryMediaUnitOfWork",
     "InMemoryStorage",
     "ManualClock",
+    "StrictClock",
 ]
 
 Clock = Callable[[], datetime]
@@ -52,6 +56,18 @@ STORAGE_ROOT = Path("/in-memory-storage")  # never touched: paths name entries o
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+class StrictClock:
+    """The wall clock, but every reading later than the one before (as every later transaction's `now()`
+    in PostgreSQL): the default clock of `InMemoryMedia`."""
+
+    def __init__(self) -> None:
+        self._last = datetime.min.replace(tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self._last = max(utc_now(), self._last + timedelta(microseconds=1))
+        return self._last
 
 
 @dataclass
@@ -137,6 +153,8 @@ def _material_of(row: _MaterialRow, read_at: datetime) -> Material:
 
 
 class _Rows:
+    """A store on the fake tables; `clock` is its unit of work's transaction time (as `now()`)."""
+
     def __init__(self, tables: MemoryTables, clock: Clock) -> None:
         self._tables = tables
         self._clock = clock
@@ -402,28 +420,48 @@ class InMemoryListing(_Rows):
 
 
 class InMemoryMediaUnitOfWork(InMemoryUnitOfWork):
+    """One fake transaction: its stores read the clock once, at its start (PostgreSQL's `now()`)."""
+
     def __init__(self, media: InMemoryMedia) -> None:
         super().__init__()
         self.outbox = media.outbox
-        self._tables = media.tables
-        self.materials = InMemoryMaterials(media.tables, media.clock)
-        self.sessions = InMemorySessions(media.tables, media.clock)
-        self.jobs = InMemoryJobs(media.tables, media.clock)
-        self.instances = InMemoryInstances(media.tables, media.clock)
-        self.listing = InMemoryListing(media.tables, media.clock)
+        self._media = media
+        self._started_at: datetime | None = None
+        tables, now = media.tables, self._transaction_time
+        self.materials = InMemoryMaterials(tables, now)
+        self.sessions = InMemorySessions(tables, now)
+        self.jobs = InMemoryJobs(tables, now)
+        self.instances = InMemoryInstances(tables, now)
+        self.listing = InMemoryListing(tables, now)
+
+    def _transaction_time(self) -> datetime:
+        if self._started_at is None:
+            raise RuntimeError("the unit of work is not open")
+        return self._started_at
 
     def stores(self) -> Sequence[object]:
-        return (self._tables,)
+        return (self._media.tables,)
+
+    async def __aenter__(self) -> Self:
+        entered = await super().__aenter__()
+        self._started_at = self._media.clock()
+        return entered
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._started_at = None
+        await super().__aexit__(exc_type, exc, tb)
 
 
 class InMemoryMedia:
     """The fake media schema: its rows, its committed outbox and its clock (the "database clock").
     `unit_of_work` is the factory use cases take."""
 
-    def __init__(self, clock: Clock = utc_now) -> None:
+    def __init__(self, clock: Clock | None = None) -> None:
         self.tables = MemoryTables()
         self.outbox = InMemoryOutbox()
-        self.clock = clock
+        self.clock: Clock = clock or StrictClock()
 
     def unit_of_work(self) -> InMemoryMediaUnitOfWork:
         return InMemoryMediaUnitOfWork(self)
@@ -471,10 +509,10 @@ class InMemoryStorage:
         return self.free
 
     def _key_of(self, path: Path) -> str:
-        relative = PurePosixPath(path).relative_to(self.root)
-        if ".." in relative.parts:
+        normal = PurePosixPath(posixpath.normpath(path))
+        if not normal.is_relative_to(self.root):
             raise ValueError("storage key escapes the storage root")
-        return str(relative)
+        return str(normal.relative_to(self.root))
 
     def local_path(self, key: str) -> Path:
         path = self.root / key
