@@ -92,59 +92,6 @@ async def test_a_job_produces_verified_cover_preview_and_clip_and_keeps_the_sour
     assert await media.worker().run_once() is False
 
 
-async def test_completion_fills_only_output_fields_that_are_still_empty(
-    media: Media, sample_video: Path
-) -> None:
-    material_id = await upload(media, sample_video)
-    async with media.pool.acquire() as conn:
-        await conn.execute(
-            f"UPDATE {media.schema}.materials SET cover_ref = 'outputs/x/cover.jpg' WHERE id = $1",
-            material_id,
-        )
-    await media.worker().run_once()
-    row = await media.fetchrow("SELECT * FROM {s}.materials WHERE id = $1", material_id)
-    assert row["status"] == "done"
-    assert row["cover_ref"] == "outputs/x/cover.jpg"
-    assert row["preview_ref"] is not None
-
-
-async def test_missing_ffmpeg_fails_with_a_stable_code_and_keeps_the_source(
-    media: Media, sample_video: Path, tmp_path: Path
-) -> None:
-    material_id = await upload(media, sample_video)
-    source = media.storage.local_path(source_key(material_id))
-    await media.worker(str(tmp_path / "no-such-ffmpeg")).run_once()
-    row = await media.fetchrow("SELECT * FROM {s}.materials WHERE id = $1", material_id)
-    assert (row["status"], row["error_code"], row["preview_ref"]) == ("failed", "ffmpeg_missing", None)
-    assert sha256_of(source) == sha256_of(sample_video)
-    assert await event_types(media) == ["MaterialUploaded", "TranscodeStarted", "TranscodeFailed"]
-
-
-async def test_a_broken_output_is_a_failure_never_done(
-    media: Media, sample_video: Path, tmp_path: Path
-) -> None:
-    material_id = await upload(media, sample_video)
-    # exits 0 but writes garbage to the output file (the last argument)
-    broken = script(tmp_path / "ffmpeg-broken", 'for last; do :; done\necho garbage > "$last"\n')
-    await media.worker(broken).run_once()
-    row = await media.fetchrow("SELECT * FROM {s}.materials WHERE id = $1", material_id)
-    assert (row["status"], row["error_code"]) == ("failed", "cover_invalid")
-    assert media.storage.local_path(source_key(material_id)).is_file()
-
-
-async def test_a_failed_material_can_be_retried_and_then_succeeds(
-    media: Media, sample_video: Path, tmp_path: Path
-) -> None:
-    material_id = await upload(media, sample_video)
-    await media.worker(str(tmp_path / "missing")).run_once()
-    await media.materials.retry("user-1", material_id)
-    await media.worker().run_once()
-    row = await media.fetchrow(
-        "SELECT m.status, j.attempt FROM {s}.materials m JOIN {s}.transcode_jobs j ON j.material_id = m.id"
-    )
-    assert (row["status"], row["attempt"]) == ("done", 2)
-
-
 async def _start_slow(
     media: Media, sample_video: Path, tmp_path: Path, **kwargs: float
 ) -> tuple[uuid.UUID, asyncio.Task[bool], Path]:

@@ -1,5 +1,5 @@
 """The capability port: unknown until published, then the last published instance id. (A malformed file
-reads as unknown too: tests/integration/media_worker/test_drain.py.)"""
+reads as unknown too, below.)"""
 
 from __future__ import annotations
 
@@ -31,6 +31,19 @@ class TestCapabilityFile(CapabilityContract):
     @pytest.fixture
     def capability(self, tmp_path: Path) -> Capability:
         return CapabilityFile(tmp_path / "run" / "media-worker.capability")
+
+    @pytest.mark.parametrize("text", ['{"pid": 1}', '{"instance_id": 7}', "[]", "not json", ""])
+    def test_a_malformed_file_reads_as_unknown(self, tmp_path: Path, text: str) -> None:
+        capability = CapabilityFile(tmp_path / "media-worker.capability")
+        capability.publish("media-a")
+        capability.path.write_text(text, encoding="utf-8")
+        assert capability.read() is None
+
+    def test_the_file_is_replaced_whole(self, tmp_path: Path) -> None:
+        capability = CapabilityFile(tmp_path / "media-worker.capability")
+        capability.publish("media-a")
+        capability.publish("media-b")
+        assert [p.name for p in tmp_path.iterdir()] == ["media-worker.capability"]
 
 
 class TestInMemoryCapability(CapabilityContract):
