@@ -31,6 +31,7 @@ from media_worker.service_layer.ports import UnitOfWorkFactory
 from media_worker.service_layer.transcoder import TranscodeWorker, WorkerTiming
 from media_worker.service_layer.uploads import UploadService
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema
+from tests.unit.media_worker.uploading import SMALL_LIMITS
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
@@ -38,17 +39,7 @@ from yovision_platform.web import create_app
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "services/media-worker/src/media_worker/migrations"
 INSTANCE = "media-test-a"
-# Small limits so that real files stay tiny; the SPEC defaults are tested in tests/unit/media_worker.
-TEST_LIMITS = Limits(
-    plain_upload_max_bytes=4096,
-    chunked_required_from_bytes=2048,
-    chunk_max_bytes=1024,
-    source_max_bytes=8 * 1024,
-    max_concurrent_chunk_writes=2,
-    chunk_slot_wait_seconds=0.3,
-    free_space_safety_margin_bytes=1000,
-    merge_headroom_bytes=1000,
-)
+TEST_LIMITS = SMALL_LIMITS
 # The same, but letting a small generated video through the plain upload.
 VIDEO_LIMITS = replace(TEST_LIMITS, plain_upload_max_bytes=64 * MIB, chunked_required_from_bytes=32 * MIB)
 PLENTY_FREE_BYTES = 10 * MIB

@@ -15,27 +15,13 @@ import httpx
 from media_worker.domain.keys import source_key
 from tests.conftest import problem_code
 from tests.integration.media_worker.conftest import TEST_LIMITS, Media, partial_files_written, sha256_of
-
-BOUNDARY = "media-test-boundary"
-
-
-def multipart_body(content: bytes, *, pad_to: int | None = None) -> bytes:
-    head = (
-        f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a.mp4"\r\n'
-        "Content-Type: video/mp4\r\n"
-    )
-    tail = f"\r\n--{BOUNDARY}--\r\n".encode()
-    body = head.encode() + b"\r\n" + content + tail
-    if pad_to is not None:  # pad with an extra header so the file size stays the same
-        extra = pad_to - len(body) - len("X-Pad: \r\n")
-        assert extra >= 0
-        body = (head + f"X-Pad: {'p' * extra}\r\n").encode() + b"\r\n" + content + tail
-        assert len(body) == pad_to
-    return body
-
-
-def multipart_headers(media: Media, subject: str = "user-1") -> dict[str, str]:
-    return {**media.auth(subject), "Content-Type": f"multipart/form-data; boundary={BOUNDARY}"}
+from tests.unit.media_worker.uploading import (
+    init,
+    multipart_body,
+    multipart_headers,
+    upload_chunked,
+    upload_plain_at_the_limit,
+)
 
 
 def files_under(root: Path) -> list[Path]:
@@ -47,35 +33,10 @@ def entries_under(root: Path) -> list[Path]:
     return sorted(root.rglob("*")) if root.exists() else []
 
 
-async def init(
-    client: httpx.AsyncClient, media: Media, total: int, chunk: int, key: str = "k1"
-) -> httpx.Response:
-    return await client.post(
-        "/v1/uploads",
-        json={"upload_key": key, "total_bytes": total, "chunk_bytes": chunk, "title": "t"},
-        headers=media.auth(),
-    )
-
-
-async def upload_chunked(client: httpx.AsyncClient, media: Media, data: bytes, chunk: int) -> str:
-    response = await init(client, media, len(data), chunk)
-    assert response.status_code == 201, response.text
-    session_id = response.json()["session_id"]
-    for index in range(response.json()["chunk_count"]):
-        part = data[index * chunk : (index + 1) * chunk]
-        put = await client.put(f"/v1/uploads/{session_id}/chunks/{index}", content=part, headers=media.auth())
-        assert put.status_code == 200, put.text
-    return str(session_id)
-
-
 async def test_plain_upload_at_the_request_limit_is_accepted_and_recorded(
     client: httpx.AsyncClient, media: Media
 ) -> None:
-    content = os.urandom(TEST_LIMITS.chunked_required_from_bytes - 1)
-    body = multipart_body(content, pad_to=TEST_LIMITS.plain_upload_max_bytes)
-    response = await client.post("/v1/materials?title=clip", content=body, headers=multipart_headers(media))
-    assert response.status_code == 201, response.text
-    material_id = uuid.UUID(response.json()["material_id"])
+    material_id, content = await upload_plain_at_the_limit(client, media, TEST_LIMITS)
     stored = media.storage.local_path(source_key(material_id))
     assert stored.read_bytes() == content
     row = await media.fetchrow("SELECT * FROM {s}.materials WHERE id = $1", material_id)

@@ -82,3 +82,24 @@ def memory_backend() -> Backend:
         return [m.event_type for m in media.outbox.committed]
 
     return Backend(media.unit_of_work, InMemoryLocks(), committed_events)
+
+
+class BackendContract:
+    """The base of a contract suite on a `Backend`; its test classes pick one with `OnPostgres` or `InMemory`
+    (first among their bases)."""
+
+    @pytest.fixture
+    def backend(self) -> Backend:
+        raise NotImplementedError
+
+
+class OnPostgres:
+    @pytest.fixture
+    def backend(self, postgres_backend: Backend) -> Backend:
+        return postgres_backend
+
+
+class InMemory:
+    @pytest.fixture
+    def backend(self, memory_backend: Backend) -> Backend:
+        return memory_backend

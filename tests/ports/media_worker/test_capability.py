@@ -13,9 +13,7 @@ from media_worker.service_layer.ports import Capability
 
 
 class CapabilityContract:
-    @pytest.fixture
-    def capability(self, tmp_path: Path) -> Capability:
-        raise NotImplementedError
+    """Its test classes provide the `capability` fixture."""
 
     def test_unknown_until_published(self, capability: Capability) -> None:
         assert capability.read() is None

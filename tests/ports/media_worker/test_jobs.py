@@ -10,7 +10,7 @@ import pytest
 
 from media_worker.domain.keys import output_key
 from media_worker.service_layer.ports import ClaimedJob
-from tests.ports.media_worker.conftest import Backend
+from tests.ports.media_worker.conftest import Backend, BackendContract, InMemory, OnPostgres
 from tests.ports.media_worker.records import add_material, outputs_of
 from yovision_platform.errors import LeaseLost
 
@@ -44,11 +44,7 @@ async def claim_then_fail(backend: Backend) -> None:
         raise TransactionFailed
 
 
-class JobStoreContract:
-    @pytest.fixture
-    def backend(self) -> Backend:
-        raise NotImplementedError
-
+class JobStoreContract(BackendContract):
     async def _claim(
         self, backend: Backend, owner: str = OWNER, lease_seconds: float = LEASE_SECONDS
     ) -> ClaimedJob | None:
@@ -233,13 +229,9 @@ class JobStoreContract:
         assert await self._claim(backend) is not None
 
 
-class TestPostgresJobStore(JobStoreContract):
-    @pytest.fixture
-    def backend(self, postgres_backend: Backend) -> Backend:
-        return postgres_backend
+class TestPostgresJobStore(OnPostgres, JobStoreContract):
+    pass
 
 
-class TestInMemoryJobStore(JobStoreContract):
-    @pytest.fixture
-    def backend(self, memory_backend: Backend) -> Backend:
-        return memory_backend
+class TestInMemoryJobStore(InMemory, JobStoreContract):
+    pass

@@ -3,17 +3,11 @@ first; an owner's materials newest first, keyset-paged, ties by id."""
 
 from __future__ import annotations
 
-import pytest
-
-from tests.ports.media_worker.conftest import Backend
+from tests.ports.media_worker.conftest import Backend, BackendContract, InMemory, OnPostgres
 from tests.ports.media_worker.records import OWNER, add_material, new_material
 
 
-class ListingContract:
-    @pytest.fixture
-    def backend(self) -> Backend:
-        raise NotImplementedError
-
+class ListingContract(BackendContract):
     async def _instances(self, backend: Backend, limit: int = 100) -> list[tuple[str, bool, int]]:
         async with backend.uow() as uow:
             listed = await uow.listing.instances(limit)
@@ -87,13 +81,9 @@ class ListingContract:
             assert await uow.listing.materials("user-3", 10, None) == []
 
 
-class TestPostgresListing(ListingContract):
-    @pytest.fixture
-    def backend(self, postgres_backend: Backend) -> Backend:
-        return postgres_backend
+class TestPostgresListing(OnPostgres, ListingContract):
+    pass
 
 
-class TestInMemoryListing(ListingContract):
-    @pytest.fixture
-    def backend(self, memory_backend: Backend) -> Backend:
-        return memory_backend
+class TestInMemoryListing(InMemory, ListingContract):
+    pass

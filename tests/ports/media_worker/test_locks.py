@@ -8,18 +8,14 @@ import uuid
 
 import pytest
 
-from tests.ports.media_worker.conftest import Backend
+from tests.ports.media_worker.conftest import Backend, BackendContract, InMemory, OnPostgres
 
 
 class Failure(Exception):
     pass
 
 
-class LocksContract:
-    @pytest.fixture
-    def backend(self) -> Backend:
-        raise NotImplementedError
-
+class LocksContract(BackendContract):
     async def test_a_material_lock_has_one_holder_at_a_time(self, backend: Backend) -> None:
         material, other = uuid.uuid4(), uuid.uuid4()
         async with backend.locks.material(material) as first:
@@ -51,13 +47,9 @@ class LocksContract:
             raise Failure
 
 
-class TestPostgresLocks(LocksContract):
-    @pytest.fixture
-    def backend(self, postgres_backend: Backend) -> Backend:
-        return postgres_backend
+class TestPostgresLocks(OnPostgres, LocksContract):
+    pass
 
 
-class TestInMemoryLocks(LocksContract):
-    @pytest.fixture
-    def backend(self, memory_backend: Backend) -> Backend:
-        return memory_backend
+class TestInMemoryLocks(InMemory, LocksContract):
+    pass

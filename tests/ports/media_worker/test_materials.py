@@ -9,15 +9,11 @@ from datetime import timedelta
 import pytest
 
 from media_worker.domain.material import MaterialStatus, UploadMode
-from tests.ports.media_worker.conftest import Backend
+from tests.ports.media_worker.conftest import Backend, BackendContract, InMemory, OnPostgres
 from tests.ports.media_worker.records import OWNER, new_material, outputs_of
 
 
-class MaterialStoreContract:
-    @pytest.fixture
-    def backend(self) -> Backend:
-        raise NotImplementedError
-
+class MaterialStoreContract(BackendContract):
     async def _added(self, backend: Backend, status: MaterialStatus = MaterialStatus.PENDING) -> uuid.UUID:
         material = new_material()
         async with backend.uow() as uow:
@@ -143,13 +139,9 @@ class MaterialStoreContract:
             assert await uow.materials.reset_failed(failed, OWNER) is False
 
 
-class TestPostgresMaterialStore(MaterialStoreContract):
-    @pytest.fixture
-    def backend(self, postgres_backend: Backend) -> Backend:
-        return postgres_backend
+class TestPostgresMaterialStore(OnPostgres, MaterialStoreContract):
+    pass
 
 
-class TestInMemoryMaterialStore(MaterialStoreContract):
-    @pytest.fixture
-    def backend(self, memory_backend: Backend) -> Backend:
-        return memory_backend
+class TestInMemoryMaterialStore(InMemory, MaterialStoreContract):
+    pass

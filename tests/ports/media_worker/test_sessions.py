@@ -5,21 +5,15 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
-
 from media_worker.domain.sessions import SessionState, UploadSession
-from tests.ports.media_worker.conftest import Backend
+from tests.ports.media_worker.conftest import Backend, BackendContract, InMemory, OnPostgres
 from tests.ports.media_worker.records import OWNER, new_session
 
 INSTANCE = "media-a"
 STALE_SECONDS = 900.0
 
 
-class SessionStoreContract:
-    @pytest.fixture
-    def backend(self) -> Backend:
-        raise NotImplementedError
-
+class SessionStoreContract(BackendContract):
     async def _added(self, backend: Backend, session: UploadSession | None = None) -> UploadSession:
         async with backend.uow() as uow:
             added = await uow.sessions.add(session or new_session())
@@ -117,13 +111,9 @@ class SessionStoreContract:
             assert await uow.sessions.begin_merge(session.session_id, OWNER, INSTANCE, STALE_SECONDS)
 
 
-class TestPostgresSessionStore(SessionStoreContract):
-    @pytest.fixture
-    def backend(self, postgres_backend: Backend) -> Backend:
-        return postgres_backend
+class TestPostgresSessionStore(OnPostgres, SessionStoreContract):
+    pass
 
 
-class TestInMemorySessionStore(SessionStoreContract):
-    @pytest.fixture
-    def backend(self, memory_backend: Backend) -> Backend:
-        return memory_backend
+class TestInMemorySessionStore(InMemory, SessionStoreContract):
+    pass

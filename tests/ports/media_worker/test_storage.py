@@ -18,7 +18,7 @@ from media_worker.adapters.memory import InMemoryStorage
 from media_worker.adapters.storage import LocalStorage
 from media_worker.domain.errors import InvalidUpload
 from media_worker.domain.keys import output_key, source_key, work_folder_name
-from media_worker.service_layer.ports import AttemptFolder, Storage
+from media_worker.service_layer.ports import AttemptFolder, ChunkTarget, Storage
 
 
 def write_file(path: Path, data: bytes) -> None:
@@ -52,9 +52,7 @@ def sha256(data: bytes) -> str:
 
 
 class StorageContract:
-    @pytest.fixture
-    def under_test(self, tmp_path: Path) -> StorageUnderTest:
-        raise NotImplementedError
+    """Its test classes provide the `under_test` fixture."""
 
     async def test_a_stream_is_stored_with_its_size_and_digest(self, under_test: StorageUnderTest) -> None:
         key = source_key(uuid.uuid4())
@@ -73,9 +71,9 @@ class StorageContract:
     async def test_a_chunk_of_its_exact_size_is_stored(self, under_test: StorageUnderTest) -> None:
         session = uuid.uuid4()
         storage = under_test.storage
-        await storage.write_chunk(session, 0, body_of(b"ab", b"cd"), expected_bytes=4, expected_sha256=None)
+        await storage.write_chunk(ChunkTarget(session, 0, 4), body_of(b"ab", b"cd"))
         checked = sha256(b"ef").upper()
-        await storage.write_chunk(session, 1, body_of(b"ef"), expected_bytes=2, expected_sha256=checked)
+        await storage.write_chunk(ChunkTarget(session, 1, 2, checked), body_of(b"ef"))
         assert (
             storage.has_chunk(session, 0),
             storage.has_chunk(session, 1),
@@ -99,9 +97,7 @@ class StorageContract:
     ) -> None:
         session = uuid.uuid4()
         with pytest.raises(InvalidUpload) as refused:
-            await under_test.storage.write_chunk(
-                session, 0, body_of(*pieces), expected_bytes=4, expected_sha256=checksum
-            )
+            await under_test.storage.write_chunk(ChunkTarget(session, 0, 4, checksum), body_of(*pieces))
         assert refused.value.code == code
         assert not under_test.storage.has_chunk(session, 0)
         assert under_test.entries() == []
@@ -110,18 +106,14 @@ class StorageContract:
         read: list[int] = []
         with pytest.raises(InvalidUpload):
             await under_test.storage.write_chunk(
-                uuid.uuid4(),
-                0,
-                body_of(b"abcde", b"never read", read=read),
-                expected_bytes=4,
-                expected_sha256=None,
+                ChunkTarget(uuid.uuid4(), 0, 4), body_of(b"abcde", b"never read", read=read)
             )
         assert read == [5]
 
     async def test_a_chunk_whose_body_fails_leaves_nothing(self, under_test: StorageUnderTest) -> None:
         with pytest.raises(BodyFailed):
             await under_test.storage.write_chunk(
-                uuid.uuid4(), 0, body_of(b"ab", then_fail=True), expected_bytes=4, expected_sha256=None
+                ChunkTarget(uuid.uuid4(), 0, 4), body_of(b"ab", then_fail=True)
             )
         assert under_test.entries() == []
 
@@ -131,10 +123,8 @@ class StorageContract:
         session, other = uuid.uuid4(), uuid.uuid4()
         storage = under_test.storage
         for index, data in ((1, b"22"), (0, b"old"), (0, b"11"), (2, b"3")):
-            await storage.write_chunk(
-                session, index, body_of(data), expected_bytes=len(data), expected_sha256=None
-            )
-        await storage.write_chunk(other, 0, body_of(b"x"), expected_bytes=1, expected_sha256=None)
+            await storage.write_chunk(ChunkTarget(session, index, len(data)), body_of(data))
+        await storage.write_chunk(ChunkTarget(other, 0, 1), body_of(b"x"))
         key = source_key(uuid.uuid4())
         merged = await storage.merge_chunks(session, 3, key)
         assert (merged.size_bytes, merged.sha256) == (5, sha256(b"11223"))

@@ -55,9 +55,7 @@ def write_file(path: Path, data: bytes) -> None:
 
 
 class TranscoderContract:
-    @pytest.fixture
-    def under_test(self, tmp_path: Path) -> TranscoderUnderTest:
-        raise NotImplementedError
+    """Its test classes provide the `under_test` fixture."""
 
     async def test_every_output_of_a_video_renders_verifies_and_is_stored(
         self, under_test: TranscoderUnderTest, clip: bytes

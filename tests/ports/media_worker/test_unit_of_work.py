@@ -8,7 +8,7 @@ import pytest
 
 from media_worker.domain.material import NewMaterial
 from media_worker.domain.sessions import SessionState, UploadSession
-from tests.ports.media_worker.conftest import Backend
+from tests.ports.media_worker.conftest import Backend, BackendContract, InMemory, OnPostgres
 from tests.ports.media_worker.records import OWNER, new_material, new_session
 from yovision_platform.outbox import OutboxMessage
 
@@ -23,11 +23,7 @@ def announcement() -> OutboxMessage:
     )
 
 
-class MediaUnitOfWorkContract:
-    @pytest.fixture
-    def backend(self) -> Backend:
-        raise NotImplementedError
-
+class MediaUnitOfWorkContract(BackendContract):
     async def _record(self, backend: Backend, *, then_fail: bool) -> tuple[NewMaterial, UploadSession]:
         material, session = new_material(), new_session()
         async with backend.uow() as uow:
@@ -63,13 +59,9 @@ class MediaUnitOfWorkContract:
         assert await backend.committed_events() == []
 
 
-class TestPostgresMediaUnitOfWork(MediaUnitOfWorkContract):
-    @pytest.fixture
-    def backend(self, postgres_backend: Backend) -> Backend:
-        return postgres_backend
+class TestPostgresMediaUnitOfWork(OnPostgres, MediaUnitOfWorkContract):
+    pass
 
 
-class TestInMemoryMediaUnitOfWork(MediaUnitOfWorkContract):
-    @pytest.fixture
-    def backend(self, memory_backend: Backend) -> Backend:
-        return memory_backend
+class TestInMemoryMediaUnitOfWork(InMemory, MediaUnitOfWorkContract):
+    pass

@@ -9,7 +9,7 @@ import secrets
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -37,29 +37,19 @@ from media_worker.service_layer.metrics import MediaMetrics
 from media_worker.service_layer.ports import MediaUnitOfWork
 from media_worker.service_layer.transcoder import TranscodeWorker, WorkerTiming
 from media_worker.service_layer.uploads import UploadService
+from tests.unit.media_worker.uploading import SMALL_LIMITS
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.web import create_app
 
 INSTANCE = "media-test-a"
 OWNER = "user-1"
-# Small limits, as in tests/integration/media_worker; a short slot wait keeps the 429 test fast.
-TEST_LIMITS = Limits(
-    plain_upload_max_bytes=4096,
-    chunked_required_from_bytes=2048,
-    chunk_max_bytes=1024,
-    chunk_count_max=8,
-    source_max_bytes=8 * 1024,
-    max_concurrent_chunk_writes=2,
-    chunk_slot_wait_seconds=0.05,
-    free_space_safety_margin_bytes=1000,
-    merge_headroom_bytes=1000,
-)
+# The small limits of every upload test; a short slot wait keeps the 429 test fast, and at most 8 chunks.
+TEST_LIMITS = replace(SMALL_LIMITS, chunk_slot_wait_seconds=0.05, chunk_count_max=8)
 PLENTY_FREE_BYTES = 10 * 1024 * 1024
 # What the fake transcoder takes for a video: an MP4 (its first box is `ftyp`).
 VIDEO = b"\x00\x00\x00\x18ftypisom" + b"v" * 100
 WAIT_SECONDS = 5.0
-BOUNDARY = "media-test-boundary"
 
 
 @functools.cache
@@ -77,18 +67,6 @@ async def wait_until(condition: Callable[[], bool], within_seconds: float = WAIT
 async def body_of(*pieces: bytes) -> AsyncIterator[bytes]:
     for piece in pieces:
         yield piece
-
-
-def multipart_body(content: bytes, *, pad_to: int | None = None) -> bytes:
-    """One part named `file`; `pad_to` pads the part's headers so the whole body has that length."""
-    head = f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a.mp4"\r\n'
-    tail = f"\r\n--{BOUNDARY}--\r\n".encode()
-    body = head.encode() + b"\r\n" + content + tail
-    if pad_to is not None:
-        pad = b"X-Pad: " + b"p" * (pad_to - len(body) - len("X-Pad: \r\n")) + b"\r\n"
-        body = head.encode() + pad + b"\r\n" + content + tail
-        assert len(body) == pad_to
-    return body
 
 
 @dataclass
@@ -140,9 +118,6 @@ class Fakes:
     @property
     def operator(self) -> dict[str, str]:
         return self.auth("ops", DRAIN_PERMISSION)
-
-    def multipart_headers(self, subject: str = OWNER) -> dict[str, str]:
-        return {**self.auth(subject), "Content-Type": f"multipart/form-data; boundary={BOUNDARY}"}
 
     async def material(self, material_id: uuid.UUID, owner: str = OWNER) -> Material:
         return await self.materials.status(owner, material_id)

@@ -10,7 +10,8 @@ import httpx
 
 from media_worker.adapters.memory import InMemoryMediaUnitOfWork
 from tests.conftest import problem_code
-from tests.unit.media_worker.conftest import INSTANCE, OWNER, Fakes, multipart_body, wait_until
+from tests.unit.media_worker.conftest import INSTANCE, OWNER, Fakes, wait_until
+from tests.unit.media_worker.uploading import multipart_body, multipart_headers
 
 
 async def test_drain_needs_the_drain_permission(client: httpx.AsyncClient, fakes: Fakes) -> None:
@@ -44,7 +45,7 @@ async def test_drain_stops_new_uploads_and_is_safe_only_when_idle(
         "reason": "safe",
     }
     refused = await client.post(
-        "/v1/materials", content=multipart_body(b"v"), headers=fakes.multipart_headers()
+        "/v1/materials", content=multipart_body(b"v"), headers=multipart_headers(fakes)
     )
     assert (refused.status_code, problem_code(refused), refused.headers["Retry-After"]) == (
         503,

@@ -5,22 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from media_worker.domain.errors import (
-    REFUSAL_CODES,
-    REFUSALS,
-    ChunkSlotsBusy,
-    Draining,
-    InsufficientStorage,
-    InvalidListingCursor,
-    InvalidUpload,
-    LengthRequired,
-    MediaRefusal,
-    MergeInProgress,
-    NotFound,
-    NotRetryable,
-    UploadConflict,
-    UploadTooLarge,
-)
+from media_worker.domain import errors
+from media_worker.domain.errors import REFUSAL_CODES, REFUSALS, MediaRefusal
 from yovision_platform.errors import ServiceError
 
 # The wire contract: code -> (status, Retry-After seconds or None).
@@ -70,8 +56,14 @@ def test_each_code_is_answered_with_its_status_and_retry_after(code: str) -> Non
 
 
 def test_single_code_classes_need_no_argument() -> None:
-    single = [LengthRequired, InvalidListingCursor, NotFound, MergeInProgress, NotRetryable]
-    assert [cls().code for cls in [*single, ChunkSlotsBusy, Draining]] == [
+    single = [
+        errors.LengthRequired,
+        errors.InvalidListingCursor,
+        errors.NotFound,
+        errors.MergeInProgress,
+        errors.NotRetryable,
+    ]
+    assert [cls().code for cls in [*single, errors.ChunkSlotsBusy, errors.Draining]] == [
         "length_required",
         "invalid_cursor",
         "not_found",
@@ -82,7 +74,9 @@ def test_single_code_classes_need_no_argument() -> None:
     ]
 
 
-@pytest.mark.parametrize("family", [UploadTooLarge, InvalidUpload, UploadConflict, InsufficientStorage])
+@pytest.mark.parametrize(
+    "family", [errors.UploadTooLarge, errors.InvalidUpload, errors.UploadConflict, errors.InsufficientStorage]
+)
 def test_a_family_needs_one_of_its_own_codes(family: type[MediaRefusal]) -> None:
     with pytest.raises(TypeError):
         family()

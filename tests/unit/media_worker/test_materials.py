@@ -12,7 +12,8 @@ from media_worker.domain.errors import NotFound
 from media_worker.domain.limits import PROTECTION_WINDOW
 from media_worker.domain.material import MaterialStatus
 from tests.conftest import problem_code
-from tests.unit.media_worker.conftest import OWNER, Fakes, body_of, multipart_body
+from tests.unit.media_worker.conftest import OWNER, Fakes, body_of
+from tests.unit.media_worker.uploading import multipart_body, multipart_headers
 
 
 async def fail(fakes: Fakes, material_id: uuid.UUID, code: str = "ffmpeg_failed") -> None:
@@ -29,7 +30,7 @@ async def test_a_user_sees_only_own_materials_and_never_the_source_during_protec
     client: httpx.AsyncClient, fakes: Fakes
 ) -> None:
     response = await client.post(
-        "/v1/materials", content=multipart_body(b"v" * 100), headers=fakes.multipart_headers()
+        "/v1/materials", content=multipart_body(b"v" * 100), headers=multipart_headers(fakes)
     )
     material_id = response.json()["material_id"]
     own = await client.get(f"/v1/materials/{material_id}", headers=fakes.auth())

@@ -13,7 +13,7 @@ import hashlib
 import posixpath
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
 from types import TracebackType
@@ -27,6 +27,7 @@ from media_worker.domain.outputs import Aborted, Output, TranscodeFailure
 from media_worker.domain.sessions import SessionState, UploadSession
 from media_worker.service_layer.ports import (
     AttemptFolder,
+    ChunkTarget,
     ClaimedJob,
     HeldLease,
     InstanceRecord,
@@ -132,16 +133,9 @@ class MemoryTables:
 
 
 def _material_of(row: _MaterialRow, read_at: datetime) -> Material:
-    new = row.new
+    recorded = {f.name: getattr(row.new, f.name) for f in fields(NewMaterial)}
     return Material(
-        material_id=new.material_id,
-        owner=new.owner,
-        title=new.title,
-        upload_mode=new.upload_mode,
-        source_key=new.source_key,
-        size_bytes=new.size_bytes,
-        sha256=new.sha256,
-        content_type=new.content_type,
+        **recorded,
         status=row.status,
         progress=row.progress,
         error_code=row.error_code,
@@ -533,25 +527,17 @@ class InMemoryStorage:
     def _chunk_key(session_id: uuid.UUID, index: int) -> str:
         return f"chunks/{session_id}/{index:06d}.chunk"
 
-    async def write_chunk(
-        self,
-        session_id: uuid.UUID,
-        index: int,
-        body: AsyncIterator[bytes],
-        *,
-        expected_bytes: int,
-        expected_sha256: str | None,
-    ) -> None:
+    async def write_chunk(self, chunk: ChunkTarget, body: AsyncIterator[bytes]) -> None:
         data = bytearray()
         async for piece in body:
             data += piece
-            if len(data) > expected_bytes:
+            if len(data) > chunk.size_bytes:
                 raise InvalidUpload("chunk_size_mismatch")
-        if len(data) != expected_bytes:
+        if len(data) != chunk.size_bytes:
             raise InvalidUpload("chunk_size_mismatch")
-        if expected_sha256 is not None and hashlib.sha256(data).hexdigest() != expected_sha256.lower():
+        if chunk.sha256 is not None and hashlib.sha256(data).hexdigest() != chunk.sha256.lower():
             raise InvalidUpload("chunk_checksum_mismatch")
-        self.files[self._chunk_key(session_id, index)] = bytes(data)
+        self.files[self._chunk_key(chunk.session_id, chunk.index)] = bytes(data)
 
     def has_chunk(self, session_id: uuid.UUID, index: int) -> bool:
         return self._chunk_key(session_id, index) in self.files

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import asyncpg
 
@@ -35,29 +34,15 @@ Row = asyncpg.Record
 OUTPUT_COLUMNS = {"cover": "cover_ref", "preview_720p": "preview_ref", "clip_10s": "clip_ref"}
 
 
-@dataclass(frozen=True)
 class MediaTables:
-    schema: Identifier
+    """The qualified names of the media schema's tables."""
 
-    @property
-    def materials(self) -> str:
-        return f"{self.schema.quoted}.materials"
-
-    @property
-    def sessions(self) -> str:
-        return f"{self.schema.quoted}.upload_sessions"
-
-    @property
-    def jobs(self) -> str:
-        return f"{self.schema.quoted}.transcode_jobs"
-
-    @property
-    def instances(self) -> str:
-        return f"{self.schema.quoted}.instances"
-
-    @property
-    def job_leases(self) -> LeaseTable:
-        return LeaseTable(self.schema, Identifier("transcode_jobs"))
+    def __init__(self, schema: Identifier) -> None:
+        self.schema = schema
+        q = schema.quoted
+        self.materials, self.sessions = f"{q}.materials", f"{q}.upload_sessions"
+        self.jobs, self.instances = f"{q}.transcode_jobs", f"{q}.instances"
+        self.job_leases = LeaseTable(schema, Identifier("transcode_jobs"))
 
 
 def material_of(row: Row) -> Material:

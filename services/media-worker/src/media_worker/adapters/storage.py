@@ -23,7 +23,7 @@ from pathlib import Path
 
 from media_worker.domain.errors import InvalidUpload
 from media_worker.domain.keys import OUTPUTS_FOLDER, WORK_FOLDER, canonical_uuid, work_folder_token
-from media_worker.service_layer.ports import AttemptFolder, StoredFile
+from media_worker.service_layer.ports import AttemptFolder, ChunkTarget, StoredFile
 
 __all__ = ["COPY_BUFFER_BYTES", "FreeSpaceProbe", "LocalStorage"]
 
@@ -153,21 +153,13 @@ class LocalStorage:
         os.replace(partial, target)
         await asyncio.to_thread(_fsync_dir, target.parent)
 
-    async def write_chunk(
-        self,
-        session_id: uuid.UUID,
-        index: int,
-        body: AsyncIterator[bytes],
-        *,
-        expected_bytes: int,
-        expected_sha256: str | None,
-    ) -> None:
-        target = self._chunk_path(session_id, index)
-        partial, size, sha = await self._write_partial(target, body, limit_bytes=expected_bytes)
+    async def write_chunk(self, chunk: ChunkTarget, body: AsyncIterator[bytes]) -> None:
+        target = self._chunk_path(chunk.session_id, chunk.index)
+        partial, size, sha = await self._write_partial(target, body, limit_bytes=chunk.size_bytes)
         try:
-            if size != expected_bytes:
+            if size != chunk.size_bytes:
                 raise InvalidUpload("chunk_size_mismatch")
-            if expected_sha256 is not None and sha != expected_sha256.lower():
+            if chunk.sha256 is not None and sha != chunk.sha256.lower():
                 raise InvalidUpload("chunk_checksum_mismatch")
             await self._commit(partial, target)
         finally:

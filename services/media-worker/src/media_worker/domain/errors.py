@@ -22,7 +22,7 @@ never free text: they reach APIs, metrics (`REFUSAL_CODES`) and events.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from yovision_platform.errors import ServiceError
 
@@ -45,6 +45,8 @@ __all__ = [
     "UploadConflict",
     "UploadTooLarge",
 ]
+
+T = TypeVar("T")
 
 CHUNK_SLOTS_RETRY_AFTER_SECONDS = 2  # every chunk slot stayed busy for the bounded wait
 MERGE_RETRY_AFTER_SECONDS = 5  # another request holds the merge slot
@@ -114,6 +116,13 @@ class NotFound(MediaRefusal):
 
     code = "not_found"
     status = 404
+
+    @classmethod
+    def unless_found(cls, value: T | None) -> T:
+        """`value`, or this refusal when there is none."""
+        if value is None:
+            raise cls()
+        return value
 
 
 class UploadConflict(MediaRefusal):

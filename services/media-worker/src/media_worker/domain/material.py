@@ -72,15 +72,9 @@ class NewMaterial:
 
 
 @dataclass(frozen=True)
-class Material:
-    material_id: uuid.UUID
-    owner: str
-    title: str
-    upload_mode: UploadMode
-    source_key: str
-    size_bytes: int
-    sha256: str
-    content_type: str | None
+class Material(NewMaterial):
+    """A recorded material: what its upload recorded, and where its transcode stands."""
+
     status: MaterialStatus
     progress: int
     error_code: str | None

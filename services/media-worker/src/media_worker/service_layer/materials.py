@@ -41,10 +41,7 @@ class Materials:
     async def status(self, owner: str, material_id: uuid.UUID) -> Material:
         """The owner's material; `not_found` for an unknown one and for another owner's."""
         async with self._uow() as uow:
-            material = await uow.materials.get(material_id, owner)
-        if material is None:
-            raise NotFound()
-        return material
+            return NotFound.unless_found(await uow.materials.get(material_id, owner))
 
     async def output(self, owner: str, material_id: uuid.UUID, kind: str) -> OutputFile:
         """Where one recorded output of the owner's material is; `not_found` until it is recorded."""

@@ -32,6 +32,7 @@ __all__ = [
     "STORE_ERRORS",
     "AttemptFolder",
     "Capability",
+    "ChunkTarget",
     "ClaimedJob",
     "HeldLease",
     "InstanceRecord",
@@ -254,6 +255,16 @@ class MediaLocks(Protocol):
 
 
 @dataclass(frozen=True)
+class ChunkTarget:
+    """Where a chunk goes and what it must be: exactly `size_bytes`, with the SHA-256 the client sent."""
+
+    session_id: uuid.UUID
+    index: int
+    size_bytes: int
+    sha256: str | None = None
+
+
+@dataclass(frozen=True)
 class StoredFile:
     key: str
     size_bytes: int
@@ -278,17 +289,9 @@ class Storage(Protocol):
         """Free space, or None when unknown."""
         ...
 
-    async def write_chunk(
-        self,
-        session_id: uuid.UUID,
-        index: int,
-        body: AsyncIterator[bytes],
-        *,
-        expected_bytes: int,
-        expected_sha256: str | None,
-    ) -> None:
-        """Store a chunk of exactly `expected_bytes` (else `InvalidUpload(chunk_size_mismatch)`, read no
-        further than one byte over) with that SHA-256 if given (else `chunk_checksum_mismatch`)."""
+    async def write_chunk(self, chunk: ChunkTarget, body: AsyncIterator[bytes]) -> None:
+        """Store a chunk of exactly its size (else `InvalidUpload(chunk_size_mismatch)`, read no further than
+        one byte over) with its SHA-256 if given (else `chunk_checksum_mismatch`)."""
         ...
 
     def has_chunk(self, session_id: uuid.UUID, index: int) -> bool: ...

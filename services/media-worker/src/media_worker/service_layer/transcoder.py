@@ -274,33 +274,34 @@ class TranscodeWorker:
     async def _record_done(
         self, claimed: ClaimedJob, attempt: int, refs: dict[str, str], started: float
     ) -> None:
-        async with self.uow() as uow:
-            await uow.jobs.finish(claimed.job_id, claimed.lease, state="done")
-            await uow.materials.lock(claimed.material_id)
-            await uow.materials.complete(claimed.material_id, refs)
-            await self.events.emit(
-                uow.outbox,
-                "TranscodeCompleted",
-                str(claimed.material_id),
-                {
-                    **self._ids(claimed.job_id, attempt),
-                    "duration_ms": int((time.monotonic() - started) * 1000),
-                    "outputs": [output.kind for output in OUTPUTS],
-                },
-            )
+        duration_ms = int((time.monotonic() - started) * 1000)
+        payload = {"duration_ms": duration_ms, "outputs": [output.kind for output in OUTPUTS]}
+        await self._record(claimed, attempt, "TranscodeCompleted", payload, refs=refs)
 
     async def _record_failed(self, claimed: ClaimedJob, attempt: int, code: str) -> None:
+        payload = {"error_code": code, "retryable": code in RETRYABLE_FAILURES}
+        await self._record(claimed, attempt, "TranscodeFailed", payload, failure=code)
+
+    async def _record(
+        self,
+        claimed: ClaimedJob,
+        attempt: int,
+        event_type: str,
+        payload: dict[str, object],
+        *,
+        refs: dict[str, str] | None = None,
+        failure: str | None = None,
+    ) -> None:
+        """One fenced transaction: the job's end, the material's outcome (`refs` when done, the `failure`
+        code otherwise; the material row is locked first) and the event."""
+        state = "done" if failure is None else "failed"
         async with self.uow() as uow:
-            await uow.jobs.finish(claimed.job_id, claimed.lease, state="failed", error_code=code)
+            await uow.jobs.finish(claimed.job_id, claimed.lease, state=state, error_code=failure)
             await uow.materials.lock(claimed.material_id)
-            await uow.materials.fail(claimed.material_id, code)
-            await self.events.emit(
-                uow.outbox,
-                "TranscodeFailed",
-                str(claimed.material_id),
-                {
-                    **self._ids(claimed.job_id, attempt),
-                    "error_code": code,
-                    "retryable": code in RETRYABLE_FAILURES,
-                },
-            )
+            if failure is None:
+                assert refs is not None
+                await uow.materials.complete(claimed.material_id, refs)
+            else:
+                await uow.materials.fail(claimed.material_id, failure)
+            ids = self._ids(claimed.job_id, attempt)
+            await self.events.emit(uow.outbox, event_type, str(claimed.material_id), {**ids, **payload})

@@ -34,7 +34,7 @@ from media_worker.domain.material import NewMaterial, UploadMode
 from media_worker.domain.sessions import SessionState, UploadSession
 from media_worker.service_layer.activity import Activity
 from media_worker.service_layer.events import EventWriter
-from media_worker.service_layer.ports import MediaLocks, Storage, StoredFile, UnitOfWorkFactory
+from media_worker.service_layer.ports import ChunkTarget, MediaLocks, Storage, StoredFile, UnitOfWorkFactory
 
 __all__ = ["MERGE_STALE_SECONDS", "InitOutcome", "UploadService"]
 
@@ -155,10 +155,7 @@ class UploadService:
 
     async def session(self, owner: str, session_id: uuid.UUID) -> UploadSession:
         async with self._uow() as uow:
-            session = await uow.sessions.get(session_id, owner)
-        if session is None:
-            raise NotFound()
-        return session
+            return NotFound.unless_found(await uow.sessions.get(session_id, owner))
 
     async def put_chunk(
         self,
@@ -185,9 +182,7 @@ class UploadService:
             except TimeoutError:
                 raise ChunkSlotsBusy() from None
             try:
-                await self._storage.write_chunk(
-                    session_id, index, body, expected_bytes=expected, expected_sha256=sha256
-                )
+                await self._storage.write_chunk(ChunkTarget(session_id, index, expected, sha256), body)
             finally:
                 self._chunk_slots.release()
             async with self._uow() as uow:
