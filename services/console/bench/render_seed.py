@@ -23,7 +23,8 @@ from typing import Any
 import asyncpg
 import httpx
 
-from bell_receiver.adapters.audit_trail import AuditRow, AuditTrail, Channel
+from bell_receiver.adapters.audit_trail import PostgresAuditTrail
+from bell_receiver.domain.audit import AuditRow, Channel
 from media_worker.adapters.repository import MediaTables, PostgresJobs, PostgresMaterials
 from media_worker.domain.material import NewMaterial, UploadMode
 from signal_watcher.adapters.crypto import SecretCipher
@@ -189,7 +190,7 @@ async def seed_audit(env: LocalEnvironment, total: int, seeded: Seeded) -> None:
     """Top Bell's trail up to `total` rows (the device creations already put theirs there)."""
     conn = await asyncpg.connect(dsn_of(env, "bell-receiver"))
     try:
-        trail = AuditTrail(Identifier(schema_of(env, "bell-receiver")))
+        trail = PostgresAuditTrail(conn, Identifier(schema_of(env, "bell-receiver")))
         existing = await conn.fetchval(
             f'SELECT count(*) FROM "{schema_of(env, "bell-receiver")}".audit_events'
         )
@@ -200,7 +201,7 @@ async def seed_audit(env: LocalEnvironment, total: int, seeded: Seeded) -> None:
                 _audit_row(n, seeded.device_ids, now) for n in range(start, min(missing, start + AUDIT_BATCH))
             ]
             async with conn.transaction():
-                await trail.append(conn, rows, Channel.KAFKA)
+                await trail.append(rows, Channel.KAFKA)
         seeded.audit_rows = existing + missing
     finally:
         await conn.close()

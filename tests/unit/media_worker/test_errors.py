@@ -8,6 +8,7 @@ import pytest
 from media_worker.domain import errors
 from media_worker.domain.errors import REFUSAL_CODES, REFUSALS, MediaRefusal
 from yovision_platform.errors import ServiceError
+from yovision_platform.paging import InvalidCursor
 
 # The wire contract: code -> (status, Retry-After seconds or None).
 ANSWERS: dict[str, tuple[int, int | None]] = {
@@ -36,14 +37,16 @@ ANSWERS: dict[str, tuple[int, int | None]] = {
 }
 
 
-def refusal_of(code: str) -> MediaRefusal:
+def refusal_of(code: str) -> ServiceError:
+    if code == "invalid_cursor":  # the listing's cursor: the platform's paging refusal
+        return InvalidCursor()
     (refusal,) = [cls for cls in REFUSALS if code in cls.codes]
     return refusal() if len(refusal.codes) == 1 else refusal(code)
 
 
 def test_every_code_belongs_to_exactly_one_class() -> None:
     assert sorted(REFUSAL_CODES) == sorted(ANSWERS)
-    assert sum(len(cls.codes) for cls in REFUSALS) == len(REFUSAL_CODES)
+    assert sum(len(cls.codes) for cls in REFUSALS) == len(REFUSAL_CODES) - 1  # and the platform's cursor
 
 
 @pytest.mark.parametrize("code", sorted(ANSWERS))
@@ -58,14 +61,12 @@ def test_each_code_is_answered_with_its_status_and_retry_after(code: str) -> Non
 def test_single_code_classes_need_no_argument() -> None:
     single = [
         errors.LengthRequired,
-        errors.InvalidListingCursor,
         errors.NotFound,
         errors.MergeInProgress,
         errors.NotRetryable,
     ]
     assert [cls().code for cls in [*single, errors.ChunkSlotsBusy, errors.Draining]] == [
         "length_required",
-        "invalid_cursor",
         "not_found",
         "merge_in_progress",
         "not_retryable",

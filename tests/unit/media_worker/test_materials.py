@@ -137,4 +137,5 @@ async def test_listing_limits_and_cursor(client: httpx.AsyncClient, fakes: Fakes
         assert response.status_code == status
     bad = await client.get("/v1/materials", params={"cursor": "%%"}, headers=fakes.auth())
     assert (bad.status_code, problem_code(bad)) == (400, "invalid_cursor")
+    assert fakes.registry.get_sample_value("media_api_refusals_total", {"code": "invalid_cursor"}) == 1
     assert (await client.get("/v1/materials")).status_code == 401

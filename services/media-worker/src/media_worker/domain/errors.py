@@ -6,7 +6,6 @@
     │                                chunk_too_large | too_many_chunks
     ├── InvalidUpload           400  chunk_size_mismatch | chunk_checksum_mismatch |
     │                                chunk_index_out_of_range | invalid_layout | invalid_multipart
-    ├── InvalidListingCursor    400  invalid_cursor
     ├── NotFound                404  not_found
     ├── UploadConflict          409  layout_conflict | upload_incomplete | upload_not_open
     ├── MergeInProgress         409  merge_in_progress   Retry-After: MERGE_RETRY_AFTER_SECONDS
@@ -17,7 +16,8 @@
 
 A class of one code raises without arguments (`Draining()`); a family names its code
 (`UploadTooLarge("source_too_large")`), and a code outside the family is a programming error. Codes are
-never free text: they reach APIs, metrics (`REFUSAL_CODES`) and events.
+never free text: they reach APIs, metrics (`REFUSAL_CODES`, with the platform's `invalid_cursor` of the
+listing's cursor) and events.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import ClassVar, TypeVar
 
 from yovision_platform.errors import ServiceError
+from yovision_platform.paging import InvalidCursor
 
 __all__ = [
     "CHUNK_SLOTS_RETRY_AFTER_SECONDS",
@@ -35,7 +36,6 @@ __all__ = [
     "ChunkSlotsBusy",
     "Draining",
     "InsufficientStorage",
-    "InvalidListingCursor",
     "InvalidUpload",
     "LengthRequired",
     "MediaRefusal",
@@ -106,11 +106,6 @@ class InvalidUpload(MediaRefusal):
     )
 
 
-class InvalidListingCursor(MediaRefusal):
-    code = "invalid_cursor"
-    status = 400
-
-
 class NotFound(MediaRefusal):
     """No such material, session or output of the caller (another user's answers the same)."""
 
@@ -166,7 +161,6 @@ REFUSALS: tuple[type[MediaRefusal], ...] = (
     LengthRequired,
     UploadTooLarge,
     InvalidUpload,
-    InvalidListingCursor,
     NotFound,
     UploadConflict,
     MergeInProgress,
@@ -175,4 +169,7 @@ REFUSALS: tuple[type[MediaRefusal], ...] = (
     Draining,
     InsufficientStorage,
 )
-REFUSAL_CODES: frozenset[str] = frozenset().union(*(refusal.codes for refusal in REFUSALS))
+# Every code a route refuses with: these classes' and the listing cursor's (`yovision_platform.paging`).
+REFUSAL_CODES: frozenset[str] = frozenset({InvalidCursor.code}).union(
+    *(refusal.codes for refusal in REFUSALS)
+)

@@ -23,7 +23,6 @@ from media_worker.domain.errors import (
     ChunkSlotsBusy,
     Draining,
     InsufficientStorage,
-    InvalidListingCursor,
     InvalidUpload,
     LengthRequired,
     MediaRefusal,
@@ -42,8 +41,9 @@ from media_worker.service_layer.materials import MATERIAL_PAGE_MAX_ITEMS, Materi
 from media_worker.service_layer.metrics import DisconnectedUpload, MediaMetrics
 from media_worker.service_layer.uploads import UploadService
 from yovision_platform.auth import BearerToken, Identity, TokenVerifier
+from yovision_platform.errors import ServiceError
 from yovision_platform.guards import BodyReadRule
-from yovision_platform.paging import cursor_query
+from yovision_platform.paging import InvalidCursor, cursor_query
 from yovision_platform.problems import problem_response
 from yovision_platform.web import JsonInt, create_app, guard_policy, max_ratio
 
@@ -150,7 +150,7 @@ class RefusalCountingRoute(APIRoute):
         async def counted(request: Request) -> Response:
             try:
                 return await handler(request)
-            except MediaRefusal as refusal:
+            except (MediaRefusal, InvalidCursor) as refusal:
                 metrics = _api(request).metrics
                 if metrics is not None:
                     metrics.refusals.labels(code=refusal.code).inc()
@@ -162,7 +162,7 @@ class RefusalCountingRoute(APIRoute):
 router = APIRouter(route_class=RefusalCountingRoute)
 
 
-def refusals(*answers: MediaRefusal) -> dict[int | str, dict[str, Any]]:
+def refusals(*answers: ServiceError) -> dict[int | str, dict[str, Any]]:
     """The `responses` of a route's refusals, grouped by their HTTP status."""
     by_status: dict[int, list[str]] = {}
     for answer in answers:
@@ -309,7 +309,7 @@ async def complete_upload(api: Api, session_id: uuid.UUID, user: User) -> dict[s
     return {"material_id": str(material_id)}
 
 
-@router.get("/v1/materials", responses=refusals(InvalidListingCursor()))
+@router.get("/v1/materials", responses=refusals(InvalidCursor()))
 async def list_materials(
     api: Api,
     user: User,

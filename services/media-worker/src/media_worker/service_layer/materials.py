@@ -7,11 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from media_worker.domain.errors import InvalidListingCursor, NotFound, NotRetryable
+from media_worker.domain.errors import NotFound, NotRetryable
 from media_worker.domain.material import Material
 from media_worker.domain.outputs import OUTPUT_BY_KIND
 from media_worker.service_layer.ports import Storage, UnitOfWorkFactory
-from yovision_platform.paging import InvalidCursor, decode_cursor, encode_cursor
+from yovision_platform.paging import decode_cursor, encode_cursor
 
 __all__ = ["MATERIAL_PAGE_MAX_ITEMS", "MaterialPage", "Materials", "OutputFile"]
 
@@ -68,10 +68,7 @@ class Materials:
 
     async def page(self, owner: str, limit: int, cursor: str | None) -> MaterialPage:
         """The owner's materials, newest first, `limit` at most, after the page that ended at `cursor`."""
-        try:
-            after = decode_cursor(cursor, uuid.UUID) if cursor is not None else None
-        except InvalidCursor:
-            raise InvalidListingCursor() from None
+        after = decode_cursor(cursor, uuid.UUID) if cursor is not None else None  # else InvalidCursor
         async with self._uow() as uow:
             found = await uow.listing.materials(owner, limit + 1, after)
         items = found[:limit]

@@ -26,7 +26,7 @@ from media_worker.domain.material import Material, NewMaterial
 from media_worker.domain.outputs import Output
 from media_worker.domain.sessions import UploadSession
 from yovision_platform.leases import Lease
-from yovision_platform.unit_of_work import OutboxWriter, UnitOfWork
+from yovision_platform.unit_of_work import UnitOfWork
 
 __all__ = [
     "STORE_ERRORS",
@@ -216,11 +216,6 @@ class MediaListing(Protocol):
 
 
 class MediaUnitOfWork(UnitOfWork, Protocol):
-    # Read-only here, so that the fake (whose outbox is an `InMemoryOutbox`) conforms: `UnitOfWork.outbox`
-    # is a settable attribute, hence invariant.
-    @property
-    def outbox(self) -> OutboxWriter: ...  # type: ignore[override]
-
     @property
     def materials(self) -> MaterialStore: ...
 

@@ -7,14 +7,14 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from yovision_platform.audit_relay.batch import ItemStatus
+from yovision_platform.audit_relay.batch import BatchErrorCode, ItemStatus
 from yovision_platform.audit_relay.facts import ItemRejectCode
 from yovision_platform.errors import SignatureRejectReason
 from yovision_platform.metrics import LabeledMetric, labeled_counter, labeled_histogram
 
 
 class RequestOutcome(enum.StrEnum):
-    """How one relay request ended (label ``outcome`` of ``bell_relay_requests_total``)."""
+    """How one signed batch request ended (label ``outcome`` of ``bell_relay_requests_total``)."""
 
     PROCESSED = "processed"
     INVALID_BATCH = "invalid_batch"
@@ -25,6 +25,15 @@ class RequestOutcome(enum.StrEnum):
     REQUEST_TIMEOUT = "request_timeout"
     DEADLINE_EXCEEDED = "deadline_exceeded"
     UNAVAILABLE = "unavailable"
+
+    @classmethod
+    def of_refusal(cls, code: BatchErrorCode) -> RequestOutcome:
+        """A whole-request refusal's outcome: its own code, or ``invalid_batch`` for a body that is not a
+        batch (``invalid_json``, ``invalid_envelope``, ``batch_size_out_of_range``)."""
+        try:
+            return cls(code.value)
+        except ValueError:
+            return cls.INVALID_BATCH
 
 
 class IngestOutcome(enum.StrEnum):

@@ -1,61 +1,40 @@
-"""The audit read API (`GET /v1/audit-events`) and the inbox read marks, on real PostgreSQL over HTTP."""
+"""The read APIs through the real app on the fakes: `GET /v1/audit-events` (filters, keyset pages,
+refusals) and the inbox's read marks. The fakes' filtering and ordering equal PostgreSQL's by
+tests/ports/bell_receiver; the inbox over a real server and PostgreSQL: tests/integration/bell_receiver/
+test_ingest_and_inbox.py."""
 
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import httpx
 
-from bell_receiver.adapters.audit_trail import AuditRow, AuditTrail, Channel
-from bell_receiver.adapters.inbox import Inbox
+from bell_receiver.domain.audit import Channel
+from bell_receiver.domain.inbox import NewNotification
 from bell_receiver.entrypoints.http_audit import AUDIT_READ_PERMISSION, MAX_PAGE_SIZE
 from tests.conftest import problem_code
-from tests.integration.bell_receiver.conftest import Served
-from yovision_platform.audit_relay.facts import digest_of
-from yovision_platform.db import Identifier
-
-T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+from tests.ports.bell_receiver.samples import T0
+from tests.ports.bell_receiver.samples import audit_row as row
+from tests.unit.bell_receiver.conftest import Api
 
 
-def row(
-    n: int, *, source: str = "sense", event_type: str = "DeviceAuditRecorded", device: str | None = None
-) -> AuditRow:
-    document = {"n": n, "changed_fields": ["source_uri"]}
-    return AuditRow(
-        source_system=source,
-        event_id=uuid.uuid4(),
-        event_type=event_type,
-        action=f"{source}.action",
-        actor=f"actor-{n % 2}",
-        tenant_id=None,
-        site_id=None,
-        device_id=device,
-        occurred_at=T0 + timedelta(seconds=n),
-        payload=document,
-        digest=digest_of(document),
-    )
-
-
-async def seed(served: Served) -> None:
-    trail = AuditTrail(Identifier(served.schema.name))
-    async with served.pool.acquire() as conn:
-        await trail.append(conn, [row(n, device=f"dev-{n % 3}") for n in range(10)], Channel.HTTP_RELAY)
-        await trail.append(
-            conn,
-            [row(100 + n, source="media", event_type="TranscodeFailed") for n in range(3)],
-            Channel.KAFKA,
+async def seed(api: Api) -> None:
+    async with api.fakes.uow as uow:
+        await uow.audit_trail.append([row(n, device=f"dev-{n % 3}") for n in range(10)], Channel.HTTP_RELAY)
+        await uow.audit_trail.append(
+            [row(100 + n, source="media", event_type="TranscodeFailed") for n in range(3)], Channel.KAFKA
         )
 
 
-def auth(served: Served, *permissions: str) -> dict[str, str]:
-    return {"authorization": f"Bearer {served.keys.token_verifier.mint('auditor', permissions)}"}
+def auth(api: Api, *permissions: str) -> dict[str, str]:
+    return api.auth("auditor", *permissions)
 
 
-async def test_the_trail_is_newest_first_filtered_and_keyset_paged(served: Served) -> None:
-    await seed(served)
-    http = served.relay.http
-    headers = auth(served, AUDIT_READ_PERMISSION)
+async def test_the_trail_is_newest_first_filtered_and_keyset_paged(api: Api) -> None:
+    await seed(api)
+    http = api.http
+    headers = auth(api, AUDIT_READ_PERMISSION)
     everything = (await http.get("/v1/audit-events", headers=headers)).json()
     times = [item["occurred_at"] for item in everything["items"]]
     assert len(times) == 13 and times == sorted(times, reverse=True)
@@ -96,12 +75,12 @@ async def test_the_trail_is_newest_first_filtered_and_keyset_paged(served: Serve
     assert [i["fact"]["n"] for i in window.json()["items"]] == [4, 2]
 
 
-async def test_the_trail_needs_the_audit_permission_and_valid_input(served: Served) -> None:
-    http = served.relay.http
+async def test_the_trail_needs_the_audit_permission_and_valid_input(api: Api) -> None:
+    http = api.http
     assert (await http.get("/v1/audit-events")).status_code == 401
-    forbidden = await http.get("/v1/audit-events", headers=auth(served, "signal:read"))
+    forbidden = await http.get("/v1/audit-events", headers=auth(api, "signal:read"))
     assert (forbidden.status_code, problem_code(forbidden)) == (403, "forbidden")
-    headers = auth(served, AUDIT_READ_PERMISSION)
+    headers = auth(api, AUDIT_READ_PERMISSION)
     for limit, status in ((0, 422), (1, 200), (MAX_PAGE_SIZE, 200), (MAX_PAGE_SIZE + 1, 422)):
         response = await http.get("/v1/audit-events", params={"limit": limit}, headers=headers)
         assert response.status_code == status
@@ -132,21 +111,21 @@ async def test_the_trail_needs_the_audit_permission_and_valid_input(served: Serv
     assert (empty_range.status_code, problem_code(empty_range)) == (400, "invalid_range")
 
 
-async def test_a_user_marks_own_notifications_read_and_unread(served: Served) -> None:
-    inbox = Inbox(Identifier(served.schema.name))
-    async with served.pool.acquire() as conn:
+async def test_a_user_marks_own_notifications_read_and_unread(api: Api) -> None:
+    async with api.fakes.uow as uow:
         for user in ("reader", "other"):
-            await inbox.add(
-                conn,
-                user_id=user,
-                kind="WATCHER_DISABLED",
-                source_system="signal",
-                event_id=uuid.uuid4(),
-                occurred_at=T0,
-                data={"watcher_name": user},
+            await uow.inbox.add(
+                NewNotification(
+                    user_id=user,
+                    kind="WATCHER_DISABLED",
+                    source_system="signal",
+                    event_id=uuid.uuid4(),
+                    occurred_at=T0,
+                    data={"watcher_name": user},
+                )
             )
-    http = served.relay.http
-    mine = {"authorization": f"Bearer {served.keys.token_verifier.mint('reader')}"}
+    http = api.http
+    mine = api.auth("reader")
 
     async def items(headers: dict[str, str]) -> list[dict[str, object]]:
         response: httpx.Response = await http.get("/v1/notifications", headers=headers)
@@ -162,7 +141,7 @@ async def test_a_user_marks_own_notifications_read_and_unread(served: Served) ->
     assert (await items(mine))[0]["read_at"] == read["read_at"]
     assert (await http.delete(url, headers=mine)).status_code == 204
     assert (await items(mine))[0]["read_at"] is None
-    theirs = {"authorization": f"Bearer {served.keys.token_verifier.mint('other')}"}
+    theirs = api.auth("other")
     stranger = await http.put(url, headers=theirs)
     assert (stranger.status_code, problem_code(stranger)) == (404, "not_found")
     assert (await http.put(url)).status_code == 401

@@ -21,8 +21,17 @@ import asyncpg
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
-from bell_receiver.metrics import BellMetrics, RequestOutcome
-from bell_receiver.service_layer.relay import RelayHandler, RelayResponse, ResponseKind
+from bell_receiver.domain.errors import (
+    AuditBatchRefused,
+    BatchBodyTooLarge,
+    BatchDeadlineExceeded,
+    BatchRequestTimeout,
+    BatchUnauthorized,
+    BatchUnavailable,
+    InvalidBatch,
+)
+from bell_receiver.service_layer.audit_batch_receiver import AnswerKind, AuditBatchReceiver, BatchAnswer
+from bell_receiver.service_layer.metrics import BellMetrics, RequestOutcome
 from yovision_platform.audit_relay.batch import (
     BATCH_PATH,
     CONTRACT_NAME,
@@ -31,10 +40,8 @@ from yovision_platform.audit_relay.batch import (
     BatchErrorCode,
     BatchResult,
     ErrorBody,
-    ItemStatus,
     error_body,
 )
-from yovision_platform.db import Identifier
 from yovision_platform.errors import SignatureError
 from yovision_platform.signing import (
     HEADER_KEY_ID,
@@ -48,39 +55,30 @@ from yovision_platform.signing import (
 log = logging.getLogger(__name__)
 
 JSON_MEDIA_TYPE = "application/json"
-HTTP_BAD_REQUEST = 400
-HTTP_UNAUTHORIZED = 401
-HTTP_REQUEST_TIMEOUT = 408
-HTTP_PAYLOAD_TOO_LARGE = 413
-HTTP_UNAVAILABLE = 503
 
 _KIND_OUTCOME = {
-    ResponseKind.PROCESSED: RequestOutcome.PROCESSED,
-    ResponseKind.INVALID_BATCH: RequestOutcome.INVALID_BATCH,
-    ResponseKind.REPLAYED: RequestOutcome.REPLAYED,
-    ResponseKind.REPLAY_CONFLICT: RequestOutcome.REPLAY_CONFLICT,
+    AnswerKind.PROCESSED: RequestOutcome.PROCESSED,
+    AnswerKind.INVALID_BATCH: RequestOutcome.INVALID_BATCH,
+    AnswerKind.REPLAYED: RequestOutcome.REPLAYED,
 }
 
 
-class _BodyTooLarge(Exception):
-    pass
-
-
-def _error(status: int, code: BatchErrorCode) -> Response:
-    return Response(error_body(code), status_code=status, media_type=JSON_MEDIA_TYPE)
+def refusal_response(refused: AuditBatchRefused) -> Response:
+    """The frozen contract's answer to a refusal: ``{"error": code}`` with the refusal's status."""
+    return Response(error_body(refused.batch_code), status_code=refused.status, media_type=JSON_MEDIA_TYPE)
 
 
 async def read_limited_body(request: Request, limit_bytes: int) -> bytes:
     """The request body, refusing more than ``limit_bytes`` before reading further."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit_bytes:
-        raise _BodyTooLarge
+        raise BatchBodyTooLarge
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit_bytes:
-            raise _BodyTooLarge
+            raise BatchBodyTooLarge
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -131,7 +129,7 @@ def _error_response(description: str) -> dict[str, Any]:
     return {"model": ErrorBody, "description": description}
 
 
-RELAY_OPENAPI_EXTRA: dict[str, Any] = {
+AUDIT_BATCH_OPENAPI_EXTRA: dict[str, Any] = {
     "parameters": _parameters(),
     "requestBody": {
         "required": True,
@@ -139,7 +137,7 @@ RELAY_OPENAPI_EXTRA: dict[str, Any] = {
         "content": {JSON_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/AuditEventBatch"}}},
     },
 }
-RELAY_RESPONSES: dict[int | str, dict[str, Any]] = {
+AUDIT_BATCH_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"model": BatchResult, "description": "One result per item, in input order."},
     400: _error_response("invalid_json | invalid_envelope | batch_size_out_of_range (whole batch refused)."),
     401: _error_response("unauthorized: any signature problem, one uniform answer."),
@@ -150,52 +148,28 @@ RELAY_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def install_relay_route(
+def install_audit_batch_route(
     app: FastAPI,
     *,
-    pool: asyncpg.Pool,
-    schema: str,
+    receiver: AuditBatchReceiver,
     keyring: KeyRing,
     metrics: BellMetrics,
     clock: Callable[[], float] = time.time,
     deadline_seconds: float = REQUEST_DEADLINE_SECONDS,
 ) -> None:
-    handler = RelayHandler(pool, Identifier(schema))
-
     def count(outcome: RequestOutcome, started: float) -> None:
         metrics.requests.labels(outcome=outcome).inc()
         metrics.request_seconds.labels().observe(time.monotonic() - started)
 
-    def count_items(response: RelayResponse) -> None:
-        for result in response.results:
-            metrics.item_results.labels(outcome=result.status).inc()
-            if result.status is ItemStatus.REJECTED and result.code is not None:
-                metrics.item_rejections.labels(reason=result.code).inc()
-
-    @app.post(
-        BATCH_PATH,
-        operation_id="postAuditEventsBatch",
-        summary="Append a signed batch of Sense device-audit facts to Bell's audit trail",
-        responses=RELAY_RESPONSES,
-        openapi_extra=RELAY_OPENAPI_EXTRA,
-        response_class=JSONResponse,
-        tags=[CONTRACT_NAME],
-    )
-    async def post_batch(request: Request) -> Response:
-        started = time.monotonic()
+    async def answer(request: Request) -> BatchAnswer:
         if not declares_json(request.headers.get("content-type")):
-            count(RequestOutcome.INVALID_BATCH, started)
-            return _error(HTTP_BAD_REQUEST, BatchErrorCode.INVALID_JSON)
+            raise InvalidBatch(BatchErrorCode.INVALID_JSON)
         deadline = asyncio.get_running_loop().time() + deadline_seconds
         try:
             async with asyncio.timeout_at(deadline):
                 body = await read_limited_body(request, MAX_BODY_BYTES)
-        except _BodyTooLarge:
-            count(RequestOutcome.BODY_TOO_LARGE, started)
-            return _error(HTTP_PAYLOAD_TOO_LARGE, BatchErrorCode.BODY_TOO_LARGE)
         except TimeoutError:
-            count(RequestOutcome.REQUEST_TIMEOUT, started)
-            return _error(HTTP_REQUEST_TIMEOUT, BatchErrorCode.REQUEST_TIMEOUT)
+            raise BatchRequestTimeout from None
         try:
             verified = verify_request(
                 keyring,
@@ -210,22 +184,36 @@ def install_relay_route(
             log.info(
                 "relay request refused", extra={"error_code": refused.code, "reason": refused.reason.value}
             )
-            count(RequestOutcome.UNAUTHORIZED, started)
-            return _error(HTTP_UNAUTHORIZED, BatchErrorCode.UNAUTHORIZED)
+            raise BatchUnauthorized from None
         try:
             async with asyncio.timeout_at(deadline):
-                response = await handler.handle(verified, body)
+                answered = await receiver.receive(verified, body)
         except TimeoutError:
-            count(RequestOutcome.DEADLINE_EXCEEDED, started)
-            return _error(HTTP_UNAVAILABLE, BatchErrorCode.DEADLINE_EXCEEDED)
+            raise BatchDeadlineExceeded from None
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as failure:
             log.warning("relay batch failed", extra={"error_code": type(failure).__name__})
-            count(RequestOutcome.UNAVAILABLE, started)
-            return _error(HTTP_UNAVAILABLE, BatchErrorCode.UNAVAILABLE)
-        count_items(response)
-        count(_KIND_OUTCOME[response.kind], started)
+            raise BatchUnavailable from None
         log.info(
             "relay batch handled",
-            extra={"key_id": verified.key_id, "outcome": response.kind.value, "items": len(response.results)},
+            extra={"key_id": verified.key_id, "outcome": answered.kind.value, "items": len(answered.results)},
         )
-        return Response(response.body, status_code=response.status, media_type=JSON_MEDIA_TYPE)
+        return answered
+
+    @app.post(
+        BATCH_PATH,
+        operation_id="postAuditEventsBatch",
+        summary="Append a signed batch of Sense device-audit facts to Bell's audit trail",
+        responses=AUDIT_BATCH_RESPONSES,
+        openapi_extra=AUDIT_BATCH_OPENAPI_EXTRA,
+        response_class=JSONResponse,
+        tags=[CONTRACT_NAME],
+    )
+    async def post_batch(request: Request) -> Response:
+        started = time.monotonic()
+        try:
+            answered = await answer(request)
+        except AuditBatchRefused as refused:
+            count(RequestOutcome.of_refusal(refused.batch_code), started)
+            return refusal_response(refused)
+        count(_KIND_OUTCOME[answered.kind], started)
+        return Response(answered.body, status_code=answered.status, media_type=JSON_MEDIA_TYPE)
