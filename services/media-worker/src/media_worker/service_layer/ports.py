@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -216,6 +216,8 @@ class MediaListing(Protocol):
 
 
 class MediaUnitOfWork(UnitOfWork, Protocol):
+    """One transaction over media-worker's stores (and the outbox)."""
+
     @property
     def materials(self) -> MaterialStore: ...
 
@@ -232,8 +234,7 @@ class MediaUnitOfWork(UnitOfWork, Protocol):
     def listing(self) -> MediaListing: ...
 
 
-class UnitOfWorkFactory(Protocol):
-    def __call__(self) -> MediaUnitOfWork: ...
+UnitOfWorkFactory = Callable[[], MediaUnitOfWork]
 
 
 class MediaLocks(Protocol):
