@@ -20,8 +20,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
-import asyncpg
-
 from media_worker.domain.material import Material, NewMaterial
 from media_worker.domain.outputs import Output
 from media_worker.domain.sessions import UploadSession
@@ -29,7 +27,6 @@ from yovision_platform.leases import Lease
 from yovision_platform.unit_of_work import UnitOfWork
 
 __all__ = [
-    "STORE_ERRORS",
     "AttemptFolder",
     "Capability",
     "ChunkTarget",
@@ -48,10 +45,6 @@ __all__ = [
     "Transcoder",
     "UnitOfWorkFactory",
 ]
-
-# What a store raises when its database is unreachable or fails a statement: a worker round that meets
-# one waits for the next round instead of crashing.
-STORE_ERRORS: tuple[type[BaseException], ...] = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
 
 @dataclass(frozen=True)

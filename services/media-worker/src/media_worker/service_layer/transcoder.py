@@ -28,7 +28,6 @@ from media_worker.service_layer.activity import Activity
 from media_worker.service_layer.events import EventWriter
 from media_worker.service_layer.metrics import MediaMetrics, TranscodeOutcome
 from media_worker.service_layer.ports import (
-    STORE_ERRORS,
     ClaimedJob,
     MediaLocks,
     Storage,
@@ -36,6 +35,7 @@ from media_worker.service_layer.ports import (
     UnitOfWorkFactory,
 )
 from media_worker.service_layer.recovery import AttemptRecovery
+from yovision_platform.db import STORE_ERRORS
 from yovision_platform.errors import LeaseLost
 
 __all__ = ["JOB_LEASE_SECONDS", "RESCAN_SECONDS", "TranscodeWorker", "WorkerTiming"]
