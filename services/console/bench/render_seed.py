@@ -25,7 +25,8 @@ import httpx
 
 from bell_receiver.adapters.audit_trail import PostgresAuditTrail
 from bell_receiver.domain.audit import AuditRow, Channel
-from media_worker.adapters.repository import MediaRepository
+from media_worker.adapters.repository import MediaTables, PostgresJobs, PostgresMaterials
+from media_worker.domain.material import NewMaterial, UploadMode
 from signal_watcher.adapters.crypto import SecretCipher
 from signal_watcher.adapters.repository import PostgresCheckStore, PostgresWatcherStore
 from signal_watcher.domain.model import CompareMode, Method, Status, WatcherSpec
@@ -262,23 +263,27 @@ async def seed_materials(env: LocalEnvironment, total: int, seeded: Seeded) -> N
     """`total` done materials of bench-user-000, each through create -> claim -> start -> complete ->
     finish, as the worker would; media-worker is stopped meanwhile so it transcodes none of them."""
     await env.stop("media-worker")
-    repo = MediaRepository(Identifier(schema_of(env, "media-worker")))
+    tables = MediaTables(Identifier(schema_of(env, "media-worker")))
     conn = await asyncpg.connect(dsn_of(env, "media-worker"))
+    materials, jobs = PostgresMaterials(conn, tables), PostgresJobs(conn, tables)
     try:
         for n in range(total):
             material_id = uuid.uuid4()
             async with conn.transaction():
-                await repo.create_material(
-                    conn, material_id=material_id, owner=bench_user(0), title=f"clip {n:04d}",
-                    upload_mode="chunked", source_key=f"sources/bench/{material_id}",
-                    size_bytes=10_000_000 + n, sha256=f"{n:064x}", content_type="video/mp4",
+                await materials.add(
+                    NewMaterial(
+                        material_id, bench_user(0), f"clip {n:04d}", UploadMode.CHUNKED,
+                        f"sources/bench/{material_id}", 10_000_000 + n, f"{n:064x}", "video/mp4",
+                    )
                 )  # fmt: skip
-                claimed = await repo.claim_job(conn, "bench-seed", lease_seconds=60)
+                await jobs.add(material_id)
+                claimed = await jobs.claim("bench-seed", lease_seconds=60)
                 assert claimed is not None
-                await repo.start_job(conn, claimed)
+                await jobs.start(claimed.job_id, claimed.lease)
+                await materials.set_processing(material_id)
                 refs = {k: f"outputs/{material_id}/{k}" for k in ("cover", "preview_720p", "clip_10s")}
-                await repo.complete_material(conn, material_id, refs)
-                await repo.finish_job(conn, claimed.row_id, claimed.lease, state="done")
+                await materials.complete(material_id, refs)
+                await jobs.finish(claimed.job_id, claimed.lease, state="done")
         seeded.materials = total
     finally:
         await conn.close()
