@@ -19,8 +19,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from bell_receiver.entrypoints.api import install_api
-from bell_receiver.entrypoints.main import MIGRATIONS_DIR
-from bell_receiver.entrypoints.wiring import postgres_use_cases
+from bell_receiver.entrypoints.main import MIGRATIONS_DIR, postgres_use_cases
 from bell_receiver.service_layer.metrics import BellMetrics
 from bell_receiver.settings import JWT_AUDIENCE
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema, private_file

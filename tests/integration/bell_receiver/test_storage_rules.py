@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
+from bell_receiver.entrypoints.main import unit_of_work
 from bell_receiver.entrypoints.receipt_purge import receipt_purge_worker
-from bell_receiver.entrypoints.wiring import unit_of_work
 from tests.conftest import MigratedSchema
 from tests.integration.platform.kafka_helpers import wait_until
 from yovision_platform.db import Identifier

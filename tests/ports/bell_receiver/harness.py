@@ -15,8 +15,7 @@ import pytest
 
 from bell_receiver.adapters.audit_reader import PostgresAuditReader
 from bell_receiver.adapters.memory import InMemoryBellUnitOfWork
-from bell_receiver.entrypoints.main import MIGRATIONS_DIR
-from bell_receiver.entrypoints.wiring import unit_of_work
+from bell_receiver.entrypoints.main import MIGRATIONS_DIR, unit_of_work
 from bell_receiver.service_layer.ports import AuditReader, UnitOfWorkFactory
 from tests.conftest import migrate_test_schema
 from yovision_platform.db import Identifier

@@ -72,7 +72,7 @@ Frozen: a change needs a new contract (sense-audit-relay-v2).""".format(**AUDIT_
 
 @dataclass(frozen=True)
 class UseCases:
-    """What the routes call (entrypoints/wiring.py builds them on PostgreSQL)."""
+    """What the routes call (entrypoints/main.py builds them on PostgreSQL)."""
 
     audit_batches: AuditBatchReceiver
     notifications: Notifications

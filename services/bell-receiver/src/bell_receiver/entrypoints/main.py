@@ -1,4 +1,5 @@
-"""Composition root of bell-receiver: `bell-receiver serve | migrate | check-config`."""
+"""Composition root of bell-receiver: `bell-receiver serve | migrate | check-config`, and the use cases on
+PostgreSQL (what `configure` and the tests serving the real app install)."""
 
 from __future__ import annotations
 
@@ -6,19 +7,40 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from bell_receiver.entrypoints.api import SERVICE_NAME, install_api
+import asyncpg
+
+from bell_receiver.adapters.audit_reader import PostgresAuditReader
+from bell_receiver.adapters.unit_of_work import PostgresBellUnitOfWork
+from bell_receiver.entrypoints.api import SERVICE_NAME, UseCases, install_api
 from bell_receiver.entrypoints.consumer import ingest_consumer
 from bell_receiver.entrypoints.receipt_purge import receipt_purge_worker
-from bell_receiver.entrypoints.wiring import postgres_use_cases, unit_of_work
+from bell_receiver.service_layer.audit_batch_receiver import AuditBatchReceiver
+from bell_receiver.service_layer.audit_events import AuditEvents
 from bell_receiver.service_layer.ingest import CONSUMER_GROUP, audit_topics
 from bell_receiver.service_layer.metrics import BellMetrics
+from bell_receiver.service_layer.notifications import Notifications
+from bell_receiver.service_layer.ports import UnitOfWorkFactory
 from bell_receiver.settings import BellReceiverSettings
 from yovision_platform.consumer import ConsumerMetrics
+from yovision_platform.db import Identifier
 from yovision_platform.events import default_catalog
 from yovision_platform.service import ServiceContext, ServiceSpec, migrations_dir_of
 from yovision_platform.service import main as run
 
 MIGRATIONS_DIR = migrations_dir_of("bell_receiver")
+
+
+def unit_of_work(pool: asyncpg.Pool, schema: Identifier) -> UnitOfWorkFactory:
+    return lambda: PostgresBellUnitOfWork(pool, schema)
+
+
+def postgres_use_cases(pool: asyncpg.Pool, schema: Identifier, metrics: BellMetrics) -> UseCases:
+    uow = unit_of_work(pool, schema)
+    return UseCases(
+        audit_batches=AuditBatchReceiver(uow, metrics),
+        notifications=Notifications(uow),
+        audit_events=AuditEvents(PostgresAuditReader(pool, schema)),
+    )
 
 
 def build_spec(
