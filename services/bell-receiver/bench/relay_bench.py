@@ -42,8 +42,11 @@ from typing import Any
 import asyncpg
 import httpx
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from prometheus_client import CollectorRegistry
 
-from bell_receiver.service_layer.relay import HTTP_OK, RelayHandler
+from bell_receiver.adapters.unit_of_work import PostgresBellUnitOfWork
+from bell_receiver.service_layer.audit_batch_receiver import HTTP_OK, AuditBatchReceiver
+from bell_receiver.service_layer.metrics import BellMetrics
 from sense_reconciler.adapters.audit_push_store import PostgresAuditPushStore
 from sense_reconciler.adapters.bell_client import BellClient
 from sense_reconciler.domain.audit_facts import OutboxFact, batch_body, fact_document
@@ -288,22 +291,7 @@ async def latency(config: AuditPushConfig, batches: int) -> list[float]:
     seconds: list[float] = []
     async with BellClient(config) as client:
         for batch in range(batches):
-            facts = [
-                OutboxFact(
-                    row_id=batch * BATCH_MAX_ITEMS + n,
-                    event_id=uuid.uuid4(),
-                    fact_version=2,
-                    action="device.config_changed",
-                    actor="operator:bench",
-                    device_id=device,
-                    tenant_id="tenant-bench",
-                    site_id="site-1",
-                    changed_fields=("name",),
-                    config_version=n + 1,
-                    occurred_at=datetime.now(UTC),
-                )
-                for n in range(BATCH_MAX_ITEMS)
-            ]
+            facts = new_facts(device, first_row=batch * BATCH_MAX_ITEMS, at=datetime.now(UTC))
             started = time.perf_counter()
             answer = await client.send(facts)
             seconds.append(time.perf_counter() - started)
@@ -312,11 +300,11 @@ async def latency(config: AuditPushConfig, batches: int) -> list[float]:
     return sorted(seconds)
 
 
-def new_batch_body(device: uuid.UUID) -> bytes:
-    """A 100-fact request body of new facts, as Sense sends it."""
-    facts = [
+def new_facts(device: uuid.UUID, *, first_row: int, at: datetime) -> list[OutboxFact]:
+    """A batch of 100 new facts of one device, as Sense's outbox holds them."""
+    return [
         OutboxFact(
-            row_id=n,
+            row_id=first_row + n,
             event_id=uuid.uuid4(),
             fact_version=2,
             action="device.config_changed",
@@ -326,19 +314,26 @@ def new_batch_body(device: uuid.UUID) -> bytes:
             site_id="site-1",
             changed_fields=("name",),
             config_version=n + 1,
-            occurred_at=datetime.now(UTC).replace(microsecond=0),
+            occurred_at=at,
         )
         for n in range(BATCH_MAX_ITEMS)
     ]
-    return batch_body(facts)
+
+
+def new_batch_body(device: uuid.UUID) -> bytes:
+    """A 100-fact request body of new facts, as Sense sends it."""
+    return batch_body(new_facts(device, first_row=0, at=datetime.now(UTC).replace(microsecond=0)))
 
 
 async def handler_seconds(dsn: str, schema: Identifier, batches: int) -> list[float]:
-    """Bell's handler alone (`RelayHandler.handle`: receipt, validation, the insert, the receipt write), in
-    this process, no HTTP and no signature: where Bell's time per batch goes, apart from the web server."""
+    """Bell's use case alone (`AuditBatchReceiver.receive`: receipt, validation, the insert, the receipt
+    write), in this process, no HTTP and no signature: where Bell's time per batch goes, apart from the web
+    server."""
     pool = await asyncpg.create_pool(dsn, min_size=1, max_size=2)
     assert pool is not None
-    handler = RelayHandler(pool, schema)
+    receiver = AuditBatchReceiver(
+        lambda: PostgresBellUnitOfWork(pool, schema), BellMetrics.create(CollectorRegistry())
+    )
     device = uuid.uuid4()
     seconds: list[float] = []
     try:
@@ -347,7 +342,7 @@ async def handler_seconds(dsn: str, schema: Identifier, batches: int) -> list[fl
             digest = hashlib.sha256(body).hexdigest()
             verified = VerifiedRequest(KEY_ID, int(time.time()), secrets.token_hex(16), digest, digest)
             started = time.perf_counter()
-            response = await handler.handle(verified, body)
+            response = await receiver.receive(verified, body)
             seconds.append(time.perf_counter() - started)
             if response.status != HTTP_OK:
                 raise RuntimeError(f"handler answered {response.status}")
@@ -442,7 +437,7 @@ def report(results: dict[str, Any]) -> None:
     )
     handled = results["handler_ms"]
     print(
-        f"Bell's handler alone (RelayHandler.handle, in process, no HTTP), same batches: "
+        f"Bell's use case alone (AuditBatchReceiver.receive, in process, no HTTP), same batches: "
         f"p50 {handled['p50']:.1f} ms  p99 {handled['p99']:.1f} ms"
     )
     print("BENCH_JSON " + json.dumps({"bench": "sense_bell_relay", **results}, sort_keys=True))

@@ -23,11 +23,14 @@ from typing import Any
 import asyncpg
 import httpx
 
-from bell_receiver.adapters.audit_trail import AuditRow, AuditTrail, Channel
-from media_worker.adapters.repository import MediaRepository
+from bell_receiver.adapters.audit_trail import PostgresAuditTrail
+from bell_receiver.domain.audit import AuditRow, Channel
+from media_worker.adapters.repository import MediaTables, PostgresJobs, PostgresMaterials
+from media_worker.domain.material import NewMaterial, UploadMode
 from signal_watcher.adapters.crypto import SecretCipher
-from signal_watcher.adapters.repository import CheckRow, WatcherRepository
+from signal_watcher.adapters.repository import PostgresCheckStore, PostgresWatcherStore
 from signal_watcher.domain.model import CompareMode, Method, Status, WatcherSpec
+from signal_watcher.domain.records import CheckRow
 from signal_watcher.settings import LEGACY_KEY_ID
 from yovision_platform.db import Identifier
 from yovision_platform.encryption import EncryptionKeyRing
@@ -188,7 +191,7 @@ async def seed_audit(env: LocalEnvironment, total: int, seeded: Seeded) -> None:
     """Top Bell's trail up to `total` rows (the device creations already put theirs there)."""
     conn = await asyncpg.connect(dsn_of(env, "bell-receiver"))
     try:
-        trail = AuditTrail(Identifier(schema_of(env, "bell-receiver")))
+        trail = PostgresAuditTrail(conn, Identifier(schema_of(env, "bell-receiver")))
         existing = await conn.fetchval(
             f'SELECT count(*) FROM "{schema_of(env, "bell-receiver")}".audit_events'
         )
@@ -199,7 +202,7 @@ async def seed_audit(env: LocalEnvironment, total: int, seeded: Seeded) -> None:
                 _audit_row(n, seeded.device_ids, now) for n in range(start, min(missing, start + AUDIT_BATCH))
             ]
             async with conn.transaction():
-                await trail.append(conn, rows, Channel.KAFKA)
+                await trail.append(rows, Channel.KAFKA)
         seeded.audit_rows = existing + missing
     finally:
         await conn.close()
@@ -218,19 +221,23 @@ async def seed_watchers(env: LocalEnvironment, total: int, seeded: Seeded) -> No
         active_setting=setting,
         accept_legacy=True,
     )
-    repo = WatcherRepository(Identifier(schema_of(env, "signal-watcher")), SecretCipher(ring))
+    schema = Identifier(schema_of(env, "signal-watcher"))
     spec = WatcherSpec(
         "price watch", "agent-1", "https://shop.example.com/item", Method.GET,
         (), None, 60, CompareMode.HASH, None, "Price changed: {diff}",
     )  # fmt: skip
     conn = await asyncpg.connect(dsn_of(env, "signal-watcher"))
+    watchers, checks = (
+        PostgresWatcherStore(conn, schema, SecretCipher(ring)),
+        PostgresCheckStore(conn, schema),
+    )
     try:
         per_user = total // WATCHER_USERS
         for user in range(WATCHER_USERS):
             async with conn.transaction():
                 for _ in range(per_user):
-                    record = await repo.insert(conn, bench_user(user), spec)
-                    await repo.set_status(conn, bench_user(user), record.id, Status.PAUSED)
+                    record = await watchers.insert(bench_user(user), spec)
+                    await watchers.set_status(bench_user(user), record.id, Status.PAUSED)
                     if not seeded.watcher_of_checks:
                         seeded.watcher_of_checks = str(record.id)
         watcher = uuid.UUID(seeded.watcher_of_checks)
@@ -238,8 +245,7 @@ async def seed_watchers(env: LocalEnvironment, total: int, seeded: Seeded) -> No
         async with conn.transaction():
             for n in range(CHECKS_OF_ONE_WATCHER):
                 failed = n % 17 == 0
-                await repo.insert_check(
-                    conn,
+                await checks.insert(
                     CheckRow(
                         uuid.uuid4(), watcher, start + timedelta(hours=n), None if failed else 200,
                         None if failed else f"{n // 10:064x}", n % 10 == 0 and not failed, None,
@@ -257,23 +263,27 @@ async def seed_materials(env: LocalEnvironment, total: int, seeded: Seeded) -> N
     """`total` done materials of bench-user-000, each through create -> claim -> start -> complete ->
     finish, as the worker would; media-worker is stopped meanwhile so it transcodes none of them."""
     await env.stop("media-worker")
-    repo = MediaRepository(Identifier(schema_of(env, "media-worker")))
+    tables = MediaTables(Identifier(schema_of(env, "media-worker")))
     conn = await asyncpg.connect(dsn_of(env, "media-worker"))
+    materials, jobs = PostgresMaterials(conn, tables), PostgresJobs(conn, tables)
     try:
         for n in range(total):
             material_id = uuid.uuid4()
             async with conn.transaction():
-                await repo.create_material(
-                    conn, material_id=material_id, owner=bench_user(0), title=f"clip {n:04d}",
-                    upload_mode="chunked", source_key=f"sources/bench/{material_id}",
-                    size_bytes=10_000_000 + n, sha256=f"{n:064x}", content_type="video/mp4",
+                await materials.add(
+                    NewMaterial(
+                        material_id, bench_user(0), f"clip {n:04d}", UploadMode.CHUNKED,
+                        f"sources/bench/{material_id}", 10_000_000 + n, f"{n:064x}", "video/mp4",
+                    )
                 )  # fmt: skip
-                claimed = await repo.claim_job(conn, "bench-seed", lease_seconds=60)
+                await jobs.add(material_id)
+                claimed = await jobs.claim("bench-seed", lease_seconds=60)
                 assert claimed is not None
-                await repo.start_job(conn, claimed)
+                await jobs.start(claimed.job_id, claimed.lease)
+                await materials.set_processing(material_id)
                 refs = {k: f"outputs/{material_id}/{k}" for k in ("cover", "preview_720p", "clip_10s")}
-                await repo.complete_material(conn, material_id, refs)
-                await repo.finish_job(conn, claimed.row_id, claimed.lease, state="done")
+                await materials.complete(material_id, refs)
+                await jobs.finish(claimed.job_id, claimed.lease, state="done")
         seeded.materials = total
     finally:
         await conn.close()

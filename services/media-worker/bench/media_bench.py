@@ -28,8 +28,9 @@ from pathlib import Path
 import asyncpg
 import httpx
 
-from media_worker.adapters.ffmpeg import OUTPUTS
+from media_worker.adapters.ffmpeg import FFMPEG_ARGS
 from media_worker.domain.limits import CHUNK_MAX_BYTES, MIB
+from media_worker.domain.outputs import OUTPUTS
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, runtime_dsn
@@ -74,7 +75,7 @@ def make_video(path: Path, seconds: int) -> None:
 
 def direct_transcode_seconds(video: Path, work: Path) -> float:
     started = time.monotonic()
-    for spec in OUTPUTS:
+    for output in OUTPUTS:
         subprocess.run(
             [
                 "ffmpeg",
@@ -85,8 +86,8 @@ def direct_transcode_seconds(video: Path, work: Path) -> float:
                 "-y",
                 "-i",
                 str(video),
-                *spec.args,
-                str(work / spec.file_name),
+                *FFMPEG_ARGS[output.kind],
+                str(work / output.file_name),
             ],
             check=True,
         )

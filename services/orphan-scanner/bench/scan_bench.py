@@ -7,7 +7,7 @@ On the local stack (PostgreSQL and Kafka; `infra/scripts/stack.sh up pg kafka`):
 catalogue's partition counts) and starts private MediaMTX processes (.local/bin/mediamtx, only the Control
 API, on a free loopback port) whose configuration file already holds the paths. The scanner, the apply
 service and the projection worker are built exactly as the service builds them
-(`entrypoints.wiring.build`, `entrypoints.projection_consumer.projection_worker`), with the production
+(`entrypoints.main.build`, `entrypoints.projection_consumer.projection_consumer`), with the production
 limits (MediaMTX deadline 20 s, scan lease 30 s, page size `LIST_PAGE_ITEMS`).
 
 1. **projection ingest**: Sense-shaped events for every Sense path of both rounds (in_use:
@@ -60,9 +60,8 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.inputs import confirmation_text
-from orphan_scanner.entrypoints.main import SPEC
-from orphan_scanner.entrypoints.projection_consumer import projection_worker
-from orphan_scanner.entrypoints.wiring import Components, build
+from orphan_scanner.entrypoints.main import SPEC, Components, build
+from orphan_scanner.entrypoints.projection_consumer import projection_consumer
 from orphan_scanner.service_layer.apply import ApplyStatus, Outcome
 from orphan_scanner.service_layer.metrics import ScanTrigger
 from orphan_scanner.service_layer.scanner import ScanReport
@@ -326,20 +325,12 @@ async def kafka_topics(bootstrap: str, topics: dict[str, int], *, create: bool) 
 
 def start_projection(ctx: BenchContext, serde: AvroSerde, stop: asyncio.Event) -> asyncio.Task[None]:
     """The real projection worker, as `serve` runs it, on the bench's schema, topics and group."""
-    worker = projection_worker(
-        ctx.pool,
-        ctx.schema,
-        serde,
-        kafka=ctx.stack.kafka_bootstrap,
-        topics=ctx.topics,
-        consumer_group=ctx.consumer_group,
-        client_id="orphan-bench-projection",
+    consumer = projection_consumer(ctx.pool, ctx.schema, serde, consumer_group=ctx.consumer_group)
+    return asyncio.create_task(
+        consumer.consume_topics(
+            ctx.stack.kafka_bootstrap, ctx.topics, stop, client_id="orphan-bench-projection"
+        )
     )
-
-    async def run() -> None:
-        await worker(stop)
-
-    return asyncio.create_task(run())
 
 
 async def wait_caught_up(

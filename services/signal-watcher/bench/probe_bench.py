@@ -29,7 +29,7 @@ import httpx
 
 from signal_watcher.adapters.crypto import SecretCipher
 from signal_watcher.adapters.probe_client import ProbeClient
-from signal_watcher.adapters.repository import WatcherRepository
+from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.model import CompareMode, Method, WatcherSpec
 from signal_watcher.domain.ssrf import AddressGuard, IpAddress
 from signal_watcher.entrypoints.main import MIGRATIONS_DIR
@@ -99,17 +99,17 @@ async def main(watchers: int, concurrency: int, port: int) -> dict[str, float]:
     probe = ProbeClient(resolver=_resolve, guard=AddressGuard.allowing([ipaddress.ip_network("127.0.0.0/8")]))
     try:
         ring = EncryptionKeyRing({"bench": secrets.token_bytes(32)}, "bench")
-        repo = WatcherRepository(schema, SecretCipher(ring))
+        units_of_work = PostgresUnitsOfWork(pool, schema, SecretCipher(ring))
         url = f"http://{BENCH_HOST}:{port}/"
         spec = WatcherSpec(
             "b", "agent", url, Method.GET, (), None, 5, CompareMode.STATUS_CODE, None, "{diff}"
         )
-        async with pool.acquire() as conn, conn.transaction():
+        async with units_of_work() as uow:
             for i in range(watchers):
-                await repo.insert(conn, f"user-{i % 100}", spec)
+                await uow.watchers.insert(f"user-{i % 100}", spec)
         raw = await raw_loop(f"http://127.0.0.1:{port}/", watchers, concurrency)
-        runner = CheckRunner(pool, repo, probe, AvroSerde(SchemaRegistry.load()))
-        scheduler = Scheduler(pool, repo, runner, "bench", max_in_flight=concurrency)
+        runner = CheckRunner(units_of_work, probe, AvroSerde(SchemaRegistry.load()))
+        scheduler = Scheduler(units_of_work, runner, "bench", max_in_flight=concurrency)
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         started = time.monotonic()
         await scheduler.scan()

@@ -19,8 +19,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from bell_receiver.entrypoints.api import install_api
-from bell_receiver.entrypoints.main import MIGRATIONS_DIR
-from bell_receiver.metrics import BellMetrics
+from bell_receiver.entrypoints.main import MIGRATIONS_DIR, postgres_use_cases
+from bell_receiver.service_layer.metrics import BellMetrics
 from bell_receiver.settings import JWT_AUDIENCE
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema, private_file
 from tests.integration.bell_receiver.relay_client import RelayClient
@@ -118,14 +118,14 @@ async def served(
 ) -> AsyncIterator[Served]:
     clock = Clock()
     registry = CollectorRegistry()
+    metrics = BellMetrics.create(registry)
     app = create_app("bell-receiver", "test")
     install_api(
         app,
-        pool=runtime_pool,
-        schema=bell_schema.name,
+        use_cases=postgres_use_cases(runtime_pool, Identifier(bell_schema.name), metrics),
         keyring=keys.verify_ring,
         verifier=keys.token_verifier,
-        metrics=BellMetrics.create(registry),
+        metrics=metrics,
         clock=clock,
         deadline_seconds=TEST_DEADLINE_SECONDS,
     )

@@ -36,6 +36,20 @@ def fact(schema_version: int = 1, **overrides: Any) -> dict[str, Any]:
     return item | overrides
 
 
+def kafka_fields_of(relayed: Mapping[str, Any]) -> dict[str, Any]:
+    """The DeviceAuditRecorded fields (no envelope) carrying the same fact as `relayed` (format 2)."""
+    return {
+        "action": relayed["action"],
+        "actor": relayed["actor"],
+        "device_id": relayed["device_id"],
+        "tenant_id": relayed["tenant_id"],
+        "site_id": relayed["site_id"],
+        "changed_fields": relayed["changed_fields"],
+        "config_version": relayed["config_version"],
+        "fact_version": 2,
+    }
+
+
 def batch_body(items: Sequence[object]) -> bytes:
     return json.dumps({"items": list(items)}).encode()
 

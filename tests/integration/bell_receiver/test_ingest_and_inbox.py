@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from bell_receiver.entrypoints.consumer import ingest_worker
-from bell_receiver.metrics import BellMetrics
+from bell_receiver.entrypoints.consumer import ingest_consumer
+from bell_receiver.service_layer.metrics import BellMetrics
 from tests.conftest import REPO_ROOT, Stack, create_topic, delete_topic, problem_code
 from tests.integration.bell_receiver.conftest import Served
-from tests.integration.bell_receiver.relay_client import fact
+from tests.integration.bell_receiver.relay_client import fact, kafka_fields_of
 from tests.integration.platform.kafka_helpers import wait_until
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
@@ -51,16 +51,7 @@ async def test_events_from_kafka_land_once_in_the_trail_and_the_inbox(
     serde = AvroSerde(SchemaRegistry.load())
     relayed = fact(2, occurred_at="2026-11-30T01:02:03.456Z")
     assert (await served.relay.post_items([relayed])).status_code == 200
-    same_fact = {
-        "action": relayed["action"],
-        "actor": relayed["actor"],
-        "device_id": relayed["device_id"],
-        "tenant_id": relayed["tenant_id"],
-        "site_id": relayed["site_id"],
-        "changed_fields": relayed["changed_fields"],
-        "config_version": relayed["config_version"],
-        "fact_version": 2,
-    }
+    same_fact = kafka_fields_of(relayed)
     when = int(datetime(2026, 11, 30, 1, 2, 3, 456000, tzinfo=UTC).timestamp() * 1000)
     relayed_id = uuid.UUID(relayed["event_id"])
     values = [
@@ -105,17 +96,13 @@ async def test_events_from_kafka_land_once_in_the_trail_and_the_inbox(
 
     registry = CollectorRegistry()
     schema = Identifier(served.schema.name)
-    worker = ingest_worker(
-        served.pool,
-        schema,
-        BellMetrics.create(registry),
-        kafka=stack.kafka_bootstrap,
-        topics=[topic, second_topic],
-        consumer_group=f"bell-test-{uuid.uuid4().hex[:8]}",
-        client_id="bell-test",
+    consumer = ingest_consumer(
+        served.pool, schema, BellMetrics.create(registry), f"bell-test-{uuid.uuid4().hex[:8]}"
     )
     stop = asyncio.Event()
-    task = asyncio.create_task(worker(stop))
+    task = asyncio.create_task(
+        consumer.consume_topics(stack.kafka_bootstrap, [topic, second_topic], stop, client_id="bell-test")
+    )
     s = f'"{schema}"'
 
     async def all_seen() -> bool:

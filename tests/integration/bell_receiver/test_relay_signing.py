@@ -1,4 +1,5 @@
-"""The relay endpoint over real HTTP: signature window, tampering, uniform refusal, nonce replay."""
+"""The signed batch endpoint over real HTTP: signature window, tampering, the uniform refusal (its exact
+headers on the wire). Nonce replay: tests/unit/bell_receiver/test_audit_batch_api.py."""
 
 from __future__ import annotations
 
@@ -97,34 +98,3 @@ async def test_a_tampered_method_is_refused(served: Served) -> None:
     response = await served.relay.http.put("/internal/v1/audit-events:batch", content=body, headers=headers)
     assert response.status_code == 405  # no other method is routed at all
     assert await audit_count(served) == 0
-
-
-async def test_a_replay_with_the_same_request_gets_the_original_bytes(served: Served) -> None:
-    body = batch_body([fact(), fact(2)])
-    headers = served.relay.sign(body)
-    first = await served.relay.post_raw(body, headers=headers)
-    second = await served.relay.post_raw(body, headers=headers)
-    assert first.status_code == second.status_code == 200
-    assert second.content == first.content
-    assert [r["status"] for r in first.json()["results"]] == ["accepted", "accepted"]
-    assert await audit_count(served) == 2
-    assert served.metric("bell_relay_requests_total", outcome="replayed") == 1
-
-
-async def test_a_replayed_nonce_with_another_request_is_a_replay_conflict(served: Served) -> None:
-    nonce = "ab" * 16
-    first = await served.relay.post_items([fact()], nonce=nonce)
-    second = await served.relay.post_items([fact()], nonce=nonce)
-    assert first.status_code == 200
-    assert second.status_code == 409
-    assert second.content == b'{"error":"replay_conflict"}'
-    assert await audit_count(served) == 1
-
-
-async def test_a_replayed_whole_batch_refusal_is_replayed_too(served: Served) -> None:
-    body = b'{"items": []}'
-    headers = served.relay.sign(body)
-    first = await served.relay.post_raw(body, headers=headers)
-    again = await served.relay.post_raw(body, headers=headers)
-    assert first.status_code == again.status_code == 400
-    assert first.content == again.content == b'{"error":"batch_size_out_of_range"}'

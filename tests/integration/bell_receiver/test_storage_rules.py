@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
+from bell_receiver.entrypoints.main import unit_of_work
 from bell_receiver.entrypoints.receipt_purge import receipt_purge_worker
 from tests.conftest import MigratedSchema
 from tests.integration.platform.kafka_helpers import wait_until
@@ -155,7 +156,9 @@ async def test_the_purge_worker_removes_only_expired_receipts(
              WHERE nonce = 'old'"""
     )
     stop = asyncio.Event()
-    task = asyncio.create_task(receipt_purge_worker(runtime_pool, Identifier(s), interval_seconds=0.05)(stop))
+    task = asyncio.create_task(
+        receipt_purge_worker(unit_of_work(runtime_pool, Identifier(s)), interval_seconds=0.05)(stop)
+    )
 
     async def purged() -> bool:
         return bool(await runtime_pool.fetchval(f'SELECT count(*) = 1 FROM "{s}".audit_relay_receipts'))

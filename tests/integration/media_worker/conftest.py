@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import secrets
 import subprocess
@@ -14,36 +15,31 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from media_worker.adapters.capability import CapabilityFile
 from media_worker.adapters.ffmpeg import FfmpegTools
-from media_worker.adapters.repository import MediaRepository
+from media_worker.adapters.locks import AdvisoryLocks
 from media_worker.adapters.storage import FreeSpaceProbe, LocalStorage
+from media_worker.adapters.unit_of_work import PostgresMediaUnitOfWork
 from media_worker.domain.limits import MIB, Limits
 from media_worker.entrypoints.api import DRAIN_PERMISSION, MediaApi, install_routes
 from media_worker.service_layer.activity import Activity
+from media_worker.service_layer.drain import Drain
 from media_worker.service_layer.events import EventWriter
+from media_worker.service_layer.materials import Materials
 from media_worker.service_layer.metrics import MediaMetrics
+from media_worker.service_layer.ports import UnitOfWorkFactory
 from media_worker.service_layer.transcoder import TranscodeWorker, WorkerTiming
 from media_worker.service_layer.uploads import UploadService
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema
+from tests.unit.media_worker.uploading import SMALL_LIMITS
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
-from yovision_platform.outbox import Outbox
 from yovision_platform.web import create_app
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "services/media-worker/src/media_worker/migrations"
 INSTANCE = "media-test-a"
-# Small limits so that real files stay tiny; the SPEC defaults are tested in tests/unit/media_worker.
-TEST_LIMITS = Limits(
-    plain_upload_max_bytes=4096,
-    chunked_required_from_bytes=2048,
-    chunk_max_bytes=1024,
-    source_max_bytes=8 * 1024,
-    max_concurrent_chunk_writes=2,
-    chunk_slot_wait_seconds=0.3,
-    free_space_safety_margin_bytes=1000,
-    merge_headroom_bytes=1000,
-)
+TEST_LIMITS = SMALL_LIMITS
 # The same, but letting a small generated video through the plain upload.
 VIDEO_LIMITS = replace(TEST_LIMITS, plain_upload_max_bytes=64 * MIB, chunked_required_from_bytes=32 * MIB)
 PLENTY_FREE_BYTES = 10 * MIB
@@ -113,12 +109,15 @@ class FreeSpace:
 class Media:
     pool: asyncpg.Pool
     schema: Identifier
-    repo: MediaRepository
+    uow: UnitOfWorkFactory
+    locks: AdvisoryLocks
     storage: LocalStorage
     free_space: FreeSpace
     events: EventWriter
     activity: Activity
     uploads: UploadService
+    materials: Materials
+    drain: Drain
     verifier: TokenVerifier
     capability_file: Path
 
@@ -131,8 +130,8 @@ class Media:
         rescan_seconds: float = 0.5,
     ) -> TranscodeWorker:
         return TranscodeWorker(
-            self.pool,
-            self.repo,
+            self.uow,
+            self.locks,
             self.storage,
             self.events,
             self.activity,
@@ -171,13 +170,28 @@ def build_media(pool: asyncpg.Pool, schema: Identifier, root: Path, limits: Limi
     free_space = FreeSpace()
     probe: FreeSpaceProbe = free_space
     storage = LocalStorage(root / "storage", probe)
-    repo = MediaRepository(schema)
-    events = EventWriter(AvroSerde(SchemaRegistry.load()), Outbox(schema))
+    uow = functools.partial(PostgresMediaUnitOfWork, pool, schema)
+    locks = AdvisoryLocks(pool, schema)
+    events = EventWriter(AvroSerde(SchemaRegistry.load()))
     activity = Activity()
-    uploads = UploadService(pool, repo, storage, events, activity, instance_id=INSTANCE, limits=limits)
+    uploads = UploadService(uow, locks, storage, events, activity, instance_id=INSTANCE, limits=limits)
+    capability_file = root / "capability"
+    drain = Drain(uow, activity, CapabilityFile(capability_file), instance_id=INSTANCE)
     verifier = TokenVerifier(secrets.token_bytes(32), issuer="yovision-test", audience="media-worker")
     return Media(
-        pool, schema, repo, storage, free_space, events, activity, uploads, verifier, root / "capability"
+        pool,
+        schema,
+        uow,
+        locks,
+        storage,
+        free_space,
+        events,
+        activity,
+        uploads,
+        Materials(uow, storage),
+        drain,
+        verifier,
+        capability_file,
     )
 
 
@@ -188,20 +202,7 @@ def media(pool: asyncpg.Pool, media_schema: MigratedSchema, tmp_path: Path) -> M
 
 def build_app(media: Media, metrics: MediaMetrics | None = None) -> FastAPI:
     app = create_app("media-worker", "test")
-    install_routes(
-        app,
-        MediaApi(
-            media.pool,
-            media.repo,
-            media.storage,
-            media.uploads,
-            media.activity,
-            media.verifier,
-            INSTANCE,
-            media.capability_file,
-            metrics,
-        ),
-    )
+    install_routes(app, MediaApi(media.uploads, media.materials, media.drain, media.verifier, metrics))
     return app
 
 

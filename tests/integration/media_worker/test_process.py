@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from media_worker.adapters.storage import source_key
+from media_worker.domain.keys import source_key
 from tests.conftest import MigratedSchema, Stack, free_port, private_file
 from tests.integration.media_worker.conftest import Media, make_test_video, sha256_of
 from tests.integration.media_worker.test_recovery import TAKE_OVER_SLACK_SECONDS, started_at

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import asyncpg
 
-from media_worker.adapters.storage import output_key, work_folder_name
+from media_worker.domain.keys import output_key, work_folder_name
 from media_worker.service_layer.transcoder import RESCAN_SECONDS
 from tests.integration.media_worker.conftest import INSTANCE, Media
 from tests.integration.media_worker.test_transcoder import media, upload
@@ -173,12 +173,11 @@ async def test_a_predecessor_lease_is_kept_while_a_live_session_holds_the_materi
     material_id = await upload(media, sample_video)
     _, token, _ = await abandon(media, material_id, owner=INSTANCE, expires_in=120.0)
     recovery = media.worker(instance_id=INSTANCE).recovery
-    async with media.pool.acquire() as live_executor:  # e.g. a second process misconfigured with this id
-        assert await media.repo.try_lock_material(live_executor, material_id)
+    async with media.locks.material(material_id) as live_executor:  # e.g. a second process with this id
+        assert live_executor
         assert await recovery.release_predecessor_leases() == 0
         lease = await media.fetchrow("SELECT lease_owner, lease_token, state FROM {s}.transcode_jobs")
         assert (lease["lease_owner"], lease["lease_token"], lease["state"]) == (INSTANCE, token, "running")
-        await media.repo.unlock_material(live_executor, material_id)
     assert await media.worker(instance_id="media-test-other").recovery.release_predecessor_leases() == 0
     assert await recovery.release_predecessor_leases() == 1
     released = await media.fetchrow(

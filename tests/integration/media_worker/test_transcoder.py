@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -17,7 +18,8 @@ import asyncpg
 import httpx
 import pytest
 
-from media_worker.adapters.storage import source_key
+from media_worker.adapters.unit_of_work import PostgresMediaUnitOfWork
+from media_worker.domain.keys import source_key
 from tests.conftest import MigratedSchema, problem_code
 from tests.integration.media_worker.conftest import VIDEO_LIMITS, Media, build_media, sha256_of
 from tests.integration.media_worker.test_uploads import files_under
@@ -34,7 +36,9 @@ async def upload(media: Media, video: Path) -> uuid.UUID:
     async def body() -> AsyncIterator[bytes]:
         yield data
 
-    return await media.uploads.upload_plain("user-1", "sample", "video/mp4", body())
+    return await media.uploads.upload_plain(
+        "user-1", "sample", "video/mp4", body(), request_length=str(len(data))
+    )
 
 
 def script(path: Path, text: str) -> str:
@@ -86,60 +90,6 @@ async def test_a_job_produces_verified_cover_preview_and_clip_and_keeps_the_sour
     assert (job["state"], job["attempt"], job["lease_owner"]) == ("done", 1, None)
     assert files_under(media.storage.root / "work") == []
     assert await media.worker().run_once() is False
-
-
-async def test_completion_fills_only_output_fields_that_are_still_empty(
-    media: Media, sample_video: Path
-) -> None:
-    material_id = await upload(media, sample_video)
-    async with media.pool.acquire() as conn:
-        await conn.execute(
-            f"UPDATE {media.schema}.materials SET cover_ref = 'outputs/x/cover.jpg' WHERE id = $1",
-            material_id,
-        )
-    await media.worker().run_once()
-    row = await media.fetchrow("SELECT * FROM {s}.materials WHERE id = $1", material_id)
-    assert row["status"] == "done"
-    assert row["cover_ref"] == "outputs/x/cover.jpg"
-    assert row["preview_ref"] is not None
-
-
-async def test_missing_ffmpeg_fails_with_a_stable_code_and_keeps_the_source(
-    media: Media, sample_video: Path, tmp_path: Path
-) -> None:
-    material_id = await upload(media, sample_video)
-    source = media.storage.local_path(source_key(material_id))
-    await media.worker(str(tmp_path / "no-such-ffmpeg")).run_once()
-    row = await media.fetchrow("SELECT * FROM {s}.materials WHERE id = $1", material_id)
-    assert (row["status"], row["error_code"], row["preview_ref"]) == ("failed", "ffmpeg_missing", None)
-    assert sha256_of(source) == sha256_of(sample_video)
-    assert await event_types(media) == ["MaterialUploaded", "TranscodeStarted", "TranscodeFailed"]
-
-
-async def test_a_broken_output_is_a_failure_never_done(
-    media: Media, sample_video: Path, tmp_path: Path
-) -> None:
-    material_id = await upload(media, sample_video)
-    # exits 0 but writes garbage to the output file (the last argument)
-    broken = script(tmp_path / "ffmpeg-broken", 'for last; do :; done\necho garbage > "$last"\n')
-    await media.worker(broken).run_once()
-    row = await media.fetchrow("SELECT * FROM {s}.materials WHERE id = $1", material_id)
-    assert (row["status"], row["error_code"]) == ("failed", "cover_invalid")
-    assert media.storage.local_path(source_key(material_id)).is_file()
-
-
-async def test_a_failed_material_can_be_retried_and_then_succeeds(
-    media: Media, sample_video: Path, tmp_path: Path
-) -> None:
-    material_id = await upload(media, sample_video)
-    await media.worker(str(tmp_path / "missing")).run_once()
-    async with media.pool.acquire() as conn, conn.transaction():
-        assert await media.repo.retry_failed(conn, material_id, "user-1")
-    await media.worker().run_once()
-    row = await media.fetchrow(
-        "SELECT m.status, j.attempt FROM {s}.materials m JOIN {s}.transcode_jobs j ON j.material_id = m.id"
-    )
-    assert (row["status"], row["attempt"]) == ("done", 2)
 
 
 async def _start_slow(
@@ -255,7 +205,7 @@ async def test_a_database_outage_only_waits_for_the_next_round(
     assert broken is not None
     await broken.close()
     worker = media.worker()
-    worker.pool = broken
+    worker.uow = functools.partial(PostgresMediaUnitOfWork, broken, media.schema)
     stop = asyncio.Event()
     caplog.set_level(logging.WARNING, logger="media_worker")
 
@@ -270,7 +220,7 @@ async def test_a_database_outage_only_waits_for_the_next_round(
         assert not runner.done() and time.monotonic() < deadline
         await asyncio.sleep(0.05)
     assert not runner.done()
-    worker.pool = media.pool
+    worker.uow = media.uow
     stop.set()
     await asyncio.wait_for(runner, 5)
 

@@ -11,32 +11,17 @@ from datetime import timedelta
 from pathlib import Path
 
 import httpx
-import pytest
 
-from media_worker.adapters.storage import source_key
+from media_worker.domain.keys import source_key
 from tests.conftest import problem_code
 from tests.integration.media_worker.conftest import TEST_LIMITS, Media, partial_files_written, sha256_of
-
-BOUNDARY = "media-test-boundary"
-
-
-def multipart_body(content: bytes, *, pad_to: int | None = None) -> bytes:
-    head = (
-        f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a.mp4"\r\n'
-        "Content-Type: video/mp4\r\n"
-    )
-    tail = f"\r\n--{BOUNDARY}--\r\n".encode()
-    body = head.encode() + b"\r\n" + content + tail
-    if pad_to is not None:  # pad with an extra header so the file size stays the same
-        extra = pad_to - len(body) - len("X-Pad: \r\n")
-        assert extra >= 0
-        body = (head + f"X-Pad: {'p' * extra}\r\n").encode() + b"\r\n" + content + tail
-        assert len(body) == pad_to
-    return body
-
-
-def multipart_headers(media: Media, subject: str = "user-1") -> dict[str, str]:
-    return {**media.auth(subject), "Content-Type": f"multipart/form-data; boundary={BOUNDARY}"}
+from tests.unit.media_worker.uploading import (
+    init,
+    multipart_body,
+    multipart_headers,
+    upload_chunked,
+    upload_plain_at_the_limit,
+)
 
 
 def files_under(root: Path) -> list[Path]:
@@ -48,35 +33,10 @@ def entries_under(root: Path) -> list[Path]:
     return sorted(root.rglob("*")) if root.exists() else []
 
 
-async def init(
-    client: httpx.AsyncClient, media: Media, total: int, chunk: int, key: str = "k1"
-) -> httpx.Response:
-    return await client.post(
-        "/v1/uploads",
-        json={"upload_key": key, "total_bytes": total, "chunk_bytes": chunk, "title": "t"},
-        headers=media.auth(),
-    )
-
-
-async def upload_chunked(client: httpx.AsyncClient, media: Media, data: bytes, chunk: int) -> str:
-    response = await init(client, media, len(data), chunk)
-    assert response.status_code == 201, response.text
-    session_id = response.json()["session_id"]
-    for index in range(response.json()["chunk_count"]):
-        part = data[index * chunk : (index + 1) * chunk]
-        put = await client.put(f"/v1/uploads/{session_id}/chunks/{index}", content=part, headers=media.auth())
-        assert put.status_code == 200, put.text
-    return str(session_id)
-
-
 async def test_plain_upload_at_the_request_limit_is_accepted_and_recorded(
     client: httpx.AsyncClient, media: Media
 ) -> None:
-    content = os.urandom(TEST_LIMITS.chunked_required_from_bytes - 1)
-    body = multipart_body(content, pad_to=TEST_LIMITS.plain_upload_max_bytes)
-    response = await client.post("/v1/materials?title=clip", content=body, headers=multipart_headers(media))
-    assert response.status_code == 201, response.text
-    material_id = uuid.UUID(response.json()["material_id"])
+    material_id, content = await upload_plain_at_the_limit(client, media, TEST_LIMITS)
     stored = media.storage.local_path(source_key(material_id))
     assert stored.read_bytes() == content
     row = await media.fetchrow("SELECT * FROM {s}.materials WHERE id = $1", material_id)
@@ -88,21 +48,6 @@ async def test_plain_upload_at_the_request_limit_is_accepted_and_recorded(
     assert [(e["event_type"], bytes(e["message_key"])) for e in events] == [
         ("MaterialUploaded", str(material_id).encode())
     ]
-
-
-async def test_plain_upload_one_byte_over_the_limit_is_refused_before_parsing(
-    client: httpx.AsyncClient, media: Media
-) -> None:
-    body = multipart_body(b"x" * 10, pad_to=TEST_LIMITS.plain_upload_max_bytes + 1)
-
-    async def must_not_be_read() -> AsyncIterator[bytes]:
-        raise AssertionError("the body was read")
-        yield body  # pragma: no cover
-
-    headers = {**multipart_headers(media), "Content-Length": str(len(body))}
-    response = await client.post("/v1/materials", content=must_not_be_read(), headers=headers)
-    assert (response.status_code, problem_code(response)) == (413, "request_too_large")
-    assert files_under(media.storage.root) == []
 
 
 async def test_plain_upload_of_the_chunked_threshold_must_be_chunked_and_leaves_no_file(
@@ -142,190 +87,12 @@ async def test_chunked_upload_completes_once_even_when_complete_is_retried(
     assert row["sha256"] == hashlib.sha256(data).hexdigest()
 
 
-async def test_complete_before_all_chunks_is_refused(client: httpx.AsyncClient, media: Media) -> None:
-    response = await init(client, media, 2500, 1000)
-    session_id = response.json()["session_id"]
-    await client.put(f"/v1/uploads/{session_id}/chunks/0", content=b"a" * 1000, headers=media.auth())
-    done = await client.post(f"/v1/uploads/{session_id}/complete", headers=media.auth())
-    assert (done.status_code, problem_code(done)) == (409, "upload_incomplete")
-    state = await client.get(f"/v1/uploads/{session_id}", headers=media.auth())
-    assert (state.json()["received"], state.json()["missing"]) == ([0], [1, 2])
-
-
-@pytest.mark.parametrize(("index", "size"), [(0, 999), (0, 1001), (2, 499)])
-async def test_a_chunk_of_another_size_than_its_layout_is_refused_and_leaves_nothing(
-    client: httpx.AsyncClient, media: Media, index: int, size: int
-) -> None:
-    session_id = (await init(client, media, 2500, 1000)).json()["session_id"]
-    put = await client.put(
-        f"/v1/uploads/{session_id}/chunks/{index}", content=b"a" * size, headers=media.auth()
-    )
-    assert (put.status_code, put.json()["error"]) == (400, "chunk_size_mismatch")
-    assert files_under(media.storage.root / "chunks") == []
-
-
-async def test_a_chunk_with_a_wrong_checksum_is_refused(client: httpx.AsyncClient, media: Media) -> None:
-    session_id = (await init(client, media, 1000, 1000)).json()["session_id"]
-    headers = {**media.auth(), "X-Chunk-Sha256": hashlib.sha256(b"other").hexdigest()}
-    put = await client.put(f"/v1/uploads/{session_id}/chunks/0", content=b"a" * 1000, headers=headers)
-    assert (put.status_code, put.json()["error"]) == (400, "chunk_checksum_mismatch")
-    assert files_under(media.storage.root / "chunks") == []
-
-
-@pytest.mark.parametrize(
-    ("total", "chunk", "status", "code"),
-    [
-        (TEST_LIMITS.source_max_bytes, TEST_LIMITS.chunk_max_bytes, 201, None),
-        (TEST_LIMITS.source_max_bytes + 1, TEST_LIMITS.chunk_max_bytes, 413, "source_too_large"),
-        (TEST_LIMITS.source_max_bytes, TEST_LIMITS.chunk_max_bytes + 1, 413, "chunk_too_large"),
-    ],
-)
-async def test_init_limits(
-    client: httpx.AsyncClient, media: Media, total: int, chunk: int, status: int, code: str | None
-) -> None:
-    response = await init(client, media, total, chunk)
-    assert response.status_code == status
-    if code is not None:
-        assert problem_code(response) == code
-
-
-async def test_a_resumed_init_answers_200_and_a_new_one_201(client: httpx.AsyncClient, media: Media) -> None:
-    first = await init(client, media, 2500, 1000)
-    resumed = await init(client, media, 2500, 1000)
-    other = await init(client, media, 2500, 1000, key="k2")
-    assert [first.status_code, resumed.status_code, other.status_code] == [201, 200, 201]
-    assert resumed.json() == first.json()
-    assert other.json()["session_id"] != first.json()["session_id"]
-
-
 async def test_concurrent_inits_of_one_key_create_one_session_and_resume_it(
     client: httpx.AsyncClient, media: Media
 ) -> None:
     responses = await asyncio.gather(*(init(client, media, 2500, 1000) for _ in range(4)))
     assert sorted(r.status_code for r in responses) == [200, 200, 200, 201]
     assert len({r.json()["session_id"] for r in responses}) == 1
-
-
-async def test_a_layout_change_on_resume_is_refused(client: httpx.AsyncClient, media: Media) -> None:
-    first = await init(client, media, 2500, 1000)
-    resumed = await init(client, media, 2500, 1000)
-    assert resumed.json()["session_id"] == first.json()["session_id"]
-    changed = await init(client, media, 2500, 500)
-    assert (changed.status_code, problem_code(changed)) == (409, "layout_conflict")
-
-
-@pytest.mark.parametrize(
-    ("free", "code"), [(None, "free_space_unknown"), (2 * 2500 + 1000 - 1, "insufficient_storage")]
-)
-async def test_init_refuses_without_room_for_chunks_merged_file_and_margin(
-    client: httpx.AsyncClient, media: Media, free: int | None, code: str
-) -> None:
-    media.free_space.free = free
-    response = await init(client, media, 2500, 1000)
-    assert (response.status_code, problem_code(response)) == (507, code)
-    media.free_space.free = 2 * 2500 + 1000
-    assert (await init(client, media, 2500, 1000)).status_code == 201
-
-
-async def test_merge_rechecks_free_space_and_can_be_retried(client: httpx.AsyncClient, media: Media) -> None:
-    session_id = await upload_chunked(client, media, os.urandom(2500), 1000)
-    media.free_space.free = 2500 + 1000 - 1
-    refused = await client.post(f"/v1/uploads/{session_id}/complete", headers=media.auth())
-    assert (refused.status_code, problem_code(refused)) == (507, "insufficient_storage")
-    assert files_under(media.storage.root / "sources") == []
-    media.free_space.free = 2500 + 1000
-    assert (await client.post(f"/v1/uploads/{session_id}/complete", headers=media.auth())).status_code == 200
-
-
-async def test_chunk_writes_beyond_the_slots_wait_then_get_429_with_retry_after(
-    client: httpx.AsyncClient, media: Media
-) -> None:
-    session_id = (await init(client, media, 3000, 1000)).json()["session_id"]
-    release = asyncio.Event()
-
-    async def slow_body() -> AsyncIterator[bytes]:
-        yield b"a" * 500
-        await release.wait()
-        yield b"a" * 500
-
-    def put(index: int, body: object) -> asyncio.Task[httpx.Response]:
-        headers = {**media.auth(), "Content-Length": "1000"}
-        return asyncio.ensure_future(
-            client.put(f"/v1/uploads/{session_id}/chunks/{index}", content=body, headers=headers)  # type: ignore[arg-type]
-        )
-
-    holders = [put(0, slow_body()), put(1, slow_body())]
-    await partial_files_written(media, 2)  # both holders have a slot and are writing
-    refused = await put(2, b"a" * 1000)
-    assert (refused.status_code, problem_code(refused)) == (429, "chunk_slots_busy")
-    assert refused.headers["Retry-After"] == "2"
-    release.set()
-    assert [(await h).status_code for h in holders] == [200, 200]
-    assert (await put(2, b"a" * 1000)).status_code == 200
-
-
-async def test_users_see_only_their_own_materials_and_never_the_source_during_protection(
-    client: httpx.AsyncClient, media: Media
-) -> None:
-    body = multipart_body(b"v" * 100)
-    material_id = (await client.post("/v1/materials", content=body, headers=multipart_headers(media))).json()[
-        "material_id"
-    ]
-    own = await client.get(f"/v1/materials/{material_id}", headers=media.auth())
-    assert own.status_code == 200
-    assert own.json()["status"] == "pending"
-    assert own.json()["source_key"] is None
-    assert "sources/" not in own.text
-    other = await client.get(f"/v1/materials/{material_id}", headers=media.auth("user-2"))
-    assert (other.status_code, problem_code(other)) == (404, "not_found")
-    anonymous = await client.get(f"/v1/materials/{material_id}")
-    assert anonymous.status_code == 401
-
-
-async def test_retry_only_applies_to_failed_materials(client: httpx.AsyncClient, media: Media) -> None:
-    material_id = (
-        await client.post(
-            "/v1/materials", content=multipart_body(b"v" * 100), headers=multipart_headers(media)
-        )
-    ).json()["material_id"]
-    refused = await client.post(f"/v1/materials/{material_id}/retry", headers=media.auth())
-    assert (refused.status_code, problem_code(refused)) == (409, "not_retryable")
-
-
-async def test_a_failed_enqueue_keeps_the_stored_source(media: Media) -> None:
-    class BrokenEvents:
-        async def emit(self, *_: object) -> None:
-            raise RuntimeError("outbox down")
-
-    media.uploads._events = BrokenEvents()  # type: ignore[assignment]
-
-    async def body() -> AsyncIterator[bytes]:
-        yield b"source bytes"
-
-    with pytest.raises(RuntimeError):
-        await media.uploads.upload_plain("user-1", "t", None, body())
-    sources = files_under(media.storage.root / "sources")
-    assert len(sources) == 1
-    assert sources[0].read_bytes() == b"source bytes"
-    assert await media.fetch("SELECT id FROM {s}.materials") == []
-
-
-async def test_a_multipart_body_without_a_file_part_is_refused(
-    client: httpx.AsyncClient, media: Media
-) -> None:
-    part = 'Content-Disposition: form-data; name="title"\r\n\r\nx'
-    body = f"--{BOUNDARY}\r\n{part}\r\n--{BOUNDARY}--\r\n".encode()
-    response = await client.post("/v1/materials", content=body, headers=multipart_headers(media))
-    assert (response.status_code, problem_code(response)) == (400, "invalid_multipart")
-    assert entries_under(media.storage.root / "sources") == []
-
-
-async def test_an_empty_file_is_refused_and_leaves_no_file(client: httpx.AsyncClient, media: Media) -> None:
-    response = await client.post(
-        "/v1/materials", content=multipart_body(b""), headers=multipart_headers(media)
-    )
-    assert (response.status_code, problem_code(response)) == (400, "invalid_multipart")
-    assert entries_under(media.storage.root / "sources") == []
 
 
 async def test_merges_share_one_slot_across_instances(client: httpx.AsyncClient, media: Media) -> None:
@@ -372,16 +139,6 @@ async def test_a_failed_chunk_attempt_removes_only_its_own_partial_file(
     assert (await good).status_code == 200
     chunks = files_under(media.storage.root / "chunks")
     assert [p.read_bytes() for p in chunks] == [b"a" * 500 + b"b" * 500]
-
-
-async def test_upload_sessions_are_private_to_their_owner(client: httpx.AsyncClient, media: Media) -> None:
-    session_id = (await init(client, media, 1000, 1000)).json()["session_id"]
-    other = await client.get(f"/v1/uploads/{session_id}", headers=media.auth("user-2"))
-    assert (other.status_code, problem_code(other)) == (404, "not_found")
-    put = await client.put(
-        f"/v1/uploads/{session_id}/chunks/0", content=b"a" * 1000, headers=media.auth("user-2")
-    )
-    assert put.status_code == 404
 
 
 async def test_a_nul_in_an_upload_title_or_key_is_refused_before_any_work(

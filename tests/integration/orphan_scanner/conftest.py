@@ -11,7 +11,6 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
@@ -20,8 +19,8 @@ from aiokafka import AIOKafkaProducer
 
 from orphan_scanner.domain.classify import ServerPath
 from orphan_scanner.domain.inputs import confirmation_text
-from orphan_scanner.entrypoints.projection_consumer import projection_worker
-from orphan_scanner.entrypoints.wiring import Components, build
+from orphan_scanner.entrypoints.main import Components, build
+from orphan_scanner.entrypoints.projection_consumer import projection_consumer
 from orphan_scanner.service_layer.apply import ApplyResult
 from orphan_scanner.service_layer.metrics import ScanTrigger
 from orphan_scanner.service_layer.scanner import ScanReport
@@ -37,9 +36,10 @@ from tests.conftest import (
     unique_name,
 )
 from tests.integration.orphan_scanner.private_mediamtx import PrivateMediaMtx, private_mediamtx
+from tests.unit.orphan_scanner.world import SenseEvents
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
-from yovision_platform.events import build_event
+from yovision_platform.events import EventRecord
 from yovision_platform.kafka import start_producer
 from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
 from yovision_platform.mediamtx import MediaMtxApi
@@ -128,77 +128,23 @@ def registration(mediamtx: PrivateMediaMtx | dict[str, PrivateMediaMtx]) -> dict
     }
 
 
-class SenseFeed:
-    """Publishes Sense-shaped events (built with Sense's catalogue contracts) to the test's topics; sends are
-    batched, `flush` (called by `Orphan.caught_up`) waits for the broker's acknowledgements."""
+class SenseFeed(SenseEvents):
+    """Publishes Sense-shaped events to the test's topics; sends are batched, `flush` (called by
+    `Orphan.caught_up`) waits for the broker's acknowledgements."""
 
     def __init__(self, producer: AIOKafkaProducer, serde: AvroSerde, topics: tuple[str, str]) -> None:
+        super().__init__()
         self._producer = producer
-        self._serde = serde
+        self.serde = serde
         self._device_topic, self._ownership_topic = topics
-        self._versions: dict[uuid.UUID, int] = {}
 
-    async def device(
-        self,
-        device_id: uuid.UUID,
-        path_name: str,
-        desired_state: str,
-        *,
-        event_type: str | None = None,
-        server: str | None = None,
-    ) -> None:
-        """A device event; `server` None is an event from before several servers (no server id)."""
-        version = self._versions.get(device_id, 0) + 1
-        self._versions[device_id] = version
-        payload: dict[str, object] = {
-            "device_id": str(device_id),
-            "tenant_id": "tenant-a",
-            "site_id": "site-1",
-            "name": f"camera {path_name}",
-            "path_name": path_name,
-            "media_server_id": server,
-            "desired_state": desired_state,
-            "config_version": version,
-        }
-        kind = event_type or ("DeviceRegistered" if version == 1 else "DeviceDesiredStateChanged")
-        if kind == "DeviceDesiredStateChanged":
-            payload["previous_desired_state"] = "disabled" if desired_state == "enabled" else "enabled"
-        event = build_event(self._serde, kind, str(device_id), payload, "sense")
-        await self._producer.send(self._device_topic, event.value, key=event.key)
-
-    async def ownership(self, path_name: str, device_id: uuid.UUID, *, server: str | None = None) -> None:
-        """Ownership evidence; `server` None is evidence from before several servers (id `default`)."""
-        now = datetime.now(UTC)
-        payload = {
-            "path_name": path_name,
-            "media_server_id": server,
-            "device_id": str(device_id),
-            "tenant_id": "tenant-a",
-            "site_id": "site-1",
-            "first_seen_at": now,
-            "last_seen_at": now,
-        }
-        event = build_event(self._serde, "PathOwnershipRecorded", path_name, payload, "sense")
-        await self._producer.send(self._ownership_topic, event.value, key=event.key)
+    async def deliver(self, event: EventRecord) -> None:
+        topic = self._ownership_topic if event.event_type == "PathOwnershipRecorded" else self._device_topic
+        await self._producer.send(topic, event.value, key=event.key)
 
     async def flush(self) -> None:
         """Wait until every event sent so far is acknowledged by the broker."""
         await self._producer.flush()
-
-    async def stale(self, path_name: str, *, server: str | None = None) -> uuid.UUID:
-        """A path Sense owned for a device that is now disabled."""
-        device_id = uuid.uuid4()
-        await self.device(device_id, path_name, "enabled", server=server)
-        await self.ownership(path_name, device_id, server=server)
-        await self.device(device_id, path_name, "disabled", server=server)
-        return device_id
-
-    async def live(self, path_name: str, *, server: str | None = None) -> uuid.UUID:
-        """A path of an enabled device that Sense configured."""
-        device_id = uuid.uuid4()
-        await self.device(device_id, path_name, "enabled", server=server)
-        await self.ownership(path_name, device_id, server=server)
-        return device_id
 
 
 @dataclass
@@ -216,16 +162,17 @@ class Orphan:
     def start_projection(self) -> None:
         assert self._projection is None
         self._stop = asyncio.Event()
-        worker = projection_worker(
-            self.pool,
-            self.schema.name,
-            self.components.serde,
-            kafka=self.settings.kafka,
-            topics=self.settings.projection_topics,
-            consumer_group=self.settings.consumer_group,
-            client_id=f"test-{self.settings.instance_id}",
+        consumer = projection_consumer(
+            self.pool, self.schema.name, self.components.serde, consumer_group=self.settings.consumer_group
         )
-        self._projection = asyncio.ensure_future(worker(self._stop))
+        self._projection = asyncio.ensure_future(
+            consumer.consume_topics(
+                self.settings.kafka,
+                self.settings.projection_topics,
+                self._stop,
+                client_id=f"test-{self.settings.instance_id}",
+            )
+        )
 
     async def stop_projection(self) -> None:
         if self._projection is not None:
@@ -250,7 +197,7 @@ class Orphan:
 
     async def caught_up(self, timeout_seconds: float = 20.0) -> None:
         await self.feed.flush()
-        reason = await self.components.catch_up.wait(timeout_seconds)
+        reason = await self.components.progress.wait(timeout_seconds)
         assert reason is None, reason
 
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 
@@ -19,6 +20,20 @@ MEDIAMTX_BIN = REPO_ROOT / ".local/bin/mediamtx"
 # Hand-made paths carry a credential in their source: it must never surface anywhere.
 HAND_MADE_SOURCE = "rtsp://admin:hand-made-s3cret@192.0.2.10:554/stream"
 VISIBLE_TIMEOUT_SECONDS = 10.0
+
+
+T = TypeVar("T")
+
+
+async def read_until(read: Callable[[], Awaitable[T]], settled: Callable[[T], bool]) -> T:
+    """`read()` again until `settled(what it read)` or the timeout; returns the last read. MediaMTX applies
+    API changes asynchronously: a list right after a change may briefly show the previous set."""
+    deadline = time.monotonic() + VISIBLE_TIMEOUT_SECONDS
+    while True:
+        value = await read()
+        if settled(value) or time.monotonic() > deadline:
+            return value
+        await asyncio.sleep(0.05)
 
 
 class PrivateMediaMtx:
@@ -65,13 +80,7 @@ class PrivateMediaMtx:
             raise AssertionError("added paths did not become visible in MediaMTX's list")
 
     async def _listed_when(self, settled: Callable[[set[str]], bool]) -> set[str]:
-        """Poll the list until `settled(names)` or the timeout; returns the last list read."""
-        deadline = time.monotonic() + VISIBLE_TIMEOUT_SECONDS
-        while True:
-            names = await self.names()
-            if settled(names) or time.monotonic() > deadline:
-                return names
-            await asyncio.sleep(0.05)
+        return await read_until(self.names, settled)
 
     async def names(self) -> set[str]:
         response = await self.http.get("/v3/config/paths/list", params={"itemsPerPage": 10000})

@@ -1,5 +1,6 @@
 """orphan-scanner over several real MediaMTX servers: every server enumerated, each (server, path) classified
-on its own, the gate computed per server, deletes only on the candidate's own server."""
+on its own, deletes only on the candidate's own server. (The per-server gate and a server that cannot be
+enumerated: tests/unit/orphan_scanner on the fakes.)"""
 
 from __future__ import annotations
 
@@ -12,10 +13,7 @@ import asyncpg
 import pytest
 
 from orphan_scanner.domain.classify import ServerPath
-from orphan_scanner.domain.gate import BlockReason
 from orphan_scanner.service_layer.apply import ApplyStatus
-from orphan_scanner.service_layer.metrics import ScanTrigger
-from orphan_scanner.service_layer.scanner import ScanError
 from tests.conftest import MigratedSchema, Stack
 from tests.integration.orphan_scanner.conftest import Orphan, orphan_harness
 from tests.integration.orphan_scanner.private_mediamtx import PrivateMediaMtx, private_mediamtx
@@ -84,48 +82,3 @@ async def test_each_server_path_is_classified_on_its_own(
     assert [(i.path, i.outcome) for i in result.items] == [(on("mtx-a", "site-1/cam"), "deleted")]
     assert "site-1/cam" not in await fleet["mtx-a"].settled(set())
     assert "site-1/cam" in await fleet["mtx-b"].names()
-
-
-async def test_the_gate_is_computed_per_server_and_blocks_the_whole_batch(
-    orphans: Orphan, fleet: dict[str, PrivateMediaMtx], serde: AvroSerde
-) -> None:
-    # 1 candidate among 20 paths of mtx-a is 5 %; 1 among the 5 paths of mtx-b is 20 %: blocked, naming mtx-b,
-    # although the fleet-wide ratio (2 of 25, 8 %) would pass
-    await orphans.feed.stale("a-stale", server="mtx-a")
-    await orphans.feed.stale("b-stale", server="mtx-b")
-    await fleet["mtx-a"].add_many(["a-stale", *[f"a-hand-{n}" for n in range(19)]])
-    await fleet["mtx-b"].add_many(["b-stale", *[f"b-hand-{n}" for n in range(4)]])
-    report = await orphans.fresh_report()
-    assert set(report.classification.owned_stale) == {on("mtx-a", "a-stale"), on("mtx-b", "b-stale")}
-    result = await orphans.apply_report(report)
-    assert (result.status, result.reason_code) == (ApplyStatus.BLOCKED, BlockReason.RATIO_EXCEEDED)
-    assert result.blocked_media_server_id == "mtx-b" and result.items == []
-    assert "a-stale" in await fleet["mtx-a"].names() and "b-stale" in await fleet["mtx-b"].names()
-    async with orphans.pool.acquire() as conn:
-        value = await conn.fetchval(
-            f"SELECT value FROM {orphans.schema.name.quoted}.outbox WHERE event_type = 'ApplyBlocked'"
-        )
-        blocked = await conn.fetchval(
-            f"SELECT blocked_media_server_id FROM {orphans.schema.name.quoted}.apply_runs"
-        )
-    assert serde.decode(bytes(value)).record["media_server_id"] == "mtx-b" and blocked == "mtx-b"
-
-
-async def test_a_server_that_cannot_be_enumerated_fails_the_whole_scan(
-    stack: Stack,
-    orphan_schema: MigratedSchema,
-    orphan_pool: asyncpg.Pool,
-    fleet: dict[str, PrivateMediaMtx],
-    sense_topics: tuple[str, str],
-    tmp_path: Path,
-) -> None:
-    broken = dict(fleet)
-    broken["mtx-b"] = type(fleet["mtx-b"])(fleet["mtx-b"].sandbox)
-    broken["mtx-b"].url = "http://127.0.0.1:9"  # registered, but unreachable
-    async with orphan_harness(
-        stack, orphan_schema, orphan_pool, fleet["mtx-a"], sense_topics, tmp_path, fleet=broken
-    ) as harness:
-        with pytest.raises(ScanError) as failed:
-            await harness.components.scanner.scan(ScanTrigger.MANUAL)
-        assert failed.value.code == "mediamtx_unreachable"
-        await broken["mtx-b"].http.aclose()

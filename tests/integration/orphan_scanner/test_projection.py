@@ -75,9 +75,9 @@ async def test_lag_counts_the_events_not_yet_applied(orphan: Orphan) -> None:
     device = uuid.uuid4()
     await orphan.feed.device(device, "cam-3", "enabled")
     await orphan.caught_up()
-    assert await orphan.components.catch_up.lag() == 0
+    assert await orphan.components.progress.lag() == 0
     await orphan.stop_projection()
     await orphan.feed.device(device, "cam-3", "disabled")
     await orphan.feed.ownership("cam-3", device)
     await orphan.feed.flush()
-    assert await orphan.components.catch_up.lag() == 2
+    assert await orphan.components.progress.lag() == 2

@@ -9,8 +9,10 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from orphan_scanner.adapters.report_reader import PostgresReportReader
 from orphan_scanner.entrypoints.cli import report_document
 from orphan_scanner.entrypoints.http_reports import READ_PERMISSION, install_report_routes
+from orphan_scanner.service_layer.reports import ReportQueries
 from orphan_scanner.settings import JWT_AUDIENCE
 from tests.conftest import problem_code
 from tests.integration.orphan_scanner.conftest import Orphan
@@ -23,7 +25,8 @@ from yovision_platform.web import create_app
 async def api(orphan: Orphan) -> AsyncIterator[tuple[httpx.AsyncClient, TokenVerifier]]:
     verifier = TokenVerifier(secrets.token_bytes(32), issuer="test", audience=JWT_AUDIENCE)
     app = create_app("orphan-scanner", "test")
-    install_report_routes(app, pool=orphan.pool, schema=orphan.schema.name, verifier=verifier)
+    reports = ReportQueries(PostgresReportReader(orphan.pool, orphan.schema.name))
+    install_report_routes(app, reports=reports, verifier=verifier)
     async with serve_app(app) as port, httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
         yield http, verifier
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from orphan_scanner.entrypoints.wiring import Components, build
-from orphan_scanner.service_layer.apply import ApplyRefused
+from orphan_scanner.domain.errors import ScanError
+from orphan_scanner.entrypoints.main import Components, build
 from orphan_scanner.service_layer.metrics import ScanTrigger
-from orphan_scanner.service_layer.scanner import ScanError, Scanner
+from orphan_scanner.service_layer.scanner import Scanner
 from tests.integration.orphan_scanner.conftest import Orphan, orphan_settings
 from tests.integration.orphan_scanner.private_mediamtx import PrivateMediaMtx
 from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
@@ -116,24 +116,6 @@ async def lose_the_lease_mid_scan(
         )
     assert ids == [successor.scan_id]
     assert events == 1
-
-
-async def test_a_failed_enumeration_yields_a_report_apply_refuses(orphan: Orphan, tmp_path: Path) -> None:
-    unreachable = MediaMtxApi("http://127.0.0.1:9", deadline_seconds=5.0)
-    async with another_instance(orphan, tmp_path, mediamtx_api=unreachable) as broken:
-        await scan_and_apply_with_unreachable_mediamtx(orphan, broken)
-
-
-async def scan_and_apply_with_unreachable_mediamtx(orphan: Orphan, broken: Components) -> None:
-    with pytest.raises(ScanError) as failed:
-        await broken.scanner.scan(ScanTrigger.MANUAL)
-    assert failed.value.code == "mediamtx_unreachable"
-    assert await report_count(orphan, "failed") == 1
-    async with orphan.pool.acquire() as conn:
-        scan_id = await conn.fetchval(f"SELECT id FROM {orphan.schema.name.quoted}.scan_reports")
-    with pytest.raises(ApplyRefused) as refused:
-        await broken.apply.apply(scan_id, actor="alice", confirmation="anything")
-    assert refused.value.code == "scan_not_usable"
 
 
 async def test_a_manual_report_waits_for_a_running_scan(orphan: Orphan, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from orphan_scanner.domain.inputs import confirmation_text
 from orphan_scanner.entrypoints.cli import apply_document, report_document
-from orphan_scanner.entrypoints.wiring import build
+from orphan_scanner.entrypoints.main import build
 from orphan_scanner.service_layer.apply import ApplyStatus
 from orphan_scanner.service_layer.metrics import OrphanMetrics, ScanTrigger
 from orphan_scanner.service_layer.metrics_refresher import MetricsRefresher
@@ -208,7 +208,7 @@ async def run_scenario(
         )
         assert blocked.status is ApplyStatus.BLOCKED
         assert set(hand_made) <= await orphan.mediamtx.names()
-        await MetricsRefresher(orphan.pool, components.reports, metrics).refresh()
+        await MetricsRefresher(components.uow, metrics).refresh()
         metrics_text = render_latest(registry)[0].decode()
         assert 'orphan_last_scan_paths{class="unowned",media_server="default"} 4.0' in metrics_text
         assert "orphan_paths_deleted_total 2.0" in metrics_text

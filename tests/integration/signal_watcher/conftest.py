@@ -3,27 +3,34 @@ from __future__ import annotations
 import ipaddress
 import os
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import asyncpg
+import httpx
 import pytest
 
 import signal_watcher
 from signal_watcher.adapters.crypto import SecretCipher
 from signal_watcher.adapters.probe_client import ProbeClient
-from signal_watcher.adapters.repository import WatcherRepository
+from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.checking import CheckDecision
 from signal_watcher.domain.model import CompareMode, Method, WatcherSpec
+from signal_watcher.domain.records import CheckRow, WatcherRecord
 from signal_watcher.domain.ssrf import AddressGuard, IpAddress
+from signal_watcher.entrypoints.api import ApiDeps, install_api
 from signal_watcher.service_layer.checks import CheckRunner
+from signal_watcher.service_layer.ports import UnitOfWorkFactory
+from signal_watcher.service_layer.watchers import Watchers
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema
 from tests.integration.signal_watcher.fixture_server import FixtureServer
+from yovision_platform.auth import TokenVerifier
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
 from yovision_platform.encryption import EncryptionKeyRing
+from yovision_platform.web import create_app
 
 FIXTURE_HOST = "fixture.example.com"
 LOOPBACK_NETWORK = ipaddress.ip_network("127.0.0.0/8")
@@ -82,8 +89,8 @@ def cipher() -> SecretCipher:
 
 
 @pytest.fixture
-def repo(signal_db: MigratedSchema, cipher: SecretCipher) -> WatcherRepository:
-    return WatcherRepository(signal_db.name, cipher)
+def units(pool: asyncpg.Pool, signal_db: MigratedSchema, cipher: SecretCipher) -> PostgresUnitsOfWork:
+    return PostgresUnitsOfWork(pool, signal_db.name, cipher)
 
 
 @pytest.fixture(scope="session")
@@ -92,10 +99,25 @@ def serde() -> AvroSerde:
 
 
 @pytest.fixture
-def runner(
-    pool: asyncpg.Pool, repo: WatcherRepository, local_probe: ProbeClient, serde: AvroSerde
-) -> CheckRunner:
-    return CheckRunner(pool, repo, local_probe, serde)
+def runner(units: PostgresUnitsOfWork, local_probe: ProbeClient, serde: AvroSerde) -> CheckRunner:
+    return CheckRunner(units, local_probe, serde)
+
+
+def api_client(
+    units: PostgresUnitsOfWork,
+    probe: ProbeClient,
+    verifier: TokenVerifier,
+    *,
+    max_watchers_per_user: int = 10,
+    check_requested: Callable[[], None] = lambda: None,
+) -> httpx.AsyncClient:
+    """The user API as served (the platform app, its problem handlers), on `units` and `probe`."""
+    app = create_app("test", "0")
+    watchers = Watchers(
+        units, probe, max_watchers_per_user=max_watchers_per_user, check_requested=check_requested
+    )
+    install_api(app, ApiDeps(watchers, verifier))
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api")
 
 
 def make_spec(url: str, **changes: Any) -> WatcherSpec:
@@ -122,19 +144,57 @@ async def make_due(pool: asyncpg.Pool, schema: Identifier, watcher_id: uuid.UUID
         )
 
 
-async def check_now(
-    pool: asyncpg.Pool, repo: WatcherRepository, runner: CheckRunner, watcher_id: uuid.UUID
+async def claim_and_run(
+    units: UnitOfWorkFactory, runner: CheckRunner, watcher_id: uuid.UUID
 ) -> CheckDecision | None:
-    """Make the watcher due, claim it as the scheduler would, and run one check."""
-    await make_due(pool, repo.schema, watcher_id)
-    async with pool.acquire() as conn:
-        all_claimed = await repo.claim_due(conn, "test", limit=1000, lease_seconds=60)
-        for other in all_claimed:
-            if other.row_id != watcher_id:
-                await repo.leases.release(conn, other.row_id, other.lease)
-    claimed = [c for c in all_claimed if c.row_id == watcher_id]
-    assert len(claimed) == 1
-    return await runner.run(watcher_id, claimed[0].lease)
+    """Claim the earliest due watcher, which must be `watcher_id`, as the scheduler would, and run its
+    check."""
+    async with units() as uow:
+        [claimed] = await uow.watchers.claim_due("test", limit=1, lease_seconds=60)
+    assert claimed.watcher_id == watcher_id
+    return await runner.run(watcher_id, claimed.lease)
+
+
+async def check_now(
+    units: PostgresUnitsOfWork, runner: CheckRunner, watcher_id: uuid.UUID
+) -> CheckDecision | None:
+    """Make the watcher the earliest due one and run one check of it."""
+    await units.pool.execute(
+        f"UPDATE {units.schema.quoted}.watchers SET next_check_at = now() - interval '1 day' WHERE id = $1",
+        watcher_id,
+    )
+    return await claim_and_run(units, runner, watcher_id)
+
+
+class Wakes:
+    """A scheduler's wake-up callback that counts its calls."""
+
+    count = 0
+
+    def __call__(self) -> None:
+        self.count += 1
+
+
+@pytest.fixture
+def wakes() -> Wakes:
+    return Wakes()
+
+
+async def insert(units: UnitOfWorkFactory, user: str, spec: WatcherSpec) -> WatcherRecord:
+    async with units() as uow:
+        return await uow.watchers.insert(user, spec)
+
+
+async def stored(units: UnitOfWorkFactory, user: str, watcher_id: uuid.UUID) -> WatcherRecord:
+    async with units() as uow:
+        record = await uow.watchers.get(user, watcher_id)
+    assert record is not None
+    return record
+
+
+async def checks_of(units: UnitOfWorkFactory, watcher_id: uuid.UUID) -> list[CheckRow]:
+    async with units() as uow:
+        return await uow.checks.list_for_watcher(watcher_id, limit=100)
 
 
 async def outbox_events(

@@ -14,7 +14,7 @@ import sys
 import asyncpg
 
 from signal_watcher.adapters.probe_client import ProbeClient
-from signal_watcher.adapters.repository import WatcherRepository
+from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.scheduler import Scheduler
 from tests.integration.signal_watcher.conftest import (
@@ -31,9 +31,9 @@ async def main(dsn: str, schema: str, key_hex: str, owner: str) -> None:
     pool = await asyncpg.create_pool(dsn, min_size=1, max_size=6)
     probe = ProbeClient(resolver=fake_resolver({FIXTURE_HOST: ["127.0.0.1"]}), guard=LOOPBACK_FOR_TESTS)
     try:
-        repo = WatcherRepository(Identifier(schema), cipher_for(bytes.fromhex(key_hex)))
-        runner = CheckRunner(pool, repo, probe, AvroSerde(SchemaRegistry.load()))
-        scheduler = Scheduler(pool, repo, runner, owner, max_in_flight=100)
+        units = PostgresUnitsOfWork(pool, Identifier(schema), cipher_for(bytes.fromhex(key_hex)))
+        runner = CheckRunner(units, probe, AvroSerde(SchemaRegistry.load()))
+        scheduler = Scheduler(units, runner, owner, max_in_flight=100)
         print("ready", flush=True)
         sys.stdin.readline()  # both processes start scanning at the same moment
         started = await scheduler.scan()

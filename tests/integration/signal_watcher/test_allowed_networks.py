@@ -9,19 +9,23 @@ import os
 import uuid
 from collections.abc import AsyncIterator
 
-import asyncpg
 import httpx
 import pytest
-from fastapi import FastAPI
 
-from signal_watcher.adapters.probe_client import ProbeClient, ProbeFailed
-from signal_watcher.adapters.repository import WatcherRepository
+from signal_watcher.adapters.probe_client import ProbeClient
+from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
+from signal_watcher.domain.probes import ProbeFailed
 from signal_watcher.domain.ssrf import STRICT_GUARD, AddressGuard, IpAddress
-from signal_watcher.entrypoints.api import ApiDeps, install_api, openapi_document
+from signal_watcher.entrypoints.api import openapi_document
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.settings import JWT_AUDIENCE
 from tests.conftest import problem_code
-from tests.integration.signal_watcher.conftest import LOOPBACK_FOR_TESTS, LOOPBACK_NETWORK, check_now
+from tests.integration.signal_watcher.conftest import (
+    LOOPBACK_FOR_TESTS,
+    LOOPBACK_NETWORK,
+    api_client,
+    check_now,
+)
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.avro import AvroSerde
@@ -34,10 +38,8 @@ def _body(url: str) -> dict[str, object]:
     return {"name": "w", "agent_id": "a", "url": url, "method": "GET", "prompt_template": "{diff}"}
 
 
-def _app(pool: asyncpg.Pool, repo: WatcherRepository, probe: ProbeClient) -> httpx.AsyncClient:
-    app = FastAPI()
-    install_api(app, ApiDeps(pool, repo, probe, VERIFIER, 10))
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api")
+def _app(units: PostgresUnitsOfWork, probe: ProbeClient) -> httpx.AsyncClient:
+    return api_client(units, probe, VERIFIER)
 
 
 @pytest.fixture
@@ -50,20 +52,19 @@ async def allowing_probe() -> AsyncIterator[ProbeClient]:
 
 async def test_an_allowed_loopback_literal_is_accepted_at_create_and_probed_at_connect_time(
     fixture_server: FixtureServer,
-    pool: asyncpg.Pool,
-    repo: WatcherRepository,
+    units: PostgresUnitsOfWork,
     serde: AvroSerde,
     allowing_probe: ProbeClient,
 ) -> None:
     fixture_server.state["text"] = "v1"
     url = fixture_server.url("127.0.0.1", "/text")
-    async with _app(pool, repo, allowing_probe) as api:
+    async with _app(units, allowing_probe) as api:
         created = await api.post("/v1/signal-watchers", json=_body(url), headers=ALICE)
         assert created.status_code == 201, created.text
         tested = await api.post(f"/v1/signal-watchers/{created.json()['id']}/test", headers=ALICE)
     assert (tested.json()["ok"], tested.json()["sample"]) == (True, "v1")
-    runner = CheckRunner(pool, repo, allowing_probe, serde)
-    decision = await check_now(pool, repo, runner, uuid.UUID(created.json()["id"]))
+    runner = CheckRunner(units, allowing_probe, serde)
+    decision = await check_now(units, runner, uuid.UUID(created.json()["id"]))
     assert decision is not None and decision.error_code is None
     assert fixture_server.requests["/text"] == 2
     shown = created.text + tested.text + json.dumps(openapi_document("0"))
@@ -81,14 +82,14 @@ async def test_an_allowed_loopback_literal_is_accepted_at_create_and_probed_at_c
     ],
 )
 async def test_addresses_and_names_outside_the_list_are_still_refused_at_create(
-    pool: asyncpg.Pool, repo: WatcherRepository, url: str, code: str
+    units: PostgresUnitsOfWork, url: str, code: str
 ) -> None:
     async def resolve(host: str, port: int) -> list[IpAddress]:
         return [ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("10.0.0.1")]
 
     probe = ProbeClient(resolver=resolve, guard=LOOPBACK_FOR_TESTS)
     try:
-        async with _app(pool, repo, probe) as api:
+        async with _app(units, probe) as api:
             response = await api.post("/v1/signal-watchers", json=_body(url), headers=ALICE)
     finally:
         await probe.aclose()
@@ -117,12 +118,12 @@ async def test_rebinding_to_an_address_outside_the_list_is_refused_at_connect_ti
 
 
 async def test_the_default_guard_refuses_loopback_by_literal_and_by_name(
-    fixture_server: FixtureServer, pool: asyncpg.Pool, repo: WatcherRepository
+    fixture_server: FixtureServer, units: PostgresUnitsOfWork
 ) -> None:
     assert ProbeClient().guard == STRICT_GUARD == AddressGuard()
     probe = ProbeClient()
     try:
-        async with _app(pool, repo, probe) as api:
+        async with _app(units, probe) as api:
             literal = await api.post(
                 "/v1/signal-watchers", json=_body(fixture_server.url("127.0.0.1", "/text")), headers=ALICE
             )

@@ -5,25 +5,24 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 
 from signal_watcher.adapters.probe_client import ProbeClient
-from signal_watcher.adapters.repository import WatcherRepository
-from signal_watcher.entrypoints.api import ApiDeps, install_api
+from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.settings import JWT_AUDIENCE
 from tests.conftest import problem_code
 from tests.integration.signal_watcher.conftest import (
     FIXTURE_HOST,
     LOOPBACK_FOR_TESTS,
+    api_client,
     check_now,
     fake_resolver,
+    stored,
 )
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.auth import TokenVerifier
-from yovision_platform.web import create_app
 
 MAX_PER_USER = 3
 VERIFIER = TokenVerifier(os.urandom(32), issuer="test-issuer", audience=JWT_AUDIENCE)
@@ -37,12 +36,8 @@ ALICE, BOB = auth("alice"), auth("bob")
 
 
 @pytest.fixture
-async def api(
-    pool: asyncpg.Pool, repo: WatcherRepository, local_probe: ProbeClient
-) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app("test", "0")
-    install_api(app, ApiDeps(pool, repo, local_probe, VERIFIER, MAX_PER_USER))
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api") as client:
+async def api(units: PostgresUnitsOfWork, local_probe: ProbeClient) -> AsyncIterator[httpx.AsyncClient]:
+    async with api_client(units, local_probe, VERIFIER, max_watchers_per_user=MAX_PER_USER) as client:
         yield client
 
 
@@ -147,14 +142,12 @@ async def test_per_user_cap_is_enforced(api: httpx.AsyncClient, fixture_server: 
     ],
 )
 async def test_invalid_definitions_are_refused_with_stable_codes(
-    pool: asyncpg.Pool, repo: WatcherRepository, changes: dict[str, Any], code: str
+    units: PostgresUnitsOfWork, changes: dict[str, Any], code: str
 ) -> None:
     probe = ProbeClient(
         resolver=fake_resolver({"private.example.com": ["10.1.2.3"]}), guard=LOOPBACK_FOR_TESTS
     )
-    app = create_app("test", "0")
-    install_api(app, ApiDeps(pool, repo, probe, VERIFIER, MAX_PER_USER))
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api") as client:
+    async with api_client(units, probe, VERIFIER, max_watchers_per_user=MAX_PER_USER) as client:
         response = await client.post(
             "/v1/signal-watchers", json={**watcher_body("https://example.com/"), **changes}, headers=ALICE
         )
@@ -190,39 +183,29 @@ async def test_an_interval_is_a_json_integer(
 
 
 async def test_update_keeps_masked_secrets_and_resets_baseline_only_for_probe_fields(
-    api: httpx.AsyncClient,
-    fixture_server: FixtureServer,
-    pool: asyncpg.Pool,
-    repo: WatcherRepository,
-    runner: CheckRunner,
+    api: httpx.AsyncClient, fixture_server: FixtureServer, units: PostgresUnitsOfWork, runner: CheckRunner
 ) -> None:
     created = await _create(api, fixture_server.url(FIXTURE_HOST, "/echo"))
     path = f"/v1/signal-watchers/{created['id']}"
-    await check_now(pool, repo, runner, uuid.UUID(created["id"]))
+    await check_now(units, runner, uuid.UUID(created["id"]))
     renamed = watcher_body(created["url"], name="renamed", headers=created["headers"])
     del renamed["body"]
     updated = (await api.put(path, json=renamed, headers=ALICE)).json()
     assert updated["name"] == "renamed" and updated["has_baseline"] is True
-    async with pool.acquire() as conn:
-        record = await repo.get(conn, "alice", uuid.UUID(created["id"]))
-    assert (
-        record is not None
-        and record.spec.headers[0].value == "Bearer s3cret"
-        and record.spec.body == "p4yload"
-    )
+    record = await stored(units, "alice", uuid.UUID(created["id"]))
+    assert record.spec.headers[0].value == "Bearer s3cret" and record.spec.body == "p4yload"
     changed = (await api.put(path, json={**renamed, "body": "other"}, headers=ALICE)).json()
     assert changed["has_baseline"] is False and changed["body_length"] == 5
 
 
 async def test_reenabling_a_disabled_watcher_resets_failures_and_baseline(
-    api: httpx.AsyncClient, fixture_server: FixtureServer, pool: asyncpg.Pool, repo: WatcherRepository
+    api: httpx.AsyncClient, fixture_server: FixtureServer, units: PostgresUnitsOfWork
 ) -> None:
     created = await _create(api, fixture_server.url(FIXTURE_HOST, "/text"))
-    async with pool.acquire() as conn:
-        await conn.execute(
-            f"UPDATE {repo.schema.quoted}.watchers SET status = 'DISABLED', consecutive_failures = 5, "
-            "last_value_hash = 'h'"
-        )
+    await units.pool.execute(
+        f"UPDATE {units.schema.quoted}.watchers SET status = 'DISABLED', consecutive_failures = 5, "
+        "last_value_hash = 'h'"
+    )
     path = f"/v1/signal-watchers/{created['id']}/status"
     assert (await api.post(path, json={"status": "DISABLED"}, headers=ALICE)).status_code == 422
     enabled = (await api.post(path, json={"status": "ACTIVE"}, headers=ALICE)).json()
@@ -231,12 +214,12 @@ async def test_reenabling_a_disabled_watcher_resets_failures_and_baseline(
     )
     paused = (await api.post(path, json={"status": "PAUSED"}, headers=ALICE)).json()
     assert paused["status"] == "PAUSED"
-    async with pool.acquire() as conn:  # due, but paused: never probed
-        assert await repo.claim_due(conn, "x", limit=10, lease_seconds=60) == []
+    async with units() as uow:  # due, but paused: never probed
+        assert await uow.watchers.claim_due("x", limit=10, lease_seconds=60) == []
 
 
 async def test_test_now_previews_without_writing_or_publishing(
-    api: httpx.AsyncClient, fixture_server: FixtureServer, pool: asyncpg.Pool, repo: WatcherRepository
+    api: httpx.AsyncClient, fixture_server: FixtureServer, units: PostgresUnitsOfWork
 ) -> None:
     fixture_server.state["text"] = "hello"
     created = await _create(api, fixture_server.url(FIXTURE_HOST, "/text"), method="GET", body=None)
@@ -245,23 +228,18 @@ async def test_test_now_previews_without_writing_or_publishing(
     assert preview["ok"] is True and preview["http_status"] == 200 and preview["sample"] == "hello"
     assert preview["is_baseline"] is True and preview["would_change"] is False
     assert (await api.get(f"/v1/signal-watchers/{created['id']}", headers=ALICE)).json() == before
-    async with pool.acquire() as conn:
-        assert await conn.fetchval(f"SELECT count(*) FROM {repo.schema.quoted}.checks") == 0
-        assert await conn.fetchval(f"SELECT count(*) FROM {repo.schema.quoted}.outbox") == 0
+    assert await units.pool.fetchval(f"SELECT count(*) FROM {units.schema.quoted}.checks") == 0
+    assert await units.pool.fetchval(f"SELECT count(*) FROM {units.schema.quoted}.outbox") == 0
 
 
 async def test_checks_are_paged_newest_first_and_deleted_with_the_watcher(
-    api: httpx.AsyncClient,
-    fixture_server: FixtureServer,
-    pool: asyncpg.Pool,
-    repo: WatcherRepository,
-    runner: CheckRunner,
+    api: httpx.AsyncClient, fixture_server: FixtureServer, units: PostgresUnitsOfWork, runner: CheckRunner
 ) -> None:
     created = await _create(api, fixture_server.url(FIXTURE_HOST, "/text"), method="GET", body=None)
     watcher_id = uuid.UUID(created["id"])
     for i in range(3):
         fixture_server.state["text"] = f"v{i}"
-        await check_now(pool, repo, runner, watcher_id)
+        await check_now(units, runner, watcher_id)
     page = (await api.get(f"/v1/signal-watchers/{created['id']}/checks?limit=2", headers=ALICE)).json()
     assert [c["changed"] for c in page["items"]] == [True, True]
     rest = (
@@ -270,8 +248,7 @@ async def test_checks_are_paged_newest_first_and_deleted_with_the_watcher(
     assert [c["changed"] for c in rest["items"]] == [False]
     assert page["items"][0]["checked_at"] >= page["items"][1]["checked_at"] >= rest["items"][0]["checked_at"]
     assert (await api.delete(f"/v1/signal-watchers/{created['id']}", headers=ALICE)).status_code == 204
-    async with pool.acquire() as conn:
-        assert await conn.fetchval(f"SELECT count(*) FROM {repo.schema.quoted}.checks") == 0
+    assert await units.pool.fetchval(f"SELECT count(*) FROM {units.schema.quoted}.checks") == 0
 
 
 @pytest.mark.parametrize(
@@ -295,13 +272,12 @@ async def test_watcher_url_ports_outside_1_to_65535_are_refused_at_create_and_up
 
 @pytest.mark.parametrize("port", ["0", "65536", "12345678901234567890"])
 async def test_test_now_of_a_stored_watcher_with_a_bad_port_answers_a_stable_error(
-    api: httpx.AsyncClient, pool: asyncpg.Pool, repo: WatcherRepository, port: str
+    api: httpx.AsyncClient, units: PostgresUnitsOfWork, port: str
 ) -> None:
     created = await _create(api, "https://example.com/")
-    async with pool.acquire() as conn:  # as written before ports were validated
-        await conn.execute(
-            f"UPDATE {repo.schema.quoted}.watchers SET url = $1", f"http://{FIXTURE_HOST}:{port}/"
-        )
+    await units.pool.execute(  # as written before ports were validated
+        f"UPDATE {units.schema.quoted}.watchers SET url = $1", f"http://{FIXTURE_HOST}:{port}/"
+    )
     response = await api.post(f"/v1/signal-watchers/{created['id']}/test", headers=ALICE)
     assert response.status_code == 200, response.text
     assert (response.json()["ok"], response.json()["error_code"]) == (False, "url_refused")
@@ -320,14 +296,14 @@ async def test_test_now_of_a_stored_watcher_with_a_bad_port_answers_a_stable_err
     ],
 )
 async def test_a_nul_in_any_text_field_is_refused_before_any_work(
-    api: httpx.AsyncClient, pool: asyncpg.Pool, repo: WatcherRepository, changes: dict[str, Any]
+    api: httpx.AsyncClient, units: PostgresUnitsOfWork, changes: dict[str, Any]
 ) -> None:
     response = await api.post(
         "/v1/signal-watchers", json={**watcher_body("https://example.com/"), **changes}, headers=ALICE
     )
     assert (response.status_code, problem_code(response)) == (400, "invalid_text")
-    async with pool.acquire() as conn:
-        assert await repo.count_for_user(conn, "alice") == 0
+    async with units() as uow:
+        assert await uow.watchers.count_for_user("alice") == 0
 
 
 async def test_a_nul_in_a_path_or_query_parameter_is_refused(api: httpx.AsyncClient) -> None:

@@ -7,16 +7,14 @@ import os
 import uuid
 from collections.abc import AsyncIterator
 
-import asyncpg
 import httpx
 import pytest
-from fastapi import FastAPI
 
 from signal_watcher.adapters.probe_client import ProbeClient
-from signal_watcher.adapters.repository import WatcherRepository
-from signal_watcher.entrypoints.api import CHECK_NOW_MIN_SPACING_SECONDS, ApiDeps, install_api
+from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
+from signal_watcher.domain.errors import CHECK_NOW_MIN_SPACING_SECONDS
 from signal_watcher.settings import JWT_AUDIENCE
-from tests.integration.signal_watcher.conftest import FIXTURE_HOST
+from tests.integration.signal_watcher.conftest import FIXTURE_HOST, Wakes, api_client
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.auth import TokenVerifier
 
@@ -25,25 +23,11 @@ ALICE = {"Authorization": f"Bearer {VERIFIER.mint('alice', ())}"}
 BOB = {"Authorization": f"Bearer {VERIFIER.mint('bob', ())}"}
 
 
-class Wakes:
-    count = 0
-
-    def __call__(self) -> None:
-        self.count += 1
-
-
-@pytest.fixture
-def wakes() -> Wakes:
-    return Wakes()
-
-
 @pytest.fixture
 async def api(
-    pool: asyncpg.Pool, repo: WatcherRepository, local_probe: ProbeClient, wakes: Wakes
+    units: PostgresUnitsOfWork, local_probe: ProbeClient, wakes: Wakes
 ) -> AsyncIterator[httpx.AsyncClient]:
-    app = FastAPI()
-    install_api(app, ApiDeps(pool, repo, local_probe, VERIFIER, 10, check_requested=wakes))
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api") as client:
+    async with api_client(units, local_probe, VERIFIER, check_requested=wakes) as client:
         yield client
 
 
@@ -63,34 +47,29 @@ async def created(api: httpx.AsyncClient, fixture_server: FixtureServer) -> str:
     return str(response.json()["id"])
 
 
-async def last_checked(
-    pool: asyncpg.Pool, repo: WatcherRepository, watcher_id: str, seconds_ago: float
-) -> None:
-    async with pool.acquire() as conn:
-        await conn.execute(
-            f"UPDATE {repo.schema.quoted}.watchers SET last_checked_at = now() - make_interval(secs => $2), "
-            "next_check_at = now() + interval '1 hour' WHERE id = $1",
-            uuid.UUID(watcher_id),
-            seconds_ago,
-        )
+async def last_checked(units: PostgresUnitsOfWork, watcher_id: str, seconds_ago: float) -> None:
+    await units.pool.execute(
+        f"UPDATE {units.schema.quoted}.watchers SET last_checked_at = now() - make_interval(secs => $2), "
+        "next_check_at = now() + interval '1 hour' WHERE id = $1",
+        uuid.UUID(watcher_id),
+        seconds_ago,
+    )
 
 
 async def test_a_check_request_makes_the_watcher_due_now_and_wakes_the_scheduler(
     api: httpx.AsyncClient,
     fixture_server: FixtureServer,
-    pool: asyncpg.Pool,
-    repo: WatcherRepository,
+    units: PostgresUnitsOfWork,
     wakes: Wakes,
 ) -> None:
     watcher_id = await created(api, fixture_server)
-    await last_checked(pool, repo, watcher_id, 3600)
+    await last_checked(units, watcher_id, 3600)
     response = await api.post(f"/v1/signal-watchers/{watcher_id}/check", headers=ALICE)
     assert response.status_code == 202, response.text
-    async with pool.acquire() as conn:
-        due = await conn.fetchval(
-            f"SELECT next_check_at <= now() FROM {repo.schema.quoted}.watchers WHERE id = $1",
-            uuid.UUID(watcher_id),
-        )
+    due = await units.pool.fetchval(
+        f"SELECT next_check_at <= now() FROM {units.schema.quoted}.watchers WHERE id = $1",
+        uuid.UUID(watcher_id),
+    )
     assert due is True and wakes.count == 1
 
 
@@ -106,14 +85,13 @@ async def test_a_check_request_makes_the_watcher_due_now_and_wakes_the_scheduler
 async def test_checks_are_spaced_by_the_database_clock(
     api: httpx.AsyncClient,
     fixture_server: FixtureServer,
-    pool: asyncpg.Pool,
-    repo: WatcherRepository,
+    units: PostgresUnitsOfWork,
     wakes: Wakes,
     seconds_ago: float,
     status: int,
 ) -> None:
     watcher_id = await created(api, fixture_server)
-    await last_checked(pool, repo, watcher_id, seconds_ago)
+    await last_checked(units, watcher_id, seconds_ago)
     response = await api.post(f"/v1/signal-watchers/{watcher_id}/check", headers=ALICE)
     assert response.status_code == status, response.text
     if status == 429:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncpg
-
 from signal_watcher.adapters.probe_client import ProbeClient
-from signal_watcher.adapters.repository import WatcherRepository
+from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.model import AUTO_DISABLE_FAILURES
 from signal_watcher.service_layer.checks import CheckRunner
 from tests.conftest import Stack
 from tests.integration.platform.kafka_helpers import publish_outbox, read_topic
-from tests.integration.signal_watcher.conftest import FIXTURE_HOST, check_now, make_spec
+from tests.integration.signal_watcher.conftest import FIXTURE_HOST, check_now, insert, make_spec
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.avro import AvroSerde
 
@@ -19,23 +17,21 @@ async def test_trigger_and_disable_events_are_published_once(
     stack: Stack,
     topic: str,
     fixture_server: FixtureServer,
-    pool: asyncpg.Pool,
-    repo: WatcherRepository,
+    units: PostgresUnitsOfWork,
     local_probe: ProbeClient,
     serde: AvroSerde,
 ) -> None:
     runner = CheckRunner(
-        pool, repo, local_probe, serde, topic_overrides={"WatcherTriggered": topic, "WatcherDisabled": topic}
+        units, local_probe, serde, topic_overrides={"WatcherTriggered": topic, "WatcherDisabled": topic}
     )
-    async with pool.acquire() as conn:
-        changing = await repo.insert(conn, "user-1", make_spec(fixture_server.url(FIXTURE_HOST, "/text")))
-        failing = await repo.insert(conn, "user-2", make_spec(fixture_server.url(FIXTURE_HOST, "/redirect")))
+    changing = await insert(units, "user-1", make_spec(fixture_server.url(FIXTURE_HOST, "/text")))
+    failing = await insert(units, "user-2", make_spec(fixture_server.url(FIXTURE_HOST, "/redirect")))
     for text in ("a", "b"):
         fixture_server.state["text"] = text
-        await check_now(pool, repo, runner, changing.id)
+        await check_now(units, runner, changing.id)
     for _ in range(AUTO_DISABLE_FAILURES):
-        await check_now(pool, repo, runner, failing.id)
-    await publish_outbox(pool, repo.schema, stack.kafka_bootstrap)
+        await check_now(units, runner, failing.id)
+    await publish_outbox(units.pool, units.schema, stack.kafka_bootstrap)
     records = await read_topic(stack.kafka_bootstrap, topic, expected=2)
     decoded = sorted((serde.decode(r.value) for r in records), key=lambda e: e.event_type)
     assert [e.event_type for e in decoded] == ["WatcherDisabled", "WatcherTriggered"]

@@ -8,12 +8,12 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 
-from signal_watcher.adapters.repository import CheckRow, WatcherRepository
+from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.model import CompareMode, Method, WatcherSpec
+from signal_watcher.domain.records import CheckRow
 from signal_watcher.entrypoints.api import PAGE_MAX_ITEMS
 from tests.conftest import problem_code
 from tests.integration.signal_watcher.test_api import ALICE, BOB, api, auth
@@ -27,10 +27,10 @@ SPEC = WatcherSpec(
 )
 
 
-async def _insert_watchers(pool: asyncpg.Pool, repo: WatcherRepository, user: str, count: int) -> list[str]:
+async def _insert_watchers(units: PostgresUnitsOfWork, user: str, count: int) -> list[str]:
     """`count` watchers of `user` created in one transaction: all share one created_at."""
-    async with pool.acquire() as conn, conn.transaction():
-        return [str((await repo.insert(conn, user, SPEC)).id) for _ in range(count)]
+    async with units() as uow:
+        return [str((await uow.watchers.insert(user, SPEC)).id) for _ in range(count)]
 
 
 async def _walk(api: httpx.AsyncClient, path: str, headers: dict[str, str], limit: int) -> list[list[str]]:
@@ -50,20 +50,20 @@ async def _walk(api: httpx.AsyncClient, path: str, headers: dict[str, str], limi
 
 @pytest.mark.parametrize(("count", "pages"), [(4, [4]), (5, [5]), (6, [5, 1]), (11, [5, 5, 1])])
 async def test_the_watcher_list_walks_every_row_once_and_ends_exactly(
-    api: httpx.AsyncClient, pool: asyncpg.Pool, repo: WatcherRepository, count: int, pages: list[int]
+    api: httpx.AsyncClient, units: PostgresUnitsOfWork, count: int, pages: list[int]
 ) -> None:
-    ids = await _insert_watchers(pool, repo, "alice", count)
-    await _insert_watchers(pool, repo, "bob", 3)
+    ids = await _insert_watchers(units, "alice", count)
+    await _insert_watchers(units, "bob", 3)
     walked = await _walk(api, "/v1/signal-watchers", ALICE, limit=5)
     assert [len(p) for p in walked] == pages
     assert [i for p in walked for i in p] == sorted(ids)  # ties on created_at broken by id, ascending
 
 
 async def test_the_admin_list_walks_every_users_rows_once(
-    api: httpx.AsyncClient, pool: asyncpg.Pool, repo: WatcherRepository
+    api: httpx.AsyncClient, units: PostgresUnitsOfWork
 ) -> None:
-    first = await _insert_watchers(pool, repo, "alice", 3)
-    second = await _insert_watchers(pool, repo, "bob", 4)  # a later transaction: a later created_at
+    first = await _insert_watchers(units, "alice", 3)
+    second = await _insert_watchers(units, "bob", 4)  # a later transaction: a later created_at
     walked = await _walk(api, "/v1/admin/signal-watchers", ADMIN, limit=2)
     assert [len(p) for p in walked] == [2, 2, 2, 1]
     assert [i for p in walked for i in p] == sorted(first) + sorted(second)
@@ -71,33 +71,31 @@ async def test_the_admin_list_walks_every_users_rows_once(
 
 
 async def test_the_check_log_walks_newest_first_across_equal_timestamps(
-    api: httpx.AsyncClient, pool: asyncpg.Pool, repo: WatcherRepository
+    api: httpx.AsyncClient, units: PostgresUnitsOfWork
 ) -> None:
-    [watcher] = await _insert_watchers(pool, repo, "alice", 1)
+    [watcher] = await _insert_watchers(units, "alice", 1)
     base = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
     moments = [base, base, base + timedelta(microseconds=1), base + timedelta(seconds=1), base]
-    async with pool.acquire() as conn:
+    async with units() as uow:
         for moment in moments:
-            await repo.insert_check(
-                conn,
-                CheckRow(uuid.uuid4(), uuid.UUID(watcher), moment, 200, "h", False, None, None, 5, None),
+            await uow.checks.insert(
+                CheckRow(uuid.uuid4(), uuid.UUID(watcher), moment, 200, "h", False, None, None, 5, None)
             )
     walked = await _walk(api, f"/v1/signal-watchers/{watcher}/checks", ALICE, limit=2)
     assert [len(p) for p in walked] == [2, 2, 1]
     flat = [i for p in walked for i in p]
     assert len(set(flat)) == len(moments)
-    async with pool.acquire() as conn:
-        expected = await conn.fetch(
-            f"SELECT id FROM {repo.schema.quoted}.checks ORDER BY checked_at DESC, id DESC"
-        )
+    expected = await units.pool.fetch(
+        f"SELECT id FROM {units.schema.quoted}.checks ORDER BY checked_at DESC, id DESC"
+    )
     assert flat == [str(r["id"]) for r in expected]
 
 
 async def test_bobs_cursor_pages_only_bobs_watchers(
-    api: httpx.AsyncClient, pool: asyncpg.Pool, repo: WatcherRepository
+    api: httpx.AsyncClient, units: PostgresUnitsOfWork
 ) -> None:
-    await _insert_watchers(pool, repo, "alice", 3)
-    bobs = await _insert_watchers(pool, repo, "bob", 3)
+    await _insert_watchers(units, "alice", 3)
+    bobs = await _insert_watchers(units, "bob", 3)
     page = (await api.get("/v1/signal-watchers", params={"limit": 1}, headers=BOB)).json()
     rest = (
         await api.get("/v1/signal-watchers", params={"limit": 10, "cursor": page["next_cursor"]}, headers=BOB)
@@ -110,10 +108,10 @@ async def test_bobs_cursor_pages_only_bobs_watchers(
     [("/v1/signal-watchers", ALICE), ("/v1/admin/signal-watchers", ADMIN), ("/checks", ALICE)],
 )
 async def test_paging_limits_are_enforced_before_any_query(
-    api: httpx.AsyncClient, pool: asyncpg.Pool, repo: WatcherRepository, path: str, headers: dict[str, str]
+    api: httpx.AsyncClient, units: PostgresUnitsOfWork, path: str, headers: dict[str, str]
 ) -> None:
     if path == "/checks":
-        [watcher] = await _insert_watchers(pool, repo, "alice", 1)
+        [watcher] = await _insert_watchers(units, "alice", 1)
         path = f"/v1/signal-watchers/{watcher}/checks"
     valid = encode_cursor(datetime(2026, 1, 1, tzinfo=UTC), uuid.uuid4())
     cases: list[tuple[dict[str, Any], int, str | None]] = [
@@ -140,9 +138,9 @@ async def test_paging_limits_are_enforced_before_any_query(
 
 
 async def test_offset_still_pages_and_offers_a_cursor(
-    api: httpx.AsyncClient, pool: asyncpg.Pool, repo: WatcherRepository
+    api: httpx.AsyncClient, units: PostgresUnitsOfWork
 ) -> None:
-    ids = sorted(await _insert_watchers(pool, repo, "alice", 5))
+    ids = sorted(await _insert_watchers(units, "alice", 5))
     page = (await api.get("/v1/signal-watchers", params={"limit": 2, "offset": 1}, headers=ALICE)).json()
     assert [w["id"] for w in page["items"]] == ids[1:3]
     assert (page["limit"], page["offset"]) == (2, 1)

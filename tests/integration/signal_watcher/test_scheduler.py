@@ -10,7 +10,7 @@ from pathlib import Path
 import asyncpg
 
 from signal_watcher.adapters.probe_client import ProbeClient
-from signal_watcher.adapters.repository import WatcherRepository
+from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.model import CompareMode
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.scheduler import SCAN_BATCH_SIZE, SCAN_INTERVAL_SECONDS, Scheduler
@@ -18,6 +18,7 @@ from tests.conftest import MigratedSchema
 from tests.integration.signal_watcher.conftest import (
     FIXTURE_HOST,
     LOOPBACK_FOR_TESTS,
+    checks_of,
     cipher_for,
     fake_resolver,
     make_due,
@@ -34,7 +35,7 @@ def test_scan_limits_match_the_spec() -> None:
 
 
 async def test_two_schedulers_probe_each_due_watcher_exactly_once(
-    fixture_server: FixtureServer, signal_db: MigratedSchema, repo: WatcherRepository, serde: AvroSerde
+    fixture_server: FixtureServer, signal_db: MigratedSchema, units: PostgresUnitsOfWork, serde: AvroSerde
 ) -> None:
     pools = [await asyncpg.create_pool(signal_db.runtime_dsn, min_size=1, max_size=6) for _ in range(2)]
     probes = [
@@ -42,16 +43,17 @@ async def test_two_schedulers_probe_each_due_watcher_exactly_once(
         for _ in range(2)
     ]
     try:
-        async with pools[0].acquire() as conn:
+        async with units() as uow:
             for i in range(WATCHERS):
                 spec = make_spec(
                     fixture_server.url(FIXTURE_HOST, f"/status/200?w={i}"),
                     compare_mode=CompareMode.STATUS_CODE,
                 )
-                await repo.insert(conn, f"user-{i % 7}", spec)
+                await uow.watchers.insert(f"user-{i % 7}", spec)
+        instances = [PostgresUnitsOfWork(pool, units.schema, units.cipher) for pool in pools]
         schedulers = [
-            Scheduler(pool, repo, CheckRunner(pool, repo, probe, serde), f"instance-{n}", max_in_flight=100)
-            for n, (pool, probe) in enumerate(zip(pools, probes, strict=True))
+            Scheduler(own, CheckRunner(own, probe, serde), f"instance-{n}", max_in_flight=100)
+            for n, (own, probe) in enumerate(zip(instances, probes, strict=True))
         ]
         for _round in range(2):
             started = await asyncio.gather(*(s.scan() for s in schedulers))
@@ -59,13 +61,12 @@ async def test_two_schedulers_probe_each_due_watcher_exactly_once(
             assert sum(started) == WATCHERS
             assert all(n > 0 for n in started), started  # both instances took part
             assert await asyncio.gather(*(s.scan() for s in schedulers)) == [0, 0]  # nothing due any more
-            await make_due(pools[0], repo.schema)
+            await make_due(pools[0], units.schema)
         assert len(fixture_server.requests) == WATCHERS
         assert set(fixture_server.requests.values()) == {2}
-        async with pools[0].acquire() as conn:
-            per_watcher = await conn.fetch(
-                f"SELECT count(*) AS n FROM {repo.schema.quoted}.checks GROUP BY watcher_id"
-            )
+        per_watcher = await pools[0].fetch(
+            f"SELECT count(*) AS n FROM {units.schema.quoted}.checks GROUP BY watcher_id"
+        )
         assert len(per_watcher) == WATCHERS and {r["n"] for r in per_watcher} == {2}
     finally:
         for probe in probes:
@@ -82,13 +83,12 @@ async def test_two_scheduler_processes_probe_each_due_watcher_exactly_once(
     fixture_server: FixtureServer, signal_db: MigratedSchema, pool: asyncpg.Pool
 ) -> None:
     key = os.urandom(32)
-    repo = WatcherRepository(signal_db.name, cipher_for(key))
-    async with pool.acquire() as conn:
+    async with PostgresUnitsOfWork(pool, signal_db.name, cipher_for(key))() as uow:
         for i in range(WATCHERS):
             spec = make_spec(
                 fixture_server.url(FIXTURE_HOST, f"/status/200?p={i}"), compare_mode=CompareMode.STATUS_CODE
             )
-            await repo.insert(conn, f"user-{i % 7}", spec)
+            await uow.watchers.insert(f"user-{i % 7}", spec)
     processes = [
         await asyncio.create_subprocess_exec(
             sys.executable,
@@ -129,7 +129,7 @@ async def _wait_for_checks(scheduler: Scheduler, count: int, limit_seconds: floa
 
 
 async def test_misbehaving_targets_do_not_delay_other_watchers(
-    fixture_server: FixtureServer, pool: asyncpg.Pool, repo: WatcherRepository, serde: AvroSerde
+    fixture_server: FixtureServer, units: PostgresUnitsOfWork, serde: AvroSerde
 ) -> None:
     probe = ProbeClient(
         resolver=fake_resolver({FIXTURE_HOST: ["127.0.0.1"]}),
@@ -138,23 +138,20 @@ async def test_misbehaving_targets_do_not_delay_other_watchers(
     )
     paths = {"hang": "/hang", "endless": "/endless", "redirect": "/redirect", "ok": "/status/200"}
     ids = {}
-    async with pool.acquire() as conn:
+    async with units() as uow:
         for name, path in paths.items():
             spec = make_spec(
                 fixture_server.url(FIXTURE_HOST, path), name=name, compare_mode=CompareMode.STATUS_CODE
             )
-            ids[name] = (await repo.insert(conn, "user-1", spec)).id
-    scheduler = Scheduler(
-        pool, repo, CheckRunner(pool, repo, probe, serde), "instance-a", scan_interval_seconds=0.1
-    )
+            ids[name] = (await uow.watchers.insert("user-1", spec)).id
+    scheduler = Scheduler(units, CheckRunner(units, probe, serde), "instance-a", scan_interval_seconds=0.1)
     stop = asyncio.Event()
     worker = asyncio.create_task(scheduler.run(stop))
     try:
         started = time.monotonic()
         await _wait_for_checks(scheduler, 3, 10)
         assert time.monotonic() - started < 1.5  # ok, endless and redirect finished while /hang still hangs
-        async with pool.acquire() as conn:
-            ok = await repo.list_checks(conn, ids["ok"], limit=5, offset=0)
+        ok = await checks_of(units, ids["ok"])
         assert len(ok) == 1 and ok[0].error_code is None and ok[0].http_status == 200
         await _wait_for_checks(scheduler, 4, 10)
     finally:
@@ -162,8 +159,7 @@ async def test_misbehaving_targets_do_not_delay_other_watchers(
         await worker
         await probe.aclose()
     codes = {}
-    async with pool.acquire() as conn:
-        for name, watcher_id in ids.items():
-            [check] = await repo.list_checks(conn, watcher_id, limit=5, offset=0)
-            codes[name] = check.error_code
+    for name, watcher_id in ids.items():
+        [check] = await checks_of(units, watcher_id)
+        codes[name] = check.error_code
     assert codes == {"hang": "timeout", "endless": "too_large", "redirect": "redirect", "ok": None}

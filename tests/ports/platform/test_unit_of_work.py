@@ -190,3 +190,39 @@ class TestInMemoryUnitOfWork(UnitOfWorkContract):
             return uow.outbox.event_types()
 
         return read
+
+
+class TestJoinedPostgresUnitOfWork:
+    """`joining`: the caller's transaction decides; the unit of work neither commits nor rolls back."""
+
+    @pytest.fixture
+    async def conn(
+        self, stack: LocalStack, admin_conn: asyncpg.Connection, schema_name: Identifier
+    ) -> AsyncIterator[asyncpg.Connection]:
+        migrated = await migrate_test_schema(stack, admin_conn, schema_name, FIXTURE_MIGRATIONS)
+        conn = await asyncpg.connect(migrated.runtime_dsn)
+        yield conn
+        await conn.close()
+
+    @pytest.mark.parametrize("owner_commits", [True, False])
+    async def test_the_owners_transaction_decides(
+        self, conn: asyncpg.Connection, schema_name: Identifier, owner_commits: bool
+    ) -> None:
+        transaction = conn.transaction()
+        await transaction.start()
+        async with PostgresJobsUnitOfWork.joining(conn, schema_name) as uow:
+            await uow.jobs.add("joined")
+            await uow.outbox.enqueue(message())
+        assert conn.is_in_transaction(), "the joined unit of work ended the owner's transaction"
+        await (transaction.commit() if owner_commits else transaction.rollback())
+        expected = (["joined"], 1) if owner_commits else ([], 0)
+        jobs = [r["payload"] for r in await conn.fetch(f"SELECT payload FROM {schema_name.quoted}.jobs")]
+        outbox = await conn.fetchval(f"SELECT count(*) FROM {schema_name.quoted}.outbox")
+        assert (jobs, outbox) == expected
+
+    async def test_it_refuses_a_connection_outside_a_transaction(
+        self, conn: asyncpg.Connection, schema_name: Identifier
+    ) -> None:
+        with pytest.raises(OutboxError) as refused:
+            await PostgresJobsUnitOfWork.joining(conn, schema_name).__aenter__()
+        assert refused.value.code == "outbox_outside_transaction"

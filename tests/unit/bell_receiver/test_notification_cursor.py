@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bell_receiver.adapters.inbox import PagePosition
-from bell_receiver.entrypoints.http_notifications import InvalidCursor, decode_cursor, encode_cursor
+from bell_receiver.domain.errors import InvalidCursor
+from bell_receiver.domain.paging import PagePosition, decode_cursor, encode_cursor
 
 
 def test_round_trip_keeps_microseconds() -> None:

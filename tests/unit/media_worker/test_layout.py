@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from media_worker.domain.errors import MediaError
+from media_worker.domain.errors import InvalidUpload, MediaRefusal
 from media_worker.domain.layout import ChunkLayout
 from media_worker.domain.limits import CHUNK_MAX_BYTES, SOURCE_MAX_BYTES, Limits
 
@@ -37,7 +37,7 @@ def test_largest_source_in_largest_chunks() -> None:
     ],
 )
 def test_layouts_outside_the_limits_are_refused(total: int, chunk: int, code: str) -> None:
-    with pytest.raises(MediaError) as caught:
+    with pytest.raises(MediaRefusal) as caught:
         ChunkLayout.plan(total, chunk, LIMITS)
     assert caught.value.code == code
 
@@ -45,7 +45,7 @@ def test_layouts_outside_the_limits_are_refused(total: int, chunk: int, code: st
 @pytest.mark.parametrize(("index", "size"), [(0, 3), (0, 5), (2, 4), (2, 1)])
 def test_a_chunk_must_match_its_declared_size_exactly(index: int, size: int) -> None:
     layout = ChunkLayout.plan(10, 4, LIMITS)
-    with pytest.raises(MediaError) as caught:
+    with pytest.raises(InvalidUpload) as caught:
         layout.check_chunk(index, size)
     assert caught.value.code == "chunk_size_mismatch"
     layout.check_chunk(index, layout.size_of(index))
@@ -53,7 +53,7 @@ def test_a_chunk_must_match_its_declared_size_exactly(index: int, size: int) -> 
 
 @pytest.mark.parametrize("index", [-1, 3])
 def test_chunk_index_outside_the_layout_is_refused(index: int) -> None:
-    with pytest.raises(MediaError) as caught:
+    with pytest.raises(InvalidUpload) as caught:
         ChunkLayout.plan(10, 4, LIMITS).size_of(index)
     assert caught.value.code == "chunk_index_out_of_range"
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from media_worker.domain.errors import MediaError
+from media_worker.domain.errors import MediaRefusal
 from media_worker.domain.layout import ChunkLayout
 from media_worker.domain.limits import (
     CHUNK_COUNT_MAX,
@@ -24,7 +24,7 @@ LIMITS = Limits()
 
 def code_of(call: object) -> str:
     assert callable(call)
-    with pytest.raises(MediaError) as caught:
+    with pytest.raises(MediaRefusal) as caught:
         call()
     return caught.value.code
 
@@ -128,10 +128,3 @@ def test_merge_needs_merged_size_plus_2_gib() -> None:
     LIMITS.check_merge_free_space(total, total + 2 * GIB + 1)
     short = total + 2 * GIB - 1
     assert code_of(lambda: LIMITS.check_merge_free_space(total, short)) == "insufficient_storage"
-
-
-def test_error_codes_map_to_http_statuses() -> None:
-    assert MediaError("chunk_slots_busy").status == 429
-    assert MediaError("request_too_large").status == 413
-    with pytest.raises(ValueError, match="unknown media error code"):
-        MediaError("free text is not a code")

@@ -10,7 +10,7 @@ import uuid
 import pytest
 from prometheus_client import CollectorRegistry
 
-from sense_reconciler.adapters.memory import MemoryMediaFleet, MemoryMediaMtx, MemorySense
+from sense_reconciler.adapters.memory import MemoryMediaMtx, MemorySense
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.domain.reconcile import PathConfig
@@ -24,6 +24,7 @@ from tests.unit.sense_reconciler.conftest import DEVICE_TOPIC, ManualClock, devi
 from yovision_platform.avro import AvroSerde
 from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.errors import ConfigError
+from yovision_platform.media_servers import MediaFleet
 from yovision_platform.metrics import render_latest
 
 SECRET = "cam-pw-9"
@@ -43,14 +44,16 @@ class JournaledMediaMtx(MemoryMediaMtx):
         super()._call(action, name)
 
 
-def fleet_of(*servers: str, journal: list[tuple[str, str, str]] | None = None) -> MemoryMediaFleet:
+def fleet_of(
+    *servers: str, journal: list[tuple[str, str, str]] | None = None
+) -> MediaFleet[JournaledMediaMtx]:
     shared = [] if journal is None else journal
-    return MemoryMediaFleet({server: JournaledMediaMtx(server, shared) for server in servers})
+    return MediaFleet({server: JournaledMediaMtx(server, shared) for server in servers})
 
 
 def reconciler(
     sense: MemorySense,
-    fleet: MemoryMediaFleet,
+    fleet: MediaFleet[MemoryMediaMtx],
     serde: AvroSerde,
     sources: SourceUris,
     *,
@@ -380,7 +383,7 @@ def test_deadline_not_below_the_lease_refuses_to_start(
     def build() -> Reconciler:
         return Reconciler(
             sense.units(),
-            MemoryMediaFleet({"default": MemoryMediaMtx(deadline_seconds=deadline)}),
+            MediaFleet({"default": MemoryMediaMtx(deadline_seconds=deadline)}),
             OwnedPartitions("t"),
             ReconcileMetrics(CollectorRegistry()),
             serde,
@@ -403,7 +406,7 @@ def test_claim_batch_is_1_to_128(
     def build() -> Reconciler:
         return Reconciler(
             sense.units(),
-            MemoryMediaFleet({"default": MemoryMediaMtx()}),
+            MediaFleet({"default": MemoryMediaMtx()}),
             OwnedPartitions("t"),
             ReconcileMetrics(CollectorRegistry()),
             serde,

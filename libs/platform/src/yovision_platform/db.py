@@ -17,6 +17,7 @@ from asyncpg.pool import PoolConnectionProxy
 from yovision_platform.errors import PlatformError
 
 __all__ = [
+    "STORE_ERRORS",
     "DatabaseUnavailable",
     "DbConnection",
     "Identifier",
@@ -55,6 +56,17 @@ class DatabaseUnavailable(PlatformError, ConnectionError):
     Also a ConnectionError, so every loop that already waits out `OSError` keeps doing so."""
 
     code = "database_unavailable"
+
+
+# What a store call raises when the database is unreachable or refuses a statement: a worker round that
+# meets one logs its class and waits for the next round instead of crashing (service layers catch these
+# without importing the driver).
+STORE_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    DatabaseUnavailable,
+)
 
 
 def is_database_unavailable(exc: BaseException) -> bool:

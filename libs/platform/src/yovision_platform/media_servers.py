@@ -19,18 +19,19 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from yovision_platform.errors import ConfigError, ConfigProblem
-from yovision_platform.mediamtx import MediaMtxApi, MediaMtxCredentials, MediaMtxError, validate_api_url
+from yovision_platform.mediamtx import MediaMtxCredentials, MediaMtxError, validate_api_url
 from yovision_platform.settings import BaseServiceSettings, read_secret_file
 
 __all__ = [
     "MAX_MEDIA_SERVERS",
     "MEDIA_SERVER_ID_PATTERN",
     "SINGLE_MEDIA_SERVER_ID",
+    "FleetClient",
     "MediaFleet",
     "MediaServer",
     "MediaServerEntry",
@@ -42,7 +43,17 @@ MEDIA_SERVER_ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 SINGLE_MEDIA_SERVER_ID = "default"
 MAX_MEDIA_SERVERS = 64
 
-C = TypeVar("C", bound=MediaMtxApi, covariant=True)
+
+class FleetClient(Protocol):
+    """What a fleet needs of each server's client: `MediaMtxApi`, or a service's in-memory fake of it."""
+
+    @property
+    def deadline_seconds(self) -> float: ...
+
+    async def aclose(self) -> None: ...
+
+
+C = TypeVar("C", bound=FleetClient, covariant=True)
 
 
 def validate_media_server_id(value: str) -> str:

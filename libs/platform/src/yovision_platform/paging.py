@@ -21,6 +21,7 @@ from typing import Any, overload
 
 from fastapi import Query
 
+from yovision_platform.errors import ServiceError
 from yovision_platform.patterns import at_most
 
 __all__ = [
@@ -41,8 +42,12 @@ _MAX_MICROS = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // _MICROSECOND
 _UUID_TEXT = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 
-class InvalidCursor(ValueError):
-    """The cursor was not made by :func:`encode_cursor` for this kind of key."""
+class InvalidCursor(ServiceError, ValueError):
+    """The cursor was not made by :func:`encode_cursor` for this kind of key (400 `invalid_cursor`
+    wherever it is raised; still a ValueError for validators)."""
+
+    code = "invalid_cursor"
+    status = 400
 
 
 _MICROS_TEXT = f"(?:{at_most(_MAX_MICROS)}|-{at_most(-_MIN_MICROS)})"

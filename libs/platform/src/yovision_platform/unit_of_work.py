@@ -12,7 +12,8 @@ messages included, and propagates. A service's port is a `typing.Protocol` that 
 with its stores; it has two adapters, proven equal by one contract suite run against both:
 
 - `PostgresUnitOfWork` subclasses: one pooled connection, one transaction, repositories bound to it
-  (`bind`), and the outbox as `TransactionalOutbox`.
+  (`bind`), and the outbox as `TransactionalOutbox`; `joining(conn, schema)` works inside a transaction
+  the caller owns (an `IdempotentConsumer` handler's: the consumer commits the effect with its position).
 - `InMemoryUnitOfWork` subclasses: fakes for fast use-case tests. Their stores keep plain Python state;
   the unit of work snapshots it on entry and restores it on rollback, and the outbox is an `InMemoryOutbox`
   whose messages become visible only on commit, like rows of a committed transaction.
@@ -50,7 +51,8 @@ class OutboxWriter(Protocol):
 class UnitOfWork(Protocol):
     """One transaction: commit on a normal exit, roll back on an exception."""
 
-    outbox: OutboxWriter
+    @property
+    def outbox(self) -> OutboxWriter: ...
 
     async def __aenter__(self) -> Self: ...
 
@@ -98,11 +100,21 @@ class PostgresUnitOfWork:
 
     outbox: OutboxWriter
 
-    def __init__(self, pool: asyncpg.Pool, schema: Identifier) -> None:
+    def __init__(self, pool: asyncpg.Pool | None, schema: Identifier) -> None:
         self._pool = pool
         self._schema = schema
         self._conn: Any = None
         self._transaction: Any = None
+        self._joined = False
+
+    @classmethod
+    def joining(cls, conn: DbConnection, schema: Identifier) -> Self:
+        """A unit of work inside a transaction someone else owns (a consumer's per-message transaction):
+        entering binds the stores to `conn`, leaving neither commits nor rolls back; the owner does."""
+        uow = cls(None, schema)
+        uow._conn = conn
+        uow._joined = True
+        return uow
 
     @property
     def connection(self) -> DbConnection:
@@ -116,6 +128,15 @@ class PostgresUnitOfWork:
         """Create the repositories on `conn`; called once the transaction is open."""
 
     async def __aenter__(self) -> Self:
+        if self._joined:
+            if not self._conn.is_in_transaction():
+                raise OutboxError(
+                    "outbox_outside_transaction", "a joined unit of work needs an open transaction"
+                )
+            self.outbox = TransactionalOutbox(self._conn, Outbox(self._schema))
+            self.bind(self._conn)
+            return self
+        assert self._pool is not None
         self._conn = await self._pool.acquire()
         try:
             self._transaction = self._conn.transaction()
@@ -130,6 +151,8 @@ class PostgresUnitOfWork:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        if self._joined:
+            return
         try:
             if exc_type is None:
                 await self._transaction.commit()
@@ -140,7 +163,7 @@ class PostgresUnitOfWork:
 
     async def _release(self) -> None:
         conn, self._conn, self._transaction = self._conn, None, None
-        if conn is not None:
+        if conn is not None and self._pool is not None:
             await self._pool.release(conn)
 
 

@@ -1,52 +1,17 @@
-"""SQL for ``audit_events``: append facts, idempotently by ``(source_system, event_id)``."""
+"""SQL for ``audit_events`` (`AuditTrailStore`): append rows, idempotent by ``(source_system, event_id)``."""
 
 from __future__ import annotations
 
-import enum
 import json
-import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from collections.abc import Sequence
 
+from bell_receiver.domain.audit import AppendOutcome, AppendResult, AuditRow, Channel, check_appendable
 from yovision_platform.db import DbConnection, Identifier
 
 
-class Channel(enum.StrEnum):
-    HTTP_RELAY = "http_relay"
-    KAFKA = "kafka"
-
-
-class AppendOutcome(enum.StrEnum):
-    INSERTED = "inserted"
-    SAME_DIGEST = "same_digest"
-    OTHER_DIGEST = "other_digest"
-
-
-@dataclass(frozen=True)
-class AppendResult:
-    outcome: AppendOutcome
-    stored_digest: bytes
-
-
-@dataclass(frozen=True)
-class AuditRow:
-    source_system: str
-    event_id: uuid.UUID
-    event_type: str
-    action: str
-    actor: str | None
-    tenant_id: str | None
-    site_id: str | None
-    device_id: str | None
-    occurred_at: datetime
-    payload: Mapping[str, Any]
-    digest: bytes
-
-
-class AuditTrail:
-    def __init__(self, schema: Identifier) -> None:
+class PostgresAuditTrail:
+    def __init__(self, conn: DbConnection, schema: Identifier) -> None:
+        self._conn = conn
         s = schema.quoted
         # One statement: the multi-row insert -- the rows travel as ONE json parameter (one encoder pass
         # instead of a dumps per payload and asyncpg's per-element array encoding) -- and the digests already
@@ -76,21 +41,18 @@ class AuditTrail:
              WHERE source_system = $1 AND event_id = ANY($2::uuid[])
         """
 
-    async def append(
-        self, conn: DbConnection, rows: Sequence[AuditRow], channel: Channel
-    ) -> list[AppendResult]:
+    async def append(self, rows: Sequence[AuditRow], channel: Channel) -> list[AppendResult]:
         """Insert rows whose ``(source_system, event_id)`` is new; one result per row, in order, with the
         digest now stored for that id.
 
-        Rows must have distinct ``(source_system, event_id)`` and one ``source_system`` (callers resolve
-        repeats within a batch first). One statement whatever the row count; a second one only for ids a
-        concurrent request stored while this insert ran (its statement snapshot could not see them).
+        Rows must have distinct event ids and one ``source_system`` (callers resolve repeats within a batch
+        first). One statement whatever the row count; a second one only for ids a concurrent request
+        stored while this insert ran (its statement snapshot could not see them).
         """
+        check_appendable(rows)
         if not rows:
             return []
         source = rows[0].source_system
-        if any(row.source_system != source for row in rows):
-            raise ValueError("append takes rows of one source_system")
         document = [
             {
                 "source_system": r.source_system,
@@ -107,14 +69,14 @@ class AuditTrail:
             }
             for r in rows
         ]
-        inserted_records = await conn.fetch(
+        inserted_records = await self._conn.fetch(
             self._insert, json.dumps(document), channel.value, source, [r.event_id for r in rows]
         )
         inserted = {r["event_id"] for r in inserted_records if r["stored_digest"] is None}
         stored = {r["event_id"]: bytes(r["stored_digest"]) for r in inserted_records if r["stored_digest"]}
         raced = [r.event_id for r in rows if r.event_id not in inserted and r.event_id not in stored]
         if raced:
-            records = await conn.fetch(self._digests, source, raced)
+            records = await self._conn.fetch(self._digests, source, raced)
             stored |= {record["event_id"]: bytes(record["payload_digest"]) for record in records}
         results: list[AppendResult] = []
         for row in rows:

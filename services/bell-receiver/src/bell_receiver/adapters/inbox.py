@@ -1,39 +1,18 @@
-"""SQL for ``notifications``: the per-user inbox, newest first, keyset-paged."""
+"""SQL for ``notifications`` and ``notification_reads`` (`InboxStore`): the per-user inbox, newest first,
+keyset-paged, and its read marks."""
 
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
 
+from bell_receiver.domain.inbox import NewNotification, NotificationRow
+from bell_receiver.domain.paging import PagePosition
 from yovision_platform.db import DbConnection, Identifier
 
 
-@dataclass(frozen=True)
-class NotificationRow:
-    id: int
-    user_id: str
-    kind: str
-    source_system: str
-    event_id: uuid.UUID
-    occurred_at: datetime
-    data: Mapping[str, Any]
-    read_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class PagePosition:
-    """Keyset position: rows strictly older than (occurred_at, id) come next."""
-
-    occurred_at: datetime
-    id: int
-
-
-class Inbox:
-    def __init__(self, schema: Identifier) -> None:
+class PostgresInbox:
+    def __init__(self, conn: DbConnection, schema: Identifier) -> None:
+        self._conn = conn
         s = schema.quoted
         self._insert = f"""
             INSERT INTO {s}.notifications (user_id, kind, source_system, event_id, occurred_at, data)
@@ -59,52 +38,26 @@ class Inbox:
         self._owned = f"SELECT 1 FROM {s}.notifications WHERE id = $1 AND user_id = $2"
         self._mark_unread = f"DELETE FROM {s}.notification_reads WHERE notification_id = $1 AND user_id = $2"
 
-    async def add(
-        self,
-        conn: DbConnection,
-        *,
-        user_id: str,
-        kind: str,
-        source_system: str,
-        event_id: uuid.UUID,
-        occurred_at: datetime,
-        data: Mapping[str, Any],
-    ) -> None:
-        await conn.execute(
+    async def add(self, notification: NewNotification) -> None:
+        await self._conn.execute(
             self._insert,
-            user_id,
-            kind,
-            source_system,
-            event_id,
-            occurred_at,
-            json.dumps(data, sort_keys=True),
+            notification.user_id,
+            notification.kind,
+            notification.source_system,
+            notification.event_id,
+            notification.occurred_at,
+            json.dumps(notification.data, sort_keys=True),
         )
 
-    async def page(
-        self, conn: DbConnection, user_id: str, limit: int, after: PagePosition | None
-    ) -> list[NotificationRow]:
+    async def page(self, user_id: str, limit: int, after: PagePosition | None) -> list[NotificationRow]:
         if after is None:
-            records = await conn.fetch(self._first_page, user_id, limit)
+            records = await self._conn.fetch(self._first_page, user_id, limit)
         else:
-            records = await conn.fetch(self._next_page, user_id, limit, after.occurred_at, after.id)
-        return [
-            NotificationRow(
-                id=r["id"],
-                user_id=r["user_id"],
-                kind=r["kind"],
-                source_system=r["source_system"],
-                event_id=r["event_id"],
-                occurred_at=r["occurred_at"],
-                data=json.loads(r["data"]),
-                read_at=r["read_at"],
-            )
-            for r in records
-        ]
+            records = await self._conn.fetch(self._next_page, user_id, limit, after.occurred_at, after.id)
+        return [NotificationRow(**{**dict(r), "data": json.loads(r["data"])}) for r in records]
 
-    async def set_read(self, conn: DbConnection, user_id: str, notification_id: int, *, read: bool) -> bool:
-        """Mark the user's notification read (idempotent: the first read time stays) or unread; False when
-        the user has no such notification."""
-        if not await conn.fetchval(self._owned, notification_id, user_id):
+    async def set_read(self, user_id: str, notification_id: int, *, read: bool) -> bool:
+        if not await self._conn.fetchval(self._owned, notification_id, user_id):
             return False
-        await conn.execute(self._mark_read if read else self._mark_unread, notification_id, user_id)
+        await self._conn.execute(self._mark_read if read else self._mark_unread, notification_id, user_id)
         return True

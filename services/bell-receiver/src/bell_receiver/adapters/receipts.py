@@ -1,33 +1,26 @@
-"""SQL for ``audit_relay_receipts``: the stored response per (key id, nonce), kept 600 s (DB clock)."""
+"""SQL for ``audit_relay_receipts`` (`ReceiptStore`): the stored response per (key id, nonce), kept 600 s by
+the database clock (the migration's trigger stamps it and refuses to delete an unexpired one)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from bell_receiver.domain.receipts import Receipt
 from yovision_platform.db import DbConnection, Identifier
 
 
-@dataclass(frozen=True)
-class Receipt:
-    request_digest: bytes
-    response_status: int
-    response_body: bytes
+class PostgresReceiptStore:
+    def __init__(self, conn: DbConnection, schema: Identifier) -> None:
+        self._conn = conn
+        self._table = f"{schema.quoted}.audit_relay_receipts"
 
-
-class ReceiptStore:
-    def __init__(self, schema: Identifier) -> None:
-        s = schema.quoted
-        self._table = f"{s}.audit_relay_receipts"
-
-    async def lock(self, conn: DbConnection, key_id: str, nonce: str) -> None:
+    async def lock(self, key_id: str, nonce: str) -> None:
         """Serialize concurrent requests with one (key id, nonce) until the transaction ends."""
-        await conn.execute(
+        await self._conn.execute(
             "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"bell-receipt:{key_id}:{nonce}"
         )
 
-    async def find_live(self, conn: DbConnection, key_id: str, nonce: str) -> Receipt | None:
+    async def find_live(self, key_id: str, nonce: str) -> Receipt | None:
         """The unexpired receipt of (key id, nonce); an expired one is deleted and ignored."""
-        row = await conn.fetchrow(
+        row = await self._conn.fetchrow(
             f"""WITH expired AS (
                     DELETE FROM {self._table} WHERE key_id = $1 AND nonce = $2 AND expires_at <= now()
                 )
@@ -40,8 +33,8 @@ class ReceiptStore:
             return None
         return Receipt(bytes(row["request_digest"]), row["response_status"], bytes(row["response_body"]))
 
-    async def store(self, conn: DbConnection, key_id: str, nonce: str, receipt: Receipt) -> None:
-        await conn.execute(
+    async def store(self, key_id: str, nonce: str, receipt: Receipt) -> None:
+        await self._conn.execute(
             f"INSERT INTO {self._table} (key_id, nonce, request_digest, response_status, response_body)"
             " VALUES ($1, $2, $3, $4, $5)",
             key_id,
@@ -51,6 +44,6 @@ class ReceiptStore:
             receipt.response_body,
         )
 
-    async def purge_expired(self, conn: DbConnection) -> int:
-        result = await conn.execute(f"DELETE FROM {self._table} WHERE expires_at <= now()")
+    async def purge_expired(self) -> int:
+        result = await self._conn.execute(f"DELETE FROM {self._table} WHERE expires_at <= now()")
         return int(result.split()[-1])

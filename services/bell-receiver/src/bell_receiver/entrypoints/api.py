@@ -1,8 +1,9 @@
 """Bell's HTTP API on the shell's FastAPI app, and the OpenAPI documents published under schemas/openapi/.
 
 ``schemas/openapi/bell-receiver.v1.json`` is the whole app's document; ``sense-audit-relay-v1.json`` is the
-frozen relay contract cut from it (the batch path and the schemas it references, plus the signing and
-limit rules). tests/integration/bell_receiver/test_contract.py regenerates both and compares.
+frozen contract of the signed batch endpoint cut from it (the batch path and the schemas it references,
+plus the signing and limit rules). tests/integration/bell_receiver/test_contract.py regenerates both and
+compares.
 """
 
 from __future__ import annotations
@@ -10,26 +11,24 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any
 
-import asyncpg
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from prometheus_client import CollectorRegistry
 
+from bell_receiver.adapters.memory import InMemoryBellUnitOfWork
 from bell_receiver.entrypoints.http_audit import install_audit_routes
+from bell_receiver.entrypoints.http_audit_batch import install_audit_batch_route
 from bell_receiver.entrypoints.http_notifications import install_notification_routes
-from bell_receiver.entrypoints.http_relay import install_relay_route
-from bell_receiver.metrics import BellMetrics
+from bell_receiver.service_layer.audit_batch_receiver import AuditBatchReceiver
+from bell_receiver.service_layer.audit_events import AuditEvents
+from bell_receiver.service_layer.metrics import BellMetrics
+from bell_receiver.service_layer.notifications import Notifications
 from bell_receiver.settings import JWT_AUDIENCE
-from yovision_platform.audit_relay.batch import (
-    BATCH_PATH,
-    CONTRACT_NAME,
-    MAX_BATCH_ITEMS,
-    MAX_BODY_BYTES,
-    MIN_BATCH_ITEMS,
-    REQUEST_DEADLINE_SECONDS,
-    AuditEventBatch,
-)
+from yovision_platform import audit_relay
+from yovision_platform.audit_relay.batch import AuditEventBatch
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.signing import MAX_CLOCK_SKEW_SECONDS, NONCE_RECEIPT_TTL_SECONDS, KeyRing, SigningKey
 from yovision_platform.web import create_app, guard_policy, with_problem_responses
@@ -38,19 +37,29 @@ SERVICE_NAME = "bell-receiver"
 OPENAPI_VERSION = "1.0.0"
 REF_TEMPLATE = "#/components/schemas/{model}"
 
-RELAY_DESCRIPTION = f"""Sense pushes its device-audit facts to Bell: signed, replay-proof, idempotent.
+BATCH_PATH = audit_relay.BATCH_PATH
+AUDIT_BATCH_LIMITS = {
+    "max_body_bytes": audit_relay.MAX_BODY_BYTES,
+    "min_items": audit_relay.MIN_BATCH_ITEMS,
+    "max_items": audit_relay.MAX_BATCH_ITEMS,
+    "request_deadline_seconds": audit_relay.REQUEST_DEADLINE_SECONDS,
+    "max_clock_skew_seconds": MAX_CLOCK_SKEW_SECONDS,
+    "nonce_receipt_ttl_seconds": NONCE_RECEIPT_TTL_SECONDS,
+}
+
+AUDIT_BATCH_DESCRIPTION = """Sense pushes its device-audit facts to Bell: signed, replay-proof, idempotent.
 
 Signing (scheme v1, docs/signing.md): `signature = "v1=" + hex(HMAC-SHA256(key, canonical))` where
 canonical = METHOD, path, timestamp, nonce and hex(SHA256(body)) joined by newlines, path = the raw request
-target. Keys: at least 32 random bytes. Clock skew accepted: {MAX_CLOCK_SKEW_SECONDS} s either way. Any
+target. Keys: at least 32 random bytes. Clock skew accepted: {max_clock_skew_seconds} s either way. Any
 signature problem: 401 `unauthorized`, the same for every cause.
 
-Replay: Bell keeps a receipt per (key id, nonce) for {NONCE_RECEIPT_TTL_SECONDS} s. The same key, nonce and
+Replay: Bell keeps a receipt per (key id, nonce) for {nonce_receipt_ttl_seconds} s. The same key, nonce and
 request (method, path, timestamp, nonce, body) gets the original response byte for byte; a different request
 with that key and nonce gets 409 `replay_conflict`.
 
-Limits: body at most {MAX_BODY_BYTES} bytes (413 `body_too_large`, checked on Content-Length and while
-streaming); {MIN_BATCH_ITEMS}..{MAX_BATCH_ITEMS} items; request deadline {REQUEST_DEADLINE_SECONDS:g} s.
+Limits: body at most {max_body_bytes} bytes (413 `body_too_large`, checked on Content-Length and while
+streaming); {min_items}..{max_items} items; request deadline {request_deadline_seconds:g} s.
 A malformed envelope is refused as a whole (400); a malformed item is rejected alone (its code in its
 result) and the other items are processed.
 
@@ -58,21 +67,21 @@ Items: same (source_system=sense, event_id) with the same canonical digest = `du
 digest = `rejected` / `id_conflict`. Canonical digest: SHA-256 of the validated fact as JSON with sorted
 keys and no whitespace, event_id lowercase, occurred_at in UTC as YYYY-MM-DDTHH:MM:SS.ffffffZ.
 Responses never echo the body, the signature or any field value except a valid event_id.
-Frozen: a change needs a new contract (sense-audit-relay-v2)."""
+Frozen: a change needs a new contract (sense-audit-relay-v2).""".format(**AUDIT_BATCH_LIMITS)
 
-RELAY_LIMITS = {
-    "max_body_bytes": MAX_BODY_BYTES,
-    "min_items": MIN_BATCH_ITEMS,
-    "max_items": MAX_BATCH_ITEMS,
-    "request_deadline_seconds": REQUEST_DEADLINE_SECONDS,
-    "max_clock_skew_seconds": MAX_CLOCK_SKEW_SECONDS,
-    "nonce_receipt_ttl_seconds": NONCE_RECEIPT_TTL_SECONDS,
-}
+
+@dataclass(frozen=True)
+class UseCases:
+    """What the routes call (entrypoints/main.py builds them on PostgreSQL)."""
+
+    audit_batches: AuditBatchReceiver
+    notifications: Notifications
+    audit_events: AuditEvents
 
 
 def install_openapi(app: FastAPI) -> None:
-    """Add the manually parsed relay body's schemas to the app's OpenAPI components, and the platform's
-    answers to every operation but the frozen relay's."""
+    """Add the manually parsed batch body's schemas to the app's OpenAPI components, and the platform's
+    answers to every operation but the frozen batch endpoint's."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -93,44 +102,42 @@ def install_openapi(app: FastAPI) -> None:
 def install_api(
     app: FastAPI,
     *,
-    pool: asyncpg.Pool,
-    schema: str,
+    use_cases: UseCases,
     keyring: KeyRing,
     verifier: TokenVerifier,
     metrics: BellMetrics,
     clock: Callable[[], float] = time.time,
-    deadline_seconds: float = REQUEST_DEADLINE_SECONDS,
+    deadline_seconds: float = audit_relay.REQUEST_DEADLINE_SECONDS,
 ) -> None:
-    # The relay enforces its own read deadline and answers in the frozen contract's error body; a NUL in
-    # an item is rejected per item by the facts' patterns (invalid_field).
+    # The batch endpoint enforces its own read deadline and answers in the frozen contract's error body; a
+    # NUL in an item is rejected per item by the facts' patterns (invalid_field).
     guard_policy(app).override("POST", re.escape(BATCH_PATH), body_rule=None, check_text=False)
-    install_relay_route(
+    install_audit_batch_route(
         app,
-        pool=pool,
-        schema=schema,
+        receiver=use_cases.audit_batches,
         keyring=keyring,
         metrics=metrics,
         clock=clock,
         deadline_seconds=deadline_seconds,
     )
-    install_notification_routes(app, pool=pool, schema=schema, verifier=verifier)
-    install_audit_routes(app, pool=pool, schema=schema, verifier=verifier)
+    install_notification_routes(app, notifications=use_cases.notifications, verifier=verifier)
+    install_audit_routes(app, audit_events=use_cases.audit_events, verifier=verifier)
     install_openapi(app)
 
 
 def service_document(version: str) -> dict[str, Any]:
-    """The app's OpenAPI document, built without a database: the routes are only declared, never called."""
-    from prometheus_client import CollectorRegistry
-
+    """The app's OpenAPI document, declared on the in-memory fakes: no route is ever called."""
     app = create_app(SERVICE_NAME, version)
+    metrics = BellMetrics.create(CollectorRegistry())
+    fakes = InMemoryBellUnitOfWork()
+    uow = fakes.factory()
     key = b"\x00" * 32  # declaration only: no request is ever verified with this ring or verifier
     install_api(
         app,
-        pool=cast(asyncpg.Pool, None),
-        schema="bell",
+        use_cases=UseCases(AuditBatchReceiver(uow, metrics), Notifications(uow), AuditEvents(fakes.reader())),
         keyring=KeyRing([SigningKey("openapi", key)]),
         verifier=TokenVerifier(key, issuer="openapi", audience=JWT_AUDIENCE),
-        metrics=BellMetrics.create(CollectorRegistry()),
+        metrics=metrics,
     )
     return app.openapi()
 
@@ -146,8 +153,9 @@ def _refs(node: Any) -> set[str]:
     return set()
 
 
-def relay_contract(service: dict[str, Any]) -> dict[str, Any]:
-    """The frozen relay contract: the batch operation of ``service`` and every schema it references."""
+def audit_batch_contract(service: dict[str, Any]) -> dict[str, Any]:
+    """The frozen contract sense-audit-relay-v1: the batch operation of ``service`` and every schema it
+    references."""
     path_item = service["paths"][BATCH_PATH]
     all_schemas = service["components"]["schemas"]
     needed: set[str] = set()
@@ -159,8 +167,12 @@ def relay_contract(service: dict[str, Any]) -> dict[str, Any]:
             pending |= _refs(all_schemas[name])
     return {
         "openapi": service["openapi"],
-        "info": {"title": CONTRACT_NAME, "version": OPENAPI_VERSION, "description": RELAY_DESCRIPTION},
-        "x-limits": RELAY_LIMITS,
+        "info": {
+            "title": audit_relay.CONTRACT_NAME,
+            "version": OPENAPI_VERSION,
+            "description": AUDIT_BATCH_DESCRIPTION,
+        },
+        "x-limits": AUDIT_BATCH_LIMITS,
         "paths": {BATCH_PATH: path_item},
         "components": {"schemas": {name: all_schemas[name] for name in sorted(needed)}},
     }

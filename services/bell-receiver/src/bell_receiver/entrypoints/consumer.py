@@ -1,42 +1,37 @@
-"""The Kafka ingest worker: an IdempotentConsumer over Bell's audit topics (service_layer.ingest)."""
+"""The Kafka ingest worker: the platform's IdempotentConsumer over Bell's audit topics, each new event
+handed to `EventIngest` in the consumer's transaction."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Sequence
-
 import asyncpg
 
-from bell_receiver.metrics import BellMetrics
+from bell_receiver.adapters.unit_of_work import PostgresBellUnitOfWork
 from bell_receiver.service_layer.ingest import EventIngest
+from bell_receiver.service_layer.metrics import BellMetrics
 from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.consumer import ConsumerMetrics, IdempotentConsumer
-from yovision_platform.db import Identifier
-from yovision_platform.kafka_security import KafkaTarget
+from yovision_platform.consumer import ConsumerMetrics, IdempotentConsumer, InboundEvent
+from yovision_platform.db import DbConnection, Identifier
 
 
-def ingest_worker(
+def ingest_consumer(
     pool: asyncpg.Pool,
     schema: Identifier,
     metrics: BellMetrics,
-    *,
-    kafka: KafkaTarget,
-    topics: Sequence[str],
     consumer_group: str,
-    client_id: str,
     consumer_metrics: ConsumerMetrics | None = None,
-) -> Callable[[asyncio.Event], Awaitable[None]]:
+) -> IdempotentConsumer:
+    """The consumer; its worker is ``consumer.consume_topics(kafka, topics, stop, client_id=...)``."""
+    ingest = EventIngest(metrics)
+
+    async def handle(conn: DbConnection, event: InboundEvent) -> None:
+        await ingest.handle(PostgresBellUnitOfWork.joining(conn, schema), event)
+
     serde = AvroSerde(SchemaRegistry.load())
-    idempotent = IdempotentConsumer(
+    return IdempotentConsumer(
         pool,
         schema,
         consumer_group=consumer_group,
         decode=serde.decode,
-        handler=EventIngest(schema, metrics).handle,
+        handler=handle,
         metrics=consumer_metrics,
     )
-
-    async def run(stop: asyncio.Event) -> None:
-        await idempotent.consume_topics(kafka, topics, stop, client_id=client_id)
-
-    return run

@@ -12,19 +12,14 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any
 
-import asyncpg
 from fastapi import FastAPI, Query
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from bell_receiver.adapters.audit_reader import AuditFilter, AuditReader, StoredAuditEvent
-from bell_receiver.adapters.inbox import PagePosition
-from bell_receiver.entrypoints.http_notifications import MAX_CURSOR_CHARS, decode_cursor, encode_cursor
+from bell_receiver.domain.audit import AuditFilter, StoredAuditEvent
+from bell_receiver.domain.paging import MAX_CURSOR_CHARS, decode_cursor
+from bell_receiver.service_layer.audit_events import AuditEvents
 from yovision_platform import paging
 from yovision_platform.auth import Caller, TokenVerifier, use_token_verifier
-from yovision_platform.db import Identifier
-from yovision_platform.paging import InvalidCursor
-from yovision_platform.problems import problem_response
 from yovision_platform.web import Rfc3339DateTime, ordered_parameters
 
 AUDIT_EVENTS_PATH = "/v1/audit-events"
@@ -56,8 +51,8 @@ class AuditEvent(BaseModel):
 
     @classmethod
     def of(cls, row: StoredAuditEvent) -> AuditEvent:
-        view = {k: v for k, v in row.__dict__.items() if k != "payload"}
-        return cls(**view, fact=row.payload)
+        view = {k: v for k, v in vars(row).items() if k not in ("payload", "digest", "channel")}
+        return cls(**view, channel=row.channel.value, fact=dict(row.payload))
 
 
 class AuditEventPage(BaseModel):
@@ -69,9 +64,7 @@ class AuditEventPage(BaseModel):
     )
 
 
-def install_audit_routes(app: FastAPI, *, pool: asyncpg.Pool, schema: str, verifier: TokenVerifier) -> None:
-    reader = AuditReader(Identifier(schema))
-
+def install_audit_routes(app: FastAPI, *, audit_events: AuditEvents, verifier: TokenVerifier) -> None:
     use_token_verifier(app, verifier)
 
     @app.get(
@@ -99,18 +92,9 @@ def install_audit_routes(app: FastAPI, *, pool: asyncpg.Pool, schema: str, verif
         occurred_before: Rfc3339DateTime | None = None,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
         cursor: Annotated[str | None, paging.cursor_query(int, max_length=MAX_CURSOR_CHARS)] = None,
-    ) -> AuditEventPage | JSONResponse:
+    ) -> AuditEventPage:
         caller.require(AUDIT_READ_PERMISSION)
-        try:
-            after = decode_cursor(cursor) if cursor is not None else None
-        except InvalidCursor:
-            return problem_response(400, "invalid_cursor")
-        if occurred_from and occurred_before and occurred_from >= occurred_before:
-            return problem_response(400, "invalid_range")
+        after = decode_cursor(cursor) if cursor is not None else None
         where = AuditFilter(source_system, event_type, device_id, actor, occurred_from, occurred_before)
-        async with pool.acquire() as conn:
-            rows = await reader.page(conn, where, limit + 1, after)
-        more = len(rows) > limit
-        rows = rows[:limit]
-        next_cursor = encode_cursor(PagePosition(rows[-1].occurred_at, rows[-1].id)) if more else None
-        return AuditEventPage(items=[AuditEvent.of(r) for r in rows], next_cursor=next_cursor)
+        page = await audit_events.page(where, limit, after)
+        return AuditEventPage(items=[AuditEvent.of(r) for r in page.items], next_cursor=page.next_cursor)

@@ -8,30 +8,22 @@ Identity: a bearer JWT (audience ``bell-receiver``) verified by ``yovision_platf
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, Any
 
-import asyncpg
 from fastapi import FastAPI, Path, Query, Response
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from bell_receiver.adapters.inbox import Inbox, NotificationRow, PagePosition
+from bell_receiver.domain.inbox import NotificationRow
+from bell_receiver.domain.paging import MAX_CURSOR_CHARS, decode_cursor
+from bell_receiver.service_layer.notifications import Notifications
 from yovision_platform import paging
-from yovision_platform.auth import (
-    Caller,
-    Identity,
-    TokenVerifier,
-    use_token_verifier,
-)
-from yovision_platform.db import Identifier
-from yovision_platform.paging import InvalidCursor
-from yovision_platform.problems import problem_response
+from yovision_platform.auth import Caller, Identity, TokenVerifier, use_token_verifier
 
 NOTIFICATIONS_PATH = "/v1/notifications"
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
-MAX_CURSOR_CHARS = 64
 MAX_NOTIFICATION_ID = 2**63 - 1
 NotificationId = Annotated[int, Path(ge=1, le=MAX_NOTIFICATION_ID)]
 
@@ -57,16 +49,6 @@ class NotificationPage(BaseModel):
     )
 
 
-def encode_cursor(position: PagePosition) -> str:
-    return paging.encode_cursor(position.occurred_at, position.id)
-
-
-def decode_cursor(cursor: str) -> PagePosition:
-    if len(cursor) > MAX_CURSOR_CHARS:
-        raise InvalidCursor
-    return PagePosition(*paging.decode_cursor(cursor, int))
-
-
 def _item(row: NotificationRow) -> Notification:
     return Notification(
         id=str(row.id),
@@ -80,10 +62,8 @@ def _item(row: NotificationRow) -> Notification:
 
 
 def install_notification_routes(
-    app: FastAPI, *, pool: asyncpg.Pool, schema: str, verifier: TokenVerifier
+    app: FastAPI, *, notifications: Notifications, verifier: TokenVerifier
 ) -> None:
-    inbox = Inbox(Identifier(schema))
-
     use_token_verifier(app, verifier)
 
     @app.get(
@@ -98,22 +78,10 @@ def install_notification_routes(
         user: Caller,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
         cursor: Annotated[str | None, paging.cursor_query(int, max_length=MAX_CURSOR_CHARS)] = None,
-    ) -> NotificationPage | JSONResponse:
-        try:
-            after = decode_cursor(cursor) if cursor is not None else None
-        except InvalidCursor:
-            return problem_response(400, "invalid_cursor")
-        async with pool.acquire() as conn:
-            rows = await inbox.page(conn, user.subject, limit + 1, after)
-        more = len(rows) > limit
-        rows = rows[:limit]
-        next_cursor = encode_cursor(PagePosition(rows[-1].occurred_at, rows[-1].id)) if more else None
-        return NotificationPage(items=[_item(r) for r in rows], next_cursor=next_cursor)
-
-    async def set_read(user: Identity, notification_id: int, *, read: bool) -> Response:
-        async with pool.acquire() as conn:
-            found = await inbox.set_read(conn, user.subject, notification_id, read=read)
-        return Response(status_code=204) if found else problem_response(404, "not_found")
+    ) -> NotificationPage:
+        after = decode_cursor(cursor) if cursor is not None else None
+        page = await notifications.page(user.subject, limit, after)
+        return NotificationPage(items=[_item(r) for r in page.items], next_cursor=page.next_cursor)
 
     read_responses: dict[int | str, dict[str, Any]] = {
         204: {"description": "Done (idempotent)."},
@@ -121,26 +89,25 @@ def install_notification_routes(
         404: {"description": "not_found: the caller has no such notification"},
     }
 
-    @app.put(
-        f"{NOTIFICATIONS_PATH}/{{notification_id}}/read",
-        operation_id="markNotificationRead",
-        summary="Mark one of the caller's notifications read",
-        status_code=204,
-        response_class=Response,
-        responses=read_responses,
-        tags=["notifications"],
-    )
-    async def mark_read(user: Caller, notification_id: NotificationId) -> Response:
-        return await set_read(user, notification_id, read=True)
+    def marking(read: bool) -> Callable[[Identity, int], Awaitable[Response]]:
+        async def mark(user: Caller, notification_id: NotificationId) -> Response:
+            await notifications.mark(user.subject, notification_id, read=read)
+            return Response(status_code=204)
 
-    @app.delete(
-        f"{NOTIFICATIONS_PATH}/{{notification_id}}/read",
-        operation_id="markNotificationUnread",
-        summary="Mark one of the caller's notifications unread",
-        status_code=204,
-        response_class=Response,
-        responses=read_responses,
-        tags=["notifications"],
-    )
-    async def mark_unread(user: Caller, notification_id: NotificationId) -> Response:
-        return await set_read(user, notification_id, read=False)
+        return mark
+
+    for method, read, operation_id, summary in (
+        ("PUT", True, "markNotificationRead", "Mark one of the caller's notifications read"),
+        ("DELETE", False, "markNotificationUnread", "Mark one of the caller's notifications unread"),
+    ):
+        app.add_api_route(
+            f"{NOTIFICATIONS_PATH}/{{notification_id}}/read",
+            marking(read),
+            methods=[method],
+            operation_id=operation_id,
+            summary=summary,
+            status_code=204,
+            response_class=Response,
+            responses=read_responses,
+            tags=["notifications"],
+        )

@@ -1,22 +1,46 @@
-"""Composition root of bell-receiver: `bell-receiver serve | migrate | check-config`."""
+"""Composition root of bell-receiver: `bell-receiver serve | migrate | check-config`, and the use cases on
+PostgreSQL (what `configure` and the tests serving the real app install)."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Sequence
 
-from bell_receiver.entrypoints.api import SERVICE_NAME, install_api
-from bell_receiver.entrypoints.consumer import ingest_worker
+import asyncpg
+
+from bell_receiver.adapters.audit_reader import PostgresAuditReader
+from bell_receiver.adapters.unit_of_work import PostgresBellUnitOfWork
+from bell_receiver.entrypoints.api import SERVICE_NAME, UseCases, install_api
+from bell_receiver.entrypoints.consumer import ingest_consumer
 from bell_receiver.entrypoints.receipt_purge import receipt_purge_worker
-from bell_receiver.metrics import BellMetrics
+from bell_receiver.service_layer.audit_batch_receiver import AuditBatchReceiver
+from bell_receiver.service_layer.audit_events import AuditEvents
 from bell_receiver.service_layer.ingest import CONSUMER_GROUP, audit_topics
+from bell_receiver.service_layer.metrics import BellMetrics
+from bell_receiver.service_layer.notifications import Notifications
+from bell_receiver.service_layer.ports import UnitOfWorkFactory
 from bell_receiver.settings import BellReceiverSettings
 from yovision_platform.consumer import ConsumerMetrics
+from yovision_platform.db import Identifier
 from yovision_platform.events import default_catalog
 from yovision_platform.service import ServiceContext, ServiceSpec, migrations_dir_of
 from yovision_platform.service import main as run
 
 MIGRATIONS_DIR = migrations_dir_of("bell_receiver")
+
+
+def unit_of_work(pool: asyncpg.Pool, schema: Identifier) -> UnitOfWorkFactory:
+    return lambda: PostgresBellUnitOfWork(pool, schema)
+
+
+def postgres_use_cases(pool: asyncpg.Pool, schema: Identifier, metrics: BellMetrics) -> UseCases:
+    uow = unit_of_work(pool, schema)
+    return UseCases(
+        audit_batches=AuditBatchReceiver(uow, metrics),
+        notifications=Notifications(uow),
+        audit_events=AuditEvents(PostgresAuditReader(pool, schema)),
+    )
 
 
 def build_spec(
@@ -32,27 +56,21 @@ def build_spec(
         metrics = BellMetrics.create(ctx.registry)
         install_api(
             ctx.app,
-            pool=ctx.pool,
-            schema=ctx.plan.schema,
+            use_cases=postgres_use_cases(ctx.pool, ctx.plan.schema, metrics),
             keyring=settings.relay_keyring,
             verifier=settings.token_verifier,
             metrics=metrics,
         )
-        ctx.add_worker(
-            "audit-ingest",
-            ingest_worker(
-                ctx.pool,
-                ctx.plan.schema,
-                metrics,
-                kafka=settings.kafka,
-                topics=read,
-                consumer_group=kafka.group(consumer_group),
-                client_id=f"{SERVICE_NAME}-{settings.instance_id}",
-                consumer_metrics=ConsumerMetrics(ctx.registry),
-            ),
-        )
-        ctx.add_processed_events_pruner(consumer_group=kafka.group(consumer_group), topics=read)
-        ctx.add_worker("receipt-purge", receipt_purge_worker(ctx.pool, ctx.plan.schema))
+        group = kafka.group(consumer_group)
+        ingest = ingest_consumer(ctx.pool, ctx.plan.schema, metrics, group, ConsumerMetrics(ctx.registry))
+        client_id = f"{SERVICE_NAME}-{settings.instance_id}"
+
+        async def consume(stop: asyncio.Event) -> None:
+            await ingest.consume_topics(settings.kafka, read, stop, client_id=client_id)
+
+        ctx.add_worker("audit-ingest", consume)
+        ctx.add_processed_events_pruner(consumer_group=group, topics=read)
+        ctx.add_worker("receipt-purge", receipt_purge_worker(unit_of_work(ctx.pool, ctx.plan.schema)))
 
     return ServiceSpec.for_package(
         SERVICE_NAME,

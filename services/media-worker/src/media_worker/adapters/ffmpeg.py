@@ -1,4 +1,5 @@
-"""ffmpeg and ffprobe as child processes: the three outputs, their verification, and abortable runs.
+"""The transcoder port on ffmpeg and ffprobe child processes: the three outputs, their verification, and
+abortable runs.
 
 Children die with this process (PR_SET_PDEATHSIG on Linux), so a killed worker leaves no live ffmpeg behind,
 and `run` kills its child as soon as `abort` is set (a lost lease). ffmpeg's output text never leaves this
@@ -13,82 +14,38 @@ import json
 import signal
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["OUTPUTS", "Aborted", "FfmpegTools", "OutputSpec", "TranscodeFailure"]
+from media_worker.domain.outputs import Aborted, Output, TranscodeFailure
+
+__all__ = ["FFMPEG_ARGS", "FfmpegTools"]
 
 PREVIEW_HEIGHT_PX = 720
 CLIP_SECONDS = 10
 CLIP_DURATION_TOLERANCE_SECONDS = 0.5
 PROBE_TIMEOUT_SECONDS = 30.0
 _PR_SET_PDEATHSIG = 1
-
-
-class TranscodeFailure(Exception):
-    """A definite failure of this attempt, with a stable code (never ffmpeg's text)."""
-
-    def __init__(self, code: str) -> None:
-        super().__init__(code)
-        self.code = code
-
-
-class Aborted(Exception):
-    """The run was stopped from outside (lease lost or shutdown); the child was killed."""
-
-
-@dataclass(frozen=True)
-class OutputSpec:
-    kind: str  # cover | preview_720p | clip_10s (event vocabulary)
-    file_name: str
-    args: tuple[str, ...]
-    progress_after: int  # percent reached when this output is done
-
-
-OUTPUTS: tuple[OutputSpec, ...] = (
-    OutputSpec("cover", "cover.jpg", ("-frames:v", "1", "-q:v", "3"), 10),
-    OutputSpec(
-        "preview_720p",
-        "preview.mp4",
-        (
-            "-vf",
-            f"scale=-2:{PREVIEW_HEIGHT_PX}",
-            "-c:v",
-            "libx264",
-            "-preset",
-            "veryfast",
-            "-pix_fmt",
-            "yuv420p",
-            "-c:a",
-            "aac",
-            "-movflags",
-            "+faststart",
-        ),
-        70,
-    ),
-    OutputSpec(
-        "clip_10s",
-        "clip.mp4",
-        (
-            "-t",
-            str(CLIP_SECONDS),
-            "-vf",
-            f"scale=-2:{PREVIEW_HEIGHT_PX}",
-            "-c:v",
-            "libx264",
-            "-preset",
-            "veryfast",
-            "-pix_fmt",
-            "yuv420p",
-            "-c:a",
-            "aac",
-            "-movflags",
-            "+faststart",
-        ),
-        95,
-    ),
+_H264_720P = (
+    "-vf",
+    f"scale=-2:{PREVIEW_HEIGHT_PX}",
+    "-c:v",
+    "libx264",
+    "-preset",
+    "veryfast",
+    "-pix_fmt",
+    "yuv420p",
+    "-c:a",
+    "aac",
+    "-movflags",
+    "+faststart",
 )
+# ffmpeg's output options per output kind (the input and target file are added around them).
+FFMPEG_ARGS: dict[str, tuple[str, ...]] = {
+    "cover": ("-frames:v", "1", "-q:v", "3"),
+    "preview_720p": _H264_720P,
+    "clip_10s": ("-t", str(CLIP_SECONDS), *_H264_720P),
+}
 
 
 def _non_empty_file(path: Path) -> bool:
@@ -117,7 +74,7 @@ class FfmpegTools:
         except (FileNotFoundError, PermissionError, NotADirectoryError):
             raise TranscodeFailure(missing_code) from None
 
-    async def render(self, source: Path, spec: OutputSpec, target: Path, abort: asyncio.Event) -> None:
+    async def render(self, source: Path, output: Output, target: Path, abort: asyncio.Event) -> None:
         """Run ffmpeg for one output; kill it when `abort` is set (then raise Aborted)."""
         argv = [
             self.ffmpeg_path,
@@ -128,7 +85,7 @@ class FfmpegTools:
             "-y",
             "-i",
             str(source),
-            *spec.args,
+            *FFMPEG_ARGS[output.kind],
             str(target),
         ]
         proc = await self._spawn(argv, "ffmpeg_missing")
@@ -172,23 +129,23 @@ class FfmpegTools:
             return {}
         return parsed
 
-    async def verify(self, spec: OutputSpec, path: Path) -> None:
+    async def verify(self, output: Output, path: Path) -> None:
         """The output exists and ffprobe sees what it must be; TranscodeFailure(<kind>_invalid) otherwise."""
         if not await asyncio.to_thread(_non_empty_file, path):
-            raise TranscodeFailure(f"{spec.kind}_missing")
+            raise TranscodeFailure(f"{output.kind}_missing")
         info = await self.probe(path)
         video = [s for s in info.get("streams", []) if s.get("codec_type") == "video"]
         if not video or not video[0].get("width") or not video[0].get("height"):
-            raise TranscodeFailure(f"{spec.kind}_invalid")
-        if spec.kind == "cover":
+            raise TranscodeFailure(f"{output.kind}_invalid")
+        if output.kind == "cover":
             return
         if int(video[0]["height"]) != PREVIEW_HEIGHT_PX:
-            raise TranscodeFailure(f"{spec.kind}_invalid")
+            raise TranscodeFailure(f"{output.kind}_invalid")
         try:
             duration = float(info.get("format", {}).get("duration", "0"))
         except ValueError:
             duration = 0.0
         if duration <= 0:
-            raise TranscodeFailure(f"{spec.kind}_invalid")
-        if spec.kind == "clip_10s" and duration > CLIP_SECONDS + CLIP_DURATION_TOLERANCE_SECONDS:
-            raise TranscodeFailure(f"{spec.kind}_invalid")
+            raise TranscodeFailure(f"{output.kind}_invalid")
+        if output.kind == "clip_10s" and duration > CLIP_SECONDS + CLIP_DURATION_TOLERANCE_SECONDS:
+            raise TranscodeFailure(f"{output.kind}_invalid")

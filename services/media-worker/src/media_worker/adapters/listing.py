@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
 
+from media_worker.adapters.repository import material_of
+from media_worker.domain.material import Material
+from media_worker.service_layer.ports import InstanceRecord
 from yovision_platform.db import DbConnection, Identifier
 
-__all__ = ["MediaListing"]
+__all__ = ["PostgresListing"]
 
 
-class MediaListing:
-    def __init__(self, schema: Identifier) -> None:
+class PostgresListing:
+    def __init__(self, conn: DbConnection, schema: Identifier) -> None:
+        self._conn = conn
         q = schema.quoted
         self._first = f"""SELECT m.*, now() AS db_now FROM {q}.materials m WHERE m.owner_subject = $1
                            ORDER BY m.created_at DESC, m.id DESC LIMIT $2"""
@@ -28,13 +31,17 @@ class MediaListing:
               FROM {q}.instances i ORDER BY i.seen_at DESC, i.instance_id LIMIT $1"""
 
     async def materials(
-        self, conn: DbConnection, owner: str, limit: int, after: tuple[datetime, uuid.UUID] | None
-    ) -> list[dict[str, Any]]:
+        self, owner: str, limit: int, after: tuple[datetime, uuid.UUID] | None
+    ) -> list[Material]:
         if after is None:
-            rows = await conn.fetch(self._first, owner, limit)
+            rows = await self._conn.fetch(self._first, owner, limit)
         else:
-            rows = await conn.fetch(self._next, owner, limit, after[0], after[1])
-        return [dict(r) for r in rows]
+            rows = await self._conn.fetch(self._next, owner, limit, after[0], after[1])
+        return [material_of(r) for r in rows]
 
-    async def instances(self, conn: DbConnection, limit: int) -> list[dict[str, Any]]:
-        return [dict(r) for r in await conn.fetch(self._instances, limit)]
+    async def instances(self, limit: int) -> list[InstanceRecord]:
+        rows = await self._conn.fetch(self._instances, limit)
+        return [
+            InstanceRecord(r["instance_id"], r["started_at"], r["seen_at"], r["draining"], r["leased_jobs"])
+            for r in rows
+        ]

@@ -1,4 +1,4 @@
-"""Storage of sources, chunks and outputs behind a small port; `LocalStorage` keeps them in a folder.
+"""`LocalStorage`: the storage port (sources, chunks and outputs) on a local folder.
 
 Keys are relative paths made by this service only (`sources/<material>/source`, never caller input).
 Every write goes to a unique `*.partial` file next to its target, is fsynced, then renamed into place, so a
@@ -19,103 +19,17 @@ import os
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
-from media_worker.domain.errors import MediaError
+from media_worker.domain.errors import InvalidUpload
+from media_worker.domain.keys import OUTPUTS_FOLDER, WORK_FOLDER, canonical_uuid, work_folder_token
+from media_worker.service_layer.ports import AttemptFolder, ChunkTarget, StoredFile
 
-__all__ = [
-    "COPY_BUFFER_BYTES",
-    "AttemptFolder",
-    "FreeSpaceProbe",
-    "LocalStorage",
-    "Storage",
-    "StoredFile",
-    "output_key",
-    "source_key",
-    "work_folder_name",
-]
+__all__ = ["COPY_BUFFER_BYTES", "FreeSpaceProbe", "LocalStorage"]
 
 COPY_BUFFER_BYTES = 1024 * 1024
-WORK_FOLDER = "work"
-OUTPUTS_FOLDER = "outputs"
-UUID_CHARS = 36
 
 FreeSpaceProbe = Callable[[], int | None]
-
-
-@dataclass(frozen=True)
-class StoredFile:
-    key: str
-    size_bytes: int
-    sha256: str
-
-
-def source_key(material_id: uuid.UUID) -> str:
-    return f"sources/{material_id}/source"
-
-
-def output_key(material_id: uuid.UUID, token: uuid.UUID, file_name: str) -> str:
-    """Where one attempt (lease `token`) stores an output of `material_id`."""
-    return f"{OUTPUTS_FOLDER}/{material_id}/{token}/{file_name}"
-
-
-def work_folder_name(job_id: uuid.UUID, token: uuid.UUID) -> str:
-    """The ffmpeg work folder (under `work/`) of one attempt (lease `token`) of `job_id`."""
-    return f"{job_id}-{token}"
-
-
-@dataclass(frozen=True)
-class AttemptFolder:
-    """A temporary folder that one transcode attempt wrote: `work/<job>-<token>/` (ffmpeg's files) or
-    `outputs/<material>/<token>/` (outputs stored before the attempt was recorded)."""
-
-    key: str
-    token: uuid.UUID
-    material_id: uuid.UUID | None  # set for an outputs folder
-
-
-def _uuid_or_none(text: str) -> uuid.UUID | None:
-    try:
-        value = uuid.UUID(text)
-    except ValueError:
-        return None
-    return value if str(value) == text else None
-
-
-class Storage(Protocol):
-    def free_bytes(self) -> int | None: ...
-
-    async def write_chunk(
-        self,
-        session_id: uuid.UUID,
-        index: int,
-        body: AsyncIterator[bytes],
-        *,
-        expected_bytes: int,
-        expected_sha256: str | None,
-    ) -> None: ...
-
-    def has_chunk(self, session_id: uuid.UUID, index: int) -> bool: ...
-
-    async def merge_chunks(self, session_id: uuid.UUID, chunk_count: int, key: str) -> StoredFile: ...
-
-    async def remove_chunks(self, session_id: uuid.UUID) -> None: ...
-
-    async def write_stream(self, key: str, body: AsyncIterator[bytes]) -> StoredFile: ...
-
-    async def put_file(self, local_file: Path, key: str) -> StoredFile: ...
-
-    def local_path(self, key: str) -> Path: ...
-
-    def work_dir(self, name: str) -> Path: ...
-
-    def work_folders(self) -> list[AttemptFolder]: ...
-
-    def output_folders(self, material_ids: Iterable[uuid.UUID] | None = None) -> list[AttemptFolder]: ...
-
-    async def remove_attempt_folder(self, folder: AttemptFolder) -> None: ...
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -159,6 +73,12 @@ class LocalStorage:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    async def remove_work_dir(self, name: str) -> None:
+        await asyncio.to_thread(shutil.rmtree, self.local_path(f"{WORK_FOLDER}/{name}"), True)
+
+    def has_file(self, key: str) -> bool:
+        return self.local_path(key).is_file()
+
     def _subfolders(self, key: str) -> list[str]:
         try:
             return sorted(entry.name for entry in self.local_path(key).iterdir() if entry.is_dir())
@@ -169,22 +89,21 @@ class LocalStorage:
         """Every `work/<job>-<token>/` folder (other names are not ours and are left alone)."""
         folders = []
         for name in self._subfolders(WORK_FOLDER):
-            job, dash, token = name[:UUID_CHARS], name[UUID_CHARS : UUID_CHARS + 1], name[UUID_CHARS + 1 :]
-            parsed = _uuid_or_none(token)
-            if dash == "-" and parsed is not None and _uuid_or_none(job) is not None:
-                folders.append(AttemptFolder(f"{WORK_FOLDER}/{name}", parsed, None))
+            token = work_folder_token(name)
+            if token is not None:
+                folders.append(AttemptFolder(f"{WORK_FOLDER}/{name}", token, None))
         return folders
 
     def output_folders(self, material_ids: Iterable[uuid.UUID] | None = None) -> list[AttemptFolder]:
         """The `outputs/<material>/<token>/` folders of `material_ids` (None: of every material)."""
         if material_ids is None:
-            materials = [m for m in map(_uuid_or_none, self._subfolders(OUTPUTS_FOLDER)) if m is not None]
+            materials = [m for m in map(canonical_uuid, self._subfolders(OUTPUTS_FOLDER)) if m is not None]
         else:
             materials = list(material_ids)
         folders = []
         for material in materials:
             for name in self._subfolders(f"{OUTPUTS_FOLDER}/{material}"):
-                token = _uuid_or_none(name)
+                token = canonical_uuid(name)
                 if token is not None:
                     folders.append(AttemptFolder(f"{OUTPUTS_FOLDER}/{material}/{name}", token, material))
         return folders
@@ -220,7 +139,7 @@ class LocalStorage:
                 async for piece in body:
                     size += len(piece)
                     if limit_bytes is not None and size > limit_bytes:
-                        raise MediaError("chunk_size_mismatch")
+                        raise InvalidUpload("chunk_size_mismatch")
                     digest.update(piece)
                     out.write(piece)
                 out.flush()
@@ -234,22 +153,14 @@ class LocalStorage:
         os.replace(partial, target)
         await asyncio.to_thread(_fsync_dir, target.parent)
 
-    async def write_chunk(
-        self,
-        session_id: uuid.UUID,
-        index: int,
-        body: AsyncIterator[bytes],
-        *,
-        expected_bytes: int,
-        expected_sha256: str | None,
-    ) -> None:
-        target = self._chunk_path(session_id, index)
-        partial, size, sha = await self._write_partial(target, body, limit_bytes=expected_bytes)
+    async def write_chunk(self, chunk: ChunkTarget, body: AsyncIterator[bytes]) -> None:
+        target = self._chunk_path(chunk.session_id, chunk.index)
+        partial, size, sha = await self._write_partial(target, body, limit_bytes=chunk.size_bytes)
         try:
-            if size != expected_bytes:
-                raise MediaError("chunk_size_mismatch")
-            if expected_sha256 is not None and sha != expected_sha256.lower():
-                raise MediaError("chunk_checksum_mismatch")
+            if size != chunk.size_bytes:
+                raise InvalidUpload("chunk_size_mismatch")
+            if chunk.sha256 is not None and sha != chunk.sha256.lower():
+                raise InvalidUpload("chunk_checksum_mismatch")
             await self._commit(partial, target)
         finally:
             _unlink_quietly(partial)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from media_worker.domain.errors import MediaError
+from media_worker.domain.errors import InvalidUpload
 from media_worker.domain.limits import Limits
 
 __all__ = ["ChunkLayout"]
@@ -17,8 +17,8 @@ class ChunkLayout:
 
     @classmethod
     def plan(cls, total_bytes: int, chunk_bytes: int, limits: Limits) -> ChunkLayout:
-        """A layout within `limits`; MediaError(invalid_layout | source_too_large | chunk_too_large |
-        too_many_chunks)."""
+        """A layout within `limits`; InvalidUpload(invalid_layout) or
+        UploadTooLarge(source_too_large | chunk_too_large | too_many_chunks)."""
         limits.check_source_size(total_bytes)
         limits.check_chunk_size(chunk_bytes)
         limits.check_chunk_count(total_bytes, chunk_bytes)
@@ -31,7 +31,7 @@ class ChunkLayout:
     def size_of(self, index: int) -> int:
         """Exact size of chunk `index` (0-based): `chunk_bytes`, except a shorter last chunk."""
         if not 0 <= index < self.chunk_count:
-            raise MediaError("chunk_index_out_of_range")
+            raise InvalidUpload("chunk_index_out_of_range")
         if index < self.chunk_count - 1:
             return self.chunk_bytes
         return self.total_bytes - self.chunk_bytes * (self.chunk_count - 1)
@@ -42,7 +42,7 @@ class ChunkLayout:
 
     def check_chunk(self, index: int, received_bytes: int) -> None:
         if received_bytes != self.size_of(index):
-            raise MediaError("chunk_size_mismatch")
+            raise InvalidUpload("chunk_size_mismatch")
 
     def missing(self, received: frozenset[int]) -> list[int]:
         return [i for i in range(self.chunk_count) if i not in received]

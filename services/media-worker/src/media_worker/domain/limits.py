@@ -9,13 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from media_worker.domain.errors import MediaError
+from media_worker.domain.errors import InsufficientStorage, InvalidUpload, LengthRequired, UploadTooLarge
 
 __all__ = [
     "CHUNKED_REQUIRED_FROM_BYTES",
     "CHUNK_COUNT_MAX",
     "CHUNK_MAX_BYTES",
-    "CHUNK_SLOTS_RETRY_AFTER_SECONDS",
     "CHUNK_SLOT_WAIT_SECONDS",
     "FREE_SPACE_SAFETY_MARGIN_BYTES",
     "GIB",
@@ -40,8 +39,7 @@ SOURCE_MAX_BYTES = 10 * GIB  # logical source size of a chunked upload
 # console's) fits: 10,240.
 CHUNK_COUNT_MAX = SOURCE_MAX_BYTES // MIB
 MAX_CONCURRENT_CHUNK_WRITES = 8
-CHUNK_SLOT_WAIT_SECONDS = 5.0  # bounded wait for a chunk slot, then 429
-CHUNK_SLOTS_RETRY_AFTER_SECONDS = 2  # Retry-After header value of that 429
+CHUNK_SLOT_WAIT_SECONDS = 5.0  # bounded wait for a chunk slot, then 429 `chunk_slots_busy`
 FREE_SPACE_SAFETY_MARGIN_BYTES = 2 * GIB  # at init, on top of chunks + merged file
 MERGE_HEADROOM_BYTES = 2 * GIB  # at merge: merged size + this must be free
 PROTECTION_WINDOW = timedelta(days=15)  # the source location is never exposed during this window
@@ -62,43 +60,43 @@ class Limits:
     def check_plain_request_length(self, content_length: str | None) -> int:
         """The declared length of a plain upload request, refused before any byte is parsed."""
         if content_length is None or not content_length.isascii() or not content_length.isdigit():
-            raise MediaError("length_required")
+            raise LengthRequired()
         length = int(content_length)
         if length > self.plain_upload_max_bytes:
-            raise MediaError("request_too_large")
+            raise UploadTooLarge("request_too_large")
         return length
 
     def check_plain_source_size(self, size_bytes: int) -> None:
         """Called while streaming: a plain source must stay below the chunked threshold."""
         if size_bytes >= self.chunked_required_from_bytes:
-            raise MediaError("chunked_upload_required")
+            raise UploadTooLarge("chunked_upload_required")
 
     def check_source_size(self, total_bytes: int) -> None:
         if total_bytes < 1:
-            raise MediaError("invalid_layout")
+            raise InvalidUpload("invalid_layout")
         if total_bytes > self.source_max_bytes:
-            raise MediaError("source_too_large")
+            raise UploadTooLarge("source_too_large")
 
     def check_chunk_size(self, chunk_bytes: int) -> None:
         if chunk_bytes < 1:
-            raise MediaError("invalid_layout")
+            raise InvalidUpload("invalid_layout")
         if chunk_bytes > self.chunk_max_bytes:
-            raise MediaError("chunk_too_large")
+            raise UploadTooLarge("chunk_too_large")
 
     def check_chunk_count(self, total_bytes: int, chunk_bytes: int) -> None:
         if -(-total_bytes // chunk_bytes) > self.chunk_count_max:
-            raise MediaError("too_many_chunks")
+            raise UploadTooLarge("too_many_chunks")
 
     def check_init_free_space(self, total_bytes: int, free_bytes: int | None) -> None:
         """Room for every chunk, the merged file and the safety margin; unknown free space is a refusal."""
         if free_bytes is None:
-            raise MediaError("free_space_unknown")
+            raise InsufficientStorage("free_space_unknown")
         if free_bytes < 2 * total_bytes + self.free_space_safety_margin_bytes:
-            raise MediaError("insufficient_storage")
+            raise InsufficientStorage("insufficient_storage")
 
     def check_merge_free_space(self, total_bytes: int, free_bytes: int | None) -> None:
         """Before merging: "merged size + headroom" must be free; unknown free space is a refusal."""
         if free_bytes is None:
-            raise MediaError("free_space_unknown")
+            raise InsufficientStorage("free_space_unknown")
         if free_bytes < total_bytes + self.merge_headroom_bytes:
-            raise MediaError("insufficient_storage")
+            raise InsufficientStorage("insufficient_storage")

@@ -7,40 +7,43 @@ permission. Error bodies are problem details with a stable `code` only.
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
-from datetime import datetime
-from pathlib import Path
 from typing import Annotated, Any
 
-import asyncpg
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 from fastapi.responses import FileResponse, JSONResponse
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import ClientDisconnect
 
-from media_worker.adapters.listing import MediaListing
-from media_worker.adapters.repository import MediaRepository
-from media_worker.adapters.storage import Storage
-from media_worker.domain.drain import drain_verdict
-from media_worker.domain.errors import STATUS_BY_CODE, MediaError
-from media_worker.domain.limits import (
-    CHUNK_COUNT_MAX,
-    CHUNK_MAX_BYTES,
-    CHUNK_SLOTS_RETRY_AFTER_SECONDS,
-    SOURCE_MAX_BYTES,
+from media_worker.domain.errors import (
+    ChunkSlotsBusy,
+    Draining,
+    InsufficientStorage,
+    InvalidUpload,
+    LengthRequired,
+    MediaRefusal,
+    MergeInProgress,
+    NotFound,
+    NotRetryable,
+    UploadConflict,
+    UploadTooLarge,
 )
-from media_worker.domain.material import source_exposable
+from media_worker.domain.limits import CHUNK_COUNT_MAX, CHUNK_MAX_BYTES, SOURCE_MAX_BYTES
+from media_worker.domain.material import Material
+from media_worker.domain.sessions import SessionState, UploadSession
 from media_worker.entrypoints.multipart import file_part_stream
-from media_worker.service_layer.activity import Activity
+from media_worker.service_layer.drain import Drain, DrainReport
+from media_worker.service_layer.materials import MATERIAL_PAGE_MAX_ITEMS, Materials
 from media_worker.service_layer.metrics import DisconnectedUpload, MediaMetrics
-from media_worker.service_layer.uploads import UploadService, UploadSession
+from media_worker.service_layer.uploads import UploadService
 from yovision_platform.auth import BearerToken, Identity, TokenVerifier
+from yovision_platform.errors import ServiceError
 from yovision_platform.guards import BodyReadRule
-from yovision_platform.paging import InvalidCursor, cursor_query, decode_cursor, encode_cursor
+from yovision_platform.paging import InvalidCursor, cursor_query
 from yovision_platform.problems import problem_response
 from yovision_platform.web import JsonInt, create_app, guard_policy, max_ratio
 
@@ -49,24 +52,17 @@ __all__ = ["DRAIN_PERMISSION", "MediaApi", "install_routes", "openapi_document",
 log = logging.getLogger(__name__)
 
 DRAIN_PERMISSION = "media:drain"
-DRAINING_RETRY_AFTER_SECONDS = 30
-MERGE_RETRY_AFTER_SECONDS = 5
-OUTPUT_FILES = {"cover": "image/jpeg", "preview_720p": "video/mp4", "clip_10s": "video/mp4"}
-OUTPUT_COLUMNS = {"cover": "cover_ref", "preview_720p": "preview_ref", "clip_10s": "clip_ref"}
 
 
 @dataclass
 class MediaApi:
-    pool: asyncpg.Pool
-    repo: MediaRepository
-    storage: Storage
+    """The use cases the routes call, and what authenticates and counts their callers."""
+
     uploads: UploadService
-    activity: Activity
+    materials: Materials
+    drain: Drain
     verifier: TokenVerifier
-    instance_id: str
-    capability_file: Path
     metrics: MediaMetrics | None = None
-    job_queued: Callable[[], None] | None = None  # wakes this instance's transcode worker
 
 
 class InitUpload(BaseModel):
@@ -94,44 +90,46 @@ class InitUpload(BaseModel):
 
 def _session_view(session: UploadSession) -> dict[str, Any]:
     layout = session.layout
-    missing = layout.missing(session.received)
+    completed = session.state == SessionState.COMPLETED
     return {
         "session_id": str(session.session_id),
-        "state": session.state,
+        "state": session.state.value,
         "total_bytes": layout.total_bytes,
         "chunk_bytes": layout.chunk_bytes,
         "chunk_count": layout.chunk_count,
         "received": sorted(session.received),
-        "missing": missing,
-        "material_id": str(session.material_id) if session.state == "completed" else None,
+        "missing": session.missing,
+        "material_id": str(session.material_id) if completed else None,
     }
 
 
-def _material_view(row: dict[str, Any]) -> dict[str, Any]:
-    view = {
-        "material_id": str(row["id"]),
-        "title": row["title"],
-        "status": row["status"],
-        "progress": row["progress"],
-        "error_code": row["error_code"],
-        "size_bytes": row["size_bytes"],
-        "outputs": sorted(kind for kind, column in OUTPUT_COLUMNS.items() if row[column] is not None),
-        "created_at": row["created_at"].isoformat(),
-        "protection_until": row["protection_until"].isoformat(),
+def _material_view(material: Material) -> dict[str, Any]:
+    return {
+        "material_id": str(material.material_id),
+        "title": material.title,
+        "status": material.status.value,
+        "progress": material.progress,
+        "error_code": material.error_code,
+        "size_bytes": material.size_bytes,
+        "outputs": sorted(material.outputs),
+        "created_at": material.created_at.isoformat(),
+        "protection_until": material.protection_until.isoformat(),
+        # The source location stays hidden during the protection window; status and progress never are.
+        "source_key": material.shown_source_key,
     }
-    # The source location stays hidden during the protection window; status and progress never are.
-    view["source_key"] = row["source_path"] if source_exposable(row["created_at"], row["db_now"]) else None
-    return view
 
 
-def read_capability(path: Path) -> str | None:
-    """The instance id of the capability file, or None when missing or malformed (= unknown)."""
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    value = document.get("instance_id") if isinstance(document, dict) else None
-    return value if isinstance(value, str) else None
+def _drain_view(report: DrainReport) -> dict[str, Any]:
+    return {
+        "instance_id": report.instance_id,
+        "capability_instance_id": report.capability_instance_id,
+        "draining": report.draining,
+        "active_jobs": report.work.jobs,
+        "active_uploads": report.work.uploads,
+        "active_merges": report.work.merges,
+        "safe_to_stop": report.verdict.safe_to_stop,
+        "reason": report.verdict.reason,
+    }
 
 
 def _api(request: Request) -> MediaApi:
@@ -140,22 +138,43 @@ def _api(request: Request) -> MediaApi:
 
 
 Api = Annotated[MediaApi, Depends(_api)]
-router = APIRouter()
 
 
-def refusals(*codes: str) -> dict[int | str, dict[str, Any]]:
-    """The `responses` of a route's MediaError codes, grouped by their HTTP status."""
+class RefusalCountingRoute(APIRoute):
+    """A route that counts each refusal it answers (`media_api_refusals_total{code}`); the platform's
+    problem handlers answer it."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def counted(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except (MediaRefusal, InvalidCursor) as refusal:
+                metrics = _api(request).metrics
+                if metrics is not None:
+                    metrics.refusals.labels(code=refusal.code).inc()
+                raise
+
+        return counted
+
+
+router = APIRouter(route_class=RefusalCountingRoute)
+
+
+def refusals(*answers: ServiceError) -> dict[int | str, dict[str, Any]]:
+    """The `responses` of a route's refusals, grouped by their HTTP status."""
     by_status: dict[int, list[str]] = {}
-    for code in codes:
-        by_status.setdefault(STATUS_BY_CODE[code], []).append(code)
+    for answer in answers:
+        by_status.setdefault(answer.status, []).append(answer.code)
     return {status: {"description": " | ".join(names)} for status, names in sorted(by_status.items())}
 
 
 FORBIDDEN: dict[int | str, dict[str, Any]] = {
     403: {"description": f"forbidden: the token lacks `{DRAIN_PERMISSION}`"}
 }
-DRAINING = ("draining",)  # 503 with Retry-After while this instance drains
-STORAGE = ("free_space_unknown", "insufficient_storage")
+DRAINING = (Draining(),)  # 503 with Retry-After while this instance drains
+STORAGE = (InsufficientStorage("free_space_unknown"), InsufficientStorage("insufficient_storage"))
 
 
 def _identity(api: Api, token: BearerToken) -> Identity:
@@ -194,10 +213,10 @@ PLAIN_UPLOAD_BODY = {
     status_code=201,
     openapi_extra=PLAIN_UPLOAD_BODY,
     responses=refusals(
-        "length_required",
-        "request_too_large",
-        "chunked_upload_required",
-        "invalid_multipart",
+        LengthRequired(),
+        UploadTooLarge("request_too_large"),
+        UploadTooLarge("chunked_upload_required"),
+        InvalidUpload("invalid_multipart"),
         *DRAINING,
         *STORAGE,
     ),
@@ -206,10 +225,10 @@ async def upload_plain(
     api: Api, request: Request, user: User, title: str = Query("", max_length=200)
 ) -> dict[str, Any]:
     """Plain multipart upload (one part named `file`); the declared length is checked before parsing."""
-    api.uploads.limits.check_plain_request_length(request.headers.get("content-length"))
-    api.activity.refuse_if_draining()
     body: AsyncIterator[bytes] = file_part_stream(request.headers.get("content-type"), request.stream())
-    material_id = await api.uploads.upload_plain(user.subject, title, None, body)
+    material_id = await api.uploads.upload_plain(
+        user.subject, title, None, body, request_length=request.headers.get("content-length")
+    )
     return {"material_id": str(material_id), "status": "pending"}
 
 
@@ -220,7 +239,12 @@ async def upload_plain(
         200: {"description": "Resumed: a session of this `upload_key` with the same layout already exists"},
         201: {"description": "Created: a new session"},
         **refusals(
-            "invalid_layout", "source_too_large", "chunk_too_large", "layout_conflict", *DRAINING, *STORAGE
+            InvalidUpload("invalid_layout"),
+            UploadTooLarge("source_too_large"),
+            UploadTooLarge("chunk_too_large"),
+            UploadConflict("layout_conflict"),
+            *DRAINING,
+            *STORAGE,
         ),
     },
 )
@@ -235,7 +259,7 @@ async def init_upload(api: Api, spec: InitUpload, user: User, response: Response
     return _session_view(outcome.session)
 
 
-@router.get("/v1/uploads/{session_id}", responses=refusals("not_found"))
+@router.get("/v1/uploads/{session_id}", responses=refusals(NotFound()))
 async def upload_state(api: Api, session_id: uuid.UUID, user: User) -> dict[str, Any]:
     return _session_view(await api.uploads.session(user.subject, session_id))
 
@@ -243,13 +267,13 @@ async def upload_state(api: Api, session_id: uuid.UUID, user: User) -> dict[str,
 @router.put(
     "/v1/uploads/{session_id}/chunks/{index}",
     responses=refusals(
-        "not_found",
-        "chunk_index_out_of_range",
-        "chunk_size_mismatch",
-        "chunk_checksum_mismatch",
-        "chunk_too_large",
-        "upload_not_open",
-        "chunk_slots_busy",
+        NotFound(),
+        InvalidUpload("chunk_index_out_of_range"),
+        InvalidUpload("chunk_size_mismatch"),
+        InvalidUpload("chunk_checksum_mismatch"),
+        UploadTooLarge("chunk_too_large"),
+        UploadConflict("upload_not_open"),
+        ChunkSlotsBusy(),
         *DRAINING,
         *STORAGE,
     ),
@@ -273,7 +297,11 @@ async def put_chunk(
 @router.post(
     "/v1/uploads/{session_id}/complete",
     responses=refusals(
-        "not_found", "upload_incomplete", "merge_in_progress", "chunk_size_mismatch", *STORAGE
+        NotFound(),
+        UploadConflict("upload_incomplete"),
+        MergeInProgress(),
+        InvalidUpload("chunk_size_mismatch"),
+        *STORAGE,
     ),
 )
 async def complete_upload(api: Api, session_id: uuid.UUID, user: User) -> dict[str, Any]:
@@ -281,30 +309,7 @@ async def complete_upload(api: Api, session_id: uuid.UUID, user: User) -> dict[s
     return {"material_id": str(material_id)}
 
 
-async def _own_material(api: MediaApi, material_id: uuid.UUID, user: Identity) -> dict[str, Any]:
-    async with api.pool.acquire() as conn:
-        row = await api.repo.get_material(conn, material_id, user.subject)
-    if row is None:
-        raise MediaError("not_found")
-    return dict(row)
-
-
-MATERIAL_PAGE_MAX_ITEMS = 100
-INSTANCES_SHOWN_MAX = 100
-
-
-def _encode_after(row: dict[str, Any]) -> str:
-    return encode_cursor(row["created_at"], row["id"])
-
-
-def _decode_after(cursor: str) -> tuple[datetime, uuid.UUID]:
-    try:
-        return decode_cursor(cursor, uuid.UUID)
-    except InvalidCursor:
-        raise MediaError("invalid_cursor") from None
-
-
-@router.get("/v1/materials", responses=refusals("invalid_cursor"))
+@router.get("/v1/materials", responses=refusals(InvalidCursor()))
 async def list_materials(
     api: Api,
     user: User,
@@ -312,77 +317,39 @@ async def list_materials(
     cursor: Annotated[str | None, cursor_query(uuid.UUID)] = None,
 ) -> dict[str, Any]:
     """The caller's materials, newest first, keyset-paged (`next_cursor`)."""
-    after = _decode_after(cursor) if cursor is not None else None
-    async with api.pool.acquire() as conn:
-        rows = await MediaListing(api.repo.schema).materials(conn, user.subject, limit + 1, after)
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return {
-        "items": [_material_view(r) for r in rows],
-        "next_cursor": _encode_after(rows[-1]) if more else None,
-    }
+    page = await api.materials.page(user.subject, limit, cursor)
+    return {"items": [_material_view(m) for m in page.items], "next_cursor": page.next_cursor}
 
 
-@router.get("/v1/materials/{material_id}", responses=refusals("not_found"))
+@router.get("/v1/materials/{material_id}", responses=refusals(NotFound()))
 async def material_status(api: Api, material_id: uuid.UUID, user: User) -> dict[str, Any]:
-    return _material_view(await _own_material(api, material_id, user))
+    return _material_view(await api.materials.status(user.subject, material_id))
 
 
-@router.get(
-    "/v1/materials/{material_id}/outputs/{kind}", response_model=None, responses=refusals("not_found")
-)
+@router.get("/v1/materials/{material_id}/outputs/{kind}", response_model=None, responses=refusals(NotFound()))
 async def material_output(api: Api, material_id: uuid.UUID, kind: str, user: User) -> FileResponse:
     """Streams one output (`cover`, `preview_720p`, `clip_10s`) from the storage."""
-    if kind not in OUTPUT_COLUMNS:
-        raise MediaError("not_found")
-    ref = (await _own_material(api, material_id, user))[OUTPUT_COLUMNS[kind]]
-    if ref is None:
-        raise MediaError("not_found")
-    return FileResponse(api.storage.local_path(ref), media_type=OUTPUT_FILES[kind])
+    output = await api.materials.output(user.subject, material_id, kind)
+    return FileResponse(output.path, media_type=output.media_type)
 
 
 @router.post(
-    "/v1/materials/{material_id}/retry", status_code=202, responses=refusals("not_found", "not_retryable")
+    "/v1/materials/{material_id}/retry", status_code=202, responses=refusals(NotFound(), NotRetryable())
 )
 async def retry_material(api: Api, material_id: uuid.UUID, user: User) -> dict[str, Any]:
-    await _own_material(api, material_id, user)
-    async with api.pool.acquire() as conn, conn.transaction():
-        retried = await api.repo.retry_failed(conn, material_id, user.subject)
-    if not retried:
-        raise MediaError("not_retryable")
-    if api.job_queued is not None:
-        api.job_queued()
+    await api.materials.retry(user.subject, material_id)
     return {"material_id": str(material_id), "status": "pending"}
-
-
-async def drain_report(api: MediaApi) -> dict[str, Any]:
-    capability = read_capability(api.capability_file)
-    work = api.activity.snapshot()
-    verdict = drain_verdict(api.instance_id, capability, api.activity.draining, work)
-    return {
-        "instance_id": api.instance_id,
-        "capability_instance_id": capability,
-        "draining": api.activity.draining,
-        "active_jobs": work.jobs,
-        "active_uploads": work.uploads,
-        "active_merges": work.merges,
-        "safe_to_stop": verdict.safe_to_stop,
-        "reason": verdict.reason,
-    }
 
 
 @router.post("/internal/drain", responses=FORBIDDEN)
 async def request_drain(api: Api, _: Operator) -> dict[str, Any]:
     """Stop taking new jobs and uploads; in-flight work finishes."""
-    api.activity.draining = True
-    async with api.pool.acquire() as conn:
-        await api.repo.set_draining(conn, api.instance_id)
-    return await drain_report(api)
+    return _drain_view(await api.drain.request())
 
 
 @router.get("/internal/drain", responses=FORBIDDEN)
 async def drain_state(api: Api, _: Operator) -> dict[str, Any]:
-    return await drain_report(api)
+    return _drain_view(api.drain.report())
 
 
 @router.get("/internal/instances", responses=FORBIDDEN)
@@ -390,19 +357,18 @@ async def worker_instances(api: Api, _: Operator) -> dict[str, Any]:
     """Every instance that registered, with its recorded drain request and the jobs it holds leases on.
     Whether one may be stopped is only its own `/internal/drain` answer: this list is what the database
     knows."""
-    async with api.pool.acquire() as conn:
-        rows = await MediaListing(api.repo.schema).instances(conn, INSTANCES_SHOWN_MAX)
+    this_instance = api.drain.instance_id
     return {
         "items": [
             {
-                "instance_id": r["instance_id"],
-                "started_at": r["started_at"].isoformat(),
-                "seen_at": r["seen_at"].isoformat(),
-                "draining": r["draining"],
-                "leased_jobs": r["leased_jobs"],
-                "this_instance": r["instance_id"] == api.instance_id,
+                "instance_id": i.instance_id,
+                "started_at": i.started_at.isoformat(),
+                "seen_at": i.seen_at.isoformat(),
+                "draining": i.draining,
+                "leased_jobs": i.leased_jobs,
+                "this_instance": i.instance_id == this_instance,
             }
-            for r in rows
+            for i in await api.drain.instances()
         ]
     }
 
@@ -414,21 +380,6 @@ DISCONNECTED_UPLOADS: dict[object, DisconnectedUpload] = {
 
 
 def install_routes(app: FastAPI, api: MediaApi) -> None:
-
-    async def media_error(_: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, MediaError)
-        if api.metrics is not None:
-            api.metrics.refusals.labels(code=exc.code).inc()
-        headers = {}
-        if exc.code == "chunk_slots_busy":
-            headers["Retry-After"] = str(CHUNK_SLOTS_RETRY_AFTER_SECONDS)
-        elif exc.code == "merge_in_progress":
-            headers["Retry-After"] = str(MERGE_RETRY_AFTER_SECONDS)
-        elif exc.code == "draining":
-            headers["Retry-After"] = str(DRAINING_RETRY_AFTER_SECONDS)
-        return problem_response(exc.status, exc.code, headers=headers)
-
-    app.add_exception_handler(MediaError, media_error)
 
     async def client_disconnected(request: Request, _: Exception) -> JSONResponse:
         """An expected event: the upload use case already released its slot and removed its partial file.

@@ -2,48 +2,42 @@
 
 from __future__ import annotations
 
-import json
-import os
+import functools
 import sys
-from pathlib import Path
 
+from media_worker.adapters.capability import CapabilityFile
 from media_worker.adapters.ffmpeg import FfmpegTools
-from media_worker.adapters.repository import MediaRepository
+from media_worker.adapters.locks import AdvisoryLocks
 from media_worker.adapters.storage import LocalStorage
-from media_worker.domain.errors import MediaError
+from media_worker.adapters.unit_of_work import PostgresMediaUnitOfWork
+from media_worker.domain.errors import InsufficientStorage
 from media_worker.entrypoints.api import MediaApi, install_routes, set_upload_body_rule
 from media_worker.service_layer.activity import Activity
+from media_worker.service_layer.drain import Drain
 from media_worker.service_layer.events import EventWriter
+from media_worker.service_layer.materials import Materials
 from media_worker.service_layer.metrics import MediaMetrics
 from media_worker.service_layer.transcoder import TranscodeWorker, WorkerTiming
 from media_worker.service_layer.uploads import UploadService
 from media_worker.settings import MediaWorkerSettings
 from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.outbox import Outbox
 from yovision_platform.service import ServiceContext, ServiceSpec
 from yovision_platform.service import main as run
 
-__all__ = ["SPEC", "main", "publish_capability"]
-
-
-def publish_capability(path: Path, instance_id: str) -> None:
-    """Write this instance's capability (its own id) atomically; the drain check compares against it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-    partial.write_text(json.dumps({"instance_id": instance_id, "pid": os.getpid()}), encoding="utf-8")
-    os.replace(partial, path)
+__all__ = ["SPEC", "main"]
 
 
 async def configure(ctx: ServiceContext[MediaWorkerSettings]) -> None:
     settings = ctx.settings
-    repo = MediaRepository(ctx.plan.schema)
+    uow = functools.partial(PostgresMediaUnitOfWork, ctx.pool, ctx.plan.schema)
+    locks = AdvisoryLocks(ctx.pool, ctx.plan.schema)
     storage = LocalStorage(settings.storage_dir)
-    events = EventWriter(AvroSerde(SchemaRegistry.load()), Outbox(ctx.plan.schema))
+    events = EventWriter(AvroSerde(SchemaRegistry.load()))
     activity = Activity()
     metrics = MediaMetrics(ctx.registry, activity)
     worker = TranscodeWorker(
-        ctx.pool,
-        repo,
+        uow,
+        locks,
         storage,
         events,
         activity,
@@ -53,38 +47,17 @@ async def configure(ctx: ServiceContext[MediaWorkerSettings]) -> None:
         metrics=metrics,
     )
     uploads = UploadService(
-        ctx.pool,
-        repo,
-        storage,
-        events,
-        activity,
-        instance_id=settings.instance_id,
-        job_queued=worker.wake.set,
+        uow, locks, storage, events, activity, instance_id=settings.instance_id, job_queued=worker.wake.set
     )
-    async with ctx.pool.acquire() as conn:
-        await repo.register_instance(conn, settings.instance_id)
-    publish_capability(settings.capability_file, settings.instance_id)
-    install_routes(
-        ctx.app,
-        MediaApi(
-            ctx.pool,
-            repo,
-            storage,
-            uploads,
-            activity,
-            settings.token_verifier,
-            settings.instance_id,
-            settings.capability_file,
-            metrics,
-            worker.wake.set,
-        ),
-    )
-
+    drain = Drain(uow, activity, CapabilityFile(settings.capability_file), instance_id=settings.instance_id)
+    await drain.register()
+    materials = Materials(uow, storage, job_queued=worker.wake.set)
+    install_routes(ctx.app, MediaApi(uploads, materials, drain, settings.token_verifier, metrics))
     set_upload_body_rule(ctx.app, settings.upload_body_rule)
 
     async def storage_ready() -> None:
         if storage.free_bytes() is None:
-            raise MediaError("free_space_unknown")
+            raise InsufficientStorage("free_space_unknown")
 
     ctx.add_readiness_check("storage", storage_ready)
     ctx.add_worker("transcode", worker.run)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from media_worker.domain.errors import MediaError
+from media_worker.domain.errors import InvalidUpload
 
 __all__ = ["FILE_FIELD", "file_part_stream"]
 
@@ -30,11 +30,11 @@ class _State:
 
 def _boundary(content_type: str | None) -> bytes:
     if content_type is None:
-        raise MediaError("invalid_multipart")
+        raise InvalidUpload("invalid_multipart")
     kind, options = parse_options_header(content_type)
     boundary = options.get(b"boundary")
     if kind != b"multipart/form-data" or not boundary:
-        raise MediaError("invalid_multipart")
+        raise InvalidUpload("invalid_multipart")
     return boundary
 
 
@@ -42,14 +42,14 @@ def _parse(step: Callable[[], object]) -> None:
     """One parser step; anything it raises means the body is not the multipart we accept."""
     try:
         step()
-    except MediaError:
+    except InvalidUpload:
         raise
     except Exception:
-        raise MediaError("invalid_multipart") from None
+        raise InvalidUpload("invalid_multipart") from None
 
 
 async def file_part_stream(content_type: str | None, body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """The content of the one part named `file`; MediaError(invalid_multipart) for anything else. Errors of
+    """The content of the one part named `file`; InvalidUpload(invalid_multipart) for anything else. Errors of
     `body` itself (a client disconnect, a read deadline) pass through unchanged."""
     state = _State()
 
@@ -91,4 +91,4 @@ async def file_part_stream(content_type: str | None, body: AsyncIterator[bytes])
             yield state.ready.pop(0)
     _parse(parser.finalize)
     if state.files_seen != 1:
-        raise MediaError("invalid_multipart")
+        raise InvalidUpload("invalid_multipart")

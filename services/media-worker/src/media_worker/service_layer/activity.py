@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from media_worker.domain.drain import ActiveWork
-from media_worker.domain.errors import MediaError
+from media_worker.domain.errors import Draining
 
 __all__ = ["Activity"]
 
@@ -24,7 +24,7 @@ class Activity:
 
     def refuse_if_draining(self) -> None:
         if self.draining:
-            raise MediaError("draining")
+            raise Draining()
 
     @contextlib.contextmanager
     def upload(self) -> Iterator[None]:

@@ -1,4 +1,4 @@
-"""Building media events and putting them in the outbox, inside the caller's transaction."""
+"""Building media events and putting them in the outbox of the caller's unit of work."""
 
 from __future__ import annotations
 
@@ -6,21 +6,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from yovision_platform.avro import AvroSerde
-from yovision_platform.db import DbConnection
 from yovision_platform.events import build_event
-from yovision_platform.outbox import Outbox, OutboxMessage
+from yovision_platform.outbox import OutboxMessage
+from yovision_platform.unit_of_work import OutboxWriter
 
 __all__ = ["EventWriter"]
 
 
 class EventWriter:
-    def __init__(self, serde: AvroSerde, outbox: Outbox, *, topic: str | None = None) -> None:
+    def __init__(self, serde: AvroSerde, *, topic: str | None = None) -> None:
         self._serde = serde
-        self._outbox = outbox
         self._topic = topic
 
     async def emit(
-        self, conn: DbConnection, event_type: str, material_id: str, payload: Mapping[str, Any]
+        self, outbox: OutboxWriter, event_type: str, material_id: str, payload: Mapping[str, Any]
     ) -> None:
         record = build_event(self._serde, event_type, material_id, {"material_id": material_id, **payload})
-        await self._outbox.enqueue(conn, OutboxMessage.from_event(record, topic=self._topic))
+        await outbox.enqueue(OutboxMessage.from_event(record, topic=self._topic))

@@ -6,7 +6,7 @@ import enum
 
 from prometheus_client import CollectorRegistry
 
-from media_worker.domain.errors import STATUS_BY_CODE
+from media_worker.domain.errors import REFUSAL_CODES
 from media_worker.service_layer.activity import Activity
 from yovision_platform.metrics import labeled_counter, labeled_gauge
 
@@ -43,7 +43,7 @@ class MediaMetrics:
             registry,
             "media_api_refusals_total",
             "API requests refused, by error code",
-            {"code": frozenset(STATUS_BY_CODE)},
+            {"code": REFUSAL_CODES},
         )
         self.client_disconnects = labeled_counter(
             registry,

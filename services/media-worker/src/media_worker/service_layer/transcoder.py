@@ -9,7 +9,7 @@ Recovery: at start-up the worker releases its own predecessor's leases (`Attempt
 at once; the next round comes when the earliest known lease expires (plus `LEASE_EXPIRY_SLACK_SECONDS`), and
 at the latest after `rescan_seconds`, so a job whose executor died is taken over within about a second of its
 lease's expiry. Every round and every take-over also removes the temporary folders of dead attempts. A
-database outage only waits for the next round. The canonical source is read, never moved or deleted.
+store outage only waits for the next round. The canonical source is read, never moved or deleted.
 """
 
 from __future__ import annotations
@@ -17,31 +17,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import shutil
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
-import asyncpg
-
-from media_worker.adapters.ffmpeg import OUTPUTS, Aborted, FfmpegTools, OutputSpec, TranscodeFailure
-from media_worker.adapters.repository import MediaRepository
-from media_worker.adapters.storage import Storage, output_key, work_folder_name
+from media_worker.domain.keys import output_key, work_folder_name
+from media_worker.domain.outputs import OUTPUTS, RETRYABLE_FAILURES, Aborted, Output, TranscodeFailure
 from media_worker.service_layer.activity import Activity
 from media_worker.service_layer.events import EventWriter
 from media_worker.service_layer.metrics import MediaMetrics, TranscodeOutcome
+from media_worker.service_layer.ports import (
+    ClaimedJob,
+    MediaLocks,
+    Storage,
+    Transcoder,
+    UnitOfWorkFactory,
+)
 from media_worker.service_layer.recovery import AttemptRecovery
-from yovision_platform.db import DbConnection
+from yovision_platform.db import STORE_ERRORS
 from yovision_platform.errors import LeaseLost
-from yovision_platform.leases import ClaimedRow, Lease
 
 __all__ = ["JOB_LEASE_SECONDS", "RESCAN_SECONDS", "TranscodeWorker", "WorkerTiming"]
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 JOB_LEASE_SECONDS = 30.0
 HEARTBEAT_FRACTION = 3  # renew every lease/3
@@ -50,8 +49,6 @@ LEASE_EXPIRY_SLACK_SECONDS = (
     0.2  # wake this long after the earliest lease expiry (DB vs local clock, latency)
 )
 MIN_ROUND_GAP_SECONDS = 0.1  # never spin: at least this between two rounds
-DB_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
-RETRYABLE_CODES = frozenset({"ffmpeg_failed", "ffmpeg_missing", "ffprobe_missing", "ffprobe_failed"})
 
 
 @dataclass(frozen=True)
@@ -74,21 +71,19 @@ class WorkerTiming:
 
 
 class _LeaseKeeper:
-    """Renews the lease in the background; sets `lost` on any failure to renew."""
+    """Renews the lease (with the progress reached) in the background; sets `lost` on any failure."""
 
-    def __init__(self, worker: TranscodeWorker, job_id: uuid.UUID, lease: Lease) -> None:
+    def __init__(self, worker: TranscodeWorker, job: ClaimedJob) -> None:
         self._worker = worker
-        self.job_id = job_id
-        self.lease = lease
+        self.job = job
         self.progress = 0
         self.lost = asyncio.Event()
 
     async def renew(self) -> None:
         try:
-            async with self._worker.pool.acquire() as conn:
-                await self._worker.repo.heartbeat(
-                    conn, self.job_id, self.lease, self._worker.timing.lease_seconds, self.progress
-                )
+            async with self._worker.uow() as uow:
+                await uow.jobs.renew(self.job.job_id, self.job.lease, self._worker.timing.lease_seconds)
+                await uow.materials.raise_progress(self.job.material_id, self.progress)
         except Exception:
             self.lost.set()
             raise LeaseLost() from None
@@ -103,23 +98,23 @@ class _LeaseKeeper:
 class TranscodeWorker:
     def __init__(
         self,
-        pool: asyncpg.Pool,
-        repo: MediaRepository,
+        uow: UnitOfWorkFactory,
+        locks: MediaLocks,
         storage: Storage,
         events: EventWriter,
         activity: Activity,
-        tools: FfmpegTools,
+        transcoder: Transcoder,
         *,
         instance_id: str,
         timing: WorkerTiming | None = None,
         metrics: MediaMetrics | None = None,
     ) -> None:
-        self.pool = pool
-        self.repo = repo
+        self.uow = uow
+        self.locks = locks
         self.storage = storage
         self.events = events
         self.activity = activity
-        self.tools = tools
+        self.transcoder = transcoder
         self.instance_id = instance_id
         self.timing = timing or WorkerTiming()
         self.metrics = metrics
@@ -127,7 +122,7 @@ class TranscodeWorker:
 
     @property
     def recovery(self) -> AttemptRecovery:
-        return AttemptRecovery(self.pool, self.repo, self.storage, self.instance_id)
+        return AttemptRecovery(self.uow, self.locks, self.storage, self.instance_id)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Recover, process due jobs now, then again at the next lease expiry or rescan (or when woken)
@@ -143,7 +138,7 @@ class TranscodeWorker:
                 await self.recovery.sweep_work_folders()
                 while not stop.is_set() and not self.activity.draining and await self.run_once(stop):
                     pass
-            except DB_ERRORS as exc:
+            except STORE_ERRORS as exc:
                 log.warning(
                     "transcode round failed; waiting for the next", extra={"error_code": type(exc).__name__}
                 )
@@ -156,9 +151,9 @@ class TranscodeWorker:
 
     async def _next_round_in(self) -> float:
         try:
-            async with self.pool.acquire() as conn:
-                expiry = await self.repo.next_lease_expiry_in(conn)
-        except DB_ERRORS:
+            async with self.uow() as uow:
+                expiry = await uow.jobs.next_lease_expiry_in()
+        except STORE_ERRORS:
             return self.timing.rescan_seconds
         return self.timing.next_round_in(expiry)
 
@@ -168,70 +163,61 @@ class TranscodeWorker:
         try:
             await self.recovery.sweep_work_folders()
             await self.recovery.sweep_output_folders([material_id], lock_held=True)
-        except DB_ERRORS as exc:
+        except STORE_ERRORS as exc:
             log.warning("sweep of dead attempts failed", extra={"error_code": type(exc).__name__})
 
     async def run_once(self, stop: asyncio.Event | None = None) -> bool:
         """Claim and execute one due job; False when none was due."""
-        async with self.pool.acquire() as conn:
-            claimed = await self.repo.claim_job(conn, self.instance_id, self.timing.lease_seconds)
+        async with self.uow() as uow:
+            claimed = await uow.jobs.claim(self.instance_id, self.timing.lease_seconds)
         if claimed is None:
             return False
         with self.activity.job():
             await self._execute(claimed, stop or asyncio.Event())
         return True
 
-    async def _execute(self, claimed: ClaimedRow, stop: asyncio.Event) -> None:
-        material_id: uuid.UUID = claimed.row["material_id"]
-        async with self.pool.acquire() as lock_conn:
-            if not await self.repo.try_lock_material(lock_conn, material_id):
-                with contextlib.suppress(LeaseLost):
-                    await self._in_tx(lambda c: self.repo.release_job(c, claimed.row_id, claimed.lease))
+    async def _execute(self, claimed: ClaimedJob, stop: asyncio.Event) -> None:
+        async with self.locks.material(claimed.material_id) as held:
+            if held:
+                await self._execute_locked(claimed, stop)
                 return
-            try:
-                await self._execute_locked(claimed, material_id, stop)
-            finally:
-                await self.repo.unlock_material(lock_conn, material_id)
+        with contextlib.suppress(LeaseLost):  # another executor still runs it: hand the job back
+            await self._release(claimed)
 
-    async def _in_tx(self, work: Callable[[DbConnection], Awaitable[T]]) -> T:
-        async with self.pool.acquire() as conn, conn.transaction():
-            return await work(conn)
+    async def _release(self, claimed: ClaimedJob) -> None:
+        async with self.uow() as uow:
+            await uow.jobs.release(claimed.job_id, claimed.lease)
+            await uow.materials.back_to_pending(claimed.material_id)
 
-    async def _execute_locked(self, claimed: ClaimedRow, material_id: uuid.UUID, stop: asyncio.Event) -> None:
-        job_id: uuid.UUID = claimed.row_id
-        lease = claimed.lease
+    async def _execute_locked(self, claimed: ClaimedJob, stop: asyncio.Event) -> None:
+        job_id, material_id, lease = claimed.job_id, claimed.material_id, claimed.lease
         started = time.monotonic()
-
-        async def start(conn: DbConnection) -> tuple[int, dict[str, object]]:
-            attempt, material = await self.repo.start_job(conn, claimed)
-            await self.events.emit(conn, "TranscodeStarted", str(material_id), self._ids(job_id, attempt))
-            return attempt, dict(material)
-
         try:
-            attempt, material = await self._in_tx(start)
+            async with self.uow() as uow:
+                attempt = await uow.jobs.start(job_id, lease)
+                material = await uow.materials.set_processing(material_id)
+                await self.events.emit(
+                    uow.outbox, "TranscodeStarted", str(material_id), self._ids(job_id, attempt)
+                )
         except LeaseLost:
             return
         await self._sweep_after(material_id)  # a dead attempt of this job is taken over: drop its files
         done = False
-        keeper = _LeaseKeeper(self, job_id, lease)
+        keeper = _LeaseKeeper(self, claimed)
         abort = asyncio.Event()
         heartbeat = asyncio.create_task(keeper.run())
         relay_abort = asyncio.create_task(self._first_of(keeper.lost, stop, abort))
-        work = self.storage.work_dir(work_folder_name(job_id, lease.token))
+        work_name = work_folder_name(job_id, lease.token)
+        work = self.storage.work_dir(work_name)
         try:
-            refs = await self._render_all(
-                str(material["source_path"]), material_id, lease, work, keeper, abort
-            )
+            refs = await self._render_all(material.source_key, claimed, work, keeper, abort)
             await keeper.renew()  # the lease must still be ours before anything is recorded
-            await self._in_tx(
-                lambda c: self._record_done(c, job_id, lease, material_id, attempt, refs, started)
-            )
+            await self._record_done(claimed, attempt, refs, started)
             done = True
             self._count(TranscodeOutcome.DONE)
         except TranscodeFailure as failure:
-            code = failure.code
             try:
-                await self._in_tx(lambda c: self._record_failed(c, job_id, lease, material_id, attempt, code))
+                await self._record_failed(claimed, attempt, failure.code)
                 self._count(TranscodeOutcome.FAILED)
             except LeaseLost:
                 self._count(TranscodeOutcome.ABORTED)
@@ -239,12 +225,12 @@ class TranscodeWorker:
             self._count(TranscodeOutcome.ABORTED)
             if stop.is_set() and not keeper.lost.is_set():
                 with contextlib.suppress(LeaseLost):
-                    await self._in_tx(lambda c: self.repo.release_job(c, job_id, lease))
+                    await self._release(claimed)
             log.info("transcode aborted", extra={"reason": "lease_lost" if keeper.lost.is_set() else "stop"})
         finally:
             heartbeat.cancel()
             relay_abort.cancel()
-            await asyncio.to_thread(shutil.rmtree, work, True)
+            await self.storage.remove_work_dir(work_name)
             if not done:  # outputs stored before a lost lease or a failed record are garbage
                 await self._sweep_after(material_id)
 
@@ -263,73 +249,59 @@ class TranscodeWorker:
                 waiter.cancel()
 
     async def _render_all(
-        self,
-        source_key: str,
-        material_id: uuid.UUID,
-        lease: Lease,
-        work: Path,
-        keeper: _LeaseKeeper,
-        abort: asyncio.Event,
+        self, source_key: str, claimed: ClaimedJob, work: Path, keeper: _LeaseKeeper, abort: asyncio.Event
     ) -> dict[str, str]:
-        source = self.storage.local_path(source_key)
-        if not await asyncio.to_thread(source.is_file):
+        if not self.storage.has_file(source_key):
             raise TranscodeFailure("source_missing")
-        rendered: list[tuple[OutputSpec, Path]] = []
-        for spec in OUTPUTS:
-            target = work / spec.file_name
-            await self.tools.render(source, spec, target, abort)
-            await self.tools.verify(spec, target)
-            keeper.progress = spec.progress_after
-            rendered.append((spec, target))
+        source = self.storage.local_path(source_key)
+        rendered: list[tuple[Output, Path]] = []
+        for output in OUTPUTS:
+            target = work / output.file_name
+            await self.transcoder.render(source, output, target, abort)
+            await self.transcoder.verify(output, target)
+            keeper.progress = output.progress_after
+            rendered.append((output, target))
         await keeper.renew()
         refs: dict[str, str] = {}
-        for spec, target in rendered:
-            stored = await self.storage.put_file(target, output_key(material_id, lease.token, spec.file_name))
-            refs[spec.kind] = stored.key
+        for output, target in rendered:
+            key = output_key(claimed.material_id, claimed.lease.token, output.file_name)
+            refs[output.kind] = (await self.storage.put_file(target, key)).key
         return refs
 
     def _ids(self, job_id: uuid.UUID, attempt: int) -> dict[str, object]:
         return {"job_id": str(job_id), "instance_id": self.instance_id, "attempt": attempt}
 
     async def _record_done(
-        self,
-        conn: DbConnection,
-        job_id: uuid.UUID,
-        lease: Lease,
-        material_id: uuid.UUID,
-        attempt: int,
-        refs: dict[str, str],
-        started: float,
+        self, claimed: ClaimedJob, attempt: int, refs: dict[str, str], started: float
     ) -> None:
-        await self.repo.finish_job(conn, job_id, lease, state="done")
-        await self.repo.lock_material(conn, material_id)
-        await self.repo.complete_material(conn, material_id, refs)
-        await self.events.emit(
-            conn,
-            "TranscodeCompleted",
-            str(material_id),
-            {
-                **self._ids(job_id, attempt),
-                "duration_ms": int((time.monotonic() - started) * 1000),
-                "outputs": [spec.kind for spec in OUTPUTS],
-            },
-        )
+        duration_ms = int((time.monotonic() - started) * 1000)
+        payload = {"duration_ms": duration_ms, "outputs": [output.kind for output in OUTPUTS]}
+        await self._record(claimed, attempt, "TranscodeCompleted", payload, refs=refs)
 
-    async def _record_failed(
+    async def _record_failed(self, claimed: ClaimedJob, attempt: int, code: str) -> None:
+        payload = {"error_code": code, "retryable": code in RETRYABLE_FAILURES}
+        await self._record(claimed, attempt, "TranscodeFailed", payload, failure=code)
+
+    async def _record(
         self,
-        conn: DbConnection,
-        job_id: uuid.UUID,
-        lease: Lease,
-        material_id: uuid.UUID,
+        claimed: ClaimedJob,
         attempt: int,
-        code: str,
+        event_type: str,
+        payload: dict[str, object],
+        *,
+        refs: dict[str, str] | None = None,
+        failure: str | None = None,
     ) -> None:
-        await self.repo.finish_job(conn, job_id, lease, state="failed", error_code=code)
-        await self.repo.lock_material(conn, material_id)
-        await self.repo.fail_material(conn, material_id, code)
-        await self.events.emit(
-            conn,
-            "TranscodeFailed",
-            str(material_id),
-            {**self._ids(job_id, attempt), "error_code": code, "retryable": code in RETRYABLE_CODES},
-        )
+        """One fenced transaction: the job's end, the material's outcome (`refs` when done, the `failure`
+        code otherwise; the material row is locked first) and the event."""
+        state = "done" if failure is None else "failed"
+        async with self.uow() as uow:
+            await uow.jobs.finish(claimed.job_id, claimed.lease, state=state, error_code=failure)
+            await uow.materials.lock(claimed.material_id)
+            if failure is None:
+                assert refs is not None
+                await uow.materials.complete(claimed.material_id, refs)
+            else:
+                await uow.materials.fail(claimed.material_id, failure)
+            ids = self._ids(claimed.job_id, attempt)
+            await self.events.emit(uow.outbox, event_type, str(claimed.material_id), {**ids, **payload})

@@ -1,35 +1,21 @@
-"""SQL listing scan reports for the read API: newest first, keyset-paged by (created_at, id)."""
+"""SQL listing scan reports for the read API: newest first, keyset-paged by (created_at, id). The PostgreSQL
+adapter of `service_layer.ports.ReportReader` (each read on a pooled connection of its own)."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from datetime import datetime
 
-from yovision_platform.db import DbConnection, Identifier
+import asyncpg
 
-
-@dataclass(frozen=True)
-class ReportSummary:
-    scan_id: uuid.UUID
-    trigger: str
-    status: str
-    error_code: str | None
-    created_at: datetime
-    expires_at: datetime
-    observed_total: int | None
-    owned_stale_count: int | None
-    unowned_count: int | None
+from orphan_scanner.adapters.report_store import load_report
+from orphan_scanner.domain.records import ReportPosition, ReportSummary, StoredReport
+from yovision_platform.db import Identifier
 
 
-@dataclass(frozen=True)
-class ReportPosition:
-    created_at: datetime
-    scan_id: uuid.UUID
-
-
-class ReportReader:
-    def __init__(self, schema: Identifier) -> None:
+class PostgresReportReader:
+    def __init__(self, pool: asyncpg.Pool, schema: Identifier) -> None:
+        self._pool = pool
+        self._schema = schema
         s = schema.quoted
         columns = (
             "id AS scan_id, trigger, status, error_code, created_at, expires_at, observed_total, "
@@ -43,13 +29,19 @@ class ReportReader:
         newest = "ORDER BY created_at DESC, id DESC LIMIT 1"
         self._latest_complete = f"SELECT id FROM {s}.scan_reports WHERE status = 'complete' {newest}"
 
-    async def page(self, conn: DbConnection, limit: int, after: ReportPosition | None) -> list[ReportSummary]:
-        if after is None:
-            records = await conn.fetch(self._first, limit)
-        else:
-            records = await conn.fetch(self._next, limit, after.created_at, after.scan_id)
+    async def page(self, limit: int, after: ReportPosition | None) -> list[ReportSummary]:
+        async with self._pool.acquire() as conn:
+            if after is None:
+                records = await conn.fetch(self._first, limit)
+            else:
+                records = await conn.fetch(self._next, limit, after.created_at, after.scan_id)
         return [ReportSummary(**dict(r)) for r in records]
 
-    async def latest_complete(self, conn: DbConnection) -> uuid.UUID | None:
-        scan_id: uuid.UUID | None = await conn.fetchval(self._latest_complete)
+    async def latest_complete(self) -> uuid.UUID | None:
+        async with self._pool.acquire() as conn:
+            scan_id: uuid.UUID | None = await conn.fetchval(self._latest_complete)
         return scan_id
+
+    async def load(self, scan_id: uuid.UUID) -> StoredReport | None:
+        async with self._pool.acquire() as conn:
+            return await load_report(conn, self._schema, scan_id)

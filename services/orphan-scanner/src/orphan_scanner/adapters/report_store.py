@@ -1,76 +1,81 @@
 """SQL of scans, findings, apply runs and dispositions (schema `orphan`), each finding and disposition per
-(MediaMTX server, path). Times come from the DB clock."""
+(MediaMTX server, path). Times come from the DB clock. The PostgreSQL adapter of
+`service_layer.ports.ReportStore`, bound to one connection (a transaction)."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from datetime import datetime
 
 from orphan_scanner.domain.classify import Classification, PathClass, ServerPath
+from orphan_scanner.domain.records import (
+    COUNTED_OUTCOMES,
+    ApplyEnd,
+    ApplyRun,
+    Disposition,
+    NewReport,
+    PathDisposition,
+    StoredReport,
+)
 from yovision_platform.db import DbConnection, Identifier
-from yovision_platform.leases import LeaseTable
 
-SCANNER_LEASE_ID = "scanner"
-FINAL_OUTCOMES = ("deleted", "already_absent")
 # A report's age in whole milliseconds by the database clock, now (not at the start of the transaction).
 AGE_MS_SQL = "floor(extract(epoch FROM (clock_timestamp() - created_at)) * 1000)::bigint"
 
 
-@dataclass(frozen=True)
-class StoredReport:
-    scan_id: uuid.UUID
-    trigger: str
-    status: str
-    error_code: str | None
-    created_at: datetime
-    expires_at: datetime
-    age_ms: int
-    observed_total: int | None
-    in_use_count: int | None
-    owned_stale_count: int | None
-    unowned_count: int | None
-    # owned_stale (server, path) -> last owning device
-    candidates: dict[ServerPath, uuid.UUID]
-    unowned: list[ServerPath]
-    # configured paths per MediaMTX server at the scan (complete reports)
-    server_totals: dict[str, int]
+async def load_report(conn: DbConnection, schema: Identifier, scan_id: uuid.UUID) -> StoredReport | None:
+    """The report with its findings (ordered by server, then path, by code point) and per-server totals."""
+    s = schema.quoted
+    row = await conn.fetchrow(
+        f"""
+        SELECT id AS scan_id, trigger, status, error_code, created_at, expires_at, observed_total,
+               in_use_count, owned_stale_count, unowned_count, {AGE_MS_SQL} AS age_ms
+          FROM {s}.scan_reports WHERE id = $1
+        """,
+        scan_id,
+    )
+    if row is None:
+        return None
+    findings = await conn.fetch(
+        f"SELECT media_server_id, path_name, path_class, device_id FROM {s}.scan_findings "
+        'WHERE scan_id = $1 ORDER BY media_server_id COLLATE "C", path_name COLLATE "C"',
+        scan_id,
+    )
+    totals = await conn.fetch(
+        f"SELECT media_server_id, observed_total FROM {s}.scan_server_counts WHERE scan_id = $1",
+        scan_id,
+    )
+    return StoredReport(
+        **dict(row),
+        candidates={
+            ServerPath(f["media_server_id"], f["path_name"]): f["device_id"]
+            for f in findings
+            if f["path_class"] == PathClass.OWNED_STALE
+        },
+        unowned=[
+            ServerPath(f["media_server_id"], f["path_name"])
+            for f in findings
+            if f["path_class"] == PathClass.UNOWNED
+        ],
+        server_totals=dict(sorted((t["media_server_id"], t["observed_total"]) for t in totals)),
+    )
 
 
-@dataclass(frozen=True)
-class Disposition:
-    path: ServerPath
-    outcome: str
-    error_code: str | None
-    attempts: int
-
-    @property
-    def final(self) -> bool:
-        return self.outcome in FINAL_OUTCOMES
-
-
-class ReportStore:
-    def __init__(self, schema: Identifier) -> None:
-        self.schema = schema
-        self.leases = LeaseTable(schema, Identifier("scan_leases"))
+class PostgresReportStore:
+    def __init__(self, conn: DbConnection, schema: Identifier) -> None:
+        self._conn = conn
+        self._schema = schema
         self._s = schema.quoted
 
     async def insert_complete(
-        self,
-        conn: DbConnection,
-        scan_id: uuid.UUID,
-        *,
-        trigger: str,
-        instance_id: str,
-        lease_token: uuid.UUID,
-        classification: Classification,
-        media_servers: tuple[str, ...],
+        self, report: NewReport, classification: Classification, media_servers: tuple[str, ...]
     ) -> tuple[datetime, datetime]:
         """Insert a usable report, its findings and its per-server counts (every one of `media_servers`);
         returns (created_at, expires_at) by the DB clock."""
         s = self._s
+        scan_id = report.scan_id
         counts = classification.counts()
-        row = await conn.fetchrow(
+        row = await self._conn.fetchrow(
             f"""
             INSERT INTO {s}.scan_reports (id, trigger, instance_id, lease_token, status, expires_at,
                                           observed_total, in_use_count, owned_stale_count, unowned_count)
@@ -78,9 +83,9 @@ class ReportStore:
             RETURNING created_at, expires_at
             """,
             scan_id,
-            trigger,
-            instance_id,
-            lease_token,
+            report.trigger,
+            report.instance_id,
+            report.lease_token,
             classification.observed_total,
             counts[PathClass.IN_USE],
             counts[PathClass.OWNED_STALE],
@@ -89,7 +94,7 @@ class ReportStore:
         stale = sorted(classification.owned_stale.items())
         unowned = sorted(classification.unowned)
         paths = [path for path, _ in stale] + unowned
-        await conn.execute(
+        await self._conn.execute(
             f"""
             INSERT INTO {s}.scan_findings (scan_id, media_server_id, path_name, path_class, device_id)
             SELECT $1, f.media_server_id, f.path_name, f.path_class, f.device_id
@@ -103,7 +108,7 @@ class ReportStore:
             [device for _, device in stale] + [None] * len(unowned),
         )
         by_server = classification.counts_by_server(media_servers)
-        await conn.executemany(
+        await self._conn.executemany(
             f"""
             INSERT INTO {s}.scan_server_counts (scan_id, media_server_id, observed_total, in_use_count,
                                                 owned_stale_count, unowned_count)
@@ -124,88 +129,35 @@ class ReportStore:
         assert row is not None
         return row["created_at"], row["expires_at"]
 
-    async def insert_failed(
-        self,
-        conn: DbConnection,
-        scan_id: uuid.UUID,
-        *,
-        trigger: str,
-        instance_id: str,
-        lease_token: uuid.UUID,
-        error_code: str,
-    ) -> datetime:
-        created_at: datetime = await conn.fetchval(
+    async def insert_failed(self, report: NewReport, error_code: str) -> datetime:
+        created_at: datetime = await self._conn.fetchval(
             f"""
             INSERT INTO {self._s}.scan_reports (id, trigger, instance_id, lease_token, status, error_code,
                                                 expires_at)
             VALUES ($1, $2, $3, $4, 'failed', $5, now() + interval '15 minutes')
             RETURNING created_at
             """,
-            scan_id,
-            trigger,
-            instance_id,
-            lease_token,
+            report.scan_id,
+            report.trigger,
+            report.instance_id,
+            report.lease_token,
             error_code,
         )
         return created_at
 
-    async def load(self, conn: DbConnection, scan_id: uuid.UUID) -> StoredReport | None:
-        s = self._s
-        row = await conn.fetchrow(
-            f"""
-            SELECT id, trigger, status, error_code, created_at, expires_at, observed_total, in_use_count,
-                   owned_stale_count, unowned_count,
-                   {AGE_MS_SQL} AS age_ms
-              FROM {s}.scan_reports WHERE id = $1
-            """,
-            scan_id,
-        )
-        if row is None:
-            return None
-        findings = await conn.fetch(
-            f"SELECT media_server_id, path_name, path_class, device_id FROM {s}.scan_findings "
-            "WHERE scan_id = $1 ORDER BY media_server_id, path_name",
-            scan_id,
-        )
-        totals = await conn.fetch(
-            f"SELECT media_server_id, observed_total FROM {s}.scan_server_counts WHERE scan_id = $1",
-            scan_id,
-        )
-        return StoredReport(
-            scan_id=row["id"],
-            trigger=row["trigger"],
-            status=row["status"],
-            error_code=row["error_code"],
-            created_at=row["created_at"],
-            expires_at=row["expires_at"],
-            age_ms=int(row["age_ms"]),
-            observed_total=row["observed_total"],
-            in_use_count=row["in_use_count"],
-            owned_stale_count=row["owned_stale_count"],
-            unowned_count=row["unowned_count"],
-            candidates={
-                ServerPath(f["media_server_id"], f["path_name"]): f["device_id"]
-                for f in findings
-                if f["path_class"] == PathClass.OWNED_STALE
-            },
-            unowned=[
-                ServerPath(f["media_server_id"], f["path_name"])
-                for f in findings
-                if f["path_class"] == PathClass.UNOWNED
-            ],
-            server_totals=dict(sorted((t["media_server_id"], t["observed_total"]) for t in totals)),
-        )
+    async def load(self, scan_id: uuid.UUID) -> StoredReport | None:
+        return await load_report(self._conn, self._schema, scan_id)
 
-    async def report_age_ms(self, conn: DbConnection, scan_id: uuid.UUID) -> int:
-        age: int = await conn.fetchval(
+    async def report_age_ms(self, scan_id: uuid.UUID) -> int:
+        age: int = await self._conn.fetchval(
             f"SELECT {AGE_MS_SQL} FROM {self._s}.scan_reports WHERE id = $1",
             scan_id,
         )
         return int(age)
 
-    async def prune(self, conn: DbConnection, *, older_than_hours: int, limit: int = 1000) -> int:
+    async def prune(self, *, older_than_hours: int, limit: int = 1000) -> int:
         """Delete old reports no apply ever used (their findings go with them)."""
-        status = await conn.execute(
+        status = await self._conn.execute(
             f"""
             DELETE FROM {self._s}.scan_reports r
              WHERE r.id IN (SELECT id FROM {self._s}.scan_reports
@@ -220,42 +172,23 @@ class ReportStore:
 
     # --- apply runs and dispositions -------------------------------------------------------------------
 
-    async def start_apply(
-        self,
-        conn: DbConnection,
-        apply_id: uuid.UUID,
-        *,
-        scan_id: uuid.UUID,
-        actor: str,
-        instance_id: str,
-        report_candidates: int,
-    ) -> None:
-        await conn.execute(
+    async def start_apply(self, run: ApplyRun) -> None:
+        await self._conn.execute(
             f"""
             INSERT INTO {self._s}.apply_runs (id, scan_id, actor, instance_id, status, report_candidates)
             VALUES ($1, $2, $3, $4, 'running', $5)
             ON CONFLICT (id) DO NOTHING
             """,
-            apply_id,
-            scan_id,
-            actor,
-            instance_id,
-            report_candidates,
+            run.apply_id,
+            run.scan_id,
+            run.actor,
+            run.instance_id,
+            run.report_candidates,
         )
 
-    async def finish_apply(
-        self,
-        conn: DbConnection,
-        apply_id: uuid.UUID,
-        *,
-        status: str,
-        reason_code: str | None,
-        current_total: int | None,
-        current_candidates: int | None,
-        counts: dict[str, int],
-        blocked_media_server_id: str | None = None,
-    ) -> None:
-        await conn.execute(
+    async def finish_apply(self, apply_id: uuid.UUID, end: ApplyEnd) -> None:
+        counts = end.counts
+        await self._conn.execute(
             f"""
             UPDATE {self._s}.apply_runs
                SET status = $2, reason_code = $3, current_total = $4, current_candidates = $5,
@@ -264,19 +197,16 @@ class ReportStore:
              WHERE id = $1
             """,
             apply_id,
-            status,
-            reason_code,
-            current_total,
-            current_candidates,
-            counts.get("deleted", 0),
-            counts.get("already_absent", 0),
-            counts.get("skipped_not_stale", 0),
-            counts.get("failed", 0),
-            blocked_media_server_id,
+            end.status,
+            end.reason_code,
+            end.current_total,
+            end.current_candidates,
+            *(counts.get(outcome, 0) for outcome in COUNTED_OUTCOMES),
+            end.blocked_media_server_id,
         )
 
-    async def dispositions(self, conn: DbConnection, scan_id: uuid.UUID) -> dict[ServerPath, Disposition]:
-        rows = await conn.fetch(
+    async def dispositions(self, scan_id: uuid.UUID) -> dict[ServerPath, Disposition]:
+        rows = await self._conn.fetch(
             f"SELECT media_server_id, path_name, outcome, error_code, attempts FROM {self._s}.dispositions "
             "WHERE scan_id = $1",
             scan_id,
@@ -287,19 +217,9 @@ class ReportStore:
             dispositions[path] = Disposition(path, r["outcome"], r["error_code"], r["attempts"])
         return dispositions
 
-    async def record_disposition(
-        self,
-        conn: DbConnection,
-        *,
-        scan_id: uuid.UUID,
-        path: ServerPath,
-        outcome: str,
-        error_code: str | None,
-        actor: str,
-        apply_id: uuid.UUID,
-    ) -> None:
+    async def record_disposition(self, disposition: PathDisposition) -> None:
         """Insert or update the path's disposition; a final one is never rewritten (the DB enforces it)."""
-        await conn.execute(
+        await self._conn.execute(
             f"""
             INSERT INTO {self._s}.dispositions AS d (scan_id, path_name, outcome, error_code, actor, apply_id,
                                                      media_server_id)
@@ -310,18 +230,18 @@ class ReportStore:
                    attempts = d.attempts + CASE WHEN d.apply_id = excluded.apply_id THEN 0 ELSE 1 END
              WHERE d.outcome NOT IN ('deleted', 'already_absent')
             """,
-            scan_id,
-            path.path_name,
-            outcome,
-            error_code,
-            actor,
-            apply_id,
-            path.media_server_id,
+            disposition.scan_id,
+            disposition.path.path_name,
+            disposition.outcome,
+            disposition.error_code,
+            disposition.actor,
+            disposition.apply_id,
+            disposition.path.media_server_id,
         )
 
-    async def totals(self, conn: DbConnection) -> dict[str, int]:
+    async def totals(self) -> dict[str, int]:
         """Monotonic totals over every apply run: blocked runs, deleted paths, failed deletes."""
-        row = await conn.fetchrow(
+        row = await self._conn.fetchrow(
             f"""
             SELECT count(*) FILTER (WHERE status = 'blocked') AS blocked,
                    coalesce(sum(deleted_count), 0) AS deleted,
@@ -332,9 +252,9 @@ class ReportStore:
         assert row is not None
         return {"blocked": int(row["blocked"]), "deleted": int(row["deleted"]), "failed": int(row["failed"])}
 
-    async def last_complete_counts(self, conn: DbConnection) -> dict[str, dict[str, int]] | None:
+    async def last_complete_counts(self) -> dict[str, dict[str, int]] | None:
         """Per server, the class counts of the last usable report; None before the first one."""
-        rows = await conn.fetch(
+        rows = await self._conn.fetch(
             f"""
             SELECT media_server_id, observed_total, in_use_count, owned_stale_count, unowned_count
               FROM {self._s}.scan_server_counts

@@ -10,17 +10,9 @@ import re
 import uuid
 
 from orphan_scanner.domain import limits
+from orphan_scanner.domain.errors import InvalidInput
 
 ACTOR_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:@-]{{0,{limits.ACTOR_MAX_CHARS - 1}}}")
-
-
-class InvalidInput(Exception):
-    """code: invalid_actor | invalid_scan_id | invalid_confirmation."""
-
-    def __init__(self, field: str) -> None:
-        self.field = field
-        self.code = f"invalid_{field}"
-        super().__init__(self.code)
 
 
 def validate_actor(value: str) -> str:

@@ -23,21 +23,20 @@ import asyncpg
 
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.classify import PathClass, ServerPath
+from orphan_scanner.domain.errors import ApplyRefused, InvalidInput, ScanError, ScanLeaseBusy
 from orphan_scanner.domain.gate import FleetGateInput, check_fleet_gate
 from orphan_scanner.domain.inputs import (
     APPLY_PROGRAM,
-    InvalidInput,
     apply_command,
     confirmation_text,
     parse_scan_id,
     validate_actor,
     validate_confirmation,
 )
-from orphan_scanner.entrypoints.main import SPEC
-from orphan_scanner.entrypoints.wiring import build
-from orphan_scanner.service_layer.apply import ApplyRefused, ApplyResult, ApplyStatus
+from orphan_scanner.entrypoints.main import SPEC, build
+from orphan_scanner.service_layer.apply import ApplyResult, ApplyStatus
 from orphan_scanner.service_layer.metrics import ScanTrigger
-from orphan_scanner.service_layer.scanner import ScanError, ScanReport
+from orphan_scanner.service_layer.scanner import ScanReport
 from orphan_scanner.settings import OrphanScannerSettings
 from yovision_platform.errors import ConfigError, PlatformError
 from yovision_platform.logging import configure_logging
@@ -175,7 +174,7 @@ async def _run(
                     report = await components.scanner.scan(ScanTrigger.MANUAL)
                 except ScanError as exc:
                     _emit({"status": "failed", "error_code": exc.code})
-                    return EXIT_REFUSED if exc.code == "scan_lease_busy" else EXIT_FAILED
+                    return EXIT_REFUSED if isinstance(exc, ScanLeaseBusy) else EXIT_FAILED
                 assert report is not None
                 _emit(report_document(report))
                 return EXIT_OK

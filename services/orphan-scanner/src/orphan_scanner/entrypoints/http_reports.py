@@ -13,21 +13,17 @@ from collections import Counter
 from datetime import datetime
 from typing import Annotated, Any
 
-import asyncpg
 from fastapi import APIRouter, FastAPI, Query
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from orphan_scanner.adapters.report_reader import ReportPosition, ReportReader, ReportSummary
-from orphan_scanner.adapters.report_store import ReportStore, StoredReport
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.gate import FleetGateInput, check_fleet_gate, ratio_allows, report_expired
 from orphan_scanner.domain.inputs import apply_command, confirmation_text
+from orphan_scanner.domain.records import ReportPosition, ReportSummary, StoredReport
+from orphan_scanner.service_layer.reports import ReportQueries
 from yovision_platform import paging
 from yovision_platform.auth import Caller, TokenVerifier, use_token_verifier
-from yovision_platform.db import Identifier
-from yovision_platform.paging import InvalidCursor
-from yovision_platform.problems import Problem, problem_response
+from yovision_platform.problems import Problem
 
 READ_PERMISSION = "orphan:read"
 DEFAULT_PAGE_SIZE = 20
@@ -124,6 +120,7 @@ def encode_cursor(position: ReportPosition) -> str:
 
 
 def decode_cursor(cursor: str) -> ReportPosition:
+    """`paging.InvalidCursor` (400 invalid_cursor) for any text `encode_cursor` did not make."""
     return ReportPosition(*paging.decode_cursor(cursor, uuid.UUID))
 
 
@@ -229,38 +226,22 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def install_report_routes(app: FastAPI, *, pool: asyncpg.Pool, schema: str, verifier: TokenVerifier) -> None:
-    store, reader = ReportStore(Identifier(schema)), ReportReader(Identifier(schema))
+def install_report_routes(app: FastAPI, *, reports: ReportQueries, verifier: TokenVerifier) -> None:
     router = APIRouter(prefix="/v1/reports", tags=["reports"], responses=ERRORS)
 
     use_token_verifier(app, verifier)
-
-    async def one(scan_id: uuid.UUID | None) -> ReportOut | JSONResponse:
-        if scan_id is None:
-            return problem_response(404, "not_found")
-        async with pool.acquire() as conn:
-            report = await store.load(conn, scan_id)
-        return report_out(report) if report is not None else problem_response(404, "not_found")
 
     @router.get("", response_model=ReportPage, responses={400: {"description": "invalid_cursor"}})
     async def list_reports(
         caller: Caller,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
         cursor: Annotated[str | None, paging.cursor_query(uuid.UUID, max_length=MAX_CURSOR_CHARS)] = None,
-    ) -> ReportPage | JSONResponse:
+    ) -> ReportPage:
         caller.require(READ_PERMISSION)
-        try:
-            after = decode_cursor(cursor) if cursor is not None else None
-        except InvalidCursor:
-            return problem_response(400, "invalid_cursor")
-        async with pool.acquire() as conn:
-            rows = await reader.page(conn, limit + 1, after)
-        more = len(rows) > limit
-        rows = rows[:limit]
-        last = rows[-1] if rows and more else None
+        listing = await reports.page(limit, decode_cursor(cursor) if cursor is not None else None)
         return ReportPage(
-            items=[_summary(r) for r in rows],
-            next_cursor=encode_cursor(ReportPosition(last.created_at, last.scan_id)) if last else None,
+            items=[_summary(r) for r in listing.items],
+            next_cursor=encode_cursor(listing.next_after) if listing.next_after else None,
         )
 
     @router.get(
@@ -268,19 +249,17 @@ def install_report_routes(app: FastAPI, *, pool: asyncpg.Pool, schema: str, veri
         response_model=ReportOut,
         responses={404: {"model": Problem, "description": "not_found: no complete report yet"}},
     )
-    async def latest_report(caller: Caller) -> ReportOut | JSONResponse:
+    async def latest_report(caller: Caller) -> ReportOut:
         caller.require(READ_PERMISSION)
-        async with pool.acquire() as conn:
-            scan_id = await reader.latest_complete(conn)
-        return await one(scan_id)
+        return report_out(await reports.latest())
 
     @router.get(
         "/{scan_id}",
         response_model=ReportOut,
         responses={404: {"model": Problem, "description": "not_found"}},
     )
-    async def get_report(caller: Caller, scan_id: uuid.UUID) -> ReportOut | JSONResponse:
+    async def get_report(caller: Caller, scan_id: uuid.UUID) -> ReportOut:
         caller.require(READ_PERMISSION)
-        return await one(scan_id)
+        return report_out(await reports.get(scan_id))
 
     app.include_router(router)

@@ -1,41 +1,31 @@
-"""The projection worker: an IdempotentConsumer over Sense's device and path-ownership topics."""
+"""The projection consumer: the platform's IdempotentConsumer over Sense's device and path-ownership topics,
+each event applied by the projection use case in the consumer's own transaction (a joined unit of work)."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Sequence
-
 import asyncpg
 
-from orphan_scanner.adapters.projection_store import ProjectionStore
-from orphan_scanner.service_layer.projection import ProjectionHandler
+from orphan_scanner.adapters.unit_of_work import PostgresOrphanUnitOfWork
+from orphan_scanner.service_layer.projection import OwnershipProjection
 from yovision_platform.avro import AvroSerde
-from yovision_platform.consumer import ConsumerMetrics, IdempotentConsumer
-from yovision_platform.db import Identifier
-from yovision_platform.kafka_security import KafkaTarget
+from yovision_platform.consumer import ConsumerMetrics, IdempotentConsumer, InboundEvent
+from yovision_platform.db import DbConnection, Identifier
 
 
-def projection_worker(
+def projection_consumer(
     pool: asyncpg.Pool,
     schema: Identifier,
     serde: AvroSerde,
     *,
-    kafka: KafkaTarget,
-    topics: Sequence[str],
     consumer_group: str,
-    client_id: str,
-    consumer_metrics: ConsumerMetrics | None = None,
-) -> Callable[[asyncio.Event], Awaitable[None]]:
-    idempotent = IdempotentConsumer(
-        pool,
-        schema,
-        consumer_group=consumer_group,
-        decode=serde.decode,
-        handler=ProjectionHandler(ProjectionStore(schema)).handle,
-        metrics=consumer_metrics,
+    metrics: ConsumerMetrics | None = None,
+) -> IdempotentConsumer:
+    """Run it with `consume_topics(kafka, topics, stop, client_id=...)`."""
+    projection = OwnershipProjection()
+
+    async def handle(conn: DbConnection, event: InboundEvent) -> None:
+        await projection.apply(PostgresOrphanUnitOfWork.joining(conn, schema), event)
+
+    return IdempotentConsumer(
+        pool, schema, consumer_group=consumer_group, decode=serde.decode, handler=handle, metrics=metrics
     )
-
-    async def run(stop: asyncio.Event) -> None:
-        await idempotent.consume_topics(kafka, topics, stop, client_id=client_id)
-
-    return run

@@ -20,20 +20,15 @@ A blocked run is recorded (apply_runs) with an ApplyBlocked event. Re-running is
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import logging
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-import asyncpg
-
-from orphan_scanner.adapters.projection_store import ProjectionStore
-from orphan_scanner.adapters.report_store import ReportStore, StoredReport
 from orphan_scanner.domain import limits
-from orphan_scanner.domain.classify import Classification, ServerPath, classify
+from orphan_scanner.domain.classify import ServerPath, classify
+from orphan_scanner.domain.errors import ScanNotFound, ScanNotUsable
 from orphan_scanner.domain.gate import (
     BlockReason,
     FleetGateInput,
@@ -42,27 +37,21 @@ from orphan_scanner.domain.gate import (
     report_expired,
 )
 from orphan_scanner.domain.inputs import confirmation_text
-from orphan_scanner.service_layer.catch_up import ProjectionCatchUp
+from orphan_scanner.domain.records import ApplyEnd, ApplyRun, Outcome, PathDisposition, StoredReport
 from orphan_scanner.service_layer.events import OrphanEvents
+from orphan_scanner.service_layer.ports import (
+    ApplyLock,
+    MediaServers,
+    OrphanUnitOfWork,
+    ProjectionProgress,
+    UnitOfWorkFactory,
+)
 from orphan_scanner.service_layer.scanner import enumerate_fleet
-from yovision_platform.db import DbConnection
-from yovision_platform.errors import PlatformError
-from yovision_platform.media_servers import MediaFleet
-from yovision_platform.mediamtx import MediaMtxApi, MediaMtxError
+from yovision_platform.mediamtx import MediaMtxError
 
 log = logging.getLogger(__name__)
 
-
-class ApplyRefused(PlatformError):
-    """Refused before any gate: scan_not_found | scan_not_usable | apply_in_progress."""
-
-
-class Outcome(enum.StrEnum):
-    ATTEMPTING = "attempting"
-    DELETED = "deleted"
-    ALREADY_ABSENT = "already_absent"
-    FAILED = "failed"
-    SKIPPED_NOT_STALE = "skipped_not_stale"
+__all__ = ["ApplyResult", "ApplyService", "ApplyStatus", "ItemOutcome", "Outcome"]
 
 
 class ApplyStatus(enum.StrEnum):
@@ -95,40 +84,49 @@ class ApplyResult:
     def counts(self) -> dict[str, int]:
         return dict(Counter(i.outcome for i in self.items if not i.earlier))
 
+    def end(self) -> ApplyEnd:
+        """The run's record; a blocked run counts no outcome."""
+        return ApplyEnd(
+            status=self.status.value,
+            reason_code=self.reason_code.value if self.reason_code else None,
+            current_total=self.current_total,
+            current_candidates=self.current_candidates,
+            counts={} if self.status is ApplyStatus.BLOCKED else self.counts(),
+            blocked_media_server_id=self.blocked_media_server_id,
+        )
+
 
 class ApplyService:
     def __init__(
         self,
-        pool: asyncpg.Pool,
-        reports: ReportStore,
-        projection: ProjectionStore,
+        uow: UnitOfWorkFactory,
+        lock: ApplyLock,
         events: OrphanEvents,
-        mediamtx: MediaFleet[MediaMtxApi],
-        catch_up: ProjectionCatchUp,
+        mediamtx: MediaServers,
+        progress: ProjectionProgress,
         *,
         instance_id: str,
         catch_up_timeout_seconds: float = limits.CATCH_UP_TIMEOUT_SECONDS_DEFAULT,
     ) -> None:
-        self._pool = pool
-        self._reports = reports
-        self._projection = projection
+        self._uow = uow
+        self._lock = lock
         self._events = events
         self._mediamtx = mediamtx
-        self._catch_up = catch_up
+        self._progress = progress
         self._instance_id = instance_id
         self._catch_up_timeout = catch_up_timeout_seconds
-        self._lock_key = f"orphan-apply:{reports.schema}"
 
     async def apply(self, scan_id: uuid.UUID, *, actor: str, confirmation: str) -> ApplyResult:
-        """`actor` and `confirmation` must already be validated for shape (domain.inputs)."""
-        async with self._exclusive():
-            async with self._pool.acquire() as conn:
-                report = await self._reports.load(conn, scan_id)
-                earlier = await self._reports.dispositions(conn, scan_id)
+        """`actor` and `confirmation` must already be validated for shape (domain.inputs). Raises
+        ApplyRefused (ScanNotFound, ScanNotUsable, ApplyInProgress) before anything is recorded."""
+        async with self._lock.hold():
+            async with self._uow() as uow:
+                report = await uow.reports.load(scan_id)
+                earlier = await uow.reports.dispositions(scan_id)
             if report is None:
-                raise ApplyRefused("scan_not_found", "no report has this scan id")
+                raise ScanNotFound()
             if report.status != "complete":
-                raise ApplyRefused("scan_not_usable", "the scan failed; run a new report")
+                raise ScanNotUsable()
             result = ApplyResult(
                 uuid.uuid4(), scan_id, ApplyStatus.BLOCKED, report_candidates=len(report.candidates)
             )
@@ -163,7 +161,7 @@ class ApplyService:
         earlier_attempting: set[ServerPath],
         actor: str,
     ) -> ApplyResult:
-        lagging = await self._catch_up.wait(self._catch_up_timeout)
+        lagging = await self._progress.wait(self._catch_up_timeout)
         if lagging is not None:
             return await self._block(result, actor, GateBlock(lagging))
         # every registered server (the gate needs each one's total), and the server of every pending path
@@ -175,8 +173,8 @@ class ApplyService:
         except MediaMtxError as exc:
             log.warning("apply: MediaMTX enumeration failed", extra={"error_code": exc.code})
             return await self._block(result, actor, GateBlock(BlockReason.ENUMERATION_FAILED))
-        async with self._pool.acquire() as conn:
-            await self._start(conn, result, actor)
+        async with self._uow() as uow:
+            await self._start(uow, result, actor)
         observed = set(names)
         # Recovery, not a deletion: an earlier run sent this DELETE and stopped before recording the result.
         for path in sorted(earlier_attempting - observed):
@@ -186,9 +184,11 @@ class ApplyService:
             result.status = ApplyStatus.COMPLETED
             await self._finish(result)
             return result
-        async with self._pool.acquire() as conn:
-            current = await self._classify(conn, names)
-            age_ms = await self._reports.report_age_ms(conn, report.scan_id)
+        async with self._uow() as uow:
+            current = classify(
+                names, await uow.projection.claimed_paths(names), await uow.projection.last_owners(names)
+            )
+            age_ms = await uow.reports.report_age_ms(report.scan_id)
         candidates = {p for p in pending if p in current.owned_stale}
         result.current_total = current.observed_total
         result.current_candidates = len(candidates)
@@ -216,45 +216,29 @@ class ApplyService:
         )
         return result
 
-    async def _start(self, conn: DbConnection, result: ApplyResult, actor: str) -> None:
-        """The `apply_runs` row (status running); idempotent, so a run that then blocks can call it again."""
-        await self._reports.start_apply(
-            conn,
-            result.apply_id,
-            scan_id=result.scan_id,
-            actor=actor,
-            instance_id=self._instance_id,
-            report_candidates=result.report_candidates,
-        )
+    async def _start(self, uow: OrphanUnitOfWork, result: ApplyResult, actor: str) -> None:
+        """The apply run (status running); idempotent, so a run that then blocks can call it again."""
+        run = ApplyRun(result.apply_id, result.scan_id, actor, self._instance_id, result.report_candidates)
+        await uow.reports.start_apply(run)
 
     async def _finish(self, result: ApplyResult) -> None:
-        async with self._pool.acquire() as conn:
-            await self._reports.finish_apply(
-                conn,
-                result.apply_id,
-                status=result.status.value,
-                reason_code=None,
-                current_total=result.current_total,
-                current_candidates=result.current_candidates,
-                counts=result.counts(),
-            )
+        async with self._uow() as uow:
+            await uow.reports.finish_apply(result.apply_id, result.end())
 
     async def _delete_one(
         self, result: ApplyResult, report: StoredReport, path: ServerPath, actor: str
     ) -> None:
-        async with self._pool.acquire() as conn:
-            if await self._projection.claimed_paths(conn, [path]):
-                await self._record(result, report, path, Outcome.SKIPPED_NOT_STALE, None, actor, conn=conn)
-                return
-            await self._reports.record_disposition(
-                conn,
-                scan_id=report.scan_id,
-                path=path,
-                outcome=Outcome.ATTEMPTING,
-                error_code=None,
-                actor=actor,
-                apply_id=result.apply_id,
-            )
+        item = PathDisposition(report.scan_id, result.apply_id, actor, path, Outcome.ATTEMPTING.value)
+        async with self._uow() as uow:
+            claimed = bool(await uow.projection.claimed_paths([path]))
+            if claimed:
+                item = replace(item, outcome=Outcome.SKIPPED_NOT_STALE.value)
+                await self._write_outcome(uow, report, item)
+            else:  # committed before the DELETE is sent: a crash after it leaves `attempting` behind
+                await uow.reports.record_disposition(item)
+        if claimed:
+            result.items.append(ItemOutcome(path, item.outcome))
+            return
         try:
             existed = await self._mediamtx.client(path.media_server_id).delete_path(path.path_name)
         except MediaMtxError as exc:
@@ -273,99 +257,59 @@ class ApplyService:
         outcome: Outcome,
         error_code: str | None,
         actor: str,
-        *,
-        conn: DbConnection | None = None,
     ) -> None:
-        async with contextlib.AsyncExitStack() as stack:
-            if conn is None:
-                conn = await stack.enter_async_context(self._pool.acquire())
-            await stack.enter_async_context(conn.transaction())
-            await self._reports.record_disposition(
-                conn,
-                scan_id=report.scan_id,
-                path=path,
-                outcome=outcome.value,
-                error_code=error_code,
-                actor=actor,
-                apply_id=result.apply_id,
-            )
-            device = report.candidates.get(path)
-            await self._events.publish(
-                conn,
-                "PathDisposed",
-                report.scan_id,
-                {
-                    "path_name": path.path_name,
-                    "media_server_id": path.media_server_id,
-                    "device_id": str(device) if device else None,
-                    "actor": actor,
-                    "outcome": outcome.value,
-                    "error_code": error_code,
-                },
-                correlation_id=result.apply_id,
-            )
-        result.items.append(ItemOutcome(path, outcome.value, error_code))
+        """The path's outcome and its PathDisposed event, in one transaction."""
+        item = PathDisposition(report.scan_id, result.apply_id, actor, path, outcome.value, error_code)
+        async with self._uow() as uow:
+            await self._write_outcome(uow, report, item)
+        result.items.append(ItemOutcome(path, item.outcome, error_code))
+
+    async def _write_outcome(
+        self, uow: OrphanUnitOfWork, report: StoredReport, item: PathDisposition
+    ) -> None:
+        await uow.reports.record_disposition(item)
+        device = report.candidates.get(item.path)
+        payload = {
+            "path_name": item.path.path_name,
+            "media_server_id": item.path.media_server_id,
+            "device_id": str(device) if device else None,
+            "actor": item.actor,
+            "outcome": item.outcome,
+            "error_code": item.error_code,
+        }
+        await uow.outbox.enqueue(
+            self._events.message("PathDisposed", report.scan_id, payload, correlation_id=item.apply_id)
+        )
 
     async def _block(self, result: ApplyResult, actor: str, block: GateBlock) -> ApplyResult:
         reason = block.reason
         result.status = ApplyStatus.BLOCKED
         result.reason_code = reason
         result.blocked_media_server_id = block.media_server_id
-        async with self._pool.acquire() as conn, conn.transaction():
-            await self._start(conn, result, actor)
-            await self._reports.finish_apply(
-                conn,
-                result.apply_id,
-                status=ApplyStatus.BLOCKED.value,
-                reason_code=reason.value,
-                current_total=result.current_total,
-                current_candidates=result.current_candidates,
-                counts={},
-                blocked_media_server_id=block.media_server_id,
-            )
-            await self._events.publish(
-                conn,
-                "ApplyBlocked",
-                result.scan_id,
-                {
-                    "apply_id": str(result.apply_id),
-                    "actor": actor,
-                    "reason_code": reason.value,
-                    "current_total": result.current_total,
-                    "report_candidates": result.report_candidates,
-                    "current_candidates": result.current_candidates,
-                    "media_server_id": block.media_server_id,
-                },
-                correlation_id=result.apply_id,
+        async with self._uow() as uow:
+            await self._start(uow, result, actor)
+            await uow.reports.finish_apply(result.apply_id, result.end())
+            await uow.outbox.enqueue(
+                self._events.message(
+                    "ApplyBlocked",
+                    result.scan_id,
+                    {
+                        "apply_id": str(result.apply_id),
+                        "actor": actor,
+                        "reason_code": reason.value,
+                        "current_total": result.current_total,
+                        "report_candidates": result.report_candidates,
+                        "current_candidates": result.current_candidates,
+                        "media_server_id": block.media_server_id,
+                    },
+                    correlation_id=result.apply_id,
+                )
             )
         log.warning("apply blocked; nothing deleted", extra={"error_code": reason.value})
         return result
 
     async def _record_noop(self, result: ApplyResult, actor: str) -> None:
-        async with self._pool.acquire() as conn, conn.transaction():
-            await self._start(conn, result, actor)
-            await self._reports.finish_apply(
-                conn,
-                result.apply_id,
-                status=ApplyStatus.COMPLETED.value,
-                reason_code=None,
-                current_total=None,
-                current_candidates=0,
-                counts={},
-            )
-
-    async def _classify(self, conn: DbConnection, names: list[ServerPath]) -> Classification:
-        claimed = await self._projection.claimed_paths(conn, names)
-        owners = await self._projection.last_owners(conn, names)
-        return classify(names, claimed, owners)
-
-    @contextlib.asynccontextmanager
-    async def _exclusive(self) -> AsyncIterator[None]:
-        async with self._pool.acquire() as conn:
-            got = await conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", self._lock_key)
-            if not got:
-                raise ApplyRefused("apply_in_progress", "another apply is running")
-            try:
-                yield
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", self._lock_key)
+        """A run that found everything done by earlier runs: recorded `completed`, no candidate left."""
+        async with self._uow() as uow:
+            await self._start(uow, result, actor)
+            await uow.reports.finish_apply(result.apply_id, replace(result.end(), current_candidates=0))

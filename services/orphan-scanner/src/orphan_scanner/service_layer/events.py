@@ -1,4 +1,5 @@
-"""The events orphan-scanner publishes (topic orphan.scan.v1, key scan_id), through its outbox."""
+"""The events orphan-scanner publishes (topic orphan.scan.v1, key scan_id): built here, enqueued by the use
+case in its unit of work's outbox, so each commits with the state it announces."""
 
 from __future__ import annotations
 
@@ -7,26 +8,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from yovision_platform.avro import AvroSerde
-from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.events import build_event
-from yovision_platform.outbox import Outbox, OutboxMessage
+from yovision_platform.outbox import OutboxMessage
 
 
 class OrphanEvents:
-    def __init__(self, schema: Identifier, serde: AvroSerde) -> None:
-        self._outbox = Outbox(schema)
+    def __init__(self, serde: AvroSerde) -> None:
         self._serde = serde
 
-    async def publish(
+    def message(
         self,
-        conn: DbConnection,
         event_type: str,
         scan_id: uuid.UUID,
         payload: Mapping[str, Any],
         *,
         correlation_id: uuid.UUID | None = None,
-    ) -> None:
-        """Enqueue the event in the caller's transaction."""
+    ) -> OutboxMessage:
         event = build_event(
             self._serde,
             event_type,
@@ -35,4 +32,4 @@ class OrphanEvents:
             event_id=uuid.uuid4(),
             correlation_id=str(correlation_id) if correlation_id else None,
         )
-        await self._outbox.enqueue(conn, OutboxMessage.from_event(event))
+        return OutboxMessage.from_event(event)

@@ -1,6 +1,7 @@
-"""The ownership projection: Sense's device and path-ownership events into `device_claims` and
-`path_ownership`, as the handler of the platform's IdempotentConsumer (same transaction as the
-processed_events row and the partition position, so `consumer_positions` says how far the projection is).
+"""The ownership projection: Sense's device and path-ownership events into the projection store (claims and
+ownership evidence). The platform's IdempotentConsumer calls it with the unit of work of its own
+transaction (entrypoints.projection_consumer), so an event's effect, its processed_events row and the
+partition position commit together and `consumer_positions` says how far the projection is.
 
 Only Sense's own events are accepted; any other type or source is dead-lettered with a stable code rather
 than ignored, so a new Sense event type cannot silently bypass the projection.
@@ -13,31 +14,35 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from orphan_scanner.adapters.projection_store import DeviceClaim, OwnershipEvidence, ProjectionStore
 from orphan_scanner.domain.projected_events import DEVICE_EVENT_TYPES, PROJECTED_EVENT_TYPES
+from orphan_scanner.domain.records import DeviceClaim, OwnershipEvidence
+from orphan_scanner.service_layer.ports import OrphanUnitOfWork
 from yovision_platform.consumer import EventRejected, InboundEvent
-from yovision_platform.db import DbConnection
 from yovision_platform.events import EventCatalog, default_catalog
 from yovision_platform.media_servers import MEDIA_SERVER_ID_PATTERN, SINGLE_MEDIA_SERVER_ID
 
 DESIRED_STATES = frozenset({"enabled", "disabled"})
 
 
-class ProjectionHandler:
-    def __init__(self, store: ProjectionStore, catalog: EventCatalog | None = None) -> None:
-        self._store = store
+class OwnershipProjection:
+    def __init__(self, catalog: EventCatalog | None = None) -> None:
         self._catalog = catalog or default_catalog()
 
-    async def handle(self, conn: DbConnection, event: InboundEvent) -> None:
+    async def apply(self, uow: OrphanUnitOfWork, event: InboundEvent) -> None:
+        """Apply one Sense event in `uow` (the consumer's transaction); anything else is rejected
+        (`EventRejected`: dead-lettered) before anything is written."""
         if event.event_type not in PROJECTED_EVENT_TYPES:
             raise EventRejected("unsupported_event_type")
         if event.source_system != self._catalog.source_system_of(event.event_type):
             raise EventRejected("unexpected_source_system")
-        record = event.record
         if event.event_type in DEVICE_EVENT_TYPES:
-            await self._store.apply_claim(conn, device_claim(event.event_id, record))
+            claim = device_claim(event.event_id, event.record)
+            async with uow:
+                await uow.projection.apply_claim(claim)
         else:
-            await self._store.record_ownership(conn, ownership_evidence(record))
+            evidence = ownership_evidence(event.record)
+            async with uow:
+                await uow.projection.record_ownership(evidence)
 
 
 def device_claim(event_id: uuid.UUID, record: Mapping[str, Any]) -> DeviceClaim:

@@ -17,33 +17,26 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
-import asyncpg
-
-from orphan_scanner.adapters.projection_store import ProjectionStore
-from orphan_scanner.adapters.report_store import SCANNER_LEASE_ID, ReportStore
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.classify import Classification, PathClass, ServerPath, classify
+from orphan_scanner.domain.errors import ScanError, ScanFailed, ScanLeaseBusy
+from orphan_scanner.domain.records import NewReport
 from orphan_scanner.service_layer.events import OrphanEvents
 from orphan_scanner.service_layer.metrics import OrphanMetrics, ScanResult, ScanTrigger
+from orphan_scanner.service_layer.ports import MediaServers, OrphanUnitOfWork, UnitOfWorkFactory
 from yovision_platform.backoff import wait_for_stop
-from yovision_platform.db import DbConnection
-from yovision_platform.errors import LeaseLost, PlatformError
+from yovision_platform.errors import LeaseLost
 from yovision_platform.leases import Lease
-from yovision_platform.media_servers import MediaFleet
-from yovision_platform.mediamtx import MediaMtxApi, MediaMtxError
+from yovision_platform.mediamtx import MediaMtxError
 
 log = logging.getLogger(__name__)
 
 MANUAL_SCAN_POLL_SECONDS = 0.5
 
 
-class ScanError(PlatformError):
-    """code: scan_lease_busy | mediamtx_* (enumeration failed) | lease_lost."""
-
-
-async def enumerate_fleet(fleet: MediaFleet[MediaMtxApi], servers: tuple[str, ...]) -> list[ServerPath]:
+async def enumerate_fleet(fleet: MediaServers, servers: tuple[str, ...]) -> list[ServerPath]:
     """Every configured path of `servers`, enumerated concurrently (each under its client's deadline).
     Raises the first server's MediaMtxError (in server order) when any enumeration failed."""
     results = await asyncio.gather(
@@ -69,11 +62,9 @@ class ScanReport:
 class Scanner:
     def __init__(
         self,
-        pool: asyncpg.Pool,
-        reports: ReportStore,
-        projection: ProjectionStore,
+        uow: UnitOfWorkFactory,
         events: OrphanEvents,
-        mediamtx: MediaFleet[MediaMtxApi],
+        mediamtx: MediaServers,
         metrics: OrphanMetrics | None,
         *,
         owner: str,
@@ -83,9 +74,7 @@ class Scanner:
     ) -> None:
         if mediamtx.deadline_seconds >= lease_seconds:
             raise ValueError("the MediaMTX deadline must be strictly shorter than the scan lease")
-        self._pool = pool
-        self._reports = reports
-        self._projection = projection
+        self._uow = uow
         self._events = events
         self._mediamtx = mediamtx
         self._metrics = metrics
@@ -105,7 +94,7 @@ class Scanner:
 
     async def scan(self, trigger: ScanTrigger) -> ScanReport | None:
         """Periodic: None when no scan is due or another instance holds the lease. Manual: waits for a
-        held lease up to lease + deadline, then raises ScanError(scan_lease_busy)."""
+        held lease up to lease + deadline, then raises ScanLeaseBusy. A scan that fails raises ScanFailed."""
         lease = await self._claim(trigger)
         if lease is None:
             return None
@@ -116,29 +105,21 @@ class Scanner:
             if self._metrics is not None:
                 self._metrics.scan_seconds.labels().observe(time.monotonic() - started)
         if trigger is ScanTrigger.PERIODIC:
-            async with self._pool.acquire() as conn:
-                await self._reports.prune(conn, older_than_hours=self._retention_hours)
+            async with self._uow() as uow:
+                await uow.reports.prune(older_than_hours=self._retention_hours)
         return report
 
     async def _claim(self, trigger: ScanTrigger) -> Lease | None:
-        due = "id = $4" if trigger is ScanTrigger.MANUAL else "id = $4 AND next_scan_at <= now()"
         deadline = time.monotonic() + self._lease_seconds + self._mediamtx.deadline_seconds
         while True:
-            async with self._pool.acquire() as conn:
-                rows = await self._reports.leases.claim(
-                    conn,
-                    self._owner,
-                    lease_seconds=self._lease_seconds,
-                    limit=1,
-                    due_condition=due,
-                    params=[SCANNER_LEASE_ID],
+            async with self._uow() as uow:
+                lease = await uow.scan_lease.claim(
+                    self._owner, lease_seconds=self._lease_seconds, due_only=trigger is ScanTrigger.PERIODIC
                 )
-            if rows:
-                return rows[0].lease
-            if trigger is ScanTrigger.PERIODIC:
-                return None
+            if lease is not None or trigger is ScanTrigger.PERIODIC:
+                return lease
             if time.monotonic() >= deadline:
-                raise ScanError("scan_lease_busy", "another scan holds the scan lease")
+                raise ScanLeaseBusy()
             await asyncio.sleep(MANUAL_SCAN_POLL_SECONDS)
 
     async def _scan_under(self, lease: Lease, trigger: ScanTrigger) -> ScanReport:
@@ -148,16 +129,16 @@ class Scanner:
             names = await enumerate_fleet(self._mediamtx, self._mediamtx.ids)
         except MediaMtxError as exc:
             await self._record_failure(lease, scan_id, trigger, exc.code)
-            raise ScanError(exc.code, "MediaMTX enumeration failed") from None
+            raise ScanFailed.enumeration(exc.code) from None
         try:
-            async with self._pool.acquire() as conn, conn.transaction():
+            async with self._uow() as uow:
                 created_at, expires_at, classification = await self._write_report(
-                    conn, lease, scan_id, names, trigger
+                    uow, lease, scan_id, names, trigger
                 )
         except LeaseLost:
             self._count(trigger, ScanResult.LEASE_LOST)
             log.warning("scan lease lost; report discarded", extra={"error_code": "lease_lost"})
-            raise ScanError("lease_lost", "the scan lease was lost; no report") from None
+            raise ScanFailed.lease_lost() from None
         self._count(trigger, ScanResult.COMPLETE)
         if self._metrics is not None:
             by_server = classification.counts_by_server(self._mediamtx.ids)
@@ -180,29 +161,22 @@ class Scanner:
 
     async def _write_report(
         self,
-        conn: DbConnection,
+        uow: OrphanUnitOfWork,
         lease: Lease,
         scan_id: uuid.UUID,
         names: list[ServerPath],
         trigger: ScanTrigger,
     ) -> tuple[datetime, datetime, Classification]:
-        # First: the fenced write locks the lease row until commit, so nobody can take it over meanwhile.
-        await self._release(conn, lease)
-        claimed = await self._projection.claimed_paths(conn, names)
-        owners = await self._projection.last_owners(conn, names)
+        # First: a lost lease (LeaseLost) writes nothing; a current one stays ours until this commits.
+        await uow.scan_lease.release(lease, next_scan_in_seconds=self._interval)
+        claimed = await uow.projection.claimed_paths(names)
+        owners = await uow.projection.last_owners(names)
         classification = classify(names, claimed, owners)
-        created_at, expires_at = await self._reports.insert_complete(
-            conn,
-            scan_id,
-            trigger=trigger.value,
-            instance_id=self._owner,
-            lease_token=lease.token,
-            classification=classification,
-            media_servers=self._mediamtx.ids,
+        created_at, expires_at = await uow.reports.insert_complete(
+            self._new_report(scan_id, trigger, lease), classification, self._mediamtx.ids
         )
         counts = classification.counts()
-        await self._events.publish(
-            conn,
+        message = self._events.message(
             "ScanReported",
             scan_id,
             {
@@ -216,14 +190,8 @@ class Scanner:
                 "owned_stale_media_server_ids": [path.media_server_id for path in classification.owned_stale],
             },
         )
+        await uow.outbox.enqueue(message)
         return created_at, expires_at, classification
-
-    async def _release(self, conn: DbConnection, lease: Lease) -> None:
-        """Fenced: set the next due time and release the lease, or raise LeaseLost."""
-        next_scan_at: datetime = await conn.fetchval("SELECT now()") + timedelta(seconds=self._interval)
-        await self._reports.leases.fenced_update(
-            conn, SCANNER_LEASE_ID, lease, {"next_scan_at": next_scan_at}, release=True
-        )
 
     async def _record_failure(
         self, lease: Lease, scan_id: uuid.UUID, trigger: ScanTrigger, code: str
@@ -231,16 +199,12 @@ class Scanner:
         self._count(trigger, ScanResult.FAILED)
         log.warning("scan failed: MediaMTX enumeration", extra={"error_code": code})
         with contextlib.suppress(LeaseLost):
-            async with self._pool.acquire() as conn, conn.transaction():
-                await self._release(conn, lease)
-                await self._reports.insert_failed(
-                    conn,
-                    scan_id,
-                    trigger=trigger.value,
-                    instance_id=self._owner,
-                    lease_token=lease.token,
-                    error_code=code,
-                )
+            async with self._uow() as uow:
+                await uow.scan_lease.release(lease, next_scan_in_seconds=self._interval)
+                await uow.reports.insert_failed(self._new_report(scan_id, trigger, lease), code)
+
+    def _new_report(self, scan_id: uuid.UUID, trigger: ScanTrigger, lease: Lease) -> NewReport:
+        return NewReport(scan_id, trigger.value, self._owner, lease.token)
 
     def _count(self, trigger: ScanTrigger, result: ScanResult) -> None:
         if self._metrics is not None:

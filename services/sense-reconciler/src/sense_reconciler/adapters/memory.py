@@ -47,13 +47,12 @@ from yovision_platform.leases import Lease
 from yovision_platform.mediamtx import MediaMtxError
 from yovision_platform.outbox_windows import WindowPosition
 from yovision_platform.shard_cursors import MAX_BACKOFF_EXPONENT, CursorFenced, ShardLease
-from yovision_platform.unit_of_work import InMemoryOutbox, InMemoryUnitOfWork, OutboxWriter
+from yovision_platform.unit_of_work import InMemoryOutbox, InMemoryUnitOfWork
 
 __all__ = [
     "Clock",
     "MemoryAuditPushStore",
     "MemoryBell",
-    "MemoryMediaFleet",
     "MemoryMediaMtx",
     "MemorySense",
     "MemorySenseUnitOfWork",
@@ -498,8 +497,6 @@ class MemoryReconcileStore(_OnDatabase):
 class MemorySenseUnitOfWork(InMemoryUnitOfWork):
     """One transaction over the fake's state; its outbox is the fake's one outbox."""
 
-    outbox: OutboxWriter  # type: ignore[assignment]  # the platform's fake declares InMemoryOutbox
-
     def __init__(self, db: _Database, outbox: InMemoryOutbox, clock: Clock) -> None:
         super().__init__()
         self.outbox = outbox
@@ -735,29 +732,6 @@ class MemoryMediaMtx:
 
     async def aclose(self) -> None:
         return None
-
-
-class MemoryMediaFleet:
-    """Registered fake servers by id (the fake of `yovision_platform.media_servers.MediaFleet`)."""
-
-    def __init__(self, servers: Mapping[str, MemoryMediaMtx]) -> None:
-        if not servers:
-            raise ValueError("a media fleet needs at least one server")
-        self.servers = dict(sorted(servers.items()))
-
-    @property
-    def ids(self) -> tuple[str, ...]:
-        return tuple(self.servers)
-
-    @property
-    def deadline_seconds(self) -> float:
-        return max(server.deadline_seconds for server in self.servers.values())
-
-    def client(self, server_id: str) -> MemoryMediaMtx:
-        try:
-            return self.servers[server_id]
-        except KeyError:
-            raise MediaMtxError("media_server_not_registered") from None
 
 
 class MemoryBell:

@@ -25,12 +25,11 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-import asyncpg
-
 from sense_reconciler.domain.audit_push import AuditPushConfig
 from sense_reconciler.domain.audit_push_outcome import BatchErrorCode, BatchFailure, ItemResults
 from sense_reconciler.service_layer.metrics import AuditPushMetrics, ItemFate
 from sense_reconciler.service_layer.ports import AuditFactReader, AuditPushStore, BellPort, FactBatch
+from yovision_platform.db import STORE_ERRORS
 from yovision_platform.outbox_windows import WindowPosition
 from yovision_platform.shard_cursors import CursorFenced, ShardLease
 
@@ -40,7 +39,6 @@ log = logging.getLogger(__name__)
 
 # Bell takes ~5-15 ms per 100-fact batch; this many requests in flight keep it busy while answers return.
 PIPELINE_DEPTH = 4
-DB_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
 Answer = ItemResults | BatchFailure
 
@@ -100,7 +98,7 @@ class AuditPusher:
     async def _release(self) -> None:
         lease, self._lease = self._lease, None
         if lease is not None:
-            with contextlib.suppress(*DB_ERRORS):
+            with contextlib.suppress(*STORE_ERRORS):
                 await self._store.release(lease)
 
     # -- one batch ---------------------------------------------------------------------------------------
@@ -169,7 +167,7 @@ class AuditPusher:
             while not stop.is_set():
                 try:
                     held = await self._hold()
-                except DB_ERRORS as exc:
+                except STORE_ERRORS as exc:
                     log.warning(
                         "bell relay cannot reach the database", extra={"error_code": type(exc).__name__}
                     )
@@ -215,7 +213,7 @@ class AuditPusher:
                     await _drop(inflight)
                     if result.failure is not None:
                         retry_at = time.monotonic() + await self._store.retry_in()
-        except DB_ERRORS as exc:
+        except STORE_ERRORS as exc:
             log.warning("bell relay database call failed", extra={"error_code": type(exc).__name__})
             await _drop(inflight)
             if self._reader is not None and self._persisted is not None:

@@ -18,8 +18,6 @@ import logging
 import time
 from collections.abc import Awaitable
 
-import asyncpg
-
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.reconcile import ClaimedItem
 from sense_reconciler.service_layer.metrics import (
@@ -33,12 +31,12 @@ from sense_reconciler.service_layer.ports import MediaServers, UnitOfWorkFactory
 from sense_reconciler.service_layer.reconcile_item import NOT_REGISTERED, ItemReconciler, ServerLanes
 from sense_reconciler.service_layer.source_uris import SourceUris
 from yovision_platform.avro import AvroSerde
+from yovision_platform.db import STORE_ERRORS
 from yovision_platform.errors import ConfigError, LeaseLost
 
 log = logging.getLogger(__name__)
 # How often per drift interval the loop looks for converged devices to re-verify.
 DRIFT_MARKS_PER_INTERVAL = 10
-ROUND_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
 
 class Reconciler:
@@ -115,7 +113,7 @@ class Reconciler:
     async def _counted_round(self, round_: Awaitable[int]) -> int:
         try:
             claimed = await round_
-        except ROUND_ERRORS as exc:
+        except STORE_ERRORS as exc:
             self._metrics.runs.labels(result=RunResult.ERROR).inc()
             log.warning("reconcile round failed", extra={"error_code": type(exc).__name__})
             return 0
@@ -138,7 +136,7 @@ class Reconciler:
         try:
             if await self.mark_drift_checks():
                 self._owned.wake()
-        except ROUND_ERRORS as exc:
+        except STORE_ERRORS as exc:
             log.warning("drift check marking failed", extra={"error_code": type(exc).__name__})
 
     async def run_once(self, stop: asyncio.Event | None = None) -> int:

@@ -22,14 +22,14 @@ import socket
 import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
 
 import httpcore
 import httpx
 
 from signal_watcher.domain.errors import UrlRefused
 from signal_watcher.domain.model import Header
-from signal_watcher.domain.ssrf import STRICT_GUARD, AddressGuard, IpAddress, check_url
+from signal_watcher.domain.probes import ProbeFailed, ProbeResponse
+from signal_watcher.domain.ssrf import STRICT_GUARD, AddressGuard, IpAddress, ProbeTarget, check_url
 
 __all__ = [
     "CONNECT_TIMEOUT_SECONDS",
@@ -37,9 +37,8 @@ __all__ = [
     "READ_TIMEOUT_SECONDS",
     "GuardedNetworkBackend",
     "ProbeClient",
-    "ProbeFailed",
-    "ProbeResponse",
     "Resolver",
+    "probe_target",
     "system_resolver",
 ]
 
@@ -55,21 +54,12 @@ USER_AGENT = "yovision-signal-watcher/1"
 Resolver = Callable[[str, int], Awaitable[Sequence[IpAddress]]]
 
 
-class ProbeFailed(Exception):
-    """A probe that produced no judgeable response. `code` is stable and safe to store and show:
-    timeout, too_large, redirect, connect_refused, connect_failed, dns, ssrf_blocked, url_refused, tls,
-    protocol_error."""
-
-    def __init__(self, code: str) -> None:
-        super().__init__(code)
-        self.code = code
-
-
-@dataclass(frozen=True)
-class ProbeResponse:
-    status_code: int
-    body: bytes
-    duration_ms: int
+def probe_target(url: str, guard: AddressGuard) -> ProbeTarget:
+    """`check_url` before a probe: a stored URL that breaks a rule now is the probe failure `url_refused`."""
+    try:
+        return check_url(url, guard)
+    except UrlRefused:
+        raise ProbeFailed("url_refused") from None
 
 
 async def system_resolver(host: str, port: int) -> list[IpAddress]:
@@ -275,10 +265,7 @@ class ProbeClient:
         self, method: str, url: str, headers: Sequence[Header], body: str | None
     ) -> ProbeResponse:
         """One request. Returns the status and at most MAX_BODY_BYTES of body; ProbeFailed otherwise."""
-        try:
-            check_url(url, self.guard)
-        except UrlRefused:
-            raise ProbeFailed("url_refused") from None
+        probe_target(url, self.guard)
         started = time.monotonic()
         try:
             async with asyncio.timeout(TOTAL_DEADLINE_SECONDS):

@@ -1,26 +1,115 @@
-"""Domain errors of signal-watcher, each with a stable snake_case code.
+"""Every refusal signal-watcher answers: `ServiceError`s with a stable code and the HTTP status (and
+Retry-After) the platform's problem handlers answer them with.
 
-PlatformError
-└── ValidationFailed      a watcher definition breaks a rule (code names the rule, e.g. too_many_headers)
-    └── UrlRefused        a probe URL is malformed (url_* codes)
-        └── TargetForbidden   the SSRF policy refuses the URL's host or address (ssrf_* codes): a policy
-                              of the deployment (its allow-list) and of DNS at that moment, so 403, not 422
+    ServiceError
+    ├── ValidationFailed         422  validation codes (too_many_headers, invalid_json_path, ...)
+    │   └── UrlRefused           422  url_*
+    │       └── TargetForbidden  403  ssrf_*
+    ├── NotFound                 404  not_found
+    ├── Conflict                 409
+    │   ├── LimitReached              watcher_limit_reached
+    │   ├── NotActive                 watcher_not_active
+    │   └── StoredBodyNeedsPost       stored_body_requires_post
+    ├── CheckTooSoon             429  check_too_soon (Retry-After: CHECK_NOW_MIN_SPACING_SECONDS)
+    ├── CursorWithOffset         400  cursor_with_offset
+    └── SecretsUnreadable        500  secret_unreadable, secret_key_unknown
 """
 
 from __future__ import annotations
 
-from yovision_platform.errors import PlatformError
+from yovision_platform.errors import ServiceError
 
-__all__ = ["TargetForbidden", "UrlRefused", "ValidationFailed"]
+__all__ = [
+    "CHECK_NOW_MIN_SPACING_SECONDS",
+    "CheckTooSoon",
+    "Conflict",
+    "CursorWithOffset",
+    "LimitReached",
+    "NotActive",
+    "NotFound",
+    "SecretsUnreadable",
+    "StoredBodyNeedsPost",
+    "TargetForbidden",
+    "UrlRefused",
+    "ValidationFailed",
+]
+
+# A check requested through the API waits at least this long after the watcher's last check (database
+# clock), so the API cannot be used to hammer a target; the refusal's Retry-After says the same.
+CHECK_NOW_MIN_SPACING_SECONDS = 5
 
 
-class ValidationFailed(PlatformError):
+class ValidationFailed(ServiceError):
+    """A watcher definition breaks a rule; the code names it (`too_many_headers`, `invalid_json_path`)."""
+
     code = "validation_failed"
+    status = 422
 
 
 class UrlRefused(ValidationFailed):
+    """A probe URL is malformed (`url_*`)."""
+
     code = "url_refused"
 
 
 class TargetForbidden(UrlRefused):
+    """The SSRF policy refuses the URL's host or address (`ssrf_*`): a policy of the deployment (its
+    allow-list) and of DNS at that moment, so 403, not 422."""
+
     code = "ssrf_blocked"
+    status = 403
+
+
+class NotFound(ServiceError):
+    """The caller has no watcher with this id; another user's watcher is not found either, never 403."""
+
+    code = "not_found"
+    status = 404
+
+
+class Conflict(ServiceError):
+    """The request conflicts with the caller's quota or the watcher's state: retrying it unchanged is
+    refused again."""
+
+    code = "conflict"
+    status = 409
+
+
+class LimitReached(Conflict):
+    code = "watcher_limit_reached"  # the caller already has SIGNAL_MAX_WATCHERS_PER_USER watchers
+
+
+class NotActive(Conflict):
+    code = "watcher_not_active"  # only an ACTIVE watcher is checked on request
+
+
+class StoredBodyNeedsPost(Conflict):
+    """An update to a method other than POST that leaves out `body` keeps the stored body, which only POST
+    may carry (send `"body": null` to drop it)."""
+
+    code = "stored_body_requires_post"
+
+
+class CheckTooSoon(ServiceError):
+    """The watcher's last check is under CHECK_NOW_MIN_SPACING_SECONDS old (the store's clock)."""
+
+    code = "check_too_soon"
+    status = 429
+    retry_after = CHECK_NOW_MIN_SPACING_SECONDS
+
+
+class CursorWithOffset(ServiceError):
+    """`cursor` came with a non-zero `offset` (the deprecated way to page). A cursor that is not one is
+    the platform's `yovision_platform.paging.InvalidCursor` (400 `invalid_cursor`)."""
+
+    code = "cursor_with_offset"
+    status = 400
+
+
+class SecretsUnreadable(ServiceError):
+    """The watcher's stored secrets cannot be decrypted with the configured key ring: `secret_unreadable`
+    (a damaged value) or `secret_key_unknown` (its key is not in the ring). An operator problem
+    (docs/runbooks/rotating-keys.md), answered without the value."""
+
+    code = "secret_unreadable"
+    status = 500

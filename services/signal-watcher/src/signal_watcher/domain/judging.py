@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from signal_watcher.domain.model import CompareMode, validate_json_path
+from yovision_platform.errors import PlatformError
 
 __all__ = [
     "DIFF_SIDE_MAX_CHARS",
@@ -34,12 +35,10 @@ TRIGGER_RATE_LIMITED = "TRIGGER_RATE_LIMITED"
 _PLACEHOLDER = re.compile(r"\{(url|name|diff)\}")
 
 
-class JudgeFailed(Exception):
+class JudgeFailed(PlatformError):
     """The response cannot be judged; `code`: json_parse_error, json_path_missing, json_value_null."""
 
-    def __init__(self, code: str) -> None:
-        super().__init__(code)
-        self.code = code
+    code = "judge_failed"
 
 
 @dataclass(frozen=True)

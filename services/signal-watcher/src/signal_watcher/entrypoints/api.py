@@ -9,21 +9,14 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Annotated, Any
 
-import asyncpg
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
-from fastapi.responses import JSONResponse
 
-from signal_watcher.adapters.probe_client import ProbeClient, ProbeFailed
-from signal_watcher.adapters.repository import Position, WatcherRecord, WatcherRepository
-from signal_watcher.domain.errors import TargetForbidden, ValidationFailed
-from signal_watcher.domain.masking import MASK, is_sensitive_key
-from signal_watcher.domain.model import Header, Method, Status, WatcherSpec, resets_baseline
-from signal_watcher.domain.ssrf import AddressGuard
+from signal_watcher.domain.errors import CHECK_NOW_MIN_SPACING_SECONDS, CursorWithOffset
+from signal_watcher.domain.model import Header, Status, WatcherSpec
+from signal_watcher.domain.records import Position
 from signal_watcher.entrypoints.api_models import (
     AdminWatcherPage,
     CheckOut,
@@ -35,62 +28,22 @@ from signal_watcher.entrypoints.api_models import (
     WatcherOut,
     WatcherPage,
 )
-from signal_watcher.service_layer.checks import probe_and_judge
+from signal_watcher.service_layer.watchers import Watchers
 from yovision_platform.auth import BearerToken, Identity, TokenVerifier
-from yovision_platform.db import DbConnection
-from yovision_platform.encryption import SecretUnreadable
-from yovision_platform.errors import PlatformError
-from yovision_platform.paging import InvalidCursor, cursor_query, decode_cursor, encode_cursor
-from yovision_platform.problems import problem_response
+from yovision_platform.paging import cursor_query, decode_cursor, encode_cursor
 from yovision_platform.web import create_app, exclusive_parameters
 
 __all__ = ["ADMIN_PERMISSION", "PAGE_MAX_ITEMS", "ApiDeps", "install_api", "openapi_document"]
 
 ADMIN_PERMISSION = "signal:read"
-CHECK_NOW_MIN_SPACING_SECONDS = 5
 PAGE_MAX_ITEMS = 100
 PAGE_DEFAULT_ITEMS = 50
 
 
 @dataclass(frozen=True)
 class ApiDeps:
-    pool: asyncpg.Pool
-    repo: WatcherRepository
-    probe: ProbeClient
+    watchers: Watchers
     verifier: TokenVerifier
-    max_watchers_per_user: int
-    check_requested: Callable[[], None] = lambda: None  # wakes this instance's scheduler
-
-
-class NotFound(PlatformError):
-    code = "not_found"
-
-
-class LimitReached(PlatformError):
-    code = "watcher_limit_reached"
-
-
-class NotActive(PlatformError):
-    code = "watcher_not_active"
-
-
-class CheckTooSoon(PlatformError):
-    code = "check_too_soon"
-
-
-class BadCursor(PlatformError):
-    code = "invalid_cursor"
-
-
-class CursorWithOffset(PlatformError):
-    code = "cursor_with_offset"
-
-
-class StoredBodyNeedsPost(PlatformError):
-    """An update to a method other than POST that leaves out `body` keeps the stored body, which only POST
-    may carry: a conflict with the watcher's state (send `"body": null` to drop it)."""
-
-    code = "stored_body_requires_post"
 
 
 def _caller(request: Request, token: BearerToken) -> Identity:
@@ -121,94 +74,33 @@ def _position(cursor: str | None, offset: int) -> Position | None:
         return None
     if offset:
         raise CursorWithOffset()
-    try:
-        return decode_cursor(cursor, uuid.UUID)
-    except InvalidCursor:
-        raise BadCursor() from None
+    return decode_cursor(cursor, uuid.UUID)  # InvalidCursor: 400 invalid_cursor
 
 
-def _next_cursor(rows: list[Any], limit: int, moment: Callable[[Any], datetime]) -> str | None:
-    """The cursor after the page's last row when one more row than `limit` was fetched, else None."""
-    return encode_cursor(moment(rows[limit - 1]), rows[limit - 1].id) if len(rows) > limit else None
+def _cursor(position: Position | None) -> str | None:
+    return None if position is None else encode_cursor(*position)
 
 
-def _spec_of(
-    body: WatcherIn, previous: WatcherSpec | None, body_sent: bool, guard: AddressGuard
-) -> WatcherSpec:
-    stored = {h.key.lower(): h.value for h in previous.headers} if previous else {}
-    headers = tuple(
-        Header(h.key, stored[h.key.lower()])
-        if h.value == MASK and is_sensitive_key(h.key) and h.key.lower() in stored
-        else Header(h.key, h.value)
-        for h in body.headers
-    )
+def _spec(body: WatcherIn) -> WatcherSpec:
+    """The definition as sent (the use case validates it)."""
     return WatcherSpec(
         name=body.name,
         agent_id=body.agent_id,
-        url=body.url.strip(),
+        url=body.url,
         method=body.method,
-        headers=headers,
-        body=body.body if body_sent or previous is None else previous.body,
+        headers=tuple(Header(h.key, h.value) for h in body.headers),
+        body=body.body,
         interval_minutes=body.interval_minutes,
         compare_mode=body.compare_mode,
         json_path=body.json_path,
         prompt_template=body.prompt_template,
-    ).validated(guard)
-
-
-async def _preflight(probe: ProbeClient, url: str) -> None:
-    """Refuse a name that resolves to a blocked address now; a name that does not resolve yet is allowed
-    (its probes fail with `dns`), and every probe checks again at connect time."""
-    try:
-        await probe.preflight(url)
-    except ProbeFailed as exc:
-        if exc.code == "ssrf_blocked":
-            raise TargetForbidden("ssrf_blocked_address") from None
+    )
 
 
 def install_api(app: FastAPI, deps: ApiDeps) -> None:
-
-    async def handle_platform_error(_: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, PlatformError)
-        # SecretUnreadable: the watcher's stored secrets cannot be decrypted with the configured key ring
-        # (an operator problem, docs/runbooks/rotating-keys.md): 500 with its stable code, never the value.
-        status = {
-            NotFound: 404,
-            LimitReached: 409,
-            NotActive: 409,
-            StoredBodyNeedsPost: 409,
-            CheckTooSoon: 429,
-            BadCursor: 400,
-            CursorWithOffset: 400,
-            TargetForbidden: 403,
-        }.get(type(exc), 422 if isinstance(exc, ValidationFailed) else 500)
-        headers = (
-            {"Retry-After": str(CHECK_NOW_MIN_SPACING_SECONDS)} if isinstance(exc, CheckTooSoon) else None
-        )
-        return problem_response(status, exc.code, headers=headers)
-
-    for error in (
-        NotFound,
-        LimitReached,
-        NotActive,
-        CheckTooSoon,
-        BadCursor,
-        CursorWithOffset,
-        StoredBodyNeedsPost,
-        ValidationFailed,
-        TargetForbidden,
-        SecretUnreadable,
-    ):
-        app.add_exception_handler(error, handle_platform_error)
-
     app.state.signal_token_verifier = deps.verifier
+    watchers = deps.watchers
     router = APIRouter(prefix="/v1")
-
-    async def owned(conn: DbConnection, caller: Identity, watcher_id: uuid.UUID) -> WatcherRecord:
-        record = await deps.repo.get(conn, caller.subject, watcher_id)
-        if record is None:
-            raise NotFound()
-        return record
 
     @router.get(
         "/signal-watchers", response_model=WatcherPage, responses=PAGING_ERRORS, openapi_extra=PAGING_RULES
@@ -217,16 +109,14 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         caller: Caller, limit: Limit = PAGE_DEFAULT_ITEMS, offset: Offset = 0, cursor: Cursor = None
     ) -> WatcherPage:
         """The caller's watchers, oldest first, keyset-paged (`next_cursor`)."""
-        after = _position(cursor, offset)
-        async with deps.pool.acquire() as conn:
-            records = await deps.repo.list_for_user(
-                conn, caller.subject, limit=limit + 1, offset=offset, after=after
-            )
+        page = await watchers.list_own(
+            caller.subject, limit=limit, offset=offset, after=_position(cursor, offset)
+        )
         return WatcherPage(
-            items=[WatcherOut.of(r) for r in records[:limit]],
+            items=[WatcherOut.of(r) for r in page.items],
             limit=limit,
             offset=offset,
-            next_cursor=_next_cursor(records, limit, lambda r: r.created_at),
+            next_cursor=_cursor(page.next_position),
         )
 
     @router.post(
@@ -236,19 +126,11 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         responses={**SSRF_REFUSED, 409: {"description": "watcher_limit_reached"}},
     )
     async def create_watcher(caller: Caller, body: WatcherIn) -> WatcherOut:
-        spec = _spec_of(body, None, True, deps.probe.guard)
-        await _preflight(deps.probe, spec.url)
-        async with deps.pool.acquire() as conn, conn.transaction():
-            await deps.repo.lock_user(conn, caller.subject)
-            if await deps.repo.count_for_user(conn, caller.subject) >= deps.max_watchers_per_user:
-                raise LimitReached()
-            record = await deps.repo.insert(conn, caller.subject, spec)
-        return WatcherOut.of(record)
+        return WatcherOut.of(await watchers.create(caller.subject, _spec(body)))
 
     @router.get("/signal-watchers/{watcher_id}", response_model=WatcherOut, responses=NOT_FOUND)
     async def get_watcher(caller: Caller, watcher_id: uuid.UUID) -> WatcherOut:
-        async with deps.pool.acquire() as conn:
-            return WatcherOut.of(await owned(conn, caller, watcher_id))
+        return WatcherOut.of(await watchers.get(caller.subject, watcher_id))
 
     @router.put(
         "/signal-watchers/{watcher_id}",
@@ -260,39 +142,19 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         },
     )
     async def update_watcher(caller: Caller, watcher_id: uuid.UUID, body: WatcherIn) -> WatcherOut:
-        async with deps.pool.acquire() as conn:
-            previous = (await owned(conn, caller, watcher_id)).spec
-        if (
-            "body" not in body.model_fields_set
-            and previous.body is not None
-            and body.method is not Method.POST
-        ):
-            raise StoredBodyNeedsPost()
-        spec = _spec_of(body, previous, "body" in body.model_fields_set, deps.probe.guard)
-        if spec.url != previous.url:
-            await _preflight(deps.probe, spec.url)
-        async with deps.pool.acquire() as conn, conn.transaction():
-            current = await owned(conn, caller, watcher_id)
-            reset = resets_baseline(current.spec, spec)
-            record = await deps.repo.update_spec(conn, caller.subject, watcher_id, spec, reset_baseline=reset)
-        if record is None:
-            raise NotFound()
-        return WatcherOut.of(record)
+        body_sent = "body" in body.model_fields_set
+        return WatcherOut.of(
+            await watchers.update(caller.subject, watcher_id, _spec(body), body_sent=body_sent)
+        )
 
     @router.delete("/signal-watchers/{watcher_id}", status_code=204, responses=NOT_FOUND)
     async def delete_watcher(caller: Caller, watcher_id: uuid.UUID) -> Response:
-        async with deps.pool.acquire() as conn:
-            if not await deps.repo.delete(conn, caller.subject, watcher_id):
-                raise NotFound()
+        await watchers.delete(caller.subject, watcher_id)
         return Response(status_code=204)
 
     @router.post("/signal-watchers/{watcher_id}/status", response_model=WatcherOut, responses=NOT_FOUND)
     async def set_status(caller: Caller, watcher_id: uuid.UUID, body: StatusIn) -> WatcherOut:
-        async with deps.pool.acquire() as conn:
-            record = await deps.repo.set_status(conn, caller.subject, watcher_id, Status(body.status))
-        if record is None:
-            raise NotFound()
-        return WatcherOut.of(record)
+        return WatcherOut.of(await watchers.set_status(caller.subject, watcher_id, Status(body.status)))
 
     @router.get(
         "/signal-watchers/{watcher_id}/checks",
@@ -308,17 +170,14 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         cursor: Cursor = None,
     ) -> CheckPage:
         """The watcher's check rows, newest first, keyset-paged (`next_cursor`)."""
-        before = _position(cursor, offset)
-        async with deps.pool.acquire() as conn:
-            await owned(conn, caller, watcher_id)
-            rows = await deps.repo.list_checks(
-                conn, watcher_id, limit=limit + 1, offset=offset, before=before
-            )
+        page = await watchers.list_checks(
+            caller.subject, watcher_id, limit=limit, offset=offset, before=_position(cursor, offset)
+        )
         return CheckPage(
-            items=[CheckOut.of(r) for r in rows[:limit]],
+            items=[CheckOut.of(r) for r in page.items],
             limit=limit,
             offset=offset,
-            next_cursor=_next_cursor(rows, limit, lambda r: r.checked_at),
+            next_cursor=_cursor(page.next_position),
         )
 
     @router.post(
@@ -335,35 +194,11 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         """Run a real check as soon as possible (recorded, may trigger, counts failures), like a due one.
         Overrides the interval and a failure backoff; at most one per watcher every
         CHECK_NOW_MIN_SPACING_SECONDS, so the API cannot be used to hammer a target."""
-        async with deps.pool.acquire() as conn:
-            record = await deps.repo.request_check(
-                conn, caller.subject, watcher_id, min_spacing_seconds=CHECK_NOW_MIN_SPACING_SECONDS
-            )
-            if record is None:
-                current = await owned(conn, caller, watcher_id)
-                raise NotActive() if current.status is not Status.ACTIVE else CheckTooSoon()
-        deps.check_requested()
-        return WatcherOut.of(record)
+        return WatcherOut.of(await watchers.request_check(caller.subject, watcher_id))
 
     @router.post("/signal-watchers/{watcher_id}/test", response_model=TestResultOut, responses=NOT_FOUND)
     async def test_now(caller: Caller, watcher_id: uuid.UUID) -> TestResultOut:
-        async with deps.pool.acquire() as conn:
-            record = await owned(conn, caller, watcher_id)
-        result = await probe_and_judge(deps.probe, record)
-        judged = result.judged
-        return TestResultOut(
-            ok=judged is not None,
-            error_code=result.error_code,
-            http_status=result.http_status,
-            duration_ms=result.duration_ms,
-            value_hash=judged.value_hash if judged else None,
-            value_excerpt=judged.excerpt if judged else None,
-            would_change=bool(
-                judged and record.last_value_hash and judged.value_hash != record.last_value_hash
-            ),
-            is_baseline=bool(judged and record.last_value_hash is None),
-            sample=result.sample,
-        )
+        return TestResultOut.of(await watchers.preview(caller.subject, watcher_id))
 
     @router.get(
         "/admin/signal-watchers",
@@ -376,14 +211,12 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
     ) -> AdminWatcherPage:
         """Every user's watchers, oldest first, keyset-paged (`next_cursor`); needs `signal:read`."""
         caller.require(ADMIN_PERMISSION)
-        after = _position(cursor, offset)
-        async with deps.pool.acquire() as conn:
-            records = await deps.repo.list_all(conn, limit=limit + 1, offset=offset, after=after)
+        page = await watchers.list_all(limit=limit, offset=offset, after=_position(cursor, offset))
         return AdminWatcherPage(
-            items=[WatcherAdminOut.of(r) for r in records[:limit]],
+            items=[WatcherAdminOut.of(r) for r in page.items],
             limit=limit,
             offset=offset,
-            next_cursor=_next_cursor(records, limit, lambda r: r.created_at),
+            next_cursor=_cursor(page.next_position),
         )
 
     app.include_router(router)
@@ -397,11 +230,8 @@ def openapi_document(version: str) -> dict[str, Any]:
     install_api(
         app,
         ApiDeps(
-            pool=placeholder,
-            repo=placeholder,
-            probe=placeholder,
+            watchers=placeholder,
             verifier=TokenVerifier(os.urandom(32), issuer="openapi", audience="signal-watcher"),
-            max_watchers_per_user=1,
         ),
     )
     return app.openapi()

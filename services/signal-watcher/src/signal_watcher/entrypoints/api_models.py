@@ -9,11 +9,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from signal_watcher.adapters.repository import CheckRow, WatcherRecord
 from signal_watcher.domain import model as rules
 from signal_watcher.domain.masking import body_length, mask_headers
 from signal_watcher.domain.model import MAX_HEADERS, CompareMode, Method, Status
+from signal_watcher.domain.records import CheckRow, WatcherRecord
 from signal_watcher.domain.ssrf import PORT_MAX, PORT_MIN, URL_MAX_CHARS, URL_PATTERN
+from signal_watcher.service_layer.watchers import Preview
 from yovision_platform.web import JsonInt
 
 __all__ = [
@@ -132,9 +133,9 @@ class WatcherOut(BaseModel):
     status: Status
     has_baseline: bool
     last_checked_at: datetime | None
-    last_changed_at: datetime | None
-    consecutive_failures: int
-    next_check_at: datetime
+    last_changed_at: datetime | None = Field(description="The last check whose judged value changed.")
+    consecutive_failures: int = Field(description="Failed checks since the last success (the 5th disables).")
+    next_check_at: datetime = Field(description="When it is due (the interval, or the failure backoff).")
     created_at: datetime
     updated_at: datetime
 
@@ -194,29 +195,21 @@ class AdminWatcherPage(BaseModel):
 
 
 class CheckOut(BaseModel):
+    """One check of the watcher: a judged value, or a failure with its stable code."""
+
     id: uuid.UUID
-    checked_at: datetime
-    http_status: int | None
-    value_hash: str | None
-    changed: bool
-    trigger_id: uuid.UUID | None
-    error_code: str | None
-    duration_ms: int | None
-    warning: str | None
+    checked_at: datetime = Field(description="When the check was written (the database clock).")
+    http_status: int | None = Field(description="The target's status; null when no response arrived.")
+    value_hash: str | None = Field(description="SHA-256 (hex) of the judged value; null on a failure.")
+    changed: bool = Field(description="The judged value differs from the baseline: a run was triggered.")
+    trigger_id: uuid.UUID | None = Field(description="The triggered run's id (in `WatcherTriggered`).")
+    error_code: str | None = Field(description="The stable failure code (`timeout`, `redirect`, ...).")
+    duration_ms: int | None = Field(description="How long the probe took; null when no response arrived.")
+    warning: str | None = Field(description="`TRIGGER_RATE_LIMITED`: the fifth or later run within an hour.")
 
     @classmethod
     def of(cls, row: CheckRow) -> CheckOut:
-        return cls(
-            id=row.id,
-            checked_at=row.checked_at,
-            http_status=row.http_status,
-            value_hash=row.value_hash,
-            changed=row.changed,
-            trigger_id=row.trigger_id,
-            error_code=row.error_code,
-            duration_ms=row.duration_ms,
-            warning=row.warning,
-        )
+        return cls.model_validate(row, from_attributes=True)
 
 
 class CheckPage(BaseModel):
@@ -239,3 +232,18 @@ class TestResultOut(BaseModel):
     would_change: bool
     is_baseline: bool
     sample: str | None
+
+    @classmethod
+    def of(cls, preview: Preview) -> TestResultOut:
+        result, judged = preview.result, preview.result.judged
+        return cls(
+            ok=judged is not None,
+            error_code=result.error_code,
+            http_status=result.http_status,
+            duration_ms=result.duration_ms,
+            value_hash=judged.value_hash if judged else None,
+            value_excerpt=judged.excerpt if judged else None,
+            would_change=preview.would_change,
+            is_baseline=preview.is_baseline,
+            sample=result.sample,
+        )

@@ -11,13 +11,14 @@ import logging
 import sys
 
 from signal_watcher.adapters.probe_client import ProbeClient
-from signal_watcher.adapters.repository import WatcherRepository
+from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.adapters.watcher_secrets import WatcherSecrets
 from signal_watcher.entrypoints.api import ApiDeps, install_api
-from signal_watcher.metrics import SignalMetrics
 from signal_watcher.service_layer.checks import CheckRunner
+from signal_watcher.service_layer.metrics import SignalMetrics
 from signal_watcher.service_layer.retention import RetentionCleaner
 from signal_watcher.service_layer.scheduler import Scheduler
+from signal_watcher.service_layer.watchers import Watchers
 from signal_watcher.settings import SignalWatcherSettings, effective_retention_days
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.key_rotation import rotate_keys_command
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 
 async def configure(ctx: ServiceContext[SignalWatcherSettings]) -> None:
     settings = ctx.settings
-    repo = WatcherRepository(ctx.plan.schema, settings.cipher)
+    units_of_work = PostgresUnitsOfWork(ctx.pool, ctx.plan.schema, settings.cipher)
     guard = settings.probe_guard
     if guard.allowed_networks:
         log.warning(
@@ -43,21 +44,22 @@ async def configure(ctx: ServiceContext[SignalWatcherSettings]) -> None:
     scheduler: Scheduler | None = None
     if settings.scheduler_enabled:
         metrics = SignalMetrics.create(ctx.registry)
-        runner = CheckRunner(ctx.pool, repo, probe, AvroSerde(SchemaRegistry.load()), metrics=metrics)
-        scheduler = Scheduler(ctx.pool, repo, runner, settings.instance_id)
+        runner = CheckRunner(units_of_work, probe, AvroSerde(SchemaRegistry.load()), metrics=metrics)
+        scheduler = Scheduler(units_of_work, runner, settings.instance_id)
         ctx.add_worker("scheduler", scheduler.run)
     install_api(
         ctx.app,
         ApiDeps(
-            pool=ctx.pool,
-            repo=repo,
-            probe=probe,
+            watchers=Watchers(
+                units_of_work,
+                probe,
+                max_watchers_per_user=settings.max_watchers_per_user,
+                check_requested=scheduler.wake if scheduler is not None else lambda: None,
+            ),
             verifier=settings.token_verifier,
-            max_watchers_per_user=settings.max_watchers_per_user,
-            check_requested=scheduler.wake if scheduler is not None else lambda: None,
         ),
     )
-    cleaner = RetentionCleaner(ctx.pool, repo, effective_retention_days(settings.check_retention_days))
+    cleaner = RetentionCleaner(units_of_work, effective_retention_days(settings.check_retention_days))
     ctx.add_worker("check-retention", cleaner.run)
 
 

@@ -11,21 +11,21 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-import asyncpg
 from prometheus_client import CollectorRegistry
 
-from signal_watcher.adapters.probe_client import ProbeClient, ProbeFailed
-from signal_watcher.adapters.repository import CheckRow, WatcherRecord, WatcherRepository
 from signal_watcher.domain.checking import CheckDecision, WatcherState, decide
 from signal_watcher.domain.judging import Judged, JudgeFailed, judge
-from signal_watcher.metrics import CheckOutcome, SignalMetrics
+from signal_watcher.domain.probes import ProbeFailed
+from signal_watcher.domain.records import CheckRow, WatcherAfterCheck, WatcherRecord
+from signal_watcher.service_layer.metrics import CheckOutcome, SignalMetrics
+from signal_watcher.service_layer.ports import Probe, SignalUnitOfWork, UnitOfWorkFactory
 from yovision_platform.avro import AvroSerde
-from yovision_platform.db import DbConnection
 from yovision_platform.errors import LeaseLost
 from yovision_platform.events import build_event
 from yovision_platform.leases import Lease
-from yovision_platform.outbox import Outbox, OutboxMessage
+from yovision_platform.outbox import OutboxMessage
 
 __all__ = [
     "JUDGE_INTERNAL_ERROR",
@@ -59,7 +59,7 @@ def _unexpected(code: str, exc: Exception) -> str:
     return code
 
 
-async def probe_and_judge(probe: ProbeClient, record: WatcherRecord) -> ProbeResult:
+async def probe_and_judge(probe: Probe, record: WatcherRecord) -> ProbeResult:
     """Probe the watcher's target and judge the response. Never raises (cancellation aside): every failure,
     expected or not, becomes a stable code, so it is recorded and counts towards auto-disable."""
     spec = record.spec
@@ -81,29 +81,38 @@ async def probe_and_judge(probe: ProbeClient, record: WatcherRecord) -> ProbeRes
     return ProbeResult(judged, None, response.status_code, response.duration_ms, sample)
 
 
+def _after(decision: CheckDecision, now: datetime) -> WatcherAfterCheck:
+    return WatcherAfterCheck(
+        checked_at=now,
+        status=decision.status,
+        consecutive_failures=decision.failures,
+        next_check_at=now + timedelta(minutes=decision.next_check_in_minutes),
+        last_value_hash=decision.baseline_hash,
+        last_value_excerpt=decision.baseline_excerpt,
+        changed=decision.changed,
+    )
+
+
 class CheckRunner:
     def __init__(
         self,
-        pool: asyncpg.Pool,
-        repo: WatcherRepository,
-        probe: ProbeClient,
+        units_of_work: UnitOfWorkFactory,
+        probe: Probe,
         serde: AvroSerde,
         *,
         topic_overrides: Mapping[str, str] | None = None,
         metrics: SignalMetrics | None = None,
     ) -> None:
-        self._pool = pool
-        self._repo = repo
+        self._units_of_work = units_of_work
         self._probe = probe
         self._serde = serde
-        self._outbox = Outbox(repo.schema)
         self._topics = dict(topic_overrides or {})
         self._metrics = metrics if metrics is not None else SignalMetrics.create(CollectorRegistry())
 
     async def run(self, watcher_id: uuid.UUID, lease: Lease) -> CheckDecision | None:
         """One check; returns the decision written, or None when the lease was lost (nothing written)."""
-        async with self._pool.acquire() as conn:
-            record = await self._repo.load(conn, watcher_id, lease)
+        async with self._units_of_work() as uow:
+            record = await uow.watchers.load(watcher_id, lease)
         if record is None:
             return None
         if record.secrets_error is not None:
@@ -122,27 +131,15 @@ class CheckRunner:
         )
         judged_or_error: Judged | str = result.judged if result.judged is not None else str(result.error_code)
         try:
-            async with self._pool.acquire() as conn, conn.transaction():
+            async with self._units_of_work() as uow:
                 decision = decide(state, judged_or_error, triggers_in_last_hour=0)
                 if decision.changed:
-                    recent = await self._repo.triggers_in_last_hour(conn, watcher_id)
+                    recent = await uow.checks.triggers_in_last_hour(watcher_id)
                     decision = decide(state, judged_or_error, triggers_in_last_hour=recent)
-                now = await conn.fetchval("SELECT now()")
-                await self._repo.write_result(
-                    conn,
-                    watcher_id,
-                    lease,
-                    now=now,
-                    status=decision.status,
-                    failures=decision.failures,
-                    next_check_in_minutes=decision.next_check_in_minutes,
-                    baseline_hash=decision.baseline_hash,
-                    baseline_excerpt=decision.baseline_excerpt,
-                    changed=decision.changed,
-                )
+                now = await uow.now()
+                await uow.watchers.write_result(watcher_id, lease, _after(decision, now))
                 check_id, trigger_id = uuid.uuid4(), uuid.uuid4() if decision.prompt is not None else None
-                await self._repo.insert_check(
-                    conn,
+                await uow.checks.insert(
                     CheckRow(
                         id=check_id,
                         watcher_id=watcher_id,
@@ -157,9 +154,9 @@ class CheckRunner:
                     ),
                 )
                 if decision.prompt is not None and trigger_id is not None:
-                    await self._publish_trigger(conn, record, decision, check_id, trigger_id)
+                    await self._publish_trigger(uow, record, decision, check_id, trigger_id)
                 if decision.disabled_now:
-                    await self._publish_disabled(conn, record, decision)
+                    await self._publish_disabled(uow, record, decision)
         except LeaseLost:
             log.info("check discarded: lease lost", extra={"error_code": "lease_lost"})
             self._metrics.checks.labels(outcome=CheckOutcome.DISCARDED).inc()
@@ -184,21 +181,21 @@ class CheckRunner:
             metrics.disabled.labels().inc()
 
     async def _enqueue(
-        self, conn: DbConnection, event_type: str, watcher_id: str, payload: dict[str, object]
+        self, uow: SignalUnitOfWork, event_type: str, watcher_id: str, payload: dict[str, object]
     ) -> None:
         event = build_event(self._serde, event_type, watcher_id, payload)
-        await self._outbox.enqueue(conn, OutboxMessage.from_event(event, topic=self._topics.get(event_type)))
+        await uow.outbox.enqueue(OutboxMessage.from_event(event, topic=self._topics.get(event_type)))
 
     async def _publish_trigger(
         self,
-        conn: DbConnection,
+        uow: SignalUnitOfWork,
         record: WatcherRecord,
         decision: CheckDecision,
         check_id: uuid.UUID,
         trigger_id: uuid.UUID,
     ) -> None:
         await self._enqueue(
-            conn,
+            uow,
             "WatcherTriggered",
             str(record.id),
             {
@@ -215,10 +212,10 @@ class CheckRunner:
         )
 
     async def _publish_disabled(
-        self, conn: DbConnection, record: WatcherRecord, decision: CheckDecision
+        self, uow: SignalUnitOfWork, record: WatcherRecord, decision: CheckDecision
     ) -> None:
         await self._enqueue(
-            conn,
+            uow,
             "WatcherDisabled",
             str(record.id),
             {

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-import asyncpg
-
-from signal_watcher.adapters.repository import WatcherRepository
+from signal_watcher.service_layer.ports import UnitOfWorkFactory
 from yovision_platform.backoff import wait_for_stop
 
 __all__ = ["CLEANUP_BATCH_ROWS", "CLEANUP_INTERVAL_SECONDS", "CLEANUP_MAX_BATCHES", "RetentionCleaner"]
@@ -19,15 +17,13 @@ CLEANUP_MAX_BATCHES = 20
 class RetentionCleaner:
     def __init__(
         self,
-        pool: asyncpg.Pool,
-        repo: WatcherRepository,
+        units_of_work: UnitOfWorkFactory,
         retention_days: int,
         *,
         batch_rows: int = CLEANUP_BATCH_ROWS,
         max_batches: int = CLEANUP_MAX_BATCHES,
     ) -> None:
-        self._pool = pool
-        self._repo = repo
+        self._units_of_work = units_of_work
         self._days = retention_days
         self._batch_rows = batch_rows
         self._max_batches = max_batches
@@ -36,10 +32,8 @@ class RetentionCleaner:
         """Delete up to max_batches * batch_rows expired rows, one short transaction per batch."""
         deleted = 0
         for _ in range(self._max_batches):
-            async with self._pool.acquire() as conn:
-                count = await self._repo.delete_old_checks(
-                    conn, retention_days=self._days, batch=self._batch_rows
-                )
+            async with self._units_of_work() as uow:
+                count = await uow.checks.delete_expired(retention_days=self._days, batch=self._batch_rows)
             deleted += count
             if count < self._batch_rows:
                 break

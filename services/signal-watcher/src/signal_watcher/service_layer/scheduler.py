@@ -15,10 +15,8 @@ import asyncio
 import logging
 import uuid
 
-import asyncpg
-
-from signal_watcher.adapters.repository import WatcherRepository
 from signal_watcher.service_layer.checks import CheckRunner
+from signal_watcher.service_layer.ports import UnitOfWorkFactory
 from yovision_platform.leases import Lease
 
 __all__ = ["LEASE_SECONDS", "MAX_IN_FLIGHT", "SCAN_BATCH_SIZE", "SCAN_INTERVAL_SECONDS", "Scheduler"]
@@ -35,8 +33,7 @@ STOP_GRACE_SECONDS = 10.0
 class Scheduler:
     def __init__(
         self,
-        pool: asyncpg.Pool,
-        repo: WatcherRepository,
+        units_of_work: UnitOfWorkFactory,
         runner: CheckRunner,
         owner: str,
         *,
@@ -44,8 +41,7 @@ class Scheduler:
         batch_size: int = SCAN_BATCH_SIZE,
         max_in_flight: int = MAX_IN_FLIGHT,
     ) -> None:
-        self._pool = pool
-        self._repo = repo
+        self._units_of_work = units_of_work
         self._runner = runner
         self._owner = owner
         self._interval = scan_interval_seconds
@@ -87,15 +83,13 @@ class Scheduler:
                 await asyncio.wait(list(self._in_flight.values()), return_when=asyncio.FIRST_COMPLETED)
                 continue
             limit = min(self._batch, capacity)
-            async with self._pool.acquire() as conn:
-                claimed = await self._repo.claim_due(
-                    conn, self._owner, limit=limit, lease_seconds=LEASE_SECONDS
-                )
-            for row in claimed:
-                watcher_id: uuid.UUID = row.row_id
+            async with self._units_of_work() as uow:
+                claimed = await uow.watchers.claim_due(self._owner, limit=limit, lease_seconds=LEASE_SECONDS)
+            for claim in claimed:
+                watcher_id = claim.watcher_id
                 if watcher_id in self._in_flight:
                     continue
-                task = asyncio.create_task(self._check(watcher_id, row.lease), name=f"check-{watcher_id}")
+                task = asyncio.create_task(self._check(watcher_id, claim.lease), name=f"check-{watcher_id}")
                 self._in_flight[watcher_id] = task
                 started += 1
             if len(claimed) < limit:

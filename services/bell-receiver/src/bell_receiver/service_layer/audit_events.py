@@ -1,0 +1,25 @@
+"""The global audit trail as operators read it: filtered, newest first, keyset-paged."""
+
+from __future__ import annotations
+
+from bell_receiver.domain.audit import AuditFilter, StoredAuditEvent
+from bell_receiver.domain.errors import InvalidRange
+from bell_receiver.domain.paging import Page, PagePosition, page_of
+from bell_receiver.service_layer.ports import AuditReader
+
+
+def _position(row: StoredAuditEvent) -> PagePosition:
+    return PagePosition(row.occurred_at, row.id)
+
+
+class AuditEvents:
+    def __init__(self, reader: AuditReader) -> None:
+        self._reader = reader
+
+    async def page(
+        self, where: AuditFilter, limit: int, after: PagePosition | None
+    ) -> Page[StoredAuditEvent]:
+        """`InvalidRange` when the filter's time range is empty."""
+        if where.empty_range:
+            raise InvalidRange
+        return page_of(await self._reader.page(where, limit + 1, after), limit, _position)

@@ -1,0 +1,25 @@
+"""What a probe answers: a completed response, or a failure with a stable code (the probe port's contract,
+`service_layer.ports.Probe`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from yovision_platform.errors import PlatformError
+
+__all__ = ["ProbeFailed", "ProbeResponse"]
+
+
+class ProbeFailed(PlatformError):
+    """A probe that produced no judgeable response (not a refusal of the API: a check records it). `code`
+    is stable and safe to store and show: timeout, too_large, redirect, connect_refused, connect_failed,
+    dns, ssrf_blocked, url_refused, tls, protocol_error."""
+
+    code = "probe_failed"
+
+
+@dataclass(frozen=True)
+class ProbeResponse:
+    status_code: int
+    body: bytes
+    duration_ms: int

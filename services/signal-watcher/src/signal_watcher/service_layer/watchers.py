@@ -1,0 +1,193 @@
+"""The user's watchers: create (under the per-user cap), read, list, update, delete, pause/resume, check
+now and test now. One use case per API operation, on the ports; every one refuses with a `ServiceError`
+of `domain.errors` and never returns another user's watcher (`NotFound`)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Generic, TypeVar
+
+from signal_watcher.domain.errors import (
+    CHECK_NOW_MIN_SPACING_SECONDS,
+    CheckTooSoon,
+    LimitReached,
+    NotActive,
+    NotFound,
+    StoredBodyNeedsPost,
+    TargetForbidden,
+)
+from signal_watcher.domain.masking import unmask_headers
+from signal_watcher.domain.model import Method, Status, WatcherSpec, resets_baseline
+from signal_watcher.domain.probes import ProbeFailed
+from signal_watcher.domain.records import CheckRow, Position, WatcherRecord
+from signal_watcher.service_layer.checks import ProbeResult, probe_and_judge
+from signal_watcher.service_layer.ports import Probe, SignalUnitOfWork, UnitOfWorkFactory
+
+__all__ = ["Page", "Preview", "Watchers"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    items: list[T]
+    next_position: Position | None  # where the next page starts; None on the last page
+
+
+@dataclass(frozen=True)
+class Preview:
+    """A test-now result: nothing written, nothing published."""
+
+    result: ProbeResult
+    would_change: bool
+    is_baseline: bool
+
+
+def _page(rows: Sequence[T], limit: int, position: Callable[[T], Position]) -> Page[T]:
+    """`rows` fetched with one more than `limit`: that extra row means another page follows."""
+    items = list(rows[:limit])
+    return Page(items, position(items[-1]) if len(rows) > limit else None)
+
+
+def _created(record: WatcherRecord) -> Position:
+    return (record.created_at, record.id)
+
+
+def _checked(row: CheckRow) -> Position:
+    return (row.checked_at, row.id)
+
+
+class Watchers:
+    def __init__(
+        self,
+        units_of_work: UnitOfWorkFactory,
+        probe: Probe,
+        *,
+        max_watchers_per_user: int,
+        check_requested: Callable[[], None] = lambda: None,  # wakes this instance's scheduler
+    ) -> None:
+        self._units_of_work = units_of_work
+        self._probe = probe
+        self._max_per_user = max_watchers_per_user
+        self._check_requested = check_requested
+
+    async def create(self, user_id: str, sent: WatcherSpec) -> WatcherRecord:
+        """`sent`: the definition as the user sent it (validated here)."""
+        spec = self._validated(sent)
+        await self._preflight(spec.url)
+        async with self._units_of_work() as uow:
+            await uow.watchers.lock_user(user_id)
+            if await uow.watchers.count_for_user(user_id) >= self._max_per_user:
+                raise LimitReached()
+            return await uow.watchers.insert(user_id, spec)
+
+    async def get(self, user_id: str, watcher_id: uuid.UUID) -> WatcherRecord:
+        async with self._units_of_work() as uow:
+            return await _owned(uow, user_id, watcher_id)
+
+    async def list_own(
+        self, user_id: str, *, limit: int, offset: int, after: Position | None
+    ) -> Page[WatcherRecord]:
+        async with self._units_of_work() as uow:
+            rows = await uow.watchers.list_for_user(user_id, limit=limit + 1, offset=offset, after=after)
+        return _page(rows, limit, _created)
+
+    async def list_all(self, *, limit: int, offset: int, after: Position | None) -> Page[WatcherRecord]:
+        """Every user's watchers (the admin list; the caller's permission is checked by the route)."""
+        async with self._units_of_work() as uow:
+            rows = await uow.watchers.list_all(limit=limit + 1, offset=offset, after=after)
+        return _page(rows, limit, _created)
+
+    async def update(
+        self, user_id: str, watcher_id: uuid.UUID, sent: WatcherSpec, *, body_sent: bool
+    ) -> WatcherRecord:
+        """Replace the definition with `sent`, in which sensitive headers sent back masked keep their
+        stored values and, when the request left `body` out (`body_sent` False), the body is the stored
+        one. The URL is resolved again (outside the transaction) only when it changed; the baseline resets
+        when a probe or judging field differs from the definition stored at the moment of the write."""
+        async with self._units_of_work() as uow:
+            previous = (await _owned(uow, user_id, watcher_id)).spec
+        if not body_sent and previous.body is not None and sent.method is not Method.POST:
+            raise StoredBodyNeedsPost()
+        kept = replace(sent, headers=unmask_headers(sent.headers, previous.headers))
+        spec = self._validated(kept if body_sent else replace(kept, body=previous.body))
+        if spec.url != previous.url:
+            await self._preflight(spec.url)
+        async with self._units_of_work() as uow:
+            current = await _owned(uow, user_id, watcher_id)
+            reset = resets_baseline(current.spec, spec)
+            record = await uow.watchers.update_spec(user_id, watcher_id, spec, reset_baseline=reset)
+        if record is None:
+            raise NotFound()
+        return record
+
+    async def delete(self, user_id: str, watcher_id: uuid.UUID) -> None:
+        async with self._units_of_work() as uow:
+            if not await uow.watchers.delete(user_id, watcher_id):
+                raise NotFound()
+
+    async def set_status(self, user_id: str, watcher_id: uuid.UUID, status: Status) -> WatcherRecord:
+        async with self._units_of_work() as uow:
+            record = await uow.watchers.set_status(user_id, watcher_id, status)
+        if record is None:
+            raise NotFound()
+        return record
+
+    async def request_check(self, user_id: str, watcher_id: uuid.UUID) -> WatcherRecord:
+        """A real check as soon as possible (recorded, may trigger, counts failures), like a due one: it
+        overrides the interval and a failure backoff, at most one per watcher every
+        CHECK_NOW_MIN_SPACING_SECONDS, so the API cannot be used to hammer a target."""
+        async with self._units_of_work() as uow:
+            record = await uow.watchers.request_check(
+                user_id, watcher_id, min_spacing_seconds=CHECK_NOW_MIN_SPACING_SECONDS
+            )
+            if record is None:
+                current = await _owned(uow, user_id, watcher_id)
+                raise NotActive() if current.status is not Status.ACTIVE else CheckTooSoon()
+        self._check_requested()
+        return record
+
+    async def preview(self, user_id: str, watcher_id: uuid.UUID) -> Preview:
+        async with self._units_of_work() as uow:
+            record = await _owned(uow, user_id, watcher_id)
+        result = await probe_and_judge(self._probe, record)
+        judged = result.judged
+        return Preview(
+            result,
+            would_change=bool(
+                judged and record.last_value_hash and judged.value_hash != record.last_value_hash
+            ),
+            is_baseline=bool(judged and record.last_value_hash is None),
+        )
+
+    async def list_checks(
+        self, user_id: str, watcher_id: uuid.UUID, *, limit: int, offset: int, before: Position | None
+    ) -> Page[CheckRow]:
+        async with self._units_of_work() as uow:
+            await _owned(uow, user_id, watcher_id)
+            rows = await uow.checks.list_for_watcher(
+                watcher_id, limit=limit + 1, offset=offset, before=before
+            )
+        return _page(rows, limit, _checked)
+
+    def _validated(self, spec: WatcherSpec) -> WatcherSpec:
+        """The definition checked with the probe's guard, its interval clamped and its URL stripped."""
+        return replace(spec, url=spec.url.strip()).validated(self._probe.guard)
+
+    async def _preflight(self, url: str) -> None:
+        """Refuse a name that resolves to a blocked address now; a name that does not resolve yet is allowed
+        (its probes fail with `dns`), and every probe checks again at connect time."""
+        try:
+            await self._probe.preflight(url)
+        except ProbeFailed as exc:
+            if exc.code == "ssrf_blocked":
+                raise TargetForbidden("ssrf_blocked_address") from None
+
+
+async def _owned(uow: SignalUnitOfWork, user_id: str, watcher_id: uuid.UUID) -> WatcherRecord:
+    record = await uow.watchers.get(user_id, watcher_id)
+    if record is None:
+        raise NotFound()
+    return record
