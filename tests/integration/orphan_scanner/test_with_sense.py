@@ -22,7 +22,7 @@ from orphan_scanner.entrypoints.main import build
 from orphan_scanner.service_layer.apply import ApplyStatus
 from orphan_scanner.service_layer.metrics import OrphanMetrics, ScanTrigger
 from orphan_scanner.service_layer.metrics_refresher import MetricsRefresher
-from sense_reconciler.adapters.device_repository import DeviceRepository
+from sense_reconciler.adapters.unit_of_work import postgres_units
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.service_layer.devices import DeviceService
@@ -76,9 +76,9 @@ class Sense:
         device_topic, ownership_topic = orphan.settings.projection_topics
         servers = fleet or {SINGLE_MEDIA_SERVER_ID: orphan.mediamtx}
         sources = SourceUris(EncryptionKeyRing({"k1": os.urandom(32)}, "k1"))
+        units = postgres_units(pool, schema.name)
         self.devices = DeviceService(
-            pool,
-            DeviceRepository(schema.name),
+            units,
             serde,
             device_topic=device_topic,
             partitions=TOPIC_PARTITIONS,
@@ -98,8 +98,7 @@ class Sense:
         )
         self.mediamtx = self.fleet.client(next(iter(servers)))
         self.reconciler = Reconciler(
-            pool,
-            schema.name,
+            units,
             self.fleet,
             owned,
             ReconcileMetrics(CollectorRegistry(), self.fleet.ids),
