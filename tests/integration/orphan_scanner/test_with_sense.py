@@ -22,8 +22,8 @@ from orphan_scanner.entrypoints.main import build
 from orphan_scanner.service_layer.apply import ApplyStatus
 from orphan_scanner.service_layer.metrics import OrphanMetrics, ScanTrigger
 from orphan_scanner.service_layer.metrics_refresher import MetricsRefresher
-from sense_reconciler.adapters.unit_of_work import postgres_units
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
+from sense_reconciler.adapters.unit_of_work import postgres_units
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.service_layer.devices import DeviceService
 from sense_reconciler.service_layer.metrics import ReconcileMetrics
