@@ -12,9 +12,11 @@ TOPIC ?=
 ARGS ?=
 FROM ?=
 MAX ?=
+SEED ?=
+EXAMPLES ?=
 
 .PHONY: help setup up down status logs topics secrets kafka-topics kafka-console-consumer \
-	kafka-console-producer kafka-consumer-groups consume doctor sense-orphan dev-token lint bench-platform bench-services typecheck test bench clean distclean
+	kafka-console-producer kafka-consumer-groups consume doctor sense-orphan dev-token lint bench-platform bench-services typecheck test fuzz bench clean distclean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-24s %s\n", $$1, $$2}'
@@ -98,6 +100,9 @@ test: setup lint typecheck ## The whole suite on real infrastructure (starts Pos
 	$(MAKE) topics secrets
 	@rc=0; .venv/bin/pytest || rc=$$?; \
 	if [[ $$rc == 5 ]]; then echo "make test: pytest collected no tests: failing" >&2; fi; exit $$rc
+
+fuzz: setup ## API fuzzing on a fresh random seed: schemathesis on every service, property tests against MediaMTX [SEED=n replays] [EXAMPLES=100]
+	SEED='$(SEED)' EXAMPLES='$(EXAMPLES)' infra/scripts/fuzz.sh
 
 bench: bench-platform bench-services ## All benchmarks (platform, then the services'); figures, not pass/fail
 

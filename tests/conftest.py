@@ -19,6 +19,7 @@ import asyncpg
 import httpx
 import pytest
 from aiokafka.admin import NewTopic
+from hypothesis import HealthCheck, settings
 
 from yovision_platform.db import Identifier
 from yovision_platform.kafka import admin_client
@@ -28,6 +29,22 @@ from yovision_platform.migrations import SchemaPlan, drop, migrate
 from yovision_platform.tools import localhost
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# Property-based tests: `make test` runs the same examples every time (derandomized); `make fuzz` runs a
+# fresh seed (`--hypothesis-seed`, printed by the target) with five times as many examples.
+HYPOTHESIS_PROFILE_VARIABLE = "YOVISION_HYPOTHESIS_PROFILE"
+settings.register_profile(
+    "deterministic",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=200,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "fuzz", database=None, deadline=None, max_examples=1000, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get(HYPOTHESIS_PROFILE_VARIABLE, "deterministic"))
 
 
 Stack = LocalStack

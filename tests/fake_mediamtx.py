@@ -32,13 +32,14 @@ class FakeMediaMtx:
             if name not in self.paths:
                 return httpx.Response(404, json={"status": "error", "error": "path configuration not found"})
             return httpx.Response(200, json={"name": name, **self.paths[name]})
-        if action == "add":
-            if name in self.paths:
+        if action in ("add", "replace"):
+            config = json.loads(request.content)
+            source = config.get("source", "")
+            if not source.startswith(("rtsp://", "rtsps://")):  # MediaMTX's scheme check: lower case only
+                return httpx.Response(400, json={"status": "error", "error": f"invalid source: '{source}'"})
+            if action == "add" and name in self.paths:
                 return httpx.Response(400, json={"status": "error", "error": "path already exists"})
-            self.paths[name] = json.loads(request.content)
-            return httpx.Response(200, json={"status": "ok"})
-        if action == "replace":
-            self.paths[name] = json.loads(request.content)
+            self.paths[name] = config
             return httpx.Response(200, json={"status": "ok"})
         if action == "delete":
             if self.paths.pop(name, None) is None:

@@ -16,8 +16,9 @@ Operator settings that differ from `make up` (and why):
 - `SENSE_DRIFT_CHECK_SECONDS=0`: the orphan flow stages a leftover path by hand; the drift check, which
   would repair it at an arbitrary moment, has its own tests (tests/integration/sense_reconciler).
 
-The environment has two MediaMTX servers, `mtx-a` (the default of new sites) and `mtx-b`, each with an
-authenticated Control API; the flows that do not move a site run on `mtx-a`.
+The environment has three MediaMTX servers, `mtx-a` (the default of new sites), `mtx-b` and `mtx-c`, each
+with an authenticated Control API; the flows that do not move a site run on `mtx-a`, and `mtx-c` is the
+refusal flow's own (it changes the server's path defaults, which every path of the server must satisfy).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from yovision_platform.auth import TokenVerifier
 from yovision_platform.tools.doctor import Finding, Report, examine_until_settled
 from yovision_platform.tools.environment import LocalEnvironment, local_environment
 
-MEDIA_SERVERS = ("mtx-a", "mtx-b")
+MEDIA_SERVERS = ("mtx-a", "mtx-b", "mtx-c")
 E2E_SETTINGS = {
     "SIGNAL_PROBE_ALLOWED_NETWORKS": "127.0.0.1/32",
     "SENSE_DRIFT_CHECK_SECONDS": "0",
@@ -278,7 +279,7 @@ def device_body(tenant: str, site: str, path: str, source: str, state: str = "en
     }
 
 
-CHUNK_BYTES = 256 * 1024
+CHUNK_BYTES = 1024 * 1024  # media-worker's smallest chunk (every chunk but the last)
 
 
 @pytest.fixture(scope="session")
@@ -287,9 +288,9 @@ def source_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("e2e-media") / "source.mp4"
     subprocess.run(
         [
-            "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=duration=12:size=640x360:rate=25",
+            "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=duration=12:size=640x360:rate=25",
             "-f", "lavfi", "-i", "sine=frequency=440:duration=12",
-            "-c:v", "libx264", "-preset", "ultrafast", "-b:v", "1M", "-c:a", "aac", "-shortest", str(path),
+            "-c:v", "libx264", "-preset", "ultrafast", "-b:v", "3M", "-c:a", "aac", "-shortest", str(path),
         ],
         check=True,
     )  # fmt: skip

@@ -14,12 +14,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import Witness, client, device_body, eventually, user_token
+from tests.e2e.conftest import CHUNK_BYTES, Witness, client, device_body, eventually, user_token
 from tests.e2e.test_watchers import Target
 from yovision_platform.tools.environment import LocalEnvironment
 
 OPERATOR_PERMISSIONS = ("sense:operate", "orphan:read", "bell:audit-read", "signal:read", "media:drain")
 WRONG_TOKEN = "x" * 43
+FIRST_CHUNK = b"0123456789" * (CHUNK_BYTES // 10) + b"0" * (CHUNK_BYTES % 10)
 
 
 @dataclass
@@ -176,8 +177,8 @@ async def test_refused_upload_calls_open_and_fill_no_session(
     key = f"csrf-{uuid.uuid4().hex[:8]}"
     init = {
         "upload_key": key,
-        "total_bytes": 20,
-        "chunk_bytes": 10,
+        "total_bytes": CHUNK_BYTES + 10,
+        "chunk_bytes": CHUNK_BYTES,
         "title": "t",
         "content_type": "video/mp4",
     }
@@ -199,13 +200,13 @@ async def test_refused_upload_calls_open_and_fill_no_session(
             headers = {"Content-Type": "application/octet-stream"}
             if token_sent is not None:
                 headers["X-CSRF-Token"] = token_sent
-            assert (await session.http.put(chunk, content=b"0123456789", headers=headers)).status_code == 403
+            assert (await session.http.put(chunk, content=FIRST_CHUNK, headers=headers)).status_code == 403
             complete = await session.http.post(f"/media/uploads/{opened}/complete", headers=headers)
             assert complete.status_code == 403
         assert await received() == (200, [])
         accepted = await session.http.put(
             chunk,
-            content=b"0123456789",
+            content=FIRST_CHUNK,
             headers={"X-CSRF-Token": session.csrf, "Content-Type": "application/octet-stream"},
         )
         assert accepted.status_code == 200, accepted.text

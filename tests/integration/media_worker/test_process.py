@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from media_worker.domain.keys import source_key
+from media_worker.domain.limits import CHUNK_MIN_BYTES
 from tests.conftest import MigratedSchema, Stack, free_port, private_file
 from tests.integration.media_worker.conftest import Media, make_test_video, sha256_of
 from tests.integration.media_worker.test_recovery import TAKE_OVER_SLACK_SECONDS, started_at
@@ -204,7 +205,7 @@ async def test_a_stalled_chunk_body_is_answered_408_once_it_falls_behind_the_min
                     return False
 
             await wait_for(ready, 30)
-            spec = {"upload_key": "stall", "total_bytes": 2 * 65_536, "chunk_bytes": 65_536}
+            spec = {"upload_key": "stall", "total_bytes": 2 * CHUNK_MIN_BYTES, "chunk_bytes": CHUNK_MIN_BYTES}
             session = await http.post("/v1/uploads", json=spec)
             assert session.status_code == 201, session.text
             session_id = session.json()["session_id"]
@@ -212,7 +213,7 @@ async def test_a_stalled_chunk_body_is_answered_408_once_it_falls_behind_the_min
         head = (
             f"PUT /v1/uploads/{session_id}/chunks/0 HTTP/1.1\r\nHost: media\r\n"
             f"Authorization: Bearer {token}\r\nContent-Type: application/octet-stream\r\n"
-            "Content-Length: 65536\r\n\r\n"
+            f"Content-Length: {CHUNK_MIN_BYTES}\r\n\r\n"
         )
         started = time.monotonic()
         writer.write(head.encode() + b"x" * 100)

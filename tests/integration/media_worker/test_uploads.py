@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 
 from media_worker.domain.keys import source_key
+from media_worker.domain.limits import CHUNK_MIN_BYTES
 from tests.conftest import problem_code
 from tests.integration.media_worker.conftest import TEST_LIMITS, Media, partial_files_written, sha256_of
 from tests.unit.media_worker.uploading import (
@@ -144,7 +145,7 @@ async def test_a_failed_chunk_attempt_removes_only_its_own_partial_file(
 async def test_a_nul_in_an_upload_title_or_key_is_refused_before_any_work(
     client: httpx.AsyncClient, media: Media
 ) -> None:
-    spec = {"upload_key": "k-nul", "total_bytes": 10, "chunk_bytes": 10, "title": "a\u0000b"}
+    spec = {"upload_key": "k-nul", "total_bytes": 10, "chunk_bytes": CHUNK_MIN_BYTES, "title": "a\u0000b"}
     response = await client.post("/v1/uploads", json=spec, headers=media.auth())
     assert (response.status_code, problem_code(response)) == (400, "invalid_text")
     plain = await client.post(

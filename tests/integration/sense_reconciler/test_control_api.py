@@ -117,17 +117,23 @@ async def test_error_codes_are_stable(api: httpx.AsyncClient) -> None:
     assert (bad_uri.status_code, problem_code(bad_uri)) == (422, "invalid_source_uri")
 
 
-async def test_a_batch_gives_each_device_one_state(api: httpx.AsyncClient) -> None:
-    """The rule the document states as `x-consistent-by`: a device twice with one state is fine, with two
-    states the batch is refused as a whole."""
-    created = await api.post("/v1/devices", json=device_body())
+async def test_a_device_listed_twice_in_a_batch_takes_its_last_state_and_changes_once(
+    api: httpx.AsyncClient,
+) -> None:
+    """Each change of a device's desired state makes it due once more (a new desired generation)."""
+    created = await api.post("/v1/devices", json=device_body(desired_state="disabled"))
     device_id = created.json()["id"]
+    status_url = f"/v1/devices/{device_id}/reconcile-status"
     same = [{"device_id": device_id, "desired_state": "enabled"}] * 2
-    assert (await api.post("/v1/devices:set-desired-state", json={"items": same})).status_code == 200
-    both = [{"device_id": device_id, "desired_state": s} for s in ("disabled", "enabled")]
-    refused = await api.post("/v1/devices:set-desired-state", json={"items": both})
-    assert (refused.status_code, problem_code(refused)) == (422, "invalid_items")
-    assert (await api.get(f"/v1/devices/{device_id}")).json()["desired_state"] == "enabled"
+    enabled = await api.post("/v1/devices:set-desired-state", json={"items": same})
+    assert [d["desired_state"] for d in enabled.json()["items"]] == ["enabled"] * 2
+    assert (await api.get(status_url)).json()["desired_generation"] == 2
+    both = [{"device_id": device_id, "desired_state": s} for s in ("disabled", "enabled", "disabled")]
+    last = await api.post("/v1/devices:set-desired-state", json={"items": both})
+    assert last.status_code == 200
+    assert [d["desired_state"] for d in last.json()["items"]] == ["disabled"] * 3
+    assert (await api.get(f"/v1/devices/{device_id}")).json()["desired_state"] == "disabled"
+    assert (await api.get(status_url)).json()["desired_generation"] == 3
 
 
 @pytest.mark.parametrize("value", [True, "5", 5.5])

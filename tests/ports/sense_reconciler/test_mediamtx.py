@@ -47,8 +47,25 @@ class MediaMtxContract:
         await mediamtx.add_path(name, CAMERA)
         with pytest.raises(MediaMtxError) as refused:
             await mediamtx.add_path(name, OTHER)
-        assert refused.value.code == "mediamtx_http_400"
+        assert (refused.value.code, refused.value.status) == ("mediamtx_http_400", 400)
         assert await mediamtx.get_path(name) == CAMERA
+
+    @pytest.mark.parametrize("action", ["add", "replace"])
+    async def test_a_source_mediamtx_cannot_take_is_refused_with_http_400_and_a_redacted_reason(
+        self, mediamtx: MediaMtxPort, name: str, action: str
+    ) -> None:
+        refused_source = PathConfig("RTSP://u:cam-pw@127.0.0.1:1/stream")
+        call = mediamtx.add_path if action == "add" else mediamtx.replace_path
+        with pytest.raises(MediaMtxError) as refused:
+            await call(name, refused_source)
+        error = refused.value
+        assert (error.code, error.status, error.reason) == (
+            "mediamtx_http_400",
+            400,
+            "invalid source: <redacted>",
+        )
+        assert "cam-pw" not in repr(error) and "cam-pw" not in str(error.reason)
+        assert await mediamtx.get_path(name) is None
 
     async def test_a_replace_changes_a_path_and_creates_a_missing_one(
         self, mediamtx: MediaMtxPort, name: str

@@ -9,13 +9,14 @@ import uuid
 import pytest
 
 from sense_reconciler.domain import limits
-from sense_reconciler.domain.reconcile import ClaimedItem
+from sense_reconciler.domain.reconcile import ClaimedItem, Convergence
 from sense_reconciler.domain.records import StoredSource
 from tests.ports.sense_reconciler.backends import Backend, new_device, register, wait_for
 from yovision_platform.errors import LeaseLost
 from yovision_platform.leases import Lease
 
 PARTITIONS = list(range(12))
+REASON = "invalid source: <redacted>"
 
 
 async def claim(
@@ -191,7 +192,7 @@ class ReconcileStoreContract:
         async with backend.units() as uow:
             done = await uow.devices.reconcile_state(converged)
             newer = await uow.devices.reconcile_state(changed)
-            assert await uow.reconcile.unconverged_count("default") == 1
+            assert await uow.reconcile.convergence("default") == Convergence(1, 0)
         assert done is not None and newer is not None
         assert (done.status, done.observed_generation, done.attempts, done.last_error_code) == (
             "converged",
@@ -210,12 +211,79 @@ class ReconcileStoreContract:
             await uow.reconcile.fail(item, item.lease, error_code="mediamtx_timeout", retry_in_seconds=0.3)
         async with backend.units() as uow:
             state = await uow.devices.reconcile_state(device_id)
-            assert await uow.reconcile.unconverged_count("default") == 1
-        assert state is not None and state.last_result_at is not None
+            assert await uow.reconcile.convergence("default") == Convergence(1, 0)
+        assert state is not None and state.last_result_at is not None and state.next_attempt_at is not None
         assert (state.status, state.attempts, state.last_error_code) == ("failed", 1, "mediamtx_timeout")
+        assert state.last_error_reason is None
         assert 0.29 <= (state.next_attempt_at - state.last_result_at).total_seconds() <= 0.31
         assert await claim(backend, "b") == [], "not due before its backoff ends"
         await wait_for(lambda: _claims(backend, "c", device_id))
+
+    async def test_a_refusal_keeps_its_code_and_reason_and_is_never_due_until_a_change(
+        self, backend: Backend
+    ) -> None:
+        device_id = await register(backend)
+        [item] = await claim(backend)
+        async with backend.units() as uow:
+            work = await uow.reconcile.renew_and_load(item, lease_seconds=30)
+        async with backend.units() as uow:
+            await uow.reconcile.refuse(work, work.lease, error_code="mediamtx_http_400", reason=REASON)
+        async with backend.units() as uow:
+            state = await uow.devices.reconcile_state(device_id)
+            assert await uow.reconcile.convergence("default") == Convergence(1, 1)
+            assert await uow.reconcile.convergence("mtx-b") == Convergence(0, 0)
+        assert state is not None and state.last_result_at is not None
+        assert (state.status, state.attempts, state.next_attempt_at) == ("failed", 1, None)
+        assert (state.last_error_code, state.last_error_reason) == ("mediamtx_http_400", REASON)
+        assert await claim(backend, "b") == [], "a refused row is not due"
+        async with backend.units() as uow:
+            await uow.devices.mark_due(device_id, "default")
+        [again] = await claim(backend, "c")
+        assert again.device_id == device_id
+        async with backend.units() as uow:
+            retried = await uow.reconcile.renew_and_load(again, lease_seconds=30)
+        async with backend.units() as uow:
+            await uow.reconcile.complete(retried, retried.lease)
+            converged = await uow.devices.reconcile_state(device_id)
+            assert await uow.reconcile.convergence("default") == Convergence(0, 0)
+        assert converged is not None and converged.next_attempt_at is not None
+        assert (converged.status, converged.last_error_code, converged.last_error_reason) == (
+            "converged",
+            None,
+            None,
+        )
+
+    async def test_a_refusal_of_an_older_generation_keeps_the_newer_one_due(self, backend: Backend) -> None:
+        device_id = await register(backend)
+        [item] = await claim(backend)
+        async with backend.units() as uow:
+            work = await uow.reconcile.renew_and_load(item, lease_seconds=30)
+        async with backend.units() as uow:
+            await uow.devices.mark_due(device_id, "default")  # the operator fixed it meanwhile
+        async with backend.units() as uow:
+            await uow.reconcile.refuse(work, work.lease, error_code="mediamtx_http_400", reason=None)
+        async with backend.units() as uow:
+            state = await uow.devices.reconcile_state(device_id)
+            assert await uow.reconcile.convergence("default") == Convergence(1, 0)
+        assert state is not None and state.status == "failed" and state.next_attempt_at is not None
+        assert await claimed_ids(backend, "b") == [device_id]
+
+    async def test_a_refusal_is_fenced(self, backend: Backend) -> None:
+        device_id = await register(backend)
+        [item] = await claim(backend)
+        async with backend.units() as uow:
+            work = await uow.reconcile.renew_and_load(item, lease_seconds=30)
+        forged = Lease("a", uuid.uuid4(), work.lease.expires_at)
+        async with backend.units() as uow:
+            with pytest.raises(LeaseLost):
+                await uow.reconcile.refuse(work, forged, error_code="mediamtx_http_400", reason=REASON)
+        async with backend.units() as uow:
+            state = await uow.devices.reconcile_state(device_id)
+        assert state is not None and (state.status, state.attempts, state.last_error_reason) == (
+            "pending",
+            0,
+            None,
+        )
 
     async def test_a_released_row_is_claimable_again_at_once_and_untouched(self, backend: Backend) -> None:
         device_id = await register(backend)
@@ -272,8 +340,8 @@ class ReconcileStoreContract:
         await register(backend)
         await register(backend, server="mtx-b", site_id="site-b")
         async with backend.units() as uow:
-            counts = [await uow.reconcile.unconverged_count(s) for s in ("default", "mtx-b", "mtx-c")]
-        assert counts == [2, 1, 0]
+            counts = [await uow.reconcile.convergence(s) for s in ("default", "mtx-b", "mtx-c")]
+        assert counts == [Convergence(2, 0), Convergence(1, 0), Convergence(0, 0)]
 
 
 async def _claims(backend: Backend, owner: str, device_id: uuid.UUID) -> bool:

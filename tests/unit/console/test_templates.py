@@ -52,6 +52,22 @@ def test_the_device_page_shows_the_reconcile_state_it_is_given() -> None:
     assert 'data-status="converged"' in html
 
 
+def test_the_device_page_says_a_refused_configuration_waits_for_a_change_and_why() -> None:
+    refused = {
+        **RECONCILE,
+        "status": "failed",
+        "last_error_code": "mediamtx_http_400",
+        "last_error_reason": "invalid source: <redacted>",
+        "next_attempt_at": None,
+    }
+    html = _render("device.html", **BASE, device=DEVICE, reconcile=refused)
+    assert 'data-status="failed"' in html and 'data-refused="true"' in html
+    assert "invalid source: &lt;redacted&gt;" in html, "MediaMTX's reason, escaped"
+    retrying = {**refused, "last_error_reason": None, "next_attempt_at": "2026-12-01T10:00:05+00:00"}
+    html = _render("device.html", **BASE, device=DEVICE, reconcile=retrying)
+    assert "data-refused" not in html and "2026-12-01 10:00:05 UTC" in html
+
+
 def test_the_device_page_refuses_a_context_without_reconcile() -> None:
     """The context the first version passed. With Jinja's default Undefined this rendered."""
     with pytest.raises(UndefinedError, match="reconcile"):

@@ -15,9 +15,11 @@ ANSWERS: dict[str, tuple[int, int | None]] = {
     "length_required": (411, None),
     "request_too_large": (413, None),
     "chunked_upload_required": (413, None),
-    "source_too_large": (413, None),
     "chunk_too_large": (413, None),
-    "too_many_chunks": (413, None),
+    "source_too_large": (422, None),
+    "chunk_bytes_too_large": (422, None),
+    "chunk_bytes_too_small": (422, None),
+    "too_many_chunks": (422, None),
     "chunk_size_mismatch": (400, None),
     "chunk_checksum_mismatch": (400, None),
     "chunk_index_out_of_range": (400, None),
@@ -76,7 +78,14 @@ def test_single_code_classes_need_no_argument() -> None:
 
 
 @pytest.mark.parametrize(
-    "family", [errors.UploadTooLarge, errors.InvalidUpload, errors.UploadConflict, errors.InsufficientStorage]
+    "family",
+    [
+        errors.UploadTooLarge,
+        errors.LayoutRefused,
+        errors.InvalidUpload,
+        errors.UploadConflict,
+        errors.InsufficientStorage,
+    ],
 )
 def test_a_family_needs_one_of_its_own_codes(family: type[MediaRefusal]) -> None:
     with pytest.raises(TypeError):

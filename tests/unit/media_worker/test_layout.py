@@ -6,7 +6,7 @@ from media_worker.domain.errors import InvalidUpload, MediaRefusal
 from media_worker.domain.layout import ChunkLayout
 from media_worker.domain.limits import CHUNK_MAX_BYTES, SOURCE_MAX_BYTES, Limits
 
-LIMITS = Limits()
+LIMITS = Limits(chunk_min_bytes=1)  # tiny layouts: the published minimum has its own tests (test_limits)
 
 
 def test_layout_fixes_every_chunk_size_with_a_shorter_last_chunk() -> None:
@@ -31,7 +31,7 @@ def test_largest_source_in_largest_chunks() -> None:
     ("total", "chunk", "code"),
     [
         (SOURCE_MAX_BYTES + 1, CHUNK_MAX_BYTES, "source_too_large"),
-        (100, CHUNK_MAX_BYTES + 1, "chunk_too_large"),
+        (100, CHUNK_MAX_BYTES + 1, "chunk_bytes_too_large"),
         (0, 4, "invalid_layout"),
         (10, 0, "invalid_layout"),
     ],

@@ -7,6 +7,7 @@ from media_worker.domain.layout import ChunkLayout
 from media_worker.domain.limits import (
     CHUNK_COUNT_MAX,
     CHUNK_MAX_BYTES,
+    CHUNK_MIN_BYTES,
     CHUNKED_REQUIRED_FROM_BYTES,
     FREE_SPACE_SAFETY_MARGIN_BYTES,
     GIB,
@@ -20,6 +21,7 @@ from media_worker.domain.limits import (
 )
 
 LIMITS = Limits()
+ANY_CHUNK = Limits(chunk_min_bytes=1)  # the chunk count's own check, below the published minimum
 
 
 def code_of(call: object) -> str:
@@ -65,13 +67,24 @@ def test_plain_source_of_5_mib_or_more_must_be_chunked(size: int) -> None:
     assert code_of(lambda: LIMITS.check_plain_source_size(size)) == "chunked_upload_required"
 
 
-@pytest.mark.parametrize("size", [1, CHUNK_MAX_BYTES - 1, CHUNK_MAX_BYTES])
-def test_chunk_up_to_20_mib_is_accepted(size: int) -> None:
+@pytest.mark.parametrize("size", [CHUNK_MIN_BYTES, CHUNK_MIN_BYTES + 1, CHUNK_MAX_BYTES - 1, CHUNK_MAX_BYTES])
+def test_chunks_of_1_to_20_mib_are_accepted(size: int) -> None:
     LIMITS.check_chunk_size(size)
 
 
 def test_chunk_over_20_mib_is_refused() -> None:
-    assert code_of(lambda: LIMITS.check_chunk_size(CHUNK_MAX_BYTES + 1)) == "chunk_too_large"
+    assert code_of(lambda: LIMITS.check_chunk_size(CHUNK_MAX_BYTES + 1)) == "chunk_bytes_too_large"
+
+
+@pytest.mark.parametrize("size", [1, CHUNK_MIN_BYTES - 1])
+def test_chunk_under_1_mib_is_refused(size: int) -> None:
+    assert code_of(lambda: LIMITS.check_chunk_size(size)) == "chunk_bytes_too_small"
+
+
+def test_the_published_limits_bound_the_chunk_count() -> None:
+    """The smallest chunks of the largest source: no layout the schema allows has more chunks."""
+    assert CHUNK_COUNT_MAX == 10_240
+    assert ChunkLayout.plan(SOURCE_MAX_BYTES, CHUNK_MIN_BYTES, LIMITS).chunk_count == CHUNK_COUNT_MAX
 
 
 @pytest.mark.parametrize(
@@ -79,7 +92,7 @@ def test_chunk_over_20_mib_is_refused() -> None:
     [(CHUNK_COUNT_MAX - 1, 1), (CHUNK_COUNT_MAX, 1), (CHUNK_COUNT_MAX * 1000, 1000), (SOURCE_MAX_BYTES, MIB)],
 )
 def test_up_to_10240_chunks_is_a_layout(total_bytes: int, chunk_bytes: int) -> None:
-    assert ChunkLayout.plan(total_bytes, chunk_bytes, LIMITS).chunk_count <= CHUNK_COUNT_MAX
+    assert ChunkLayout.plan(total_bytes, chunk_bytes, ANY_CHUNK).chunk_count <= CHUNK_COUNT_MAX
 
 
 @pytest.mark.parametrize(
@@ -93,7 +106,7 @@ def test_up_to_10240_chunks_is_a_layout(total_bytes: int, chunk_bytes: int) -> N
 )
 def test_more_than_10240_chunks_is_refused_before_any_row(total_bytes: int, chunk_bytes: int) -> None:
     """Ten billion 1-byte chunks of a 10 GiB source once reached PostgreSQL (int4 overflow: a 500)."""
-    assert code_of(lambda: ChunkLayout.plan(total_bytes, chunk_bytes, LIMITS)) == "too_many_chunks"
+    assert code_of(lambda: ChunkLayout.plan(total_bytes, chunk_bytes, ANY_CHUNK)) == "too_many_chunks"
 
 
 @pytest.mark.parametrize("size", [1, SOURCE_MAX_BYTES - 1, SOURCE_MAX_BYTES])

@@ -264,10 +264,14 @@ async def test_no_chunk_is_taken_once_the_session_merges_or_completed(fakes: Fak
     ("total", "chunk", "status", "code"),
     [
         (TEST_LIMITS.source_max_bytes, TEST_LIMITS.chunk_max_bytes, 201, None),
-        (TEST_LIMITS.source_max_bytes + 1, TEST_LIMITS.chunk_max_bytes, 413, "source_too_large"),
-        (TEST_LIMITS.source_max_bytes, TEST_LIMITS.chunk_max_bytes + 1, 413, "chunk_too_large"),
+        (TEST_LIMITS.source_max_bytes + 1, TEST_LIMITS.chunk_max_bytes, 422, "source_too_large"),
+        (TEST_LIMITS.source_max_bytes, TEST_LIMITS.chunk_max_bytes + 1, 422, "chunk_bytes_too_large"),
+        (TEST_LIMITS.chunk_min_bytes - 1, TEST_LIMITS.chunk_min_bytes, 201, None),
+        (TEST_LIMITS.chunk_min_bytes, TEST_LIMITS.chunk_min_bytes, 201, None),
+        (TEST_LIMITS.chunk_min_bytes + 1, TEST_LIMITS.chunk_min_bytes, 201, None),
+        (1, TEST_LIMITS.chunk_min_bytes - 1, 422, "chunk_bytes_too_small"),
         (TEST_LIMITS.chunk_count_max * 1000, 1000, 201, None),
-        (TEST_LIMITS.chunk_count_max * 1000 + 1, 1000, 413, "too_many_chunks"),
+        (TEST_LIMITS.chunk_count_max * 1000 + 1, 1000, 422, "too_many_chunks"),
     ],
 )
 async def test_init_limits(

@@ -27,6 +27,7 @@ SMALL_LIMITS = Limits(
     plain_upload_max_bytes=4096,
     chunked_required_from_bytes=2048,
     chunk_max_bytes=1024,
+    chunk_min_bytes=10,
     source_max_bytes=8 * 1024,
     max_concurrent_chunk_writes=2,
     chunk_slot_wait_seconds=0.3,

@@ -128,3 +128,62 @@ def test_malformed_credentials_are_refused_without_echoing_them(text: str) -> No
     with pytest.raises(ValueError, match="malformed MediaMTX credentials") as raised:
         MediaMtxCredentials.parse(text)
     assert not text or text not in str(raised.value)
+
+
+def answering(status: int, content: bytes) -> httpx.MockTransport:
+    return httpx.MockTransport(lambda request: httpx.Response(status, content=content))
+
+
+SECRET_SOURCE = "rtsp://cam:s3cret-pw@10.0.0.9/live"
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "reason"),
+    [
+        (
+            400,
+            b'{"error": "\'' + SECRET_SOURCE.encode() + b"' is not a valid URL\"}",
+            "<redacted> is not a valid URL",
+        ),
+        (400, b'{"error": "invalid source: \'RTSP://x\'"}', "invalid source: <redacted>"),
+        (
+            400,
+            b'{"error": "username and password must be both provided"}',
+            "username and password must be both provided",
+        ),
+        (400, b'{"error": "saw rtsp://other:pw@h/x \\u0000 here"}', "saw <redacted> here"),
+        (400, b'{"error": "a \'quoted value with \' inside\' b"}', "a <redacted> b"),
+        (400, b'{"error": "it\'s the ' + SECRET_SOURCE.encode() + b'"}', "it<redacted>"),
+        (400, b'{"error": "' + b"x" * 300 + b'"}', "x" * 200),
+        (400, b'{"error": "' + b"x" * 5000 + b'"}', None),  # a body over 4 KiB is not read
+        (400, b"not json", None),
+        (400, b'{"error": 5}', None),
+        (400, b'{"error": "\'all quoted\'"}', "<redacted>"),
+        (500, b'{"error": "database is locked"}', None),  # only refusals carry a reason
+    ],
+)
+async def test_a_refusal_carries_mediamtx_reason_without_any_value_sent(
+    status: int, body: bytes, reason: str | None
+) -> None:
+    client = MediaMtxApi("http://mediamtx.test", deadline_seconds=2.0, transport=answering(status, body))
+    with pytest.raises(MediaMtxError) as raised:
+        await client.add_path_object("cam-1", {"source": SECRET_SOURCE, "sourceOnDemand": True})
+    await client.aclose()
+    error = raised.value
+    assert (error.code, error.status, error.reason) == (f"mediamtx_http_{status}", status, reason)
+    assert "s3cret" not in repr(error) and "s3cret" not in str(error.reason)
+
+
+async def test_a_call_that_gets_no_answer_has_no_status_or_reason() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused")
+
+    client = MediaMtxApi("http://mediamtx.test", deadline_seconds=2.0, transport=httpx.MockTransport(refuse))
+    with pytest.raises(MediaMtxError) as raised:
+        await client.get_path_object("cam-1")
+    await client.aclose()
+    assert (raised.value.code, raised.value.status, raised.value.reason) == (
+        "mediamtx_unreachable",
+        None,
+        None,
+    )

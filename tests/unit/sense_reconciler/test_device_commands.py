@@ -131,8 +131,13 @@ async def test_batch_is_all_or_nothing_and_counts_the_whole_batch(devices: Devic
     assert [(await devices.get_device(d.id)).desired_state for d in drafts] == ["disabled"] * 3
     result = await devices.set_desired_states([(d.id, ENABLED) for d in drafts[:2]], actor="op")
     assert [d.desired_state for d in result] == ["enabled", "enabled"]
-    with pytest.raises(InvalidInput):
-        await devices.set_desired_states([(drafts[0].id, ENABLED), (drafts[0].id, DISABLED)], actor="op")
+    with pytest.raises(SiteLimitReached):  # the last state of each device counts: three enabled
+        await devices.set_desired_states(
+            [(drafts[0].id, DISABLED), (drafts[2].id, ENABLED), (drafts[0].id, ENABLED)], actor="op"
+        )
+    twice = await devices.set_desired_states([(drafts[0].id, ENABLED), (drafts[0].id, DISABLED)], actor="op")
+    assert [d.desired_state for d in twice] == ["disabled", "disabled"]
+    await devices.set_desired_states([(drafts[0].id, ENABLED)], actor="op")
     swapped = await devices.set_desired_states(
         [(drafts[0].id, DISABLED), (drafts[2].id, ENABLED)], actor="op"
     )

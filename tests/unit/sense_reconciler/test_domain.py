@@ -81,6 +81,72 @@ def test_source_uri_must_be_rtsp_with_host_and_never_echoed() -> None:
         assert "pw" not in str(err.value) and err.value.code == "invalid_source_uri"
 
 
+LABEL_63 = "c" * 63
+NAME_253 = ".".join([LABEL_63] * 3 + ["d" * 61])  # 253 characters
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "rtsp://h",
+        "rtsp://u:p@h:1/x",
+        "rtsp://u:p%40ss:w%3Ard@cam-1.example.:65535/live/ch1?subtype=0&x=a:b/c?d",
+        "rtsp://user.name_1~:!&'()*+,;=$x@h/",
+        f"rtsp://{LABEL_63}.example/",
+        f"rtsp://{NAME_253}/",
+        "rtsp://10.0.0.5:554/stream1",
+        "rtsp://[::1]:554/x",
+        "rtsp://[2001:db8::ffff:1.2.3.4]/x",
+        "rtsp://[1:2:3:4:5:6:7:8]/",
+        "rtsps://cam/a/%2F/b;c=d",
+        "rtsp://h/$Gx/$MTX_QUER",
+    ],
+)
+def test_a_source_uri_mediamtx_accepts_and_can_pull_is_accepted(uri: str) -> None:
+    assert validate_source_uri(uri) == uri
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "RTSP://h/x",  # MediaMTX matches the scheme in lower case only
+        "Rtsp://h/x",
+        "rtsp://%zz@h/x",  # Go's url.Parse: a bad escape
+        "rtsp://u:%4@h/x",
+        "rtsp://h\\/x",  # a backslash in the host
+        "rtsp://u@h/x",  # MediaMTX: user and password both, or neither
+        "rtsp://u:@h/x",
+        "rtsp://:p@h/x",
+        "rtsp://u:p@ss@h/x",  # "@" in the password only as %40
+        "rtsp://h/x#frag",  # gortsplib refuses fragments when it pulls
+        "rtsp://h:0/x",
+        "rtsp://h:65536/x",
+        "rtsp://h:0554/x",
+        "rtsp://h:/x",
+        f"rtsp://{'c' * 64}.example/",
+        f"rtsp://{NAME_253}x/",
+        "rtsp://a..b/",
+        "rtsp://[1.2.3.4]/x",  # Go: an IPv4 address is not an IP-literal
+        "rtsp://[::1%25eth0]/x",  # no zone
+        "rtsp://[::g]/x",
+        "rtsp://h:$G1/x",  # placeholders MediaMTX substitutes
+        "rtsp://u:$G1@h/x",
+        "rtsp://h/x?$MTX_QUERY",
+        "rtsp://h/a b",
+        "rtsp://h/é",
+        "rtsp://h/%zz",
+        "rtsp://h/a@b",
+        "rtsp:///nohost",
+        "http://h/x",
+        "",
+    ],
+)
+def test_a_source_uri_mediamtx_refuses_or_cannot_pull_is_refused(uri: str) -> None:
+    with pytest.raises(InvalidInput) as err:
+        validate_source_uri(uri)
+    assert err.value.code == "invalid_source_uri" and str(err.value) == "invalid_source_uri"
+
+
 def test_batch_and_page_limits() -> None:
     assert validate_batch_size(limits.SET_DESIRED_STATE_BATCH_MAX_ITEMS)
     assert validate_page_size(limits.LIST_PAGE_SIZE_MAX)

@@ -25,6 +25,7 @@ from yovision_platform.avro import AvroSerde
 from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.errors import ConfigError
 from yovision_platform.media_servers import MediaFleet
+from yovision_platform.mediamtx import MediaMtxError
 from yovision_platform.metrics import render_latest
 
 SECRET = "cam-pw-9"
@@ -361,6 +362,72 @@ async def test_a_legacy_cleartext_source_is_still_configured(
     assert fleet.client("default").paths == {device.path_name: PathConfig("rtsp://127.0.0.1:1/legacy")}
 
 
+async def test_a_configuration_mediamtx_refuses_waits_for_a_change_and_a_valid_one_converges(
+    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris, clock: ManualClock
+) -> None:
+    """A device stored before the stricter validation, whose source MediaMTX refuses: failed once, with
+    MediaMTX's redacted reason, counted, and never claimed again until the device changes."""
+    device = await new_device(devices)
+    sense.store_cleartext_source(device.id, f"RTSP://admin:{SECRET}@127.0.0.1:1/legacy")
+    fleet = fleet_of("default")
+    registry = CollectorRegistry()
+    worker = reconciler(sense, fleet, serde, sources, registry=registry)
+    assert await worker.run_once() == 1
+    status = await devices.reconcile_status(device.id)
+    assert (status.status, status.attempts, status.next_attempt_at) == ("failed", 1, None)
+    assert (status.last_error_code, status.last_error_reason) == (
+        "mediamtx_http_400",
+        "invalid source: <redacted>",
+    )
+    text = render_latest(registry)[0].decode()
+    assert 'sense_reconcile_items_total{media_server="default",result="refused"} 1.0' in text
+    assert 'sense_reconcile_refused{media_server="default"} 1.0' in text
+    assert SECRET not in text
+    clock.advance(limits.RETRY_BACKOFF_CAP_SECONDS * 10)
+    assert await worker.run_once() == 0, "not retried: the same configuration would be refused again"
+    assert [action for action, _ in fleet.client("default").calls] == ["add", "get"], "refused, not there"
+
+    await devices.change_config(device.id, name=None, source_uri="rtsp://127.0.0.1:1/fixed", actor="op")
+    assert await worker.run_once() == 1
+    converged = await devices.reconcile_status(device.id)
+    assert (converged.status, converged.last_error_code, converged.last_error_reason) == (
+        "converged",
+        None,
+        None,
+    )
+    assert fleet.client("default").paths == {device.path_name: PathConfig("rtsp://127.0.0.1:1/fixed")}
+    assert 'sense_reconcile_refused{media_server="default"} 0.0' in render_latest(registry)[0].decode()
+
+
+@pytest.mark.parametrize("http_status", [401, 403, 404, 408, 409, 425, 429, 500, 503])
+async def test_answers_that_do_not_refuse_the_configuration_are_retried_with_backoff(
+    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris, http_status: int
+) -> None:
+    fleet = fleet_of("default")
+    code = f"mediamtx_http_{http_status}"
+    fleet.client("default").failures.append(MediaMtxError(code, status=http_status, reason="busy"))
+    device = await new_device(devices)
+    assert await reconciler(sense, fleet, serde, sources).run_once() == 1
+    status = await devices.reconcile_status(device.id)
+    assert (status.status, status.last_error_code, status.last_error_reason) == ("failed", code, None)
+    assert status.next_attempt_at is not None and status.last_result_at is not None
+    assert (status.next_attempt_at - status.last_result_at).total_seconds() == 1.0
+
+
+@pytest.mark.parametrize("http_status", [400, 405, 410, 413, 415, 422])
+async def test_every_other_client_error_is_a_refusal(
+    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris, http_status: int
+) -> None:
+    fleet = fleet_of("default")
+    code = f"mediamtx_http_{http_status}"
+    fleet.client("default").failures.append(MediaMtxError(code, status=http_status, reason="refused"))
+    device = await new_device(devices)
+    assert await reconciler(sense, fleet, serde, sources).run_once() == 1
+    status = await devices.reconcile_status(device.id)
+    assert (status.status, status.last_error_code, status.next_attempt_at) == ("failed", code, None)
+    assert status.last_error_reason == "refused"
+
+
 async def test_metrics_carry_only_enum_labels(
     sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris
 ) -> None:
@@ -370,6 +437,7 @@ async def test_metrics_carry_only_enum_labels(
     text = render_latest(registry)[0].decode()
     assert 'sense_reconcile_items_total{media_server="default",result="converged"} 1.0' in text
     assert 'sense_reconcile_unconverged{media_server="default"} 0.0' in text
+    assert 'sense_reconcile_refused{media_server="default"} 0.0' in text
     for forbidden in (str(device.id), device.path_name, SECRET, "tenant-a", "site-1"):
         assert forbidden not in text
 

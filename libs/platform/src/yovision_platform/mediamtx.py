@@ -18,7 +18,9 @@ Contract:
   under the deadline. Pages are large because every list request costs MediaMTX time proportional to all
   configured paths (measured: 10,000 paths take 8-12 s at 100 per page, 1.4 s at 1,000);
 - errors are `MediaMtxError` with a stable code; neither a path's `source` nor a response body is ever
-  logged, returned by the enumeration or put into an error.
+  logged, returned by the enumeration or put into an error. A refusal (4xx) also carries MediaMTX's
+  reason, redacted (`redacted_reason`): every string value the request sent (a `source` is a secret),
+  every quoted span and every URL removed, printable ASCII only, at most `REASON_MAX_CHARS`.
 """
 
 from __future__ import annotations
@@ -38,27 +40,39 @@ __all__ = [
     "LIST_PAGE_ITEMS",
     "MANAGED_PATH_NAME_MAX_CHARS",
     "MANAGED_PATH_NAME_PATTERN",
+    "REASON_MAX_CHARS",
     "MediaMtxApi",
     "MediaMtxCredentials",
     "MediaMtxError",
     "is_managed_path_name",
+    "redacted_reason",
     "validate_api_url",
 ]
 
 MANAGED_PATH_NAME_MAX_CHARS = 255
 # MediaMTX's own rule is ^[0-9a-zA-Z_\-/.]+$ without "/" at either end and without "." or ".." segments;
-# managed names also need non-empty segments (see the module docstring).
-_SEGMENT = r"(?!\.{1,2}(?:/|$))[A-Za-z0-9._-]+"
-MANAGED_PATH_NAME_PATTERN = re.compile(
-    rf"(?=.{{1,{MANAGED_PATH_NAME_MAX_CHARS}}}$){_SEGMENT}(?:/{_SEGMENT})*"
-)
+# managed names also need non-empty segments (see the module docstring). A segment other than "." and "..",
+# written without lookarounds so that fuzzers generate from it, and valid under the HTML `v` flag; the
+# length (at most MANAGED_PATH_NAME_MAX_CHARS) is checked apart (a schema's `maxLength`).
+_SEGMENT = r"(?:[A-Za-z0-9_\-]|\.[A-Za-z0-9_\-]|\.\.[A-Za-z0-9._\-])[A-Za-z0-9._\-]*"
+MANAGED_PATH_NAME_PATTERN = re.compile(rf"{_SEGMENT}(?:/{_SEGMENT})*")
 RESERVED_PATH_NAMES = frozenset({"all", "all_others"})
 LIST_PAGE_ITEMS = 1000
 LIST_MAX_PAGES = 1000
+REASON_MAX_CHARS = 200
+REASON_BODY_MAX_BYTES = 4096  # a longer error body is not read for a reason
+# From a quote to the last one, or to the end: a quoted value may itself hold quotes.
+_QUOTED = re.compile(r"'.*'|\".*\"|`.*`|['\"`].*")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")
+_UNPRINTABLE = re.compile(r"[^ -~]+")
 
 
 def is_managed_path_name(name: str) -> bool:
-    return MANAGED_PATH_NAME_PATTERN.fullmatch(name) is not None and name not in RESERVED_PATH_NAMES
+    return (
+        len(name) <= MANAGED_PATH_NAME_MAX_CHARS
+        and MANAGED_PATH_NAME_PATTERN.fullmatch(name) is not None
+        and name not in RESERVED_PATH_NAMES
+    )
 
 
 @dataclass(frozen=True)
@@ -88,12 +102,30 @@ def validate_api_url(value: str) -> str:
     return value.rstrip("/")
 
 
+def redacted_reason(text: str, secrets: Sequence[str] = ()) -> str | None:
+    """MediaMTX's error text, safe to store and show: each of `secrets` (the request's values), quoted
+    spans (MediaMTX quotes the values it names: from the first quote to the last, or to the end when it
+    is the only one) and URLs replaced by `<redacted>`, then only printable
+    ASCII, whitespace collapsed, at most REASON_MAX_CHARS characters. None when nothing is left."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, "<redacted>")
+    text = _QUOTED.sub("<redacted>", text)
+    text = _URL.sub("<redacted>", text)
+    text = " ".join(_UNPRINTABLE.sub(" ", text).split())
+    return text[:REASON_MAX_CHARS].rstrip() or None
+
+
 class MediaMtxError(Exception):
     """Codes: mediamtx_timeout, mediamtx_unreachable, mediamtx_http_<status>, mediamtx_bad_response,
-    mediamtx_page_cap, mediamtx_duplicate_page, mediamtx_unmanaged_name."""
+    mediamtx_page_cap, mediamtx_duplicate_page, mediamtx_unmanaged_name.
 
-    def __init__(self, code: str) -> None:
+    `status`: the HTTP status of an answer MediaMTX gave (None otherwise); `reason`: its redacted error
+    text (`redacted_reason`), for an answer with a JSON `error`."""
+
+    def __init__(self, code: str, *, status: int | None = None, reason: str | None = None) -> None:
         self.code = code
+        self.status = status
+        self.reason = reason
         super().__init__(code)
 
 
@@ -193,7 +225,13 @@ class MediaMtxApi:
         if response.status_code == 404 and allow_404:
             return response
         if response.status_code != 200:
-            raise MediaMtxError(f"mediamtx_http_{response.status_code}")
+            sent = kwargs.get("json")
+            secrets = [v for v in sent.values() if isinstance(v, str)] if isinstance(sent, dict) else []
+            raise MediaMtxError(
+                f"mediamtx_http_{response.status_code}",
+                status=response.status_code,
+                reason=_error_reason(response, secrets),
+            )
         return response
 
 
@@ -202,6 +240,17 @@ def _encoded(name: str) -> str:
     if not is_managed_path_name(name):
         raise MediaMtxError("mediamtx_unmanaged_name")
     return "/".join(quote(segment, safe="") for segment in name.split("/"))
+
+
+def _error_reason(response: httpx.Response, secrets: Sequence[str]) -> str | None:
+    if not 400 <= response.status_code < 500 or len(response.content) > REASON_BODY_MAX_BYTES:
+        return None
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    error = body.get("error") if isinstance(body, dict) else None
+    return redacted_reason(error, secrets) if isinstance(error, str) else None
 
 
 def _json_object(response: httpx.Response) -> dict[str, Any]:

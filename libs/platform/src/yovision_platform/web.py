@@ -14,12 +14,9 @@ published documents describe exactly what the served app does:
   scheme (`yovision_platform.auth`); every error response is `application/problem+json`;
 - every request string without a pattern or format gets the NUL-free pattern of the text rule, so a
   schema-valid string is one the guards let through.
-- rules between parameters that JSON Schema cannot state are vendor extensions of the operation, which
-  clients and the contract tests read: `exclusive_parameters` (`x-exclusive-parameters`) and
-  `ordered_parameters` (`x-ordered-parameters`); an array whose items must agree per key carries
-  `x-consistent-by` (`consistent_by`), an object whose two numbers' ratio is bounded `x-max-ratio`
-  (`max_ratio`).
-  Paths listed in `skip_paths` (a frozen contract with its own error body) are left exactly as declared.
+- no rule beyond what JSON Schema states: an API either accepts what its schema allows, or changes the
+  schema until it can say the rule (docs/decisions.md, "Contracts a fuzzer can check");
+- paths listed in `skip_paths` (a frozen contract with its own error body) are left exactly as declared.
 """
 
 from __future__ import annotations
@@ -40,12 +37,9 @@ __all__ = [
     "JSON_INTEGER",
     "JsonInt",
     "Rfc3339DateTime",
-    "consistent_by",
     "create_app",
     "exclusive_parameters",
     "guard_policy",
-    "max_ratio",
-    "ordered_parameters",
     "with_problem_responses",
 ]
 
@@ -122,25 +116,6 @@ JsonInt = Annotated[int, JSON_INTEGER]
 def exclusive_parameters(first: str, second: str, *, code: str) -> dict[str, Any]:
     """`openapi_extra` of an operation refusing (400 `code`) both parameters set to non-default values."""
     return {"x-exclusive-parameters": [{"parameters": [first, second], "code": code}]}
-
-
-def ordered_parameters(low: str, high: str, *, code: str) -> dict[str, Any]:
-    """`openapi_extra` of an operation refusing (400 `code`) `low` >= `high` when both are given."""
-    return {"x-ordered-parameters": [{"parameters": [low, high], "code": code}]}
-
-
-def consistent_by(key: str, *, code: str) -> dict[str, Any]:
-    """`json_schema_extra` of an array of objects refusing (422 `code`) two items with the same `key` and
-    different content."""
-    return {"x-consistent-by": {"key": key, "code": code}}
-
-
-def max_ratio(numerator: str, denominator: str, *, maximum: int, code: str) -> dict[str, Any]:
-    """`json_schema_extra` of an object refusing (413 or 422 `code`) ceil(numerator / denominator) above
-    `maximum`."""
-    return {
-        "x-max-ratio": {"numerator": numerator, "denominator": denominator, "maximum": maximum, "code": code}
-    }
 
 
 def guard_policy(app: FastAPI) -> RequestGuardPolicy:

@@ -13,13 +13,17 @@ Checks, each a list of findings (empty = healthy):
   minus the position the consumer stored with its effects; each service's ``consumer_lag_messages``; and a
   consumer loop whose ``consumer_last_poll_timestamp_seconds`` is over ``CONSUMER_STALL_SECONDS`` old
   (stuck on an await while HTTP serves: its lag gauge would show the frozen last value).
+- ``refused_configs``: Sense's devices whose configuration MediaMTX refused (a 4xx that retrying cannot
+  change: failed, not retried until the device changes), per MediaMTX server. Like a dead letter, each one
+  needs an operator: a PATCH with a configuration MediaMTX takes converges it.
 - ``secrets``: any secret of the environment (every file in ``<env>/secrets``, the PostgreSQL admin DSN's
   password, and what the caller adds) found in a service log, a ``/metrics`` page or a Kafka message
   (key, value or header) of the environment's topics.
 
 Backlog and lag shrink on their own; ``--wait`` re-checks them until they are gone or the time is up.
-Dead letters and leaked secrets are reported at once. The doctor only reads: it connects with the admin DSN
-named by ``<env>/stack.env`` and runs SELECTs, and reads Kafka without joining a consumer group. Findings
+Dead letters, refused configurations and leaked secrets are reported at once. The doctor only reads: it
+connects with the admin DSN named by ``<env>/stack.env`` and runs SELECTs, and reads Kafka without joining
+a consumer group. Findings
 name the service, schema, table or group and a count, never a secret or a message's content.
 """
 
@@ -48,7 +52,7 @@ from yovision_platform.tools.devsecrets import LOCAL_SERVICES, LocalService
 
 __all__ = ["CHECKS", "Finding", "Report", "examine", "main", "secrets_of"]
 
-CHECKS = ("dead_letters", "outbox_backlog", "consumer_lag", "secrets")
+CHECKS = ("dead_letters", "outbox_backlog", "consumer_lag", "refused_configs", "secrets")
 SETTLING_CHECKS = frozenset({"outbox_backlog", "consumer_lag"})
 MIN_SECRET_CHARS = 12
 KAFKA_TIMEOUT_SECONDS = 20.0
@@ -169,6 +173,28 @@ async def _dead_letters(conn: asyncpg.Connection, config: ServiceConfig) -> list
             for r in facts
         ]
     return findings
+
+
+async def _refused_configs(conn: asyncpg.Connection, config: ServiceConfig) -> list[Finding]:
+    if config.service.schema != "sense":
+        return []
+    assert config.schema is not None
+    rows = await conn.fetch(
+        "SELECT media_server_id, count(*) AS n "
+        f"FROM {config.schema.quoted}.reconcile_state "
+        "WHERE next_attempt_at = 'infinity' AND observed_generation < desired_generation "
+        "GROUP BY 1 ORDER BY 1"
+    )
+    where = f"{config.service.name} ({config.schema})"
+    return [
+        Finding(
+            "refused_configs",
+            where,
+            f"devices whose configuration MediaMTX refused, server={r['media_server_id']}",
+            r["n"],
+        )
+        for r in rows
+    ]
 
 
 async def _backlog(conn: asyncpg.Connection, config: ServiceConfig) -> list[Finding]:
@@ -403,6 +429,8 @@ async def examine(
                     report.findings += await _dead_letters(conn, config)
                 if "outbox_backlog" in wanted:
                     report.findings += await _backlog(conn, config)
+                if "refused_configs" in wanted:
+                    report.findings += await _refused_configs(conn, config)
             if "consumer_lag" in wanted:
                 report.findings += await _lag(stack, conn, configs)
     finally:

@@ -18,13 +18,6 @@ class InvalidCursor(ServiceError):
     status = 400
 
 
-class InvalidRange(ServiceError):
-    """``occurred_from`` is not before ``occurred_before``: the range is empty."""
-
-    code = "invalid_range"
-    status = 400
-
-
 class NotificationNotFound(ServiceError):
     """The caller has no such notification (another user's ids are not revealed: never 403)."""
 

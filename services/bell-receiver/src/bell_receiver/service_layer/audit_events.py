@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from bell_receiver.domain.audit import AuditFilter, StoredAuditEvent
-from bell_receiver.domain.errors import InvalidRange
 from bell_receiver.domain.paging import Page, PagePosition, page_of
 from bell_receiver.service_layer.ports import AuditReader
 
@@ -19,7 +18,7 @@ class AuditEvents:
     async def page(
         self, where: AuditFilter, limit: int, after: PagePosition | None
     ) -> Page[StoredAuditEvent]:
-        """`InvalidRange` when the filter's time range is empty."""
+        """An empty time range (`occurred_from` not before `occurred_before`) is an empty page."""
         if where.empty_range:
-            raise InvalidRange
+            return Page([], None)
         return page_of(await self._reader.page(where, limit + 1, after), limit, _position)

@@ -70,7 +70,7 @@
     try {
       const key = (typeof crypto.subtle === "object") ? await uploadKey(file) : "web-" + file.size + "-" + file.lastModified;
       const session = await call("POST", "/media/uploads", JSON.stringify({
-        upload_key: key, total_bytes: file.size, chunk_bytes: Math.min(CHUNK_BYTES, file.size),
+        upload_key: key, total_bytes: file.size, chunk_bytes: CHUNK_BYTES,
         title: form.elements.title.value || file.name.slice(0, 200), content_type: file.type || null,
       }), { "Content-Type": "application/json" });
       const received = new Set(session.received);

@@ -2,8 +2,9 @@
 
     MediaRefusal(ServiceError)                      codes: the stable codes a class may carry
     ├── LengthRequired          411  length_required
-    ├── UploadTooLarge          413  request_too_large | chunked_upload_required | source_too_large |
-    │                                chunk_too_large | too_many_chunks
+    ├── UploadTooLarge          413  request_too_large | chunked_upload_required | chunk_too_large
+    ├── LayoutRefused           422  source_too_large | chunk_bytes_too_large | chunk_bytes_too_small |
+    │                                too_many_chunks
     ├── InvalidUpload           400  chunk_size_mismatch | chunk_checksum_mismatch |
     │                                chunk_index_out_of_range | invalid_layout | invalid_multipart
     ├── NotFound                404  not_found
@@ -37,6 +38,7 @@ __all__ = [
     "Draining",
     "InsufficientStorage",
     "InvalidUpload",
+    "LayoutRefused",
     "LengthRequired",
     "MediaRefusal",
     "MergeInProgress",
@@ -77,17 +79,20 @@ class LengthRequired(MediaRefusal):
 
 
 class UploadTooLarge(MediaRefusal):
-    """A request, source, chunk or layout above its limit (refused before the work it would need)."""
+    """Request content above its limit: a plain upload's request or source, a chunk's body (refused before
+    the work it would need)."""
 
     status = 413
+    codes = frozenset({"request_too_large", "chunked_upload_required", "chunk_too_large"})
+
+
+class LayoutRefused(MediaRefusal):
+    """A chunked upload's declared layout outside the limits the API publishes (its init request is small:
+    the sizes it names are refused, not its content, so 422 and not 413)."""
+
+    status = 422
     codes = frozenset(
-        {
-            "request_too_large",
-            "chunked_upload_required",
-            "source_too_large",
-            "chunk_too_large",
-            "too_many_chunks",
-        }
+        {"source_too_large", "chunk_bytes_too_large", "chunk_bytes_too_small", "too_many_chunks"}
     )
 
 
@@ -160,6 +165,7 @@ class InsufficientStorage(MediaRefusal):
 REFUSALS: tuple[type[MediaRefusal], ...] = (
     LengthRequired,
     UploadTooLarge,
+    LayoutRefused,
     InvalidUpload,
     NotFound,
     UploadConflict,

@@ -18,7 +18,7 @@ class ChunkLayout:
     @classmethod
     def plan(cls, total_bytes: int, chunk_bytes: int, limits: Limits) -> ChunkLayout:
         """A layout within `limits`; InvalidUpload(invalid_layout) or
-        UploadTooLarge(source_too_large | chunk_too_large | too_many_chunks)."""
+        LayoutRefused(source_too_large | chunk_bytes_too_large | chunk_bytes_too_small | too_many_chunks)."""
         limits.check_source_size(total_bytes)
         limits.check_chunk_size(chunk_bytes)
         limits.check_chunk_count(total_bytes, chunk_bytes)

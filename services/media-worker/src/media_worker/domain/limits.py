@@ -9,12 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from media_worker.domain.errors import InsufficientStorage, InvalidUpload, LengthRequired, UploadTooLarge
+from media_worker.domain.errors import (
+    InsufficientStorage,
+    InvalidUpload,
+    LayoutRefused,
+    LengthRequired,
+    UploadTooLarge,
+)
 
 __all__ = [
     "CHUNKED_REQUIRED_FROM_BYTES",
     "CHUNK_COUNT_MAX",
     "CHUNK_MAX_BYTES",
+    "CHUNK_MIN_BYTES",
     "CHUNK_SLOT_WAIT_SECONDS",
     "FREE_SPACE_SAFETY_MARGIN_BYTES",
     "GIB",
@@ -33,11 +40,12 @@ GIB = 1024 * MIB
 PLAIN_UPLOAD_MAX_BYTES = 128 * MIB  # whole multipart request, checked from Content-Length before parsing
 CHUNKED_REQUIRED_FROM_BYTES = 5 * MIB  # a source of this size or more must use the chunked upload
 CHUNK_MAX_BYTES = 20 * MIB
+# Every chunk but the last has the declared size, at least this (the last one holds the rest, so a source
+# of at most one chunk is one chunk, of any size): every session row and state answer lists the chunks, and
+# this bounds them by the published limits alone, which JSON Schema can state (as S3's parts do).
+CHUNK_MIN_BYTES = MIB
 SOURCE_MAX_BYTES = 10 * GIB  # logical source size of a chunked upload
-# Chunks of one upload: every session row and state answer lists them, so a 10 GiB source in 1-byte chunks
-# (ten billion) is refused up front (413 `too_many_chunks`). The largest source in 1 MiB chunks (the
-# console's) fits: 10,240.
-CHUNK_COUNT_MAX = SOURCE_MAX_BYTES // MIB
+CHUNK_COUNT_MAX = -(-SOURCE_MAX_BYTES // CHUNK_MIN_BYTES)  # 10,240: the largest source in the smallest chunks
 MAX_CONCURRENT_CHUNK_WRITES = 8
 CHUNK_SLOT_WAIT_SECONDS = 5.0  # bounded wait for a chunk slot, then 429 `chunk_slots_busy`
 FREE_SPACE_SAFETY_MARGIN_BYTES = 2 * GIB  # at init, on top of chunks + merged file
@@ -50,6 +58,7 @@ class Limits:
     plain_upload_max_bytes: int = PLAIN_UPLOAD_MAX_BYTES
     chunked_required_from_bytes: int = CHUNKED_REQUIRED_FROM_BYTES
     chunk_max_bytes: int = CHUNK_MAX_BYTES
+    chunk_min_bytes: int = CHUNK_MIN_BYTES
     chunk_count_max: int = CHUNK_COUNT_MAX
     source_max_bytes: int = SOURCE_MAX_BYTES
     max_concurrent_chunk_writes: int = MAX_CONCURRENT_CHUNK_WRITES
@@ -75,17 +84,19 @@ class Limits:
         if total_bytes < 1:
             raise InvalidUpload("invalid_layout")
         if total_bytes > self.source_max_bytes:
-            raise UploadTooLarge("source_too_large")
+            raise LayoutRefused("source_too_large")
 
     def check_chunk_size(self, chunk_bytes: int) -> None:
         if chunk_bytes < 1:
             raise InvalidUpload("invalid_layout")
         if chunk_bytes > self.chunk_max_bytes:
-            raise UploadTooLarge("chunk_too_large")
+            raise LayoutRefused("chunk_bytes_too_large")
+        if chunk_bytes < self.chunk_min_bytes:
+            raise LayoutRefused("chunk_bytes_too_small")
 
     def check_chunk_count(self, total_bytes: int, chunk_bytes: int) -> None:
         if -(-total_bytes // chunk_bytes) > self.chunk_count_max:
-            raise UploadTooLarge("too_many_chunks")
+            raise LayoutRefused("too_many_chunks")
 
     def check_init_free_space(self, total_bytes: int, free_bytes: int | None) -> None:
         """Room for every chunk, the merged file and the safety margin; unknown free space is a refusal."""

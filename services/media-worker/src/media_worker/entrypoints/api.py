@@ -24,6 +24,7 @@ from media_worker.domain.errors import (
     Draining,
     InsufficientStorage,
     InvalidUpload,
+    LayoutRefused,
     LengthRequired,
     MediaRefusal,
     MergeInProgress,
@@ -32,7 +33,7 @@ from media_worker.domain.errors import (
     UploadConflict,
     UploadTooLarge,
 )
-from media_worker.domain.limits import CHUNK_COUNT_MAX, CHUNK_MAX_BYTES, SOURCE_MAX_BYTES
+from media_worker.domain.limits import CHUNK_COUNT_MAX, CHUNK_MAX_BYTES, CHUNK_MIN_BYTES, SOURCE_MAX_BYTES
 from media_worker.domain.material import Material
 from media_worker.domain.sessions import SessionState, UploadSession
 from media_worker.entrypoints.multipart import file_part_stream
@@ -45,7 +46,7 @@ from yovision_platform.errors import ServiceError
 from yovision_platform.guards import BodyReadRule
 from yovision_platform.paging import InvalidCursor, cursor_query
 from yovision_platform.problems import problem_response
-from yovision_platform.web import JsonInt, create_app, guard_policy, max_ratio
+from yovision_platform.web import JsonInt, create_app, guard_policy
 
 __all__ = ["DRAIN_PERMISSION", "MediaApi", "install_routes", "openapi_document", "router"]
 
@@ -66,23 +67,21 @@ class MediaApi:
 
 
 class InitUpload(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra=max_ratio(
-            "total_bytes", "chunk_bytes", maximum=CHUNK_COUNT_MAX, code="too_many_chunks"
-        ),
-    )
+    model_config = ConfigDict(extra="forbid")
 
     upload_key: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$")
     total_bytes: JsonInt = Field(
         ge=1,
-        description=f"At most {SOURCE_MAX_BYTES} (else 413 `source_too_large`).",
+        description=f"At most {SOURCE_MAX_BYTES} (else 422 `source_too_large`).",
         json_schema_extra={"maximum": SOURCE_MAX_BYTES},
     )
     chunk_bytes: JsonInt = Field(
         ge=1,
-        description=f"At most {CHUNK_MAX_BYTES} (else 413 `chunk_too_large`).",
-        json_schema_extra={"maximum": CHUNK_MAX_BYTES},
+        description=f"The size of every chunk but the last, which holds the rest (a source of at most "
+        f"`chunk_bytes` is one chunk): {CHUNK_MIN_BYTES} to {CHUNK_MAX_BYTES} (else 422 "
+        f"`chunk_bytes_too_small` / `chunk_bytes_too_large`), so an upload has at most {CHUNK_COUNT_MAX} "
+        "chunks.",
+        json_schema_extra={"minimum": CHUNK_MIN_BYTES, "maximum": CHUNK_MAX_BYTES},
     )
     title: str = Field(default="", max_length=200)
     content_type: str | None = Field(default=None, max_length=100)
@@ -240,8 +239,9 @@ async def upload_plain(
         201: {"description": "Created: a new session"},
         **refusals(
             InvalidUpload("invalid_layout"),
-            UploadTooLarge("source_too_large"),
-            UploadTooLarge("chunk_too_large"),
+            LayoutRefused("source_too_large"),
+            LayoutRefused("chunk_bytes_too_large"),
+            LayoutRefused("chunk_bytes_too_small"),
             UploadConflict("layout_conflict"),
             *DRAINING,
             *STORAGE,

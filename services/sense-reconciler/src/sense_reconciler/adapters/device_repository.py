@@ -35,8 +35,9 @@ DEVICE_COLUMNS = (
 )
 SITE_COLUMNS = "tenant_id, site_id, max_video_channels, media_server_id"
 RECONCILE_STATE_COLUMNS = (
-    "device_id, desired_generation, observed_generation, status, attempts, next_attempt_at, "
-    "last_error_code, last_result_at, partition, media_server_id"
+    "device_id, desired_generation, observed_generation, status, attempts, "
+    "nullif(next_attempt_at, 'infinity') AS next_attempt_at, last_error_code, last_error_reason, "
+    "last_result_at, partition, media_server_id"
 )
 
 

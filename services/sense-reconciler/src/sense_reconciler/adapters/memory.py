@@ -28,7 +28,7 @@ from sense_reconciler.domain.audit_push_outcome import (
     ItemResults,
 )
 from sense_reconciler.domain.errors import PathNameTaken
-from sense_reconciler.domain.reconcile import ClaimedItem, Ownership, PathConfig, WorkItem
+from sense_reconciler.domain.reconcile import ClaimedItem, Convergence, Ownership, PathConfig, WorkItem
 from sense_reconciler.domain.records import (
     AuditFact,
     DeviceRow,
@@ -95,12 +95,13 @@ class _Due:
     device_id: uuid.UUID
     partition: int
     media_server_id: str
-    next_attempt_at: datetime
+    next_attempt_at: datetime | None  # None: refused, never due until a change
     desired_generation: int = 1
     observed_generation: int = 0
     status: str = "pending"
     attempts: int = 0
     last_error_code: str | None = None
+    last_error_reason: str | None = None
     last_result_at: datetime | None = None
     lease_owner: str | None = None
     lease_token: uuid.UUID | None = None
@@ -368,12 +369,13 @@ class MemoryReconcileStore(_OnDatabase):
                 d
                 for d in self._state.due.values()
                 if d.observed_generation < d.desired_generation
+                and d.next_attempt_at is not None
                 and d.next_attempt_at <= now
                 and d.partition in wanted
                 and on_server(d.media_server_id)
                 and d.free(now)
             ),
-            key=lambda d: (d.next_attempt_at, d.device_id),
+            key=lambda d: (d.next_attempt_at or now, d.device_id),
         )[:limit]
         claimed = []
         for d in due:
@@ -463,7 +465,7 @@ class MemoryReconcileStore(_OnDatabase):
         now = self._clock()
         due.observed_generation = max(due.observed_generation, item.generation)
         due.status = "converged" if due.desired_generation <= item.generation else "pending"
-        due.attempts, due.last_error_code, due.next_attempt_at = 0, None, now
+        due.attempts, due.last_error_code, due.last_error_reason, due.next_attempt_at = 0, None, None, now
         self._settled(due, now)
 
     async def fail(
@@ -472,7 +474,15 @@ class MemoryReconcileStore(_OnDatabase):
         due = self._fenced(item.device_id, lease)
         now = self._clock()
         due.status, due.attempts, due.last_error_code = "failed", due.attempts + 1, error_code
-        due.next_attempt_at = now + _seconds(retry_in_seconds)
+        due.last_error_reason, due.next_attempt_at = None, now + _seconds(retry_in_seconds)
+        self._settled(due, now)
+
+    async def refuse(self, item: WorkItem, lease: Lease, *, error_code: str, reason: str | None) -> None:
+        due = self._fenced(item.device_id, lease)
+        now = self._clock()
+        due.status, due.attempts, due.last_error_code = "failed", due.attempts + 1, error_code
+        due.last_error_reason = reason
+        due.next_attempt_at = None if due.desired_generation <= item.generation else now
         self._settled(due, now)
 
     async def release(self, item: ClaimedItem) -> None:
@@ -486,12 +496,13 @@ class MemoryReconcileStore(_OnDatabase):
         self._state.ownership[key] = Ownership(seen.first_seen_at if seen else now, now)
         return self._state.ownership[key]
 
-    async def unconverged_count(self, media_server: str) -> int:
-        return sum(
-            1
+    async def convergence(self, media_server: str) -> Convergence:
+        unconverged = [
+            d
             for d in self._state.due.values()
             if d.observed_generation < d.desired_generation and d.media_server_id == media_server
-        )
+        ]
+        return Convergence(len(unconverged), sum(1 for d in unconverged if d.next_attempt_at is None))
 
 
 class MemorySenseUnitOfWork(InMemoryUnitOfWork):
@@ -693,14 +704,22 @@ class MemorySense:
         device.ciphertext, device.plaintext = None, source_uri
 
 
+def _check_source(config: PathConfig) -> None:
+    """MediaMTX's first check of a source: its scheme, matched in lower case only (the reason, as the real
+    client redacts it)."""
+    if not config.source.startswith(("rtsp://", "rtsps://")):
+        raise MediaMtxError("mediamtx_http_400", status=400, reason="invalid source: <redacted>")
+
+
 class MemoryMediaMtx:
-    """One MediaMTX server's path configurations. `calls` journals (action, path name); each code put in
-    `failures` makes one call fail with `MediaMtxError(code)` before it does anything."""
+    """One MediaMTX server's path configurations. `calls` journals (action, path name); each code (or
+    error) put in `failures` makes one call fail with `MediaMtxError(code)` (or that error) before it does
+    anything."""
 
     def __init__(self, *, deadline_seconds: float = limits.OPERATION_DEADLINE_SECONDS_DEFAULT) -> None:
         self.paths: dict[str, PathConfig] = {}
         self.calls: list[tuple[str, str]] = []
-        self.failures: deque[str] = deque()
+        self.failures: deque[str | MediaMtxError] = deque()
         self._deadline = deadline_seconds
 
     @property
@@ -710,7 +729,8 @@ class MemoryMediaMtx:
     def _call(self, action: str, name: str) -> None:
         self.calls.append((action, name))
         if self.failures:
-            raise MediaMtxError(self.failures.popleft())
+            failure = self.failures.popleft()
+            raise failure if isinstance(failure, MediaMtxError) else MediaMtxError(failure)
 
     async def get_path(self, name: str) -> PathConfig | None:
         self._call("get", name)
@@ -718,12 +738,14 @@ class MemoryMediaMtx:
 
     async def add_path(self, name: str, config: PathConfig) -> None:
         self._call("add", name)
+        _check_source(config)
         if name in self.paths:
-            raise MediaMtxError("mediamtx_http_400")
+            raise MediaMtxError("mediamtx_http_400", status=400, reason="path already exists")
         self.paths[name] = config
 
     async def replace_path(self, name: str, config: PathConfig) -> None:
         self._call("replace", name)
+        _check_source(config)
         self.paths[name] = config  # MediaMTX creates a path it does not have
 
     async def delete_path(self, name: str) -> bool:

@@ -3,8 +3,9 @@ PostgreSQL adapter of the `ReconcileStore` port, bound to one open transaction.
 
 `claim` takes due rows of the given partitions and one MediaMTX server only (`FOR UPDATE SKIP LOCKED`, so
 two instances never claim the same row); `claim_unregistered` takes those of servers no longer registered.
-Every later write -- renew, placement changes, complete, fail, release -- matches device, owner, token and
-an unexpired lease in the same statement or transaction, or raises `LeaseLost` and writes nothing.
+Every later write -- renew, placement changes, complete, fail, refuse, release -- matches device, owner,
+token and an unexpired lease in the same statement or transaction, or raises `LeaseLost` and writes nothing.
+A refused device (`refuse`) is never due again (`next_attempt_at = 'infinity'`) until a change makes it due.
 
 Placements (`media_path_placements`) record the servers a device's path may be configured on: the renewal
 before the first add on a server inserts one, the exact delete there removes it.
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sense_reconciler.domain import limits
-from sense_reconciler.domain.reconcile import ClaimedItem, Ownership, WorkItem
+from sense_reconciler.domain.reconcile import ClaimedItem, Convergence, Ownership, WorkItem
 from sense_reconciler.domain.records import StoredSource
 from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.errors import LeaseLost
@@ -180,7 +181,8 @@ class PostgresReconcileStore:
             UPDATE {self._s}.reconcile_state
                SET observed_generation = greatest(observed_generation, $4),
                    status = CASE WHEN desired_generation <= $4 THEN 'converged' ELSE 'pending' END,
-                   attempts = 0, last_error_code = NULL, last_result_at = now(), next_attempt_at = now(),
+                   attempts = 0, last_error_code = NULL, last_error_reason = NULL, last_result_at = now(),
+                   next_attempt_at = now(),
                    lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
              WHERE device_id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at > now()
             """,
@@ -198,8 +200,8 @@ class PostgresReconcileStore:
         status = await self._conn.execute(
             f"""
             UPDATE {self._s}.reconcile_state
-               SET status = 'failed', attempts = attempts + 1, last_error_code = $4, last_result_at = now(),
-                   next_attempt_at = now() + make_interval(secs => $5),
+               SET status = 'failed', attempts = attempts + 1, last_error_code = $4, last_error_reason = NULL,
+                   last_result_at = now(), next_attempt_at = now() + make_interval(secs => $5),
                    lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
              WHERE device_id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at > now()
             """,
@@ -208,6 +210,28 @@ class PostgresReconcileStore:
             lease.token,
             error_code,
             float(retry_in_seconds),
+        )
+        if status != "UPDATE 1":
+            raise LeaseLost()
+
+    async def refuse(self, item: WorkItem, lease: Lease, *, error_code: str, reason: str | None) -> None:
+        """Failed for good: not due again until a change; a change made meanwhile (a newer generation than
+        `item.generation`) keeps the row due now."""
+        status = await self._conn.execute(
+            f"""
+            UPDATE {self._s}.reconcile_state
+               SET status = 'failed', attempts = attempts + 1, last_error_code = $4, last_error_reason = $5,
+                   last_result_at = now(),
+                   next_attempt_at = CASE WHEN desired_generation <= $6 THEN 'infinity' ELSE now() END,
+                   lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+             WHERE device_id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at > now()
+            """,
+            item.device_id,
+            lease.owner,
+            lease.token,
+            error_code,
+            reason,
+            item.generation,
         )
         if status != "UPDATE 1":
             raise LeaseLost()
@@ -230,10 +254,13 @@ class PostgresReconcileStore:
         assert row is not None
         return Ownership(row["first_seen_at"], row["last_seen_at"])
 
-    async def unconverged_count(self, media_server: str) -> int:
-        count: int = await self._conn.fetchval(
-            f"SELECT count(*) FROM {self._s}.reconcile_state "
+    async def convergence(self, media_server: str) -> Convergence:
+        row = await self._conn.fetchrow(
+            "SELECT count(*) AS unconverged, "
+            "count(*) FILTER (WHERE next_attempt_at = 'infinity') AS refused "
+            f"FROM {self._s}.reconcile_state "
             "WHERE observed_generation < desired_generation AND media_server_id = $1",
             media_server,
         )
-        return count
+        assert row is not None
+        return Convergence(row["unconverged"], row["refused"])

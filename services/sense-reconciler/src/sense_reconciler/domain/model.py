@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import enum
 import re
-from urllib.parse import urlsplit
 
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.errors import InvalidInput, MediaServerNotRegistered, SiteLimitReached
+from sense_reconciler.domain.source_uri import is_source_uri
 from yovision_platform.media_servers import MEDIA_SERVER_ID_PATTERN
 from yovision_platform.mediamtx import MANAGED_PATH_NAME_PATTERN, RESERVED_PATH_NAMES, is_managed_path_name
-from yovision_platform.patterns import anchored, at_most
+from yovision_platform.patterns import anchored
 
 ID_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{limits.ID_MAX_CHARS - 1}}}")
 ACTOR_PATTERN = re.compile(rf"[A-Za-z0-9._:@-]{{1,{limits.ACTOR_MAX_CHARS}}}")
-SOURCE_URI_SCHEMES = frozenset({"rtsp", "rtsps"})
 
 # What the validators below accept, as the published (JSON Schema) patterns of the Control API; the unit
 # tests prove each one equal to its validator (tests/unit/sense_reconciler/test_published_patterns.py).
@@ -23,15 +22,6 @@ PUBLISHED_ACTOR = anchored(ACTOR_PATTERN.pattern)
 PUBLISHED_NAME = r"^\s*[^\s\x00-\x1f\x7f](?:[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f])?\s*$"
 PUBLISHED_PATH_NAME = anchored(
     "(?!(?:" + "|".join(sorted(RESERVED_PATH_NAMES)) + ")$)" + MANAGED_PATH_NAME_PATTERN.pattern
-)
-# rtsp(s)://[userinfo@]host[:port][/path...]: userinfo and host printable ASCII (urlsplit checks
-# non-ASCII network locations by their NFKC form, which the schema cannot say), the port 0..65535 in
-# ASCII digits, nothing after it but non-space, non-control characters.
-_USERINFO = r'[!-"$-.0->@-Z\\^-~]*@'  # printable ASCII but / ? # [ ]
-_HOST = r'[!-"$-.0-9;->A-Z\\^-~]+'  # nor : @
-PUBLISHED_SOURCE_URI = (
-    rf"^[Rr][Tt][Ss][Pp][Ss]?://(?:{_USERINFO})?{_HOST}(?::0*{at_most(65535)}?)?"
-    r"(?:[/?#][^\s\x00-\x1f\x7f]*)?$"
 )
 
 
@@ -71,17 +61,8 @@ def validate_media_server_id(value: str, registered: frozenset[str]) -> str:
 
 
 def validate_source_uri(value: str) -> str:
-    """An RTSP(S) URL with a host, at most SOURCE_URI_MAX_CHARS, no whitespace or control characters."""
-    if not value or len(value) > limits.SOURCE_URI_MAX_CHARS:
-        raise InvalidInput("source_uri")
-    if any(char.isspace() or ord(char) < 0x20 or ord(char) == 0x7F for char in value):
-        raise InvalidInput("source_uri")
-    try:
-        parts = urlsplit(value)
-        _ = parts.port
-    except ValueError:
-        raise InvalidInput("source_uri") from None
-    if parts.scheme.lower() not in SOURCE_URI_SCHEMES or not parts.hostname:
+    """An RTSP(S) URL that MediaMTX accepts and can pull (`domain/source_uri.py`)."""
+    if not is_source_uri(value):
         raise InvalidInput("source_uri")
     return value
 

@@ -46,6 +46,26 @@ def plan_ensure(desired: PathConfig, observed: PathConfig | None) -> PathAction:
     return PathAction.NONE
 
 
+# MediaMTX answers that refuse the device's configuration: the same configuration can never succeed, so the
+# device waits for a change (failed, no next attempt). Not refusals: 401 and 403 (Sense's own credentials,
+# which the operator fixes once for every device), 404 (a path gone meanwhile: the next attempt reads
+# again), 408, 409, 425 and 429 (MediaMTX busy or racing another writer).
+RETRIED_CLIENT_ERRORS = frozenset({401, 403, 404, 408, 409, 425, 429})
+
+
+def is_refusal(http_status: int | None) -> bool:
+    """Whether a MediaMTX answer with `http_status` refuses the configuration for good."""
+    return http_status is not None and 400 <= http_status < 500 and http_status not in RETRIED_CLIENT_ERRORS
+
+
+@dataclass(frozen=True)
+class Convergence:
+    """A server's devices whose desired generation is not observed yet, and those of them refused."""
+
+    unconverged: int
+    refused: int
+
+
 def retry_backoff_seconds(attempts: int) -> float:
     """Delay before the next attempt after `attempts` consecutive failures (>= 1): 1 s doubling, capped."""
     if attempts < 1:

@@ -85,8 +85,9 @@ class ReconcileState:
     observed_generation: int
     status: str
     attempts: int
-    next_attempt_at: datetime
+    next_attempt_at: datetime | None  # None: refused, not retried until the device changes
     last_error_code: str | None
+    last_error_reason: str | None  # MediaMTX's reason for a refusal, redacted
     last_result_at: datetime | None
     partition: int
     media_server_id: str

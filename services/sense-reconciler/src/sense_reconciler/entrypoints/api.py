@@ -19,15 +19,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from sense_reconciler.domain import limits, model
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.domain.records import DeviceRow, ReconcileState
+from sense_reconciler.domain.source_uri import PUBLISHED_SOURCE_URI
 from sense_reconciler.service_layer.devices import DeviceService
 from sense_reconciler.service_layer.sites import SiteView
 from yovision_platform.auth import OperatorToken, StaticBearerToken
 from yovision_platform.media_servers import MEDIA_SERVER_ID_PATTERN
+from yovision_platform.mediamtx import REASON_MAX_CHARS
 from yovision_platform.problems import Problem
-from yovision_platform.web import JSON_INTEGER, consistent_by, create_app
+from yovision_platform.web import JSON_INTEGER, create_app
 
 API_TITLE = "sense-reconciler Control API"
-API_VERSION = "1.2.0"  # 1.2.0: every validator's pattern published; 409 media_server_not_registered
+API_VERSION = "1.3.0"  # 1.3.0: source URIs as MediaMTX takes them; refusals not retried; batch last-wins
+# 1.2.0: every validator's pattern published; 409 media_server_not_registered
 DEFAULT_ACTOR = "control-api"
 
 State = Literal["enabled", "disabled"]
@@ -44,8 +47,13 @@ def _rule(pattern: str) -> dict[str, Any]:
 
 ID_RULE = _rule(model.PUBLISHED_ID)
 NAME_RULE = _rule(model.PUBLISHED_NAME)
-SOURCE_URI_RULE = _rule(model.PUBLISHED_SOURCE_URI)
-SOURCE_URI_DOC = "RTSP(S) URL with a host; write-only secret"
+SOURCE_URI_RULE = _rule(PUBLISHED_SOURCE_URI)
+SOURCE_URI_DOC = (
+    "Write-only secret: an RTSP(S) URL MediaMTX accepts and can pull: lower-case `rtsp://` or `rtsps://`; "
+    "optional `user:password@` (both non-empty); a DNS name or a bracketed IPv6 address; a port 1..65535; "
+    "a path and query of RFC 3986 characters, with `%XX` escapes for anything else (`@` as `%40`); no "
+    "fragment; no `$G<digit>` or `$MTX_QUERY` (MediaMTX substitutes them); printable ASCII"
+)
 
 
 def _one_of_set(*fields: str) -> Callable[[dict[str, Any]], None]:
@@ -106,8 +114,8 @@ class DesiredStateBatch(_Strict):
     items: list[DesiredStateItem] = Field(
         min_length=1,
         max_length=limits.SET_DESIRED_STATE_BATCH_MAX_ITEMS,
-        description="A device may appear more than once with the same state only (else 422 `invalid_items`).",
-        json_schema_extra=consistent_by("device_id", code="invalid_items"),
+        description="Applied in order as one change: a device listed more than once takes the state of its "
+        "last item (and changes at most once).",
     )
 
 
@@ -178,8 +186,17 @@ class ReconcileStatus(BaseModel):
     observed_generation: int
     status: Literal["pending", "converged", "failed"]
     attempts: int
-    next_attempt_at: datetime
-    last_error_code: str | None
+    next_attempt_at: datetime | None = Field(
+        description="When the reconciler tries again; null when MediaMTX refused the device's configuration "
+        "(status `failed`, `last_error_reason` says why): it is not retried until the device changes "
+        "(a PATCH, a desired state, a site move)."
+    )
+    last_error_code: str | None = Field(description="A stable code, e.g. `mediamtx_http_400`.")
+    last_error_reason: str | None = Field(
+        description="MediaMTX's reason for refusing the configuration, redacted: no source URI, quoted value "
+        "or URL; printable ASCII, at most 200 characters. Null unless the last attempt was refused.",
+        max_length=REASON_MAX_CHARS,
+    )
     last_result_at: datetime | None
     partition: int
     media_server_id: str

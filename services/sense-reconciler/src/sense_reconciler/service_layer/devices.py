@@ -187,15 +187,13 @@ class DeviceService:
     async def set_desired_states(
         self, items: Sequence[tuple[uuid.UUID, DesiredState]], *, actor: str
     ) -> list[DeviceRow]:
-        """All or nothing: every item applies, or none does (unknown device, site limit reached).
+        """All or nothing: every item applies, or none does (unknown device, site limit reached). A device
+        listed more than once takes the state of its last item and changes at most once.
 
-        Returns the devices in input order."""
+        Returns the devices in input order (a device listed twice: its final row at each place)."""
         validate_batch_size(len(items))
         actor = validate_actor(actor)
-        wanted: dict[uuid.UUID, DesiredState] = {}
-        for device_id, state in items:
-            if wanted.setdefault(device_id, state) is not state:
-                raise InvalidInput("items")
+        wanted = dict(items)  # in order: a device listed twice takes its last state
         async with self._units() as uow:
             current = {device_id: await self._locked(uow, device_id) for device_id in sorted(wanted)}
             changing = [d for d in current.values() if d.desired_state != wanted[d.id]]

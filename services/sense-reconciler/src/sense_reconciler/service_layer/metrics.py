@@ -19,7 +19,8 @@ UNREGISTERED_SERVER_LABEL = "unregistered"
 
 class ItemResult(enum.StrEnum):
     CONVERGED = "converged"
-    FAILED = "failed"
+    FAILED = "failed"  # retried with backoff
+    REFUSED = "refused"  # MediaMTX refused the configuration: retried only after the device changes
     LEASE_LOST = "lease_lost"
     RELEASED = "released"
 
@@ -54,6 +55,13 @@ class ReconcileMetrics:
             "Devices whose desired generation is not observed yet, by MediaMTX server.",
             per_server,
         )
+        self.refused = labeled_gauge(
+            registry,
+            "sense_reconcile_refused",
+            "Unconverged devices whose configuration MediaMTX refused (retried only after a change), by "
+            "MediaMTX server.",
+            per_server,
+        )
         self.owned_partitions = labeled_gauge(
             registry, "sense_reconcile_owned_partitions", "Device-topic partitions this instance owns.", {}
         )
@@ -61,6 +69,7 @@ class ReconcileMetrics:
         self.items.initialize_all()
         self.item_seconds.initialize_all()
         self.unconverged.initialize_all()
+        self.refused.initialize_all()
 
 
 class ItemFate(enum.StrEnum):

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from sense_reconciler.domain.audit_facts import OutboxFact
 from sense_reconciler.domain.audit_push_outcome import BatchFailure, ItemResults
-from sense_reconciler.domain.reconcile import ClaimedItem, Ownership, PathConfig, WorkItem
+from sense_reconciler.domain.reconcile import ClaimedItem, Convergence, Ownership, PathConfig, WorkItem
 from sense_reconciler.domain.records import (
     AuditFact,
     DeviceRow,
@@ -161,7 +161,14 @@ class ReconcileStore(Protocol):
 
     async def fail(
         self, item: ClaimedItem, lease: Lease, *, error_code: str, retry_in_seconds: float
-    ) -> None: ...
+    ) -> None:
+        """Failed: `attempts + 1`, the code kept (the reason cleared), due again in `retry_in_seconds`."""
+        ...
+
+    async def refuse(self, item: WorkItem, lease: Lease, *, error_code: str, reason: str | None) -> None:
+        """Failed for good (MediaMTX refused the configuration): `attempts + 1`, code and reason kept, not
+        due again until a change (no `next_attempt_at`); a change made since `item` was loaded: due now."""
+        ...
 
     async def release(self, item: ClaimedItem) -> None:
         """Give the row back untouched (claimable again at once)."""
@@ -171,7 +178,9 @@ class ReconcileStore(Protocol):
         """The device's path is configured on its server: first seen now, or seen again."""
         ...
 
-    async def unconverged_count(self, media_server: str) -> int: ...
+    async def convergence(self, media_server: str) -> Convergence:
+        """How many of `media_server`'s devices are unconverged, and how many of them refused."""
+        ...
 
 
 class SenseUnitOfWork(UnitOfWork, Protocol):

@@ -13,6 +13,9 @@ Safety rules (SPEC section 2, and several servers):
   on the same server: MediaMTX applies config changes one by one anyway, and a backoff can only come from a
   real failure;
 - complete/fail are fenced writes (owner + token + unexpired lease); a rejected write is `lease_lost`;
+- a MediaMTX answer that refuses the configuration for good (`is_refusal`: a 4xx but 401, 403, 404, 408,
+  409, 425 and 429) makes the item `refused`: failed with MediaMTX's redacted reason and no next attempt
+  until the device changes (retrying the same configuration would fail for ever);
 - success of an enabled device refreshes `media_path_ownership` and enqueues PathOwnershipRecorded (key =
   path name, with the server id) in the same transaction as the completion.
 """
@@ -33,6 +36,7 @@ from sense_reconciler.domain.reconcile import (
     PathAction,
     PathConfig,
     WorkItem,
+    is_refusal,
     plan_ensure,
     retry_backoff_seconds,
 )
@@ -126,7 +130,11 @@ class ItemReconciler:
                 "lease would expire during a MediaMTX call; skipped", extra={"partition": item.partition}
             )
             return ItemResult.LEASE_LOST
-        except (MediaMtxError, SecretUnreadable) as exc:
+        except MediaMtxError as exc:
+            if is_refusal(exc.status):
+                return await self._refuse(item, work, clock.lease, exc)
+            return await self.fail(item, clock.lease, exc.code)
+        except SecretUnreadable as exc:
             return await self.fail(item, clock.lease, exc.code)
         try:
             async with self._units() as uow:
@@ -148,6 +156,21 @@ class ItemReconciler:
             return ItemResult.LEASE_LOST
         log.warning("reconcile failed", extra={"error_code": code, "partition": item.partition})
         return ItemResult.FAILED
+
+    async def _refuse(
+        self, item: ClaimedItem, work: WorkItem, lease: Lease, refusal: MediaMtxError
+    ) -> ItemResult:
+        """Fenced: failed for good with MediaMTX's (redacted) reason; due again only after a change."""
+        try:
+            async with self._units() as uow:
+                await uow.reconcile.refuse(work, lease, error_code=refusal.code, reason=refusal.reason)
+        except LeaseLost:
+            return ItemResult.LEASE_LOST
+        log.warning(
+            "MediaMTX refused the configuration: not retried until the device changes",
+            extra={"error_code": refusal.code, "partition": item.partition},
+        )
+        return ItemResult.REFUSED
 
     async def _apply(self, work: WorkItem, clock: _LeaseClock) -> None:
         if work.desired_state == DesiredState.ENABLED:

@@ -162,8 +162,9 @@ class Reconciler:
             )
         await self._work(claimed, server, stop)
         async with self._units() as uow:
-            unconverged = await uow.reconcile.unconverged_count(server)
-        self._metrics.unconverged.labels(media_server=server).set(unconverged)
+            convergence = await uow.reconcile.convergence(server)
+        self._metrics.unconverged.labels(media_server=server).set(convergence.unconverged)
+        self._metrics.refused.labels(media_server=server).set(convergence.refused)
         return len(claimed)
 
     async def run_unregistered_once(self, stop: asyncio.Event | None = None) -> int:
