@@ -221,14 +221,16 @@ async def visitor_factory(
 
     yield make
     reported: list[str] = []
-    for visitor in visitors:
-        await visitor.page.wait_for_load_state("networkidle")  # what the last page still loads
-        try:
-            visitor.assert_quiet(f"at the end of the test, tab {visitor.name}", final=True)
-        except AssertionError as failure:
-            reported.append(str(failure))
-    for context in contexts:
-        await context.close()
+    try:
+        for visitor in visitors:
+            await visitor.page.wait_for_load_state("networkidle")  # what the last page still loads
+            try:
+                visitor.assert_quiet(f"at the end of the test, tab {visitor.name}", final=True)
+            except AssertionError as failure:
+                reported.append(str(failure))
+    finally:
+        for context in contexts:
+            await context.close()
     assert not reported, "\n".join(reported)
 
 
