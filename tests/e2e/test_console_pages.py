@@ -10,16 +10,18 @@ the suite visits each:
   the five `/services/<name>`, `/devices` (all, one tenant and site), `/devices/new`, `/devices/<id>`,
   `/sites` (empty, one site), `/orphans`, `/audit` (all, one device), `/inbox`, `/watchers`,
   `/watchers/all`, `/watchers/new`, `/watchers/<id>`, `/watchers/<id>/edit`, `/media` with the drain
-  table; and the error pages: the device form refused by Sense (422 `path_name_taken` beside the field), a
-  device Sense does not know (404), a service the console does not know (404), a URL nobody serves (404),
-  a device id that is no id (422);
+  table; the htmx fragments those pages poll while something converges (`/devices/<id>/status`,
+  `/devices/rows`, `/media/rows`), fetched and swapped in once as the poll does; and the error pages: the
+  device form refused by Sense (422 `path_name_taken` beside the field), a device Sense does not know
+  (404), a service the console does not know (404), a URL nobody serves (404), a device id that is no id
+  (422);
 - here, signed in without permissions: `/devices`, `/orphans`, `/audit`, `/watchers/all` as 403 pages
   naming the permission; and signed out: a user id the browser refuses (the `pattern`) and the server
   refuses (422 `invalid_subject`);
-- `tests/e2e/test_console.py`: `/devices/<id>/status` and `/devices/rows` polled by htmx while devices
-  converge, the watcher form refused by signal-watcher (422 beside the URL), the watcher's test preview
-  (htmx), the inbox marked read/unread, `/media/<id>` and its outputs (cover, the clip played), `/media/rows`
-  polled while transcoding, the upload proxy (`/media/uploads...`), the CSRF refusal page (403);
+- `tests/e2e/test_console.py`: the polls themselves while devices converge, the watcher form refused by
+  signal-watcher (422 beside the URL), the watcher's test preview (htmx), the inbox marked read/unread,
+  `/media/<id>` and its outputs (cover, the clip played), the upload proxy (`/media/uploads...`) with a
+  chunk cancelled on purpose, the CSRF refusal page (403);
 - every page loads `/static/console.css`, `/static/console.js`, `/static/favicon.svg` and
   `/static/vendor/htmx.min.js`.
 """
@@ -59,8 +61,8 @@ PAGES = {
     "/devices": "test_every_page_with_every_permission; 403: test_pages_without_their_permission_...",
     "/devices/new": "test_every_page_with_every_permission (and its 422)",
     "/devices/{device_id}": "test_every_page_with_every_permission (and an unknown device: 404)",
-    "/devices/rows": "test_console.py::test_disable_a_selection_of_devices (htmx, while converging)",
-    "/devices/{device_id}/status": "test_console.py::test_sign_in_create_a_device_... (htmx)",
+    "/devices/rows": "test_every_page_with_every_permission (htmx, as its poll does)",
+    "/devices/{device_id}/status": "test_every_page_with_every_permission (htmx, as its poll does)",
     "/sites": "test_every_page_with_every_permission",
     "/orphans": "test_every_page_with_every_permission; 403: test_pages_without_their_permission_...",
     "/audit": "test_every_page_with_every_permission; 403: test_pages_without_their_permission_...",
@@ -71,7 +73,7 @@ PAGES = {
     "/watchers/{watcher_id}": "test_every_page_with_every_permission",
     "/watchers/{watcher_id}/edit": "test_every_page_with_every_permission",
     "/media": "test_every_page_with_every_permission",
-    "/media/rows": "test_console.py::test_an_upload_cancelled_... (htmx, while transcoding)",
+    "/media/rows": "test_every_page_with_every_permission (htmx, as its poll does)",
     "/media/{material_id}": "test_console.py::test_an_upload_cancelled_mid_way_resumes_...",
     "/media/{material_id}/outputs/{kind}": "test_console.py::test_an_upload_cancelled_... (cover, clip)",
     "/static/{name}": "every page (console.css, console.js, favicon.svg)",
@@ -104,6 +106,7 @@ async def test_every_page_with_every_permission(
     tenant, site, path = f"t-{uuid.uuid4().hex[:6]}", "site-tour", f"tour-{uuid.uuid4().hex[:8]}"
     device_id = await create_device(operator, tenant, site, path, camera_source(witness, "10.9.8.9"), False)
     await operator.look("device")
+    await _poll_once(operator, f"/devices/{device_id}/status", "#device-status")
     await operator.open("/devices/new")
     await operator.look("device-form")
     await _refused_device_form(operator, tenant, site, path, camera_source(witness, "10.9.8.9"))
@@ -120,6 +123,10 @@ async def test_every_page_with_every_permission(
     ):
         await operator.open(where)
         await operator.look(label)
+    await operator.open(f"/devices?tenant_id={tenant}&site_id={site}")
+    await _poll_once(operator, f"/devices/rows?tenant_id={tenant}&site_id={site}&after=", "#device-rows")
+    await operator.open("/media")
+    await _poll_once(operator, "/media/rows", "#material-rows")
 
     async with Target() as target:
         target.answer_price(3)
@@ -142,6 +149,16 @@ async def test_every_page_with_every_permission(
         await operator.open(where, status=status)
         assert await page.locator("p.error-code strong").inner_text() == str(status)
         await operator.look(label)
+
+
+async def _poll_once(visitor: Visitor, fragment: str, target: str) -> None:
+    """What the page's htmx poll does while something converges, done once now (the poll itself runs only
+    while a device or a material is pending, which a test cannot hold still): fetch, swap, settle."""
+    await visitor.page.evaluate(
+        "([url, target]) => htmx.ajax('GET', url, {target, swap: 'outerHTML'})", [fragment, target]
+    )
+    await visitor.page.locator(target).wait_for(state="attached")
+    await visitor.look(f"polled-{target[1:]}")
 
 
 async def _refused_device_form(visitor: Visitor, tenant: str, site: str, path: str, source: str) -> None:
