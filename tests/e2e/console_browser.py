@@ -13,20 +13,35 @@ blocks this, and the console serves no test-only asset.
 
 The HTML of every document and htmx fragment the console sends is kept, so a test can prove that no
 secret was ever rendered.
+
+Every tab also records what the browser reported (`tests/e2e/browser_log.py`): console messages, page
+errors, failed requests, answers >= 400, and any `pattern` attribute that does not compile under the `v`
+flag, checked in the page on every document and htmx swap. Any error or warning among them fails the test,
+at each `look()` and, for everything a test did after its last look, when the test ends; the failure lists
+what was reported and every console message. A test that provokes an error on purpose says so with
+`expect_document(status)` / `open(path, status=...)` or `expect_abort(url_suffix)`, and nothing else is
+excused.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import uuid
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser, Page, Response, async_playwright
+from playwright.async_api import Browser, BrowserContext, Page, Response, async_playwright
 from playwright.async_api import Error as PlaywrightError
+
+from tests.e2e.browser_log import PageLog
+from tests.e2e.conftest import Witness
+from yovision_platform.tools.doctor import secrets_of
+from yovision_platform.tools.environment import LocalEnvironment
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -51,6 +66,7 @@ document.addEventListener("securitypolicyviolation", (e) => {
   window.__cspViolations.push(`${e.effectiveDirective} blocked ${e.blockedURI || "inline"} (${where})`);
 });
 """
+OPERATOR_PERMISSIONS = ("sense:operate", "orphan:read", "bell:audit-read", "signal:read", "media:drain")
 JWT_PATTERN = re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{20,}")
 
 
@@ -80,6 +96,7 @@ class Visitor:
     base_url: str
     name: str
     axe: str
+    log: PageLog
     pages_html: list[str] = field(default_factory=list)
     shots: int = 0
     lost: int = 0
@@ -87,6 +104,12 @@ class Visitor:
 
     def __post_init__(self) -> None:
         self.page.on("response", self._on_response)
+
+    @classmethod
+    async def create(cls, page: Page, base_url: str, name: str, axe: str) -> Visitor:
+        log = PageLog(page)
+        await log.install()
+        return cls(page, base_url, name, axe, log)
 
     def _on_response(self, response: Response) -> None:
         if response.url.startswith(self.base_url) and "text/html" in response.headers.get("content-type", ""):
@@ -105,10 +128,33 @@ class Visitor:
         await asyncio.gather(*self._reads)
         return self.pages_html
 
-    async def open(self, path: str) -> Page:
-        response = await self.page.goto(self.base_url + path)
-        assert response is not None and response.status < 400, f"{path}: {response and response.status}"
+    async def open(self, path: str, *, status: int = 200) -> Page:
+        """Go to `path`, whose document must answer `status` (an error status: a deliberate error page)."""
+        if status < 400:
+            response = await self.page.goto(self.base_url + path)
+        else:
+            async with self.expect_document(status):
+                response = await self.page.goto(self.base_url + path)
+        assert response is not None and response.status == status, f"{path}: {response and response.status}"
         return self.page
+
+    def expect_document(self, status: int) -> AbstractAsyncContextManager[None]:
+        """``async with``: the main document answers `status` inside the block, on purpose."""
+        return self.log.expect_document(status)
+
+    def expect_abort(self, url_suffix: str) -> AbstractAsyncContextManager[None]:
+        """``async with``: a request to ``...url_suffix`` sent inside the block is cancelled on purpose."""
+        return self.log.expect_abort(url_suffix)
+
+    def assert_quiet(self, label: str, *, final: bool = False) -> None:
+        """No error or warning reported by the browser so far (on any page of this tab); when `final`, every
+        error the test said it provokes did happen."""
+        problems = self.log.problems(final=final)
+        assert not problems, (
+            f"{label}: the browser reported {len(problems)} error(s) or warning(s):\n  "
+            + "\n  ".join(problems)
+            + f"\nall console messages:\n{self.log.console_text()}"
+        )
 
     async def look(self, label: str, *, idle: bool = True) -> None:
         """Screenshot, CSP and axe check and HTML capture of the page as it is now (after the network is
@@ -132,6 +178,7 @@ class Visitor:
             if v.get("impact") in BLOCKING_IMPACTS
         ]
         assert not blocking, f"{label}: accessibility violations {blocking}"
+        self.assert_quiet(label)
 
     async def sign_in(self, subject: str, *permissions: str) -> None:
         await self.open("/sign-in")
@@ -157,15 +204,54 @@ async def assert_nothing_secret_rendered(visitor: Visitor, secrets: set[str]) ->
 async def visitor_factory(
     chromium: Browser, axe_source: str, request: pytest.FixtureRequest
 ) -> AsyncIterator[Any]:
-    contexts = []
+    """``make(base_url, name)``: a new signed-out tab. When the test ends, every tab must have reported no
+    error or warning (what it did after its last `look()` included)."""
+    contexts: list[BrowserContext] = []
+    visitors: list[Visitor] = []
 
     async def make(base_url: str, name: str, *, width: int = 1280) -> Visitor:
         context = await chromium.new_context(viewport={"width": width, "height": 900}, accept_downloads=False)
         await context.add_init_script(CSP_LISTENER)
         context.set_default_timeout(TIMEOUT_MS)
         contexts.append(context)
-        return Visitor(await context.new_page(), base_url, f"{request.node.name[5:40]}-{name}", axe_source)
+        page = await context.new_page()
+        visitor = await Visitor.create(page, base_url, f"{request.node.name[5:40]}-{name}", axe_source)
+        visitors.append(visitor)
+        return visitor
 
     yield make
-    for context in contexts:
-        await context.close()
+    reported: list[str] = []
+    try:
+        for visitor in visitors:
+            await visitor.page.wait_for_load_state("networkidle")  # what the last page still loads
+            try:
+                visitor.assert_quiet(f"at the end of the test, tab {visitor.name}", final=True)
+            except AssertionError as failure:
+                reported.append(str(failure))
+    finally:
+        for context in contexts:
+            await context.close()
+    assert not reported, "\n".join(reported)
+
+
+def all_secrets(env: LocalEnvironment, witness: Witness) -> set[str]:
+    """The environment's secrets (every secret file, the admin DSN's password) and the tests' own."""
+    return secrets_of(env.root, env.stack) | {s for s in witness.secrets if len(s) >= 12}
+
+
+@pytest.fixture
+async def operator(env: LocalEnvironment, visitor_factory: Any, witness: Witness) -> AsyncIterator[Visitor]:
+    """A user with every permission, signed in."""
+    visitor: Visitor = await visitor_factory(env.url("console"), "operator")
+    await visitor.sign_in(f"op-{uuid.uuid4().hex[:6]}", *OPERATOR_PERMISSIONS)
+    yield visitor
+    await assert_nothing_secret_rendered(visitor, all_secrets(env, witness))
+
+
+@pytest.fixture
+async def user(env: LocalEnvironment, visitor_factory: Any, witness: Witness) -> AsyncIterator[Visitor]:
+    """A user without any operator permission, signed in."""
+    visitor: Visitor = await visitor_factory(env.url("console"), "user")
+    await visitor.sign_in(f"u-{uuid.uuid4().hex[:6]}")
+    yield visitor
+    await assert_nothing_secret_rendered(visitor, all_secrets(env, witness))

@@ -5,9 +5,11 @@ page with a staged candidate, its classes, gate and the command block copied in 
 deletes exactly that path); a watcher created with a bad URL (error beside the field), fixed, tested now
 and checked (check log); a watcher auto-disabled by failures, its WATCHER_DISABLED notification in the
 inbox marked read and unread, then re-enabled; a browser upload cancelled mid-way and resumed after a page
-reload, then the clip plays; keyboard-only sign-in with visible focus; CSRF refusal. Every page is
-screenshotted under `.local/console-screenshots/`, checked with axe-core under the page's own CSP, and no
-secret of the environment or of a test (nor any JWT) may appear in any HTML the console sent.
+reload, then the clip plays; keyboard-only sign-in with visible focus; CSRF refusal (a forged form sent by
+the browser: the 403 page). Every page is screenshotted under `.local/console-screenshots/`, checked with
+axe-core under the page's own CSP, and no secret of the environment or of a test (nor any JWT) may appear in
+any HTML the console sent. Every tab fails its test on any browser error or warning
+(`tests/e2e/console_browser.py`); `tests/e2e/test_console_pages.py` visits every page and lists them.
 """
 
 from __future__ import annotations
@@ -15,12 +17,10 @@ from __future__ import annotations
 import json
 import shlex
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from playwright.async_api import Page, Request, Route
 
 from tests.e2e.conftest import (
@@ -35,42 +35,21 @@ from tests.e2e.conftest import (
 )
 from tests.e2e.console_browser import (
     Visitor,
+    all_secrets,
     assert_nothing_secret_rendered,
     axe_source,
     chromium,
+    operator,
+    user,
     visitor_factory,
 )
 from tests.e2e.test_orphans import IN_USE_DEVICES
 from tests.e2e.test_watchers import FAILURES_TO_DISABLE, Target
-from yovision_platform.tools.doctor import secrets_of
 from yovision_platform.tools.environment import LocalEnvironment
 
-__all__ = ["axe_source", "chromium", "visitor_factory"]
+__all__ = ["axe_source", "chromium", "operator", "user", "visitor_factory"]
 
-OPERATOR_PERMISSIONS = ("sense:operate", "orphan:read", "bell:audit-read", "signal:read", "media:drain")
 UPLOAD_CHUNK_BYTES = 1024 * 1024  # static/console.js
-
-
-def all_secrets(env: LocalEnvironment, witness: Witness) -> set[str]:
-    """The environment's secrets (every secret file, the admin DSN's password) and the tests' own."""
-    return secrets_of(env.root, env.stack) | {s for s in witness.secrets if len(s) >= 12}
-
-
-@pytest.fixture
-async def operator(env: LocalEnvironment, visitor_factory: Any, witness: Witness) -> AsyncIterator[Visitor]:
-    visitor: Visitor = await visitor_factory(env.url("console"), "operator")
-    await visitor.sign_in(f"op-{uuid.uuid4().hex[:6]}", *OPERATOR_PERMISSIONS)
-    yield visitor
-    await assert_nothing_secret_rendered(visitor, all_secrets(env, witness))
-
-
-@pytest.fixture
-async def user(env: LocalEnvironment, visitor_factory: Any, witness: Witness) -> AsyncIterator[Visitor]:
-    """A user without any operator permission."""
-    visitor: Visitor = await visitor_factory(env.url("console"), "user")
-    await visitor.sign_in(f"u-{uuid.uuid4().hex[:6]}")
-    yield visitor
-    await assert_nothing_secret_rendered(visitor, all_secrets(env, witness))
 
 
 async def create_device(
@@ -114,10 +93,9 @@ async def test_sign_in_create_a_device_watch_it_converge_and_see_its_audit_rows(
     await operator.look("audit-trail-device")
     await operator.open("/services/sense-reconciler")
     await operator.look("service-details")
-    narrow: Visitor = Visitor(operator.page, operator.base_url, operator.name + "-375", operator.axe)
     await operator.page.set_viewport_size({"width": 375, "height": 800})
-    await narrow.open(f"/devices?tenant_id={tenant}")
-    await narrow.look("devices-375px")
+    await operator.open(f"/devices?tenant_id={tenant}")
+    await operator.look("devices-375px")
     await operator.page.set_viewport_size({"width": 1280, "height": 900})
 
 
@@ -236,9 +214,9 @@ async def test_a_watcher_with_a_bad_url_then_fixed_tested_and_checked(
         await page.get_by_label("Key 1", exact=True).fill("Authorization")
         await page.get_by_label("Value 1", exact=True).fill(secret_header)
         await page.get_by_label("Prompt template", exact=True).fill("Price changed at {url}: {diff}")
-        await page.get_by_role("button", name="Create watcher").click()
-        error = page.locator("#url-error")
-        await error.wait_for()
+        async with user.expect_document(422):  # the form again, the API's refusal beside the field
+            await page.get_by_role("button", name="Create watcher").click()
+            await page.locator("#url-error").wait_for()
         assert await page.get_by_label("URL", exact=True).get_attribute("aria-invalid") == "true"
         await user.look("watcher-bad-url")
         await page.get_by_label("URL", exact=True).fill(target.url)
@@ -348,12 +326,13 @@ async def test_an_upload_cancelled_mid_way_resumes_after_a_reload_then_the_clip_
     await operator.open("/media")
     await page.get_by_label("Video file", exact=True).set_input_files(str(source_video))
     await page.get_by_label("Title", exact=True).fill("resumed upload")
-    await page.get_by_role("button", name="Upload").click()
-    await eventually(lambda: _true(bool(held)), what="the last chunk in flight")
-    assert await page.locator("#upload-status").inner_text() == f"uploading {chunks - 1}/{chunks}"
-    await operator.look("upload-in-flight", idle=False)
-    await page.get_by_role("button", name="Cancel").click()
-    await page.get_by_text("cancelled (choose the file again to resume)").wait_for()
+    async with operator.expect_abort(f"/chunks/{chunks - 1}"):  # the held chunk, cancelled by the user
+        await page.get_by_role("button", name="Upload").click()
+        await eventually(lambda: _true(bool(held)), what="the last chunk in flight")
+        assert await page.locator("#upload-status").inner_text() == f"uploading {chunks - 1}/{chunks}"
+        await operator.look("upload-in-flight", idle=False)
+        await page.get_by_role("button", name="Cancel").click()
+        await page.get_by_text("cancelled (choose the file again to resume)").wait_for()
     await operator.look("upload-cancelled")
     await page.unroute(f"**/media/uploads/*/chunks/{chunks - 1}")
 
@@ -427,8 +406,14 @@ async def test_sign_in_with_the_keyboard_alone_with_a_visible_focus(
 
 
 async def test_a_form_without_its_csrf_token_is_refused(env: LocalEnvironment, operator: Visitor) -> None:
-    await operator.open("/devices")
+    page = await operator.open("/devices")
     await operator.look("devices")
+    await page.locator("form.who input[name=csrf]").evaluate("(field) => { field.value = 'x'.repeat(43); }")
+    async with operator.expect_document(403):  # a forged sign-out, sent by the browser: the error page
+        await page.get_by_role("button", name="Sign out").click()
+        await page.get_by_text("csrf_failed").wait_for()
+    await operator.look("csrf-refused")
+    await operator.open("/devices")  # still signed in
     refused = await operator.page.request.post(
         operator.base_url + "/devices/batch",
         form={"desired_state": "disabled", "device_id": str(uuid.uuid4())},

@@ -1,6 +1,8 @@
 """Error pages: a service that does not answer is a 502 page naming it (the handler path completes: an
 ApiError used to be a frozen dataclass, and Starlette's clearing of its traceback after the answer raised);
-a missing permission is a 403 naming it; no dev sign-in exists unless it is configured."""
+a missing permission is a 403 naming it; no dev sign-in exists unless it is configured; what the framework
+refuses (an unknown URL, a wrong method, a path id that is no id) is the error page for a browser and the
+platform's problem for any other caller, neither echoing the request."""
 
 from __future__ import annotations
 
@@ -53,3 +55,29 @@ async def test_without_dev_sign_in_there_is_no_sign_in_page_even_with_a_valid_fo
     )
     assert answer.status_code == 404 and "mallory" not in answer.text
     assert "bob" in (await client.get("/watchers/new")).text
+
+
+BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "code"),
+    [
+        ("/no-such-page-x7q", 404, "not_found"),
+        ("/devices/not-an-id-x7q", 422, "invalid_request"),
+        ("/sign-out", 405, "method_not_allowed"),
+    ],
+)
+async def test_a_url_the_framework_refuses_is_the_error_page_for_a_browser_and_a_problem_otherwise(
+    console_env: dict[str, str], client_for: ClientFactory, path: str, status: int, code: str
+) -> None:
+    client = client_for()
+    await signed_in(client, "alice", SENSE_OPERATE)
+    page = await client.get(path, headers=BROWSER)
+    assert page.status_code == status and page.headers["content-type"].startswith("text/html")
+    assert f"<code>{code}</code>" in page.text and "x7q" not in page.text  # never the request's input
+    assert '<link rel="icon"' in page.text
+    problem = await client.get(path)
+    assert problem.status_code == status and problem.json()["code"] == code
+    if status == 405:
+        assert page.headers["allow"] == problem.headers["allow"] == "POST"

@@ -16,6 +16,8 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, Undefined, select_autoescape
 from jinja2.utils import missing
 
+from console.domain.input_patterns import INPUT_PATTERNS
+
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
 
 
@@ -73,4 +75,5 @@ def page_templates() -> Environment:
     )
     env.filters["pretty_json"] = lambda value: json.dumps(value, indent=2, sort_keys=True)
     env.filters["when"] = _when
+    env.globals["input_patterns"] = INPUT_PATTERNS
     return env

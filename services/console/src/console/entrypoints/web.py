@@ -8,6 +8,8 @@ should never let such a request through). Every POST/PUT/DELETE checks the CSRF 
 
 from __future__ import annotations
 
+import inspect
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -15,9 +17,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
 from jinja2 import Environment
 from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException
 
 from console.adapters.apis import ApiError, Apis
 from console.domain.identity import PERMISSIONS, NotPermitted, User
@@ -192,6 +196,29 @@ def _install_error_pages(app: FastAPI, console: Console) -> None:
     app.add_exception_handler(AuthError, unauthorized)
     app.add_exception_handler(NotPermitted, not_permitted)
     app.add_exception_handler(ApiError, api_error)
+    for refusal in (HTTPException, RequestValidationError):
+        _answer_browsers_with_the_error_page(app, console, refusal)
+
+
+def _answer_browsers_with_the_error_page(app: FastAPI, console: Console, refusal: type[Exception]) -> None:
+    """What the framework refuses before a route runs (an unknown URL, a wrong method, a path parameter
+    that is no id) is the platform's problem; a browser asking for a page (``Accept: text/html``) gets it
+    as the error page, with the problem's status and code and nothing of the request. Other callers (the
+    upload script's fetch, htmx) keep the problem JSON."""
+    platform = app.exception_handlers[refusal]
+
+    async def error_page(request: Request, exc: Exception) -> Response:
+        answered = platform(request, exc)
+        problem = await answered if inspect.isawaitable(answered) else answered
+        if "text/html" not in request.headers.get("accept", ""):
+            return problem
+        code = str(json.loads(bytes(problem.body)).get("code", "error"))
+        page = console.error(request, problem.status_code, code)
+        if "allow" in problem.headers:
+            page.headers["Allow"] = problem.headers["allow"]
+        return page
+
+    app.add_exception_handler(refusal, error_page)
 
 
 def _install_sign_in(app: FastAPI, console: Console) -> None:
