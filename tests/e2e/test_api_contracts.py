@@ -198,8 +198,8 @@ def as_generated(document: dict[str, Any]) -> dict[str, Any]:
 
 def honour_stated_rules(schema: BaseSchema) -> None:
     """Generate only requests within the rules the documents state beyond JSON Schema (vendor extensions of
-    `yovision_platform.web`: `x-exclusive-parameters`, `x-ordered-parameters`, `x-consistent-by`,
-    `x-max-ratio`). The refusals they name are tested in the services' own tests."""
+    `yovision_platform.web`: `x-ordered-parameters`, `x-consistent-by`, `x-max-ratio`). The refusals they
+    name are tested in the services' own tests."""
     components = schema.raw_schema.get("components", {}).get("schemas", {})
 
     @schema.hook
@@ -211,10 +211,6 @@ def honour_stated_rules(schema: BaseSchema) -> None:
 
 
 def _within_parameter_rules(operation: dict[str, Any], query: dict[str, Any]) -> bool:
-    defaults = {p["name"]: p.get("schema", {}).get("default") for p in operation.get("parameters", [])}
-    for rule in operation.get("x-exclusive-parameters", []):
-        if all(query.get(name, defaults.get(name)) != defaults.get(name) for name in rule["parameters"]):
-            return False
     for rule in operation.get("x-ordered-parameters", []):
         low, high = (query.get(name) for name in rule["parameters"])
         if isinstance(low, str) and isinstance(high, str) and not _before(low, high):

@@ -15,8 +15,8 @@ published documents describe exactly what the served app does:
 - every request string without a pattern or format gets the NUL-free pattern of the text rule, so a
   schema-valid string is one the guards let through.
 - rules between parameters that JSON Schema cannot state are vendor extensions of the operation, which
-  clients and the contract tests read: `exclusive_parameters` (`x-exclusive-parameters`) and
-  `ordered_parameters` (`x-ordered-parameters`); an array whose items must agree per key carries
+  clients and the contract tests read: `ordered_parameters` (`x-ordered-parameters`); an array whose items
+  must agree per key carries
   `x-consistent-by` (`consistent_by`), an object whose two numbers' ratio is bounded `x-max-ratio`
   (`max_ratio`).
   Paths listed in `skip_paths` (a frozen contract with its own error body) are left exactly as declared.
@@ -42,7 +42,6 @@ __all__ = [
     "Rfc3339DateTime",
     "consistent_by",
     "create_app",
-    "exclusive_parameters",
     "guard_policy",
     "max_ratio",
     "ordered_parameters",
@@ -117,11 +116,6 @@ JSON_INTEGER = BeforeValidator(_json_integer)
 # With range constraints in a union, name them first: `Annotated[int, Field(ge=1), JSON_INTEGER] | None`
 # (after the validator, pydantic cannot put them into the published integer schema).
 JsonInt = Annotated[int, JSON_INTEGER]
-
-
-def exclusive_parameters(first: str, second: str, *, code: str) -> dict[str, Any]:
-    """`openapi_extra` of an operation refusing (400 `code`) both parameters set to non-default values."""
-    return {"x-exclusive-parameters": [{"parameters": [first, second], "code": code}]}
 
 
 def ordered_parameters(low: str, high: str, *, code: str) -> dict[str, Any]:

@@ -11,7 +11,6 @@ Retry-After) the platform's problem handlers answer them with.
     │   ├── NotActive                 watcher_not_active
     │   └── StoredBodyNeedsPost       stored_body_requires_post
     ├── CheckTooSoon             429  check_too_soon (Retry-After: CHECK_NOW_MIN_SPACING_SECONDS)
-    ├── CursorWithOffset         400  cursor_with_offset
     └── SecretsUnreadable        500  secret_unreadable, secret_key_unknown
 """
 
@@ -23,7 +22,6 @@ __all__ = [
     "CHECK_NOW_MIN_SPACING_SECONDS",
     "CheckTooSoon",
     "Conflict",
-    "CursorWithOffset",
     "LimitReached",
     "NotActive",
     "NotFound",
@@ -96,14 +94,6 @@ class CheckTooSoon(ServiceError):
     code = "check_too_soon"
     status = 429
     retry_after = CHECK_NOW_MIN_SPACING_SECONDS
-
-
-class CursorWithOffset(ServiceError):
-    """`cursor` came with a non-zero `offset` (the deprecated way to page). A cursor that is not one is
-    the platform's `yovision_platform.paging.InvalidCursor` (400 `invalid_cursor`)."""
-
-    code = "cursor_with_offset"
-    status = 400
 
 
 class SecretsUnreadable(ServiceError):
