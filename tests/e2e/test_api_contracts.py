@@ -43,7 +43,12 @@ from tests.e2e.conftest import E2E_SETTINGS, MEDIA_SERVERS, Witness, user_token
 from yovision_platform.audit_relay.batch import BATCH_PATH
 from yovision_platform.signing import KeyRing, sign_request
 from yovision_platform.tools.devsecrets import BELL_RELAY_KEY_ID
-from yovision_platform.tools.environment import LocalEnvironment, local_environment
+from yovision_platform.tools.environment import (
+    PROBE_CONFINEMENT_SETTING,
+    TEST_PROBE_ONLY_NETWORKS,
+    LocalEnvironment,
+    local_environment,
+)
 
 OPENAPI_DIR = Path(__file__).resolve().parents[2] / "schemas" / "openapi"
 SEED = 15
@@ -76,6 +81,8 @@ async def env(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> AsyncIt
     async with local_environment(
         root, f"st-{uuid.uuid4().hex[:6]}", settings=E2E_SETTINGS, media_servers=MEDIA_SERVERS
     ) as environment:
+        # the fuzzing creates watchers of every shape: none of their probes may leave the machine
+        assert environment.env_of("signal-watcher")[PROBE_CONFINEMENT_SETTING] == TEST_PROBE_ONLY_NETWORKS
         yield environment
 
 

@@ -14,9 +14,10 @@ from signal_watcher.adapters.memory import MemoryProbe, MemorySignalDatabase
 from signal_watcher.domain import errors
 from signal_watcher.domain.masking import MASK
 from signal_watcher.domain.model import INTERVAL_MAX_MINUTES, CompareMode, Header, Method, Status, WatcherSpec
+from signal_watcher.domain.ssrf import STRICT_GUARD, parse_networks
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.watchers import Watchers
-from tests.unit.signal_watcher.conftest import Wakes, check_now, checks_of, url
+from tests.unit.signal_watcher.conftest import NAMES, Wakes, check_now, checks_of, url
 from yovision_platform.errors import ServiceError
 
 MAX_PER_USER = 3
@@ -95,6 +96,25 @@ async def test_a_refused_definition_writes_nothing(
     assert refusal(refused) == (status, code)  # type: ignore[arg-type]
     assert isinstance(refused.value, errors.TargetForbidden) is (status == 403)
     assert database.tables.watchers == {}
+
+
+@pytest.mark.parametrize(
+    ("target", "code"),
+    [
+        ("https://93.184.216.34/", "probe_network_confined"),  # a public literal
+        (url("/text"), "probe_network_confined"),  # a public name (the fake's DNS)
+        ("http://private.example.com/", "ssrf_blocked_address"),  # blocked first, whatever the confinement
+    ],
+)
+async def test_a_confined_probe_refuses_create_and_update_outside_its_networks(
+    database: MemorySignalDatabase, target: str, code: str
+) -> None:
+    probe = MemoryProbe(guard=STRICT_GUARD.confined_to(parse_networks("127.0.0.0/8")), names=NAMES)
+    watchers = Watchers(database, probe, max_watchers_per_user=MAX_PER_USER)
+    with pytest.raises(errors.TargetForbidden) as refused:
+        await watchers.create("alice", draft(url=target))
+    assert refusal(refused) == (403, code)  # type: ignore[arg-type]
+    assert database.tables.watchers == {} and probe.requests == {}
 
 
 async def test_a_name_that_does_not_resolve_yet_is_accepted(watchers: Watchers) -> None:

@@ -152,15 +152,17 @@ class Probe(Protocol):
     rules and every address its host resolves to passes `guard`.
 
     `ProbeFailed.code`: url_refused (the URL breaks a rule), dns (no answer), ssrf_blocked (an address is
-    not allowed), connect_refused, connect_failed, timeout, tls, redirect (3xx, never followed), too_large
-    (over 1 MiB of body), protocol_error."""
+    not allowed), probe_network_confined (an address is outside the confinement), connect_refused,
+    connect_failed, timeout, tls, redirect (3xx, never followed), too_large (over 1 MiB of body),
+    protocol_error."""
 
     @property
     def guard(self) -> AddressGuard: ...
 
     async def preflight(self, url: str) -> None:
-        """Create/update time: the URL rules (`UrlRefused`, `TargetForbidden`), then the host resolved now
-        and every address checked (`ProbeFailed`: ssrf_blocked, dns, timeout)."""
+        """Create/update time: the URL rules (`UrlRefused`, `TargetForbidden`, `NetworkConfined`), then the
+        host resolved now and every address checked (`ProbeFailed`: ssrf_blocked, probe_network_confined,
+        dns, timeout)."""
         ...
 
     async def probe(

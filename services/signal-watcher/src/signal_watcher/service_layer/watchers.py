@@ -13,6 +13,7 @@ from signal_watcher.domain.errors import (
     CHECK_NOW_MIN_SPACING_SECONDS,
     CheckTooSoon,
     LimitReached,
+    NetworkConfined,
     NotActive,
     NotFound,
     StoredBodyNeedsPost,
@@ -177,13 +178,16 @@ class Watchers:
         return replace(spec, url=spec.url.strip()).validated(self._probe.guard)
 
     async def _preflight(self, url: str) -> None:
-        """Refuse a name that resolves to a blocked address now; a name that does not resolve yet is allowed
-        (its probes fail with `dns`), and every probe checks again at connect time."""
+        """Refuse a name that resolves to a blocked address, or one outside the confinement, now; a name that
+        does not resolve yet is allowed (its probes fail with `dns`), and every probe checks again at connect
+        time."""
         try:
             await self._probe.preflight(url)
         except ProbeFailed as exc:
             if exc.code == "ssrf_blocked":
                 raise TargetForbidden("ssrf_blocked_address") from None
+            if exc.code == NetworkConfined.code:
+                raise NetworkConfined() from None
 
 
 async def _owned(uow: SignalUnitOfWork, user_id: str, watcher_id: uuid.UUID) -> WatcherRecord:
