@@ -194,8 +194,37 @@ async def test_the_environments_probes_are_confined_to_loopback(
     definition = {"name": "public", "agent_id": "a", "url": "http://93.184.216.34/", "prompt_template": "x"}
     async with client(env.url("signal-watcher"), witness, {"Authorization": f"Bearer {token}"}) as signal:
         created = await signal.post("/v1/signal-watchers", json=definition)
+        tested = await signal.post("/v1/signal-watchers:test", json=definition)
         listed = (await signal.get("/v1/signal-watchers")).json()
-    assert (created.status_code, created.json()["code"]) == (403, "probe_network_confined")
+    for refused in (created, tested):
+        assert (refused.status_code, refused.json()["code"]) == (403, "probe_network_confined")
+    assert listed["items"] == []
+
+
+async def test_an_unsaved_definition_is_tested_without_saving_anything(
+    env: LocalEnvironment, witness: Witness, target: Target
+) -> None:
+    token = user_token(env, "signal-watcher", f"e2e-user-{uuid.uuid4().hex[:6]}")
+    witness.secrets.add(token)
+    target.answer_price(314)
+    definition = {
+        "name": "price preview",
+        "agent_id": "agent-e2e",
+        "url": target.url,
+        "compare_mode": "JSON_FIELD",
+        "json_path": "$.data.price",
+        "prompt_template": "{diff}",
+    }
+    async with client(env.url("signal-watcher"), witness, {"Authorization": f"Bearer {token}"}) as signal:
+        tested = await signal.post("/v1/signal-watchers:test", json=definition)
+        refused = await signal.post("/v1/signal-watchers:test", json={**definition, "json_path": "$..price"})
+        listed = (await signal.get("/v1/signal-watchers")).json()
+    assert tested.status_code == 200, tested.text
+    preview = tested.json()
+    assert (preview["ok"], preview["value_excerpt"], preview["is_baseline"]) == (True, "314", True)
+    assert target.requests == 1
+    assert (refused.status_code, refused.json()["code"]) == (422, "invalid_json_path")
+    assert "$.data.items[0].price" in refused.json()["detail"] and "$..price" not in refused.text
     assert listed["items"] == []
 
 

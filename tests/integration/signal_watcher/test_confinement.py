@@ -1,8 +1,9 @@
 """The probe confinement (SIGNAL_PROBE_ONLY_NETWORKS) on the real probe client, over real sockets: an address
 outside the listed networks, public ones included, is refused before any connection attempt, whether it is
-an IP literal or what a name resolves to; through the API (create, update, test now) and through a check the
-scheduler runs, which records the stable code. Connection attempts are counted where the probe client opens
-them (`probes_stay_confined` of the conftest: httpcore's AnyIO backend, behind `GuardedNetworkBackend`)."""
+an IP literal or what a name resolves to; through the API (create, update, the tests of a stored and of an
+unsaved definition) and through a check the scheduler runs, which records the stable code. Connection
+attempts are counted where the probe client opens them (`probes_stay_confined` of the conftest: httpcore's
+AnyIO backend, behind `GuardedNetworkBackend`)."""
 
 from __future__ import annotations
 
@@ -105,7 +106,7 @@ async def test_the_tests_fence_refuses_a_probe_through_an_unconfined_guard(
 @pytest.mark.parametrize(
     "host", ["93.184.216.34", "public.example.com", "public6.example.com", "half.example.com"]
 )
-async def test_create_and_update_refuse_addresses_outside_the_confinement(
+async def test_create_update_and_an_unsaved_test_refuse_addresses_outside_the_confinement(
     fixture_server: FixtureServer,
     units: PostgresUnitsOfWork,
     confined_probe: ProbeClient,
@@ -121,8 +122,9 @@ async def test_create_and_update_refuse_addresses_outside_the_confinement(
         assert kept.status_code == 201, kept.text
         path = f"/v1/signal-watchers/{kept.json()['id']}"
         updated = await api.put(path, json=_body(url), headers=ALICE)
+        tested = await api.post("/v1/signal-watchers:test", json=_body(url), headers=ALICE)
         unchanged = (await api.get(path, headers=ALICE)).json()
-    for refused in (created, updated):
+    for refused in (created, updated, tested):
         assert (refused.status_code, problem_code(refused)) == (403, "probe_network_confined"), refused.text
         assert host not in refused.text  # no input echoed
     assert unchanged["url"] == fixture_server.url(FIXTURE_HOST, "/text")

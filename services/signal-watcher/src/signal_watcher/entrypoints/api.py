@@ -72,6 +72,15 @@ Cursor = Annotated[
         "`offset` more items when `offset` is given too.",
     ),
 ]
+EditOf = Annotated[
+    uuid.UUID | None,
+    Query(
+        description="Test the body as an update of this watcher of the caller would save it: header values "
+        "sent masked (`******`) and, when `body` is left out, the body are the stored ones (as `PUT` does), "
+        "and `would_change`/`is_baseline` compare with its baseline unless the edit resets it. Without it, "
+        "the body is a new definition: no baseline yet, so `is_baseline` is true when the value is judged.",
+    ),
+]
 Responses = dict[int | str, dict[str, Any]]
 PAGING_ERRORS: Responses = {400: {"description": "invalid_cursor: `cursor` is not a cursor of this list."}}
 NOT_FOUND: Responses = {404: {"description": "not_found: the caller has no watcher with this id."}}
@@ -130,6 +139,26 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
     )
     async def create_watcher(caller: Caller, body: WatcherIn) -> WatcherOut:
         return WatcherOut.of(await watchers.create(caller.subject, _spec(body)))
+
+    # Before every `/signal-watchers/{watcher_id}...` route (the path has no `/` after the collection, so no
+    # such route could match it anyway; tests/integration/signal_watcher/test_test_definition.py checks it).
+    @router.post(
+        "/signal-watchers:test",
+        response_model=TestResultOut,
+        responses={
+            **SSRF_REFUSED,
+            404: {"description": "not_found: `edit_of` names no watcher of the caller."},
+            409: {"description": "stored_body_requires_post: with `edit_of`, the kept body needs POST"},
+        },
+    )
+    async def test_definition(caller: Caller, body: WatcherIn, edit_of: EditOf = None) -> TestResultOut:
+        """Test a definition before saving it: validated as create validates it (the SSRF policy and the
+        name resolved now included), then probed and judged once exactly as `/{watcher_id}/test` does.
+        Nothing is written, nothing is published, no run is triggered."""
+        preview = await watchers.preview_definition(
+            caller.subject, _spec(body), edit_of=edit_of, body_sent="body" in body.model_fields_set
+        )
+        return TestResultOut.of(preview)
 
     @router.get("/signal-watchers/{watcher_id}", response_model=WatcherOut, responses=NOT_FOUND)
     async def get_watcher(caller: Caller, watcher_id: uuid.UUID) -> WatcherOut:
