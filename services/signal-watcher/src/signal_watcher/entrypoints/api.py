@@ -84,7 +84,12 @@ EditOf = Annotated[
 Responses = dict[int | str, dict[str, Any]]
 PAGING_ERRORS: Responses = {400: {"description": "invalid_cursor: `cursor` is not a cursor of this list."}}
 NOT_FOUND: Responses = {404: {"description": "not_found: the caller has no watcher with this id."}}
-SSRF_REFUSED: Responses = {403: {"description": "ssrf_*: the SSRF policy refuses the URL's host or address."}}
+SSRF_REFUSED: Responses = {
+    403: {
+        "description": "ssrf_*: the SSRF policy refuses the URL's host or address; probe_network_confined: "
+        "the address lies outside the networks this deployment confines probes to."
+    }
+}
 
 
 def _position(cursor: str | None) -> Position | None:

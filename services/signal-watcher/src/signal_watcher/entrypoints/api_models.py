@@ -80,7 +80,9 @@ class WatcherIn(BaseModel):
         description=(
             f"http or https, at most {URL_MAX_CHARS} characters, no userinfo, port {PORT_MIN}..{PORT_MAX} "
             "(1 to 5 ASCII digits; else 422 `url_port_invalid`); the SSRF policy refuses non-public hosts "
-            "and addresses with 403 `ssrf_*` (it depends on the deployment's allow-list and on DNS)."
+            "and addresses with 403 `ssrf_*` (it depends on the deployment's allow-list and on DNS), and a "
+            "deployment that confines probes to listed networks refuses any other address with 403 "
+            "`probe_network_confined`."
         ),
         json_schema_extra=_text(URL_MAX_CHARS, URL_PATTERN),
     )
