@@ -110,6 +110,20 @@ def openapi_paths(service: str) -> set[str]:
     return set(document["paths"])
 
 
+def prefix_matches(prefix: str, path: str) -> bool:
+    """Kubernetes' `pathType: Prefix`: element by element, split by `/` (`/v1/a` routes `/v1/a` and
+    `/v1/a/b`, not `/v1/ab` nor `/v1/a:test`)."""
+    wanted = [e for e in prefix.split("/") if e]
+    return [e for e in path.split("/") if e][: len(wanted)] == wanted
+
+
+def test_prefix_matching_is_per_path_element() -> None:
+    assert prefix_matches("/v1/signal-watchers", "/v1/signal-watchers/{watcher_id}/test")
+    assert prefix_matches("/v1/signal-watchers", "/v1/signal-watchers")
+    assert not prefix_matches("/v1/signal-watchers", "/v1/signal-watchers:test")
+    assert prefix_matches("/v1/signal-watchers:test", "/v1/signal-watchers:test")
+
+
 def test_the_ingress_routes_exactly_the_user_facing_paths() -> None:
     manifest = rendered("production")
     (ingress,) = manifest.of_kind("Ingress")
@@ -127,5 +141,5 @@ def test_the_ingress_routes_exactly_the_user_facing_paths() -> None:
     for service, prefixes in routed.items():
         public = {p for p in openapi_paths(service) if not p.startswith("/internal/")}
         assert all(not prefix.startswith("/internal") for prefix in prefixes)
-        covered = {p for p in openapi_paths(service) if any(p.startswith(prefix) for prefix in prefixes)}
+        covered = {p for p in openapi_paths(service) if any(prefix_matches(prefix, p) for prefix in prefixes)}
         assert covered == public  # every public path, and nothing internal

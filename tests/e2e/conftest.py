@@ -13,6 +13,9 @@ response the test received is checked for secrets too.
 Operator settings that differ from `make up` (and why):
 - `SIGNAL_PROBE_ALLOWED_NETWORKS=127.0.0.1/32`: the watcher target is a local HTTP server; the SSRF guard
   refuses loopback unless an operator allows it.
+- `SIGNAL_PROBE_ONLY_NETWORKS=127.0.0.0/8,::1/128` (`TEST_SETTINGS`, which every environment of
+  `local_environment` gets anyway): no probe of a flow or of the fuzzing may leave the machine; any other
+  address, public ones included, is refused before a connection (`probe_network_confined`).
 - `SENSE_DRIFT_CHECK_SECONDS=0`: the orphan flow stages a leftover path by hand; the drift check, which
   would repair it at an arbitrary moment, has its own tests (tests/integration/sense_reconciler).
 
@@ -40,10 +43,11 @@ import pytest
 from tests.conftest import Stack
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.tools.doctor import Finding, Report, examine_until_settled
-from yovision_platform.tools.environment import LocalEnvironment, local_environment
+from yovision_platform.tools.environment import TEST_SETTINGS, LocalEnvironment, local_environment
 
 MEDIA_SERVERS = ("mtx-a", "mtx-b", "mtx-c")
 E2E_SETTINGS = {
+    **TEST_SETTINGS,
     "SIGNAL_PROBE_ALLOWED_NETWORKS": "127.0.0.1/32",
     "SENSE_DRIFT_CHECK_SECONDS": "0",
 }

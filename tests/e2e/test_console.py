@@ -3,13 +3,14 @@
 Covers: sign in, create a device, watch it converge, see its audit rows; disable a selection; the orphan
 page with a staged candidate, its classes, gate and the command block copied in the browser (then run: it
 deletes exactly that path); a watcher created with a bad URL (error beside the field), fixed, tested now
-and checked (check log); a watcher auto-disabled by failures, its WATCHER_DISABLED notification in the
-inbox marked read and unread, then re-enabled; a browser upload cancelled mid-way and resumed after a page
-reload, then the clip plays; keyboard-only sign-in with visible focus; CSRF refusal (a forged form sent by
-the browser: the 403 page). Every page is screenshotted under `.local/console-screenshots/`, checked with
-axe-core under the page's own CSP, and no secret of the environment or of a test (nor any JWT) may appear in
-any HTML the console sent. Every tab fails its test on any browser error or warning
-(`tests/e2e/console_browser.py`); `tests/e2e/test_console_pages.py` visits every page and lists them.
+and checked (check log); the watcher form's "Test" before saving (create and edit); a watcher
+auto-disabled by failures, its WATCHER_DISABLED notification in the inbox marked read and unread, then
+re-enabled; a browser upload cancelled mid-way and resumed after a page reload, then the clip plays;
+keyboard-only sign-in with visible focus; CSRF refusal (a forged form sent by the browser: the 403 page).
+Every page is screenshotted under `.local/console-screenshots/`, checked with axe-core under the page's own
+CSP, and no secret of the environment or of a test (nor any JWT) may appear in any HTML the console sent.
+Every tab fails its test on any browser error or warning (`tests/e2e/console_browser.py`);
+`tests/e2e/test_console_pages.py` visits every page and lists them.
 """
 
 from __future__ import annotations
@@ -251,6 +252,58 @@ async def _check_now_until_recorded(page: Page, rows_before: int) -> None:
         return await page.locator("table.check-log tbody tr.check-row").count() > rows_before
 
     await eventually(recorded, what="the check in the log")
+
+
+async def test_the_watcher_form_previews_the_judged_value_before_saving(
+    env: LocalEnvironment, user: Visitor, witness: Witness
+) -> None:
+    """The form's "Test" (htmx in the browser; its no-JavaScript form post is covered by
+    tests/unit/console/test_watcher_form.py): a refused path shows its code and meaning, a good one the
+    judged value, nothing is saved until "Create watcher"; the edit form tests the edit with the stored
+    secret header."""
+    async with Target() as target:
+        target.answer_price(73)
+        page = await user.open("/watchers/new")
+        await page.get_by_label("Name", exact=True).fill("previewed watch")
+        await page.get_by_label("Agent id", exact=True).fill("agent-9")
+        await page.get_by_label("URL", exact=True).fill(target.url)
+        secret_header = f"hv-{uuid.uuid4().hex}"
+        witness.secrets.add(secret_header)
+        await page.get_by_label("Key 1", exact=True).fill("Authorization")
+        await page.get_by_label("Value 1", exact=True).fill(secret_header)
+        await page.get_by_label("Compare", exact=True).select_option("JSON_FIELD")
+        await page.get_by_label("JSON path (JSON_FIELD)", exact=True).fill("$..price")
+        await page.get_by_label("Prompt template", exact=True).fill("{name}: {diff}")
+        test = page.get_by_role("button", name="Test", exact=True)
+        await test.click()
+        result = page.locator("#form-preview-result")
+        await result.get_by_text("invalid_json_path").wait_for()
+        assert "dotted" in await result.inner_text()  # the code's meaning
+        assert target.requests == 0
+        await user.look("watcher-form-test-refused")
+        await page.get_by_label("JSON path (JSON_FIELD)", exact=True).fill("$.data.price")
+        await test.click()
+        await result.locator("code.judged-value", has_text="73").wait_for()
+        assert "no (first check: baseline)" in await result.inner_text()
+        assert target.requests == 1 and page.url == f"{user.base_url}/watchers/new"
+        await user.look("watcher-form-test-judged")
+        other_tab = await page.context.new_page()  # the form stays as typed in its own tab
+        await other_tab.goto(f"{user.base_url}/watchers")
+        assert await other_tab.get_by_text("No watchers yet.").count() == 1  # tested, not saved
+        await other_tab.close()
+        await page.get_by_role("button", name="Create watcher").click()
+        await page.wait_for_url(f"{user.base_url}/watchers/*")
+        assert (await page.locator("h1").inner_text()).startswith("previewed watch")
+        await page.get_by_role("link", name="Edit").click()
+        await page.get_by_label("JSON path (JSON_FIELD)", exact=True).wait_for()
+        assert await page.get_by_label("JSON path (JSON_FIELD)", exact=True).input_value() == "data.price"
+        target.answer_price(74)
+        await page.get_by_role("button", name="Test", exact=True).click()
+        edited = page.locator("#form-preview-result")
+        await edited.locator("code.judged-value", has_text="74").wait_for()
+        await user.look("watcher-edit-form-test")
+    listed = await user.open("/watchers")
+    assert await listed.locator("tbody tr", has_text="previewed watch").count() == 1
 
 
 async def test_a_watcher_disabled_by_failures_reaches_the_inbox_read_unread_and_is_re_enabled(

@@ -1,6 +1,7 @@
 """Watchers: signal-watcher probes a local target; one agent-run event per value change and none without a
 change (read from Kafka), SIGKILL in the middle changes nothing, five failures disable the watcher and one
-WATCHER_DISABLED reaches the user's inbox in Bell."""
+WATCHER_DISABLED reaches the user's inbox in Bell. The environment's probes are confined to loopback: a
+public address is refused before any connection."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from tests.e2e.conftest import Witness, client, eventually, user_token
 from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.tools.environment import LocalEnvironment
+from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS, LocalEnvironment
 
 FAILURES_TO_DISABLE = 5
 CHECK_TIMEOUT_SECONDS = 60.0
@@ -182,6 +183,49 @@ async def test_a_watcher_triggers_once_per_change_survives_a_kill_and_is_disable
             lambda: _disabled_notes(bell, watcher_id), what="WATCHER_DISABLED in the inbox"
         )
         assert len(notes) == 1
+
+
+async def test_the_environments_probes_are_confined_to_loopback(
+    env: LocalEnvironment, witness: Witness
+) -> None:
+    assert env.env_of("signal-watcher")["SIGNAL_PROBE_ONLY_NETWORKS"] == TEST_PROBE_ONLY_NETWORKS
+    token = user_token(env, "signal-watcher", f"e2e-user-{uuid.uuid4().hex[:6]}")
+    witness.secrets.add(token)
+    definition = {"name": "public", "agent_id": "a", "url": "http://93.184.216.34/", "prompt_template": "x"}
+    async with client(env.url("signal-watcher"), witness, {"Authorization": f"Bearer {token}"}) as signal:
+        created = await signal.post("/v1/signal-watchers", json=definition)
+        tested = await signal.post("/v1/signal-watchers:test", json=definition)
+        listed = (await signal.get("/v1/signal-watchers")).json()
+    for refused in (created, tested):
+        assert (refused.status_code, refused.json()["code"]) == (403, "probe_network_confined")
+    assert listed["items"] == []
+
+
+async def test_an_unsaved_definition_is_tested_without_saving_anything(
+    env: LocalEnvironment, witness: Witness, target: Target
+) -> None:
+    token = user_token(env, "signal-watcher", f"e2e-user-{uuid.uuid4().hex[:6]}")
+    witness.secrets.add(token)
+    target.answer_price(314)
+    definition = {
+        "name": "price preview",
+        "agent_id": "agent-e2e",
+        "url": target.url,
+        "compare_mode": "JSON_FIELD",
+        "json_path": "$.data.price",
+        "prompt_template": "{diff}",
+    }
+    async with client(env.url("signal-watcher"), witness, {"Authorization": f"Bearer {token}"}) as signal:
+        tested = await signal.post("/v1/signal-watchers:test", json=definition)
+        refused = await signal.post("/v1/signal-watchers:test", json={**definition, "json_path": "$..price"})
+        listed = (await signal.get("/v1/signal-watchers")).json()
+    assert tested.status_code == 200, tested.text
+    preview = tested.json()
+    assert (preview["ok"], preview["value_excerpt"], preview["is_baseline"]) == (True, "314", True)
+    assert target.requests == 1
+    assert (refused.status_code, refused.json()["code"]) == (422, "invalid_json_path")
+    assert "$.data.items[0].price" in refused.json()["detail"] and "$..price" not in refused.text
+    assert listed["items"] == []
 
 
 async def _some(found: Any) -> set[str] | None:

@@ -31,7 +31,7 @@ from signal_watcher.adapters.crypto import SecretCipher
 from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.model import CompareMode, Method, WatcherSpec
-from signal_watcher.domain.ssrf import AddressGuard, IpAddress
+from signal_watcher.domain.ssrf import AddressGuard, IpAddress, parse_networks
 from signal_watcher.entrypoints.main import MIGRATIONS_DIR
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.scheduler import Scheduler
@@ -40,6 +40,7 @@ from yovision_platform.db import Identifier
 from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.migrations import SchemaPlan, drop, migrate
+from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 BENCH_HOST = "bench-target.example.com"
@@ -96,7 +97,8 @@ async def main(watchers: int, concurrency: int, port: int) -> dict[str, float]:
     plan = SchemaPlan.for_service(schema, MIGRATIONS_DIR)
     await migrate(admin, plan, runtime_password=password)
     pool = await asyncpg.create_pool(runtime_dsn(stack.admin_dsn, plan.runtime_role, password), max_size=20)
-    probe = ProbeClient(resolver=_resolve, guard=AddressGuard.allowing([ipaddress.ip_network("127.0.0.0/8")]))
+    guard = AddressGuard.allowing([ipaddress.ip_network("127.0.0.0/8")])  # the bench's target is local
+    probe = ProbeClient(resolver=_resolve, guard=guard.confined_to(parse_networks(TEST_PROBE_ONLY_NETWORKS)))
     try:
         ring = EncryptionKeyRing({"bench": secrets.token_bytes(32)}, "bench")
         units_of_work = PostgresUnitsOfWork(pool, schema, SecretCipher(ring))

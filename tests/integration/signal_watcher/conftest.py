@@ -3,23 +3,25 @@ from __future__ import annotations
 import ipaddress
 import os
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import asyncpg
+import httpcore
 import httpx
 import pytest
 
 import signal_watcher
 from signal_watcher.adapters.crypto import SecretCipher
-from signal_watcher.adapters.probe_client import ProbeClient
+from signal_watcher.adapters.probe_client import GuardedNetworkBackend, ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.checking import CheckDecision
 from signal_watcher.domain.model import CompareMode, Method, WatcherSpec
 from signal_watcher.domain.records import CheckRow, WatcherRecord
-from signal_watcher.domain.ssrf import AddressGuard, IpAddress
+from signal_watcher.domain.ssrf import STRICT_GUARD, AddressGuard, IpAddress, parse_networks
 from signal_watcher.entrypoints.api import ApiDeps, install_api
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.ports import UnitOfWorkFactory
@@ -30,11 +32,69 @@ from yovision_platform.auth import TokenVerifier
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
 from yovision_platform.encryption import EncryptionKeyRing
+from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS
 from yovision_platform.web import create_app
 
 FIXTURE_HOST = "fixture.example.com"
 LOOPBACK_NETWORK = ipaddress.ip_network("127.0.0.0/8")
-LOOPBACK_FOR_TESTS = AddressGuard.allowing([LOOPBACK_NETWORK])  # as SIGNAL_PROBE_ALLOWED_NETWORKS=127.0.0.0/8
+# Every guard a test probes with is confined as every test environment is (SIGNAL_PROBE_ONLY_NETWORKS =
+# TEST_PROBE_ONLY_NETWORKS, one constant for all tiers): `probes_stay_confined` fails a test whose probe
+# connects through a guard without it.
+TEST_NETWORKS = parse_networks(TEST_PROBE_ONLY_NETWORKS)
+# as SIGNAL_PROBE_ALLOWED_NETWORKS=127.0.0.0/8 with SIGNAL_PROBE_ONLY_NETWORKS=TEST_PROBE_ONLY_NETWORKS
+LOOPBACK_FOR_TESTS = AddressGuard.allowing([LOOPBACK_NETWORK]).confined_to(TEST_NETWORKS)
+CONFINED_STRICT_GUARD = STRICT_GUARD.confined_to(TEST_NETWORKS)  # the production SSRF rule, confined
+
+
+@dataclass
+class Connections:
+    """What probes did at the socket layer during one test: every TCP connection the probe client's network
+    backend (`GuardedNetworkBackend`, through httpcore's AnyIO backend, the only thing it opens connections
+    with) asked for after its checks, and those refused because they broke the test confinement."""
+
+    attempts: list[str] = field(default_factory=list)
+    unconfined: list[str] = field(default_factory=list)
+
+
+_PROBING_GUARD: ContextVar[AddressGuard | None] = ContextVar("probing_guard", default=None)
+
+
+@pytest.fixture(autouse=True)
+def probes_stay_confined(monkeypatch: pytest.MonkeyPatch) -> Iterator[Connections]:
+    """Autouse in every signal-watcher tier that runs the real probe client: each connection it opens must
+    come from a confined guard and go to an address inside TEST_NETWORKS;
+    anything else is refused before the socket (a connect error) and fails the test at teardown. The fixture's
+    value counts the attempts, for tests that prove a refusal opened no connection."""
+    connections = Connections()
+    checked_connect = GuardedNetworkBackend.connect_tcp
+    open_connection = httpcore.AnyIOBackend.connect_tcp
+
+    async def guarded(self: GuardedNetworkBackend, host: str, port: int, *args: Any, **kwargs: Any) -> Any:
+        token = _PROBING_GUARD.set(self.guard)
+        try:
+            return await checked_connect(self, host, port, *args, **kwargs)
+        finally:
+            _PROBING_GUARD.reset(token)
+
+    async def counted(self: httpcore.AnyIOBackend, host: str, port: int, *args: Any, **kwargs: Any) -> Any:
+        guard = _PROBING_GUARD.get()
+        if guard is None:  # not a probe: a test's own HTTP client (to a service process, say)
+            return await open_connection(self, host, port, *args, **kwargs)
+        connections.attempts.append(host)
+        address = ipaddress.ip_address(host)
+        inside = any(address in n for n in TEST_NETWORKS if n.version == address.version)
+        if not guard.is_confined or not inside:
+            connections.unconfined.append(host)
+            raise httpcore.ConnectError("refused by the test confinement")
+        return await open_connection(self, host, port, *args, **kwargs)
+
+    monkeypatch.setattr(GuardedNetworkBackend, "connect_tcp", guarded)
+    monkeypatch.setattr(httpcore.AnyIOBackend, "connect_tcp", counted)
+    yield connections
+    assert not connections.unconfined, (
+        "a probe connected without the test confinement (build its guard from TEST_NETWORKS: "
+        f"LOOPBACK_FOR_TESTS or CONFINED_STRICT_GUARD): {connections.unconfined}"
+    )
 
 
 def fake_resolver(table: Mapping[str, Sequence[str]]):  # type: ignore[no-untyped-def]

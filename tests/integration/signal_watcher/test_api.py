@@ -10,6 +10,7 @@ import pytest
 
 from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
+from signal_watcher.domain.json_paths import JSON_PATH_HINT
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.settings import JWT_AUDIENCE
 from tests.conftest import problem_code
@@ -155,6 +156,46 @@ async def test_invalid_definitions_are_refused_with_stable_codes(
     assert response.status_code == (403 if code.startswith("ssrf_") else 422)  # the SSRF policy: 403 (1.1)
     if code != "validation_error":
         assert problem_code(response) == code
+
+
+@pytest.mark.parametrize(
+    ("written", "stored_as"),
+    [("$.item.price", "item.price"), ("$.a.b[0].c", "a.b.0.c"), ("$[0].x", "0.x"), ("a.b.0", "a.b.0")],
+)
+async def test_a_jsonpath_is_stored_and_returned_in_the_dotted_form(
+    api: httpx.AsyncClient,
+    fixture_server: FixtureServer,
+    units: PostgresUnitsOfWork,
+    runner: CheckRunner,
+    written: str,
+    stored_as: str,
+) -> None:
+    fixture_server.state["text"] = '{"item": {"price": 7}, "a": {"b": [{"c": 7}]}}'
+    url = fixture_server.url(FIXTURE_HOST, "/text")
+    changes = {"method": "GET", "body": None, "compare_mode": "JSON_FIELD", "json_path": written}
+    created = await _create(api, url, **changes)
+    assert created["json_path"] == stored_as
+    updated = await api.put(
+        f"/v1/signal-watchers/{created['id']}", json=watcher_body(url, **changes), headers=ALICE
+    )
+    assert updated.json()["json_path"] == stored_as
+    assert (await stored(units, "alice", uuid.UUID(created["id"]))).spec.json_path == stored_as
+    if stored_as in ("item.price", "a.b.0.c"):
+        decision = await check_now(units, runner, uuid.UUID(created["id"]))
+        assert decision is not None and decision.error_code is None
+
+
+@pytest.mark.parametrize("path", ["$..price", "$.items[*].price", "$[?(@.p)]", "$['item']", "$[0:1]", "$"])
+async def test_other_jsonpath_is_refused_with_a_hint_that_never_echoes_it(
+    api: httpx.AsyncClient, units: PostgresUnitsOfWork, path: str
+) -> None:
+    changes = {"method": "GET", "body": None, "compare_mode": "JSON_FIELD", "json_path": path}
+    body = watcher_body("https://example.com/", **changes)
+    response = await api.post("/v1/signal-watchers", json=body, headers=ALICE)
+    assert (response.status_code, problem_code(response)) == (422, "invalid_json_path")
+    assert response.json()["detail"] == JSON_PATH_HINT
+    assert path not in response.text.replace(JSON_PATH_HINT, "")
+    assert await units.pool.fetchval(f"SELECT count(*) FROM {units.schema.quoted}.watchers") == 0
 
 
 async def test_an_update_away_from_post_must_drop_the_stored_body(

@@ -1,6 +1,6 @@
 """Keyset paging of the watcher list, the admin list and the check log: every row exactly once across pages,
 rows that share a timestamp included (rows written in one transaction share `now()`), `next_cursor` null
-exactly at the end, and the limits of `limit`, `cursor` and its mix with the deprecated `offset`."""
+exactly at the end, the limits of `limit`, `cursor` and `offset`, and `offset` after a cursor."""
 
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ async def test_paging_limits_are_enforced_before_any_query(
         ({"limit": PAGE_MAX_ITEMS + 1}, 422, "invalid_request"),
         ({"cursor": valid}, 200, None),
         ({"cursor": valid, "offset": 0}, 200, None),
-        ({"cursor": valid, "offset": 1}, 400, "cursor_with_offset"),
+        ({"cursor": valid, "offset": 1}, 200, None),  # both together: skip after the cursor's position
         ({"cursor": "not a cursor"}, 400, "invalid_cursor"),
         ({"cursor": encode_cursor(datetime(2026, 1, 1, tzinfo=UTC), 7)}, 400, "invalid_cursor"),  # int key
         ({"cursor": "A" * MAX_CURSOR_CHARS}, 400, "invalid_cursor"),
@@ -149,3 +149,39 @@ async def test_offset_still_pages_and_offers_a_cursor(
     ).json()
     assert [w["id"] for w in rest["items"]] == ids[3:]
     assert rest["next_cursor"] is None
+
+
+@pytest.mark.parametrize("path", ["/v1/signal-watchers", "/v1/admin/signal-watchers", "/checks"])
+async def test_an_offset_with_a_cursor_skips_that_many_items_after_the_cursors_position(
+    api: httpx.AsyncClient, units: PostgresUnitsOfWork, path: str
+) -> None:
+    """Six items; the first page (limit 2) ends at the second; then `offset` 0, 1, 3 (the last item), 4
+    (exactly past the end) and 1,000,000 after that cursor, and the same offsets without a cursor."""
+    headers = ADMIN if path.startswith("/v1/admin") else ALICE
+    if path == "/checks":
+        [watcher] = await _insert_watchers(units, "alice", 1)
+        path = f"/v1/signal-watchers/{watcher}/checks"
+        base = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+        rows = [
+            CheckRow(uuid.uuid4(), uuid.UUID(watcher), base + timedelta(seconds=n // 2), 200, "h", False,
+                     None, None, 5, None)
+            for n in range(6)
+        ]  # fmt: skip
+        async with units() as uow:
+            for check in rows:
+                await uow.checks.insert(check)
+        ordered = [str(c.id) for c in sorted(rows, key=lambda c: (c.checked_at, c.id), reverse=True)]
+    else:
+        ordered = sorted(await _insert_watchers(units, "alice", 6))
+    first = (await api.get(path, params={"limit": 2}, headers=headers)).json()
+    assert [i["id"] for i in first["items"]] == ordered[:2]
+    for offset, expected in [(0, ordered[2:4]), (1, ordered[3:5]), (3, ordered[5:]), (4, []), (10**6, [])]:
+        params = {"limit": 2, "cursor": first["next_cursor"], "offset": offset}
+        page = await api.get(path, params=params, headers=headers)
+        assert page.status_code == 200, page.text
+        assert [i["id"] for i in page.json()["items"]] == expected, offset
+        assert page.json()["offset"] == offset
+        more = len(ordered) > 2 + offset + 2
+        assert (page.json()["next_cursor"] is not None) == more, offset
+        alone = (await api.get(path, params={"limit": 2, "offset": offset}, headers=headers)).json()
+        assert [i["id"] for i in alone["items"]] == ordered[offset : offset + 2], offset

@@ -13,8 +13,7 @@ from signal_watcher.adapters import probe_client as probe_module
 from signal_watcher.adapters.probe_client import MAX_BODY_BYTES, ProbeClient
 from signal_watcher.domain.model import Header
 from signal_watcher.domain.probes import ProbeFailed
-from signal_watcher.domain.ssrf import STRICT_GUARD
-from tests.integration.signal_watcher.conftest import FIXTURE_HOST, fake_resolver
+from tests.integration.signal_watcher.conftest import CONFINED_STRICT_GUARD, FIXTURE_HOST, fake_resolver
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 
 
@@ -41,7 +40,7 @@ async def test_connects_to_the_checked_address_and_keeps_the_host_header(
 async def test_a_name_resolving_to_loopback_is_refused_by_the_strict_guard(
     fixture_server: FixtureServer,
 ) -> None:
-    client = ProbeClient(resolver=fake_resolver({FIXTURE_HOST: ["127.0.0.1"]}), guard=STRICT_GUARD)
+    client = ProbeClient(resolver=fake_resolver({FIXTURE_HOST: ["127.0.0.1"]}), guard=CONFINED_STRICT_GUARD)
     try:
         assert await _failure(client, fixture_server.url(FIXTURE_HOST, "/echo")) == "ssrf_blocked"
     finally:
@@ -57,6 +56,7 @@ async def test_a_name_that_rebinds_after_creation_is_refused_at_probe_time(
     async def rebinding(host: str, port: int):  # type: ignore[no-untyped-def]
         return await fake_resolver({host: next(answers)})(host, port)
 
+    # Not confined: its answer at create time is public. Nothing connects (the conftest's fence would refuse).
     client = ProbeClient(resolver=rebinding)
     try:
         await client.preflight("http://rebind.example.com/")  # public at create time

@@ -21,6 +21,7 @@ from tests.conftest import Stack, free_port, private_file, problem_code, runtime
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.db import Identifier
+from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS
 
 PROCESS = Path(__file__).with_name("service_process.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -46,6 +47,7 @@ def env(stack: Stack, schema_name: Identifier, tmp_path: Path) -> dict[str, str]
         "SIGNAL_SECRETS_AES_KEY_FILE": str(private_file(tmp_path / "aes.key", secrets.token_hex(32) + "\n")),
         "SIGNAL_AUTH_JWT_KEY_FILE": str(private_file(tmp_path / "jwt.key", secrets.token_hex(32) + "\n")),
         "SIGNAL_AUTH_JWT_ISSUER": ISSUER,
+        "SIGNAL_PROBE_ONLY_NETWORKS": TEST_PROBE_ONLY_NETWORKS,  # as every test environment
     }
 
 
@@ -123,11 +125,20 @@ def test_serves_the_api_with_verified_identity_and_stops_on_sigterm(env: dict[st
         assert listed.status_code == 200 and listed.json()["items"] == []
 
 
-@pytest.mark.parametrize("networks", ["127.0.0.1/8", "127.0.0.0/8,", "loopback"])
-def test_start_up_is_refused_with_a_malformed_allow_list(env: dict[str, str], networks: str) -> None:
-    result = _run({**env, "SIGNAL_PROBE_ALLOWED_NETWORKS": networks}, "check-config")
-    assert result.returncode == 2 and "SIGNAL_PROBE_ALLOWED_NETWORKS" in result.stderr
-    assert networks not in result.stderr.replace("SIGNAL_PROBE_ALLOWED_NETWORKS", "")
+@pytest.mark.parametrize(
+    ("setting", "networks"),
+    [
+        ("SIGNAL_PROBE_ALLOWED_NETWORKS", "127.0.0.1/8"),
+        ("SIGNAL_PROBE_ALLOWED_NETWORKS", "127.0.0.0/8,"),
+        ("SIGNAL_PROBE_ALLOWED_NETWORKS", "loopback"),
+        ("SIGNAL_PROBE_ONLY_NETWORKS", "127.0.0.1/8"),
+        ("SIGNAL_PROBE_ONLY_NETWORKS", "10.9.8.0/33,loopback"),
+    ],
+)
+def test_start_up_is_refused_with_bad_networks(env: dict[str, str], setting: str, networks: str) -> None:
+    result = _run({**env, setting: networks}, "check-config")
+    assert result.returncode == 2 and setting in result.stderr
+    assert networks not in result.stderr.replace(setting, "")
 
 
 async def test_an_allow_listed_network_lets_the_real_process_probe_a_local_target(
@@ -143,11 +154,17 @@ async def test_an_allow_listed_network_lets_the_real_process_probe_a_local_targe
             assert created.status_code == 201, created.text
             tested = await api.post(f"/v1/signal-watchers/{created.json()['id']}/test")
             refused = await api.post("/v1/signal-watchers", json=_watcher("http://10.0.0.1/"))
+            public = await api.post("/v1/signal-watchers", json=_watcher("http://93.184.216.34/"))
     assert (tested.json()["ok"], tested.json()["sample"]) == (True, "local")
     assert (refused.status_code, problem_code(refused)) == (403, "ssrf_blocked_address")
+    assert (public.status_code, problem_code(public)) == (403, "probe_network_confined")
     assert fixture_server.requests["/text"] == 1
     logged = [json.loads(line) for line in logs if line.startswith("{")]
     assert any(
         r.get("level") == "WARNING" and r.get("extra", {}).get("allowed_networks") == ["127.0.0.0/8"]
+        for r in logged
+    ), logged[:5]
+    assert any(
+        r.get("level") == "INFO" and r.get("extra", {}).get("only_networks") == ["127.0.0.0/8", "::1/128"]
         for r in logged
     ), logged[:5]

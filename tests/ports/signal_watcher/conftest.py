@@ -1,6 +1,13 @@
 """The PostgreSQL fixtures of signal-watcher's integration tests (a migrated schema, a runtime pool, a key
-ring) and its local HTTP fixture server, for the contract suites here."""
+ring), its local HTTP fixture server and the probe confinement fence (autouse), for the contract suites
+here."""
 
-from tests.integration.signal_watcher.conftest import cipher, fixture_server, pool, signal_db
+from tests.integration.signal_watcher.conftest import (
+    cipher,
+    fixture_server,
+    pool,
+    probes_stay_confined,
+    signal_db,
+)
 
-__all__ = ["cipher", "fixture_server", "pool", "signal_db"]
+__all__ = ["cipher", "fixture_server", "pool", "probes_stay_confined", "signal_db"]

@@ -7,6 +7,8 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
+import pytest
+
 from signal_watcher.domain.records import CheckRow
 from signal_watcher.service_layer.ports import UnitOfWorkFactory
 from tests.ports.signal_watcher.backends import MemoryBackend, PostgresBackend, StoreContract
@@ -47,6 +49,26 @@ class CheckStoreContract(StoreContract):
             window = await uow.checks.list_for_watcher(watcher, limit=2, offset=2)
         assert listed == expected
         assert rest == expected[2:] and window == expected[2:4]
+
+    @pytest.mark.parametrize("offset", [0, 1, 2, 3, 4])
+    @pytest.mark.parametrize("with_cursor", [False, True])
+    async def test_an_offset_skips_rows_before_the_keyset_position_or_from_the_newest(
+        self, units: UnitOfWorkFactory, offset: int, with_cursor: bool
+    ) -> None:
+        """Five rows (three share a timestamp); `before` the second newest, then `offset` more: 0 and 1 at
+        the edge, 3 exactly at the end (empty), 4 past it (empty); without `before`, from the newest."""
+        watcher = (await add(units)).id
+        base = await now_of(units)
+        moments = [base, base, base, base + timedelta(seconds=1), base + timedelta(seconds=2)]
+        expected = sorted(
+            (row(watcher, m) for m in moments), key=lambda c: (c.checked_at, c.id), reverse=True
+        )
+        await insert(units, expected)
+        before = (expected[1].checked_at, expected[1].id) if with_cursor else None
+        start = 2 if with_cursor else 0
+        async with units() as uow:
+            page = await uow.checks.list_for_watcher(watcher, limit=2, offset=offset, before=before)
+        assert page == expected[start + offset : start + offset + 2]
 
     async def test_triggers_of_the_last_hour_are_counted_by_the_stores_clock(
         self, units: UnitOfWorkFactory

@@ -12,7 +12,7 @@ import pytest
 
 from signal_watcher.adapters.memory import MemoryProbe
 from signal_watcher.adapters.probe_client import MAX_BODY_BYTES, ProbeClient
-from signal_watcher.domain.errors import UrlRefused
+from signal_watcher.domain.errors import NetworkConfined, UrlRefused
 from signal_watcher.domain.model import Header
 from signal_watcher.domain.probes import ProbeFailed
 from signal_watcher.domain.ssrf import check_url
@@ -26,6 +26,9 @@ NAMES = {
     "mixed.example.com": ["8.8.8.8", "10.0.0.1"],
     "mapped.example.com": ["::ffff:127.0.0.1"],  # matched as IPv6: the IPv4 allow-list does not open it
     "cgnat.example.com": ["100.64.0.1"],
+    "public.example.com": ["93.184.216.34"],  # public: the SSRF rule admits it, the confinement does not
+    "public6.example.com": ["2606:4700::1111"],
+    "half.example.com": ["127.0.0.1", "93.184.216.34"],
 }
 FAKE_PORT = 8080
 
@@ -161,6 +164,27 @@ class ProbeContract:
         with pytest.raises(ProbeFailed) as failed:
             await site.probe.preflight(url)
         assert failed.value.code == "ssrf_blocked"
+        assert site.requests("/echo") == 0
+
+    @pytest.mark.parametrize("host", ["public.example.com", "public6.example.com", "half.example.com"])
+    async def test_a_name_resolving_outside_the_confinement_is_refused_before_anything_is_sent(
+        self, site: Site, host: str
+    ) -> None:
+        url = site.url("/echo", host=host)
+        assert await failure(site.probe, url) == "probe_network_confined"
+        with pytest.raises(ProbeFailed) as failed:
+            await site.probe.preflight(url)
+        assert failed.value.code == "probe_network_confined"
+        assert site.requests("/echo") == 0
+
+    @pytest.mark.parametrize("literal", ["93.184.216.34", "8.8.8.8", "128.0.0.1"])
+    async def test_a_public_literal_is_refused_by_the_confinement_before_anything_is_resolved_or_sent(
+        self, site: Site, literal: str
+    ) -> None:
+        url = site.url("/echo").replace(FIXTURE_HOST, literal)
+        assert await failure(site.probe, url) == "probe_network_confined"
+        with pytest.raises(NetworkConfined):
+            await site.probe.preflight(url)
         assert site.requests("/echo") == 0
 
     async def test_an_allowed_name_passes_the_preflight(self, site: Site) -> None:

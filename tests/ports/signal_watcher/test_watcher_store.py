@@ -145,6 +145,26 @@ class WatcherStoreContract(StoreContract):
         assert [r.id for r in everyone] == [r.id for r in early] + [later.id]
         assert [r.id for r in tail] == [r.id for r in [*early, later] if (r.created_at, r.id) > after][:2]
 
+    @pytest.mark.parametrize("offset", [0, 1, 2, 3, 4])
+    @pytest.mark.parametrize("with_cursor", [False, True])
+    async def test_an_offset_skips_rows_after_the_keyset_position_or_from_the_start(
+        self, units: UnitOfWorkFactory, elapse: Elapse, offset: int, with_cursor: bool
+    ) -> None:
+        """Alice's five rows (two share a created_at), then Bob's; `after` the second, then `offset` more:
+        0 and 1 at the edge, 3 at the end of Alice's (empty), 4 past it; without `after`, from the first."""
+        async with units() as uow:
+            tied = [await uow.watchers.insert("alice", SPEC) for _ in range(2)]
+        await elapse(0.001)
+        alices = [*sorted(tied, key=lambda r: r.id), *[await add(units) for _ in range(3)]]
+        everyone = [*alices, await add(units, user="bob")]
+        after = (alices[1].created_at, alices[1].id) if with_cursor else None
+        skip = (2 if with_cursor else 0) + offset
+        async with units() as uow:
+            own = await uow.watchers.list_for_user("alice", limit=2, offset=offset, after=after)
+            all_users = await uow.watchers.list_all(limit=2, offset=offset, after=after)
+        assert [r.id for r in own] == [r.id for r in alices[skip : skip + 2]]
+        assert [r.id for r in all_users] == [r.id for r in everyone[skip : skip + 2]]
+
     async def test_an_update_replaces_the_definition_and_resets_the_baseline_only_when_asked(
         self, units: UnitOfWorkFactory
     ) -> None:

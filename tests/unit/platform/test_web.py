@@ -17,10 +17,12 @@ from pydantic import BaseModel, Field
 
 from tests.conftest import problem_code
 from yovision_platform.db import DatabaseUnavailable, is_database_unavailable
+from yovision_platform.errors import ServiceError
 from yovision_platform.guards import BodyReadRule, _NulScanner
 from yovision_platform.web import JsonInt, Rfc3339DateTime, create_app, guard_policy, with_problem_responses
 
 SECRET = "s3cr3t-value-never-echoed"
+HINT = "Write it as a.b or $.a.b."
 
 
 class Item(BaseModel):
@@ -53,6 +55,12 @@ def build(skip_paths: tuple[str, ...] = ()) -> FastAPI:
     @app.put("/raw")
     async def raw(request: Request) -> dict[str, int]:
         return {"bytes": len(await request.body())}
+
+    @app.get("/refused/{kind}")
+    async def refused(kind: str) -> None:
+        if kind == "hinted":
+            raise ServiceError("bad_form", HINT, status=422)
+        raise ServiceError("bad_form", status=422)
 
     return app
 
@@ -157,6 +165,13 @@ async def test_dependency_failures_become_problems(
     assert SECRET not in response.text
     if status == 503:
         assert response.headers["retry-after"] == "5"
+
+
+async def test_a_refusal_answers_its_fixed_detail_only_when_it_has_one(client: httpx.AsyncClient) -> None:
+    hinted = await client.get("/refused/hinted")
+    plain = await client.get("/refused/plain")
+    assert (hinted.status_code, problem_code(hinted), hinted.json()["detail"]) == (422, "bad_form", HINT)
+    assert (plain.status_code, problem_code(plain)) == (422, "bad_form") and "detail" not in plain.json()
 
 
 def test_database_unavailability_is_recognised_by_class() -> None:

@@ -14,10 +14,12 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from signal_watcher.adapters.memory import MemoryProbe, MemorySignalDatabase
 from signal_watcher.domain.model import AUTO_DISABLE_FAILURES, CompareMode, Header, Status
+from signal_watcher.domain.ssrf import STRICT_GUARD, parse_networks
 from signal_watcher.service_layer import checks
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.metrics import SignalMetrics
 from tests.unit.signal_watcher.conftest import (
+    NAMES,
     SITE,
     check_now,
     checks_of,
@@ -241,6 +243,25 @@ async def test_metrics_count_outcomes_with_fixed_labels_only(
     assert value("signal_triggers_total", rate_limited="false") == 1
     rendered = b"".join(generate_latest(registry).splitlines())
     assert SITE.encode() not in rendered and b"user-1" not in rendered
+
+
+async def test_a_probe_outside_the_confinement_is_a_recorded_failure_with_its_own_label(
+    database: MemorySignalDatabase, serde: AvroSerde, registry: CollectorRegistry
+) -> None:
+    """A watcher stored before the confinement (or whose name now resolves outside it): the check fails with
+    `probe_network_confined`, counted under that fixed label; nothing reaches the target."""
+    confined = MemoryProbe(guard=STRICT_GUARD.confined_to(parse_networks("127.0.0.0/8")), names=NAMES)
+    confined.answer(url("/text"), body=b"a")
+    runner = CheckRunner(database, confined, serde, metrics=SignalMetrics.create(registry))
+    watcher = await insert(database, "user-1", make_spec(url("/text")))
+    decision = await check_now(database, runner, watcher.id)
+    assert decision is not None and decision.error_code == "probe_network_confined"
+    assert [c.error_code for c in await checks_of(database, watcher.id)] == ["probe_network_confined"]
+    assert (await stored(database, "user-1", watcher.id)).consecutive_failures == 1
+    labels = {"code": "probe_network_confined"}
+    assert registry.get_sample_value("signal_check_failures_total", labels) == 1
+    assert registry.get_sample_value("signal_check_failures_total", {"code": "other"}) == 0
+    assert confined.requests == {}
 
 
 async def test_unreadable_secrets_are_a_recorded_failure_that_disables_the_watcher(

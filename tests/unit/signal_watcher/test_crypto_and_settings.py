@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 from pathlib import Path
@@ -8,6 +9,7 @@ import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from signal_watcher.adapters.crypto import AES_KEY_BYTES, SecretCipher, SecretUnreadable
+from signal_watcher.domain.errors import NetworkConfined
 from signal_watcher.domain.model import Header
 from signal_watcher.domain.ssrf import STRICT_GUARD
 from signal_watcher.settings import (
@@ -18,7 +20,10 @@ from signal_watcher.settings import (
 from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.errors import ConfigError
 from yovision_platform.settings import load_settings
+from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS
 from yovision_platform.tools.localhost import write_private_file
+
+CONFINEMENT = "SIGNAL_PROBE_ONLY_NETWORKS"
 
 
 def cipher_of() -> SecretCipher:
@@ -58,7 +63,15 @@ def test_non_positive_retention_falls_back_to_90_days(configured: int, effective
     assert effective_retention_days(configured) == effective
 
 
-def _settings_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, networks: str | None) -> None:
+def _settings_env(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    networks: str | None,
+    *,
+    only_networks: str | None = TEST_PROBE_ONLY_NETWORKS,
+) -> None:
+    """The settings env of these tests: confined as every test environment (`only_networks`), unless a test
+    looks at the unconfined default (None)."""
     for name, value in {
         "SIGNAL_KAFKA_BOOTSTRAP": "127.0.0.1:9092",
         "SIGNAL_DATABASE_DSN_FILE": str(
@@ -69,16 +82,17 @@ def _settings_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, networks: str
         "SIGNAL_AUTH_JWT_ISSUER": "test",
     }.items():
         monkeypatch.setenv(name, value)
-    if networks is None:
-        monkeypatch.delenv("SIGNAL_PROBE_ALLOWED_NETWORKS", raising=False)
-    else:
-        monkeypatch.setenv("SIGNAL_PROBE_ALLOWED_NETWORKS", networks)
+    for setting, given in (("SIGNAL_PROBE_ALLOWED_NETWORKS", networks), (CONFINEMENT, only_networks)):
+        if given is None:
+            monkeypatch.delenv(setting, raising=False)
+        else:
+            monkeypatch.setenv(setting, given)
 
 
 def test_the_probe_guard_is_strict_unless_networks_are_allow_listed(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    _settings_env(monkeypatch, tmp_path, None)
+    _settings_env(monkeypatch, tmp_path, None, only_networks=None)
     assert load_settings(SignalWatcherSettings).probe_guard == STRICT_GUARD
     _settings_env(monkeypatch, tmp_path, "127.0.0.0/8, 192.168.50.0/24")
     guard = load_settings(SignalWatcherSettings).probe_guard
@@ -94,6 +108,37 @@ def test_malformed_allowed_networks_refuse_start_up_without_echoing_them(
         load_settings(SignalWatcherSettings)
     assert exc.value.settings == ("SIGNAL_PROBE_ALLOWED_NETWORKS",)
     assert networks not in str(exc.value)
+
+
+@pytest.mark.parametrize("unset", [None, "", "  "])
+def test_probes_are_not_confined_unless_networks_are_listed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, unset: str | None
+) -> None:
+    _settings_env(monkeypatch, tmp_path, None, only_networks=unset)
+    guard = load_settings(SignalWatcherSettings).probe_guard
+    assert not guard.is_confined and guard == STRICT_GUARD
+
+
+def test_listed_networks_confine_the_probe_guard_on_top_of_the_allow_list(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _settings_env(monkeypatch, tmp_path, "127.0.0.1/32")  # confined to TEST_PROBE_ONLY_NETWORKS
+    guard = load_settings(SignalWatcherSettings).probe_guard
+    assert [str(n) for n in guard.only_networks] == ["127.0.0.0/8", "::1/128"]
+    assert [str(n) for n in guard.allowed_networks] == ["127.0.0.1/32"]
+    with pytest.raises(NetworkConfined):
+        guard.check(ipaddress.ip_address("93.184.216.34"))
+
+
+@pytest.mark.parametrize("networks", ["127.0.0.1/8", "127.0.0.0/8,not-a-net", "127.0.0.1", "::1", "0/0"])
+def test_malformed_confinement_networks_refuse_start_up_without_echoing_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, networks: str
+) -> None:
+    _settings_env(monkeypatch, tmp_path, None, only_networks=networks)
+    with pytest.raises(ConfigError) as exc:
+        load_settings(SignalWatcherSettings)
+    assert exc.value.settings == (CONFINEMENT,)
+    assert networks not in str(exc.value).replace(CONFINEMENT, "")
 
 
 def test_the_key_from_before_the_ring_joins_it_as_legacy_and_reads_old_ciphertexts(

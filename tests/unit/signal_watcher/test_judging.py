@@ -59,6 +59,20 @@ def test_json_field_missing_or_null_is_a_failure(path: str, code: str) -> None:
     assert exc.value.code == code
 
 
+def test_json_field_reads_a_jsonpath_stored_before_normalisation() -> None:
+    """Before 0.3.0 `$.data.items[1].price` was stored as written (and never found); it is judged as the
+    JSONPath it is now, and a stored path that is no longer valid selects nothing."""
+    body = json.dumps(DOC).encode()
+    assert judge(CompareMode.JSON_FIELD, "$.data.items[1].price", 200, body).excerpt == "12"
+    assert judge(CompareMode.JSON_FIELD, "$.data.items[1].price", 200, body) == judge(
+        CompareMode.JSON_FIELD, "data.items.1.price", 200, body
+    )
+    for invalid in ("$.data.items[*].price", "$..price"):
+        with pytest.raises(JudgeFailed) as exc:
+            judge(CompareMode.JSON_FIELD, invalid, 200, body)
+        assert exc.value.code == "json_path_missing"
+
+
 def test_json_field_parse_error_is_a_failure() -> None:
     with pytest.raises(JudgeFailed) as exc:
         judge(CompareMode.JSON_FIELD, "a", 200, b"<html>")

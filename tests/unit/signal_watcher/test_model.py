@@ -5,12 +5,12 @@ from dataclasses import replace
 import pytest
 
 from signal_watcher.domain.errors import ValidationFailed
+from signal_watcher.domain.json_paths import JSON_PATH_MAX_SEGMENTS, validate_json_path
 from signal_watcher.domain.model import (
     AUTO_DISABLE_FAILURES,
     BODY_MAX_BYTES,
     INTERVAL_MAX_MINUTES,
     INTERVAL_MIN_MINUTES,
-    JSON_PATH_MAX_SEGMENTS,
     MAX_HEADERS,
     CompareMode,
     Header,
@@ -22,7 +22,6 @@ from signal_watcher.domain.model import (
     clamp_interval,
     resets_baseline,
     validate_headers,
-    validate_json_path,
 )
 
 SPEC = WatcherSpec(

@@ -22,6 +22,7 @@ def test_every_route_is_documented() -> None:
     paths = openapi_document("0")["paths"]
     assert set(paths) == {
         "/v1/signal-watchers",
+        "/v1/signal-watchers:test",
         "/v1/signal-watchers/{watcher_id}",
         "/v1/signal-watchers/{watcher_id}/status",
         "/v1/signal-watchers/{watcher_id}/checks",

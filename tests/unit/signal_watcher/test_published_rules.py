@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from signal_watcher.domain import model
+from signal_watcher.domain import json_paths, model
 from signal_watcher.domain.errors import TargetForbidden, ValidationFailed
 from signal_watcher.domain.model import Header
 from signal_watcher.domain.ssrf import URL_PATTERN, check_url
@@ -18,10 +18,13 @@ from yovision_platform.patterns import json_schema_match
 ALPHABET = "aZ09.:-_/?# \t\r\n\x00\x1c\x7fé"
 
 
-def sample(prefixes: tuple[str, ...], seed: int, count: int = 3000) -> list[str]:
+JSON_PATH_ALPHABET = "a0.$[]*?@()'\",: \t\x00\x7f\\é-"
+
+
+def sample(prefixes: tuple[str, ...], seed: int, count: int = 3000, alphabet: str = ALPHABET) -> list[str]:
     rng = random.Random(seed)
     return [
-        rng.choice(prefixes) + "".join(rng.choice(ALPHABET) for _ in range(rng.randrange(0, 10)))
+        rng.choice(prefixes) + "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 10)))
         for _ in range(count)
     ]
 
@@ -50,6 +53,13 @@ def non_blank(value: str) -> None:
         raise ValidationFailed("invalid_name")
 
 
+JSON_PATH_EDGES = [
+    *("a", "a.b.0", "", ".a", "a.", "a..b", ".".join("a" * 17), ".".join("a" * 16), "a\n"),
+    *("$", "$.", "$.a", "$[0]", "$[01]", "$[-1]", "$..a", "$.*", "$['a']", "$.a\n"),
+    *("$.$", "$.$.a", "$.$[0]", "$.$a", "$ref", "$a.b"),
+    *("$" + ".a" * 16, "$" + ".a" * 17, "$" + "[0]" * 16, "$" + "[0]" * 17),
+]
+
 CASES = [
     (
         model.NON_BLANK_PATTERN,
@@ -75,9 +85,13 @@ CASES = [
     ),
     (model.HEADER_VALUE_PATTERN, header_value, ["v", "", "a\rb", "a\nb", "a\x00", "é", *sample(("",), 3)]),
     (
-        model.JSON_PATH_PATTERN,
-        lambda v: model.validate_json_path(v),
-        ["a", "a.b.0", "", ".a", "a.", "a..b", ".".join("a" * 17), ".".join("a" * 16), *sample(("", "a"), 4)],
+        json_paths.JSON_PATH_PATTERN,
+        json_paths.validate_json_path,
+        [
+            *JSON_PATH_EDGES,
+            *sample(("", "a"), 4),
+            *sample(("$", "$.", "$[", "$.a", "$[0]"), 6, 6000, JSON_PATH_ALPHABET),
+        ],
     ),
 ]
 

@@ -4,7 +4,7 @@ import ipaddress
 
 import pytest
 
-from signal_watcher.domain.errors import UrlRefused
+from signal_watcher.domain.errors import NetworkConfined, UrlRefused
 from signal_watcher.domain.ssrf import (
     PORT_MAX,
     PORT_MIN,
@@ -220,3 +220,80 @@ def test_allowed_networks_are_comma_separated_cidrs(text: str, networks: list[st
 def test_malformed_allowed_networks_are_refused(text: str) -> None:
     with pytest.raises(ValueError, match="CIDR"):
         parse_networks(text)
+
+
+# --- confinement (SIGNAL_PROBE_ONLY_NETWORKS) -----------------------------------------------------------
+
+CONFINED = AddressGuard.allowing(parse_networks("127.0.0.1/32")).confined_to(
+    parse_networks("127.0.0.0/8,::1/128")
+)  # as the end-to-end environments: allow 127.0.0.1, confine to loopback
+
+
+def _code(guard: AddressGuard, address: str) -> str | None:
+    try:
+        guard.check(ipaddress.ip_address(address))
+    except UrlRefused as exc:
+        return exc.code
+    return None
+
+
+def test_an_unconfined_guard_lets_public_addresses_through() -> None:
+    assert not STRICT_GUARD.is_confined and STRICT_GUARD.only_networks == ()
+    assert STRICT_GUARD.confined_to([]) == STRICT_GUARD
+    assert _code(STRICT_GUARD, "93.184.216.34") is None
+
+
+@pytest.mark.parametrize(
+    ("address", "code"),
+    [
+        ("127.0.0.1", None),  # allowed and inside
+        ("93.184.216.34", "probe_network_confined"),  # public: the SSRF rule admits it, the confinement not
+        ("8.8.8.8", "probe_network_confined"),
+        ("2606:4700::1111", "probe_network_confined"),
+        ("128.0.0.0", "probe_network_confined"),  # just past 127.255.255.255
+        ("126.255.255.255", "probe_network_confined"),  # just before 127.0.0.0
+        ("127.0.0.2", "ssrf_blocked_address"),  # inside, but the SSRF rule refuses it first
+        ("10.0.0.1", "ssrf_blocked_address"),  # outside and blocked: the SSRF code wins
+        ("::1", "ssrf_blocked_address"),  # inside ::1/128, not allow-listed
+        ("::ffff:127.0.0.1", "ssrf_blocked_address"),
+    ],
+)
+def test_a_confined_guard_checks_the_ssrf_rule_then_the_listed_networks(address: str, code: str) -> None:
+    assert _code(CONFINED, address) == code
+
+
+@pytest.mark.parametrize(
+    ("address", "code"),
+    [
+        ("127.0.0.0", None),  # first address of the network
+        ("127.255.255.255", None),  # last
+        ("::1", None),
+        ("128.0.0.0", "probe_network_confined"),
+        ("126.255.255.255", "probe_network_confined"),
+        ("::2", "probe_network_confined"),
+        ("::ffff:127.0.0.1", "probe_network_confined"),  # IPv4-mapped: matched as IPv6, not by 127.0.0.0/8
+    ],
+)
+def test_confinement_holds_at_the_edges_of_its_networks(address: str, code: str) -> None:
+    everything = parse_networks("0.0.0.0/0,::/0")  # the SSRF rule out of the way: confinement alone
+    guard = AddressGuard.allowing(everything).confined_to(parse_networks("127.0.0.0/8,::1/128"))
+    assert _code(guard, address) == code
+
+
+def test_every_answer_is_checked_and_a_blocked_one_keeps_its_ssrf_code() -> None:
+    addresses = [ipaddress.ip_address(a) for a in ("127.0.0.1", "93.184.216.34")]
+    with pytest.raises(NetworkConfined):
+        CONFINED.check_all(addresses)
+    with pytest.raises(UrlRefused) as exc:
+        CONFINED.check_all([*addresses, ipaddress.ip_address("10.0.0.1")])
+    assert exc.value.code == "ssrf_blocked_address" and not isinstance(exc.value, NetworkConfined)
+    CONFINED.check_all([ipaddress.ip_address("127.0.0.1")])
+
+
+def test_a_public_literal_outside_the_confinement_is_refused_by_the_url_check() -> None:
+    with pytest.raises(NetworkConfined) as exc:
+        check_url("http://93.184.216.34/", CONFINED)
+    assert (exc.value.status, exc.value.code) == (403, "probe_network_confined")
+    assert check_url("http://93.184.216.34/").address is not None  # unconfined: accepted
+    target = check_url("https://example.com/", CONFINED)  # a name: its addresses are checked when resolved
+    assert target.address is None

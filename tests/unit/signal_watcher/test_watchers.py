@@ -4,6 +4,7 @@ spacing and status rules, test-now previews, paging, and `not_found` for everyth
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import replace
 from typing import Any
@@ -14,9 +15,10 @@ from signal_watcher.adapters.memory import MemoryProbe, MemorySignalDatabase
 from signal_watcher.domain import errors
 from signal_watcher.domain.masking import MASK
 from signal_watcher.domain.model import INTERVAL_MAX_MINUTES, CompareMode, Header, Method, Status, WatcherSpec
+from signal_watcher.domain.ssrf import STRICT_GUARD, parse_networks
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.watchers import Watchers
-from tests.unit.signal_watcher.conftest import Wakes, check_now, checks_of, url
+from tests.unit.signal_watcher.conftest import NAMES, Wakes, check_now, checks_of, url
 from yovision_platform.errors import ServiceError
 
 MAX_PER_USER = 3
@@ -97,6 +99,25 @@ async def test_a_refused_definition_writes_nothing(
     assert database.tables.watchers == {}
 
 
+@pytest.mark.parametrize(
+    ("target", "code"),
+    [
+        ("https://93.184.216.34/", "probe_network_confined"),  # a public literal
+        (url("/text"), "probe_network_confined"),  # a public name (the fake's DNS)
+        ("http://private.example.com/", "ssrf_blocked_address"),  # blocked first, whatever the confinement
+    ],
+)
+async def test_a_confined_probe_refuses_create_and_update_outside_its_networks(
+    database: MemorySignalDatabase, target: str, code: str
+) -> None:
+    probe = MemoryProbe(guard=STRICT_GUARD.confined_to(parse_networks("127.0.0.0/8")), names=NAMES)
+    watchers = Watchers(database, probe, max_watchers_per_user=MAX_PER_USER)
+    with pytest.raises(errors.TargetForbidden) as refused:
+        await watchers.create("alice", draft(url=target))
+    assert refusal(refused) == (403, code)  # type: ignore[arg-type]
+    assert database.tables.watchers == {} and probe.requests == {}
+
+
 async def test_a_name_that_does_not_resolve_yet_is_accepted(watchers: Watchers) -> None:
     created = await watchers.create("alice", draft(url="https://not-yet.example.com/"))
     assert created.spec.url == "https://not-yet.example.com/"
@@ -113,6 +134,7 @@ async def test_everything_of_another_user_is_not_found(
         watchers.set_status("bob", mine.id, Status.PAUSED),
         watchers.request_check("bob", mine.id),
         watchers.preview("bob", mine.id),
+        watchers.preview_definition("bob", DRAFT, edit_of=mine.id),
         watchers.list_checks("bob", mine.id, limit=10, offset=0, before=None),
     ]
     for call in calls:
@@ -277,3 +299,81 @@ async def test_pages_end_exactly_when_the_rows_do(
     assert [len(p) for p in walked] == pages and [i for p in walked for i in p] == ids
     everyone = await watchers.list_all(limit=count, offset=0, after=None)
     assert everyone.next_position is None and len(everyone.items) == count
+
+
+async def test_an_unsaved_definition_is_probed_and_judged_once_and_nothing_is_written(
+    watchers: Watchers, database: MemorySignalDatabase, probe: MemoryProbe
+) -> None:
+    probe.answer(url("/json"), body=b'{"item": {"price": 7}}')
+    definition = draft(url=url("/json"), method=Method.GET, body=None)
+    preview = await watchers.preview_definition(
+        "alice", replace(definition, compare_mode=CompareMode.JSON_FIELD, json_path="$.item.price")
+    )
+    assert preview.result.judged is not None and preview.result.judged.excerpt == "7"
+    assert (preview.result.http_status, preview.is_baseline, preview.would_change) == (200, True, False)
+    assert probe.requests[url("/json")] == 1
+    assert database.tables.watchers == {} and database.tables.checks == {} and database.committed == []
+    probe.answer(url("/json"), status=302)
+    failed = await watchers.preview_definition("alice", definition)
+    assert (failed.result.error_code, failed.is_baseline, failed.would_change) == ("redirect", False, False)
+
+
+@pytest.mark.parametrize(
+    ("changes", "status", "code"),
+    [
+        ({"url": "http://private.example.com/"}, 403, "ssrf_blocked_address"),
+        ({"url": "http://127.1/"}, 403, "ssrf_ambiguous_ip"),
+        ({"url": "http://example.com:65536/"}, 422, "url_port_invalid"),
+        ({"compare_mode": CompareMode.JSON_FIELD, "json_path": "$..price"}, 422, "invalid_json_path"),
+        ({"method": Method.GET}, 422, "body_requires_post"),
+        ({"name": " "}, 422, "invalid_name"),
+    ],
+)
+async def test_an_unsaved_definition_is_refused_as_create_refuses_it_before_any_probe(
+    watchers: Watchers, probe: MemoryProbe, changes: dict[str, Any], status: int, code: str
+) -> None:
+    probe.echo(url("/text"))
+    with pytest.raises(errors.ValidationFailed) as refused:
+        await watchers.preview_definition("alice", draft(**changes))
+    assert refusal(refused) == (status, code)  # type: ignore[arg-type]
+    assert probe.requests == {}
+
+
+async def test_a_definition_outside_the_confinement_is_refused_before_any_probe(
+    database: MemorySignalDatabase,
+) -> None:
+    probe = MemoryProbe(guard=STRICT_GUARD.confined_to(parse_networks("127.0.0.0/8")), names=NAMES)
+    probe.echo(url("/text"))
+    watchers = Watchers(database, probe, max_watchers_per_user=MAX_PER_USER)
+    for target in (url("/text"), "https://93.184.216.34/"):
+        with pytest.raises(errors.NetworkConfined):
+            await watchers.preview_definition("alice", draft(url=target))
+    assert probe.requests == {}
+
+
+async def test_an_edit_is_tested_with_the_stored_secrets_and_against_the_stored_baseline(
+    watchers: Watchers, database: MemorySignalDatabase, probe: MemoryProbe, runner: CheckRunner
+) -> None:
+    probe.echo(url("/text"))
+    created = await watchers.create("alice", DRAFT)
+    await check_now(database, runner, created.id)
+    before = await watchers.get("alice", created.id)
+    masked = (Header("Authorization", MASK), Header("Accept", "json"))
+    renamed = draft(name="renamed", headers=masked, body=None)
+    same = await watchers.preview_definition("alice", renamed, edit_of=created.id, body_sent=False)
+    assert same.result.sample is not None
+    echoed = json.loads(same.result.sample)  # the echo: what the probe sent
+    assert echoed["headers"]["authorization"] == "Bearer s3cret" and echoed["body"] == "p4yload"
+    assert (same.is_baseline, same.would_change) == (False, False)  # a name edit keeps the baseline
+    other_body = draft(headers=masked, body="other")
+    changed_body = await watchers.preview_definition("alice", other_body, edit_of=created.id)
+    assert (changed_body.is_baseline, changed_body.would_change) == (True, False)  # the edit resets it
+    assert json.loads(changed_body.result.sample or "")["body"] == "other"
+    with pytest.raises(errors.StoredBodyNeedsPost):
+        await watchers.preview_definition(
+            "alice", draft(method=Method.GET, body=None), edit_of=created.id, body_sent=False
+        )
+    unsent = await watchers.preview_definition("alice", renamed)  # not an edit: `******` is sent as is
+    assert json.loads(unsent.result.sample or "")["headers"]["authorization"] == MASK
+    assert await watchers.get("alice", created.id) == before  # nothing written
+    assert len(await checks_of(database, created.id)) == 1 and len(database.committed) == 0

@@ -65,7 +65,8 @@ class ServiceError(PlatformError):
 
     ``retry_after`` (seconds, 429 and 503 and refusals that clear by themselves) becomes the response's
     ``Retry-After`` header and the body's ``retry_after``; ``headers`` are further response headers (for
-    example ``WWW-Authenticate``). Neither the code, the detail nor a header may carry caller input.
+    example ``WWW-Authenticate``); ``detail``, when given, is answered as the problem's ``detail``: a fixed
+    text (a hint), so it must never carry caller input, nor may the code or a header.
     """
 
     code = "service_error"

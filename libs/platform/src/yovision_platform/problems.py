@@ -9,7 +9,9 @@
 `code` is the stable snake_case code clients branch on; `error` repeats it for clients of the earlier
 `{"error": code}` body; `fields` (validation errors only) names the offending fields by their path, never
 their values; `retry_after` (every answer with a `Retry-After` header: 429, 503, and 409s that clear by
-themselves) repeats the header's seconds. No body ever carries caller input, a driver message or a traceback.
+themselves) repeats the header's seconds; `detail` (RFC 9457), only where a `ServiceError` carries one, is a
+fixed explanation of its code written by the service (e.g. the accepted forms of a field), never input.
+No body ever carries caller input, a driver message or a traceback.
 
 `install_problem_handlers(app)` maps what the framework and the platform raise:
 
@@ -89,6 +91,10 @@ class Problem(BaseModel):
     retry_after: int | None = Field(
         default=None, ge=0, description="With a Retry-After header (429, 503): the same seconds."
     )
+    detail: str | None = Field(
+        default=None,
+        description="Where a code has one: a fixed explanation of it (e.g. the accepted forms), never input.",
+    )
 
 
 def problem_response(
@@ -97,6 +103,7 @@ def problem_response(
     *,
     headers: Mapping[str, str] | None = None,
     fields: Iterable[str] | None = None,
+    detail: str | None = None,
 ) -> JSONResponse:
     body: dict[str, Any] = {
         "type": "about:blank",
@@ -110,6 +117,8 @@ def problem_response(
     retry_after = next((v for k, v in (headers or {}).items() if k.lower() == "retry-after"), None)
     if retry_after is not None and retry_after.isdigit():
         body["retry_after"] = int(retry_after)
+    if detail is not None:
+        body["detail"] = detail
     return JSONResponse(body, status_code=status, headers=dict(headers or {}), media_type=PROBLEM_MEDIA_TYPE)
 
 
@@ -163,7 +172,7 @@ def _allowed_methods(request: Request) -> str:
 
 async def _service_problem(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ServiceError)
-    return problem_response(exc.status, exc.code, headers=exc.response_headers())
+    return problem_response(exc.status, exc.code, headers=exc.response_headers(), detail=exc.detail)
 
 
 async def _http_problem(request: Request, exc: Exception) -> JSONResponse:

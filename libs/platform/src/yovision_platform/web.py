@@ -38,7 +38,6 @@ __all__ = [
     "JsonInt",
     "Rfc3339DateTime",
     "create_app",
-    "exclusive_parameters",
     "guard_policy",
     "with_problem_responses",
 ]
@@ -111,11 +110,6 @@ JSON_INTEGER = BeforeValidator(_json_integer)
 # With range constraints in a union, name them first: `Annotated[int, Field(ge=1), JSON_INTEGER] | None`
 # (after the validator, pydantic cannot put them into the published integer schema).
 JsonInt = Annotated[int, JSON_INTEGER]
-
-
-def exclusive_parameters(first: str, second: str, *, code: str) -> dict[str, Any]:
-    """`openapi_extra` of an operation refusing (400 `code`) both parameters set to non-default values."""
-    return {"x-exclusive-parameters": [{"parameters": [first, second], "code": code}]}
 
 
 def guard_policy(app: FastAPI) -> RequestGuardPolicy:

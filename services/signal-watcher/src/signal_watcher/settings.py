@@ -15,6 +15,13 @@ CIDR networks (e.g. ``127.0.0.0/8``) whose addresses probes may reach although t
 empty by default, meant for test and end-to-end environments only, and DANGEROUS anywhere users can create
 watchers: every address inside it becomes reachable by every user's probes. A malformed entry, or one with
 host bits set (``127.0.0.1/8``), refuses start-up. It is never shown in, nor changeable through, the API.
+
+``SIGNAL_PROBE_ONLY_NETWORKS`` narrows instead: when set (a comma-separated list of CIDR networks, e.g.
+``127.0.0.0/8,::1/128``), every address a probe would connect to must also lie inside one of them, public
+addresses included (``probe_network_confined``). Unset or empty (the default, production's): no
+confinement. Test and end-to-end environments set it (``yovision_platform.tools.environment``), so no test
+probe can leave the machine; ``make up``'s dev stack does not (users probe real sites). Parsed and refused
+like the allow-list.
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ def _networks(value: object) -> object:
     return parse_networks(value) if isinstance(value, str) else value
 
 
-AllowedNetworks = Annotated[tuple[IpNetwork, ...], NoDecode, BeforeValidator(_networks)]
+Networks = Annotated[tuple[IpNetwork, ...], NoDecode, BeforeValidator(_networks)]
 
 
 class SignalWatcherSettings(JwtIdentitySettings, EncryptionSettings):
@@ -62,7 +69,8 @@ class SignalWatcherSettings(JwtIdentitySettings, EncryptionSettings):
     check_retention_days: int = DEFAULT_CHECK_RETENTION_DAYS
     max_watchers_per_user: int = Field(default=DEFAULT_MAX_WATCHERS_PER_USER, ge=1, le=100_000)
     scheduler_enabled: bool = True
-    probe_allowed_networks: AllowedNetworks = ()
+    probe_allowed_networks: Networks = ()
+    probe_only_networks: Networks = ()
 
     def extra_key_files(self) -> dict[str, tuple[Path, str]]:
         if self.secrets_aes_key_file is None:
@@ -71,8 +79,9 @@ class SignalWatcherSettings(JwtIdentitySettings, EncryptionSettings):
 
     @property
     def probe_guard(self) -> AddressGuard:
-        """The SSRF guard of every probe and of create/update: strict unless networks are allow-listed."""
-        return AddressGuard.allowing(self.probe_allowed_networks)
+        """The address guard of every probe and of create/update/test: the SSRF rule, strict unless networks
+        are allow-listed, then the confinement to `probe_only_networks` when set."""
+        return AddressGuard(self.probe_allowed_networks, self.probe_only_networks)
 
     @property
     def cipher(self) -> SecretCipher:

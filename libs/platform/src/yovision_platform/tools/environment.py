@@ -13,6 +13,11 @@ An environment is a folder laid out like ``.local`` (``stack.env``, ``env/``, ``
 4. ``infra/scripts/services.sh up`` (``YOVISION_ENV_DIR=<dir>``) migrates and starts every service with
    its real console script.
 
+Every environment made here is a test environment (the local stack of ``make up`` is made by ``devsecrets``
+alone): its signal-watcher is confined to the loopback networks (``TEST_SETTINGS``:
+``SIGNAL_PROBE_ONLY_NETWORKS=TEST_PROBE_ONLY_NETWORKS``), whatever else the caller sets, so no probe of an
+end-to-end or fuzz run can leave the machine (``environment_definition`` refuses a caller's blank value).
+
 On exit every service is stopped and the environment's schemas, roles and topics are removed, so runs
 never see each other; the services' logs are kept in ``.local/e2e-runs/<name>/`` (the newest five
 runs). The environment can kill a service with SIGKILL and start it again, as an operator or a crash
@@ -47,7 +52,15 @@ from yovision_platform.tools.devsecrets import LOCAL_SERVICES, Environment, Loca
 from yovision_platform.tools.localhost import free_port
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox
 
-__all__ = ["LocalEnvironment", "ServiceHandle", "local_environment"]
+__all__ = [
+    "PROBE_CONFINEMENT_SETTING",
+    "TEST_PROBE_ONLY_NETWORKS",
+    "TEST_SETTINGS",
+    "LocalEnvironment",
+    "ServiceHandle",
+    "environment_definition",
+    "local_environment",
+]
 
 REPO_ROOT = Path(__file__).resolve().parents[5]
 SERVICES_SCRIPT = REPO_ROOT / "infra" / "scripts" / "services.sh"
@@ -55,6 +68,11 @@ CREATE_TOPICS_SCRIPT = REPO_ROOT / "infra" / "scripts" / "create_topics.py"
 SERVICES_UP_TIMEOUT_SECONDS = 240.0
 SERVICES_DOWN_TIMEOUT_SECONDS = 90.0
 KILL_WAIT_SECONDS = 10.0
+# The networks every probe of a test may reach (signal-watcher's `SIGNAL_PROBE_ONLY_NETWORKS`): loopback
+# only. The one source of it: the environments below, tests/e2e's settings and the in-process tests' guards.
+PROBE_CONFINEMENT_SETTING = "SIGNAL_PROBE_ONLY_NETWORKS"
+TEST_PROBE_ONLY_NETWORKS = "127.0.0.0/8,::1/128"
+TEST_SETTINGS: Mapping[str, str] = {PROBE_CONFINEMENT_SETTING: TEST_PROBE_ONLY_NETWORKS}
 
 
 @dataclass(frozen=True)
@@ -257,6 +275,17 @@ async def _drop_everything(stack: LocalStack, definition: Environment) -> None:
         await kafka.close()
 
 
+def environment_definition(
+    name: str, ports: Mapping[str, int], settings: Mapping[str, str] | None = None
+) -> Environment:
+    """The definition of a test environment: the caller's operator `settings` over `TEST_SETTINGS`. A
+    caller may confine probes to other networks, never lift the confinement (a blank value is refused)."""
+    merged = {**TEST_SETTINGS, **(settings or {})}
+    if not merged[PROBE_CONFINEMENT_SETTING].strip():
+        raise ValueError(f"test environments confine probes: {PROBE_CONFINEMENT_SETTING} cannot be blank")
+    return Environment(name, ports, merged)
+
+
 @contextlib.asynccontextmanager
 async def local_environment(
     root: Path,
@@ -269,9 +298,9 @@ async def local_environment(
     """Make, start and finally remove the environment ``name`` in the empty folder ``root``.
 
     ``settings`` are operator settings (full env var names) added to the services' env files, exactly as
-    an operator would add them to ``.local/env``. ``media_servers``: the ids of the environment's MediaMTX
-    servers, one private process each; the first is the default of new sites. The stack (PostgreSQL, Kafka)
-    must be running."""
+    an operator would add them to ``.local/env``, over ``TEST_SETTINGS`` (see `environment_definition`).
+    ``media_servers``: the ids of the environment's MediaMTX servers, one private process each; the first is
+    the default of new sites. The stack (PostgreSQL, Kafka) must be running."""
     if not media_servers:
         raise ValueError("an environment needs at least one MediaMTX server")
     if not name:
@@ -279,7 +308,7 @@ async def local_environment(
     stack = LocalStack.load(stack_dir)
     root.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, before anything runs
     ports = {service.name: free_port() for service in LOCAL_SERVICES}
-    definition = Environment(name, ports, dict(settings or {}))
+    definition = environment_definition(name, ports, settings)
     binary = stack_dir / "bin" / "mediamtx"
     async with contextlib.AsyncExitStack() as cleanup:
         servers = {

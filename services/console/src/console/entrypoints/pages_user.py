@@ -10,9 +10,17 @@ from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from starlette.background import BackgroundTask
 
 from console.adapters.apis import ApiError, concurrently, optional
-from console.domain.identity import MEDIA_DRAIN, SIGNAL_ADMIN_READ
-from console.domain.watcher_form import FIELDS, HEADER_ROWS, body_of, field_of
-from console.entrypoints.web import ConsoleDep, CurrentUser, form_of, require
+from console.domain.identity import MEDIA_DRAIN, SIGNAL_ADMIN_READ, User
+from console.domain.watcher_form import (
+    FIELDS,
+    HEADER_ROWS,
+    FormPreview,
+    body_of,
+    field_of,
+    headers_again,
+    typed_secrets,
+)
+from console.entrypoints.web import Console, ConsoleDep, CurrentUser, form_of, require
 from console.service_layer.charts import HEIGHT, WIDTH, check_bars
 
 router = APIRouter(include_in_schema=False)
@@ -72,17 +80,39 @@ def _header_pairs(form: Any) -> list[tuple[str, str]]:
     return [(str(k).strip(), str(v)) for k, v in zip(keys, values, strict=False)]
 
 
+def _form_page(
+    request: Request,
+    console: Console,
+    http_status: int = 200,
+    *,
+    values: dict[str, Any],
+    watcher: dict[str, Any] | None,
+    headers: list[dict[str, str]],
+    errors: dict[str, str] | None = None,
+    preview: FormPreview | None = None,
+) -> Response:
+    """The create (`watcher` None) or edit form."""
+    return console.render(
+        request, "watcher_form.html", http_status, values=values, errors=errors or {}, watcher=watcher,
+        headers=headers, rows=HEADER_ROWS, preview=preview,
+    )  # fmt: skip
+
+
+def _posted_values(body: dict[str, Any]) -> dict[str, Any]:
+    return {k: body.get(k) for k in FIELDS}
+
+
 @router.get("/watchers/new", response_class=HTMLResponse)
 async def new_watcher_page(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
     values = {"method": "GET", "compare_mode": "HASH", "interval_minutes": 15}
-    return console.render(
-        request, "watcher_form.html", values=values, errors={}, watcher=None, headers=[], rows=HEADER_ROWS
-    )
+    return _form_page(request, console, values=values, watcher=None, headers=[])
 
 
 # What signal-watcher answers a definition it refuses, shown on the form: 422 (a rule), 409 (the watcher
-# limit, a kept body that needs POST), 403 (the SSRF policy, `ssrf_*`).
+# limit, a kept body that needs POST), 403 (the SSRF policy `ssrf_*`, the confinement
+# `probe_network_confined`).
 WATCHER_FORM_REFUSALS = (403, 409, 422)
+TEST_DEFINITION = "/v1/signal-watchers:test"
 
 
 @router.post("/watchers", response_class=HTMLResponse)
@@ -94,14 +124,57 @@ async def create_watcher(request: Request, console: ConsoleDep, user: CurrentUse
     except ApiError as exc:
         if exc.status not in WATCHER_FORM_REFUSALS:
             raise
-        values = {k: body.get(k) for k in FIELDS}
         # Header values and the body are secrets: never rendered back, the user types them again.
-        headers = [h["key"] for h in body["headers"]]
-        return console.render(
-            request, "watcher_form.html", 422, values=values, errors=field_of(exc.code, exc.fields),
-            watcher=None, headers=[{"key": k, "value": ""} for k in headers], rows=HEADER_ROWS,
+        return _form_page(
+            request, console, 422, values=_posted_values(body), errors=field_of(exc.code, exc.fields),
+            watcher=None, headers=[{"key": h["key"], "value": ""} for h in body["headers"]],
         )  # fmt: skip
     return console.redirect(request, f"/watchers/{created['id']}", flash="Watcher created.")
+
+
+# The form's "Test": the definition as the form holds it now, probed and judged once by signal-watcher
+# (`POST /v1/signal-watchers:test`, with `edit_of` on the edit form so masked header values and a blank body
+# mean the stored ones, as saving would), nothing saved. Without JavaScript it is a normal form post that
+# renders the form again with the result; with htmx only the result (`partials/watcher_form_preview.html`).
+# Registered before `/watchers/{watcher_id}/test`, which would read `new` as an id.
+
+
+@router.post("/watchers/new/test", response_class=HTMLResponse)
+async def test_new_watcher(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
+    form = await form_of(request)
+    return await _test_definition(request, console, user, body_of(form, _header_pairs(form)), None)
+
+
+@router.post("/watchers/{watcher_id}/edit/test", response_class=HTMLResponse)
+async def test_watcher_edit(
+    request: Request, console: ConsoleDep, user: CurrentUser, watcher_id: uuid.UUID
+) -> Response:
+    form = await form_of(request)
+    return await _test_definition(request, console, user, body_of(form, _header_pairs(form)), watcher_id)
+
+
+async def _test_definition(
+    request: Request, console: Console, user: User, body: dict[str, Any], edit_of: uuid.UUID | None
+) -> Response:
+    params = {"edit_of": str(edit_of)} if edit_of is not None else None
+    errors: dict[str, str] = {}
+    try:
+        result = await console.apis.call(SIGNAL, "POST", TEST_DEFINITION, user, json=body, params=params)
+        preview = FormPreview(result=result)
+    except ApiError as exc:
+        if exc.status not in WATCHER_FORM_REFUSALS:
+            raise
+        preview, errors = FormPreview(refused=exc.code), field_of(exc.code, exc.fields)
+    if request.headers.get("hx-request") == "true":  # the form stays as typed: only the result changes
+        return console.render(request, "partials/watcher_form_preview.html", preview=preview)
+    watcher = None
+    if edit_of is not None:
+        watcher = await console.apis.get(SIGNAL, f"/v1/signal-watchers/{edit_of}", user)
+    return _form_page(
+        request, console, 422 if preview.refused else 200, values=_posted_values(body), errors=errors,
+        watcher=watcher, headers=headers_again(body),
+        preview=FormPreview(preview.result, preview.refused, retype=typed_secrets(body)),
+    )  # fmt: skip
 
 
 async def _watcher_context(
@@ -143,15 +216,7 @@ async def edit_watcher_page(
 ) -> Response:
     watcher = await console.apis.get(SIGNAL, f"/v1/signal-watchers/{watcher_id}", user)
     values = {k: watcher.get(k) for k in FIELDS}
-    return console.render(
-        request,
-        "watcher_form.html",
-        values=values,
-        errors={},
-        watcher=watcher,
-        headers=watcher["headers"],
-        rows=HEADER_ROWS,
-    )
+    return _form_page(request, console, values=values, watcher=watcher, headers=watcher["headers"])
 
 
 @router.post("/watchers/{watcher_id}", response_class=HTMLResponse)
@@ -166,10 +231,9 @@ async def update_watcher(
         if exc.status not in WATCHER_FORM_REFUSALS:
             raise
         watcher = await console.apis.get(SIGNAL, f"/v1/signal-watchers/{watcher_id}", user)
-        values = {k: body.get(k) for k in FIELDS}
-        return console.render(
-            request, "watcher_form.html", 422, values=values, errors=field_of(exc.code, exc.fields),
-            watcher=watcher, headers=watcher["headers"], rows=HEADER_ROWS,
+        return _form_page(
+            request, console, 422, values=_posted_values(body), errors=field_of(exc.code, exc.fields),
+            watcher=watcher, headers=watcher["headers"],
         )  # fmt: skip
     return console.redirect(request, f"/watchers/{watcher_id}", flash="Watcher saved.")
 

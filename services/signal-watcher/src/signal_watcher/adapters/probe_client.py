@@ -2,10 +2,12 @@
 
 How the connect-time check works: httpx hands the request to `_GuardedTransport`, whose httpcore pool uses
 `GuardedNetworkBackend`. For each new connection the backend resolves the host **once** through the
-`Resolver` port, checks **every** returned address with the `AddressGuard`, and then connects to one of
-those checked addresses by IP. Nothing resolves the name again, so an answer that changes between check and
-connect cannot redirect the probe. TLS still uses the original name for SNI and certificate checks, and the
-`Host` header keeps the original name, because httpcore takes both from the request URL, not the socket.
+`Resolver` port, checks **every** returned address with the `AddressGuard` (the SSRF rule, then the network
+confinement when `SIGNAL_PROBE_ONLY_NETWORKS` is set), and only then connects to one of those checked
+addresses by IP: a refused answer never reaches the socket layer. Nothing resolves the name again, so an
+answer that changes between check and connect cannot redirect the probe. TLS still uses the original name
+for SNI and certificate checks, and the `Host` header keeps the original name, because httpcore takes both
+from the request URL, not the socket.
 
 Limits: connect 10 s, read 15 s (per read), a 60 s overall deadline, at most 1 MiB of body read while
 streaming (the response is closed, and its connection dropped, as soon as the cap is passed). Redirects are
@@ -26,7 +28,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 import httpcore
 import httpx
 
-from signal_watcher.domain.errors import UrlRefused
+from signal_watcher.domain.errors import NetworkConfined, UrlRefused
 from signal_watcher.domain.model import Header
 from signal_watcher.domain.probes import ProbeFailed, ProbeResponse
 from signal_watcher.domain.ssrf import STRICT_GUARD, AddressGuard, IpAddress, ProbeTarget, check_url
@@ -55,9 +57,12 @@ Resolver = Callable[[str, int], Awaitable[Sequence[IpAddress]]]
 
 
 def probe_target(url: str, guard: AddressGuard) -> ProbeTarget:
-    """`check_url` before a probe: a stored URL that breaks a rule now is the probe failure `url_refused`."""
+    """`check_url` before a probe: a stored URL that breaks a rule now is the probe failure `url_refused`,
+    an IP literal outside the confinement `probe_network_confined`."""
     try:
         return check_url(url, guard)
+    except NetworkConfined:
+        raise ProbeFailed(NetworkConfined.code) from None
     except UrlRefused:
         raise ProbeFailed("url_refused") from None
 
@@ -81,6 +86,10 @@ class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
         self._guard = guard
         self._inner = httpcore.AnyIOBackend()
 
+    @property
+    def guard(self) -> AddressGuard:
+        return self._guard
+
     async def resolve_checked(self, host: str, port: int, limit_seconds: float | None) -> list[IpAddress]:
         try:
             literal: IpAddress | None = ipaddress.ip_address(host)
@@ -98,8 +107,9 @@ class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
         if not addresses:
             raise ProbeFailed("dns")
         try:
-            for address in addresses:
-                self._guard.check(address)
+            self._guard.check_all(addresses)
+        except NetworkConfined:
+            raise ProbeFailed(NetworkConfined.code) from None
         except UrlRefused:
             raise ProbeFailed("ssrf_blocked") from None
         return addresses
@@ -231,8 +241,9 @@ class _GuardedTransport(httpx.AsyncBaseTransport):
 
 class ProbeClient:
     """Runs probes. Production passes the guard built from `SIGNAL_PROBE_ALLOWED_NETWORKS` (strict when it
-    is empty) and uses the system resolver; tests inject a fake resolver. The same guard checks the URL
-    (create, update, every probe) and every resolved address at connect time. Close with `aclose()`."""
+    is empty) and `SIGNAL_PROBE_ONLY_NETWORKS` (not confined when unset) and uses the system resolver; tests
+    inject a fake resolver and a confined guard. The same guard checks the URL (create, update, every probe)
+    and every resolved address at connect time. Close with `aclose()`."""
 
     def __init__(
         self,

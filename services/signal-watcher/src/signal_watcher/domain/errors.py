@@ -4,14 +4,14 @@ Retry-After) the platform's problem handlers answer them with.
     ServiceError
     ├── ValidationFailed         422  validation codes (too_many_headers, invalid_json_path, ...)
     │   └── UrlRefused           422  url_*
-    │       └── TargetForbidden  403  ssrf_*
+    │       └── TargetForbidden  403  ssrf_*: the SSRF guard
+    │           └── NetworkConfined   403  probe_network_confined: SIGNAL_PROBE_ONLY_NETWORKS
     ├── NotFound                 404  not_found
     ├── Conflict                 409
     │   ├── LimitReached              watcher_limit_reached
     │   ├── NotActive                 watcher_not_active
     │   └── StoredBodyNeedsPost       stored_body_requires_post
     ├── CheckTooSoon             429  check_too_soon (Retry-After: CHECK_NOW_MIN_SPACING_SECONDS)
-    ├── CursorWithOffset         400  cursor_with_offset
     └── SecretsUnreadable        500  secret_unreadable, secret_key_unknown
 """
 
@@ -23,8 +23,8 @@ __all__ = [
     "CHECK_NOW_MIN_SPACING_SECONDS",
     "CheckTooSoon",
     "Conflict",
-    "CursorWithOffset",
     "LimitReached",
+    "NetworkConfined",
     "NotActive",
     "NotFound",
     "SecretsUnreadable",
@@ -53,11 +53,21 @@ class UrlRefused(ValidationFailed):
 
 
 class TargetForbidden(UrlRefused):
-    """The SSRF policy refuses the URL's host or address (`ssrf_*`): a policy of the deployment (its
-    allow-list) and of DNS at that moment, so 403, not 422."""
+    """The deployment's policy refuses the URL's host or address: the SSRF guard (`ssrf_*`) or the network
+    confinement (`NetworkConfined`). A policy of the deployment (its allow-list, its confinement) and of DNS
+    at that moment, so 403, not 422."""
 
     code = "ssrf_blocked"
     status = 403
+
+
+class NetworkConfined(TargetForbidden):
+    """The address lies outside every network of `SIGNAL_PROBE_ONLY_NETWORKS` (set: probes are confined to
+    those networks, as in test environments). Checked in addition to the SSRF guard, after it: an address
+    the guard refuses keeps its `ssrf_*` code; this refuses what the guard would let through, public
+    addresses included. The same code is the probe failure `probe_network_confined` at connect time."""
+
+    code = "probe_network_confined"
 
 
 class NotFound(ServiceError):
@@ -96,14 +106,6 @@ class CheckTooSoon(ServiceError):
     code = "check_too_soon"
     status = 429
     retry_after = CHECK_NOW_MIN_SPACING_SECONDS
-
-
-class CursorWithOffset(ServiceError):
-    """`cursor` came with a non-zero `offset` (the deprecated way to page). A cursor that is not one is
-    the platform's `yovision_platform.paging.InvalidCursor` (400 `invalid_cursor`)."""
-
-    code = "cursor_with_offset"
-    status = 400
 
 
 class SecretsUnreadable(ServiceError):

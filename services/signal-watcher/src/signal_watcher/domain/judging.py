@@ -1,6 +1,7 @@
 """Judging a probe response, rendering the trigger prompt, and the trigger-rate warning.
 
-HASH = SHA-256 of the body bytes; JSON_FIELD = the value at a dotted path (array indexes allowed), where a
+HASH = SHA-256 of the body bytes; JSON_FIELD = the value at a path (`domain.json_paths`: dotted, array
+indexes allowed; a stored path written before 0.3.0 as `$`-rooted JSONPath is read as JSONPath too), where a
 parse error, a missing segment or a null value is a failure (never an empty value); STATUS_CODE = the code.
 """
 
@@ -11,7 +12,9 @@ import json
 import re
 from dataclasses import dataclass
 
-from signal_watcher.domain.model import CompareMode, validate_json_path
+from signal_watcher.domain.errors import ValidationFailed
+from signal_watcher.domain.json_paths import validate_json_path
+from signal_watcher.domain.model import CompareMode
 from yovision_platform.errors import PlatformError
 
 __all__ = [
@@ -52,9 +55,15 @@ def _sha256_hex(data: bytes) -> str:
 
 
 def extract_json_path(root: object, path: str) -> object:
-    """`data.items.0.price` -> root['data']['items'][0]['price']; JudgeFailed when absent or null."""
+    """`data.items.0.price` -> root['data']['items'][0]['price']; JudgeFailed when absent or null. A stored
+    path that is not valid any more (`$.a[*]`, accepted before 0.3.0 as the keys `$` and `a[*]`) selects
+    nothing: `json_path_missing`."""
+    try:
+        segments = validate_json_path(path)
+    except ValidationFailed:
+        raise JudgeFailed("json_path_missing") from None
     node = root
-    for segment in validate_json_path(path):
+    for segment in segments:
         if isinstance(node, dict) and segment in node:
             node = node[segment]
         elif isinstance(node, list) and segment.isascii() and segment.isdigit() and int(segment) < len(node):

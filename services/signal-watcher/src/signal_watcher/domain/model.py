@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from signal_watcher.domain.errors import ValidationFailed
+from signal_watcher.domain.json_paths import canonical_json_path
 from signal_watcher.domain.ssrf import STRICT_GUARD, AddressGuard, check_url
 
 __all__ = [
@@ -17,7 +18,6 @@ __all__ = [
     "BACKOFF_MAX_MULTIPLIER",
     "INTERVAL_MAX_MINUTES",
     "INTERVAL_MIN_MINUTES",
-    "JSON_PATH_MAX_SEGMENTS",
     "MAX_HEADERS",
     "CompareMode",
     "FailureOutcome",
@@ -30,14 +30,11 @@ __all__ = [
     "clamp_interval",
     "resets_baseline",
     "validate_headers",
-    "validate_json_path",
 ]
 
 INTERVAL_MIN_MINUTES = 1
 INTERVAL_MAX_MINUTES = 1440
 MAX_HEADERS = 20
-JSON_PATH_MAX_SEGMENTS = 16
-JSON_PATH_MAX_CHARS = 255
 NAME_MAX_CHARS = 128
 AGENT_ID_MAX_CHARS = 128
 PROMPT_TEMPLATE_MAX_CHARS = 2000
@@ -59,7 +56,6 @@ _KEY_FORBIDDEN = "|".join(
 )
 HEADER_KEY_PATTERN = f"^(?!(?:{_KEY_FORBIDDEN})$){_KEY_EDGE}(?:[ -9;-~]*{_KEY_EDGE})?$"  # + max length
 HEADER_VALUE_PATTERN = r"^[^\r\n\x00]*$"
-JSON_PATH_PATTERN = rf"^[^.\x00]+(?:\.[^.\x00]+){{0,{JSON_PATH_MAX_SEGMENTS - 1}}}$"  # + max length
 
 
 class Method(enum.StrEnum):
@@ -106,16 +102,6 @@ def validate_headers(headers: Sequence[Header]) -> tuple[Header, ...]:
     return tuple(headers)
 
 
-def validate_json_path(path: str) -> tuple[str, ...]:
-    """`data.items.0.price` -> segments; empty segments and more than 16 segments are refused."""
-    if not path or len(path) > JSON_PATH_MAX_CHARS:
-        raise ValidationFailed("invalid_json_path")
-    segments = tuple(path.split("."))
-    if len(segments) > JSON_PATH_MAX_SEGMENTS or any(s == "" for s in segments):
-        raise ValidationFailed("invalid_json_path")
-    return segments
-
-
 @dataclass(frozen=True)
 class WatcherSpec:
     """The user-editable definition of a watcher, validated by `validated()`."""
@@ -132,7 +118,8 @@ class WatcherSpec:
     prompt_template: str
 
     def validated(self, guard: AddressGuard = STRICT_GUARD) -> WatcherSpec:
-        """The spec with its interval clamped; ValidationFailed (or UrlRefused, checked with `guard`)."""
+        """The spec with its interval clamped and its json path in the dotted form (`domain.json_paths`);
+        ValidationFailed (or UrlRefused, checked with `guard`)."""
         if not self.name.strip() or len(self.name) > NAME_MAX_CHARS:
             raise ValidationFailed("invalid_name")
         if not self.agent_id.strip() or len(self.agent_id) > AGENT_ID_MAX_CHARS:
@@ -144,13 +131,14 @@ class WatcherSpec:
                 raise ValidationFailed("body_requires_post")
             if len(self.body.encode()) > BODY_MAX_BYTES:
                 raise ValidationFailed("body_too_large")
+        json_path = self.json_path
         if self.compare_mode is CompareMode.JSON_FIELD:
-            validate_json_path(self.json_path or "")
+            json_path = canonical_json_path(self.json_path or "")
         elif self.json_path is not None:
             raise ValidationFailed("json_path_requires_json_field")
         if not self.prompt_template.strip() or len(self.prompt_template) > PROMPT_TEMPLATE_MAX_CHARS:
             raise ValidationFailed("invalid_prompt_template")
-        return replace(self, interval_minutes=clamp_interval(self.interval_minutes))
+        return replace(self, interval_minutes=clamp_interval(self.interval_minutes), json_path=json_path)
 
 
 def resets_baseline(old: WatcherSpec, new: WatcherSpec) -> bool:

@@ -13,7 +13,7 @@ __all__ = ["ProbeFailed", "ProbeResponse"]
 class ProbeFailed(PlatformError):
     """A probe that produced no judgeable response (not a refusal of the API: a check records it). `code`
     is stable and safe to store and show: timeout, too_large, redirect, connect_refused, connect_failed,
-    dns, ssrf_blocked, url_refused, tls, protocol_error."""
+    dns, ssrf_blocked, probe_network_confined, url_refused, tls, protocol_error."""
 
     code = "probe_failed"
 

@@ -7,12 +7,18 @@ Two checks, both required:
   `localhost`/`.localhost`/`.local`/`.internal`/single-label names, every numeric IPv4 spelling (`127.1`,
   `0x7f000001`, `2130706433`, `0177.0.0.1`) is decoded the way `inet_aton` (and so the system resolver)
   reads it and refused unless it is a canonical dotted quad that the guard lets through.
-- `AddressGuard.check` on **every** address the name resolves to, at connect time (see
+- `AddressGuard.check_all` on **every** address the name resolves to, at connect time (see
   `adapters.probe_client`), so a name that later resolves to a private address (DNS rebinding) is refused.
 
 The guard refuses every non-public address, except addresses inside the operator's explicit allow-list
 (`SIGNAL_PROBE_ALLOWED_NETWORKS`, empty by default). The allow-list opens addresses only: the name rules
 above (`localhost`, single-label names, ...) and the IPv6-literal rule hold whatever it contains.
+
+Separately, the guard may confine probes to listed networks (`SIGNAL_PROBE_ONLY_NETWORKS`, unset by
+default; test environments set it to loopback): then every address must also lie inside one of them,
+public ones included, or it is refused with `probe_network_confined` (`NetworkConfined`). Confinement is
+checked after the SSRF rules, on the same addresses at the same moments (an IPv4 literal in `check_url`,
+every resolved address at connect time), so it only ever narrows what the SSRF guard admits.
 
 The URL is parsed with `httpx.URL`, the same parser the probe client uses, so the validated host is the host
 that is connected to (no parser differential). Parsing is pure; nothing here does I/O.
@@ -24,11 +30,11 @@ import ipaddress
 import re
 import socket
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import httpx
 
-from signal_watcher.domain.errors import TargetForbidden, UrlRefused
+from signal_watcher.domain.errors import NetworkConfined, TargetForbidden, UrlRefused
 
 __all__ = [
     "PORT_MAX",
@@ -139,28 +145,54 @@ def parse_networks(text: str) -> tuple[IpNetwork, ...]:
     return tuple(networks)
 
 
+def _within(address: IpAddress, networks: Iterable[IpNetwork]) -> bool:
+    """`address` in one of `networks` of its own version (an IPv4-mapped IPv6 address is IPv6 only)."""
+    return any(address in n for n in networks if n.version == address.version)
+
+
 @dataclass(frozen=True)
 class AddressGuard:
-    """Connect-time address policy: public addresses pass, plus any address inside `allowed_networks`.
+    """Which addresses probes may reach: the SSRF rule, then the confinement.
 
-    Production builds it once from `SIGNAL_PROBE_ALLOWED_NETWORKS` (see `settings`); the default, and
-    `STRICT_GUARD`, allow no network. An IPv4-mapped IPv6 address is matched as IPv6 only, so an allowed
-    IPv4 network never lets its `::ffff:` spelling through."""
+    SSRF: public addresses pass, plus any address inside `allowed_networks` (`SIGNAL_PROBE_ALLOWED_NETWORKS`;
+    the default, and `STRICT_GUARD`, allow no network). Confinement: when `only_networks` is not empty
+    (`SIGNAL_PROBE_ONLY_NETWORKS`), an address must also lie inside one of them. Production builds the guard
+    once from the settings (see `settings`). An IPv4-mapped IPv6 address is matched as IPv6 only, so an IPv4
+    network never lets its `::ffff:` spelling through, nor confines it."""
 
     allowed_networks: tuple[IpNetwork, ...] = ()
+    only_networks: tuple[IpNetwork, ...] = ()
 
     @classmethod
     def allowing(cls, networks: Iterable[IpNetwork]) -> AddressGuard:
         return cls(tuple(networks))
 
+    def confined_to(self, networks: Iterable[IpNetwork]) -> AddressGuard:
+        """This guard, confined to `networks` (none: not confined)."""
+        return replace(self, only_networks=tuple(networks))
+
+    @property
+    def is_confined(self) -> bool:
+        return bool(self.only_networks)
+
     def allows(self, address: IpAddress) -> bool:
-        return any(address in n for n in self.allowed_networks if n.version == address.version)
+        return _within(address, self.allowed_networks)
 
     def check(self, address: IpAddress) -> None:
-        if self.allows(address):
-            return
-        if is_blocked_address(address):
-            raise TargetForbidden("ssrf_blocked_address")
+        """TargetForbidden (`ssrf_blocked_address`) or NetworkConfined, else nothing."""
+        self.check_all((address,))
+
+    def check_all(self, addresses: Iterable[IpAddress]) -> None:
+        """Every address passes the SSRF rule, then every address the confinement: a set of answers with one
+        blocked address is `ssrf_blocked_address` whatever else it holds."""
+        checked = tuple(addresses)
+        for address in checked:
+            if not self.allows(address) and is_blocked_address(address):
+                raise TargetForbidden("ssrf_blocked_address")
+        if self.only_networks:
+            for address in checked:
+                if not _within(address, self.only_networks):
+                    raise NetworkConfined()
 
 
 STRICT_GUARD = AddressGuard()

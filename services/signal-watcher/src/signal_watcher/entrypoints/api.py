@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 
-from signal_watcher.domain.errors import CHECK_NOW_MIN_SPACING_SECONDS, CursorWithOffset
+from signal_watcher.domain.errors import CHECK_NOW_MIN_SPACING_SECONDS
 from signal_watcher.domain.model import Header, Status, WatcherSpec
 from signal_watcher.domain.records import Position
 from signal_watcher.entrypoints.api_models import (
@@ -31,7 +31,7 @@ from signal_watcher.entrypoints.api_models import (
 from signal_watcher.service_layer.watchers import Watchers
 from yovision_platform.auth import BearerToken, Identity, TokenVerifier
 from yovision_platform.paging import cursor_query, decode_cursor, encode_cursor
-from yovision_platform.web import create_app, exclusive_parameters
+from yovision_platform.web import create_app
 
 __all__ = ["ADMIN_PERMISSION", "PAGE_MAX_ITEMS", "ApiDeps", "install_api", "openapi_document"]
 
@@ -53,27 +53,48 @@ def _caller(request: Request, token: BearerToken) -> Identity:
 
 Caller = Annotated[Identity, Depends(_caller)]
 Limit = Annotated[int, Query(ge=1, le=PAGE_MAX_ITEMS)]
+OFFSET_MAX_ITEMS = 1_000_000
 Offset = Annotated[
-    int, Query(ge=0, le=1_000_000, description="Deprecated (kept for old clients): use `cursor`.")
+    int,
+    Query(
+        ge=0,
+        le=OFFSET_MAX_ITEMS,
+        description="Skip this many items: from the start of the list, or, with `cursor`, after the "
+        "cursor's position (the page is the `limit` items after those). Alone it is deprecated (kept for "
+        "clients written before the cursor): page with `cursor`.",
+    ),
 ]
 Cursor = Annotated[
     str | None,
-    cursor_query(uuid.UUID, description="`next_cursor` of the previous page; not with `offset`."),
+    cursor_query(
+        uuid.UUID,
+        description="`next_cursor` of the previous page: the page starts after that position, and after "
+        "`offset` more items when `offset` is given too.",
+    ),
+]
+EditOf = Annotated[
+    uuid.UUID | None,
+    Query(
+        description="Test the body as an update of this watcher of the caller would save it: header values "
+        "sent masked (`******`) and, when `body` is left out, the body are the stored ones (as `PUT` does), "
+        "and `would_change`/`is_baseline` compare with its baseline unless the edit resets it. Without it, "
+        "the body is a new definition: no baseline yet, so `is_baseline` is true when the value is judged.",
+    ),
 ]
 Responses = dict[int | str, dict[str, Any]]
-PAGING_ERRORS: Responses = {
-    400: {"description": "invalid_cursor; cursor_with_offset: `cursor` with a non-zero `offset`."}
-}
-PAGING_RULES = exclusive_parameters("cursor", "offset", code="cursor_with_offset")
+PAGING_ERRORS: Responses = {400: {"description": "invalid_cursor: `cursor` is not a cursor of this list."}}
 NOT_FOUND: Responses = {404: {"description": "not_found: the caller has no watcher with this id."}}
-SSRF_REFUSED: Responses = {403: {"description": "ssrf_*: the SSRF policy refuses the URL's host or address."}}
+SSRF_REFUSED: Responses = {
+    403: {
+        "description": "ssrf_*: the SSRF policy refuses the URL's host or address; probe_network_confined: "
+        "the address lies outside the networks this deployment confines probes to."
+    }
+}
 
 
-def _position(cursor: str | None, offset: int) -> Position | None:
+def _position(cursor: str | None) -> Position | None:
     if cursor is None:
         return None
-    if offset:
-        raise CursorWithOffset()
     return decode_cursor(cursor, uuid.UUID)  # InvalidCursor: 400 invalid_cursor
 
 
@@ -102,16 +123,12 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
     watchers = deps.watchers
     router = APIRouter(prefix="/v1")
 
-    @router.get(
-        "/signal-watchers", response_model=WatcherPage, responses=PAGING_ERRORS, openapi_extra=PAGING_RULES
-    )
+    @router.get("/signal-watchers", response_model=WatcherPage, responses=PAGING_ERRORS)
     async def list_watchers(
         caller: Caller, limit: Limit = PAGE_DEFAULT_ITEMS, offset: Offset = 0, cursor: Cursor = None
     ) -> WatcherPage:
         """The caller's watchers, oldest first, keyset-paged (`next_cursor`)."""
-        page = await watchers.list_own(
-            caller.subject, limit=limit, offset=offset, after=_position(cursor, offset)
-        )
+        page = await watchers.list_own(caller.subject, limit=limit, offset=offset, after=_position(cursor))
         return WatcherPage(
             items=[WatcherOut.of(r) for r in page.items],
             limit=limit,
@@ -127,6 +144,26 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
     )
     async def create_watcher(caller: Caller, body: WatcherIn) -> WatcherOut:
         return WatcherOut.of(await watchers.create(caller.subject, _spec(body)))
+
+    # Before every `/signal-watchers/{watcher_id}...` route (the path has no `/` after the collection, so no
+    # such route could match it anyway; tests/integration/signal_watcher/test_test_definition.py checks it).
+    @router.post(
+        "/signal-watchers:test",
+        response_model=TestResultOut,
+        responses={
+            **SSRF_REFUSED,
+            404: {"description": "not_found: `edit_of` names no watcher of the caller."},
+            409: {"description": "stored_body_requires_post: with `edit_of`, the kept body needs POST"},
+        },
+    )
+    async def test_definition(caller: Caller, body: WatcherIn, edit_of: EditOf = None) -> TestResultOut:
+        """Test a definition before saving it: validated as create validates it (the SSRF policy and the
+        name resolved now included), then probed and judged once exactly as `/{watcher_id}/test` does.
+        Nothing is written, nothing is published, no run is triggered."""
+        preview = await watchers.preview_definition(
+            caller.subject, _spec(body), edit_of=edit_of, body_sent="body" in body.model_fields_set
+        )
+        return TestResultOut.of(preview)
 
     @router.get("/signal-watchers/{watcher_id}", response_model=WatcherOut, responses=NOT_FOUND)
     async def get_watcher(caller: Caller, watcher_id: uuid.UUID) -> WatcherOut:
@@ -160,7 +197,6 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         "/signal-watchers/{watcher_id}/checks",
         response_model=CheckPage,
         responses={**PAGING_ERRORS, **NOT_FOUND},
-        openapi_extra=PAGING_RULES,
     )
     async def list_checks(
         caller: Caller,
@@ -171,7 +207,7 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
     ) -> CheckPage:
         """The watcher's check rows, newest first, keyset-paged (`next_cursor`)."""
         page = await watchers.list_checks(
-            caller.subject, watcher_id, limit=limit, offset=offset, before=_position(cursor, offset)
+            caller.subject, watcher_id, limit=limit, offset=offset, before=_position(cursor)
         )
         return CheckPage(
             items=[CheckOut.of(r) for r in page.items],
@@ -204,14 +240,13 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         "/admin/signal-watchers",
         response_model=AdminWatcherPage,
         responses={**PAGING_ERRORS, 403: {"description": f"forbidden: the token lacks `{ADMIN_PERMISSION}`"}},
-        openapi_extra=PAGING_RULES,
     )
     async def admin_list(
         caller: Caller, limit: Limit = PAGE_DEFAULT_ITEMS, offset: Offset = 0, cursor: Cursor = None
     ) -> AdminWatcherPage:
         """Every user's watchers, oldest first, keyset-paged (`next_cursor`); needs `signal:read`."""
         caller.require(ADMIN_PERMISSION)
-        page = await watchers.list_all(limit=limit, offset=offset, after=_position(cursor, offset))
+        page = await watchers.list_all(limit=limit, offset=offset, after=_position(cursor))
         return AdminWatcherPage(
             items=[WatcherAdminOut.of(r) for r in page.items],
             limit=limit,

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from signal_watcher.domain import model as rules
+from signal_watcher.domain.json_paths import JSON_PATH_MAX_CHARS, JSON_PATH_MAX_SEGMENTS, JSON_PATH_PATTERN
 from signal_watcher.domain.masking import body_length, mask_headers
 from signal_watcher.domain.model import MAX_HEADERS, CompareMode, Method, Status
 from signal_watcher.domain.records import CheckRow, WatcherRecord
@@ -79,7 +80,9 @@ class WatcherIn(BaseModel):
         description=(
             f"http or https, at most {URL_MAX_CHARS} characters, no userinfo, port {PORT_MIN}..{PORT_MAX} "
             "(1 to 5 ASCII digits; else 422 `url_port_invalid`); the SSRF policy refuses non-public hosts "
-            "and addresses with 403 `ssrf_*` (it depends on the deployment's allow-list and on DNS)."
+            "and addresses with 403 `ssrf_*` (it depends on the deployment's allow-list and on DNS), and a "
+            "deployment that confines probes to listed networks refuses any other address with 403 "
+            "`probe_network_confined`."
         ),
         json_schema_extra=_text(URL_MAX_CHARS, URL_PATTERN),
     )
@@ -101,11 +104,14 @@ class WatcherIn(BaseModel):
     compare_mode: CompareMode = CompareMode.HASH
     json_path: str | None = Field(
         default=None,
-        description=f"JSON_FIELD only: dotted segments (at most {rules.JSON_PATH_MAX_SEGMENTS}), e.g. "
-        "`data.items.0.price`.",
+        description=f"JSON_FIELD only, at most {JSON_PATH_MAX_SEGMENTS} segments: dotted "
+        "(`data.items.0.price`, an array index as a decimal segment) or `$`-rooted JSONPath with dot names "
+        "and bracketed integer indexes (`$.data.items[0].price`, `$[0].x`), which is stored and returned in "
+        "the dotted form. Other JSONPath (`..`, `*`, filters, slices, unions, quoted names) is 422 "
+        "`invalid_json_path`, whose `detail` shows the accepted forms.",
         json_schema_extra={
             "anyOf": [
-                {"type": "string", **_text(rules.JSON_PATH_MAX_CHARS, rules.JSON_PATH_PATTERN)},
+                {"type": "string", **_text(JSON_PATH_MAX_CHARS, JSON_PATH_PATTERN)},
                 {"type": "null"},
             ]
         },

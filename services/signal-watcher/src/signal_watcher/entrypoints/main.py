@@ -1,8 +1,9 @@
 """Composition root of signal-watcher: `signal-watcher serve | migrate | check-config | rotate-keys`.
 
 `serve` wires the API, the due-scan scheduler and the retention cleaner onto the shared process shell. The
-probe client uses the system resolver and the SSRF guard of `SIGNAL_PROBE_ALLOWED_NETWORKS` (strict when
-empty, the default); a non-empty allow-list is logged as a warning at every start.
+probe client uses the system resolver and the address guard of `SIGNAL_PROBE_ALLOWED_NETWORKS` (strict when
+empty, the default) and `SIGNAL_PROBE_ONLY_NETWORKS` (no confinement when unset, the default); a non-empty
+allow-list is logged as a warning at every start, a confinement at INFO.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ async def configure(ctx: ServiceContext[SignalWatcherSettings]) -> None:
         log.warning(
             "SSRF guard loosened: probes may reach these non-public networks",
             extra={"allowed_networks": [str(n) for n in guard.allowed_networks]},
+        )
+    if guard.is_confined:
+        log.info(
+            "probes confined: every probed address must lie in these networks",
+            extra={"only_networks": [str(n) for n in guard.only_networks]},
         )
     probe = ProbeClient(guard=guard)
     scheduler: Scheduler | None = None

@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from signal_watcher.domain.checking import CheckDecision, WatcherState, decide
 from signal_watcher.domain.judging import Judged, JudgeFailed, judge
+from signal_watcher.domain.model import WatcherSpec
 from signal_watcher.domain.probes import ProbeFailed
 from signal_watcher.domain.records import CheckRow, WatcherAfterCheck, WatcherRecord
 from signal_watcher.service_layer.metrics import CheckOutcome, SignalMetrics
@@ -59,10 +60,9 @@ def _unexpected(code: str, exc: Exception) -> str:
     return code
 
 
-async def probe_and_judge(probe: Probe, record: WatcherRecord) -> ProbeResult:
-    """Probe the watcher's target and judge the response. Never raises (cancellation aside): every failure,
-    expected or not, becomes a stable code, so it is recorded and counts towards auto-disable."""
-    spec = record.spec
+async def probe_and_judge(probe: Probe, spec: WatcherSpec) -> ProbeResult:
+    """Probe the definition's target and judge the response. Never raises (cancellation aside): every
+    failure, expected or not, becomes a stable code, so it is recorded and counts towards auto-disable."""
     try:
         response = await probe.probe(spec.method.value, spec.url, spec.headers, spec.body)
     except ProbeFailed as exc:
@@ -121,7 +121,7 @@ class CheckRunner:
             log.warning("watcher secrets unreadable", extra={"error_code": record.secrets_error})
             result = ProbeResult(None, record.secrets_error, None, None, None)
         else:
-            result = await probe_and_judge(self._probe, record)
+            result = await probe_and_judge(self._probe, record.spec)
         state = WatcherState(
             record.spec,
             record.status,

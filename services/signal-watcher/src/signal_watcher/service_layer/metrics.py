@@ -20,6 +20,7 @@ FAILURE_CODES = frozenset(
         "connect_failed",
         "dns",
         "ssrf_blocked",
+        "probe_network_confined",
         "url_refused",
         "tls",
         "protocol_error",

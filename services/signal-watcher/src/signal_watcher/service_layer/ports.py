@@ -63,7 +63,8 @@ class WatcherStore(Protocol):
     async def list_for_user(
         self, user_id: str, *, limit: int, offset: int = 0, after: Position | None = None
     ) -> list[WatcherRecord]:
-        """Oldest first by (created_at, id); `after`: rows strictly after that position (keyset)."""
+        """Oldest first by (created_at, id); `after`: rows strictly after that position (keyset); `offset`:
+        rows skipped from there (from the first row without `after`), then at most `limit` rows."""
         ...
 
     async def list_all(
@@ -116,7 +117,8 @@ class CheckStore(Protocol):
     async def list_for_watcher(
         self, watcher_id: uuid.UUID, *, limit: int, offset: int = 0, before: Position | None = None
     ) -> list[CheckRow]:
-        """Newest first by (checked_at, id); `before`: rows strictly before that position (keyset)."""
+        """Newest first by (checked_at, id); `before`: rows strictly before that position (keyset);
+        `offset` and `limit` as in `WatcherStore.list_for_user`."""
         ...
 
     async def triggers_in_last_hour(self, watcher_id: uuid.UUID) -> int:
@@ -150,15 +152,17 @@ class Probe(Protocol):
     rules and every address its host resolves to passes `guard`.
 
     `ProbeFailed.code`: url_refused (the URL breaks a rule), dns (no answer), ssrf_blocked (an address is
-    not allowed), connect_refused, connect_failed, timeout, tls, redirect (3xx, never followed), too_large
-    (over 1 MiB of body), protocol_error."""
+    not allowed), probe_network_confined (an address is outside the confinement), connect_refused,
+    connect_failed, timeout, tls, redirect (3xx, never followed), too_large (over 1 MiB of body),
+    protocol_error."""
 
     @property
     def guard(self) -> AddressGuard: ...
 
     async def preflight(self, url: str) -> None:
-        """Create/update time: the URL rules (`UrlRefused`, `TargetForbidden`), then the host resolved now
-        and every address checked (`ProbeFailed`: ssrf_blocked, dns, timeout)."""
+        """Create/update time: the URL rules (`UrlRefused`, `TargetForbidden`, `NetworkConfined`), then the
+        host resolved now and every address checked (`ProbeFailed`: ssrf_blocked, probe_network_confined,
+        dns, timeout)."""
         ...
 
     async def probe(

@@ -1,6 +1,7 @@
 """The user's watchers: create (under the per-user cap), read, list, update, delete, pause/resume, check
-now and test now. One use case per API operation, on the ports; every one refuses with a `ServiceError`
-of `domain.errors` and never returns another user's watcher (`NotFound`)."""
+now, test now, and test a definition before it is saved. One use case per API operation, on the ports;
+every one refuses with a `ServiceError` of `domain.errors` and never returns another user's watcher
+(`NotFound`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from signal_watcher.domain.errors import (
     CHECK_NOW_MIN_SPACING_SECONDS,
     CheckTooSoon,
     LimitReached,
+    NetworkConfined,
     NotActive,
     NotFound,
     StoredBodyNeedsPost,
@@ -43,6 +45,16 @@ class Preview:
     result: ProbeResult
     would_change: bool
     is_baseline: bool
+
+    @classmethod
+    def of(cls, result: ProbeResult, baseline_hash: str | None) -> Preview:
+        """`baseline_hash`: the judged value a check would compare with (None: it would record it)."""
+        judged = result.judged
+        return cls(
+            result,
+            would_change=bool(judged and baseline_hash and judged.value_hash != baseline_hash),
+            is_baseline=bool(judged and baseline_hash is None),
+        )
 
 
 def _page(rows: Sequence[T], limit: int, position: Callable[[T], Position]) -> Page[T]:
@@ -109,10 +121,7 @@ class Watchers:
         when a probe or judging field differs from the definition stored at the moment of the write."""
         async with self._units_of_work() as uow:
             previous = (await _owned(uow, user_id, watcher_id)).spec
-        if not body_sent and previous.body is not None and sent.method is not Method.POST:
-            raise StoredBodyNeedsPost()
-        kept = replace(sent, headers=unmask_headers(sent.headers, previous.headers))
-        spec = self._validated(kept if body_sent else replace(kept, body=previous.body))
+        spec = self._edited(previous, sent, body_sent=body_sent)
         if spec.url != previous.url:
             await self._preflight(spec.url)
         async with self._units_of_work() as uow:
@@ -150,17 +159,30 @@ class Watchers:
         return record
 
     async def preview(self, user_id: str, watcher_id: uuid.UUID) -> Preview:
+        """Test now: probe and judge the stored watcher once, against its baseline."""
         async with self._units_of_work() as uow:
             record = await _owned(uow, user_id, watcher_id)
-        result = await probe_and_judge(self._probe, record)
-        judged = result.judged
-        return Preview(
-            result,
-            would_change=bool(
-                judged and record.last_value_hash and judged.value_hash != record.last_value_hash
-            ),
-            is_baseline=bool(judged and record.last_value_hash is None),
-        )
+        return Preview.of(await probe_and_judge(self._probe, record.spec), record.last_value_hash)
+
+    async def preview_definition(
+        self, user_id: str, sent: WatcherSpec, *, edit_of: uuid.UUID | None = None, body_sent: bool = True
+    ) -> Preview:
+        """Test a definition before it is saved: refused as `create` would refuse it (validation, the SSRF
+        guard and the confinement, the name resolved now), then probed and judged once exactly as test now
+        does. Nothing is written or published. A new definition has no baseline (a first check would record
+        it). With `edit_of` (one of the caller's watchers) it is tested as that watcher's update would save
+        it: masked sensitive headers and, unless `body_sent`, the body are the stored ones, and it is judged
+        against the stored baseline unless the edit resets it."""
+        baseline: str | None = None
+        if edit_of is None:
+            spec = self._validated(sent)
+        else:
+            async with self._units_of_work() as uow:
+                stored = await _owned(uow, user_id, edit_of)
+            spec = self._edited(stored.spec, sent, body_sent=body_sent)
+            baseline = None if resets_baseline(stored.spec, spec) else stored.last_value_hash
+        await self._preflight(spec.url)
+        return Preview.of(await probe_and_judge(self._probe, spec), baseline)
 
     async def list_checks(
         self, user_id: str, watcher_id: uuid.UUID, *, limit: int, offset: int, before: Position | None
@@ -172,18 +194,29 @@ class Watchers:
             )
         return _page(rows, limit, _checked)
 
+    def _edited(self, previous: WatcherSpec, sent: WatcherSpec, *, body_sent: bool) -> WatcherSpec:
+        """`sent` as an update of `previous` saves it: masked sensitive headers keep their stored values and,
+        unless `body_sent`, the stored body stays (only with POST: else `StoredBodyNeedsPost`); validated."""
+        if not body_sent and previous.body is not None and sent.method is not Method.POST:
+            raise StoredBodyNeedsPost()
+        kept = replace(sent, headers=unmask_headers(sent.headers, previous.headers))
+        return self._validated(kept if body_sent else replace(kept, body=previous.body))
+
     def _validated(self, spec: WatcherSpec) -> WatcherSpec:
         """The definition checked with the probe's guard, its interval clamped and its URL stripped."""
         return replace(spec, url=spec.url.strip()).validated(self._probe.guard)
 
     async def _preflight(self, url: str) -> None:
-        """Refuse a name that resolves to a blocked address now; a name that does not resolve yet is allowed
-        (its probes fail with `dns`), and every probe checks again at connect time."""
+        """Refuse a name that resolves to a blocked address, or one outside the confinement, now; a name that
+        does not resolve yet is allowed (its probes fail with `dns`), and every probe checks again at connect
+        time."""
         try:
             await self._probe.preflight(url)
         except ProbeFailed as exc:
             if exc.code == "ssrf_blocked":
                 raise TargetForbidden("ssrf_blocked_address") from None
+            if exc.code == NetworkConfined.code:
+                raise NetworkConfined() from None
 
 
 async def _owned(uow: SignalUnitOfWork, user_id: str, watcher_id: uuid.UUID) -> WatcherRecord:
