@@ -3,8 +3,9 @@
 # against the real MediaMTX, on a fresh random seed with more examples than `make test` runs.
 #   SEED=n      replay a run (the seed is printed first, and again with any failure)
 #   EXAMPLES=n  schemathesis examples per operation and phase (default 100)
-# The services run in an isolated environment with the watcher probe confined to loopback
-# (SIGNAL_PROBE_ONLY_NETWORKS, tests/e2e/conftest.py): no request leaves the machine.
+# The services run in an isolated environment with the watcher probe confined to loopback and resolving
+# names from the hosts file only (SIGNAL_PROBE_ONLY_NETWORKS, SIGNAL_PROBE_RESOLVER; see
+# yovision_platform.tools.environment): no request, nor any DNS query, leaves the machine.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"

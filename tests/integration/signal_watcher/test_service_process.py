@@ -21,7 +21,7 @@ from tests.conftest import Stack, free_port, private_file, problem_code, runtime
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.auth import TokenVerifier
 from yovision_platform.db import Identifier
-from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS
+from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS, TEST_PROBE_RESOLVER
 
 PROCESS = Path(__file__).with_name("service_process.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -48,6 +48,7 @@ def env(stack: Stack, schema_name: Identifier, tmp_path: Path) -> dict[str, str]
         "SIGNAL_AUTH_JWT_KEY_FILE": str(private_file(tmp_path / "jwt.key", secrets.token_hex(32) + "\n")),
         "SIGNAL_AUTH_JWT_ISSUER": ISSUER,
         "SIGNAL_PROBE_ONLY_NETWORKS": TEST_PROBE_ONLY_NETWORKS,  # as every test environment
+        "SIGNAL_PROBE_RESOLVER": TEST_PROBE_RESOLVER,
     }
 
 
@@ -133,6 +134,7 @@ def test_serves_the_api_with_verified_identity_and_stops_on_sigterm(env: dict[st
         ("SIGNAL_PROBE_ALLOWED_NETWORKS", "loopback"),
         ("SIGNAL_PROBE_ONLY_NETWORKS", "127.0.0.1/8"),
         ("SIGNAL_PROBE_ONLY_NETWORKS", "10.9.8.0/33,loopback"),
+        ("SIGNAL_PROBE_RESOLVER", "dns"),
     ],
 )
 def test_start_up_is_refused_with_bad_networks(env: dict[str, str], setting: str, networks: str) -> None:
@@ -168,3 +170,32 @@ async def test_an_allow_listed_network_lets_the_real_process_probe_a_local_targe
         r.get("level") == "INFO" and r.get("extra", {}).get("only_networks") == ["127.0.0.0/8", "::1/128"]
         for r in logged
     ), logged[:5]
+
+
+async def test_with_the_hosts_file_resolver_a_listed_name_is_probed_and_another_fails_dns(
+    env: dict[str, str], fixture_server: FixtureServer, tmp_path: Path
+) -> None:
+    """The real process of a test environment resolves probe names from a hosts file alone: a listed name
+    reaches the local target; a made-up name is no DNS query, just the probe failure `dns`."""
+    fixture_server.state["text"] = "by name"
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 target.yovision-test\n", encoding="utf-8")
+    allowing = {
+        **env,
+        "SIGNAL_PROBE_ALLOWED_NETWORKS": "127.0.0.0/8",
+        "SIGNAL_SCHEDULER_ENABLED": "false",
+        "SIGNAL_PROBE_HOSTS_FILE": str(hosts),
+    }
+    with _serving(allowing) as (base, token, logs):
+        async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}) as api:
+            named = await api.post(
+                "/v1/signal-watchers:test", json=_watcher(fixture_server.url("target.yovision-test", "/text"))
+            )
+            made_up = await api.post(
+                "/v1/signal-watchers:test", json=_watcher("http://no-such-host.yovision-test.invalid/")
+            )
+    assert named.status_code == 200, named.text
+    assert (named.json()["ok"], named.json()["sample"]) == (True, "by name")
+    assert (made_up.status_code, made_up.json()["ok"], made_up.json()["error_code"]) == (200, False, "dns")
+    logged = [json.loads(line) for line in logs if line.startswith("{")]
+    assert any("hosts file only" in r.get("msg", "") for r in logged), logged[:5]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from signal_watcher.adapters.resolvers import ProbeResolver
 from signal_watcher.settings import SignalWatcherSettings
 from tests.unit.platform.test_devsecrets import make_stack
 from yovision_platform.localstack import read_env_file
@@ -15,12 +16,15 @@ from yovision_platform.settings import load_settings
 from yovision_platform.tools.devsecrets import DEFAULT_ENVIRONMENT, generate
 from yovision_platform.tools.environment import (
     PROBE_CONFINEMENT_SETTING,
+    PROBE_RESOLVER_SETTING,
     TEST_PROBE_ONLY_NETWORKS,
+    TEST_PROBE_RESOLVER,
     TEST_SETTINGS,
     environment_definition,
 )
 
 CONFINEMENT = PROBE_CONFINEMENT_SETTING
+RESOLVER = PROBE_RESOLVER_SETTING
 PORTS = {"signal-watcher": 28084}
 
 
@@ -31,14 +35,16 @@ def signal_env(local: Path) -> dict[str, str]:
 def test_the_signal_settings_of_a_test_environment_confine_probes_to_loopback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The settings object signal-watcher builds from the env file the tooling wrote is confined."""
-    assert TEST_SETTINGS == {CONFINEMENT: TEST_PROBE_ONLY_NETWORKS}
+    """The settings object signal-watcher builds from the env file the tooling wrote is confined, and
+    resolves probe names from the hosts file only."""
+    assert TEST_SETTINGS == {CONFINEMENT: TEST_PROBE_ONLY_NETWORKS, RESOLVER: TEST_PROBE_RESOLVER}
     local = make_stack(tmp_path)
     generate(local, environment_definition("e2e-x", PORTS))
     for name, value in signal_env(local).items():
         monkeypatch.setenv(name, value)
-    guard = load_settings(SignalWatcherSettings).probe_guard
-    assert [str(n) for n in guard.only_networks] == ["127.0.0.0/8", "::1/128"]
+    settings = load_settings(SignalWatcherSettings)
+    assert [str(n) for n in settings.probe_guard.only_networks] == ["127.0.0.0/8", "::1/128"]
+    assert settings.probe_resolver is ProbeResolver.HOSTS_FILE
 
 
 @pytest.mark.parametrize(
@@ -65,7 +71,13 @@ def test_a_caller_may_narrow_the_confinement_but_never_lift_it() -> None:
             environment_definition("e2e-x", PORTS, {CONFINEMENT: blank})
 
 
+@pytest.mark.parametrize("resolver", ["system", "", "hosts"])
+def test_a_caller_cannot_let_test_probes_ask_dns(resolver: str) -> None:
+    with pytest.raises(ValueError, match=RESOLVER):
+        environment_definition("e2e-x", PORTS, {RESOLVER: resolver})
+
+
 def test_the_local_stack_of_make_up_is_not_confined(tmp_path: Path) -> None:
     local = make_stack(tmp_path)
     generate(local, DEFAULT_ENVIRONMENT)
-    assert CONFINEMENT not in signal_env(local)
+    assert CONFINEMENT not in signal_env(local) and RESOLVER not in signal_env(local)

@@ -22,6 +22,11 @@ addresses included (``probe_network_confined``). Unset or empty (the default, pr
 confinement. Test and end-to-end environments set it (``yovision_platform.tools.environment``), so no test
 probe can leave the machine; ``make up``'s dev stack does not (users probe real sites). Parsed and refused
 like the allow-list.
+
+``SIGNAL_PROBE_RESOLVER`` says how a probe resolves a host name: ``system`` (the default: getaddrinfo, so a
+DNS query for any name the hosts file lacks) or ``hosts_file`` (``/etc/hosts`` alone: no packet is sent, a
+name it does not list has no address; ``SIGNAL_PROBE_HOSTS_FILE`` names another file). Test environments set
+``hosts_file`` beside the confinement: a fuzzer's made-up host name must not become a DNS query either.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from pydantic import BeforeValidator, Field
 from pydantic_settings import NoDecode, SettingsConfigDict
 
 from signal_watcher.adapters.crypto import SecretCipher
+from signal_watcher.adapters.resolvers import HOSTS_FILE, ProbeResolver, Resolver, resolver_of
 from signal_watcher.domain.ssrf import AddressGuard, IpNetwork, parse_networks
 from yovision_platform.auth import JwtIdentitySettings
 from yovision_platform.encryption import EncryptionSettings
@@ -71,6 +77,8 @@ class SignalWatcherSettings(JwtIdentitySettings, EncryptionSettings):
     scheduler_enabled: bool = True
     probe_allowed_networks: Networks = ()
     probe_only_networks: Networks = ()
+    probe_resolver: ProbeResolver = ProbeResolver.SYSTEM
+    probe_hosts_file: Path = HOSTS_FILE
 
     def extra_key_files(self) -> dict[str, tuple[Path, str]]:
         if self.secrets_aes_key_file is None:
@@ -82,6 +90,11 @@ class SignalWatcherSettings(JwtIdentitySettings, EncryptionSettings):
         """The address guard of every probe and of create/update/test: the SSRF rule, strict unless networks
         are allow-listed, then the confinement to `probe_only_networks` when set."""
         return AddressGuard(self.probe_allowed_networks, self.probe_only_networks)
+
+    @property
+    def resolver(self) -> Resolver:
+        """How probes resolve host names (`probe_resolver`)."""
+        return resolver_of(self.probe_resolver, self.probe_hosts_file)
 
     @property
     def cipher(self) -> SecretCipher:

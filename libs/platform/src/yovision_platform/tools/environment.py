@@ -15,8 +15,10 @@ An environment is a folder laid out like ``.local`` (``stack.env``, ``env/``, ``
 
 Every environment made here is a test environment (the local stack of ``make up`` is made by ``devsecrets``
 alone): its signal-watcher is confined to the loopback networks (``TEST_SETTINGS``:
-``SIGNAL_PROBE_ONLY_NETWORKS=TEST_PROBE_ONLY_NETWORKS``), whatever else the caller sets, so no probe of an
-end-to-end or fuzz run can leave the machine (``environment_definition`` refuses a caller's blank value).
+``SIGNAL_PROBE_ONLY_NETWORKS=TEST_PROBE_ONLY_NETWORKS``) and resolves probe names from the hosts file alone
+(``SIGNAL_PROBE_RESOLVER=hosts_file``), whatever else the caller sets, so no probe of an end-to-end or fuzz
+run can leave the machine, not even as a DNS query (``environment_definition`` refuses a caller's blank
+confinement or another resolver).
 
 On exit every service is stopped and the environment's schemas, roles and topics are removed, so runs
 never see each other; the services' logs are kept in ``.local/e2e-runs/<name>/`` (the newest five
@@ -54,7 +56,9 @@ from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_s
 
 __all__ = [
     "PROBE_CONFINEMENT_SETTING",
+    "PROBE_RESOLVER_SETTING",
     "TEST_PROBE_ONLY_NETWORKS",
+    "TEST_PROBE_RESOLVER",
     "TEST_SETTINGS",
     "LocalEnvironment",
     "ServiceHandle",
@@ -72,7 +76,13 @@ KILL_WAIT_SECONDS = 10.0
 # only. The one source of it: the environments below, tests/e2e's settings and the in-process tests' guards.
 PROBE_CONFINEMENT_SETTING = "SIGNAL_PROBE_ONLY_NETWORKS"
 TEST_PROBE_ONLY_NETWORKS = "127.0.0.0/8,::1/128"
-TEST_SETTINGS: Mapping[str, str] = {PROBE_CONFINEMENT_SETTING: TEST_PROBE_ONLY_NETWORKS}
+# ... and probes resolve names from the hosts file only: no DNS query for a name a fuzzer made up.
+PROBE_RESOLVER_SETTING = "SIGNAL_PROBE_RESOLVER"
+TEST_PROBE_RESOLVER = "hosts_file"
+TEST_SETTINGS: Mapping[str, str] = {
+    PROBE_CONFINEMENT_SETTING: TEST_PROBE_ONLY_NETWORKS,
+    PROBE_RESOLVER_SETTING: TEST_PROBE_RESOLVER,
+}
 
 
 @dataclass(frozen=True)
@@ -279,10 +289,15 @@ def environment_definition(
     name: str, ports: Mapping[str, int], settings: Mapping[str, str] | None = None
 ) -> Environment:
     """The definition of a test environment: the caller's operator `settings` over `TEST_SETTINGS`. A
-    caller may confine probes to other networks, never lift the confinement (a blank value is refused)."""
+    caller may confine probes to other networks, never lift the confinement (a blank value is refused),
+    and never let probes ask DNS (the resolver stays the hosts file)."""
     merged = {**TEST_SETTINGS, **(settings or {})}
     if not merged[PROBE_CONFINEMENT_SETTING].strip():
         raise ValueError(f"test environments confine probes: {PROBE_CONFINEMENT_SETTING} cannot be blank")
+    if merged[PROBE_RESOLVER_SETTING] != TEST_PROBE_RESOLVER:
+        raise ValueError(
+            f"test environments resolve probe names from the hosts file: {PROBE_RESOLVER_SETTING}"
+        )
     return Environment(name, ports, merged)
 
 

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import socket
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 
 import httpcore
 import httpx
 
+from signal_watcher.adapters.resolvers import Resolver, system_resolver
 from signal_watcher.domain.errors import NetworkConfined, UrlRefused
 from signal_watcher.domain.model import Header
 from signal_watcher.domain.probes import ProbeFailed, ProbeResponse
@@ -39,9 +39,7 @@ __all__ = [
     "READ_TIMEOUT_SECONDS",
     "GuardedNetworkBackend",
     "ProbeClient",
-    "Resolver",
     "probe_target",
-    "system_resolver",
 ]
 
 CONNECT_TIMEOUT_SECONDS = 10.0
@@ -53,8 +51,6 @@ MAX_CONNECTIONS = 200
 KEEPALIVE_EXPIRY_SECONDS = 5.0
 USER_AGENT = "yovision-signal-watcher/1"
 
-Resolver = Callable[[str, int], Awaitable[Sequence[IpAddress]]]
-
 
 def probe_target(url: str, guard: AddressGuard) -> ProbeTarget:
     """`check_url` before a probe: a stored URL that breaks a rule now is the probe failure `url_refused`,
@@ -65,17 +61,6 @@ def probe_target(url: str, guard: AddressGuard) -> ProbeTarget:
         raise ProbeFailed(NetworkConfined.code) from None
     except UrlRefused:
         raise ProbeFailed("url_refused") from None
-
-
-async def system_resolver(host: str, port: int) -> list[IpAddress]:
-    """All addresses getaddrinfo returns for `host` (one resolution, in the resolver's order)."""
-    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    addresses: list[IpAddress] = []
-    for *_, sockaddr in infos:
-        address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
-        if address not in addresses:
-            addresses.append(address)
-    return addresses
 
 
 class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
@@ -241,9 +226,10 @@ class _GuardedTransport(httpx.AsyncBaseTransport):
 
 class ProbeClient:
     """Runs probes. Production passes the guard built from `SIGNAL_PROBE_ALLOWED_NETWORKS` (strict when it
-    is empty) and `SIGNAL_PROBE_ONLY_NETWORKS` (not confined when unset) and uses the system resolver; tests
-    inject a fake resolver and a confined guard. The same guard checks the URL (create, update, every probe)
-    and every resolved address at connect time. Close with `aclose()`."""
+    is empty) and `SIGNAL_PROBE_ONLY_NETWORKS` (not confined when unset) and the resolver of
+    `SIGNAL_PROBE_RESOLVER` (`adapters/resolvers.py`); tests inject a fake resolver and a confined guard.
+    The same guard checks the URL (create, update, every probe) and every resolved address at connect
+    time. Close with `aclose()`."""
 
     def __init__(
         self,

@@ -12,6 +12,7 @@ import logging
 import sys
 
 from signal_watcher.adapters.probe_client import ProbeClient
+from signal_watcher.adapters.resolvers import ProbeResolver
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.adapters.watcher_secrets import WatcherSecrets
 from signal_watcher.entrypoints.api import ApiDeps, install_api
@@ -46,7 +47,9 @@ async def configure(ctx: ServiceContext[SignalWatcherSettings]) -> None:
             "probes confined: every probed address must lie in these networks",
             extra={"only_networks": [str(n) for n in guard.only_networks]},
         )
-    probe = ProbeClient(guard=guard)
+    if settings.probe_resolver is ProbeResolver.HOSTS_FILE:
+        log.info("probes resolve host names from the hosts file only (no DNS query)")
+    probe = ProbeClient(guard=guard, resolver=settings.resolver)
     scheduler: Scheduler | None = None
     if settings.scheduler_enabled:
         metrics = SignalMetrics.create(ctx.registry)
