@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the MediaMTX server from its Go module (pinned in infra/versions.env) into .local/bin/mediamtx.
+# Builds the MediaMTX server from its Go module (pinned in infra/versions.env) into .local/bin/mediamtx, or
+# copies the build of that version from the machine's tool cache (lib.sh, TOOL_CACHE_DIR).
 # `go install module@version` cannot work: the module has a replace directive, and two embedded files
 # (internal/core/VERSION, internal/servers/hls/hls.min.js) are made by `go generate`, which downloads
 # from the internet. So: fetch the module source through the Go module proxy, write those two files
@@ -8,13 +9,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ensure_local_dirs
 
+built_tool_current mediamtx "$MEDIAMTX_VERSION" && exit 0
 binary="$BIN_DIR/mediamtx"
-stamp="$BIN_DIR/.mediamtx-$MEDIAMTX_VERSION"
-if [[ -x "$binary" && -f "$stamp" ]]; then
-  log "mediamtx $MEDIAMTX_VERSION already built ($binary)"
-  exit 0
-fi
-command -v go >/dev/null || die "go is not installed (needed to build MediaMTX)"
 
 module="github.com/bluenviron/mediamtx"
 src="$CACHE_DIR/mediamtx-src-$MEDIAMTX_VERSION"
@@ -35,9 +31,5 @@ printf '%s' "$MEDIAMTX_VERSION" >"$src/internal/core/VERSION"
 printf '%s\n' '/* HLS web player not bundled in this build: only the Control API is used. */' \
   >"$src/internal/servers/hls/hls.min.js"
 
-log "building mediamtx $MEDIAMTX_VERSION (go build; first build takes a few minutes)"
 (cd "$src" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -buildvcs=false -o "$binary.tmp" .)
-mv "$binary.tmp" "$binary"
-rm -f "$BIN_DIR"/.mediamtx-*
-touch "$stamp"
-log "mediamtx built: $binary"
+install_built_tool mediamtx "$MEDIAMTX_VERSION" "$binary.tmp"

@@ -78,11 +78,26 @@ stop_pidfile() {
   log "$name stopped"
 }
 
+# The machine's cache of the servers and tools built from Go modules (MediaMTX, promtool, helm,
+# k8s-validate): one binary per name and stamp (the pinned version, or a digest of the sources), shared by
+# every clone of the project on this machine, so a fresh clone copies instead of building. Override with
+# YOVISION_TOOL_CACHE; delete the folder to rebuild everything.
+TOOL_CACHE_DIR="${YOVISION_TOOL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/yovision/tools}"
+
 # built_tool_current NAME STAMP -> 0 (and a log line) when .local/bin/NAME exists with the stamp file
-# .local/bin/.NAME-STAMP: the Go tools (promtool, helm, k8s-validate) are built once per version.
+# .local/bin/.NAME-STAMP, or when the machine's tool cache has that build (copied into .local/bin): the Go
+# tools are built once per version and machine.
 built_tool_current() {
   if [[ -x "$BIN_DIR/$1" && -f "$BIN_DIR/.$1-$2" ]]; then
     log "$1 $2 already built ($BIN_DIR/$1)"
+    return 0
+  fi
+  if [[ -x "$TOOL_CACHE_DIR/$1-$2" ]]; then
+    cp "$TOOL_CACHE_DIR/$1-$2" "$BIN_DIR/$1.tmp"
+    mv "$BIN_DIR/$1.tmp" "$BIN_DIR/$1"
+    rm -f "$BIN_DIR/.$1"-*
+    touch "$BIN_DIR/.$1-$2"
+    log "$1 $2 taken from the machine's tool cache ($TOOL_CACHE_DIR)"
     return 0
   fi
   command -v go >/dev/null || die "go is not installed (needed to build $1)"
@@ -90,12 +105,17 @@ built_tool_current() {
   return 1
 }
 
-# install_built_tool NAME STAMP FILE: moves the freshly built FILE to .local/bin/NAME and stamps it.
+# install_built_tool NAME STAMP FILE: moves the freshly built FILE to .local/bin/NAME, stamps it, and keeps
+# a copy in the machine's tool cache (written to a temporary name, then renamed: concurrent clones never
+# see half a binary).
 install_built_tool() {
   mv "$3" "$BIN_DIR/$1"
   rm -f "$BIN_DIR/.$1"-*
   touch "$BIN_DIR/.$1-$2"
-  log "$1 built: $BIN_DIR/$1"
+  mkdir -p "$TOOL_CACHE_DIR"
+  cp "$BIN_DIR/$1" "$TOOL_CACHE_DIR/$1-$2.tmp.$$"
+  mv "$TOOL_CACHE_DIR/$1-$2.tmp.$$" "$TOOL_CACHE_DIR/$1-$2"
+  log "$1 built: $BIN_DIR/$1 (cached in $TOOL_CACHE_DIR)"
 }
 
 # go_install_tool NAME STAMP PACKAGE@VERSION [GO INSTALL FLAGS...]: a static `go install` of a module's

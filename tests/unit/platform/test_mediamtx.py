@@ -152,7 +152,13 @@ SECRET_SOURCE = "rtsp://cam:s3cret-pw@10.0.0.9/live"
             "username and password must be both provided",
         ),
         (400, b'{"error": "saw rtsp://other:pw@h/x \\u0000 here"}', "saw <redacted> here"),
-        (400, b'{"error": "a \'quoted value with \' inside\' b"}', "a <redacted> b"),
+        (400, b'{"error": "a \'quoted value with \' inside\' b"}', "a <redacted> inside<redacted>"),
+        (
+            400,
+            b"{\"error\": \"'sourceRedirect' is useless when source is not 'redirect'\"}",
+            "'sourceRedirect' is useless when source is not 'redirect'",
+        ),
+        (400, b'{"error": "invalid path name \'a b\': x"}', "invalid path name <redacted>: x"),
         (400, b'{"error": "it\'s the ' + SECRET_SOURCE.encode() + b'"}', "it<redacted>"),
         (400, b'{"error": "' + b"x" * 300 + b'"}', "x" * 200),
         (400, b'{"error": "' + b"x" * 5000 + b'"}', None),  # a body over 4 KiB is not read

@@ -20,7 +20,8 @@ Contract:
 - errors are `MediaMtxError` with a stable code; neither a path's `source` nor a response body is ever
   logged, returned by the enumeration or put into an error. A refusal (4xx) also carries MediaMTX's
   reason, redacted (`redacted_reason`): every string value the request sent (a `source` is a secret),
-  every quoted span and every URL removed, printable ASCII only, at most `REASON_MAX_CHARS`.
+  every URL and every quoted span but a plain word removed, printable ASCII only, at most
+  `REASON_MAX_CHARS`.
 """
 
 from __future__ import annotations
@@ -61,8 +62,9 @@ LIST_PAGE_ITEMS = 1000
 LIST_MAX_PAGES = 1000
 REASON_MAX_CHARS = 200
 REASON_BODY_MAX_BYTES = 4096  # a longer error body is not read for a reason
-# From a quote to the last one, or to the end: a quoted value may itself hold quotes.
-_QUOTED = re.compile(r"'.*'|\".*\"|`.*`|['\"`].*")
+# A quoted span, or a quote without its pair (then: up to the end).
+_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"|['\"`].*")
+_WORD = re.compile(r"[A-Za-z0-9_.\-]{1,64}")  # a quoted name MediaMTX may show: a field, a plain value
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")
 _UNPRINTABLE = re.compile(r"[^ -~]+")
 
@@ -103,16 +105,22 @@ def validate_api_url(value: str) -> str:
 
 
 def redacted_reason(text: str, secrets: Sequence[str] = ()) -> str | None:
-    """MediaMTX's error text, safe to store and show: each of `secrets` (the request's values), quoted
-    spans (MediaMTX quotes the values it names: from the first quote to the last, or to the end when it
-    is the only one) and URLs replaced by `<redacted>`, then only printable
-    ASCII, whitespace collapsed, at most REASON_MAX_CHARS characters. None when nothing is left."""
+    """MediaMTX's error text, safe to store and show: each of `secrets` (the request's values) and every
+    URL replaced by `<redacted>`, every quoted span too unless it is a plain word (MediaMTX quotes the
+    field names and the values it names: `'sourceRedirect' is useless ...` stays readable), and from a
+    quote left unpaired to the end; then only printable ASCII, whitespace collapsed, at most
+    REASON_MAX_CHARS characters. None when nothing is left."""
     for secret in sorted((s for s in secrets if s), key=len, reverse=True):
         text = text.replace(secret, "<redacted>")
-    text = _QUOTED.sub("<redacted>", text)
     text = _URL.sub("<redacted>", text)
+    text = _QUOTED.sub(_quoted_word_or_redacted, text)
     text = " ".join(_UNPRINTABLE.sub(" ", text).split())
     return text[:REASON_MAX_CHARS].rstrip() or None
+
+
+def _quoted_word_or_redacted(match: re.Match[str]) -> str:
+    inner = match.group(1) if match.group(1) is not None else match.group(2)
+    return match.group(0) if inner is not None and _WORD.fullmatch(inner) else "<redacted>"
 
 
 class MediaMtxError(Exception):
