@@ -60,6 +60,7 @@ def test_every_alert_names_the_metrics_it_watches() -> None:
     assert metric_names_in_rules(RULES.read_text()) == {
         "consumer_dead_letters",
         "sense_bell_relay_items_total",
+        "sense_reconcile_refused",
         "outbox_relay_backlog",
         "consumer_lag_messages",
         "consumer_last_poll_timestamp_seconds",

@@ -21,6 +21,7 @@ WITHHELD = {
     "CONSOLE_DEV_JWT_KEY_FILES",
     "CONSOLE_ASSETS_DIR",
     "CONSOLE_PLAIN_HTTP_HOSTS",
+    "SIGNAL_PROBE_HOSTS_FILE",  # a path in the image (a pod's /etc/hosts is the kubelet's): not a chart value
 }
 
 

@@ -49,6 +49,8 @@ def build(skip_paths: tuple[str, ...] = ()) -> FastAPI:
             "shutdown": asyncpg.exceptions.AdminShutdownError("terminating"),
             "broker": KafkaConnectionError(),
             "sql": asyncpg.exceptions.UniqueViolationError(f"key ({SECRET}) exists"),
+            "deadlock": asyncpg.exceptions.DeadlockDetectedError(f"deadlock on ({SECRET})"),
+            "serialization": asyncpg.exceptions.SerializationError(f"could not serialize ({SECRET})"),
         }
         raise errors[kind]
 
@@ -154,6 +156,8 @@ def test_the_nul_scanner_finds_an_escape_split_across_chunks() -> None:
         ("link", 503, "database_unavailable"),
         ("shutdown", 503, "database_unavailable"),
         ("broker", 503, "broker_unavailable"),
+        ("deadlock", 503, "database_busy"),
+        ("serialization", 503, "database_busy"),
         ("sql", 500, "internal_error"),
     ],
 )
@@ -164,7 +168,7 @@ async def test_dependency_failures_become_problems(
     assert (response.status_code, problem_code(response)) == (status, code)
     assert SECRET not in response.text
     if status == 503:
-        assert response.headers["retry-after"] == "5"
+        assert response.headers["retry-after"] == ("1" if code == "database_busy" else "5")
 
 
 async def test_a_refusal_answers_its_fixed_detail_only_when_it_has_one(client: httpx.AsyncClient) -> None:

@@ -22,6 +22,8 @@ No body ever carries caller input, a driver message or a traceback.
     `ServiceError` (every service's refusals, raised anywhere: a use case, a dependency, a guard's
     `receive` while FastAPI parses the body)  its status and code (+ Retry-After, its headers)
     PostgreSQL unreachable                 503 database_unavailable (+ Retry-After)
+    a transaction PostgreSQL rolled back   503 database_busy (+ Retry-After): a deadlock or serialization
+      (SQLSTATE class 40)                  failure is another transaction's timing, not the request's
     Kafka unreachable                      503 broker_unavailable (+ Retry-After)
     anything else                          500 internal_error (the traceback goes to the log only)
 """
@@ -35,7 +37,7 @@ from http import HTTPStatus
 from typing import Any
 
 from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError
-from asyncpg import InterfaceError, PostgresError
+from asyncpg import InterfaceError, PostgresError, TransactionRollbackError
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -59,6 +61,7 @@ log = logging.getLogger(__name__)
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 DATABASE_RETRY_AFTER_SECONDS = 5
+DATABASE_BUSY_RETRY_AFTER_SECONDS = 1
 BROKER_RETRY_AFTER_SECONDS = 5
 BROKER_UNAVAILABLE_ERRORS = (KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError)
 _CODE_BY_STATUS = {
@@ -207,6 +210,11 @@ async def _broker_problem(_: Request, exc: Exception) -> JSONResponse:
 async def _postgres_problem(request: Request, exc: Exception) -> JSONResponse:
     if is_database_unavailable(exc):
         return await _database_problem(request, exc)
+    if isinstance(exc, TransactionRollbackError):
+        log.warning("request refused: transaction rolled back", extra={"error_code": exc.sqlstate})
+        return problem_response(
+            503, "database_busy", headers={"Retry-After": str(DATABASE_BUSY_RETRY_AFTER_SECONDS)}
+        )
     # Only the SQLSTATE: server messages may quote the statement's values.
     log.error(
         "request failed: database error",

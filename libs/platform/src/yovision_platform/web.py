@@ -9,7 +9,7 @@ published documents describe exactly what the served app does:
 - the OpenAPI document states, for every operation, the answers the platform adds: 400 (`invalid_text`,
   `invalid_json`), 408 (`request_timeout`) where a body is read and 415 (`unsupported_media_type`) where a
   JSON body is declared, 422
-  (`invalid_request` with `fields`), 500 (`internal_error`) and 503 (`database_unavailable`,
+  (`invalid_request` with `fields`), 500 (`internal_error`) and 503 (`database_unavailable`, `database_busy`,
   `broker_unavailable`, with `Retry-After`), 401 (`unauthorized`) where the operation names a security
   scheme (`yovision_platform.auth`); every error response is `application/problem+json`;
 - every request string without a pattern or format gets the NUL-free pattern of the text rule, so a
@@ -54,7 +54,8 @@ _PLATFORM_ANSWERS: dict[str, str] = {
     "invalid_json: the body is not JSON.",
     "422": "invalid_request: `fields` names the invalid fields (never their values).",
     "500": "internal_error: an unexpected failure (logged; nothing is echoed).",
-    "503": "database_unavailable | broker_unavailable: a dependency is down; retry after `Retry-After`.",
+    "503": "database_unavailable | broker_unavailable: a dependency is down; database_busy: the database "
+    "rolled the transaction back (a deadlock or serialization failure); retry after `Retry-After`.",
 }
 _SECURED_ANSWER = "unauthorized: no valid bearer credential (`WWW-Authenticate: Bearer`)."
 _BODY_ANSWERS: dict[str, str] = {

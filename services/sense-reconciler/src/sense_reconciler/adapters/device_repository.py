@@ -5,6 +5,11 @@ The source URI is stored encrypted (`source_uri_ciphertext`; the service layer e
 read here only by `stored_source`, for the comparison of a config change. The reconcile worker reads it with
 its work item (adapters.reconcile_store); every other query leaves it out, so API views cannot carry it by
 accident.
+
+Row locks are `FOR NO KEY UPDATE`: they serialize the API's changes of a site or device as `FOR UPDATE`
+would, but leave the `FOR KEY SHARE` of a foreign key check free. The reconciler locks a due row, then
+inserts rows that reference the device (placements, ownership); with `FOR UPDATE` here an API change that
+locked the device and then waited for the due row closed a deadlock cycle (found by schemathesis: 500s).
 """
 
 from __future__ import annotations
@@ -67,7 +72,8 @@ class PostgresSiteStore:
             new_site_server,
         )
         row = await self._conn.fetchrow(
-            f"SELECT {SITE_COLUMNS} FROM {self._s}.sites WHERE tenant_id = $1 AND site_id = $2 FOR UPDATE",
+            f"SELECT {SITE_COLUMNS} FROM {self._s}.sites WHERE tenant_id = $1 AND site_id = $2 "
+            "FOR NO KEY UPDATE",
             tenant_id,
             site_id,
         )
@@ -127,7 +133,7 @@ class PostgresDeviceStore:
         return _device(record)
 
     async def get(self, device_id: uuid.UUID, *, for_update: bool = False) -> DeviceRow | None:
-        lock = " FOR UPDATE" if for_update else ""
+        lock = " FOR NO KEY UPDATE" if for_update else ""
         record = await self._conn.fetchrow(
             f"SELECT {DEVICE_COLUMNS} FROM {self._s}.devices WHERE id = $1{lock}", device_id
         )
@@ -136,7 +142,7 @@ class PostgresDeviceStore:
     async def of_site(self, tenant_id: str, site_id: str) -> list[DeviceRow]:
         records = await self._conn.fetch(
             f"SELECT {DEVICE_COLUMNS} FROM {self._s}.devices WHERE tenant_id = $1 AND site_id = $2 "
-            "ORDER BY id FOR UPDATE",
+            "ORDER BY id FOR NO KEY UPDATE",
             tenant_id,
             site_id,
         )
