@@ -14,9 +14,12 @@ FROM ?=
 MAX ?=
 SEED ?=
 EXAMPLES ?=
+# pytest-xdist workers of `make test`: most test time is waiting on servers, so more workers than cores
+# pay (docs/decisions.md, "Suite time").
+WORKERS ?= 4
 
 .PHONY: help setup up down status logs topics secrets kafka-topics kafka-console-consumer \
-	kafka-console-producer kafka-consumer-groups consume doctor sense-orphan dev-token lint bench-platform bench-services typecheck test fuzz bench clean distclean
+	kafka-console-producer kafka-consumer-groups consume doctor sense-orphan dev-token lint bench-platform bench-services typecheck test test-fast fuzz bench clean distclean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-24s %s\n", $$1, $$2}'
@@ -92,14 +95,19 @@ lint: ## ruff check + ruff format --check
 typecheck: ## mypy (libs/platform strict via pyproject, plus the services and the benchmarks)
 	.venv/bin/mypy libs/platform/src services/*/src bench services/*/bench
 
-test: setup lint typecheck ## The whole suite on real infrastructure (starts PostgreSQL, Kafka, MediaMTX)
+test: setup lint typecheck ## Lint, types and every test tier on real infrastructure, WORKERS in parallel; ends with the suite report
 	infra/scripts/install-promtool.sh
 	infra/scripts/install-helm.sh
 	infra/scripts/install-k8s-validate.sh
 	$(STACK) up pg kafka mediamtx
 	$(MAKE) topics secrets
-	@rc=0; .venv/bin/pytest || rc=$$?; \
+	@rc=0; YOVISION_STACK_STARTED=1 .venv/bin/pytest -n $(WORKERS) --dist loadgroup || rc=$$?; \
 	if [[ $$rc == 5 ]]; then echo "make test: pytest collected no tests: failing" >&2; fi; exit $$rc
+
+test-fast: ## The inner loop (about a minute, no server): lint, types, unit tests and port contracts on fakes
+	@[[ -x .venv/bin/pytest ]] || infra/scripts/bootstrap-python.sh
+	$(MAKE) lint typecheck
+	.venv/bin/pytest -n 2 -m fast -q tests/unit tests/ports
 
 fuzz: setup ## API fuzzing on a fresh random seed: schemathesis on every service, property tests against MediaMTX [SEED=n replays] [EXAMPLES=100]
 	SEED='$(SEED)' EXAMPLES='$(EXAMPLES)' infra/scripts/fuzz.sh

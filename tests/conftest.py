@@ -2,17 +2,21 @@
 
 The stack is started (or reused) through `infra/scripts/stack.sh up`, the same script `make up` uses. A
 test that needs infrastructure never skips when it is missing: the start-up error fails the run.
-Tests isolate themselves by unique schema, role and topic names, never by new servers.
+Tests isolate themselves by unique schema, role and topic names, never by new servers, with one exception:
+MediaMTX. Each test session (each pytest-xdist worker) gets a private MediaMTX of its own in place of the
+stack's: `make up`'s Sense converges that one, and a test reading a path back must see only writes of its
+own session.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import subprocess
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import asyncpg
@@ -24,11 +28,13 @@ from hypothesis import HealthCheck, settings
 from yovision_platform.db import Identifier
 from yovision_platform.kafka import admin_client
 from yovision_platform.kafka_security import KafkaTarget
-from yovision_platform.localstack import LocalStack, runtime_dsn
+from yovision_platform.localstack import LocalMediaServer, LocalStack, runtime_dsn
 from yovision_platform.migrations import SchemaPlan, drop, migrate
 from yovision_platform.tools import localhost
+from yovision_platform.tools.mediamtx_sandbox import mediamtx_sandbox
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+pytest_plugins = ["tests.scheduling", "tests.suite_report"]
 
 # Property-based tests: `make test` runs the same examples every time (derandomized); `make fuzz` runs a
 # fresh seed (`--hypothesis-seed`, printed by the target) with five times as many examples.
@@ -50,11 +56,42 @@ settings.load_profile(os.environ.get(HYPOTHESIS_PROFILE_VARIABLE, "deterministic
 Stack = LocalStack
 
 
+# `make test-fast` runs the tests marked `fast`: every unit test, and the port contract suites run on the
+# in-memory and HTTP-level fakes (no server needed).
+FAKE_ADAPTER_CLASS = re.compile(r"Test(?:InMemory|Memory|HttpFake|Fake)[A-Z]")
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """The `fast` marker, as each test is collected (before `-m` deselects by it)."""
+    path = item.path
+    tier = path.relative_to(REPO_ROOT / "tests").parts[0]
+    cls = getattr(item, "cls", None)
+    if tier == "unit" or (tier == "ports" and cls is not None and FAKE_ADAPTER_CLASS.match(cls.__name__)):
+        item.add_marker(pytest.mark.fast)
+
+
+MEDIAMTX_BIN = REPO_ROOT / ".local/bin/mediamtx"
+
+
 @pytest.fixture(scope="session")
-def stack() -> Stack:
+def shared_stack() -> Stack:
     if os.environ.get("YOVISION_STACK_STARTED") != "1":
         subprocess.run(["bash", str(REPO_ROOT / "infra/scripts/stack.sh"), "up"], check=True, cwd=REPO_ROOT)
     return LocalStack.load(REPO_ROOT / ".local")
+
+
+@pytest.fixture(scope="session")
+async def stack(shared_stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
+    """The stack's PostgreSQL and Kafka, and a private MediaMTX (API only) as its one media server."""
+    shared = shared_stack
+    server = shared.mediamtx
+    work_dir = tmp_path_factory.mktemp("mediamtx")
+    async with mediamtx_sandbox(MEDIAMTX_BIN, work_dir, label=server.id) as private:
+        yield replace(
+            shared,
+            mediamtx_api_url=private.url,
+            media_servers=(LocalMediaServer(server.id, private.url, private.credentials_file),),
+        )
 
 
 @pytest.fixture

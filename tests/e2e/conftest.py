@@ -286,13 +286,19 @@ def device_body(tenant: str, site: str, path: str, source: str, state: str = "en
 CHUNK_BYTES = 1024 * 1024  # media-worker's smallest chunk (every chunk but the last)
 
 
+SOURCE_VIDEO_SIZE = (1280, 720)
+
+
 @pytest.fixture(scope="session")
 def source_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 12 s 640x360 test video with sound (more than the 10 s clip), several chunks long."""
+    """A 12 s 720p test video with sound (more than the 10 s clip), several chunks long. At 5 frames a
+    second: each transcode encodes a fifth of the frames 25 would make (a fifth of the CPU)."""
     path = tmp_path_factory.mktemp("e2e-media") / "source.mp4"
+    width, height = SOURCE_VIDEO_SIZE
     subprocess.run(
         [
-            "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=duration=12:size=640x360:rate=25",
+            "ffmpeg", "-v", "error",
+            "-f", "lavfi", "-i", f"testsrc2=duration=12:size={width}x{height}:rate=5",
             "-f", "lavfi", "-i", "sine=frequency=440:duration=12",
             "-c:v", "libx264", "-preset", "ultrafast", "-b:v", "3M", "-c:a", "aac", "-shortest", str(path),
         ],

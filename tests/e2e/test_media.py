@@ -11,7 +11,7 @@ from pathlib import Path
 import asyncpg
 import httpx
 
-from tests.e2e.conftest import CHUNK_BYTES, Witness, client, eventually, user_token
+from tests.e2e.conftest import CHUNK_BYTES, SOURCE_VIDEO_SIZE, Witness, client, eventually, user_token
 from yovision_platform.tools.environment import LocalEnvironment
 
 TRANSCODE_TIMEOUT_SECONDS = 180.0
@@ -80,7 +80,7 @@ async def verify_outputs(media: httpx.AsyncClient, material_id: str, folder: Pat
         assert response.status_code == 200, kind
         (folder / kind).write_bytes(response.content)
     cover = probe(folder / "cover")["streams"]
-    assert isinstance(cover, list) and (cover[0]["width"], cover[0]["height"]) == (640, 360)
+    assert isinstance(cover, list) and (cover[0]["width"], cover[0]["height"]) == SOURCE_VIDEO_SIZE
     preview = probe(folder / "preview_720p")
     preview_streams = preview["streams"]
     assert isinstance(preview_streams, list)

@@ -13,10 +13,9 @@ from typing import TypeVar
 
 import httpx
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import MEDIAMTX_BIN
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox
 
-MEDIAMTX_BIN = REPO_ROOT / ".local/bin/mediamtx"
 # Hand-made paths carry a credential in their source: it must never surface anywhere.
 HAND_MADE_SOURCE = "rtsp://admin:hand-made-s3cret@192.0.2.10:554/stream"
 VISIBLE_TIMEOUT_SECONDS = 10.0

@@ -28,7 +28,7 @@ from sense_reconciler.service_layer.metrics import ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
-from tests.conftest import REPO_ROOT, MigratedSchema
+from tests.conftest import MEDIAMTX_BIN, MigratedSchema
 from tests.integration.sense_reconciler.conftest import DEVICE_TOPIC_PARTITIONS
 from tests.mediamtx_proxy import MediaMtxProxy
 from yovision_platform.avro import AvroSerde
@@ -36,7 +36,6 @@ from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.media_servers import MediaFleet
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox
 
-MEDIAMTX_BIN = REPO_ROOT / ".local/bin/mediamtx"
 SERVERS = ("mtx-a", "mtx-b")
 SECRET = "fleet-cam-pw-5"
 

@@ -32,11 +32,10 @@ from sense_reconciler.domain.errors import InvalidInput
 from sense_reconciler.domain.limits import SOURCE_URI_MAX_CHARS
 from sense_reconciler.domain.reconcile import PathConfig
 from sense_reconciler.domain.source_uri import PUBLISHED_SOURCE_URI
-from tests.conftest import REPO_ROOT
+from tests.conftest import MEDIAMTX_BIN
 from yovision_platform.patterns import json_schema_match
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox
 
-MEDIAMTX_BIN = REPO_ROOT / ".local/bin/mediamtx"
 PROBE_PATH = "acceptance/probe"
 VALID_SOURCE = "rtsp://u:p@127.0.0.1:1/acceptance"
 

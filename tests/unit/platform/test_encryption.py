@@ -78,7 +78,9 @@ def test_a_ciphertext_is_bound_to_its_row_and_field() -> None:
     assert unreadable(ring, stored, "signal:watcher:w1:body") == "secret_unreadable"
 
 
-@pytest.mark.parametrize("stored", [b"", b"YV", b"YV\x01\x02k1", os.urandom(40)])
+@pytest.mark.parametrize(
+    "stored", [b"", b"YV", b"YV\x01\x02k1", os.urandom(40)], ids=["empty", "magic", "header", "random"]
+)
 def test_garbage_is_unreadable(stored: bytes) -> None:
     ring = EncryptionKeyRing({"k1": key()}, "k1", accept_legacy=True)
     assert unreadable(ring, stored) in {"secret_unreadable", "secret_key_unknown"}
