@@ -61,6 +61,13 @@ Stack = LocalStack
 FAKE_ADAPTER_CLASS = re.compile(r"Test(?:InMemory|Memory|HttpFake|Fake)[A-Z]")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Each pytest-xdist worker (gw0, gw1...) hands out loopback ports from a slice of its own."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker.startswith("gw"):
+        os.environ[localhost.PORT_SLICE_VARIABLE] = str(int(worker.removeprefix("gw")) + 1)
+
+
 def pytest_itemcollected(item: pytest.Item) -> None:
     """The `fast` marker, as each test is collected (before `-m` deselects by it)."""
     path = item.path
