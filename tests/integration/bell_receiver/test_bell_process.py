@@ -24,6 +24,9 @@ from yovision_platform.db import Identifier
 LAUNCHER = Path(__file__).with_name("bell_process.py")
 
 
+START_TIMEOUT_SECONDS = 90
+
+
 class BellProcess:
     def __init__(self, stack: Stack, schema: Identifier, keys: Keys, tmp_path: Path, topic: str) -> None:
         self.password = uuid.uuid4().hex
@@ -113,7 +116,9 @@ async def wait_healthy(client: httpx.AsyncClient, bell: BellProcess | None = Non
             bell is None or response.json()["instance_id"] == bell.instance_id
         )
 
-    await wait_until(healthy, timeout_seconds=30)
+    # A bounded wait, generous: a service process starting while `make test` keeps both cores busy can
+    # take several times its idle start-up (about 2 s of CPU for its imports alone).
+    await wait_until(healthy, timeout_seconds=START_TIMEOUT_SECONDS)
 
 
 async def test_the_signed_push_end_to_end_across_a_sigkill_restart(bell: BellProcess, keys: Keys) -> None:

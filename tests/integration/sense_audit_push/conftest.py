@@ -3,7 +3,9 @@ Bell as its own process (tests/integration/bell_receiver/bell_process.py), and r
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -17,7 +19,7 @@ from sense_reconciler.adapters.audit_push_store import PostgresAuditPushStore
 from sense_reconciler.domain.audit_facts import OutboxFact
 from sense_reconciler.domain.audit_push import AuditPushConfig
 from sense_reconciler.domain.audit_push_outcome import BatchFailure, ItemResults
-from sense_reconciler.service_layer.audit_pusher import AuditPusher
+from sense_reconciler.service_layer.audit_pusher import AuditPusher, RoundResult
 from sense_reconciler.service_layer.ports import BellPort
 from sense_reconciler.settings import load_audit_push_config
 from tests.conftest import (
@@ -39,6 +41,7 @@ SENSE_MIGRATIONS = Path(sense_reconciler.__file__).resolve().parent / "migration
 # cores): a deadline it misses is a retry, a duplicate send the tests count. Tests of the deadline itself
 # set a short one of their own.
 TEST_LEASE_SECONDS = 15.0
+CLAIM_WITHIN_SECONDS = 30.0
 TEST_DEADLINE_SECONDS = 10.0
 
 
@@ -188,3 +191,14 @@ async def restart_bell(bell: BellProcess, signum: int) -> None:
     bell.start()
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{bell.port}", timeout=5) as http:
         await wait_healthy(http, bell)
+
+
+async def claiming_round(worker: AuditPusher) -> RoundResult:
+    """The worker's first round that claims facts. A round may claim none although facts were written:
+    the cursor reads only below the snapshot horizon of the whole database, which the other tests'
+    transactions (pytest-xdist workers share the database) can hold back for a moment."""
+    deadline = time.monotonic() + CLAIM_WITHIN_SECONDS
+    while (round_ := await worker.run_once()).claimed == 0:
+        assert time.monotonic() < deadline, "no fact claimed in time"
+        await asyncio.sleep(0.05)
+    return round_

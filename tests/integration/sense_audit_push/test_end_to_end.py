@@ -26,6 +26,7 @@ from tests.integration.sense_audit_push.conftest import (
     CurrentBell,
     Outbox,
     bell_event_counts,
+    claiming_round,
     pusher,
     relay_config,
 )
@@ -62,7 +63,7 @@ async def test_facts_reach_bell_once_and_a_resend_is_acknowledged_as_duplicate(
         assert await outbox.undelivered() == 5
 
         await outbox.wait_leases_expired()
-        round_ = await worker.run_once()
+        round_ = await claiming_round(worker)
         assert (round_.claimed, round_.delivered, round_.dead_lettered, round_.failure) == (5, 5, 0, None)
         assert await outbox.undelivered() == 0
 
@@ -98,7 +99,7 @@ async def test_rejected_items_are_dead_lettered_with_their_code_and_the_rest_del
     config = relay_config(bell_url, keys)
     async with BellClient(config) as client:
         worker = pusher(sense_pool, sense_schema.name, config, client, owner="relay-a")
-        round_ = await worker.run_once()
+        round_ = await claiming_round(worker)
         assert (round_.delivered, round_.dead_lettered) == (2, 2)
         assert (await worker.run_once()).claimed == 0
     assert await outbox.dead_letters() == {invalid[0]: "invalid_field", conflicting[0]: "id_conflict"}
@@ -122,7 +123,7 @@ async def test_a_key_bell_does_not_know_fails_the_whole_batch_as_unauthorized(
         config, keyring=KeyRing.from_key_files({KEY_ID: other_key}, "test", active_key_id=KEY_ID)
     )
     async with BellClient(wrong) as client:
-        round_ = await pusher(sense_pool, sense_schema.name, wrong, client, owner="relay-a").run_once()
+        round_ = await claiming_round(pusher(sense_pool, sense_schema.name, wrong, client, owner="relay-a"))
     assert round_.failure is BatchErrorCode.UNAUTHORIZED
     cursor = await outbox.cursor()
     assert (cursor["attempts"], cursor["last_error_code"]) == (1, "unauthorized")
@@ -142,10 +143,10 @@ async def test_a_backlog_goes_out_oldest_first_in_batches_of_100(
     config = relay_config(bell_url, keys)
     async with BellClient(config) as client:
         worker = pusher(sense_pool, sense_schema.name, config, client, owner="relay-a")
-        assert (await worker.run_once()).delivered == 100
+        assert (await claiming_round(worker)).delivered == 100
         assert set(await bell_event_counts(admin_conn, schema_name)) == set(event_ids[:100])
         assert await outbox.undelivered() == 50
-        assert (await worker.run_once()).delivered == 50
+        assert (await claiming_round(worker)).delivered == 50
     assert await bell_event_counts(admin_conn, schema_name) == dict.fromkeys(event_ids, 1)
 
 
@@ -177,7 +178,7 @@ async def test_facts_reach_a_bell_behind_tls_that_sense_trusts_through_ssl_cert_
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
     async with BellClient(config) as untrusting:
         bell_now.client = untrusting
-        refused = await worker.run_once()
+        refused = await claiming_round(worker)
     assert (refused.delivered, refused.failure) == (0, BatchErrorCode.NETWORK_ERROR)
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
     async with BellClient(config) as trusting:

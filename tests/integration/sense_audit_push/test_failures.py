@@ -20,7 +20,13 @@ from sense_reconciler.domain.audit_push_outcome import BatchErrorCode
 from tests.conftest import MigratedSchema, free_port
 from tests.integration.bell_receiver.conftest import Keys
 from tests.integration.platform.kafka_helpers import wait_until
-from tests.integration.sense_audit_push.conftest import Outbox, bell_event_counts, pusher, relay_config
+from tests.integration.sense_audit_push.conftest import (
+    Outbox,
+    bell_event_counts,
+    claiming_round,
+    pusher,
+    relay_config,
+)
 from tests.integration.sense_audit_push.fake_bell import (
     FakeBell,
     Handler,
@@ -78,7 +84,7 @@ async def test_server_errors_back_off_exponentially_to_the_cap_and_deliver_nothi
             ]:
                 await make_due(outbox, attempts_before)
                 before = await db_now(sense_pool)
-                round_ = await worker.run_once()
+                round_ = await claiming_round(worker)
                 after = await db_now(sense_pool)
                 assert round_.failure is BatchErrorCode.SERVER_ERROR and round_.claimed == 2
                 row = await outbox.cursor()
@@ -113,7 +119,8 @@ async def test_a_whole_batch_failure_retries_every_fact_after_one_second(
     async with fake_bell(handler) as fake:
         config = relay_config(fake.url, keys, request_deadline_seconds=0.3)
         async with BellClient(config) as client:
-            round_ = await pusher(sense_pool, sense_schema.name, config, client, owner="relay-a").run_once()
+            worker = pusher(sense_pool, sense_schema.name, config, client, owner="relay-a")
+            round_ = await claiming_round(worker)
     assert round_.failure is code
     row = await outbox.cursor()
     assert (row["attempts"], row["last_error_code"]) == (1, code.value)
@@ -128,7 +135,7 @@ async def test_an_unreachable_bell_is_a_network_error(
     config = relay_config(f"http://127.0.0.1:{free_port()}", keys)
     async with BellClient(config) as client:
         worker = pusher(sense_pool, sense_schema.name, config, client, owner="relay-a")
-        assert (await worker.run_once()).failure is BatchErrorCode.NETWORK_ERROR
+        assert (await claiming_round(worker)).failure is BatchErrorCode.NETWORK_ERROR
     row = await outbox.cursor()
     assert (row["attempts"], row["last_error_code"]) == (1, "network_error")
 
@@ -182,7 +189,8 @@ async def test_a_worker_whose_lease_was_taken_during_the_request_records_nothing
     async with fake_bell(take_over_then_accept) as fake:
         config = relay_config(fake.url, keys)
         async with BellClient(config) as client:
-            round_ = await pusher(sense_pool, sense_schema.name, config, client, owner="relay-a").run_once()
+            worker = pusher(sense_pool, sense_schema.name, config, client, owner="relay-a")
+            round_ = await claiming_round(worker)
     assert round_.lease_lost and round_.delivered == 0
     assert (await outbox.cursor())["owner"] == "relay-b"
     assert await outbox.undelivered() == 2

@@ -13,7 +13,13 @@ import asyncpg
 from sense_reconciler.adapters.bell_client import BellClient
 from tests.conftest import Stack, runtime_dsn_for
 from tests.integration.bell_receiver.conftest import Keys
-from tests.integration.sense_audit_push.conftest import SENSE_MIGRATIONS, Outbox, pusher, relay_config
+from tests.integration.sense_audit_push.conftest import (
+    SENSE_MIGRATIONS,
+    Outbox,
+    claiming_round,
+    pusher,
+    relay_config,
+)
 from tests.integration.sense_audit_push.fake_bell import FakeBell
 from yovision_platform.db import Identifier
 from yovision_platform.migrations import SchemaPlan, migrate
@@ -68,7 +74,7 @@ async def test_facts_pending_at_the_upgrade_are_pushed_after_it_and_no_delivered
         config = relay_config(fake.url, keys)
         async with BellClient(config) as client:
             worker = pusher(pool, schema_name, config, client, owner="relay-a")
-            round_ = await worker.run_once()
+            round_ = await claiming_round(worker)
             assert (await worker.run_once()).claimed == 0
     finally:
         await fake.stop()
