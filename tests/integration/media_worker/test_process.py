@@ -211,14 +211,7 @@ async def test_a_stalled_chunk_body_is_answered_408_once_it_falls_behind_the_min
     base = f"http://127.0.0.1:{instance.port}"
     try:
         async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
-
-            async def ready() -> bool:
-                try:
-                    return (await http.get("/readyz")).status_code == 200
-                except httpx.TransportError:
-                    return False
-
-            await wait_for(ready, 30)
+            await wait_for(lambda: ready(instance), 30)
             spec = {"upload_key": "stall", "total_bytes": 2 * CHUNK_MIN_BYTES, "chunk_bytes": CHUNK_MIN_BYTES}
             session = await http.post("/v1/uploads", json=spec)
             assert session.status_code == 201, session.text
