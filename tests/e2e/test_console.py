@@ -52,6 +52,7 @@ from yovision_platform.tools.environment import LocalEnvironment
 __all__ = ["axe_source", "chromium", "operator", "user", "visitor_factory"]
 
 UPLOAD_CHUNK_BYTES = 1024 * 1024  # static/console.js
+CHECK_ROWS = "table.check-log tbody tr.check-row"  # a watcher page's check log, a row per check
 
 
 async def create_device(
@@ -231,7 +232,7 @@ async def test_a_watcher_with_a_bad_url_then_fixed_tested_and_checked(
         await user.look("watcher-test-now")
         # the scheduler checks a new watcher at once, so "Check now" may first be refused (5 s spacing)
         await page.reload()
-        rows = await page.locator("table.check-log tbody tr.check-row").count()
+        rows = await page.locator(CHECK_ROWS).count()
         await _check_now_until_recorded(page, rows)
         assert await page.locator("table.check-log tbody tr td:nth-child(2)", has_text="200").count() > 0
         await user.look("watcher-check-log")
@@ -250,7 +251,7 @@ async def _check_now_until_recorded(page: Page, rows_before: int) -> None:
 
     async def recorded() -> bool:
         await page.reload()
-        return await page.locator("table.check-log tbody tr.check-row").count() > rows_before
+        return await page.locator(CHECK_ROWS).count() > rows_before
 
     await eventually(recorded, what="the check in the log")
 
@@ -270,7 +271,7 @@ async def _check_now_until_disabled(page: Page) -> None:
         await page.get_by_role("button", name="Check now").click()
         return False
 
-    # five checks at least 5 s apart take 25 s on an idle machine
+    # the failure limit's checks, 5 s apart at least, take 25 s on an idle machine
     await eventually(disabled, within=2 * FLOW_TIMEOUT_SECONDS, what="the watcher disabled by failures")
 
 
@@ -342,7 +343,7 @@ async def test_a_watcher_disabled_by_failures_reaches_the_inbox_read_unread_and_
         await page.wait_for_url(f"{user.base_url}/watchers/*")
         watcher_url = page.url
         await _check_now_until_disabled(page)
-        rows = await page.locator("table.check-log tbody tr.check-row").count()
+        rows = await page.locator(CHECK_ROWS).count()
         assert rows == FAILURES_TO_DISABLE, "the watcher is disabled by exactly its failure limit"
         await user.look("watcher-disabled")
 
