@@ -14,6 +14,11 @@ FROM ?=
 MAX ?=
 SEED ?=
 EXAMPLES ?=
+# Bytecode is cached under .local, never beside the sources: a shell that sets PYTHONDONTWRITEBYTECODE
+# made every process compile every module it imports, half of a service's start (docs/decisions.md,
+# "Suite time").
+export PYTHONPYCACHEPREFIX := $(CURDIR)/.local/pycache
+unexport PYTHONDONTWRITEBYTECODE
 # pytest-xdist workers of `make test`: most test time is waiting on servers, so more workers than cores
 # pay (docs/decisions.md, "Suite time").
 WORKERS ?= 4

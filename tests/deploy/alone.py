@@ -52,6 +52,10 @@ class Installed:
         )
 
 
+# A bytecode prefix (the Makefile's) would take uv's compiled bytecode out of the image's virtualenv.
+INHERITED_NOT = frozenset({"VIRTUAL_ENV", "PYTHONPATH", "PYTHONPYCACHEPREFIX"})
+
+
 def install_alone(service: str, scratch: Path) -> Installed:
     image = dockerfile(service)
     source = scratch / "src"
@@ -65,7 +69,7 @@ def install_alone(service: str, scratch: Path) -> Installed:
             shutil.copy2(origin, target)
     venv = scratch / "venv"
     env = {  # uv's settings as for `make setup`, a fresh target
-        **{k: v for k, v in os.environ.items() if k not in {"VIRTUAL_ENV", "PYTHONPATH"}},
+        **{k: v for k, v in os.environ.items() if k not in INHERITED_NOT},
         "UV_PROJECT_ENVIRONMENT": str(venv),
         "UV_PYTHON_DOWNLOADS": "never",
         "UV_NO_PROGRESS": "1",

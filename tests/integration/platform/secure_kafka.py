@@ -117,6 +117,15 @@ async def _answers(broker: SecureBroker) -> bool:
         await admin.close()
 
 
+def _cluster_id() -> str:
+    """16 random bytes in base64url, as `kafka-storage.sh random-uuid`, but never with a leading "-": the
+    storage tool would read `-t -...` as an option and refuse to format (Kafka's `Uuid.randomUuid` skips
+    those too). One id in 64 starts so."""
+    while (candidate := secrets.token_urlsafe(16)).startswith("-"):
+        pass
+    return candidate
+
+
 def _launch(directory: Path) -> tuple[SecureBroker, subprocess.Popen[bytes]]:
     """Write the TLS material, the SCRAM user and the configuration, format the storage, start the broker."""
     tls_dir, data_dir, logs_dir = directory / "tls", directory / "data", directory / "logs"
@@ -130,12 +139,12 @@ def _launch(directory: Path) -> tuple[SecureBroker, subprocess.Popen[bytes]]:
     ports = {"client": free_port(), "internal": free_port(), "controller": free_port()}
     config = directory / "server.properties"
     config.write_text(_server_properties(data_dir, ports, broker_pem))
-    cluster_id = secrets.token_urlsafe(16)[:22]
-    subprocess.run(
-        _java("kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id, "-c", str(config),
+    formatted = subprocess.run(
+        _java("kafka.tools.StorageTool", "format", "--standalone", "-t", _cluster_id(), "-c", str(config),
               "--add-scram", f"{MECHANISM}=[name={username},password={password}]", log4j=TOOLS_LOG4J_CONFIG),
-        check=True, capture_output=True, timeout=START_TIMEOUT_SECONDS,
+        check=False, capture_output=True, text=True, timeout=START_TIMEOUT_SECONDS,
     )  # fmt: skip
+    assert formatted.returncode == 0, (formatted.stdout + formatted.stderr).replace(password, "<password>")
     log_file = logs_dir / "kafka.out"
     with log_file.open("wb") as out:
         process = subprocess.Popen(
