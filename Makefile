@@ -29,11 +29,12 @@ WORKERS ?= 4
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-24s %s\n", $$1, $$2}'
 
-setup: ## Install everything the stack needs (Debian packages, .venv, Kafka jars, MediaMTX build); idempotent
+setup: ## Install everything the stack needs (Debian packages, .venv, Kafka jars, MediaMTX and Hydra builds); idempotent
 	infra/scripts/install-system.sh
 	infra/scripts/bootstrap-python.sh
 	infra/scripts/install-kafka.sh
 	infra/scripts/install-mediamtx.sh
+	infra/scripts/install-hydra.sh
 	infra/scripts/install-console-assets.sh
 
 up: setup ## Whole local stack: PostgreSQL, Kafka, MediaMTX, topics, dev secrets, the five services, the console

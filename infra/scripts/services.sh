@@ -5,7 +5,8 @@
 # Per service: env from <env>/stack.env then <env>/env/<name>.env (if present), `.venv/bin/<name> migrate`,
 # then `.venv/bin/<name> serve` in the background; pid in <env>/run/<name>.pid, log in <env>/logs/<name>.log.
 # <env> is the environment folder: YOVISION_ENV_DIR, default .local (the stack of `make up`). The HTTP port
-# of a service is the <PREFIX>_HTTP_PORT of its env file, else the one in infra/services.list.
+# of a service is the <PREFIX>_HTTP_PORT of its env file, else the one in infra/services.list. The whole
+# environment (no name given) includes its OpenID provider, when <env>/env/identity-provider.env exists.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ENV_DIR="${YOVISION_ENV_DIR:-$LOCAL_DIR}"
@@ -25,6 +26,13 @@ while read -r name port _; do
   env_port="$(sed -n 's/^[A-Z]*_HTTP_PORT=\([0-9]*\)$/\1/p' "$ENV_DIR/env/$name.env" 2>/dev/null | tail -n 1)"
   SERVICE_PORTS["$name"]="${env_port:-$port}"
 done <"$INFRA_DIR/services.list"
+
+# The environment's OpenID provider (ORY Hydra, yovision_platform.tools.identity_provider): up before the
+# services, down after them; only when no service is named (restarting one service leaves it be).
+identity_provider() {
+  [[ -f "$ENV_DIR/env/identity-provider.env" ]] || return 0
+  "$REPO_ROOT/.venv/bin/python" -m yovision_platform.tools.identity_provider "$1" "$ENV_DIR"
+}
 
 healthz() { curl -fsS -m 3 -o /dev/null "http://127.0.0.1:${SERVICE_PORTS[$1]}/healthz" 2>/dev/null; }
 
@@ -112,21 +120,25 @@ main() {
     (($#)) || die "exec: no command given"
     exec_with_service_env "$name" "$@"
   fi
-  local names=("$@")
-  ((${#names[@]})) || names=("${SERVICE_NAMES[@]}")
+  local names=("$@") whole=0
+  ((${#names[@]})) || { names=("${SERVICE_NAMES[@]}"); whole=1; }
   for name in "${names[@]}"; do
     [[ -n "${SERVICE_PORTS[$name]:-}" ]] || die "unknown service '$name' (see infra/services.list)"
   done
   ensure_local_dirs
   case "$action" in
-    up) services_up "${names[@]}" || failed=1 ;;
+    up)
+      if ((whole)); then identity_provider up || { log "identity-provider: FAILED"; return 1; }; fi
+      services_up "${names[@]}" || failed=1 ;;
     down)
       # In parallel: each service gets its own graceful-shutdown window.
       for name in "${names[@]}"; do
         stop_pidfile "$name" "$RUN_DIR/$name.pid" "$SERVICE_STOP_TIMEOUT_S" "$name" &
       done
-      wait ;;
+      wait
+      if ((whole)); then identity_provider down || failed=1; fi ;;
     status)
+      if ((whole)); then identity_provider status || failed=1; fi
       for name in "${names[@]}"; do
         if healthz "$name"; then printf '%-17s healthy  http://127.0.0.1:%s/healthz\n' "$name" "${SERVICE_PORTS[$name]}"
         else printf '%-17s down\n' "$name"; failed=1; fi

@@ -1,5 +1,6 @@
-"""The doctor's secret check can fail: a secret of the environment in a service log or in a Kafka message of
-the environment's topics is a finding that names where, never the secret."""
+"""The doctor's checks can fail: a secret of the environment in a service log, the identity provider's log or
+a Kafka message of the environment's topics is a finding that names where, never the secret; so is an
+identity provider that does not answer."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from aiokafka import AIOKafkaProducer
 
 from tests.conftest import Stack, create_topic, delete_topic, private_file
+from yovision_platform.tools import identity_provider
 from yovision_platform.tools.doctor import examine
 
 
@@ -59,3 +61,25 @@ async def test_a_secret_in_a_kafka_message_of_the_environment_is_found(stack: St
         assert [(f.check, f.where) for f in report.findings] == [("secrets", topic)]
     finally:
         await delete_topic(stack.kafka_bootstrap, topic)
+
+
+async def test_an_identity_provider_that_does_not_answer_is_a_finding_and_its_log_is_scanned(
+    stack: Stack, tmp_path: Path
+) -> None:
+    secret = environment(stack, tmp_path, f"doc-{uuid.uuid4().hex[:6]}.")
+    dsn = private_file(tmp_path / "secrets" / "identity-provider.dsn", "postgresql://h:pw@127.0.0.1:1/x\n")
+    system = private_file(tmp_path / "secrets" / "identity-provider-system.secret", secrets.token_hex(16))
+    identity_provider.write_settings(
+        tmp_path,
+        public_port=1,
+        admin_port=1,
+        dsn_file=dsn,
+        secret_file=system,
+        console_url="http://127.0.0.1:1",
+    )
+    (tmp_path / "logs" / "identity-provider.log").write_text(f'{{"msg": "leaked {secret}"}}\n')
+    report = await examine(tmp_path, checks=["identity_provider", "secrets"])
+    assert sorted((f.check, f.where) for f in report.findings) == [
+        ("identity_provider", "identity-provider"),
+        ("secrets", "identity-provider"),
+    ]

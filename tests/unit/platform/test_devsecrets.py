@@ -3,7 +3,10 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from yovision_platform.tools.devsecrets import LOCAL_SERVICES, generate
+from yovision_platform.localstack import read_env_file
+from yovision_platform.permissions import AUDIENCES
+from yovision_platform.tools import identity_provider
+from yovision_platform.tools.devsecrets import LOCAL_SERVICES, Environment, generate
 
 
 def make_stack(tmp_path: Path) -> Path:
@@ -75,3 +78,25 @@ def test_the_console_gets_the_service_urls_and_dev_sign_in_keys_but_no_secret(tm
     session_key = local / "secrets" / "console-session.key"
     assert stat.S_IMODE(session_key.stat().st_mode) == 0o600
     assert session_key.read_text().strip() not in console_env
+
+
+def test_the_identity_provider_gets_its_role_its_ports_and_a_secret_per_client_generated_once(
+    tmp_path: Path,
+) -> None:
+    local = make_stack(tmp_path)
+    generate(local, Environment("e2e-ab12", identity_ports=(21001, 21002)))
+    settings = read_env_file(local / "env" / identity_provider.ENV_FILE)
+    assert (settings["IDENTITY_PUBLIC_PORT"], settings["IDENTITY_ADMIN_PORT"]) == ("21001", "21002")
+    assert settings["IDENTITY_CONSOLE_URL"] == "http://127.0.0.1:18080"
+    dsn = Path(settings["IDENTITY_DSN_FILE"])
+    assert dsn.read_text().startswith("postgresql://e2e_ab12_hydra:")
+    assert "admin-secret" not in (local / "env" / identity_provider.ENV_FILE).read_text()
+    client_ids = {c.client_id for c in identity_provider.clients("http://127.0.0.1:18080", AUDIENCES)}
+    assert client_ids == {"console", "dev-token", "operator-cli", "bench"}
+    files = [identity_provider.client_secret_file(local, c) for c in sorted(client_ids)]
+    files += [dsn, Path(settings["IDENTITY_SYSTEM_SECRET_FILE"])]
+    assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files)
+    before = [f.read_text() for f in files]
+    assert len(set(before)) == len(before)  # no two share a secret
+    generate(local, Environment("e2e-ab12", identity_ports=(21001, 21002)))
+    assert [f.read_text() for f in files] == before

@@ -21,7 +21,7 @@ import hmac
 import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -30,6 +30,7 @@ from typing import Annotated, Any, ClassVar
 import jwt
 from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from jwt.types import Options
 from pydantic import Field, PrivateAttr
 
 from yovision_platform.errors import ServiceError
@@ -57,6 +58,14 @@ JWT_LEEWAY_SECONDS_DEFAULT = 5
 JWT_LEEWAY_SECONDS_MAX = 60
 JWT_MAX_TTL_SECONDS = 24 * 3600
 MIN_STATIC_TOKEN_CHARS = 32
+# What `jwt.decode` checks itself: the signature, `iss`, `aud`, and that these claims are there. The time
+# claims are checked by `check_times` against a `now` the caller may pin (tests).
+DECODE_OPTIONS: Options = {
+    "require": ["sub", "exp", "iat", "iss", "aud"],
+    "verify_exp": False,
+    "verify_iat": False,
+    "verify_nbf": False,
+}
 SUBJECT_PATTERN = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
 PERMISSION_PATTERN = re.compile(r"[a-z][a-z0-9_-]{0,31}:[a-z][a-z0-9_-]{0,31}")
 
@@ -121,34 +130,17 @@ class TokenVerifier:
                 algorithms=[JWT_ALGORITHM],
                 issuer=self._issuer,
                 audience=self._audience,
-                # The time claims are checked below against `now`, so tests can pin the clock.
-                options={
-                    "require": ["sub", "exp", "iat", "iss", "aud"],
-                    "verify_exp": False,
-                    "verify_iat": False,
-                    "verify_nbf": False,
-                },
+                options=DECODE_OPTIONS,
             )
         except jwt.PyJWTError:
             raise AuthError() from None
-        issued, expires, not_before = claims["iat"], claims["exp"], claims.get("nbf", claims["iat"])
-        current = time.time() if now is None else now
-        times = (issued, expires, not_before)
-        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in times):
-            raise AuthError()
-        if expires - issued > JWT_MAX_TTL_SECONDS or current >= expires + self._leeway:
-            raise AuthError()
-        if issued > current + self._leeway or not_before > current + self._leeway:
-            raise AuthError()
-        subject = claims["sub"]
+        check_times(claims, now=now, leeway_seconds=self._leeway)
         permissions = claims.get("perm", [])
-        if not isinstance(subject, str) or SUBJECT_PATTERN.fullmatch(subject) is None:
-            raise AuthError()
         if not isinstance(permissions, list) or not all(
             isinstance(p, str) and PERMISSION_PATTERN.fullmatch(p) for p in permissions
         ):
             raise AuthError()
-        return Identity(subject, frozenset(permissions))
+        return Identity(checked_subject(claims), frozenset(permissions))
 
     def mint(
         self,
@@ -170,6 +162,27 @@ class TokenVerifier:
             "perm": sorted(set(permissions)),
         }
         return jwt.encode(claims, self._key, algorithm=JWT_ALGORITHM)
+
+
+def check_times(claims: Mapping[str, Any], *, now: float | None, leeway_seconds: int) -> None:
+    """`iat`, `exp` and `nbf` (default `iat`) are numbers; the token lives at most a day; now is before
+    `exp` + leeway and after `iat` and `nbf` - leeway. AuthError otherwise."""
+    issued, expires, not_before = claims["iat"], claims["exp"], claims.get("nbf", claims["iat"])
+    current = time.time() if now is None else now
+    times = (issued, expires, not_before)
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in times):
+        raise AuthError()
+    if expires - issued > JWT_MAX_TTL_SECONDS or current >= expires + leeway_seconds:
+        raise AuthError()
+    if issued > current + leeway_seconds or not_before > current + leeway_seconds:
+        raise AuthError()
+
+
+def checked_subject(claims: Mapping[str, Any]) -> str:
+    subject = claims["sub"]
+    if not isinstance(subject, str) or SUBJECT_PATTERN.fullmatch(subject) is None:
+        raise AuthError()
+    return subject
 
 
 class StaticBearerToken:

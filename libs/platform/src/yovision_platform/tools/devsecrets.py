@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from yovision_platform.localstack import LocalStack, runtime_dsn
+from yovision_platform.permissions import AUDIENCES
+from yovision_platform.tools import identity_provider
 from yovision_platform.tools.localhost import write_private_file
 
 __all__ = ["DEFAULT_ENVIRONMENT", "LOCAL_SERVICES", "Environment", "generate", "main"]
@@ -56,6 +58,7 @@ LOCAL_SERVICES = (
 
 
 SERVICE_BY_NAME = {service.name: service for service in LOCAL_SERVICES}
+IDENTITY_PORTS = (14444, 14445)
 ENVIRONMENT_NAME_PATTERN = re.compile(r"[a-z][a-z0-9-]{0,23}")
 SETTING_PATTERN = re.compile(r"([A-Z]+_)[A-Z0-9_]+")
 
@@ -68,6 +71,8 @@ class Environment:
     name: str = ""
     ports: Mapping[str, int] = field(default_factory=dict)
     settings: Mapping[str, str] = field(default_factory=dict)
+    # the identity provider's public (issuer) and admin ports
+    identity_ports: tuple[int, int] = IDENTITY_PORTS
 
     def __post_init__(self) -> None:
         if self.name and ENVIRONMENT_NAME_PATTERN.fullmatch(self.name) is None:
@@ -91,6 +96,15 @@ class Environment:
 
     def port(self, service: LocalService) -> int:
         return self.ports.get(service.name, service.http_port)
+
+    @property
+    def identity_role(self) -> str:
+        """The identity provider's database role, owner of the schema of the same name."""
+        return f"{self.name.replace('-', '_')}_hydra" if self.name else "hydra"
+
+    @property
+    def issuer(self) -> str:
+        return f"http://127.0.0.1:{self.identity_ports[0]}"
 
 
 DEFAULT_ENVIRONMENT = Environment()
@@ -178,9 +192,38 @@ def _console_lines(local_dir: Path, environment: Environment, files: dict[Path, 
     ]
 
 
+def _identity_provider(local_dir: Path, environment: Environment, stack: LocalStack) -> list[Path]:
+    """The identity provider's env file, its role's DSN, its system secret and one secret per client."""
+    secret_dir = local_dir / "secrets"
+    dsn_file = secret_dir / "identity-provider.dsn"
+    system_secret = secret_dir / "identity-provider-system.secret"
+    console_url = f"http://127.0.0.1:{environment.port(SERVICE_BY_NAME['console'])}"
+    files = {
+        dsn_file: runtime_dsn(stack.admin_dsn, environment.identity_role, secrets.token_hex(24)),
+        system_secret: secrets.token_urlsafe(32),
+        **{
+            identity_provider.client_secret_file(local_dir, client.client_id): secrets.token_urlsafe(32)
+            for client in identity_provider.clients(console_url, AUDIENCES)
+        },
+    }
+    written = [path for path, value in files.items() if _ensure_secret(path, value)]
+    public_port, admin_port = environment.identity_ports
+    written.append(
+        identity_provider.write_settings(
+            local_dir,
+            public_port=public_port,
+            admin_port=admin_port,
+            dsn_file=dsn_file,
+            secret_file=system_secret,
+            console_url=console_url,
+        )
+    )
+    return written
+
+
 def generate(local_dir: Path, environment: Environment = DEFAULT_ENVIRONMENT) -> list[Path]:
     stack = LocalStack.load(local_dir)
-    written: list[Path] = []
+    written: list[Path] = _identity_provider(local_dir, environment, stack)
     for service in LOCAL_SERVICES:
         p = service.env_prefix
         env_lines = [
@@ -242,6 +285,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--name", default="", help="environment name (schemas, Kafka prefix); default none")
     parser.add_argument("--port", action="append", default=[], metavar="SERVICE=PORT")
     parser.add_argument("--setting", action="append", default=[], metavar="ENV_VAR=VALUE")
+    parser.add_argument(
+        "--identity-ports", default=",".join(map(str, IDENTITY_PORTS)), metavar="PUBLIC,ADMIN"
+    )
     return parser
 
 
@@ -250,7 +296,10 @@ def main(argv: list[str] | None = None) -> int:
     local_dir = Path(args.dir).resolve()
     try:
         ports = {name: int(port) for name, port in _pairs(args.port, "--port").items()}
-        environment = Environment(args.name, ports, _pairs(args.setting, "--setting"))
+        public, _, admin = args.identity_ports.partition(",")
+        environment = Environment(
+            args.name, ports, _pairs(args.setting, "--setting"), identity_ports=(int(public), int(admin))
+        )
     except ValueError as exc:
         print(f"devsecrets: {exc}", file=sys.stderr)
         return 2

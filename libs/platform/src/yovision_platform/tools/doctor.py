@@ -16,9 +16,11 @@ Checks, each a list of findings (empty = healthy):
 - ``refused_configs``: Sense's devices whose configuration MediaMTX refused (a 4xx that retrying cannot
   change: failed, not retried until the device changes), per MediaMTX server. Like a dead letter, each one
   needs an operator: a PATCH with a configuration MediaMTX takes converges it.
+- ``identity_provider``: the environment's OpenID provider (when it has one) is ready and its JWKS serves
+  a signing key: without one, no access token of the environment verifies.
 - ``secrets``: any secret of the environment (every file in ``<env>/secrets``, the PostgreSQL admin DSN's
   password, and what the caller adds) found in a service log, a ``/metrics`` page or a Kafka message
-  (key, value or header) of the environment's topics.
+  (key, value or header) of the environment's topics; and in the identity provider's log.
 
 Backlog and lag shrink on their own; ``--wait`` re-checks them until they are gone or the time is up.
 Dead letters, refused configurations and leaked secrets are reported at once. The doctor only reads: it
@@ -48,11 +50,13 @@ from yovision_platform.db import Identifier
 from yovision_platform.kafka import admin_client, plain_consumer
 from yovision_platform.localstack import LocalStack, read_env_file
 from yovision_platform.outbox_windows import unpassed_count_sql
+from yovision_platform.permissions import AUDIENCES
+from yovision_platform.tools import identity_provider
 from yovision_platform.tools.devsecrets import LOCAL_SERVICES, LocalService
 
 __all__ = ["CHECKS", "Finding", "Report", "examine", "main", "secrets_of"]
 
-CHECKS = ("dead_letters", "outbox_backlog", "consumer_lag", "refused_configs", "secrets")
+CHECKS = ("dead_letters", "outbox_backlog", "consumer_lag", "refused_configs", "identity_provider", "secrets")
 SETTLING_CHECKS = frozenset({"outbox_backlog", "consumer_lag"})
 MIN_SECRET_CHARS = 12
 KAFKA_TIMEOUT_SECONDS = 20.0
@@ -339,10 +343,10 @@ async def _secrets_in_logs_and_metrics(
 ) -> list[Finding]:
     findings: list[Finding] = []
     log_dir = env_dir / "logs"
-    for config in configs:
-        log = log_dir / f"{config.service.name}.log"
+    for name in [config.service.name for config in configs] + [identity_provider.NAME]:
+        log = log_dir / f"{name}.log"
         if log.is_file() and (hits := _scan(log.read_bytes(), needles)):
-            findings.append(Finding("secrets", config.service.name, f"secret(s) in {log.name}", hits))
+            findings.append(Finding("secrets", name, f"secret(s) in {log.name}", hits))
     async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS) as http:
         for config in configs:
             try:
@@ -435,6 +439,12 @@ async def examine(
                 report.findings += await _lag(stack, conn, configs)
     finally:
         await conn.close()
+    if "identity_provider" in wanted and (env_dir / "env" / identity_provider.ENV_FILE).is_file():
+        provider = identity_provider.IdentityProvider.load(env_dir, AUDIENCES)
+        if not await provider.healthy():
+            report.findings.append(
+                Finding("identity_provider", identity_provider.NAME, "not ready, or its JWKS serves no key")
+            )
     if "secrets" in wanted:
         needles = sorted(
             s.encode()

@@ -10,8 +10,10 @@ An environment is a folder laid out like ``.local`` (``stack.env``, ``env/``, ``
 2. ``infra/scripts/create_topics.py --prefix <name>.`` creates the catalogue's topics under the prefix;
 3. ``yovision_platform.tools.devsecrets <dir> --name <name> --port ...`` writes the env files and secrets
    (schemas ``<name>_sense``..., Kafka prefix ``<name>.``, free HTTP ports);
-4. ``infra/scripts/services.sh up`` (``YOVISION_ENV_DIR=<dir>``) migrates and starts every service with
-   its real console script.
+4. ``infra/scripts/services.sh up`` (``YOVISION_ENV_DIR=<dir>``) starts the environment's own OpenID
+   provider (ORY Hydra on free ports, its role ``<name>_hydra``, see
+   ``yovision_platform.tools.identity_provider``), then migrates and starts every service with its real
+   console script.
 
 Every environment made here is a test environment (the local stack of ``make up`` is made by ``devsecrets``
 alone): its signal-watcher is confined to the loopback networks (``TEST_SETTINGS``:
@@ -20,10 +22,10 @@ alone): its signal-watcher is confined to the loopback networks (``TEST_SETTINGS
 run can leave the machine, not even as a DNS query (``environment_definition`` refuses a caller's blank
 confinement or another resolver).
 
-On exit every service is stopped and the environment's schemas, roles and topics are removed, so runs
-never see each other; the services' logs are kept in ``.local/e2e-runs/<name>/`` (the newest five
-runs). The environment can kill a service with SIGKILL and start it again, as an operator or a crash
-would, and change an operator setting in a service's env file (``set_setting``, effective at the
+On exit every service and the provider are stopped and the environment's schemas, roles and topics are
+removed, so runs never see each other; the services' logs are kept in ``.local/e2e-runs/<name>/`` (the
+newest five runs). The environment can kill a service with SIGKILL and start it again, as an operator or
+a crash would, and change an operator setting in a service's env file (``set_setting``, effective at the
 service's next start). Nothing here reaches into a service: the caller drives the services through their
 public interfaces.
 """
@@ -50,7 +52,8 @@ from yovision_platform.db import Identifier
 from yovision_platform.kafka import admin_client
 from yovision_platform.localstack import LocalStack, read_env_file
 from yovision_platform.migrations import SchemaPlan, drop
-from yovision_platform.tools.devsecrets import LOCAL_SERVICES, Environment, LocalService
+from yovision_platform.tools.devsecrets import IDENTITY_PORTS, LOCAL_SERVICES, Environment, LocalService
+from yovision_platform.tools.hydra import drop_database_role
 from yovision_platform.tools.localhost import free_port
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox
 
@@ -275,6 +278,7 @@ async def _drop_everything(stack: LocalStack, definition: Environment) -> None:
             await drop(admin, plan)
     finally:
         await admin.close()
+    await drop_database_role(stack.admin_dsn, Identifier(definition.identity_role))
     kafka = admin_client(stack.kafka_bootstrap)
     await kafka.start()
     try:
@@ -286,7 +290,11 @@ async def _drop_everything(stack: LocalStack, definition: Environment) -> None:
 
 
 def environment_definition(
-    name: str, ports: Mapping[str, int], settings: Mapping[str, str] | None = None
+    name: str,
+    ports: Mapping[str, int],
+    settings: Mapping[str, str] | None = None,
+    *,
+    identity_ports: tuple[int, int] = IDENTITY_PORTS,
 ) -> Environment:
     """The definition of a test environment: the caller's operator `settings` over `TEST_SETTINGS`. A
     caller may confine probes to other networks, never lift the confinement (a blank value is refused),
@@ -298,7 +306,7 @@ def environment_definition(
         raise ValueError(
             f"test environments resolve probe names from the hosts file: {PROBE_RESOLVER_SETTING}"
         )
-    return Environment(name, ports, merged)
+    return Environment(name, ports, merged, identity_ports)
 
 
 @contextlib.asynccontextmanager
@@ -323,7 +331,7 @@ async def local_environment(
     stack = LocalStack.load(stack_dir)
     root.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, before anything runs
     ports = {service.name: free_port() for service in LOCAL_SERVICES}
-    definition = environment_definition(name, ports, settings)
+    definition = environment_definition(name, ports, settings, identity_ports=(free_port(), free_port()))
     binary = stack_dir / "bin" / "mediamtx"
     async with contextlib.AsyncExitStack() as cleanup:
         servers = {
@@ -355,6 +363,8 @@ async def local_environment(
             name,
             *(arg for service, port in ports.items() for arg in ("--port", f"{service}={port}")),
             *(arg for key, value in definition.settings.items() for arg in ("--setting", f"{key}={value}")),
+            "--identity-ports",
+            ",".join(map(str, definition.identity_ports)),
         )
         environment = LocalEnvironment(root, definition, stack, servers)
         for service in LOCAL_SERVICES:
