@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,8 +45,15 @@ class SigningKeyPair:
         )
 
 
-def rsa_key(kid: str) -> SigningKeyPair:
-    return SigningKeyPair(kid, "RS256", rsa.generate_private_key(public_exponent=65537, key_size=2048))
+@functools.cache
+def _rsa_private(name: str) -> rsa.RSAPrivateKey:
+    """One 2048-bit key per name for the whole module: making one costs about 0.1 s."""
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+def rsa_key(kid: str, private: str | None = None) -> SigningKeyPair:
+    """The key `kid`; `private` names another private key (a forger's) under the same `kid`."""
+    return SigningKeyPair(kid, "RS256", _rsa_private(private or kid))
 
 
 def ec_key(kid: str) -> SigningKeyPair:
@@ -163,7 +171,7 @@ def hs256_with_the_public_key(key: SigningKeyPair) -> str:
     return f"{head}.{body}.{_b64(signature)}"
 
 
-ATTACKS = {
+ATTACKS: dict[str, Callable[[SigningKeyPair], str]] = {
     "alg none": lambda key: unsigned(claims(), key.kid),
     "hs256 with the public key": hs256_with_the_public_key,
     "jku elsewhere": lambda key: key.sign(claims(), jku="http://127.0.0.1:9/jwks.json"),
@@ -177,7 +185,7 @@ ATTACKS = {
     "expired": lambda key: key.sign(claims(iat=int(time.time()) - 700, exp=int(time.time()) - 60)),
     "not yet valid": lambda key: key.sign(claims(nbf=int(time.time()) + 60)),
     "iat in the future": lambda key: key.sign(claims(iat=int(time.time()) + 60, exp=int(time.time()) + 600)),
-    "another key with the same kid": lambda key: rsa_key(key.kid).sign(claims()),
+    "another key with the same kid": lambda key: rsa_key(key.kid, private="forger").sign(claims()),
     "an ES256 header on an RSA key": lambda key: ec_key(key.kid).sign(claims()),
     "not a JWT": lambda key: "not-a-token",
     "bad subject": lambda key: key.sign(claims(sub="two words")),

@@ -16,13 +16,19 @@ as scopes (`scp`), Keycloak as roles (`realm_access.roles`), Entra ID as app rol
 from __future__ import annotations
 
 import enum
+import ipaddress
 import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, ClassVar
+from urllib.parse import urlsplit
 
+import httpx
 import jwt
+from prometheus_client import CollectorRegistry, Counter
+from pydantic import Field, field_validator
+from pydantic_settings import NoDecode
 
 from yovision_platform.auth import (
     DECODE_OPTIONS,
@@ -34,9 +40,19 @@ from yovision_platform.auth import (
     check_times,
     checked_subject,
 )
-from yovision_platform.jwks import IssuerKeys
+from yovision_platform.jwks import ASYMMETRIC_ALGORITHMS, REFRESH_SECONDS_DEFAULT, FetchOutcome, IssuerKeys
+from yovision_platform.metrics import LabeledMetric, labeled_counter
+from yovision_platform.settings import BaseServiceSettings
 
-__all__ = ["KEY_BEARING_HEADERS", "AccessTokenVerifier", "PermissionMapping", "Refusal"]
+__all__ = [
+    "KEY_BEARING_HEADERS",
+    "AccessTokenMetrics",
+    "AccessTokenSettings",
+    "AccessTokenVerifier",
+    "PermissionMapping",
+    "Refusal",
+    "checked_url",
+]
 
 # Header parameters that carry or point at a key (RFC 7515 4.1): a verifier that used one would let the
 # token choose the key that verifies it.
@@ -142,3 +158,137 @@ class AccessTokenVerifier:
         if last is None or now - last >= UNKNOWN_KID_LOG_INTERVAL_SECONDS:
             self._unknown_kid_logged_at = now
             log.warning("access_token_unknown_kid", extra={"issuer": self.issuer})
+
+
+def _loopback(host: str | None) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host or "").is_loopback
+    except ValueError:
+        return False
+
+
+def checked_url(value: str) -> str:
+    """An https URL, or http on a loopback address only (the local stack): a token's keys must never come
+    over a connection anyone on the path could change."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("https", "http") or not parts.hostname or parts.username or parts.password:
+        raise ValueError("must be an https URL (http only on a loopback address), without credentials")
+    if parts.scheme == "http" and not _loopback(parts.hostname):
+        raise ValueError("must be https unless the host is a loopback address")
+    return value.rstrip("/") if parts.path in ("", "/") else value
+
+
+class AccessTokenSettings(BaseServiceSettings):
+    """Settings of a service whose API takes the OpenID provider's access tokens (the audience is the
+    subclass's `audience`, its name):
+
+    - `<P>AUTH_ISSUER`: the issuer, exactly as its tokens' `iss` (https, or http on loopback);
+    - `<P>AUTH_JWKS_URL`: its JWKS (default `<issuer>/.well-known/jwks.json`, Hydra's and Auth0's path;
+      Keycloak's is `<issuer>/protocol/openid-connect/certs`);
+    - `<P>AUTH_ALGORITHMS`: the signature algorithms allowed (default `RS256,ES256`; asymmetric only);
+    - `<P>AUTH_LEEWAY_SECONDS`: clock tolerance, 0..60, default 5;
+    - `<P>AUTH_PERMISSIONS_CLAIM` (default `scp`) and `<P>AUTH_PERMISSIONS_MAP` (JSON `{"grant":
+      ["service:action", ...]}`, optional): see `PermissionMapping`;
+    - `<P>AUTH_JWKS_REFRESH_SECONDS`: how soon a key the issuer removed stops verifying (10..86400, 300).
+    """
+
+    audience: ClassVar[str]
+
+    auth_issuer: str = Field(min_length=1, max_length=512)
+    auth_jwks_url: str | None = Field(default=None, max_length=512)
+    auth_algorithms: Annotated[frozenset[str], NoDecode] = frozenset({"RS256", "ES256"})
+    auth_leeway_seconds: int = Field(default=JWT_LEEWAY_SECONDS_DEFAULT, ge=0, le=JWT_LEEWAY_SECONDS_MAX)
+    auth_permissions_claim: str = Field(default="scp", min_length=1, max_length=128)
+    auth_permissions_map: dict[str, frozenset[str]] | None = None
+    auth_jwks_refresh_seconds: float = Field(default=REFRESH_SECONDS_DEFAULT, ge=10, le=86400)
+
+    @field_validator("auth_issuer", "auth_jwks_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return None if value is None else checked_url(value)
+
+    @field_validator("auth_algorithms", mode="before")
+    @classmethod
+    def _algorithms(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = frozenset(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("auth_algorithms")
+    @classmethod
+    def _asymmetric(cls, value: frozenset[str]) -> frozenset[str]:
+        if not value or not value <= ASYMMETRIC_ALGORITHMS:
+            raise ValueError(f"one or more of {', '.join(sorted(ASYMMETRIC_ALGORITHMS))}")
+        return value
+
+    @field_validator("auth_permissions_claim")
+    @classmethod
+    def _claim(cls, value: str) -> str:
+        PermissionMapping(value)
+        return value
+
+    @field_validator("auth_permissions_map")
+    @classmethod
+    def _grants(cls, value: dict[str, frozenset[str]] | None) -> dict[str, frozenset[str]] | None:
+        PermissionMapping(grants=value)
+        return value
+
+    @property
+    def jwks_url(self) -> str:
+        return self.auth_jwks_url or f"{self.auth_issuer}/.well-known/jwks.json"
+
+    def permission_mapping(self) -> PermissionMapping:
+        return PermissionMapping(self.auth_permissions_claim, self.auth_permissions_map)
+
+    def access_token_verifier(
+        self, http: httpx.AsyncClient, metrics: AccessTokenMetrics | None = None
+    ) -> AccessTokenVerifier:
+        """A verifier for this service's audience; `http` fetches the JWKS (the caller closes it)."""
+        keys = IssuerKeys(
+            self.jwks_url,
+            self.auth_algorithms,
+            http,
+            refresh_seconds=self.auth_jwks_refresh_seconds,
+            on_fetch=metrics.fetched if metrics else lambda outcome: None,
+        )
+        return AccessTokenVerifier(
+            keys,
+            self.auth_issuer,
+            self.audience,
+            self.permission_mapping(),
+            self.auth_leeway_seconds,
+            on_refusal=metrics.refused if metrics else lambda reason: None,
+        )
+
+
+@dataclass(frozen=True)
+class AccessTokenMetrics:
+    """`access_token_refusals_total{reason}` and `jwks_fetches_total{outcome}` in a service's registry."""
+
+    refusals: LabeledMetric[Counter]
+    fetches: LabeledMetric[Counter]
+
+    @classmethod
+    def register(cls, registry: CollectorRegistry) -> AccessTokenMetrics:
+        return cls(
+            labeled_counter(
+                registry,
+                "access_token_refusals_total",
+                "Access tokens refused, by reason (every refusal answers the same 401)",
+                {"reason": Refusal},
+            ),
+            labeled_counter(
+                registry,
+                "jwks_fetches_total",
+                "Fetches of the issuer's JWKS, by outcome",
+                {"outcome": FetchOutcome},
+            ),
+        )
+
+    def refused(self, reason: Refusal) -> None:
+        self.refusals.labels(reason=reason).inc()
+
+    def fetched(self, outcome: FetchOutcome) -> None:
+        self.fetches.labels(outcome=outcome).inc()
