@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import secrets
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -20,11 +19,9 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
-from yovision_platform.db import Identifier
 from yovision_platform.permissions import AUDIENCES, PERMISSIONS
 from yovision_platform.tools import hydra
-from yovision_platform.tools.hydra import ClientSpec, HydraAdmin, HydraInstance
-from yovision_platform.tools.localhost import free_port
+from yovision_platform.tools.hydra import ClientSpec, HydraAdmin
 
 ACCESS_TOKEN_TTL_SECONDS = 15 * 60
 
@@ -191,26 +188,7 @@ USERS = ClientSpec(
 
 @contextlib.asynccontextmanager
 async def hydra_issuer(admin_dsn: str, work_dir: Path) -> AsyncIterator[HydraIssuer]:
-    """A private Hydra on free ports (its own role and schema, dropped on exit) with a user-facing client
-    and the machine clients registered."""
-    role = Identifier(f"hydra_{uuid.uuid4().hex[:10]}")
-    dsn = await hydra.create_database_role(admin_dsn, role, secrets.token_urlsafe(24))
-    instance = HydraInstance(
-        public_port=free_port(),
-        admin_port=free_port(),
-        dsn=dsn,
-        system_secret=secrets.token_urlsafe(32),
-        console_url="http://127.0.0.1:9",
-        work_dir=work_dir,
-    )
-    client_secrets = {client: secrets.token_urlsafe(32) for client in (USERS.client_id, *MACHINE_CLIENTS)}
-    try:
-        async with hydra.hydra_environment(instance) as admin:
-            await admin.ensure_client(USERS, client_secrets[USERS.client_id])
-            for client_id in MACHINE_CLIENTS:
-                await admin.ensure_client(
-                    ClientSpec(client_id, PERMISSIONS, AUDIENCES), client_secrets[client_id]
-                )
-            yield HydraIssuer(instance.issuer, admin, USERS, client_secrets)
-    finally:
-        await hydra.drop_database_role(admin_dsn, role)
+    """A private Hydra (`hydra.private_hydra`) with a user-facing client and the machine clients."""
+    clients = [USERS, *(ClientSpec(client_id, PERMISSIONS, AUDIENCES) for client_id in MACHINE_CLIENTS)]
+    async with hydra.private_hydra(admin_dsn, work_dir, clients) as private:
+        yield HydraIssuer(private.instance.issuer, private.admin, USERS, dict(private.client_secrets))

@@ -35,7 +35,7 @@ import httpx
 
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import runtime_dsn
-from yovision_platform.tools.localhost import write_private_file
+from yovision_platform.tools.localhost import free_port, write_private_file
 
 __all__ = [
     "ACCESS_TOKEN_KEY_SET",
@@ -43,12 +43,14 @@ __all__ = [
     "ClientSpec",
     "HydraAdmin",
     "HydraInstance",
+    "PrivateHydra",
     "TokenSet",
     "create_database_role",
     "drop_database_role",
     "hydra_environment",
     "machine_token",
     "migrate",
+    "private_hydra",
     "signed_in_tokens",
     "start",
     "wait_ready",
@@ -424,3 +426,36 @@ async def machine_token(
         )
     _expect(response, "issue a machine token")
     return str(response.json()["access_token"])
+
+
+@dataclass(frozen=True)
+class PrivateHydra:
+    instance: HydraInstance
+    admin: HydraAdmin
+    client_secrets: Mapping[str, str]
+
+
+@contextlib.asynccontextmanager
+async def private_hydra(
+    admin_dsn: str, work_dir: Path, clients: Sequence[ClientSpec]
+) -> AsyncIterator[PrivateHydra]:
+    """A Hydra of its own on free loopback ports (a role and schema of its own, dropped on exit) with
+    `clients` registered under fresh secrets: for tests and benchmarks."""
+    role = Identifier(f"hydra_{secrets.token_hex(5)}")
+    dsn = await create_database_role(admin_dsn, role, secrets.token_urlsafe(24))
+    instance = HydraInstance(
+        public_port=free_port(),
+        admin_port=free_port(),
+        dsn=dsn,
+        system_secret=secrets.token_urlsafe(32),
+        console_url="http://127.0.0.1:9",  # nothing serves it: logins are accepted through the admin API
+        work_dir=work_dir,
+    )
+    client_secrets = {client.client_id: secrets.token_urlsafe(32) for client in clients}
+    try:
+        async with hydra_environment(instance) as admin:
+            for client in clients:
+                await admin.ensure_client(client, client_secrets[client.client_id])
+            yield PrivateHydra(instance, admin, client_secrets)
+    finally:
+        await drop_database_role(admin_dsn, role)
