@@ -171,6 +171,14 @@ def hs256_with_the_public_key(key: SigningKeyPair) -> str:
     return f"{head}.{body}.{_b64(signature)}"
 
 
+def _with_header(token: str, **changes: Any) -> str:
+    """The token with header fields replaced (its signature no longer matches, which must not matter:
+    the header is refused before any key is looked up)."""
+    head, body, signature = token.split(".")
+    header = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
+    return ".".join((_b64(json.dumps({**header, **changes}).encode()), body, signature))
+
+
 ATTACKS: dict[str, Callable[[SigningKeyPair], str]] = {
     "alg none": lambda key: unsigned(claims(), key.kid),
     "hs256 with the public key": hs256_with_the_public_key,
@@ -188,6 +196,8 @@ ATTACKS: dict[str, Callable[[SigningKeyPair], str]] = {
     "another key with the same kid": lambda key: rsa_key(key.kid, private="forger").sign(claims()),
     "an ES256 header on an RSA key": lambda key: ec_key(key.kid).sign(claims()),
     "not a JWT": lambda key: "not-a-token",
+    "an algorithm that is not a string": lambda key: _with_header(key.sign(claims()), alg=["RS256"]),
+    "a kid that is not a string": lambda key: _with_header(key.sign(claims()), kid={"k": key.kid}),
     "bad subject": lambda key: key.sign(claims(sub="two words")),
 }
 

@@ -123,9 +123,9 @@ class AccessTokenVerifier:
         except jwt.PyJWTError:
             raise self._refused(Refusal.MALFORMED) from None
         algorithm, kid = header.get("alg"), header.get("kid")
-        if KEY_BEARING_HEADERS & header.keys() or algorithm not in self.keys.algorithms:
+        if not isinstance(algorithm, str) or not isinstance(kid, str) or not kid:
             raise self._refused(Refusal.INVALID)
-        if not isinstance(kid, str) or not kid:
+        if KEY_BEARING_HEADERS & header.keys() or algorithm not in self.keys.algorithms:
             raise self._refused(Refusal.INVALID)
         key = await self.keys.key(kid)
         if key is None:
