@@ -19,9 +19,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
-from yovision_platform.access_tokens import AccessTokenVerifier, PermissionMapping, Refusal
+from tests.issuers import LocalIssuer
+from yovision_platform.access_tokens import AccessTokenCaller, AccessTokenVerifier, PermissionMapping, Refusal
 from yovision_platform.auth import AuthError
 from yovision_platform.jwks import FetchOutcome, IssuerKeys, parse_jwks
+from yovision_platform.web import create_app
 
 ISSUER = "http://127.0.0.1:4444"
 AUDIENCE = "signal-watcher"
@@ -325,3 +327,31 @@ def test_a_mapping_that_cannot_mean_anything_is_refused(
 ) -> None:
     with pytest.raises(ValueError, match=r"claim names|look like"):
         PermissionMapping(claim, grants)
+
+
+async def test_a_route_taking_the_caller_answers_a_valid_token_and_refuses_others_alike() -> None:
+    issuer = LocalIssuer()
+    app = create_app("demo-service", "1.0")
+
+    @app.get("/v1/me")
+    async def me(caller: AccessTokenCaller) -> dict[str, object]:
+        return {"subject": caller.subject, "permissions": sorted(caller.permissions)}
+
+    async with issuer.jwks_client() as jwks_http:
+        keys = IssuerKeys(issuer.jwks_url, frozenset({"RS256"}), jwks_http)
+        app.state.access_token_verifier = AccessTokenVerifier(keys, issuer.issuer, "signal-watcher")
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://demo") as http:
+            token = await issuer.user_token("alice", ["signal:read"], ["signal-watcher"])
+            answer = await http.get("/v1/me", headers={"Authorization": f"Bearer {token}"})
+            assert answer.json() == {"subject": "alice", "permissions": ["signal:read"]}
+            foreign = await issuer.user_token("alice", ["signal:read"], ["bell-receiver"])
+            refusals = [
+                await http.get("/v1/me"),
+                await http.get("/v1/me", headers={"Authorization": f"Bearer {foreign}"}),
+                await http.get("/v1/me", headers={"Authorization": "Bearer not-a-token"}),
+            ]
+        await keys.aclose()
+    assert {(r.status_code, r.headers.get("www-authenticate"), r.content) for r in refusals} == {
+        (401, "Bearer", refusals[0].content)
+    }

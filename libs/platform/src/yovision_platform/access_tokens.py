@@ -15,17 +15,19 @@ as scopes (`scp`), Keycloak as roles (`realm_access.roles`), Entra ID as app rol
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import ipaddress
 import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 from urllib.parse import urlsplit
 
 import httpx
 import jwt
+from fastapi import Depends, Request
 from prometheus_client import CollectorRegistry, Counter
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode
@@ -36,6 +38,7 @@ from yovision_platform.auth import (
     JWT_LEEWAY_SECONDS_MAX,
     PERMISSION_PATTERN,
     AuthError,
+    BearerToken,
     Identity,
     check_times,
     checked_subject,
@@ -44,14 +47,19 @@ from yovision_platform.jwks import ASYMMETRIC_ALGORITHMS, REFRESH_SECONDS_DEFAUL
 from yovision_platform.metrics import LabeledMetric, labeled_counter
 from yovision_platform.settings import BaseServiceSettings
 
+if TYPE_CHECKING:
+    from yovision_platform.service import WebContext
+
 __all__ = [
     "KEY_BEARING_HEADERS",
+    "AccessTokenCaller",
     "AccessTokenMetrics",
     "AccessTokenSettings",
     "AccessTokenVerifier",
     "PermissionMapping",
     "Refusal",
     "checked_url",
+    "use_access_tokens",
 ]
 
 # Header parameters that carry or point at a key (RFC 7515 4.1): a verifier that used one would let the
@@ -292,3 +300,29 @@ class AccessTokenMetrics:
 
     def fetched(self, outcome: FetchOutcome) -> None:
         self.fetches.labels(outcome=outcome).inc()
+
+
+def use_access_tokens(ctx: WebContext[Any]) -> AccessTokenVerifier:
+    """The service's verifier (from its `AccessTokenSettings`), on `ctx.app` for `AccessTokenCaller`, its
+    metrics in the service's registry; its JWKS client is closed when the service stops."""
+    settings: AccessTokenSettings = ctx.settings
+    http = httpx.AsyncClient(follow_redirects=False)
+    verifier = settings.access_token_verifier(http, AccessTokenMetrics.register(ctx.registry))
+    ctx.app.state.access_token_verifier = verifier
+
+    async def close(stop: asyncio.Event) -> None:
+        await stop.wait()
+        await verifier.keys.aclose()
+        await http.aclose()
+
+    ctx.add_worker("access-token-keys", close)
+    return verifier
+
+
+async def _access_token_caller(request: Request, token: BearerToken) -> Identity:
+    verifier: AccessTokenVerifier = request.app.state.access_token_verifier
+    return await verifier.verify(token)
+
+
+# The identity of a route's caller: the access token's subject and permissions (401 otherwise).
+AccessTokenCaller = Annotated[Identity, Depends(_access_token_caller)]
