@@ -15,7 +15,7 @@ from confluent_kafka import Producer
 
 from bench.messages import KafkaMessage
 from bench.stats import Stopwatch, per_second
-from yovision_platform.kafka import start_producer
+from yovision_platform.kafka import seek_to_start, start_producer
 
 __all__ = ["ProduceResult", "count_records", "raw_aiokafka", "raw_confluent", "warm_up_topic"]
 
@@ -133,7 +133,7 @@ async def count_records(bootstrap: str, topic: str, partitions: int, *, expected
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         consumer.assign(tps)
         ends = await consumer.end_offsets(tps)
-        await consumer.seek_to_beginning(*tps)
+        await seek_to_start(consumer, tps)
         count = 0
         while time.monotonic() < deadline:
             positions = [await consumer.position(tp) for tp in tps]

@@ -29,6 +29,7 @@ from bench.relay_throughput import relay_processes, wait_split
 from bench.relay_worker import DSN_ENV
 from bench.stats import Latency, per_second
 from yovision_platform.events import HEADER_EVENT_ID
+from yovision_platform.kafka import seek_to_start
 from yovision_platform.outbox import OutboxMessage
 
 __all__ = ["PacedRun", "run_paced"]
@@ -86,7 +87,7 @@ async def run_paced(
         try:
             partitions = [TopicPartition(topic, p) for p in range(BENCH_TOPIC_PARTITIONS)]
             consumer.assign(partitions)
-            await consumer.seek_to_beginning(*partitions)
+            await seek_to_start(consumer, partitions)
             with relay_processes(
                 schema, stack.kafka_bootstrap, prefix, relays=1, client="confluent", batch_size=5000
             ):

@@ -18,6 +18,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from tests.e2e.conftest import Witness, client, eventually, user_token
 from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.kafka import seek_to_start
 from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS, LocalEnvironment
 
 FAILURES_TO_DISABLE = 5
@@ -110,7 +111,7 @@ async def triggers_on_kafka(env: LocalEnvironment, watcher_id: str) -> set[str]:
                 TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or set())
             ]
         consumer.assign(partitions)
-        await consumer.seek_to_beginning(*partitions)
+        await seek_to_start(consumer, partitions)
         ends = await consumer.end_offsets(partitions)
         found: set[str] = set()
         while any([await consumer.position(tp) < ends[tp] for tp in partitions]):

@@ -24,7 +24,7 @@ import asyncpg
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from yovision_platform.db import Identifier
-from yovision_platform.kafka import partition_for_key
+from yovision_platform.kafka import partition_for_key, seek_to_start
 from yovision_platform.outbox import OUTBOX_SHARDS, Outbox, OutboxMessage
 from yovision_platform.outbox_publisher import OutboxPublisher, OutboxPublisherConfig
 from yovision_platform.txn_producer import confluent_publisher_factory
@@ -73,7 +73,7 @@ async def main(result_file: Path) -> None:
     await consumer.start()
     partitions = [TopicPartition(topic, p) for p in range(PARTITIONS)]
     consumer.assign(partitions)
-    await consumer.seek_to_beginning(*partitions)
+    await seek_to_start(consumer, partitions)
     arrived: dict[str, float] = {}
     enqueued: dict[str, tuple[str, float]] = {}
     stop = asyncio.Event()

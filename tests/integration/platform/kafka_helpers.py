@@ -13,7 +13,7 @@ import asyncpg
 from aiokafka import ConsumerRecord, TopicPartition
 
 from yovision_platform.db import Identifier
-from yovision_platform.kafka import plain_consumer
+from yovision_platform.kafka import plain_consumer, seek_to_start
 from yovision_platform.kafka_security import KafkaTarget
 from yovision_platform.outbox_publisher import OutboxPublisher, OutboxPublisherConfig
 from yovision_platform.txn_producer import PublisherFactory, confluent_publisher_factory
@@ -36,7 +36,7 @@ async def read_topic(
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         consumer.assign(tps)
-        await consumer.seek_to_beginning(*tps)
+        await seek_to_start(consumer, tps)
         records: list[ConsumerRecord[bytes, bytes]] = []
         deadline = time.monotonic() + timeout_seconds
         while time.monotonic() < deadline:

@@ -41,6 +41,7 @@ __all__ = [
     "fetch_end_offsets",
     "partition_for_key",
     "plain_consumer",
+    "seek_to_start",
     "start_client",
     "start_producer",
 ]
@@ -117,6 +118,20 @@ def admin_client(kafka: KafkaTarget, *, client_id: str = "yovision-admin") -> AI
 def plain_consumer(kafka: KafkaTarget, **options: Any) -> AIOKafkaConsumer:
     """A consumer with the connection's security and exactly `options` (tools that read without a group)."""
     return AIOKafkaConsumer(**kafka_connection(kafka).aiokafka_kwargs(), **options)
+
+
+async def seek_to_start(consumer: AIOKafkaConsumer, partitions: Sequence[TopicPartition]) -> None:
+    """Position assigned `partitions` at their first offset, each with an explicit `seek`.
+
+    Never `seek_to_beginning`: in aiokafka 0.14 a default reset that `assign` started (to the end, under
+    the default `auto_offset_reset="latest"`) and that is still in flight is applied to a partition that
+    `seek_to_beginning` asked to reset meanwhile, because the fetcher checks only that the partition still
+    awaits a reset, not which one. The position then lands at the end and the reader sees nothing: the
+    benchmarks' `delivered 0` (measured: three fresh topics of four when an `end_offsets` call came
+    between the two). An explicit `seek` ends any pending reset, so a late answer is dropped."""
+    starts = await consumer.beginning_offsets(list(partitions))
+    for tp in partitions:
+        consumer.seek(tp, starts[tp])
 
 
 async def start_producer(

@@ -47,7 +47,7 @@ from aiokafka import TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from yovision_platform.db import Identifier
-from yovision_platform.kafka import admin_client, plain_consumer
+from yovision_platform.kafka import admin_client, plain_consumer, seek_to_start
 from yovision_platform.localstack import LocalStack, read_env_file
 from yovision_platform.outbox_windows import unpassed_count_sql
 from yovision_platform.permissions import AUDIENCES
@@ -389,7 +389,7 @@ async def _secrets_in_events(
     await consumer.start()
     try:
         consumer.assign(pending)
-        await consumer.seek_to_beginning(*pending)
+        await seek_to_start(consumer, pending)
         deadline = time.monotonic() + KAFKA_TIMEOUT_SECONDS
         remaining = set(pending)
         while remaining and time.monotonic() < deadline:
