@@ -14,8 +14,8 @@ rotation at Hydra, the first token of the new key costs one fetch and no other d
 at Hydra (authorization code with PKCE, the login and consent accepted through its admin API, the code
 exchanged) as p50/p95.
 
-Exits non-zero when a count is short: a verification that failed, a fetch more than one per `kid`, a
-sign-in that did not yield a token.
+Exits non-zero when a count is wrong (`bench_runner.Counts`): a verification that failed, a fetch other
+than one per `kid`, a sign-in that did not yield a token.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import asyncio
 import base64
 import json
 import secrets
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -43,7 +42,7 @@ from yovision_platform.auth import AuthError, TokenVerifier
 from yovision_platform.jwks import FetchOutcome, IssuerKeys
 from yovision_platform.permissions import AUDIENCES, PERMISSIONS
 from yovision_platform.tools import hydra
-from yovision_platform.tools.bench_runner import run_cleanly
+from yovision_platform.tools.bench_runner import Counts, run_cleanly
 from yovision_platform.tools.hydra import ClientSpec
 
 AUDIENCE = "signal-watcher"
@@ -78,7 +77,7 @@ def rsa_floor(token: str, key: object) -> Callable[[], Awaitable[object]]:
     return once
 
 
-async def run(verifications: int, sign_ins: int) -> dict[str, object]:
+async def run(verifications: int, sign_ins: int) -> tuple[dict[str, object], Counts]:
     stack = ensure_stack()
     work_dir = Path(tempfile.mkdtemp(prefix="bench-hydra-"))
     async with hydra.private_hydra(stack.admin_dsn, work_dir, [BENCH, USERS]) as private:
@@ -161,15 +160,15 @@ async def run(verifications: int, sign_ins: int) -> dict[str, object]:
         "sign_in": Latency.of_seconds(sign_in).as_dict(),
         "signed_in": signed_in,
     }
-    short = []
-    if any(lat.count != (verifications // rounds) * rounds for lat in latency.values()):
-        short.append("a verification count is short")
-    if steady_fetches != 1 or rotated_fetches != 1 or any(f is not FetchOutcome.FETCHED for f in fetches):
-        short.append("JWKS fetches were not exactly one per kid")
-    if signed_in != sign_ins:
-        short.append("a sign-in yielded no token")
-    result["short"] = short
-    return result
+    counts = Counts()
+    for name, lat in latency.items():
+        counts.expect(f"{name}: verifications", lat.count, (verifications // rounds) * rounds)
+    counts.expect("JWKS fetches in steady state (one per kid)", steady_fetches, 1)
+    counts.expect("JWKS fetches after a rotation (one per kid)", rotated_fetches, 1)
+    counts.expect("JWKS fetches that failed", sum(f is not FetchOutcome.FETCHED for f in fetches), 0)
+    counts.expect("sign-ins that yielded a token", signed_in, sign_ins)
+    result["wrong_counts"] = counts.short
+    return result, counts
 
 
 def table(result: dict[str, object]) -> str:
@@ -198,12 +197,10 @@ def main() -> None:
     parser.add_argument("--verifications", type=int, default=DEFAULT_VERIFICATIONS)
     parser.add_argument("--sign-ins", type=int, default=DEFAULT_SIGN_INS)
     args = parser.parse_args()
-    result = run_cleanly(run(args.verifications, args.sign_ins))
+    result, counts = run_cleanly(run(args.verifications, args.sign_ins))
     print(table(result))
     print(JSON_PREFIX + json.dumps({"bench": "access_tokens", **result}))
-    if result["short"]:
-        print("bench.access_tokens: " + "; ".join(result["short"]), file=sys.stderr)  # type: ignore[arg-type]
-        sys.exit(1)
+    counts.exit_if_short("bench.access_tokens")
 
 
 if __name__ == "__main__":

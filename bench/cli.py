@@ -38,7 +38,7 @@ from bench.report import (
 )
 from bench.stats import per_second
 from yovision_platform.outbox_publisher import RELAY_BATCH_MAX_ROWS, OutboxPublisherConfig
-from yovision_platform.tools.bench_runner import run_cleanly
+from yovision_platform.tools.bench_runner import Counts, run_cleanly
 
 __all__ = ["main"]
 
@@ -122,9 +122,11 @@ async def _raw_runs(
         topic = await topics.create(f"raw-{client}-{label}.{topics.base}")
         await warm_up_topic(stack.kafka_bootstrap, topic, BENCH_TOPIC_PARTITIONS)
         result = await produce(stack.kafka_bootstrap, topic, messages.for_kafka(topic))
-        delivered = (
-            await count_records(stack.kafka_bootstrap, topic, BENCH_TOPIC_PARTITIONS) - BENCH_TOPIC_PARTITIONS
+        warm_ups = BENCH_TOPIC_PARTITIONS  # one record per partition, before the run
+        on_topic = await count_records(
+            stack.kafka_bootstrap, topic, BENCH_TOPIC_PARTITIONS, expected=result.messages + warm_ups
         )
+        delivered = on_topic - warm_ups
         results.append(
             ProduceResult(
                 f"{result.label} ({label})",
@@ -198,7 +200,9 @@ async def _paced_runs(
     return runs
 
 
-async def _relay_benchmark(stack: Stack, args: argparse.Namespace, summary: dict[str, object]) -> None:
+async def _relay_benchmark(
+    stack: Stack, args: argparse.Namespace, summary: dict[str, object], counts: Counts
+) -> None:
     async with bench_topics(stack) as topics:
         _progress(f"building {args.messages:,} events over {args.keys:,} keys with build_event")
         messages = build_messages(args.messages, topics.base, key_count=args.keys)
@@ -214,6 +218,17 @@ async def _relay_benchmark(stack: Stack, args: argparse.Namespace, summary: dict
         runs = await _relay_runs(stack, topics, args, messages)
         raw += await _raw_runs(stack, topics, messages, "after")
         paced = await _paced_runs(stack, topics, args, messages)
+        for r in raw:
+            counts.expect(f"{r.label}: sends that failed", r.failed, 0)
+            counts.expect(f"{r.label}: records on the topic", r.delivered, r.messages)
+        for p in perf:
+            counts.expect(f"{p.label}: records", p.records, args.perf_records)
+        for run in runs:
+            counts.expect(f"{run.label}: records on the topic", run.delivered, run.rows)
+        for paced_run in paced:
+            counts.expect(
+                f"paced {paced_run.target_rate:,.0f}/s: records received", paced_run.received, paced_run.rows
+            )
         _emit(relay_table(raw, perf, runs))
         _emit(paced_table(paced))
         _emit("\n".join(goal_lines(perf, runs, paced)))
@@ -247,7 +262,9 @@ async def _relay_benchmark(stack: Stack, args: argparse.Namespace, summary: dict
         _progress("dropping the bench schemas and topics")
 
 
-async def _lease_benchmark(stack: Stack, args: argparse.Namespace, summary: dict[str, object]) -> None:
+async def _lease_benchmark(
+    stack: Stack, args: argparse.Namespace, summary: dict[str, object], counts: Counts
+) -> None:
     async with bench_schema(stack, purpose="leases") as schema:
         runs: list[LeaseRun] = []
         for variant in LEASE_VARIANTS:
@@ -257,6 +274,8 @@ async def _lease_benchmark(stack: Stack, args: argparse.Namespace, summary: dict
                     variant, schema, jobs=args.lease_jobs, claim_limit=args.lease_claim_limit
                 )
             )
+    for run in runs:
+        counts.expect(f"leases {run.variant}: jobs completed", run.completed, run.jobs)
     _emit(lease_tables(runs))
     summary["leases"] = {r.variant: r.as_dict() for r in runs}
 
@@ -269,7 +288,7 @@ def _messages_line(messages: MessageSet) -> str:
     )
 
 
-async def _run(args: argparse.Namespace) -> dict[str, object]:
+async def _run(args: argparse.Namespace, counts: Counts) -> dict[str, object]:
     stack = ensure_stack()
     summary: dict[str, object] = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -281,13 +300,16 @@ async def _run(args: argparse.Namespace) -> dict[str, object]:
         f"load average at start {os.getloadavg()[0]:.2f}; shared stack: figures are noisy"
     )
     if not args.skip_relay:
-        await _relay_benchmark(stack, args, summary)
+        await _relay_benchmark(stack, args, summary, counts)
     if not args.skip_leases:
-        await _lease_benchmark(stack, args, summary)
+        await _lease_benchmark(stack, args, summary, counts)
     return summary
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parse_args(argv)
-    summary = run_cleanly(_run(args))
+    counts = Counts()
+    summary = run_cleanly(_run(args, counts))
+    summary["short_counts"] = counts.short
     print(JSON_PREFIX + json.dumps(summary, separators=(",", ":"), sort_keys=True), flush=True)
+    counts.exit_if_short("bench")

@@ -14,6 +14,7 @@ from bench.relay_profile import RelayProfile
 from bench.relay_throughput import RelayRun
 from bench.stats import Latency, per_second
 from bench.table import Cell, render_table
+from yovision_platform.tools.bench_runner import Counts
 
 __all__ = [
     "RELAY_GOAL_EVENTS_PER_SECOND",
@@ -57,11 +58,14 @@ def relay_table(raw: Sequence[ProduceResult], perf: Sequence[PerfRun], runs: Seq
             f"{_ratio(rate, limit):.3f}",
         ]
 
+    def delivered(got: int, expected: int) -> Cell:
+        return got if got == expected else Counts.mark(False, "")  # a short count is no figure
+
     rows: list[list[Cell]] = [
         [
             r.label,
             r.messages,
-            r.delivered,
+            delivered(r.delivered, r.messages - r.failed),
             r.wall_seconds,
             r.events_per_second,
             *ratios(r.events_per_second),
@@ -77,7 +81,7 @@ def relay_table(raw: Sequence[ProduceResult], perf: Sequence[PerfRun], runs: Seq
         [
             run.label,
             run.rows,
-            run.delivered,
+            delivered(run.delivered, run.rows),
             run.wall_seconds,
             run.events_per_second,
             *ratios(run.events_per_second),

@@ -25,14 +25,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 
 import asyncpg
+import httpx
 from sense_bench_harness import Burst, mediamtx_binary, raw_replaces, raw_sequential_adds, sense_under_test
 
 from yovision_platform.localstack import LocalStack
-from yovision_platform.tools.bench_runner import run_cleanly
-from yovision_platform.tools.mediamtx_sandbox import mediamtx_sandbox
+from yovision_platform.tools.bench_runner import Counts, run_cleanly
+from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 CHANGE_GAP_SECONDS = 0.2
@@ -60,7 +62,20 @@ def show_burst(label: str, burst: Burst) -> None:
     print(f"   MediaMTX busy with our requests (share of the wall time, per server): {busy}")
 
 
-async def bench(devices: int, servers: int, changes: int, work_dir: Path) -> None:
+async def configured_paths(servers: Sequence[MediaMtxSandbox]) -> int:
+    """Paths configured on `servers`, as MediaMTX itself lists them (the converge's target)."""
+    total = 0
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        for server in servers:
+            answer = await http.get(
+                f"{server.url}/v3/config/paths/list", params={"itemsPerPage": 1}, auth=server.auth()
+            )
+            answer.raise_for_status()
+            total += int(answer.json()["itemCount"])
+    return total
+
+
+async def bench(devices: int, servers: int, changes: int, work_dir: Path, counts: Counts) -> None:
     stack = LocalStack.load(REPO_ROOT / ".local")
     binary = mediamtx_binary(REPO_ROOT)
     admin = await asyncpg.connect(stack.admin_dsn)
@@ -79,6 +94,7 @@ async def bench(devices: int, servers: int, changes: int, work_dir: Path) -> Non
             sense_under_test(stack, admin, [one], "2-3. one server") as sense,
         ):
             single = await sense.burst(devices)
+            counts.expect("2. paths on the server after the burst", await configured_paths([one]), devices)
             show_burst("2. burst, one server", single)
             print(f"   ratio to raw adds: {single.rate / raw_rate:.2f} (goal >= 0.90)")
             print(f"   backoffs of our own making: {single.retried_devices} (goal 0)")
@@ -86,6 +102,7 @@ async def bench(devices: int, servers: int, changes: int, work_dir: Path) -> Non
                 changes, gap_seconds=CHANGE_GAP_SECONDS, timeout_seconds=CHANGE_TIMEOUT_SECONDS
             )
         totals = timed.totals
+        counts.expect("3. single changes MediaMTX applied", len(totals), changes)
         print(
             f"3. single change with {devices} converged, wake-up through Kafka: {len(totals)} changes, "
             f"p50 {ms(totals, 0.5)} ms, p99 {ms(totals, 0.99)} ms, max {max(totals) * 1000:.0f} ms "
@@ -103,6 +120,7 @@ async def bench(devices: int, servers: int, changes: int, work_dir: Path) -> Non
             ]
             async with sense_under_test(stack, admin, fleet, f"4. {servers} servers") as sense:
                 spread = await sense.burst(devices)
+                counts.expect(f"4. paths on the {servers} servers", await configured_paths(fleet), devices)
         show_burst(f"4. burst, {servers} servers", spread)
         print(
             f"   speed-up over one server: {single.wall_seconds / spread.wall_seconds:.2f}x (goal >= 3x); "
@@ -122,7 +140,9 @@ def main() -> None:
     parser.add_argument("--work-dir", type=Path, default=REPO_ROOT / ".local" / "run" / "converge-bench")
     args = parser.parse_args()
     args.work_dir.mkdir(parents=True, exist_ok=True)
-    run_cleanly(bench(args.devices, args.servers, args.changes, args.work_dir))
+    counts = Counts()
+    run_cleanly(bench(args.devices, args.servers, args.changes, args.work_dir, counts))
+    counts.exit_if_short("converge_bench")
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ TOKEN = secrets.token_hex(24)
 DEVICES_PER_SITE = 16  # the default per-site limit of enabled devices
 SENSE_TOPICS = ("sense.device.v1", "sense.path-ownership.v1", "sense.audit.v1")
 CONVERGED_POLL_SECONDS = 0.1
+CONVERGE_TIMEOUT_SECONDS = 600.0
 CREATE_CONCURRENCY = 8  # API clients creating the burst at once
 RAW_CALL_TIMEOUT_SECONDS = 60.0
 
@@ -219,8 +220,13 @@ class SenseUnderTest:
         )
 
     async def wait_converged(self) -> None:
+        """Until every device is converged; RuntimeError after CONVERGE_TIMEOUT_SECONDS (a benchmark that
+        waits for ever reports nothing)."""
         query = f"SELECT count(*) FROM {self.schema.quoted}.reconcile_state WHERE status <> 'converged'"
-        while await self.pool.fetchval(query):  # noqa: ASYNC110 - polling the database
+        deadline = time.monotonic() + CONVERGE_TIMEOUT_SECONDS
+        while left := await self.pool.fetchval(query):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{left} devices not converged within {CONVERGE_TIMEOUT_SECONDS:.0f} s")
             await asyncio.sleep(CONVERGED_POLL_SECONDS)
 
     async def single_changes(self, count: int, *, gap_seconds: float, timeout_seconds: float) -> Changes:

@@ -40,6 +40,7 @@ from yovision_platform.db import Identifier
 from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.migrations import SchemaPlan, drop, migrate
+from yovision_platform.tools.bench_runner import Counts
 from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -146,10 +147,17 @@ if __name__ == "__main__":
         result = asyncio.run(main(args.watchers, args.concurrency, port))
     finally:
         server.terminate()
-    print(f"real check path : {result['probes_per_second']:>8} probes/s ({result['checks_ok']} ok)")
+    counts = Counts()
+    whole = counts.expect("checks that succeeded, one per watcher", int(result["checks_ok"]), args.watchers)
+    rate = Counts.mark(whole, f"{result['probes_per_second']:>8} probes/s")
+    print(f"real check path : {rate} ({result['checks_ok']} ok of {args.watchers})")
     print(f"raw async GET   : {result['raw_gets_per_second']:>8} GET/s")
+    ratio = Counts.mark(whole, f"{result['ratio']:>8}")
+    print(f"ratio           : {ratio}")
+    met = whole and result["ratio"] >= GOAL_RATIO and result["probes_per_second"] >= GOAL_PROBES_PER_SECOND
     print(
-        f"ratio           : {result['ratio']:>8} (goal >= {GOAL_RATIO}, >= {GOAL_PROBES_PER_SECOND} probes/s)"
+        f"goal: ratio >= {GOAL_RATIO} and >= {GOAL_PROBES_PER_SECOND} probes/s: {'met' if met else 'NOT met'}"
     )
     print(f"peak RSS        : {result['peak_rss_mib']:>8} MiB")
-    print("BENCH_JSON " + json.dumps(result))
+    print("BENCH_JSON " + json.dumps({**result, "wrong_counts": counts.short}))
+    counts.exit_if_short("probe_bench")
