@@ -17,7 +17,14 @@ import platform
 import sys
 from collections.abc import Sequence
 
-from bench.enqueue import EnqueueResult, outbox_writer, raw_executemany_writer, raw_insert_writer, run_enqueue
+from bench.enqueue import (
+    EnqueueResult,
+    outbox_many_writer,
+    outbox_writer,
+    raw_executemany_writer,
+    raw_insert_writer,
+    run_enqueue,
+)
 from bench.infra import BENCH_TOPIC_PARTITIONS, BenchTopics, Stack, bench_schema, bench_topics, ensure_stack
 from bench.leases import LEASE_VARIANTS, LeaseRun, run_lease_variant
 from bench.messages import BENCH_KEY_COUNT, MessageSet, build_messages
@@ -108,6 +115,7 @@ def _emit(text: str) -> None:
 
 WRITERS = {
     "outbox_enqueue": outbox_writer,
+    "outbox_enqueue_many": outbox_many_writer,
     "raw_insert": raw_insert_writer,
     "raw_executemany": raw_executemany_writer,
 }
@@ -162,7 +170,11 @@ async def _enqueue_runs(stack: Stack, messages: MessageSet) -> list[EnqueueResul
     for variant, writer in WRITERS.items():
         async with bench_schema(stack, purpose=variant) as schema:
             _progress(f"outbox writes: {variant}")
-            results.append(await run_enqueue(variant, schema.pool, writer(schema.name), messages.outbox))
+            results.append(
+                await run_enqueue(
+                    variant, schema.pool, writer(schema.name), messages.outbox, schema=schema.name
+                )
+            )
     return results
 
 
@@ -225,6 +237,8 @@ async def _relay_benchmark(
             counts.expect(f"{p.label}: records", p.records, args.perf_records)
         for run in runs:
             counts.expect(f"{run.label}: records on the topic", run.delivered, run.rows)
+        for written in enqueue:
+            counts.expect(f"outbox writes {written.variant}: rows stored", written.stored, written.rows)
         for paced_run in paced:
             counts.expect(
                 f"paced {paced_run.target_rate:,.0f}/s: records received", paced_run.received, paced_run.rows

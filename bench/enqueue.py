@@ -34,6 +34,7 @@ Writer = Callable[[DbConnection, Sequence[OutboxMessage]], Awaitable[None]]
 class EnqueueResult:
     variant: str
     rows: int
+    stored: int  # rows the outbox held after the run
     transaction_rows: int
     wall_seconds: float
     cpu_seconds: float
@@ -46,6 +47,7 @@ class EnqueueResult:
     def as_dict(self) -> dict[str, object]:
         return {
             "rows": self.rows,
+            "stored": self.stored,
             "transaction_rows": self.transaction_rows,
             "rows_per_s": round(self.rows_per_second),
             "wall_s": round(self.wall_seconds, 3),
@@ -78,6 +80,16 @@ def outbox_writer(schema: Identifier) -> Writer:
     return write
 
 
+def outbox_many_writer(schema: Identifier) -> Writer:
+    """`Outbox.enqueue_many`: a transaction's events in one round trip (locks, shards, NOTIFY kept)."""
+    outbox = Outbox(schema)
+
+    async def write(conn: DbConnection, chunk: Sequence[OutboxMessage]) -> None:
+        await outbox.enqueue_many(conn, chunk)
+
+    return write
+
+
 def raw_insert_writer(schema: Identifier) -> Writer:
     sql = _insert_sql(schema, returning=True)
 
@@ -103,9 +115,11 @@ async def run_enqueue(
     writer: Writer,
     messages: Sequence[OutboxMessage],
     *,
+    schema: Identifier,
     transaction_rows: int = ENQUEUE_TRANSACTION_ROWS,
 ) -> EnqueueResult:
-    """Write `messages` in order, `transaction_rows` per transaction, over one connection."""
+    """Write `messages` in order, `transaction_rows` per transaction, over one connection; then count the
+    rows the outbox of `schema` holds (`stored`)."""
     transaction_seconds: list[float] = []
     async with pool.acquire() as conn:
         watch = Stopwatch().start()
@@ -116,9 +130,11 @@ async def run_enqueue(
                 await writer(conn, chunk)
             transaction_seconds.append(time.perf_counter() - started)
         watch.stop()
+        stored = int(await conn.fetchval(f"SELECT count(*) FROM {schema.quoted}.outbox"))
     return EnqueueResult(
         variant=variant,
         rows=len(messages),
+        stored=stored,
         transaction_rows=transaction_rows,
         wall_seconds=watch.wall_seconds,
         cpu_seconds=watch.cpu_seconds,

@@ -14,7 +14,7 @@ from tests.conftest import MigratedSchema, Stack
 from tests.integration.platform.kafka_helpers import drained, publishers, read_topic, running, wait_until
 from yovision_platform.errors import OutboxError
 from yovision_platform.kafka import partition_for_key
-from yovision_platform.outbox import MAX_MESSAGE_BYTES, OUTBOX_SHARDS, Outbox, OutboxMessage
+from yovision_platform.outbox import MAX_MESSAGE_BYTES, OUTBOX_SHARDS, Outbox, OutboxMessage, notify_channel
 from yovision_platform.outbox_publisher import OutboxPublisher, OutboxPublisherConfig
 from yovision_platform.outbox_windows import WindowPosition
 from yovision_platform.shard_cursors import CursorFenced, ShardCursors
@@ -341,3 +341,75 @@ async def test_a_relay_whose_shard_was_taken_over_cannot_advance_renew_or_back_o
                  WHERE outbox = 'outbox' AND shard = 0"""
         )
         assert dict(row) == {"owner": "relay-b", "epoch": taken.epoch, "attempts": 0}
+
+
+async def test_many_messages_in_one_round_trip_keep_their_order_shard_and_ids(
+    runtime_pool: asyncpg.Pool, migrated: MigratedSchema
+) -> None:
+    messages = [message("t", f"key-{n % 7}", n) for n in range(50)]
+    async with runtime_pool.acquire() as conn, conn.transaction():
+        ids = await Outbox(migrated.name).enqueue_many(conn, messages)
+    rows = await runtime_pool.fetch(f'SELECT id, value, shard FROM "{migrated.name}".outbox ORDER BY id')
+    assert [r["id"] for r in rows] == ids
+    assert [bytes(r["value"]) for r in rows] == [m.value for m in messages]
+    assert [r["shard"] for r in rows] == [partition_for_key(m.key, OUTBOX_SHARDS) for m in messages]
+
+
+async def test_enqueue_many_outside_a_transaction_is_refused(
+    runtime_pool: asyncpg.Pool, migrated: MigratedSchema
+) -> None:
+    async with runtime_pool.acquire() as conn:
+        with pytest.raises(OutboxError) as caught:
+            await Outbox(migrated.name).enqueue_many(conn, [message("t", "k", 1)])
+    assert caught.value.code == "outbox_outside_transaction"
+
+
+async def test_a_writer_of_many_holds_each_of_its_keys_until_it_commits(
+    runtime_pool: asyncpg.Pool, migrated: MigratedSchema
+) -> None:
+    outbox = Outbox(migrated.name)
+    first = await runtime_pool.acquire()
+    try:
+        transaction = first.transaction()
+        await transaction.start()
+        await outbox.enqueue_many(first, [message("t", "a", 1), message("t", "b", 1)])
+        second = asyncio.create_task(enqueue(runtime_pool, outbox, [message("t", "b", 2)]))
+
+        async def second_waits_on_a_key_lock() -> bool:
+            return bool(
+                await first.fetchval(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                )
+            )
+
+        await wait_until(second_waits_on_a_key_lock, timeout_seconds=10)
+        assert not second.done()
+        await transaction.commit()
+        await asyncio.wait_for(second, 5)
+    finally:
+        await runtime_pool.release(first)
+    values = await runtime_pool.fetch(f'SELECT value FROM "{migrated.name}".outbox ORDER BY id')
+    assert [bytes(r["value"]) for r in values] == [b"a:1", b"b:1", b"b:2"]
+
+
+async def test_many_messages_wake_the_publisher_of_each_of_their_shards_once_at_commit(
+    runtime_pool: asyncpg.Pool, migrated: MigratedSchema
+) -> None:
+    messages = [message("t", f"key-{n}", n) for n in range(40)]
+    shards = {partition_for_key(m.key, OUTBOX_SHARDS) for m in messages}
+    heard: list[str] = []
+    listener = await runtime_pool.acquire()
+    try:
+        await listener.add_listener(notify_channel(migrated.name), lambda *args: heard.append(args[3]))
+        async with runtime_pool.acquire() as conn, conn.transaction():
+            await Outbox(migrated.name).enqueue_many(conn, messages)
+            assert heard == []  # delivered at commit, not before
+
+        async def all_heard() -> bool:
+            return len(heard) >= len(shards)
+
+        await wait_until(all_heard, timeout_seconds=10)
+    finally:
+        await listener.reset()
+        await runtime_pool.release(listener)
+    assert sorted(heard) == sorted(str(s) for s in shards)

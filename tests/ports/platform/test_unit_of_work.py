@@ -6,6 +6,7 @@ their stores the same way on top of this."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
@@ -133,6 +134,35 @@ class UnitOfWorkContract:
         overhead = message(0).size_bytes
         with pytest.raises(OutboxError) as refused:
             await add_and_announce(uow, "with a too large event", message(MAX_MESSAGE_BYTES - overhead + 1))
+        assert refused.value.code == "message_too_large"
+        async with uow:
+            assert await uow.jobs.payloads() == []
+        assert await committed_events() == []
+
+    async def test_several_events_enqueued_at_once_commit_in_order_with_the_state(
+        self, uow: JobsUnitOfWork, committed_events: Committed
+    ) -> None:
+        events = [dataclasses.replace(message(), event_type=f"Job{n}") for n in ("Added", "Queued", "Seen")]
+        async with uow:
+            await uow.jobs.add("a")
+            await uow.outbox.enqueue(dataclasses.replace(message(), event_type="JobFirst"))
+            await uow.outbox.enqueue_many(events)
+            await uow.outbox.enqueue_many([])
+        assert await committed_events() == ["JobFirst", "JobAdded", "JobQueued", "JobSeen"]
+
+    async def test_one_too_large_event_among_several_refuses_them_all(
+        self, uow: JobsUnitOfWork, committed_events: Committed
+    ) -> None:
+        overhead = message(0).size_bytes
+        too_large = [message(), message(MAX_MESSAGE_BYTES - overhead + 1)]
+
+        async def add_and_announce_all() -> None:
+            async with uow:
+                await uow.jobs.add("with one too large event")
+                await uow.outbox.enqueue_many(too_large)
+
+        with pytest.raises(OutboxError) as refused:
+            await add_and_announce_all()
         assert refused.value.code == "message_too_large"
         async with uow:
             assert await uow.jobs.payloads() == []

@@ -47,6 +47,10 @@ class OutboxWriter(Protocol):
 
     async def enqueue(self, message: OutboxMessage) -> None: ...
 
+    async def enqueue_many(self, messages: Sequence[OutboxMessage]) -> None:
+        """Several events of one state change, in one round trip, in order."""
+        ...
+
 
 class UnitOfWork(Protocol):
     """One transaction: commit on a normal exit, roll back on an exception."""
@@ -71,6 +75,9 @@ class TransactionalOutbox:
     async def enqueue(self, message: OutboxMessage) -> None:
         await self._outbox.enqueue(self._conn, message)
 
+    async def enqueue_many(self, messages: Sequence[OutboxMessage]) -> None:
+        await self._outbox.enqueue_many(self._conn, messages)
+
 
 class InMemoryOutbox:
     """The fake `OutboxWriter`: the same refusals as `Outbox.enqueue`; `committed` holds what committed."""
@@ -80,9 +87,12 @@ class InMemoryOutbox:
         self._pending: list[OutboxMessage] = []
 
     async def enqueue(self, message: OutboxMessage) -> None:
-        if message.size_bytes > MAX_MESSAGE_BYTES:
+        await self.enqueue_many([message])
+
+    async def enqueue_many(self, messages: Sequence[OutboxMessage]) -> None:
+        if any(message.size_bytes > MAX_MESSAGE_BYTES for message in messages):
             raise OutboxError("message_too_large", f"message exceeds {MAX_MESSAGE_BYTES} bytes")
-        self._pending.append(message)
+        self._pending.extend(messages)
 
     def commit(self) -> None:
         self.committed.extend(self._pending)
