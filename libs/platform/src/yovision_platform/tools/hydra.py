@@ -62,6 +62,7 @@ HYDRA_BINARY = REPO_ROOT / ".local" / "bin" / "hydra"
 # Hydra's key set for signing JWT access tokens (and the one its JWKS serves them from).
 ACCESS_TOKEN_KEY_SET = "hydra.jwt.access-token"  # noqa: S105 (a key set's name)
 READY_TIMEOUT_SECONDS = 60.0
+KEY_MAKING_TIMEOUT_SECONDS = 30.0
 MIGRATE_TIMEOUT_SECONDS = 120.0
 POLL_SECONDS = 0.1
 
@@ -179,16 +180,22 @@ def start(instance: HydraInstance, log_file: Path | None = None) -> subprocess.P
 
 
 async def wait_ready(instance: HydraInstance, process: subprocess.Popen[bytes] | None = None) -> None:
-    """Until both the admin and the public API answer `/health/ready` (RuntimeError after a minute, or at
-    once when `process` has exited)."""
+    """Until both the admin and the public API answer `/health/ready` and the JWKS serves its keys
+    (RuntimeError after a minute, or at once when `process` has exited).
+
+    Hydra makes its signing keys on the first request that needs them, not at start-up: an RSA key pair per
+    key set, seconds of CPU on a busy machine. The JWKS request here is that first request, so no token
+    request or health check ever waits on it (the doctor's 3 s check did, and reported the provider down)."""
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
-    async with httpx.AsyncClient(timeout=3.0) as http:
+    async with httpx.AsyncClient(timeout=KEY_MAKING_TIMEOUT_SECONDS) as http:
         while True:
-            with contextlib.suppress(httpx.HTTPError):
+            with contextlib.suppress(httpx.HTTPError, ValueError):
                 admin = await http.get(f"{instance.admin_url}/health/ready")
                 public = await http.get(f"{instance.issuer}/health/ready")
                 if admin.status_code == public.status_code == 200:
-                    return
+                    jwks = await http.get(f"{instance.issuer}/.well-known/jwks.json")
+                    if jwks.status_code == 200 and len(jwks.json().get("keys", [])) >= 2:
+                        return
             if process is not None and process.poll() is not None:
                 raise RuntimeError(f"hydra exited {process.returncode} (see its log)")
             if time.monotonic() > deadline:

@@ -51,6 +51,7 @@ DEV_TOKEN_CLIENT = "dev-token"  # noqa: S105 (a client's name)
 DEV_TOKEN_REDIRECT = "http://127.0.0.1/dev-token/callback"  # noqa: S105 (a URL)
 MACHINE_CLIENTS = ("operator-cli", "bench")
 STOP_TIMEOUT_SECONDS = 15.0
+HEALTH_TIMEOUT_SECONDS = 10.0
 
 
 def clients(console_url: str, audiences: Sequence[str]) -> tuple[ClientSpec, ...]:
@@ -153,7 +154,7 @@ class IdentityProvider:
 
     async def healthy(self) -> bool:
         """Ready, and its JWKS serves at least one key."""
-        async with httpx.AsyncClient(timeout=3.0) as http:
+        async with httpx.AsyncClient(timeout=HEALTH_TIMEOUT_SECONDS) as http:
             try:
                 ready = await http.get(f"{self.instance.admin_url}/health/ready")
                 jwks = await http.get(f"{self.instance.issuer}/.well-known/jwks.json")
