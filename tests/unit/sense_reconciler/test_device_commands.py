@@ -172,3 +172,19 @@ async def test_list_pages_through_every_device_once(devices: DeviceService) -> N
             break
         after = page.next_after
     assert sorted(seen) == sorted(created)
+
+
+async def test_a_batch_writes_each_device_s_two_events_in_order_in_one_outbox_write(
+    devices: DeviceService, sense: MemorySense
+) -> None:
+    drafts = [await create(devices, n, state=DISABLED) for n in range(3)]
+    before, writes = len(sense.outbox.committed), sense.outbox.writes
+    await devices.set_desired_states([(d.id, ENABLED) for d in drafts], actor="op")
+    events = sense.outbox.committed[before:]
+    assert sense.outbox.writes == writes + 1
+    ordered = sorted(drafts, key=lambda d: d.id)  # the batch takes its devices in id order
+    assert [(m.event_type, m.key) for m in events] == [
+        (event_type, str(d.id).encode())
+        for d in ordered
+        for event_type in ("DeviceDesiredStateChanged", "DeviceAuditRecorded")
+    ]

@@ -80,10 +80,12 @@ class TransactionalOutbox:
 
 
 class InMemoryOutbox:
-    """The fake `OutboxWriter`: the same refusals as `Outbox.enqueue`; `committed` holds what committed."""
+    """The fake `OutboxWriter`: the same refusals as `Outbox.enqueue`; `committed` holds what committed,
+    `writes` counts the calls (each one statement, one round trip, for the PostgreSQL adapter)."""
 
     def __init__(self) -> None:
         self.committed: list[OutboxMessage] = []
+        self.writes = 0
         self._pending: list[OutboxMessage] = []
 
     async def enqueue(self, message: OutboxMessage) -> None:
@@ -92,6 +94,7 @@ class InMemoryOutbox:
     async def enqueue_many(self, messages: Sequence[OutboxMessage]) -> None:
         if any(message.size_bytes > MAX_MESSAGE_BYTES for message in messages):
             raise OutboxError("message_too_large", f"message exceeds {MAX_MESSAGE_BYTES} bytes")
+        self.writes += 1
         self._pending.extend(messages)
 
     def commit(self) -> None:

@@ -1,6 +1,10 @@
 """The facts every device change writes in its transaction: the device event (device topic, key = device
 id: the full device state, never the source URI) and the redacted device-audit fact (the audit push's outbox
-row plus the DeviceAuditRecorded event)."""
+row plus the DeviceAuditRecorded event).
+
+A change of one device enqueues its two events as it goes (`publish`, `audit`). A change of many devices in
+one transaction collects them (`device_event`, `audit_event`) and enqueues them all in one round trip
+(`OutboxWriter.enqueue_many`), in the same order."""
 
 from __future__ import annotations
 
@@ -24,6 +28,14 @@ class DeviceFacts:
     async def publish(
         self, uow: SenseUnitOfWork, event_type: str, device: DeviceRow, extra: dict[str, Any]
     ) -> None:
+        await uow.outbox.enqueue(self.device_event(event_type, device, extra))
+
+    async def audit(
+        self, uow: SenseUnitOfWork, action: str, actor: str, device: DeviceRow, changed: Sequence[str]
+    ) -> None:
+        await uow.outbox.enqueue(await self.audit_event(uow, action, actor, device, changed))
+
+    def device_event(self, event_type: str, device: DeviceRow, extra: dict[str, Any]) -> OutboxMessage:
         payload = {
             "device_id": str(device.id),
             "tenant_id": device.tenant_id,
@@ -36,13 +48,14 @@ class DeviceFacts:
             **extra,
         }
         event = build_event(self._serde, event_type, str(device.id), payload)
-        await uow.outbox.enqueue(OutboxMessage.from_event(event, topic=self._device_topic))
+        return OutboxMessage.from_event(event, topic=self._device_topic)
 
-    async def audit(
+    async def audit_event(
         self, uow: SenseUnitOfWork, action: str, actor: str, device: DeviceRow, changed: Sequence[str]
-    ) -> None:
-        """The device-audit fact, in the outbox the audit push reads and, in the same canonical form, as a
-        DeviceAuditRecorded event: one id, one time (the database clock at whole milliseconds)."""
+    ) -> OutboxMessage:
+        """The device-audit fact, in the outbox the audit push reads (written now) and, in the same canonical
+        form, as a DeviceAuditRecorded event (returned, for the caller to enqueue): one id, one time (the
+        database clock at whole milliseconds)."""
         fact = AuditFact(
             event_id=uuid.uuid4(), action=action, actor=actor, device=device, changed_fields=changed
         )
@@ -69,4 +82,4 @@ class DeviceFacts:
             occurred_at_ms=parts.occurred_at_ms,
             correlation_id=parts.correlation_id,
         )
-        await uow.outbox.enqueue(OutboxMessage.from_event(event))
+        return OutboxMessage.from_event(event)

@@ -42,6 +42,7 @@ from yovision_platform.avro import AvroSerde
 from yovision_platform.encryption import SecretUnreadable
 from yovision_platform.kafka import partition_for_key
 from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID
+from yovision_platform.outbox import OutboxMessage
 
 
 @dataclass(frozen=True)
@@ -211,6 +212,7 @@ class DeviceService:
                     enabled_after_disables, enabling[(tenant_id, site_id)], site.max_video_channels
                 )
             result: dict[uuid.UUID, DeviceRow] = {}
+            events: list[OutboxMessage] = []
             for device_id in sorted(wanted):
                 before = current[device_id]
                 if before.desired_state == wanted[device_id]:
@@ -223,14 +225,18 @@ class DeviceService:
                     desired_state=wanted[device_id].value,
                 )
                 await uow.devices.mark_due(device_id, device.media_server_id)
-                await self._facts.publish(
-                    uow,
-                    "DeviceDesiredStateChanged",
-                    device,
-                    {"previous_desired_state": before.desired_state},
+                events.append(
+                    self._facts.device_event(
+                        "DeviceDesiredStateChanged", device, {"previous_desired_state": before.desired_state}
+                    )
                 )
-                await self._facts.audit(uow, "device.desired_state_changed", actor, device, ["desired_state"])
+                events.append(
+                    await self._facts.audit_event(
+                        uow, "device.desired_state_changed", actor, device, ["desired_state"]
+                    )
+                )
                 result[device_id] = device
+            await uow.outbox.enqueue_many(events)
         return [result[device_id] for device_id, _ in items]
 
     async def reconcile_status(self, device_id: uuid.UUID) -> ReconcileState:

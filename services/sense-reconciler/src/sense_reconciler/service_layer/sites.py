@@ -21,6 +21,7 @@ from sense_reconciler.domain.model import (
 from sense_reconciler.domain.records import SiteRow
 from sense_reconciler.service_layer.device_facts import DeviceFacts
 from sense_reconciler.service_layer.ports import SenseUnitOfWork, UnitOfWorkFactory
+from yovision_platform.outbox import OutboxMessage
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class SiteService:
     ) -> None:
         await uow.sites.set_server(tenant_id, site_id, media_server_id)
         changed = ["media_server_id"]
+        events: list[OutboxMessage] = []
         for current in await uow.devices.of_site(tenant_id, site_id):
             device = await uow.devices.update(
                 current.id,
@@ -109,7 +111,10 @@ class SiteService:
                 media_server_id=media_server_id,
             )
             await uow.devices.mark_due(device.id, media_server_id)
-            await self._facts.publish(
-                uow, "DeviceConfigChanged", device, {"previous_path_name": None, "changed_fields": changed}
+            events.append(
+                self._facts.device_event(
+                    "DeviceConfigChanged", device, {"previous_path_name": None, "changed_fields": changed}
+                )
             )
-            await self._facts.audit(uow, "device.config_changed", actor, device, changed)
+            events.append(await self._facts.audit_event(uow, "device.config_changed", actor, device, changed))
+        await uow.outbox.enqueue_many(events)
