@@ -120,9 +120,10 @@ fuzz: setup ## API fuzzing on a fresh random seed: schemathesis on every service
 
 bench: bench-platform bench-services ## All benchmarks (platform, then the services'); figures, not pass/fail
 
-bench-platform: ## Platform benchmarks: relay (1/2/4, aiokafka vs confluent) vs raw produce vs ProducerPerformance, paced latency, outbox size, enqueue, leases, access tokens (bench/)
+bench-platform: ## Platform benchmarks: relay (1/2/4, aiokafka vs confluent) vs raw produce vs ProducerPerformance, paced latency, outbox size, enqueue, leases, access tokens, one event's path (bench/)
 	$(PY) -m bench $(ARGS)
 	$(PY) -m bench.access_tokens
+	$(PY) -m bench.single_event
 
 bench-services: ## Service benchmarks: Sense convergence, Sense→Bell relay, Signal probes, media uploads/transcodes, console pages
 	$(STACK) up pg kafka mediamtx
