@@ -413,3 +413,61 @@ async def test_many_messages_wake_the_publisher_of_each_of_their_shards_once_at_
         await listener.reset()
         await runtime_pool.release(listener)
     assert sorted(heard) == sorted(str(s) for s in shards)
+
+
+class _HeldCommit:
+    """A publisher whose first commit waits for `release`: the window in which a new row commits while
+    the relay's prefetch is already under way."""
+
+    def __init__(self, inner: TransactionalPublisher, held: asyncio.Event, release: asyncio.Event) -> None:
+        self._inner, self._held, self._release = inner, held, release
+
+    async def start(self) -> None:
+        await self._inner.start()
+
+    def begin(self) -> None:
+        self._inner.begin()
+
+    def send(self, topic: str, value: bytes, key: bytes, headers: Sequence[tuple[str, str | bytes]]) -> None:
+        self._inner.send(topic, value, key, headers)
+
+    async def commit(self) -> None:
+        if not self._held.is_set():
+            self._held.set()
+            await self._release.wait()
+        await self._inner.commit()
+
+    async def abort(self) -> None:
+        await self._inner.abort()
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+async def test_a_row_committed_during_a_kafka_commit_is_published_at_once_not_after_the_poll(
+    stack: Stack, runtime_pool: asyncpg.Pool, migrated: MigratedSchema, topic: str
+) -> None:
+    """The relay reads its next batch while a commit is in flight; a row committed meanwhile wakes it
+    (NOTIFY), so an empty prefetch must not send the relay to sleep for its poll interval (30 s here)."""
+    outbox = Outbox(migrated.name)
+    key = "one-key"  # one shard: the held commit and the later row are the same shard's
+    held, release = asyncio.Event(), asyncio.Event()
+    slow_poll = OutboxPublisherConfig(lease_seconds=3, poll_interval_seconds=30.0)
+    with publishers(stack.kafka_bootstrap) as factory:
+
+        def holding(transactional_id: str) -> TransactionalPublisher:
+            return _HeldCommit(factory(transactional_id), held, release)
+
+        relay = OutboxPublisher(
+            runtime_pool, migrated.name, holding, owner="relay-prefetch", config=slow_poll
+        )
+        async with running(relay):
+            await enqueue(runtime_pool, outbox, [message(topic, key, 1)])
+            await asyncio.wait_for(held.wait(), 20)  # the first batch's commit is in flight
+            await enqueue(runtime_pool, outbox, [message(topic, key, 2)])
+            release.set()
+            started = time.monotonic()
+            records = await read_topic(stack.kafka_bootstrap, topic, expected=2, timeout_seconds=10)
+            waited = time.monotonic() - started
+    assert [r.value for r in sorted(records, key=lambda r: r.offset)] == [b"one-key:1", b"one-key:2"]
+    assert waited < 10, "the second row waited for the poll interval"

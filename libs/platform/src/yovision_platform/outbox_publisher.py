@@ -400,9 +400,8 @@ class _ShardPublisher:
                     continue
                 if self._publisher is None and not await self._start_publisher():
                     continue
-                self._held.wake.clear()
                 try:
-                    batch = await prefetch if prefetch is not None else await self._read()
+                    batch = await prefetch if prefetch is not None else await self._woken_read()
                 except DB_ERRORS as exc:
                     prefetch = None
                     self._database_failed(exc)
@@ -415,7 +414,7 @@ class _ShardPublisher:
                 try:
                     self._produce(batch)
                     # Read the next batch while this one's acknowledgements and commit are outstanding.
-                    prefetch = asyncio.create_task(self._read())
+                    prefetch = asyncio.create_task(self._woken_read())
                     assert self._publisher is not None
                     await self._publisher.commit()
                 except PublishFailed as failure:
@@ -442,6 +441,13 @@ class _ShardPublisher:
         log.warning("outbox relay database call failed", extra={"error_code": type(exc).__name__})
         self._reader.reset(self._persisted)
         self._retry_at = time.monotonic() + self._config.backoff_base_seconds
+
+    async def _woken_read(self) -> WindowBatch:
+        """A read that consumes the wake-ups before it: a NOTIFY arriving after this point (even while a
+        prefetch is in flight) stays set, so an empty prefetch never sleeps through a row committed
+        meanwhile (it did, for a whole poll interval, when the wake was cleared after the prefetch began)."""
+        self._held.wake.clear()
+        return await self._read()
 
     async def _read(self) -> WindowBatch:
         async with self._relay._pool.acquire() as conn:
