@@ -117,9 +117,14 @@ async def test_serve_answers_health_publishes_the_outbox_and_stops_cleanly_on_si
             finally:
                 await pool.close()
 
+            # The relay counts a batch once its cursor update is back from the pool, a moment after the
+            # database shows the cursor past the row: wait for the count, do not race it.
+            async def counted() -> bool:
+                return "outbox_relay_published_total 1.0" in (await client.get("/metrics")).text
+
+            await wait_until(counted, timeout_seconds=10)
             metrics = (await client.get("/metrics")).text
             assert 'yovision_build_info{instance_id="' in metrics
-            assert "outbox_relay_published_total 1.0" in metrics
             assert demo.password not in metrics
         started = time.monotonic()
         process.send_signal(signal.SIGTERM)
