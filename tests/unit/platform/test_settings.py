@@ -14,6 +14,7 @@ from yovision_platform.settings import (
     SECRET_FILE_MAX_BYTES,
     BaseServiceSettings,
     generate_instance_id,
+    is_loopback_host,
     load_settings,
     process_instance_id,
     read_dsn_file,
@@ -290,3 +291,22 @@ def test_the_database_schema_is_an_identifier(
         assert load_settings(DemoSettings).database_schema == schema
     else:
         assert "DEMO_DATABASE_SCHEMA" in str(config_error())
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("localhost", True),
+        ("LOCALHOST", True),
+        ("127.0.0.1", True),
+        ("127.255.255.254", True),
+        ("::1", True),
+        ("128.0.0.1", False),
+        ("localhost.example.org", False),
+        ("10.0.0.1", False),
+        ("", False),
+        (None, False),
+    ],
+)
+def test_plain_http_is_for_loopback_hosts_only(host: str | None, loopback: bool) -> None:
+    assert is_loopback_host(host) is loopback

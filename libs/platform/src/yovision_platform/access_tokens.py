@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import ipaddress
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -45,7 +44,7 @@ from yovision_platform.auth import (
 )
 from yovision_platform.jwks import ASYMMETRIC_ALGORITHMS, REFRESH_SECONDS_DEFAULT, FetchOutcome, IssuerKeys
 from yovision_platform.metrics import LabeledMetric, labeled_counter
-from yovision_platform.settings import BaseServiceSettings
+from yovision_platform.settings import BaseServiceSettings, is_loopback_host
 
 if TYPE_CHECKING:
     from yovision_platform.service import WebContext
@@ -168,22 +167,13 @@ class AccessTokenVerifier:
             log.warning("access_token_unknown_kid", extra={"issuer": self.issuer})
 
 
-def _loopback(host: str | None) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host or "").is_loopback
-    except ValueError:
-        return False
-
-
 def checked_url(value: str) -> str:
     """An https URL, or http on a loopback address only (the local stack): a token's keys must never come
     over a connection anyone on the path could change."""
     parts = urlsplit(value)
     if parts.scheme not in ("https", "http") or not parts.hostname or parts.username or parts.password:
         raise ValueError("must be an https URL (http only on a loopback address), without credentials")
-    if parts.scheme == "http" and not _loopback(parts.hostname):
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
         raise ValueError("must be https unless the host is a loopback address")
     return value.rstrip("/") if parts.path in ("", "/") else value
 

@@ -15,6 +15,7 @@ Contract for services:
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import secrets
@@ -49,6 +50,7 @@ __all__ = [
     "LogLevel",
     "Port",
     "generate_instance_id",
+    "is_loopback_host",
     "load_settings",
     "process_instance_id",
     "read_dsn_file",
@@ -67,6 +69,19 @@ INSTANCE_ID_HOST_PART_MAX_CHARS = 48
 INSTANCE_ID_RANDOM_HEX_CHARS = 6
 
 Port = Annotated[int, Field(ge=1, le=65535)]
+
+
+def is_loopback_host(host: str | None) -> bool:
+    """`localhost` or a loopback address: the one place plain http is allowed for a URL a service trusts
+    (a peer's API, an issuer), since nothing leaves the machine."""
+    if not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _upper(value: object) -> object:

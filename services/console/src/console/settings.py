@@ -29,7 +29,7 @@ from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_
 from pydantic_settings import SettingsConfigDict
 
 from yovision_platform.auth import MIN_STATIC_TOKEN_CHARS, TokenVerifier
-from yovision_platform.settings import BaseWebSettings, Port, read_secret_file
+from yovision_platform.settings import BaseWebSettings, Port, is_loopback_host, read_secret_file
 from yovision_platform.signing import load_key_file
 
 DEFAULT_HTTP_PORT = 18080
@@ -48,15 +48,6 @@ def _is_ip_address(host: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class ConsoleSettings(BaseWebSettings):
@@ -95,7 +86,7 @@ class ConsoleSettings(BaseWebSettings):
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.query:
             raise ValueError("must be http(s)://host[:port] without credentials or query")
         allowed = info.data.get("plain_http_hosts") or ()
-        if parts.scheme == "http" and not _is_loopback(parts.hostname) and parts.hostname not in allowed:
+        if parts.scheme == "http" and not is_loopback_host(parts.hostname) and parts.hostname not in allowed:
             raise ValueError("plain http only to loopback or a host of plain_http_hosts; use https")
         return value.rstrip("/")
 

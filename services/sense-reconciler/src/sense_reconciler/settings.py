@@ -13,7 +13,6 @@ operators rely on) with ConfigErrors naming the setting, never its value.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -27,7 +26,7 @@ from yovision_platform.auth import MIN_STATIC_TOKEN_CHARS
 from yovision_platform.encryption import EncryptionSettings
 from yovision_platform.errors import ConfigError
 from yovision_platform.media_servers import MediaServerSettings, validate_media_server_id
-from yovision_platform.settings import Port, read_secret_file
+from yovision_platform.settings import Port, is_loopback_host, read_secret_file
 from yovision_platform.signing import KEY_ID_PATTERN, KeyRing, SigningKey, load_key_file
 
 DEFAULT_HTTP_PORT = 18081
@@ -37,16 +36,6 @@ SETTING_AUDIT_PUSH_ENABLED = "SENSE_BELL_RELAY_ENABLED"
 SETTING_BELL_URL = "SENSE_BELL_URL"
 SETTING_BELL_KEY_FILE = "SENSE_BELL_KEY_FILE"
 SETTING_BELL_KEY_ID = "SENSE_BELL_KEY_ID"
-LOOPBACK_HOST_NAMES = frozenset({"localhost"})
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() in LOOPBACK_HOST_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def validate_bell_url(url: str, setting: str = SETTING_BELL_URL) -> str:
@@ -66,7 +55,7 @@ def validate_bell_url(url: str, setting: str = SETTING_BELL_URL) -> str:
         raise ConfigError(setting, "url_has_credentials", "credentials do not belong in the URL")
     if parts.path not in {"", "/"} or parts.query or parts.fragment:
         raise ConfigError(setting, "url_has_path", "give only scheme, host and port")
-    if parts.scheme == "http" and not _is_loopback(host):
+    if parts.scheme == "http" and not is_loopback_host(host):
         raise ConfigError(setting, "url_not_https", "plain http is allowed only on a loopback host")
     return candidate.rstrip("/")
 

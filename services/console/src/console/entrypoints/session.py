@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import Request, Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
+
+from yovision_platform.settings import is_loopback_host
 
 COOKIE_NAME = "yv_session"
 SESSION_MAX_AGE_SECONDS = 8 * 3600
@@ -88,13 +89,7 @@ def session_serializer(key: bytes) -> URLSafeTimedSerializer:
 
 
 def is_loopback_request(request: Request) -> bool:
-    host = request.url.hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(request.url.hostname)
 
 
 def csrf_matches(session: Session, presented: str | None) -> bool:
