@@ -40,20 +40,13 @@ from bench.stats import Latency
 from yovision_platform.access_tokens import AccessTokenVerifier
 from yovision_platform.auth import AuthError, TokenVerifier
 from yovision_platform.jwks import FetchOutcome, IssuerKeys
-from yovision_platform.permissions import AUDIENCES, PERMISSIONS
-from yovision_platform.tools import hydra
+from yovision_platform.permissions import AUDIENCES
+from yovision_platform.tools import hydra, identity_provider
 from yovision_platform.tools.bench_runner import Counts, run_cleanly
-from yovision_platform.tools.hydra import ClientSpec
 
 AUDIENCE = "signal-watcher"
-BENCH = ClientSpec("bench", PERMISSIONS, AUDIENCES)
-USERS = ClientSpec(
-    "dev-token",
-    ("openid", "offline_access", *PERMISSIONS),
-    AUDIENCES,
-    ("authorization_code", "refresh_token"),
-    redirect_uris=("http://127.0.0.1:9/callback",),
-)
+CLIENTS = identity_provider.clients(hydra.UNSERVED_CONSOLE_URL, AUDIENCES)  # the environment's own
+USERS = next(c for c in CLIENTS if c.client_id == identity_provider.DEV_TOKEN_CLIENT)
 DEFAULT_VERIFICATIONS = 20_000
 DEFAULT_SIGN_INS = 200
 JSON_PREFIX = "BENCH_JSON "
@@ -80,7 +73,7 @@ def rsa_floor(token: str, key: object) -> Callable[[], Awaitable[object]]:
 async def run(verifications: int, sign_ins: int) -> tuple[dict[str, object], Counts]:
     stack = ensure_stack()
     work_dir = Path(tempfile.mkdtemp(prefix="bench-hydra-"))
-    async with hydra.private_hydra(stack.admin_dsn, work_dir, [BENCH, USERS]) as private:
+    async with hydra.private_hydra(stack.admin_dsn, work_dir, CLIENTS) as private:
         issuer = private.instance.issuer
         secret = private.client_secrets
         token = await hydra.machine_token(

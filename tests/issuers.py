@@ -19,8 +19,8 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
-from yovision_platform.permissions import AUDIENCES, PERMISSIONS
-from yovision_platform.tools import hydra
+from yovision_platform.permissions import AUDIENCES
+from yovision_platform.tools import hydra, identity_provider
 from yovision_platform.tools.hydra import ClientSpec, HydraAdmin
 
 ACCESS_TOKEN_TTL_SECONDS = 15 * 60
@@ -76,7 +76,7 @@ class LocalIssuer:
     list, `iat`, `nbf`, `exp`, `jti`, `ext`); its JWKS answers through `jwks_client()`."""
 
     issuer: str = "http://127.0.0.1:14444"
-    clients: frozenset[str] = frozenset({"bench", "operator-cli"})  # MACHINE_CLIENTS
+    clients: frozenset[str] = frozenset(identity_provider.MACHINE_CLIENTS)
     _keys: list[_Key] = field(default_factory=lambda: [_Key(str(uuid.uuid4()))])
     jwks_fetches: int = 0
 
@@ -176,19 +176,13 @@ class HydraIssuer:
         await self.admin.remove_signing_key(kid)
 
 
-MACHINE_CLIENTS = ("bench", "operator-cli")
-USERS = ClientSpec(
-    "dev-token",
-    scopes=("openid", "offline_access", *PERMISSIONS),
-    audiences=AUDIENCES,
-    grant_types=("authorization_code", "refresh_token"),
-    redirect_uris=("http://127.0.0.1:9/callback",),
-)
+# The environment's own clients (`identity_provider.clients`), as a private Hydra registers them.
+CLIENTS = identity_provider.clients(hydra.UNSERVED_CONSOLE_URL, AUDIENCES)
+USERS = next(c for c in CLIENTS if c.client_id == identity_provider.DEV_TOKEN_CLIENT)
 
 
 @contextlib.asynccontextmanager
 async def hydra_issuer(admin_dsn: str, work_dir: Path) -> AsyncIterator[HydraIssuer]:
-    """A private Hydra (`hydra.private_hydra`) with a user-facing client and the machine clients."""
-    clients = [USERS, *(ClientSpec(client_id, PERMISSIONS, AUDIENCES) for client_id in MACHINE_CLIENTS)]
-    async with hydra.private_hydra(admin_dsn, work_dir, clients) as private:
+    """A private Hydra (`hydra.private_hydra`) with the environment's clients."""
+    async with hydra.private_hydra(admin_dsn, work_dir, CLIENTS) as private:
         yield HydraIssuer(private.instance.issuer, private.admin, USERS, dict(private.client_secrets))

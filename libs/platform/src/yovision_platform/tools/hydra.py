@@ -35,6 +35,7 @@ import httpx
 
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import runtime_dsn
+from yovision_platform.migrations import SchemaPlan, drop
 from yovision_platform.tools.localhost import free_port, write_private_file
 
 __all__ = [
@@ -65,6 +66,8 @@ READY_TIMEOUT_SECONDS = 60.0
 KEY_MAKING_TIMEOUT_SECONDS = 30.0
 MIGRATE_TIMEOUT_SECONDS = 120.0
 POLL_SECONDS = 0.1
+# The console of a private Hydra: nothing serves it, logins are accepted through the admin API.
+UNSERVED_CONSOLE_URL = "http://127.0.0.1:9"
 
 
 @dataclass(frozen=True)
@@ -139,10 +142,7 @@ async def drop_database_role(admin_dsn: str, role: Identifier) -> None:
     """Remove the role and its schema (test environments). Irreversible."""
     connection = await asyncpg.connect(admin_dsn)
     try:
-        await connection.execute(f"DROP SCHEMA IF EXISTS {role.quoted} CASCADE")
-        if await connection.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", str(role)):
-            await connection.execute(f"DROP OWNED BY {role.quoted} CASCADE")
-            await connection.execute(f"DROP ROLE {role.quoted}")
+        await drop(connection, SchemaPlan(role, owner_role=role, runtime_role=role, migrations=()))
     finally:
         await connection.close()
 
@@ -455,7 +455,7 @@ async def private_hydra(
         admin_port=free_port(),
         dsn=dsn,
         system_secret=secrets.token_urlsafe(32),
-        console_url="http://127.0.0.1:9",  # nothing serves it: logins are accepted through the admin API
+        console_url=UNSERVED_CONSOLE_URL,
         work_dir=work_dir,
     )
     client_secrets = {client.client_id: secrets.token_urlsafe(32) for client in clients}
