@@ -13,6 +13,7 @@ ARGS ?=
 FROM ?=
 MAX ?=
 SEED ?=
+CLIENT ?=
 EXAMPLES ?=
 # Bytecode is cached under .local, never beside the sources: a shell that sets PYTHONDONTWRITEBYTECODE
 # made every process compile every module it imports, half of a service's start (docs/decisions.md,
@@ -88,11 +89,11 @@ doctor: ## Check the invariants of the running stack: no dead letter, outboxes d
 sense-orphan: ## Orphan operator CLI with the local orphan-scanner env: ARGS="report" | ARGS="apply --scan-id ID --actor NAME --confirm '<text>'"
 	@bash infra/scripts/services.sh exec orphan-scanner $(CURDIR)/.venv/bin/sense-orphan $(ARGS)
 
-dev-token: ## Mint a local dev JWT for a service's API: SERVICE=signal-watcher SUB=alice [PERMS="signal:read"]
+dev-token: ## An access token from the local OpenID provider: SERVICE=signal-watcher SUB=alice [PERMS="signal:read"] (or CLIENT=operator-cli)
 	$(if $(SERVICE),,$(error SERVICE=<service> is required))
-	$(if $(SUB),,$(error SUB=<user id> is required))
-	@$(PY) -m yovision_platform.tools.devtoken --audience $(SERVICE) --sub $(SUB) $(foreach p,$(PERMS),--perm $(p)) \
-		--key-file "$$(sed -n 's/^[A-Z]*_AUTH_JWT_KEY_FILE=//p' .local/env/$(SERVICE).env)"
+	$(if $(SUB)$(CLIENT),,$(error SUB=<user id> or CLIENT=<machine client> is required))
+	@$(PY) -m yovision_platform.tools.devtoken --service $(SERVICE) $(if $(SUB),--sub $(SUB),--client $(CLIENT)) \
+		$(foreach p,$(PERMS),--perm $(p))
 
 lint: ## ruff check + ruff format --check
 	.venv/bin/ruff check .

@@ -1,9 +1,11 @@
 """`python -m bench.access_tokens`: the cost of verifying the OpenID provider's access tokens, side by side
-with today's HS256 check, on tokens of a real ORY Hydra (a private one, `tools.hydra.private_hydra`).
+with the HS256 check the services ran before (shared keys), on tokens of a real ORY Hydra (a private one,
+`tools.hydra.private_hydra`).
 
 In one process, interleaved so that both see the same machine:
 
-- ``hs256``: `auth.TokenVerifier.verify` of an HS256 token (the baseline: what the services check today);
+- ``hs256``: the HS256 check the services ran before they took the provider's tokens (PyJWT's decode with
+  the same claim checks, `hs256_check`): the baseline;
 - ``access_token``: `access_tokens.AccessTokenVerifier.verify` of Hydra's RS256 access token, through the
   key cache, as a service's request would;
 - ``rsa_floor``: the RSA-2048 signature check alone (`cryptography`), the physical limit of any RS256
@@ -38,7 +40,13 @@ from cryptography.hazmat.primitives.asymmetric import padding
 from bench.infra import ensure_stack
 from bench.stats import Latency
 from yovision_platform.access_tokens import AccessTokenVerifier
-from yovision_platform.auth import AuthError, TokenVerifier
+from yovision_platform.auth import (
+    DECODE_OPTIONS,
+    JWT_LEEWAY_SECONDS_DEFAULT,
+    AuthError,
+    check_times,
+    checked_subject,
+)
 from yovision_platform.jwks import FetchOutcome, IssuerKeys
 from yovision_platform.permissions import AUDIENCES
 from yovision_platform.tools import hydra, identity_provider
@@ -50,6 +58,29 @@ USERS = next(c for c in CLIENTS if c.client_id == identity_provider.DEV_TOKEN_CL
 DEFAULT_VERIFICATIONS = 20_000
 DEFAULT_SIGN_INS = 200
 JSON_PREFIX = "BENCH_JSON "
+
+
+def hs256_token(key: bytes, issuer: str) -> str:
+    now = int(time.time())
+    claims = {
+        "sub": "bench",
+        "iss": issuer,
+        "aud": AUDIENCE,
+        "iat": now,
+        "exp": now + 900,
+        "perm": ["signal:read"],
+    }
+    return jwt.encode(claims, key, algorithm="HS256")
+
+
+def hs256_check(token: str, key: bytes, issuer: str) -> object:
+    """The services' former check of their shared-key tokens, step for step: signature, `iss`, `aud`, the
+    times with the leeway, the subject, the permissions."""
+    claims = jwt.decode(
+        token, key, algorithms=["HS256"], issuer=issuer, audience=AUDIENCE, options=DECODE_OPTIONS
+    )
+    check_times(claims, now=None, leeway_seconds=JWT_LEEWAY_SECONDS_DEFAULT)
+    return checked_subject(claims), frozenset(claims.get("perm", []))
 
 
 async def timed(calls: int, once: Callable[[], Awaitable[object]], samples: list[float]) -> None:
@@ -85,15 +116,15 @@ async def run(verifications: int, sign_ins: int) -> tuple[dict[str, object], Cou
                 f"{issuer}/.well-known/jwks.json", frozenset({"RS256"}), http, on_fetch=fetches.append
             )
             verifier = AccessTokenVerifier(keys, issuer, AUDIENCE)
-            baseline = TokenVerifier(secrets.token_bytes(32), issuer=issuer, audience=AUDIENCE)
-            hs_token = baseline.mint("bench", ["signal:read"], ttl_seconds=900)
+            hs_key = secrets.token_bytes(32)
+            hs_token = hs256_token(hs_key, issuer)
             await verifier.verify(token)  # the one fetch of this kid, before timing
             kid = jwt.get_unverified_header(token)["kid"]
             key = await keys.key(kid)
             assert key is not None
 
             async def hs256() -> object:
-                return baseline.verify(hs_token)
+                return hs256_check(hs_token, hs_key, issuer)
 
             samples: dict[str, list[float]] = {"hs256": [], "access_token": [], "rsa_floor": []}
             checks = {

@@ -25,6 +25,7 @@ import pytest
 from aiokafka.admin import NewTopic
 from hypothesis import HealthCheck, settings
 
+from tests.issuers import HydraIssuer, hydra_issuer
 from yovision_platform.db import Identifier
 from yovision_platform.kafka import admin_client
 from yovision_platform.kafka_security import KafkaTarget
@@ -99,6 +100,15 @@ async def stack(shared_stack: Stack, tmp_path_factory: pytest.TempPathFactory) -
             mediamtx_api_url=private.url,
             media_servers=(LocalMediaServer(server.id, private.url, private.credentials_file),),
         )
+
+
+@pytest.fixture(scope="session")
+async def hydra(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[HydraIssuer]:
+    """A private ORY Hydra for this test session (each pytest-xdist worker), started on first use, with the
+    environment's clients: the issuer of the service processes that integration tests start
+    (`<P>AUTH_ISSUER=hydra.issuer`), and of their tokens (`await hydra.user_token(...)`)."""
+    async with hydra_issuer(stack.admin_dsn, tmp_path_factory.mktemp("hydra")) as issuer:
+        yield issuer
 
 
 @pytest.fixture

@@ -19,6 +19,8 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
+from yovision_platform.access_tokens import AccessTokenVerifier, PermissionMapping
+from yovision_platform.jwks import IssuerKeys
 from yovision_platform.permissions import AUDIENCES
 from yovision_platform.tools import hydra, identity_provider
 from yovision_platform.tools.hydra import ClientSpec, HydraAdmin
@@ -92,6 +94,16 @@ class LocalIssuer:
 
     def jwks_client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(transport=httpx.MockTransport(self._jwks))
+
+    def verifier(self, audience: str, mapping: PermissionMapping | None = None) -> AccessTokenVerifier:
+        """A verifier of this issuer's tokens for `audience`, its JWKS reached in process (unit tests of a
+        service's API: `use_access_token_verifier(app, issuer.verifier("signal-watcher"))`)."""
+        keys = IssuerKeys(self.jwks_url, frozenset({"RS256"}), self.jwks_client())
+        return AccessTokenVerifier(keys, self.issuer, audience, mapping or PermissionMapping())
+
+    def token(self, subject: str, *permissions: str, audience: str) -> str:
+        """A user's access token for one audience, signed at once (no await: for synchronous tests)."""
+        return self.sign(subject, "dev-token", ["openid", "offline_access", *permissions], [audience])
 
     def sign(self, subject: str, client_id: str, permissions: Sequence[str], audiences: Sequence[str]) -> str:
         now = int(time.time())

@@ -24,6 +24,7 @@ E2E_TIER = "tests/e2e/"
 E2E_GROUPS = {
     "test_api_contracts": "e2e-contracts",
     "test_rotation": "e2e-contracts",
+    "test_identity": "e2e-contracts",
 }
 E2E_DEFAULT_GROUP = "e2e-flows"
 

@@ -41,20 +41,26 @@ import httpx
 import pytest
 
 from tests.conftest import Stack
-from yovision_platform.auth import TokenVerifier
+from yovision_platform.tools.devtoken import user_access_token
 from yovision_platform.tools.doctor import Finding, Report, examine_until_settled
 from yovision_platform.tools.environment import TEST_SETTINGS, LocalEnvironment, local_environment
 
 MEDIA_SERVERS = ("mtx-a", "mtx-b", "mtx-c")
+# A key the issuer removed stops verifying within 10 s, not the default 300 s (tests/e2e/test_identity.py).
+API_PREFIXES = ("SENSE_", "ORPHAN_", "BELL_", "SIGNAL_", "MEDIA_")
+JWKS_REFRESH = {f"{prefix}AUTH_JWKS_REFRESH_SECONDS": "10" for prefix in API_PREFIXES}
 E2E_SETTINGS = {
     **TEST_SETTINGS,
+    **JWKS_REFRESH,
     "SIGNAL_PROBE_ALLOWED_NETWORKS": "127.0.0.1/32",
     "SENSE_DRIFT_CHECK_SECONDS": "0",
 }
 SETTLE_SECONDS = 90.0
 FLOW_TIMEOUT_SECONDS = 60.0
 POLL_SECONDS = 0.2
-DEV_ISSUER = "yovision-dev"
+# The user the API flows act as on Sense: every change they make is audited under this `sub`.
+SENSE_OPERATOR = "e2e-operator"
+SENSE_PERMISSIONS = ("sense:operate", "sense:read")
 
 T = TypeVar("T")
 
@@ -141,8 +147,8 @@ def client(base_url: str, witness: Witness, headers: dict[str, str] | None = Non
 
 @pytest.fixture
 async def sense(env: LocalEnvironment, witness: Witness) -> AsyncIterator[httpx.AsyncClient]:
-    """Sense's Control API with the operator token of the environment."""
-    token = env.secret_file("sense-reconciler", "API_TOKEN_FILE").read_text().strip()
+    """Sense's Control API as `SENSE_OPERATOR`, signed in at the environment's OpenID provider."""
+    token = await user_token(env, "sense-reconciler", SENSE_OPERATOR, *SENSE_PERMISSIONS)
     witness.secrets.add(token)
     async with client(env.url("sense-reconciler"), witness, {"Authorization": f"Bearer {token}"}) as http:
         yield http
@@ -169,12 +175,10 @@ async def mediamtx_b(env: LocalEnvironment) -> AsyncIterator[httpx.AsyncClient]:
         yield http
 
 
-def user_token(env: LocalEnvironment, service: str, subject: str, *permissions: str) -> str:
-    """A dev JWT for a user-facing service, as `make dev-token` mints it."""
-    verifier = TokenVerifier.from_key_file(
-        env.secret_file(service, "AUTH_JWT_KEY_FILE"), "key", issuer=DEV_ISSUER, audience=service
-    )
-    return verifier.mint(subject, permissions)
+async def user_token(env: LocalEnvironment, service: str, subject: str, *permissions: str) -> str:
+    """`subject`'s access token for `service`, signed in at the environment's own Hydra as `make dev-token`
+    signs in (authorization code with PKCE, login and consent accepted for the permissions asked)."""
+    return await user_access_token(env.root, subject, permissions, [service])
 
 
 @pytest.fixture

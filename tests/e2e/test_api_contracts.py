@@ -3,8 +3,9 @@
 Each document in schemas/openapi/ is loaded as committed (the drift tests keep it equal to what the code
 serves) and run with schemathesis's engine (its Python API: the phases `schemathesis run` runs -- examples,
 coverage, fuzzing and the stateful links between operations) against the service process of the e2e
-environment, with a valid credential: Sense's operator token, or a JWT minted with the environment's dev
-key. Every check runs with schemathesis's own defaults, as `schemathesis run --checks all` does: a
+environment, with a valid credential: an access token of the environment's own Hydra for that service,
+signed in as `schemathesis-user` with every permission the service checks. Every check runs with
+schemathesis's own defaults, as `schemathesis run --checks all` does: a
 document either states a rule in JSON Schema or the service accepts what the schema allows (no vendor
 extension tells the fuzzer what to leave out).
 
@@ -64,8 +65,8 @@ REQUEST_TIMEOUT_SECONDS = 20.0
 # One run is mostly Hypothesis's CPU: Sense's takes about 2 minutes alone, and more than the suite's
 # 300 s default while `make test` keeps both cores busy with other workers.
 RUN_TIMEOUT_SECONDS = 900
-# Every permission the user-facing APIs check, except media:drain (see the module docstring).
-PERMISSIONS = ("signal:read", "bell:audit-read", "orphan:read")
+# Every permission the APIs check, except media:drain (see the module docstring).
+PERMISSIONS = ("sense:operate", "sense:read", "signal:read", "bell:audit-read", "orphan:read")
 
 
 @pytest.fixture(scope="module")
@@ -83,24 +84,22 @@ async def env(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> AsyncIt
 class Contract:
     service: str
     document: str
-    credential: str  # "operator": Sense's static token; "jwt": a minted user token; "none"
+    credential: str  # "access-token": a user's token of the environment's Hydra; "none"
 
 
 CONTRACTS = (
-    Contract("sense-reconciler", "sense-reconciler.v1.json", "operator"),
-    Contract("orphan-scanner", "orphan-scanner.v1.json", "jwt"),
-    Contract("bell-receiver", "bell-receiver.v1.json", "jwt"),
+    Contract("sense-reconciler", "sense-reconciler.v1.json", "access-token"),
+    Contract("orphan-scanner", "orphan-scanner.v1.json", "access-token"),
+    Contract("bell-receiver", "bell-receiver.v1.json", "access-token"),
     Contract("bell-receiver", "sense-audit-relay-v1.json", "none"),
-    Contract("signal-watcher", "signal-watcher.v1.json", "jwt"),
-    Contract("media-worker", "media-worker.v1.json", "jwt"),
+    Contract("signal-watcher", "signal-watcher.v1.json", "access-token"),
+    Contract("media-worker", "media-worker.v1.json", "access-token"),
 )
 
 
-def credential(env: LocalEnvironment, contract: Contract) -> str | None:
-    if contract.credential == "operator":
-        return env.secret_file(contract.service, "API_TOKEN_FILE").read_text().strip()
-    if contract.credential == "jwt":
-        return user_token(env, contract.service, "schemathesis-user", *PERMISSIONS)
+async def credential(env: LocalEnvironment, contract: Contract) -> str | None:
+    if contract.credential == "access-token":
+        return await user_token(env, contract.service, "schemathesis-user", *PERMISSIONS)
     return None
 
 
@@ -238,7 +237,7 @@ def describe(recorder: ScenarioRecorder, case_id: str, check: str, info: CheckFa
 async def test_the_contract_holds_against_the_live_service(
     env: LocalEnvironment, witness: Witness, contract: Contract, run: Run
 ) -> None:
-    token = credential(env, contract)
+    token = await credential(env, contract)
     if token is not None:
         witness.secrets.add(token)
     keyring = relay_keyring(env) if contract.service == "bell-receiver" else None

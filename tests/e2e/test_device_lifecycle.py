@@ -7,7 +7,14 @@ import uuid
 import asyncpg
 import httpx
 
-from tests.e2e.conftest import Witness, camera_source, device_body, eventually, path_source
+from tests.e2e.conftest import (
+    SENSE_OPERATOR,
+    Witness,
+    camera_source,
+    device_body,
+    eventually,
+    path_source,
+)
 from yovision_platform.tools.environment import LocalEnvironment
 
 
@@ -22,7 +29,7 @@ async def audit_rows(
 ) -> list[asyncpg.Record]:
     schema = env.service("bell-receiver").schema
     return await admin_db.fetch(
-        f'SELECT event_id, action, source_system FROM "{schema}".audit_events '
+        f'SELECT event_id, action, source_system, actor FROM "{schema}".audit_events '
         "WHERE device_id = $1 ORDER BY occurred_at, id",
         device_id,
     )
@@ -116,6 +123,7 @@ async def test_a_device_lives_through_create_change_disable_and_enable(
     )
     assert [r["action"] for r in rows] == expected
     assert {r["source_system"] for r in rows} == {"sense"}
+    assert {r["actor"] for r in rows} == {SENSE_OPERATOR}, "the actor is the token's subject"
     await eventually(
         lambda: _both_channels_arrived(admin_db, env, [r["event_id"] for r in rows]), what="Kafka copies"
     )

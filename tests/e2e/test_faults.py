@@ -135,7 +135,7 @@ async def test_media_worker_killed_mid_transcode_finishes_the_job_after_restart(
     source_video: Path,
     tmp_path: Path,
 ) -> None:
-    token = user_token(env, "media-worker", "e2e-media-fault")
+    token = await user_token(env, "media-worker", "e2e-media-fault")
     witness.secrets.add(token)
     async with client(env.url("media-worker"), witness, {"Authorization": f"Bearer {token}"}) as media:
         source = source_video.read_bytes()  # noqa: ASYNC240 - a small test file

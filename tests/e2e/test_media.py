@@ -97,7 +97,7 @@ async def test_a_chunked_upload_is_transcoded_and_audited(
     source_video: Path,
     tmp_path: Path,
 ) -> None:
-    token = user_token(env, "media-worker", "e2e-media-user")
+    token = await user_token(env, "media-worker", "e2e-media-user")
     witness.secrets.add(token)
     source = source_video.read_bytes()  # noqa: ASYNC240 - a small test file
     async with client(env.url("media-worker"), witness, {"Authorization": f"Bearer {token}"}) as media:

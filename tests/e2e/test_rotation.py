@@ -115,7 +115,7 @@ async def test_signal_watcher_secrets_rotate_off_the_pre_ring_key(
     env: LocalEnvironment, witness: Witness
 ) -> None:
     user = f"e2e-rotate-{uuid.uuid4().hex[:6]}"
-    token = user_token(env, "signal-watcher", user)
+    token = await user_token(env, "signal-watcher", user)
     header_secret = f"Bearer rot-{secrets.token_hex(12)}"
     witness.secrets |= {token, header_secret}
     async with client(env.url("signal-watcher"), witness, {"Authorization": f"Bearer {token}"}) as signal:

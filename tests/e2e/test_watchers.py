@@ -129,8 +129,8 @@ async def test_a_watcher_triggers_once_per_change_survives_a_kill_and_is_disable
     env: LocalEnvironment, witness: Witness, target: Target
 ) -> None:
     user = f"e2e-user-{uuid.uuid4().hex[:6]}"
-    token = user_token(env, "signal-watcher", user)
-    bell_token = user_token(env, "bell-receiver", user)
+    token = await user_token(env, "signal-watcher", user)
+    bell_token = await user_token(env, "bell-receiver", user)
     witness.secrets |= {token, bell_token}
     target.answer_price(100)
     async with client(env.url("signal-watcher"), witness, {"Authorization": f"Bearer {token}"}) as signal:
@@ -190,7 +190,7 @@ async def test_the_environments_probes_are_confined_to_loopback(
     env: LocalEnvironment, witness: Witness
 ) -> None:
     assert env.env_of("signal-watcher")["SIGNAL_PROBE_ONLY_NETWORKS"] == TEST_PROBE_ONLY_NETWORKS
-    token = user_token(env, "signal-watcher", f"e2e-user-{uuid.uuid4().hex[:6]}")
+    token = await user_token(env, "signal-watcher", f"e2e-user-{uuid.uuid4().hex[:6]}")
     witness.secrets.add(token)
     definition = {"name": "public", "agent_id": "a", "url": "http://93.184.216.34/", "prompt_template": "x"}
     async with client(env.url("signal-watcher"), witness, {"Authorization": f"Bearer {token}"}) as signal:
@@ -205,7 +205,7 @@ async def test_the_environments_probes_are_confined_to_loopback(
 async def test_an_unsaved_definition_is_tested_without_saving_anything(
     env: LocalEnvironment, witness: Witness, target: Target
 ) -> None:
-    token = user_token(env, "signal-watcher", f"e2e-user-{uuid.uuid4().hex[:6]}")
+    token = await user_token(env, "signal-watcher", f"e2e-user-{uuid.uuid4().hex[:6]}")
     witness.secrets.add(token)
     target.answer_price(314)
     definition = {

@@ -2,9 +2,10 @@
 
     .venv/bin/python services/bell-receiver/bench/relay_bench.py [--facts 20000] [--batches 200]
 
-On the local stack: migrates a fresh Sense schema and a fresh Bell schema (`bench_<hex>` each), starts the
-real Bell as its own process on them (the test launcher tests/integration/bell_receiver/bell_process.py,
-with a bench topic for its consumer), then
+On the local stack: migrates a fresh Sense schema and a fresh Bell schema (`bench_<hex>` each), starts a
+private ORY Hydra (`tools.hydra.private_hydra`, the environment's clients) as Bell's issuer and the real Bell
+as its own process on them (the test launcher tests/integration/bell_receiver/bell_process.py, with a bench
+topic for its consumer), then
 
 1. **baseline**: the same fact rows (payload and digest as Bell stores them) inserted by plain 100-row
    ``INSERT ... SELECT unnest`` statements into a scratch copy of ``audit_events``: the database ceiling;
@@ -15,7 +16,9 @@ with a bench topic for its consumer), then
    standby: the 2-worker run shows it costs nothing.
    Every fact is checked stored in Bell exactly once;
 3. **latency**: ``--batches`` signed 100-item batches of new facts sent one after another with the relay's
-   :class:`BellClient`; p50/p95/p99 of the whole request (goal p99 <= 50 ms).
+   :class:`BellClient`; p50/p95/p99 of the whole request (goal p99 <= 50 ms). Then the `bench` machine
+   client's access token (`client_credentials`, `bell:audit-read`) reads the trail through Bell's API: the
+   newest Sense fact is the last one sent, with the actor the fact carried.
 
 Prints a table and a ``BENCH_JSON {...}`` line; stops Bell, deletes the topic and drops both schemas.
 """
@@ -58,7 +61,9 @@ from sense_reconciler.settings import load_audit_push_config
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.migrations import SchemaPlan, drop, migrate
+from yovision_platform.permissions import AUDIENCES
 from yovision_platform.signing import VerifiedRequest
+from yovision_platform.tools import hydra, identity_provider
 from yovision_platform.tools.bench_runner import run_cleanly
 from yovision_platform.tools.localhost import free_port, write_private_file
 
@@ -67,6 +72,10 @@ BELL_LAUNCHER = REPO_ROOT / "tests/integration/bell_receiver/bell_process.py"
 # Paths, not imports: bell_receiver ships no py.typed marker, so mypy would not analyse it.
 BELL_MIGRATIONS = REPO_ROOT / "services/bell-receiver/src/bell_receiver/migrations"
 KEY_ID = "relay-bench-1"
+CLIENTS = identity_provider.clients(hydra.UNSERVED_CONSOLE_URL, AUDIENCES)  # the environment's own
+BELL_AUDIENCE = "bell-receiver"
+AUDIT_READ_PERMISSION = "bell:audit-read"
+BENCH_ACTOR = "operator:bench"
 DEVICES = 8  # a few devices, many facts each
 WORKER_COUNTS = (1, 2)
 GOAL_RATIO = 0.3
@@ -99,7 +108,7 @@ class BellServer:
     """The real Bell process on a bench schema and topic (env as tests/integration/bell_receiver)."""
 
     def __init__(
-        self, stack: LocalStack, schema: Identifier, dsn: str, topic: str, secrets_dir: Path
+        self, stack: LocalStack, schema: Identifier, dsn: str, topic: str, secrets_dir: Path, issuer: str
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -115,10 +124,7 @@ class BellServer:
             "BELL_DATABASE_DSN_FILE": str(write_private_file(secrets_dir / "runtime.dsn", dsn)),
             "BELL_MIGRATION_DSN_FILE": str(write_private_file(secrets_dir / "admin.dsn", stack.admin_dsn)),
             "BELL_RELAY_KEY_FILES": json.dumps({KEY_ID: str(self.relay_key_file)}),
-            "BELL_AUTH_JWT_KEY_FILE": str(
-                write_private_file(secrets_dir / "jwt.key", secrets.token_hex(32) + "\n")
-            ),
-            "BELL_AUTH_JWT_ISSUER": "yovision-bench",
+            "BELL_AUTH_ISSUER": issuer,
         }
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -285,9 +291,9 @@ async def relay_run(
     return len(facts) / float((finished_at - started_at).total_seconds())
 
 
-async def latency(config: AuditPushConfig, batches: int) -> list[float]:
-    """Seconds per signed 100-item batch of new facts, sent one after another; all must be accepted."""
-    device = uuid.uuid4()
+async def latency(config: AuditPushConfig, batches: int, device: uuid.UUID) -> list[float]:
+    """Seconds per signed 100-item batch of new facts of `device`, sent one after another; all must be
+    accepted."""
     seconds: list[float] = []
     async with BellClient(config) as client:
         for batch in range(batches):
@@ -300,6 +306,22 @@ async def latency(config: AuditPushConfig, batches: int) -> list[float]:
     return sorted(seconds)
 
 
+async def newest_fact_read_with_a_bench_token(bell_url: str, token: str, device: uuid.UUID) -> None:
+    """Bell's audit trail, read through its API with the `bench` client's access token: the newest Sense
+    fact is one of the latency run's (of `device`), with the actor that fact carried."""
+    async with httpx.AsyncClient(base_url=bell_url, timeout=10) as http:
+        response = await http.get(
+            "/v1/audit-events",
+            params={"source_system": "sense", "limit": 1},
+            headers={"authorization": f"Bearer {token}"},
+        )
+    if response.status_code != 200:
+        raise RuntimeError(f"the audit trail answered {response.status_code} to the bench token")
+    (newest,) = response.json()["items"]
+    if (newest["device_id"], newest["actor"]) != (str(device), BENCH_ACTOR):
+        raise RuntimeError("the newest fact read through the API is not the last one sent")
+
+
 def new_facts(device: uuid.UUID, *, first_row: int, at: datetime) -> list[OutboxFact]:
     """A batch of 100 new facts of one device, as Sense's outbox holds them."""
     return [
@@ -308,7 +330,7 @@ def new_facts(device: uuid.UUID, *, first_row: int, at: datetime) -> list[Outbox
             event_id=uuid.uuid4(),
             fact_version=2,
             action="device.config_changed",
-            actor="operator:bench",
+            actor=BENCH_ACTOR,
             device_id=device,
             tenant_id="tenant-bench",
             site_id="site-1",
@@ -365,46 +387,63 @@ async def bench(stack: LocalStack, fact_count: int, batches: int) -> dict[str, A
     results: dict[str, Any] = {"facts": fact_count, "devices": DEVICES, "batch_items": BATCH_MAX_ITEMS}
     try:
         with tempfile.TemporaryDirectory(prefix="relay-bench-") as secrets_dir:
-            await migrate(admin, sense_plan, runtime_password=sense_password)
-            await migrate(admin, bell_plan, runtime_password=bell_password)
-            await kafka_topic(stack.kafka_bootstrap, topic, create=True)
-            topic_created = True
-            bell_dsn = runtime_dsn(stack.admin_dsn, bell_plan.runtime_role, bell_password)
-            bell = BellServer(stack, bell_plan.schema, bell_dsn, topic, Path(secrets_dir))
-            bell.launch()
-            await bell.wait_healthy()
-            loaded = load_audit_push_config(
-                enabled=True, bell_url=bell.url, key_file=bell.relay_key_file, key_id=KEY_ID
-            )
-            assert loaded is not None
-            config: AuditPushConfig = loaded  # the production limits: 100 items, 30 s lease, 10 s deadline
-            pool = await asyncpg.create_pool(
-                runtime_dsn(stack.admin_dsn, sense_plan.runtime_role, sense_password), min_size=2, max_size=6
-            )
-            assert pool is not None
-            devices = await add_devices(admin, sense_plan.schema)
-            for workers in WORKER_COUNTS:
-                await add_facts(admin, sense_plan.schema, devices, fact_count)
-                facts = await pending_facts(admin, sense_plan.schema)
-                if workers == WORKER_COUNTS[0]:
-                    results["raw_insert_rows_per_s"] = await baseline(admin, bell_plan.schema, facts)
-                rate = await relay_run(
-                    pool, admin, sense_plan.schema, bell_plan.schema, config, workers, facts
+            work_dir = Path(secrets_dir)
+            (work_dir / "hydra").mkdir()
+            async with hydra.private_hydra(stack.admin_dsn, work_dir / "hydra", CLIENTS) as identity:
+                await migrate(admin, sense_plan, runtime_password=sense_password)
+                await migrate(admin, bell_plan, runtime_password=bell_password)
+                await kafka_topic(stack.kafka_bootstrap, topic, create=True)
+                topic_created = True
+                bell_dsn = runtime_dsn(stack.admin_dsn, bell_plan.runtime_role, bell_password)
+                issuer = identity.instance.issuer
+                bell = BellServer(stack, bell_plan.schema, bell_dsn, topic, work_dir, issuer)
+                bell.launch()
+                await bell.wait_healthy()
+                loaded = load_audit_push_config(
+                    enabled=True, bell_url=bell.url, key_file=bell.relay_key_file, key_id=KEY_ID
                 )
-                results[f"relay_{workers}w_events_per_s"] = rate
-                results[f"relay_{workers}w_ratio"] = rate / results["raw_insert_rows_per_s"]
-            seconds = await latency(config, batches)
-            results["latency_batches"] = batches
-            results["latency_ms"] = {
-                name: percentile(seconds, fraction) * 1000
-                for name, fraction in (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
-            }
-            results["latency_ms"]["mean"] = statistics.fmean(seconds) * 1000
-            handled = await handler_seconds(bell_dsn, bell_plan.schema, batches)
-            results["handler_ms"] = {
-                name: percentile(handled, fraction) * 1000
-                for name, fraction in (("p50", 0.50), ("p99", 0.99))
-            }
+                assert loaded is not None
+                config: AuditPushConfig = (
+                    loaded  # the production limits: 100 items, 30 s lease, 10 s deadline
+                )
+                pool = await asyncpg.create_pool(
+                    runtime_dsn(stack.admin_dsn, sense_plan.runtime_role, sense_password),
+                    min_size=2,
+                    max_size=6,
+                )
+                assert pool is not None
+                devices = await add_devices(admin, sense_plan.schema)
+                for workers in WORKER_COUNTS:
+                    await add_facts(admin, sense_plan.schema, devices, fact_count)
+                    facts = await pending_facts(admin, sense_plan.schema)
+                    if workers == WORKER_COUNTS[0]:
+                        results["raw_insert_rows_per_s"] = await baseline(admin, bell_plan.schema, facts)
+                    rate = await relay_run(
+                        pool, admin, sense_plan.schema, bell_plan.schema, config, workers, facts
+                    )
+                    results[f"relay_{workers}w_events_per_s"] = rate
+                    results[f"relay_{workers}w_ratio"] = rate / results["raw_insert_rows_per_s"]
+                device = uuid.uuid4()
+                seconds = await latency(config, batches, device)
+                token = await hydra.machine_token(
+                    issuer,
+                    "bench",
+                    identity.client_secrets["bench"],
+                    scopes=[AUDIT_READ_PERMISSION],
+                    audiences=[BELL_AUDIENCE],
+                )
+                await newest_fact_read_with_a_bench_token(bell.url, token, device)
+                results["latency_batches"] = batches
+                results["latency_ms"] = {
+                    name: percentile(seconds, fraction) * 1000
+                    for name, fraction in (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
+                }
+                results["latency_ms"]["mean"] = statistics.fmean(seconds) * 1000
+                handled = await handler_seconds(bell_dsn, bell_plan.schema, batches)
+                results["handler_ms"] = {
+                    name: percentile(handled, fraction) * 1000
+                    for name, fraction in (("p50", 0.50), ("p99", 0.99))
+                }
     finally:
         if pool is not None:
             await pool.close()

@@ -4,7 +4,9 @@ chunked upload throughput of a large file with the API process's peak RSS.
     .venv/bin/python services/media-worker/bench/media_bench.py [--video-seconds 20] [--upload-mib 1024]
 
 Runs `media-worker serve` (the real composition root) as a child process on a fresh schema of the local
-stack with its own storage folder, both removed afterwards. Transcode: a lavfi test video is uploaded, and
+stack with its own storage folder, both removed afterwards, and a private ORY Hydra as its OpenID provider
+(`tools.hydra.private_hydra`, the environment's clients): the bench signs a user in through it, as `make
+dev-token` does, and sends that real access token. Transcode: a lavfi test video is uploaded, and
 the time from the upload's response to status `done` (polled every 50 ms) is compared with running the
 three ffmpeg commands of `OUTPUTS` directly, in the same run (goal: ratio <= 1.1). Upload: a file of
 `--upload-mib` MiB in 20 MiB chunks (4 in flight), then `complete`; throughput includes the merge. Peak RSS
@@ -31,16 +33,21 @@ import httpx
 from media_worker.adapters.ffmpeg import FFMPEG_ARGS
 from media_worker.domain.limits import CHUNK_MAX_BYTES, MIB
 from media_worker.domain.outputs import OUTPUTS
-from yovision_platform.auth import TokenVerifier
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.migrations import SchemaPlan, drop, migrate
+from yovision_platform.permissions import AUDIENCES
+from yovision_platform.tools import hydra, identity_provider
 from yovision_platform.tools.bench_runner import run_cleanly
 from yovision_platform.tools.localhost import free_port, write_private_file
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 MIGRATIONS = REPO_ROOT / "services/media-worker/src/media_worker/migrations"
 GOAL_RATIO = 1.1
+AUDIENCE = "media-worker"
+BENCH_USER = "bench-user"
+CLIENTS = identity_provider.clients(hydra.UNSERVED_CONSOLE_URL, AUDIENCES)  # the environment's own
+USERS = next(c for c in CLIENTS if c.client_id == identity_provider.DEV_TOKEN_CLIENT)
 UPLOAD_CONCURRENCY = 4
 SERVE = (
     "import dataclasses, os, sys\n"
@@ -113,6 +120,22 @@ async def wait_done(pool: asyncpg.Pool, schema: str, material_id: str) -> None:
         await asyncio.sleep(0.05)
 
 
+async def signed_in(identity: hydra.PrivateHydra) -> dict[str, str]:
+    """Fresh headers of the bench's user (its uploads are that `sub`'s): an access token for this service
+    from signing in through the private Hydra, as `make dev-token` does. Each phase takes its own, so a
+    long run never outlives one (Hydra's access tokens live 15 minutes)."""
+    tokens = await hydra.signed_in_tokens(
+        identity.instance.issuer,
+        identity.admin,
+        USERS,
+        identity.client_secrets[USERS.client_id],
+        subject=BENCH_USER,
+        permissions=[],
+        audiences=[AUDIENCE],
+    )
+    return {"Authorization": f"Bearer {tokens.access_token}"}
+
+
 async def run(video_seconds: int, upload_mib: int) -> None:
     stack = LocalStack.load(REPO_ROOT / ".local")
     schema = Identifier(f"bench_media_{uuid.uuid4().hex[:8]}")
@@ -120,38 +143,50 @@ async def run(video_seconds: int, upload_mib: int) -> None:
     plan = SchemaPlan.for_service(schema, MIGRATIONS)
     admin = await asyncpg.connect(stack.admin_dsn)
     work = Path(tempfile.mkdtemp(prefix="media-bench-"))
-    proc: subprocess.Popen[bytes] | None = None
     try:
         await migrate(admin, plan, runtime_password=password)
         dsn = runtime_dsn(stack.admin_dsn, plan.runtime_role, password)
-        key = secrets.token_hex(32)
-        port = free_port()
-        env = {
-            **os.environ,
-            "BENCH_MEDIA_SCHEMA": schema,
-            "MEDIA_HTTP_PORT": str(port),
-            "MEDIA_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
-            "MEDIA_DATABASE_DSN_FILE": str(write_private_file(work / "runtime.dsn", dsn + "\n")),
-            "MEDIA_AUTH_JWT_KEY_FILE": str(write_private_file(work / "jwt.key", key + "\n")),
-            "MEDIA_AUTH_JWT_ISSUER": "bench",
-            "MEDIA_OUTBOX_RELAY_ENABLED": "false",
-            "MEDIA_STORAGE_DIR": str(work / "storage"),
-            "MEDIA_CAPABILITY_FILE": str(work / "capability"),
-            "MEDIA_LOG_LEVEL": "WARNING",
-        }
-        video = work / "video.mp4"
-        make_video(video, video_seconds)
-        (work / "direct").mkdir()
-        direct = direct_transcode_seconds(video, work / "direct")
-        proc = await asyncio.to_thread(
-            subprocess.Popen, [sys.executable, "-c", SERVE], env=env, cwd=REPO_ROOT
-        )
-        token = TokenVerifier(bytes.fromhex(key), issuer="bench", audience="media-worker").mint("bench-user")
-        headers = {"Authorization": f"Bearer {token}"}
+        async with hydra.private_hydra(stack.admin_dsn, work / "hydra", CLIENTS) as identity:
+            await measure(identity, stack.kafka_bootstrap, schema, dsn, work, video_seconds, upload_mib)
+    finally:
+        await drop(admin, plan)
+        await admin.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+async def measure(
+    identity: hydra.PrivateHydra,
+    kafka_bootstrap: str,
+    schema: str,
+    dsn: str,
+    work: Path,
+    video_seconds: int,
+    upload_mib: int,
+) -> None:
+    """Both runs against `media-worker serve` on `schema`, taking the private Hydra's access tokens."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "BENCH_MEDIA_SCHEMA": schema,
+        "MEDIA_HTTP_PORT": str(port),
+        "MEDIA_KAFKA_BOOTSTRAP": kafka_bootstrap,
+        "MEDIA_DATABASE_DSN_FILE": str(write_private_file(work / "runtime.dsn", dsn + "\n")),
+        "MEDIA_AUTH_ISSUER": identity.instance.issuer,
+        "MEDIA_OUTBOX_RELAY_ENABLED": "false",
+        "MEDIA_STORAGE_DIR": str(work / "storage"),
+        "MEDIA_CAPABILITY_FILE": str(work / "capability"),
+        "MEDIA_LOG_LEVEL": "WARNING",
+    }
+    video = work / "video.mp4"
+    make_video(video, video_seconds)
+    (work / "direct").mkdir()
+    direct = direct_transcode_seconds(video, work / "direct")
+    proc = await asyncio.to_thread(subprocess.Popen, [sys.executable, "-c", SERVE], env=env, cwd=REPO_ROOT)
+    try:
         base = f"http://127.0.0.1:{port}"
         pool = await asyncpg.create_pool(dsn, min_size=1, max_size=2)
         assert pool is not None
-        async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120) as http:
+        async with httpx.AsyncClient(base_url=base, headers=await signed_in(identity), timeout=120) as http:
             for _ in range(200):
                 try:
                     if (await http.get("/readyz")).status_code == 200:
@@ -169,6 +204,7 @@ async def run(video_seconds: int, upload_mib: int) -> None:
             # direct again after the service run, so that both see the same machine load
             direct = (direct + direct_transcode_seconds(video, work / "direct")) / 2
 
+            http.headers.update(await signed_in(identity))
             total = upload_mib * MIB
             chunk = os.urandom(CHUNK_MAX_BYTES)
             init = await http.post(
@@ -193,26 +229,22 @@ async def run(video_seconds: int, upload_mib: int) -> None:
             upload_seconds = time.monotonic() - started
             rss = peak_rss_mib(proc.pid)
         await pool.close()
-        ratio = service / direct
-        verdict = "met" if ratio <= GOAL_RATIO else "NOT met"
-        print(
-            f"transcode ({video_seconds} s 640x360 video): direct ffmpeg {direct:.2f} s (mean of before and "
-            f"after), through the service {service:.2f} s, ratio {ratio:.2f} "
-            f"(goal <= {GOAL_RATIO}: {verdict})"
-        )
-        print(
-            f"chunked upload of {upload_mib} MiB ({session['chunk_count']} chunks, "
-            f"{UPLOAD_CONCURRENCY} in flight, incl. merge): {upload_seconds:.1f} s = "
-            f"{upload_mib / upload_seconds:.0f} MiB/s; "
-            f"API process peak RSS {rss:.0f} MiB"
-        )
     finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(30)
-        await drop(admin, plan)
-        await admin.close()
-        shutil.rmtree(work, ignore_errors=True)
+        proc.terminate()
+        await asyncio.to_thread(proc.wait, 30)
+    ratio = service / direct
+    verdict = "met" if ratio <= GOAL_RATIO else "NOT met"
+    print(
+        f"transcode ({video_seconds} s 640x360 video): direct ffmpeg {direct:.2f} s (mean of before and "
+        f"after), through the service {service:.2f} s, ratio {ratio:.2f} "
+        f"(goal <= {GOAL_RATIO}: {verdict})"
+    )
+    print(
+        f"chunked upload of {upload_mib} MiB ({session['chunk_count']} chunks, "
+        f"{UPLOAD_CONCURRENCY} in flight, incl. merge): {upload_seconds:.1f} s = "
+        f"{upload_mib / upload_seconds:.0f} MiB/s; "
+        f"API process peak RSS {rss:.0f} MiB"
+    )
 
 
 def main() -> None:

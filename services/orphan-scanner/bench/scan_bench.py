@@ -94,6 +94,9 @@ ACTOR = "bench"
 # Reference only (besides one request for all paths): the raw loop with 10x the client's page size.
 REFERENCE_PAGE_ITEMS = 10 * LIST_PAGE_ITEMS
 MS_PER_SECOND = 1000.0
+# The local stack's issuer (`make up`): the settings require one for the read API, which the bench does not
+# serve, so no token is verified and nothing is fetched from it.
+LOCAL_ISSUER = "http://127.0.0.1:14444"
 
 
 def progress(message: str) -> None:
@@ -300,6 +303,7 @@ class BenchContext:
             ownership_topic=self.topics[1],
             consumer_group=self.consumer_group,
             outbox_relay_enabled=False,
+            auth_issuer=LOCAL_ISSUER,
         )
 
     def components(self, sandbox: MediaMtxSandbox) -> tuple[Components, TimedMediaMtxApi]:

@@ -3,9 +3,10 @@
     .venv/bin/python services/sense-reconciler/bench/converge_bench.py [--devices 1000] [--servers 4]
         [--changes 50]
 
-Sense runs as `serve` wires it (sense_bench_harness): the Control API in process, the outbox relay to Kafka,
-the device consumer waking the reconciler, one writer per MediaMTX server. Every MediaMTX is a private,
-authenticated process started empty for its measurement. In order:
+Sense runs as `serve` wires it (sense_bench_harness): the Control API in process, taking the access tokens of
+a private ORY Hydra (the `bench` machine client's), the outbox relay to Kafka, the device consumer waking
+the reconciler, one writer per MediaMTX server. Every MediaMTX is a private, authenticated process started
+empty for its measurement. In order:
 
 1. baseline: `--devices` plain sequential path adds to an empty MediaMTX (adds/s), then `--changes` plain
    replaces of one path each with those present (ms each);
@@ -30,10 +31,19 @@ from pathlib import Path
 
 import asyncpg
 import httpx
-from sense_bench_harness import Burst, mediamtx_binary, raw_replaces, raw_sequential_adds, sense_under_test
+from sense_bench_harness import (
+    BENCH_CLIENT,
+    Burst,
+    identity_provider_for_bench,
+    mediamtx_binary,
+    raw_replaces,
+    raw_sequential_adds,
+    sense_under_test,
+)
 
 from yovision_platform.localstack import LocalStack
 from yovision_platform.tools.bench_runner import Counts, run_cleanly
+from yovision_platform.tools.hydra import PrivateHydra
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -77,57 +87,73 @@ async def configured_paths(servers: Sequence[MediaMtxSandbox]) -> int:
 
 async def bench(devices: int, servers: int, changes: int, work_dir: Path, counts: Counts) -> None:
     stack = LocalStack.load(REPO_ROOT / ".local")
-    binary = mediamtx_binary(REPO_ROOT)
     admin = await asyncpg.connect(stack.admin_dsn)
     try:
-        async with mediamtx_sandbox(binary, work_dir, label="raw") as raw:
-            raw_rate = await raw_sequential_adds(raw, devices)
-            floor = await raw_replaces(raw, changes, gap_seconds=CHANGE_GAP_SECONDS)
-        print(f"1. baseline: raw sequential MediaMTX adds: {raw_rate:.1f}/s ({devices} paths, empty start)")
-        print(
-            f"   raw MediaMTX replace of one path with {devices} present: p50 {ms(floor, 0.5)} ms, "
-            f"p99 {ms(floor, 0.99)} ms ({changes} sequential)"
-        )
-
-        async with (
-            mediamtx_sandbox(binary, work_dir, label="one") as one,
-            sense_under_test(stack, admin, [one], "2-3. one server") as sense,
-        ):
-            single = await sense.burst(devices)
-            counts.expect("2. paths on the server after the burst", await configured_paths([one]), devices)
-            show_burst("2. burst, one server", single)
-            print(f"   ratio to raw adds: {single.rate / raw_rate:.2f} (goal >= 0.90)")
-            print(f"   backoffs of our own making: {single.retried_devices} (goal 0)")
-            timed = await sense.single_changes(
-                changes, gap_seconds=CHANGE_GAP_SECONDS, timeout_seconds=CHANGE_TIMEOUT_SECONDS
-            )
-        totals = timed.totals
-        counts.expect("3. single changes MediaMTX applied", len(totals), changes)
-        print(
-            f"3. single change with {devices} converged, wake-up through Kafka: {len(totals)} changes, "
-            f"p50 {ms(totals, 0.5)} ms, p99 {ms(totals, 0.99)} ms, max {max(totals) * 1000:.0f} ms "
-            "(goal p99 <= 300 ms)"
-        )
-        print(
-            f"   of which MediaMTX answering the replace: p50 {ms(timed.mediamtx, 0.5)} ms, "
-            f"p99 {ms(timed.mediamtx, 0.99)} ms"
-        )
-
-        async with contextlib.AsyncExitStack() as fleet_stack:
-            fleet = [
-                await fleet_stack.enter_async_context(mediamtx_sandbox(binary, work_dir, label=f"fleet-{n}"))
-                for n in range(servers)
-            ]
-            async with sense_under_test(stack, admin, fleet, f"4. {servers} servers") as sense:
-                spread = await sense.burst(devices)
-                counts.expect(f"4. paths on the {servers} servers", await configured_paths(fleet), devices)
-        show_burst(f"4. burst, {servers} servers", spread)
-        print(
-            f"   speed-up over one server: {single.wall_seconds / spread.wall_seconds:.2f}x (goal >= 3x); "
-            f"backoffs of our own making: {spread.retried_devices} (goal 0)"
-        )
+        async with identity_provider_for_bench(stack, work_dir) as identity:
+            await measure(stack, admin, identity, devices, servers, changes, work_dir, counts)
     finally:
         await admin.close()
+
+
+async def measure(
+    stack: LocalStack,
+    admin: asyncpg.Connection,
+    identity: PrivateHydra,
+    devices: int,
+    servers: int,
+    changes: int,
+    work_dir: Path,
+    counts: Counts,
+) -> None:
+    binary = mediamtx_binary(REPO_ROOT)
+    async with mediamtx_sandbox(binary, work_dir, label="raw") as raw:
+        raw_rate = await raw_sequential_adds(raw, devices)
+        floor = await raw_replaces(raw, changes, gap_seconds=CHANGE_GAP_SECONDS)
+    print(f"1. baseline: raw sequential MediaMTX adds: {raw_rate:.1f}/s ({devices} paths, empty start)")
+    print(
+        f"   raw MediaMTX replace of one path with {devices} present: p50 {ms(floor, 0.5)} ms, "
+        f"p99 {ms(floor, 0.99)} ms ({changes} sequential)"
+    )
+
+    async with (
+        mediamtx_sandbox(binary, work_dir, label="one") as one,
+        sense_under_test(stack, admin, [one], "2-3. one server", identity) as sense,
+    ):
+        single = await sense.burst(devices)
+        counts.expect("2. paths on the server after the burst", await configured_paths([one]), devices)
+        audited = await sense.audit_facts_by(BENCH_CLIENT)
+        counts.expect("2. creates audited as the bench client (its token's sub)", audited, devices)
+        show_burst("2. burst, one server", single)
+        print(f"   ratio to raw adds: {single.rate / raw_rate:.2f} (goal >= 0.90)")
+        print(f"   backoffs of our own making: {single.retried_devices} (goal 0)")
+        timed = await sense.single_changes(
+            changes, gap_seconds=CHANGE_GAP_SECONDS, timeout_seconds=CHANGE_TIMEOUT_SECONDS
+        )
+    totals = timed.totals
+    counts.expect("3. single changes MediaMTX applied", len(totals), changes)
+    print(
+        f"3. single change with {devices} converged, wake-up through Kafka: {len(totals)} changes, "
+        f"p50 {ms(totals, 0.5)} ms, p99 {ms(totals, 0.99)} ms, max {max(totals) * 1000:.0f} ms "
+        "(goal p99 <= 300 ms)"
+    )
+    print(
+        f"   of which MediaMTX answering the replace: p50 {ms(timed.mediamtx, 0.5)} ms, "
+        f"p99 {ms(timed.mediamtx, 0.99)} ms"
+    )
+
+    async with contextlib.AsyncExitStack() as fleet_stack:
+        fleet = [
+            await fleet_stack.enter_async_context(mediamtx_sandbox(binary, work_dir, label=f"fleet-{n}"))
+            for n in range(servers)
+        ]
+        async with sense_under_test(stack, admin, fleet, f"4. {servers} servers", identity) as sense:
+            spread = await sense.burst(devices)
+            counts.expect(f"4. paths on the {servers} servers", await configured_paths(fleet), devices)
+    show_burst(f"4. burst, {servers} servers", spread)
+    print(
+        f"   speed-up over one server: {single.wall_seconds / spread.wall_seconds:.2f}x (goal >= 3x); "
+        f"backoffs of our own making: {spread.retried_devices} (goal 0)"
+    )
 
 
 def main() -> None:

@@ -2,6 +2,11 @@
 outbox relay to Kafka, the device consumer that wakes the reconciler, one writer per MediaMTX server) on a
 fresh schema, fresh Kafka topics under a unique prefix and private MediaMTX processes; and the raw baseline.
 
+The Control API takes real access tokens: a private ORY Hydra (`tools.hydra.private_hydra`, the
+environment's clients) issues the `bench` machine client's `client_credentials` tokens (`sense:operate
+sense:read`, audience sense-reconciler), and the API verifies them against that Hydra's JWKS, as `serve`
+does against `SENSE_AUTH_ISSUER`'s.
+
 Everything it creates is removed on exit (schema and roles, topics; the MediaMTX processes are stopped).
 """
 
@@ -13,7 +18,7 @@ import os
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,29 +39,81 @@ from sense_reconciler.service_layer.metrics import ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
-from yovision_platform.auth import StaticBearerToken
+from sense_reconciler.settings import AUDIENCE
+from yovision_platform.access_tokens import AccessTokenVerifier, use_access_token_verifier
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
 from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.events import default_catalog
+from yovision_platform.jwks import IssuerKeys
 from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.media_servers import MediaFleet
 from yovision_platform.migrations import SchemaPlan, drop, migrate
 from yovision_platform.naming import KafkaNames
 from yovision_platform.outbox_publisher import OutboxPublisher, OutboxPublisherConfig, executor_for
+from yovision_platform.permissions import AUDIENCES
+from yovision_platform.tools import hydra, identity_provider
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox
 from yovision_platform.txn_producer import confluent_publisher_factory
 from yovision_platform.web import create_app
 
-__all__ = ["Burst", "Changes", "SenseUnderTest", "raw_replaces", "raw_sequential_adds"]
+__all__ = [
+    "BENCH_CLIENT",
+    "Burst",
+    "Changes",
+    "SenseUnderTest",
+    "identity_provider_for_bench",
+    "raw_replaces",
+    "raw_sequential_adds",
+]
 
-TOKEN = secrets.token_hex(24)
+BENCH_CLIENT = "bench"  # the environment's machine client of the benchmarks: the actor of every change
+BENCH_PERMISSIONS = ("sense:operate", "sense:read")
+ALGORITHMS = frozenset({"RS256", "ES256"})  # SENSE_AUTH_ALGORITHMS' default
+# A fresh machine token well before Hydra's expire (15 minutes): a run takes longer than one lives.
+TOKEN_RENEW_SECONDS = 600.0
 DEVICES_PER_SITE = 16  # the default per-site limit of enabled devices
 SENSE_TOPICS = ("sense.device.v1", "sense.path-ownership.v1", "sense.audit.v1")
 CONVERGED_POLL_SECONDS = 0.1
 CONVERGE_TIMEOUT_SECONDS = 600.0
 CREATE_CONCURRENCY = 8  # API clients creating the burst at once
 RAW_CALL_TIMEOUT_SECONDS = 60.0
+
+
+def identity_provider_for_bench(
+    stack: LocalStack, work_dir: Path
+) -> contextlib.AbstractAsyncContextManager[hydra.PrivateHydra]:
+    """A private Hydra with the environment's clients (`bench` among them), removed on exit."""
+    clients = identity_provider.clients(hydra.UNSERVED_CONSOLE_URL, AUDIENCES)
+    return hydra.private_hydra(stack.admin_dsn, work_dir / "hydra", clients)
+
+
+class BenchToken(httpx.Auth):
+    """Sends the `bench` client's access token for Sense, fetched by `client_credentials` and fetched again
+    every TOKEN_RENEW_SECONDS (one fetch at a time, however many requests are in flight)."""
+
+    def __init__(self, identity: hydra.PrivateHydra) -> None:
+        self._identity = identity
+        self._lock = asyncio.Lock()
+        self._token: str | None = None
+        self._renew_at = 0.0
+
+    async def token(self) -> str:
+        async with self._lock:
+            if self._token is None or time.monotonic() >= self._renew_at:
+                self._token = await hydra.machine_token(
+                    self._identity.instance.issuer,
+                    BENCH_CLIENT,
+                    self._identity.client_secrets[BENCH_CLIENT],
+                    scopes=BENCH_PERMISSIONS,
+                    audiences=[AUDIENCE],
+                )
+                self._renew_at = time.monotonic() + TOKEN_RENEW_SECONDS
+            return self._token
+
+    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        request.headers["Authorization"] = f"Bearer {await self.token()}"
+        yield request
 
 
 def _raw_client(sandbox: MediaMtxSandbox) -> httpx.AsyncClient:
@@ -219,6 +276,11 @@ class SenseUnderTest:
             busy_seconds=[client.busy_seconds for _, client in self.fleet.items()],
         )
 
+    async def audit_facts_by(self, actor: str) -> int:
+        """Device-audit facts whose actor is `actor` (the facts the push sends Bell)."""
+        query = f"SELECT count(*) FROM {self.schema.quoted}.device_operation_outbox WHERE actor = $1"
+        return int(await self.pool.fetchval(query, actor))
+
     async def wait_converged(self) -> None:
         """Until every device is converged; RuntimeError after CONVERGE_TIMEOUT_SECONDS (a benchmark that
         waits for ever reports nothing)."""
@@ -254,9 +316,14 @@ class SenseUnderTest:
 
 @contextlib.asynccontextmanager
 async def sense_under_test(
-    stack: LocalStack, admin: asyncpg.Connection, servers: Sequence[MediaMtxSandbox], label: str
+    stack: LocalStack,
+    admin: asyncpg.Connection,
+    servers: Sequence[MediaMtxSandbox],
+    label: str,
+    identity: hydra.PrivateHydra,
 ) -> AsyncIterator[SenseUnderTest]:
-    """Sense on a fresh schema and fresh topics (prefix `bench-<hex>.`) with `servers` as mtx-0, mtx-1..."""
+    """Sense on a fresh schema and fresh topics (prefix `bench-<hex>.`) with `servers` as mtx-0, mtx-1...,
+    its Control API taking `identity`'s access tokens."""
     tag = uuid.uuid4().hex[:8]
     schema = Identifier(f"bench_{tag}")
     names = KafkaNames(f"bench-{tag}.")
@@ -313,12 +380,17 @@ async def sense_under_test(
             client_id="bench",
         )
         app = create_app("sense-reconciler-bench", "0")
-        install(app, service, StaticBearerToken(TOKEN))
+        install(app, service)
+        issuer = identity.instance.issuer
+        jwks = await cleanup.enter_async_context(httpx.AsyncClient(follow_redirects=False))
+        verifier = AccessTokenVerifier(
+            IssuerKeys(f"{issuer}/.well-known/jwks.json", ALGORITHMS, jwks), issuer, AUDIENCE
+        )
+        cleanup.push_async_callback(verifier.keys.aclose)
+        use_access_token_verifier(app, verifier)
         api = await cleanup.enter_async_context(
             httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=app),
-                base_url="http://bench",
-                headers={"Authorization": f"Bearer {TOKEN}"},
+                transport=httpx.ASGITransport(app=app), base_url="http://bench", auth=BenchToken(identity)
             )
         )
         stop = asyncio.Event()

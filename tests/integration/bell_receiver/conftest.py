@@ -1,8 +1,9 @@
 """Fixtures for bell-receiver: a migrated unique schema, key files, and Bell served over real HTTP.
 
 `served` runs the real FastAPI app under uvicorn inside the test's event loop (real sockets, so body
-limits and chunked uploads are exercised on the wire) with an adjustable clock and a short deadline.
-Tests that need Bell as its own process use bell_process.py (test_bell_process.py).
+limits and chunked uploads are exercised on the wire) with an adjustable clock and a short deadline; its
+read APIs take the access tokens of an in-process issuer (`LocalIssuer`). Tests that need Bell as its own
+process use bell_process.py (test_bell_process.py), with the session's real Hydra as its issuer.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from prometheus_client import CollectorRegistry
 from bell_receiver.entrypoints.api import install_api
 from bell_receiver.entrypoints.main import MIGRATIONS_DIR, postgres_use_cases
 from bell_receiver.service_layer.metrics import BellMetrics
-from bell_receiver.settings import JWT_AUDIENCE
+from bell_receiver.settings import AUDIENCE
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema, private_file
 from tests.integration.bell_receiver.relay_client import RelayClient
+from tests.issuers import LocalIssuer
 from tests.served_app import serve_app
-from yovision_platform.auth import TokenVerifier
+from yovision_platform.access_tokens import use_access_token_verifier
 from yovision_platform.db import Identifier
 from yovision_platform.migrations import SchemaPlan
 from yovision_platform.signing import KeyRing
@@ -33,15 +35,12 @@ from yovision_platform.web import create_app
 
 TEST_DEADLINE_SECONDS = 1.0
 KEY_ID = "relay-test-1"
-JWT_ISSUER = "yovision-test"
 
 
 @dataclass(frozen=True)
 class Keys:
     relay_hex: str
     relay_file: Path
-    jwt_hex: str
-    jwt_file: Path
 
     @property
     def signing_ring(self) -> KeyRing:
@@ -51,20 +50,17 @@ class Keys:
     def verify_ring(self) -> KeyRing:
         return KeyRing.from_key_files({KEY_ID: self.relay_file}, "test")
 
-    @property
-    def token_verifier(self) -> TokenVerifier:
-        return TokenVerifier.from_key_file(self.jwt_file, "test", issuer=JWT_ISSUER, audience=JWT_AUDIENCE)
-
 
 @pytest.fixture
 def keys(tmp_path: Path) -> Keys:
-    relay_hex, jwt_hex = secrets.token_hex(32), secrets.token_hex(32)
-    return Keys(
-        relay_hex,
-        private_file(tmp_path / "relay.key", relay_hex + "\n"),
-        jwt_hex,
-        private_file(tmp_path / "jwt.key", jwt_hex + "\n"),
-    )
+    relay_hex = secrets.token_hex(32)
+    return Keys(relay_hex, private_file(tmp_path / "relay.key", relay_hex + "\n"))
+
+
+@pytest.fixture(scope="session")
+def local_issuer() -> LocalIssuer:
+    """The in-process issuer of `served`'s access tokens."""
+    return LocalIssuer()
 
 
 def bell_plan(schema: Identifier) -> SchemaPlan:
@@ -106,6 +102,11 @@ class Served:
     schema: MigratedSchema
     pool: asyncpg.Pool
     keys: Keys
+    issuer: LocalIssuer
+
+    def bearer(self, subject: str, *permissions: str) -> dict[str, str]:
+        """A user's access token for Bell, as an Authorization header."""
+        return {"authorization": f"Bearer {self.issuer.token(subject, *permissions, audience=AUDIENCE)}"}
 
     def metric(self, name: str, **labels: str) -> float:
         value = self.registry.get_sample_value(name, labels)
@@ -114,17 +115,18 @@ class Served:
 
 @pytest.fixture
 async def served(
-    bell_schema: MigratedSchema, runtime_pool: asyncpg.Pool, keys: Keys
+    bell_schema: MigratedSchema, runtime_pool: asyncpg.Pool, keys: Keys, local_issuer: LocalIssuer
 ) -> AsyncIterator[Served]:
     clock = Clock()
     registry = CollectorRegistry()
     metrics = BellMetrics.create(registry)
     app = create_app("bell-receiver", "test")
+    verifier = local_issuer.verifier(AUDIENCE)
+    use_access_token_verifier(app, verifier)
     install_api(
         app,
         use_cases=postgres_use_cases(runtime_pool, Identifier(bell_schema.name), metrics),
         keyring=keys.verify_ring,
-        verifier=keys.token_verifier,
         metrics=metrics,
         clock=clock,
         deadline_seconds=TEST_DEADLINE_SECONDS,
@@ -141,4 +143,7 @@ async def served(
                 bell_schema,
                 runtime_pool,
                 keys,
+                local_issuer,
             )
+    await verifier.keys.aclose()
+    await verifier.keys.http.aclose()

@@ -1,5 +1,6 @@
 """Bell as a real server process: start-up refusals, health, the signed push end to end, a SIGKILL restart
-that keeps replay answers byte-for-byte, clean SIGTERM, and no secret in any log line or response."""
+that keeps replay answers byte-for-byte, the read APIs with the access tokens of a real Hydra (the session's
+`hydra`, Bell's `BELL_AUTH_ISSUER`), clean SIGTERM, and no secret in any log line or response."""
 
 from __future__ import annotations
 
@@ -15,11 +16,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import REPO_ROOT, Stack, free_port, private_file, runtime_dsn_for
-from tests.integration.bell_receiver.conftest import JWT_ISSUER, KEY_ID, Keys
+from bell_receiver.entrypoints.http_audit import AUDIT_READ_PERMISSION
+from bell_receiver.settings import AUDIENCE
+from tests.conftest import REPO_ROOT, Stack, free_port, private_file, problem_code, runtime_dsn_for
+from tests.integration.bell_receiver.conftest import KEY_ID, Keys
 from tests.integration.bell_receiver.relay_client import RelayClient, batch_body, fact
 from tests.integration.platform.kafka_helpers import wait_until
+from tests.issuers import HydraIssuer
 from yovision_platform.db import Identifier
+from yovision_platform.permissions import AUDIENCES, PERMISSIONS
 
 LAUNCHER = Path(__file__).with_name("bell_process.py")
 
@@ -28,7 +33,11 @@ START_TIMEOUT_SECONDS = 90
 
 
 class BellProcess:
-    def __init__(self, stack: Stack, schema: Identifier, keys: Keys, tmp_path: Path, topic: str) -> None:
+    """`issuer`: the OpenID provider whose access tokens the read APIs take (`BELL_AUTH_ISSUER`)."""
+
+    def __init__(
+        self, stack: Stack, schema: Identifier, keys: Keys, tmp_path: Path, topic: str, issuer: str
+    ) -> None:
         self.password = uuid.uuid4().hex
         self.port = free_port()
         self.log_path = tmp_path / "bell.log"
@@ -46,8 +55,7 @@ class BellProcess:
             ),
             "BELL_MIGRATION_DSN_FILE": str(private_file(tmp_path / "admin.dsn", stack.admin_dsn)),
             "BELL_RELAY_KEY_FILES": json.dumps({KEY_ID: str(keys.relay_file)}),
-            "BELL_AUTH_JWT_KEY_FILE": str(keys.jwt_file),
-            "BELL_AUTH_JWT_ISSUER": JWT_ISSUER,
+            "BELL_AUTH_ISSUER": issuer,
         }
         self.instance_id = f"bell-test-{uuid.uuid4().hex[:8]}"
         self.env["BELL_INSTANCE_ID"] = self.instance_id
@@ -81,19 +89,17 @@ class BellProcess:
 
 @pytest.fixture
 def bell(
-    stack: Stack, schema_name: Identifier, keys: Keys, tmp_path: Path, topic: str
+    stack: Stack, schema_name: Identifier, keys: Keys, tmp_path: Path, topic: str, hydra: HydraIssuer
 ) -> Iterator[BellProcess]:
-    process = BellProcess(stack, schema_name, keys, tmp_path, topic)
+    process = BellProcess(stack, schema_name, keys, tmp_path, topic, hydra.issuer)
     yield process
     if process.process is not None and process.process.poll() is None:
         process.process.kill()
         process.process.wait(timeout=10)
 
 
-@pytest.mark.parametrize(
-    "missing", ["BELL_DATABASE_DSN_FILE", "BELL_RELAY_KEY_FILES", "BELL_AUTH_JWT_KEY_FILE"]
-)
-def test_refuses_to_start_without_dsn_or_keys(bell: BellProcess, missing: str) -> None:
+@pytest.mark.parametrize("missing", ["BELL_DATABASE_DSN_FILE", "BELL_RELAY_KEY_FILES", "BELL_AUTH_ISSUER"])
+def test_refuses_to_start_without_dsn_keys_or_issuer(bell: BellProcess, missing: str) -> None:
     env = {k: v for k, v in bell.env.items() if k != missing}
     result = bell.run("serve", env=env)
     assert result.returncode == 2
@@ -121,7 +127,9 @@ async def wait_healthy(client: httpx.AsyncClient, bell: BellProcess | None = Non
     await wait_until(healthy, timeout_seconds=START_TIMEOUT_SECONDS)
 
 
-async def test_the_signed_push_end_to_end_across_a_sigkill_restart(bell: BellProcess, keys: Keys) -> None:
+async def test_the_signed_push_end_to_end_across_a_sigkill_restart(
+    bell: BellProcess, keys: Keys, hydra: HydraIssuer
+) -> None:
     migrated = bell.run("migrate")
     assert migrated.returncode == 0, migrated.stderr
     assert json.loads(migrated.stdout)["applied"][-1] == "service/0003_notification_reads"
@@ -153,13 +161,43 @@ async def test_the_signed_push_end_to_end_across_a_sigkill_restart(bell: BellPro
         refused = await relay.post_raw(body, headers={**headers, "X-Yovision-Signature": "v1=" + "0" * 64})
         assert refused.status_code == 401
 
+        tokens, read = await read_apis_take_hydras_tokens(http, hydra)
+
         metrics = (await http.get("/metrics")).text
         assert 'bell_relay_requests_total{outcome="replayed"} 1.0' in metrics
         assert 'bell_relay_signature_rejections_total{reason="signature_mismatch"} 1.0' in metrics
-        responses = first.text + again.text + conflict.text + refused.text + metrics
+        assert 'access_token_refusals_total{reason="invalid"} 1.0' in metrics
+        responses = first.text + again.text + conflict.text + refused.text + read + metrics
     assert bell.stop(signal.SIGTERM) == 0
     log_text = bell.log_path.read_text()
-    for secret in (keys.relay_hex, keys.jwt_hex, bell.password, headers["X-Yovision-Signature"][3:]):
+    for secret in (keys.relay_hex, bell.password, headers["X-Yovision-Signature"][3:], *tokens):
         assert secret not in log_text and secret not in responses
     assert "s3cr3t-field-value" not in log_text + responses
     assert '"msg":"relay batch handled"' in log_text
+
+
+async def read_apis_take_hydras_tokens(http: httpx.AsyncClient, hydra: HydraIssuer) -> tuple[list[str], str]:
+    """Bell's read APIs, through the entrypoint's verifier, with Hydra's tokens: a token for every other
+    audience is the uniform 401, one without `bell:audit-read` a 403 on the trail (and still its own inbox),
+    and the trail names the actor each fact carried, never the reader. Returns the tokens and the answers."""
+    others = [audience for audience in AUDIENCES if audience != AUDIENCE]
+    foreign = await hydra.user_token("auditor", PERMISSIONS, others)
+    lacking = await hydra.user_token(
+        "auditor", [p for p in PERMISSIONS if p != AUDIT_READ_PERMISSION], [AUDIENCE]
+    )
+    auditor = await hydra.machine_token("operator-cli", [AUDIT_READ_PERMISSION], [AUDIENCE])
+
+    def bearer(token: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {token}"}
+
+    refused = await http.get("/v1/notifications", headers=bearer(foreign))
+    assert (refused.status_code, problem_code(refused)) == (401, "unauthorized")
+    forbidden = await http.get("/v1/audit-events", headers=bearer(lacking))
+    assert (forbidden.status_code, problem_code(forbidden)) == (403, "forbidden")
+    inbox = await http.get("/v1/notifications", headers=bearer(lacking))
+    assert (inbox.status_code, inbox.json()) == (200, {"items": [], "next_cursor": None})
+    trail = await http.get("/v1/audit-events", params={"source_system": "sense"}, headers=bearer(auditor))
+    assert trail.status_code == 200
+    assert [item["actor"] for item in trail.json()["items"]] == ["operator:alice", "operator:alice"]
+    answers = refused.text + forbidden.text + inbox.text + trail.text
+    return [foreign, lacking, auditor], answers

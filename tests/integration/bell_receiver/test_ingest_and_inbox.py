@@ -138,10 +138,8 @@ async def test_events_from_kafka_land_once_in_the_trail_and_the_inbox(
 
 async def check_inbox_api(served: Served) -> None:
     http = served.relay.http
-    token = served.keys.token_verifier.mint("user-3")
-    first = await http.get(
-        "/v1/notifications", params={"limit": 1}, headers={"authorization": f"Bearer {token}"}
-    )
+    mine = served.bearer("user-3")
+    first = await http.get("/v1/notifications", params={"limit": 1}, headers=mine)
     assert first.status_code == 200
     page = first.json()
     assert [i["data"]["watcher_name"] for i in page["items"]] == ["newer"]
@@ -149,27 +147,19 @@ async def check_inbox_api(served: Served) -> None:
     second = await http.get(
         "/v1/notifications",
         params={"limit": 1, "cursor": page["next_cursor"]},
-        headers={"authorization": f"Bearer {token}"},
+        headers=mine,
     )
     assert [i["data"]["watcher_name"] for i in second.json()["items"]] == ["older"]
     assert second.json()["next_cursor"] is None
-    other = await http.get(
-        "/v1/notifications", headers={"authorization": f"Bearer {served.keys.token_verifier.mint('user-4')}"}
-    )
+    other = await http.get("/v1/notifications", headers=served.bearer("user-4"))
     assert [i["data"]["watcher_name"] for i in other.json()["items"]] == ["other user"]
     assert (await http.get("/v1/notifications")).status_code == 401
-    bad = await http.get(
-        "/v1/notifications", params={"cursor": "!!"}, headers={"authorization": f"Bearer {token}"}
-    )
+    bad = await http.get("/v1/notifications", params={"cursor": "!!"}, headers=mine)
     assert (bad.status_code, problem_code(bad)) == (400, "invalid_cursor")
-    nul = await http.get(
-        "/v1/notifications", params={"cursor": "a\u0000"}, headers={"authorization": f"Bearer {token}"}
-    )
+    nul = await http.get("/v1/notifications", params={"cursor": "a\u0000"}, headers=mine)
     assert (nul.status_code, problem_code(nul)) == (400, "invalid_text")
     for limit, status in ((0, 422), (1, 200), (100, 200), (101, 422)):
-        response = await http.get(
-            "/v1/notifications", params={"limit": limit}, headers={"authorization": f"Bearer {token}"}
-        )
+        response = await http.get("/v1/notifications", params={"limit": limit}, headers=mine)
         assert response.status_code == status
         if status == 422:
             assert problem_code(response) == "invalid_request"

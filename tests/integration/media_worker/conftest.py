@@ -3,7 +3,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
-import secrets
 import subprocess
 import time
 from collections.abc import AsyncIterator
@@ -30,9 +29,11 @@ from media_worker.service_layer.metrics import MediaMetrics
 from media_worker.service_layer.ports import UnitOfWorkFactory
 from media_worker.service_layer.transcoder import TranscodeWorker, WorkerTiming
 from media_worker.service_layer.uploads import UploadService
+from media_worker.settings import AUDIENCE
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema
+from tests.issuers import LocalIssuer
 from tests.unit.media_worker.uploading import SMALL_LIMITS
-from yovision_platform.auth import TokenVerifier
+from yovision_platform.access_tokens import use_access_token_verifier
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
 from yovision_platform.web import create_app
@@ -43,6 +44,8 @@ TEST_LIMITS = SMALL_LIMITS
 # The same, but letting a small generated video through the plain upload.
 VIDEO_LIMITS = replace(TEST_LIMITS, plain_upload_max_bytes=64 * MIB, chunked_required_from_bytes=32 * MIB)
 PLENTY_FREE_BYTES = 10 * MIB
+# The OpenID provider of the in-process app (`build_app`): one for the session, its key made once.
+ISSUER = LocalIssuer()
 
 
 def sha256_of(path: Path) -> str:
@@ -118,7 +121,6 @@ class Media:
     uploads: UploadService
     materials: Materials
     drain: Drain
-    verifier: TokenVerifier
     capability_file: Path
 
     def worker(
@@ -140,8 +142,9 @@ class Media:
             timing=WorkerTiming(lease_seconds=lease_seconds, rescan_seconds=rescan_seconds),
         )
 
-    def auth(self, subject: str = "user-1", *permissions: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.verifier.mint(subject, permissions)}"}
+    def auth(self, subject: str = "user-1", *permissions: str, audience: str = AUDIENCE) -> dict[str, str]:
+        """The headers of `subject`'s access token from `ISSUER`, for `audience` (default this service)."""
+        return {"Authorization": f"Bearer {ISSUER.token(subject, *permissions, audience=audience)}"}
 
     @property
     def operator(self) -> dict[str, str]:
@@ -177,7 +180,6 @@ def build_media(pool: asyncpg.Pool, schema: Identifier, root: Path, limits: Limi
     uploads = UploadService(uow, locks, storage, events, activity, instance_id=INSTANCE, limits=limits)
     capability_file = root / "capability"
     drain = Drain(uow, activity, CapabilityFile(capability_file), instance_id=INSTANCE)
-    verifier = TokenVerifier(secrets.token_bytes(32), issuer="yovision-test", audience="media-worker")
     return Media(
         pool,
         schema,
@@ -190,7 +192,6 @@ def build_media(pool: asyncpg.Pool, schema: Identifier, root: Path, limits: Limi
         uploads,
         Materials(uow, storage),
         drain,
-        verifier,
         capability_file,
     )
 
@@ -202,7 +203,8 @@ def media(pool: asyncpg.Pool, media_schema: MigratedSchema, tmp_path: Path) -> M
 
 def build_app(media: Media, metrics: MediaMetrics | None = None) -> FastAPI:
     app = create_app("media-worker", "test")
-    install_routes(app, MediaApi(media.uploads, media.materials, media.drain, media.verifier, metrics))
+    install_routes(app, MediaApi(media.uploads, media.materials, media.drain, metrics))
+    use_access_token_verifier(app, ISSUER.verifier(AUDIENCE))
     return app
 
 

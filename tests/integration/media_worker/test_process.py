@@ -1,11 +1,12 @@
 """media-worker as real processes: a worker SIGKILLed mid-ffmpeg is taken over promptly by a restarted
-instance (a new id: at the dead lease's expiry; the same id: at once), which leaves no temporary file."""
+instance (a new id: at the dead lease's expiry; the same id: at once), which leaves no temporary file; a
+stalled chunk body is cut; the API takes the access tokens of a real OpenID provider (the session's private
+ORY Hydra) for its own audience only, and an upload with another one stores nothing."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -19,12 +20,15 @@ import pytest
 
 from media_worker.domain.keys import source_key
 from media_worker.domain.limits import CHUNK_MIN_BYTES
-from tests.conftest import MigratedSchema, Stack, free_port, private_file
+from media_worker.entrypoints.api import DRAIN_PERMISSION
+from media_worker.settings import AUDIENCE
+from tests.conftest import MigratedSchema, Stack, free_port, private_file, problem_code
 from tests.integration.media_worker.conftest import Media, make_test_video, sha256_of
 from tests.integration.media_worker.test_recovery import TAKE_OVER_SLACK_SECONDS, started_at
 from tests.integration.media_worker.test_transcoder import alive, media, probe, script, upload
 from tests.integration.media_worker.test_uploads import entries_under
-from yovision_platform.auth import TokenVerifier
+from tests.issuers import HydraIssuer
+from tests.unit.media_worker.uploading import BOUNDARY, multipart_body
 
 __all__ = ["media"]  # the video-sized limits fixture
 
@@ -81,7 +85,9 @@ def long_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def base_env(stack: Stack, media_schema: MigratedSchema, media: Media, tmp_path: Path) -> dict[str, str]:
+def base_env(
+    stack: Stack, hydra: HydraIssuer, media_schema: MigratedSchema, media: Media, tmp_path: Path
+) -> dict[str, str]:
     """A real media-worker on the test schema with the production rescan period (60 s). With SLOW_FFMPEG
     set, ffmpeg reads its input at the native frame rate, so a render takes as long as the video."""
     return {
@@ -91,8 +97,7 @@ def base_env(stack: Stack, media_schema: MigratedSchema, media: Media, tmp_path:
         "MEDIA_DATABASE_DSN_FILE": str(
             private_file(tmp_path / "runtime.dsn", media_schema.runtime_dsn + "\n")
         ),
-        "MEDIA_AUTH_JWT_KEY_FILE": str(private_file(tmp_path / "jwt.key", secrets.token_hex(32) + "\n")),
-        "MEDIA_AUTH_JWT_ISSUER": "yovision-test",
+        "MEDIA_AUTH_ISSUER": hydra.issuer,
         "MEDIA_OUTBOX_RELAY_ENABLED": "false",
         "MEDIA_STORAGE_DIR": str(media.storage.root),
         "MEDIA_FFMPEG_PATH": script(
@@ -201,13 +206,11 @@ async def done(media: Media) -> bool:
 
 
 async def test_a_stalled_chunk_body_is_answered_408_once_it_falls_behind_the_minimum_rate(
-    base_env: dict[str, str], tmp_path: Path
+    base_env: dict[str, str], hydra: HydraIssuer, tmp_path: Path
 ) -> None:
     env = {**base_env, "MEDIA_UPLOAD_READ_GRACE_SECONDS": "1", "MEDIA_UPLOAD_MIN_BYTES_PER_SECOND": "1024"}
     instance = Instance("media-stall", env, tmp_path / "stall.log")
-    key_text = await asyncio.to_thread(Path(env["MEDIA_AUTH_JWT_KEY_FILE"]).read_text)
-    key = bytes.fromhex(key_text.strip())
-    token = TokenVerifier(key, issuer="yovision-test", audience="media-worker").mint("alice")
+    token = await hydra.user_token("alice", [], [AUDIENCE])
     base = f"http://127.0.0.1:{instance.port}"
     try:
         async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
@@ -234,3 +237,40 @@ async def test_a_stalled_chunk_body_is_answered_408_once_it_falls_behind_the_min
         assert b'"code":"request_timeout"' in rest
     finally:
         assert instance.stop() == 0
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def test_a_token_for_another_service_is_401_and_one_without_media_drain_is_403(
+    media: Media, base_env: dict[str, str], hydra: HydraIssuer, tmp_path: Path
+) -> None:
+    """Hydra's own tokens through the real process: alice's token for signal-watcher is refused even where it
+    grants `media:drain`, and her upload with it stores nothing; hers for this service without the
+    permission is 403 on the drain endpoints; the operator CLI's machine token with it is served."""
+    foreign = bearer(await hydra.user_token("alice", [DRAIN_PERMISSION], ["signal-watcher"]))
+    alice = bearer(await hydra.user_token("alice", [], [AUDIENCE]))
+    operator = bearer(await hydra.machine_token("operator-cli", [DRAIN_PERMISSION], [AUDIENCE]))
+    multipart = {"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"}
+    instance = Instance("media-access", base_env, tmp_path / "access.log")
+    try:
+        await wait_for(lambda: ready(instance), 60)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{instance.port}") as http:
+            upload = await http.post(
+                "/v1/materials", content=multipart_body(b"v" * 1000), headers={**foreign, **multipart}
+            )
+            listed = await http.get("/v1/materials", headers=foreign)
+            drain = await http.post("/internal/drain", headers=foreign)
+            lacking = await http.post("/internal/drain", headers=alice)
+            report = await http.get("/internal/drain", headers=operator)
+            own = await http.get("/v1/materials", headers=alice)
+    finally:
+        assert instance.stop() == 0
+    for refused in (upload, listed, drain):
+        assert (refused.status_code, problem_code(refused)) == (401, "unauthorized")
+    assert (lacking.status_code, problem_code(lacking)) == (403, "forbidden")
+    assert report.status_code == 200 and report.json()["draining"] is False, report.text
+    assert own.status_code == 200 and own.json()["items"] == []
+    assert [p for p in media.storage.root.rglob("*") if p.is_file()] == []
+    assert await media.fetch("SELECT id FROM {s}.materials") == []

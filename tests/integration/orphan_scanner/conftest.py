@@ -36,6 +36,7 @@ from tests.conftest import (
     unique_name,
 )
 from tests.integration.orphan_scanner.private_mediamtx import PrivateMediaMtx, private_mediamtx
+from tests.issuers import LocalIssuer
 from tests.unit.orphan_scanner.world import SenseEvents
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
@@ -90,7 +91,8 @@ def orphan_settings(
     **overrides: object,
 ) -> OrphanScannerSettings:
     """The service's settings; one private MediaMTX registered in the single-server form (id `default`),
-    or several (`{id: server}`) in the fleet form."""
+    or several (`{id: server}`) in the fleet form. The issuer is the in-process one's (`LocalIssuer`): the
+    harness serves no API; a test that starts `serve` sets its own (the session's Hydra)."""
     dsn_file = work_dir / f"{schema.name}-runtime.dsn"
     if not dsn_file.exists():
         private_file(dsn_file, schema.runtime_dsn + "\n")
@@ -105,6 +107,7 @@ def orphan_settings(
         "ownership_topic": topics[1],
         "consumer_group": unique_name("orphan-projection").replace("_", "-"),
         "outbox_relay_enabled": False,
+        "auth_issuer": LocalIssuer.issuer,
     }
     values.update(overrides)
     return load_settings(OrphanScannerSettings, **values)

@@ -1,5 +1,6 @@
-"""orphan-scanner and `sense-orphan` as real processes: the installed CLI, exit codes, JSON output, and two
-`serve` processes sharing one scan lease (one report per interval between them)."""
+"""orphan-scanner and `sense-orphan` as real processes: the installed CLI, exit codes, JSON output, two
+`serve` processes sharing one scan lease (one report per interval between them), and the served read API
+with the access tokens of a real Hydra (the session's `hydra` is the processes' `ORPHAN_AUTH_ISSUER`)."""
 
 from __future__ import annotations
 
@@ -18,14 +19,27 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.conftest import REPO_ROOT, MigratedSchema, Stack, free_port, private_file, unique_name
+from orphan_scanner.entrypoints.http_reports import READ_PERMISSION
+from orphan_scanner.settings import AUDIENCE
+from tests.conftest import (
+    REPO_ROOT,
+    MigratedSchema,
+    Stack,
+    free_port,
+    private_file,
+    problem_code,
+    unique_name,
+)
 from tests.integration.orphan_scanner.conftest import Orphan
+from tests.issuers import HydraIssuer
+from yovision_platform.permissions import AUDIENCES, PERMISSIONS
 
 SENSE_ORPHAN = REPO_ROOT / ".venv/bin/sense-orphan"
 MODULE = "tests.integration.orphan_scanner.orphan_process"
 
 
 def orphan_env(orphan: Orphan, tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The env of `orphan`'s settings (the CLI never contacts the issuer; `serve` gets Hydra's in `extra`)."""
     dsn_file = private_file(tmp_path / "orphan-runtime.dsn", orphan.schema.runtime_dsn + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORPHAN_")}
     env.update(
@@ -39,6 +53,7 @@ def orphan_env(orphan: Orphan, tmp_path: Path, **extra: str) -> dict[str, str]:
             "ORPHAN_OWNERSHIP_TOPIC": orphan.settings.ownership_topic,
             "ORPHAN_CONSUMER_GROUP": orphan.settings.consumer_group,
             "ORPHAN_OUTBOX_RELAY_ENABLED": "false",
+            "ORPHAN_AUTH_ISSUER": orphan.settings.auth_issuer,
             **extra,
         }
     )
@@ -140,6 +155,9 @@ class Served:
     def metrics(self) -> str:
         return httpx.get(f"http://127.0.0.1:{self.port}/metrics", timeout=5).text
 
+    def log_text(self) -> str:
+        return Path(self._log.name).read_text(errors="replace")
+
     def stop(self) -> int:
         self.process.terminate()
         code = self.process.wait(timeout=30)
@@ -147,7 +165,7 @@ class Served:
         return code
 
 
-def serve_two(orphan: Orphan, tmp_path: Path) -> Iterator[Served]:
+def serve_two(orphan: Orphan, tmp_path: Path, issuer: str) -> Iterator[Served]:
     for n in range(2):
         env = orphan_env(
             orphan,
@@ -155,6 +173,7 @@ def serve_two(orphan: Orphan, tmp_path: Path) -> Iterator[Served]:
             ORPHAN_HTTP_PORT=str(free_port()),
             ORPHAN_SCAN_INTERVAL_SECONDS="2",
             ORPHAN_METRICS_REFRESH_SECONDS="1",
+            ORPHAN_AUTH_ISSUER=issuer,
         )
         env["ORPHAN_INSTANCE_ID"] = unique_name(f"serve{n}").replace("_", "-")
         yield Served(env, tmp_path / f"serve-{n}.log")
@@ -189,13 +208,13 @@ def metrics_settled(text: str) -> bool:
 
 
 async def test_two_serve_processes_share_one_scan_per_interval(
-    orphan: Orphan, stack: Stack, orphan_schema: MigratedSchema, tmp_path: Path
+    orphan: Orphan, stack: Stack, orphan_schema: MigratedSchema, tmp_path: Path, hydra: HydraIssuer
 ) -> None:
     await orphan.stop_projection()  # the processes run their own projection consumer (same group)
     await orphan.feed.stale("stale-1")
     await orphan.mediamtx.add_many(["stale-1", "hand-1"])
     launched = time.monotonic()  # each process may scan as soon as it runs, before it answers /healthz
-    processes = list(serve_two(orphan, tmp_path))
+    processes = list(serve_two(orphan, tmp_path, hydra.issuer))
     try:
         for process in processes:
             await asyncio.to_thread(process.wait_healthy)
@@ -225,3 +244,50 @@ async def test_two_serve_processes_share_one_scan_per_interval(
         if line.startswith('orphan_scans_total{result="complete",trigger="periodic"}')
     ]
     assert sum(completed) >= 2
+
+
+async def test_the_served_read_api_takes_hydras_access_tokens_for_its_audience_with_orphan_read(
+    orphan: Orphan, tmp_path: Path, hydra: HydraIssuer
+) -> None:
+    """Through `serve`'s own verifier (`use_access_tokens`): a token for every other audience, with every
+    permission, is the uniform 401; a token without `orphan:read` is 403; a user's and a machine client's
+    token with it read the reports. No token reaches the log."""
+    others = [audience for audience in AUDIENCES if audience != AUDIENCE]
+    tokens = {
+        "foreign": await hydra.user_token("operator", PERMISSIONS, others),
+        "lacking": await hydra.user_token(
+            "operator", [p for p in PERMISSIONS if p != READ_PERMISSION], [AUDIENCE]
+        ),
+        "user": await hydra.user_token("operator", [READ_PERMISSION], [AUDIENCE]),
+        "machine": await hydra.machine_token("operator-cli", [READ_PERMISSION], [AUDIENCE]),
+    }
+    env = orphan_env(
+        orphan,
+        tmp_path,
+        ORPHAN_HTTP_PORT=str(free_port()),
+        ORPHAN_SCAN_ENABLED="false",
+        ORPHAN_PROJECTION_ENABLED="false",
+        ORPHAN_AUTH_ISSUER=hydra.issuer,
+    )
+    served = Served(env, tmp_path / "serve-read-api.log")
+    try:
+        await asyncio.to_thread(served.wait_healthy)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{served.port}", timeout=10) as http:
+
+            async def get(name: str) -> httpx.Response:
+                return await http.get("/v1/reports", headers={"authorization": f"Bearer {tokens[name]}"})
+
+            foreign = await get("foreign")
+            assert (foreign.status_code, problem_code(foreign)) == (401, "unauthorized")
+            lacking = await get("lacking")
+            assert (lacking.status_code, problem_code(lacking)) == (403, "forbidden")
+            for name in ("user", "machine"):
+                answer = await get(name)
+                assert (answer.status_code, answer.json()) == (200, {"items": [], "next_cursor": None}), name
+            metrics = (await http.get("/metrics")).text
+            assert 'access_token_refusals_total{reason="invalid"} 1.0' in metrics
+            assert 'jwks_fetches_total{outcome="fetched"} 1.0' in metrics
+    finally:
+        assert await asyncio.to_thread(served.stop) == 0
+    log_text = served.log_text()
+    assert not [name for name, token in tokens.items() if token in log_text]

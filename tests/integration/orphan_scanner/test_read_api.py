@@ -1,9 +1,9 @@
 """The read API of scan reports over real HTTP: the report a scan stored, its gate arithmetic and the exact
-apply command the CLI prints; JWT with `orphan:read`; keyset paging of the report list."""
+apply command the CLI prints; an access token (of the in-process `LocalIssuer`) with `orphan:read`; keyset
+paging of the report list."""
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import AsyncIterator
 
 import httpx
@@ -13,29 +13,37 @@ from orphan_scanner.adapters.report_reader import PostgresReportReader
 from orphan_scanner.entrypoints.cli import report_document
 from orphan_scanner.entrypoints.http_reports import READ_PERMISSION, install_report_routes
 from orphan_scanner.service_layer.reports import ReportQueries
-from orphan_scanner.settings import JWT_AUDIENCE
+from orphan_scanner.settings import AUDIENCE
 from tests.conftest import problem_code
 from tests.integration.orphan_scanner.conftest import Orphan
+from tests.issuers import LocalIssuer
 from tests.served_app import serve_app
-from yovision_platform.auth import TokenVerifier
+from yovision_platform.access_tokens import use_access_token_verifier
 from yovision_platform.web import create_app
 
 
 @pytest.fixture
-async def api(orphan: Orphan) -> AsyncIterator[tuple[httpx.AsyncClient, TokenVerifier]]:
-    verifier = TokenVerifier(secrets.token_bytes(32), issuer="test", audience=JWT_AUDIENCE)
+async def api(orphan: Orphan) -> AsyncIterator[tuple[httpx.AsyncClient, LocalIssuer]]:
+    issuer = LocalIssuer()
+    verifier = issuer.verifier(AUDIENCE)
     app = create_app("orphan-scanner", "test")
-    reports = ReportQueries(PostgresReportReader(orphan.pool, orphan.schema.name))
-    install_report_routes(app, reports=reports, verifier=verifier)
+    use_access_token_verifier(app, verifier)
+    install_report_routes(app, reports=ReportQueries(PostgresReportReader(orphan.pool, orphan.schema.name)))
     async with serve_app(app) as port, httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
-        yield http, verifier
+        yield http, issuer
+    await verifier.keys.aclose()
+    await verifier.keys.http.aclose()
+
+
+def bearer(issuer: LocalIssuer, subject: str, *permissions: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {issuer.token(subject, *permissions, audience=AUDIENCE)}"}
 
 
 async def test_the_latest_report_shows_classes_gate_arithmetic_and_the_cli_command(
-    orphan: Orphan, api: tuple[httpx.AsyncClient, TokenVerifier]
+    orphan: Orphan, api: tuple[httpx.AsyncClient, LocalIssuer]
 ) -> None:
-    http, verifier = api
-    headers = {"authorization": f"Bearer {verifier.mint('operator', [READ_PERMISSION])}"}
+    http, issuer = api
+    headers = bearer(issuer, "operator", READ_PERMISSION)
     assert (await http.get("/v1/reports/latest", headers=headers)).status_code == 404
     await orphan.feed.stale("old-cam")
     await orphan.feed.live("live-cam")
@@ -82,15 +90,13 @@ async def test_the_latest_report_shows_classes_gate_arithmetic_and_the_cli_comma
 
 
 async def test_the_read_api_needs_the_permission_and_refuses_bad_input(
-    orphan: Orphan, api: tuple[httpx.AsyncClient, TokenVerifier]
+    orphan: Orphan, api: tuple[httpx.AsyncClient, LocalIssuer]
 ) -> None:
-    http, verifier = api
+    http, issuer = api
     assert (await http.get("/v1/reports")).status_code == 401
-    other = await http.get(
-        "/v1/reports", headers={"authorization": f"Bearer {verifier.mint('u', ['signal:read'])}"}
-    )
+    other = await http.get("/v1/reports", headers=bearer(issuer, "u", "signal:read"))
     assert (other.status_code, problem_code(other)) == (403, "forbidden")
-    headers = {"authorization": f"Bearer {verifier.mint('operator', [READ_PERMISSION])}"}
+    headers = bearer(issuer, "operator", READ_PERMISSION)
     for limit, status in ((0, 422), (1, 200), (100, 200), (101, 422)):
         assert (await http.get("/v1/reports", params={"limit": limit}, headers=headers)).status_code == status
     bad = await http.get("/v1/reports", params={"cursor": "@@"}, headers=headers)

@@ -1,4 +1,6 @@
-"""Control API v1 over HTTP (in-process ASGI), real PostgreSQL: auth, codes, no source URI anywhere."""
+"""Control API v1 over HTTP (in-process ASGI), real PostgreSQL: access tokens (`LocalIssuer`, proven equal
+to Hydra by tests/ports/platform/test_issuers.py), the actor each change records, codes, no source URI
+anywhere."""
 
 from __future__ import annotations
 
@@ -9,29 +11,45 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import asyncpg
 import httpx
 import pytest
 
 from sense_reconciler.domain import limits
 from sense_reconciler.entrypoints.api import install, openapi_document
 from sense_reconciler.service_layer.devices import DeviceService
-from tests.conftest import problem_code
-from yovision_platform.auth import StaticBearerToken
+from sense_reconciler.settings import AUDIENCE
+from tests.conftest import MigratedSchema, problem_code
+from tests.issuers import LocalIssuer
+from yovision_platform.access_tokens import use_access_token_verifier
+from yovision_platform.avro import AvroSerde
 from yovision_platform.web import create_app
 
-TOKEN = "t" * 40
 SECRET = "s3cr3t-pw"
 OPENAPI_FILE = Path(__file__).resolve().parents[3] / "schemas/openapi/sense-reconciler.v1.json"
-AUTH = {"Authorization": f"Bearer {TOKEN}", "X-Actor": "operator:alice"}
+ISSUER = LocalIssuer()
+OPERATOR = "alice"  # the subject of the `api` client's token
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
 
 
 @pytest.fixture
 async def api(devices: DeviceService) -> AsyncIterator[httpx.AsyncClient]:
+    """The Control API with an operator's token (`sense:operate` and `sense:read`) on every request."""
     app = create_app("test", "0")
-    install(app, devices, StaticBearerToken(TOKEN))
+    install(app, devices)
+    verifier = ISSUER.verifier(AUDIENCE)
+    use_access_token_verifier(app, verifier)
+    token = ISSUER.token(OPERATOR, "sense:operate", "sense:read", audience=AUDIENCE)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://sense.test", headers=AUTH) as client:
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://sense.test", headers=bearer(token)
+    ) as client:
         yield client
+    await verifier.keys.aclose()
+    await verifier.keys.http.aclose()
 
 
 def device_body(**overrides: object) -> dict[str, object]:
@@ -46,15 +64,96 @@ def device_body(**overrides: object) -> dict[str, object]:
     }
 
 
-async def test_every_route_requires_the_bearer_token(api: httpx.AsyncClient) -> None:
+async def written(pool: asyncpg.Pool, schema: MigratedSchema) -> tuple[int, int, int]:
+    """Devices, device-audit facts (the push's outbox) and Kafka outbox events."""
+    s = schema.name.quoted
+    row = await pool.fetchrow(
+        f"SELECT (SELECT count(*) FROM {s}.devices) AS devices, "
+        f"(SELECT count(*) FROM {s}.device_operation_outbox) AS facts, "
+        f"(SELECT count(*) FROM {s}.outbox) AS events"
+    )
+    assert row is not None
+    return row["devices"], row["facts"], row["events"]
+
+
+async def recorded_actors(
+    pool: asyncpg.Pool, schema: MigratedSchema, serde: AvroSerde
+) -> tuple[list[str], list[str]]:
+    """The actor of every change: in the device-audit facts the signed push sends Bell, and in the
+    DeviceAuditRecorded events the relay publishes to Kafka."""
+    s = schema.name.quoted
+    facts = [
+        r["actor"] for r in await pool.fetch(f"SELECT actor FROM {s}.device_operation_outbox ORDER BY id")
+    ]
+    events = [
+        serde.decode(bytes(r["value"])).record["actor"]
+        for r in await pool.fetch(
+            f"SELECT value FROM {s}.outbox WHERE event_type = 'DeviceAuditRecorded' ORDER BY id"
+        )
+    ]
+    return facts, events
+
+
+async def test_every_bad_credential_is_the_same_401(api: httpx.AsyncClient) -> None:
+    answers = set()
     for headers in (
         {"Authorization": ""},
-        {"Authorization": "Bearer " + "x" * 40},
+        bearer("x" * 40),
         {"Authorization": "Basic a"},
+        bearer(ISSUER.token(OPERATOR, "sense:operate", "sense:read", audience="orphan-scanner")),
+        bearer(LocalIssuer().token(OPERATOR, "sense:operate", "sense:read", audience=AUDIENCE)),
     ):
         response = await api.get("/v1/devices", headers=headers)
-        assert response.status_code == 401
-        assert problem_code(response) == "unauthorized"
+        assert (response.status_code, problem_code(response)) == (401, "unauthorized")
+        answers.add(response.content)
+    assert len(answers) == 1
+
+
+async def test_a_forged_actor_header_is_refused_and_nothing_is_written(
+    api: httpx.AsyncClient, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
+) -> None:
+    unauthorized = await api.get("/v1/devices", headers={"Authorization": ""})
+    refused = await api.post("/v1/devices", json=device_body(), headers={"X-Actor": "operator:mallory"})
+    assert (refused.status_code, refused.content) == (401, unauthorized.content)
+    assert await written(sense_pool, sense_schema) == (0, 0, 0)
+    created = await api.post("/v1/devices", json=device_body())
+    assert created.status_code == 201
+    before = await written(sense_pool, sense_schema)
+    url = f"/v1/devices/{created.json()['id']}"
+    patched = await api.patch(url, json={"name": "Renamed"}, headers={"X-Actor": OPERATOR})
+    assert (patched.status_code, patched.content) == (401, unauthorized.content)
+    assert await written(sense_pool, sense_schema) == before
+    assert (await api.get(url)).json()["name"] == "Lobby"
+
+
+async def test_read_only_tokens_change_nothing_and_tokens_without_sense_read_nothing(
+    api: httpx.AsyncClient, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
+) -> None:
+    reader = bearer(ISSUER.token("viewer", "sense:read", audience=AUDIENCE))
+    refused = await api.post("/v1/devices", json=device_body(), headers=reader)
+    assert (refused.status_code, problem_code(refused)) == (403, "forbidden")
+    assert refused.json()["detail"] == "requires the permission sense:operate"
+    assert await written(sense_pool, sense_schema) == (0, 0, 0)
+    assert (await api.get("/v1/devices", headers=reader)).status_code == 200
+    stranger = bearer(ISSUER.token("viewer", "signal:read", audience=AUDIENCE))
+    unread = await api.get("/v1/devices", headers=stranger)
+    assert (unread.status_code, problem_code(unread)) == (403, "forbidden")
+    assert unread.json()["detail"] == "requires the permission sense:read"
+
+
+async def test_the_recorded_actor_is_the_tokens_subject_user_or_machine_client(
+    api: httpx.AsyncClient, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema, serde: AvroSerde
+) -> None:
+    machine = bearer(await ISSUER.machine_token("operator-cli", ["sense:operate"], [AUDIENCE]))
+    by_user = await api.post("/v1/devices", json=device_body(desired_state="disabled"))
+    by_machine = await api.put(
+        f"/v1/devices/{by_user.json()['id']}/desired-state",
+        json={"desired_state": "enabled"},
+        headers=machine,
+    )
+    assert (by_user.status_code, by_machine.status_code) == (201, 200)
+    facts, events = await recorded_actors(sense_pool, sense_schema, serde)
+    assert facts == events == [OPERATOR, "operator-cli"]
 
 
 async def test_device_lifecycle_never_returns_or_logs_the_source_uri(
@@ -215,7 +314,7 @@ async def test_batch_size_limit(api: httpx.AsyncClient, count: int, status: int)
 
 
 async def test_published_openapi_matches_the_app(devices: DeviceService) -> None:
-    document = openapi_document(devices, StaticBearerToken(TOKEN))
+    document = openapi_document(devices)
     rendered = json.dumps(document, indent=2, sort_keys=True) + "\n"
     if os.environ.get("SENSE_WRITE_OPENAPI") == "1":
         OPENAPI_FILE.write_text(rendered, encoding="utf-8")

@@ -13,12 +13,17 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from tests.conftest import MigratedSchema, Stack, private_file, problem_code
-from tests.integration.sense_reconciler.test_processes import TOKEN, SenseProcess, eventually, sense_env
+from tests.integration.sense_reconciler.test_processes import (
+    SenseProcess,
+    eventually,
+    operator_headers,
+    ready,
+    sense_env,
+)
 from tests.tcp_proxy import TcpProxy
 
-__all__ = ["sense_env"]  # the fixture, re-used from the process tests
+__all__ = ["operator_headers", "sense_env"]  # the fixtures, re-used from the process tests
 
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
 BODY_READ_DEADLINE_SECONDS = 10.0
 KAFKA_OUTAGE_SECONDS = 20.0
 # Before the fix a 39 s outage wrote 4,550 lines; start-up, a few supervised restarts and one line per
@@ -43,12 +48,12 @@ def through(dsn: str, proxy: TcpProxy) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-async def ready(api: httpx.AsyncClient) -> bool:
-    return (await api.get("/readyz")).status_code == 200
-
-
 async def test_postgres_down_gives_503_and_not_ready_then_the_process_recovers_by_itself(
-    stack: Stack, sense_env: dict[str, str], sense_schema: MigratedSchema, tmp_path: Path
+    stack: Stack,
+    sense_env: dict[str, str],
+    operator_headers: dict[str, str],
+    sense_schema: MigratedSchema,
+    tmp_path: Path,
 ) -> None:
     target = urlsplit(sense_schema.runtime_dsn)
     proxy = TcpProxy(target.hostname or "127.0.0.1", target.port or 5432)
@@ -59,7 +64,7 @@ async def test_postgres_down_gives_503_and_not_ready_then_the_process_recovers_b
     async with proxy.running():
         process.start()
         try:
-            async with httpx.AsyncClient(base_url=process.url, headers=AUTH, timeout=15) as api:
+            async with httpx.AsyncClient(base_url=process.url, headers=operator_headers, timeout=15) as api:
                 await eventually(lambda: ready(api))
                 created = await api.post("/v1/devices", json=device_body())
                 assert created.status_code == 201, created.text
@@ -89,16 +94,17 @@ async def test_postgres_down_gives_503_and_not_ready_then_the_process_recovers_b
 
 
 async def test_a_stalled_request_body_is_answered_within_the_read_deadline(
-    sense_env: dict[str, str], tmp_path: Path
+    sense_env: dict[str, str], operator_headers: dict[str, str], tmp_path: Path
 ) -> None:
     process = SenseProcess(sense_env, "sense-stall", tmp_path / "s.log")
     process.start()
     try:
-        async with httpx.AsyncClient(base_url=process.url, headers=AUTH) as api:
+        async with httpx.AsyncClient(base_url=process.url) as api:
             await eventually(lambda: ready(api))
         reader, writer = await asyncio.open_connection("127.0.0.1", process.port)
+        authorization = operator_headers["Authorization"]
         head = (
-            f"POST /v1/devices HTTP/1.1\r\nHost: sense\r\nAuthorization: Bearer {TOKEN}\r\n"
+            f"POST /v1/devices HTTP/1.1\r\nHost: sense\r\nAuthorization: {authorization}\r\n"
             "Content-Type: application/json\r\nContent-Length: 65536\r\n\r\n"
         )
         started = time.monotonic()
@@ -116,7 +122,7 @@ async def test_a_stalled_request_body_is_answered_within_the_read_deadline(
 
 
 async def test_kafka_unreachable_keeps_the_log_bounded_and_the_consumer_recovers_when_it_returns(
-    stack: Stack, sense_env: dict[str, str], tmp_path: Path
+    stack: Stack, sense_env: dict[str, str], operator_headers: dict[str, str], tmp_path: Path
 ) -> None:
     broker = urlsplit(f"kafka://{stack.kafka_bootstrap}")
     proxy = TcpProxy(broker.hostname or "127.0.0.1", broker.port or 9092)  # closed until restored
@@ -124,7 +130,7 @@ async def test_kafka_unreachable_keeps_the_log_bounded_and_the_consumer_recovers
     process = SenseProcess(env, "sense-kafka", tmp_path / "k.log")
     process.start()
     try:
-        async with httpx.AsyncClient(base_url=process.url, headers=AUTH) as api:
+        async with httpx.AsyncClient(base_url=process.url, headers=operator_headers) as api:
 
             async def consumer_down() -> bool:
                 response = await api.get("/readyz")

@@ -1,4 +1,5 @@
-"""Two sense-reconciler processes in one consumer group, over real PostgreSQL, Kafka and MediaMTX."""
+"""Two sense-reconciler processes in one consumer group, over real PostgreSQL, Kafka and MediaMTX; their
+Control API takes the access tokens of a real ORY Hydra (the session's `hydra` is `SENSE_AUTH_ISSUER`)."""
 
 from __future__ import annotations
 
@@ -14,25 +15,37 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import asyncpg
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
-from tests.conftest import MigratedSchema, Stack, create_topic, delete_topic, free_port, private_file
+from sense_reconciler.settings import AUDIENCE
+from tests.conftest import (
+    MigratedSchema,
+    Stack,
+    create_topic,
+    delete_topic,
+    free_port,
+    private_file,
+    problem_code,
+)
+from tests.issuers import HydraIssuer
 from tests.mediamtx_proxy import MediaMtxProxy
 from yovision_platform.kafka import partition_for_key
 
 SCRIPT = Path(__file__).with_name("sense_process.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
-TOKEN = "process-test-token-" + "z" * 32
+OPERATOR_CLIENT = "operator-cli"  # a machine client of the environment: its id is the audit actor
 PARTITIONS = 4
 MAX_DEVICES = 100  # server-chosen ids; covering 4 partitions takes ~8 on average, more than 100 ~1e-11
 SECRET = "proc-secret-pw"
 ALLOWED_LABELS = {
     "result",
     "media_server",  # an operator-registered, validated server id (never a URL)
-    "reason",
+    "reason",  # also access_token_refusals_total's: malformed, unknown_kid, invalid
+    "outcome",  # jwks_fetches_total: fetched, failed
     "service",
     "version",
     "instance_id",
@@ -96,8 +109,15 @@ async def eventually(check: Callable[[], Awaitable[bool]], within_seconds: float
 
 
 @pytest.fixture
+async def operator_headers(hydra: HydraIssuer) -> dict[str, str]:
+    """The operator CLI's `client_credentials` token from Hydra: both of Sense's permissions."""
+    token = await hydra.machine_token(OPERATOR_CLIENT, ["sense:operate", "sense:read"], [AUDIENCE])
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
 async def sense_env(
-    stack: Stack, sense_schema: MigratedSchema, tmp_path: Path
+    stack: Stack, hydra: HydraIssuer, sense_schema: MigratedSchema, tmp_path: Path
 ) -> AsyncIterator[dict[str, str]]:
     topic = f"test.device.{uuid.uuid4().hex[:10]}.v1"
     await create_topic(stack.kafka_bootstrap, topic, partitions=PARTITIONS)
@@ -109,7 +129,7 @@ async def sense_env(
             "SENSE_DATABASE_DSN_FILE": str(
                 private_file(tmp_path / "runtime.dsn", sense_schema.runtime_dsn + "\n")
             ),
-            "SENSE_API_TOKEN_FILE": str(private_file(tmp_path / "token", TOKEN + "\n")),
+            "SENSE_AUTH_ISSUER": hydra.issuer,
             "SENSE_MEDIA_SERVERS": stack.media_servers_setting(),
             "SENSE_SECRETS_KEY_FILES": json.dumps(
                 {"k1": str(private_file(tmp_path / "k1.key", secrets.token_hex(32) + "\n"))}
@@ -137,7 +157,7 @@ def through_proxy(stack: Stack, url: str) -> str:
 
 
 async def test_two_processes_split_devices_and_survive_a_kill(
-    stack: Stack, sense_env: dict[str, str], tmp_path: Path
+    stack: Stack, sense_env: dict[str, str], operator_headers: dict[str, str], tmp_path: Path
 ) -> None:
     a = SenseProcess(sense_env, "sense-proc-a", tmp_path / "a.log")
     b = SenseProcess(sense_env, "sense-proc-b", tmp_path / "b.log")
@@ -154,8 +174,7 @@ async def test_two_processes_split_devices_and_survive_a_kill(
             return min(owned) >= 1 and sum(owned) == PARTITIONS
 
         await eventually(split)
-        headers = {"Authorization": f"Bearer {TOKEN}"}
-        async with httpx.AsyncClient(base_url=a.url, headers=headers) as api:
+        async with httpx.AsyncClient(base_url=a.url, headers=operator_headers) as api:
             # The server picks device ids: devices are added until every partition holds one, so both
             # processes (each owning at least one partition) always have a device to converge.
             ids: list[str] = []
@@ -225,7 +244,7 @@ async def test_two_processes_split_devices_and_survive_a_kill(
 
 
 async def test_a_paused_process_is_fenced_out_after_takeover_and_calls_nothing_more(
-    stack: Stack, sense_env: dict[str, str], tmp_path: Path
+    stack: Stack, sense_env: dict[str, str], operator_headers: dict[str, str], tmp_path: Path
 ) -> None:
     proxy = MediaMtxProxy(stack.mediamtx_api_url)
     mediamtx = MediaMtxClient(
@@ -247,7 +266,7 @@ async def test_a_paused_process_is_fenced_out_after_takeover_and_calls_nothing_m
 
             await eventually(owns_all)
             proxy.hold_next()
-            headers = {"Authorization": f"Bearer {TOKEN}"}
+            headers = operator_headers
             async with httpx.AsyncClient(base_url=paused.url, headers=headers) as api:
                 body = {
                     "tenant_id": "tenant-a",
@@ -303,6 +322,9 @@ async def test_a_paused_process_is_fenced_out_after_takeover_and_calls_nothing_m
         ({"SENSE_OPERATION_DEADLINE_SECONDS": "3"}, 2),
         ({"SENSE_CLAIM_BATCH": "129"}, 2),
         ({"SENSE_INSTANCE_ID": "Not Valid"}, 2),
+        ({"SENSE_AUTH_ISSUER": ""}, 2),
+        ({"SENSE_AUTH_ISSUER": "http://issuer.example.org"}, 2),  # plain http off loopback
+        ({"SENSE_AUTH_ALGORITHMS": "HS256"}, 2),
     ],
 )
 def test_start_up_refuses_invalid_reconcile_settings(
@@ -317,4 +339,60 @@ def test_start_up_refuses_invalid_reconcile_settings(
         timeout=60,
     )
     assert result.returncode == exit_code, result.stderr
-    assert TOKEN not in result.stdout + result.stderr
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def ready(api: httpx.AsyncClient) -> bool:
+    return (await api.get("/readyz")).status_code == 200
+
+
+async def test_the_processes_api_takes_hydras_tokens_and_records_their_subjects(
+    hydra: HydraIssuer, sense_env: dict[str, str], sense_schema: MigratedSchema, tmp_path: Path
+) -> None:
+    """Users sign in through Hydra; the operator CLI uses `client_credentials`. Each change's actor is the
+    token's `sub`; another service's token, a read-only one and an `X-Actor` header change nothing."""
+    env = {**sense_env, "SENSE_RECONCILER_ENABLED": "false"}
+    process = SenseProcess(env, "sense-auth", tmp_path / "a.log")
+    user = bearer(await hydra.user_token("alice@example.org", ["sense:operate"], [AUDIENCE]))
+    reader = bearer(await hydra.user_token("bob", ["sense:read"], [AUDIENCE]))
+    foreign = bearer(await hydra.user_token("alice", ["sense:operate"], ["bell-receiver"]))
+    machine = bearer(await hydra.machine_token(OPERATOR_CLIENT, ["sense:operate"], [AUDIENCE]))
+    body = {
+        "tenant_id": "tenant-a",
+        "site_id": "site-1",
+        "name": "cam",
+        "path_name": f"t-{uuid.uuid4().hex[:12]}",
+        "source_uri": "rtsp://127.0.0.1:1/x",
+        "desired_state": "disabled",
+    }
+    s = sense_schema.name.quoted
+    conn = await asyncpg.connect(sense_schema.runtime_dsn)
+    process.start()
+    try:
+        async with httpx.AsyncClient(base_url=process.url, timeout=20) as api:
+            await eventually(lambda: ready(api))
+            unauthorized = await api.post("/v1/devices", json=body)
+            assert (unauthorized.status_code, problem_code(unauthorized)) == (401, "unauthorized")
+            for headers in ({**user, "X-Actor": "operator:mallory"}, foreign):
+                refused = await api.post("/v1/devices", json=body, headers=headers)
+                assert (refused.status_code, refused.content) == (401, unauthorized.content)
+            forbidden = await api.post("/v1/devices", json=body, headers=reader)
+            assert (forbidden.status_code, problem_code(forbidden)) == (403, "forbidden")
+            assert forbidden.json()["detail"] == "requires the permission sense:operate"
+            assert await conn.fetchval(f"SELECT count(*) FROM {s}.devices") == 0
+            created = await api.post("/v1/devices", json=body, headers=user)
+            assert created.status_code == 201, created.text
+            url = f"/v1/devices/{created.json()['id']}"
+            enabled = await api.put(
+                f"{url}/desired-state", json={"desired_state": "enabled"}, headers=machine
+            )
+            assert enabled.status_code == 200, enabled.text
+            assert (await api.get(url, headers=reader)).json()["desired_state"] == "enabled"
+        rows = await conn.fetch(f"SELECT actor FROM {s}.device_operation_outbox ORDER BY id")
+        assert [r["actor"] for r in rows] == ["alice@example.org", OPERATOR_CLIENT]
+    finally:
+        process.stop()
+        await conn.close()

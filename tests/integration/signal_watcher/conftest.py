@@ -24,11 +24,13 @@ from signal_watcher.domain.records import CheckRow, WatcherRecord
 from signal_watcher.domain.ssrf import STRICT_GUARD, AddressGuard, IpAddress, parse_networks
 from signal_watcher.entrypoints.api import ApiDeps, install_api
 from signal_watcher.service_layer.checks import CheckRunner
-from signal_watcher.service_layer.ports import UnitOfWorkFactory
+from signal_watcher.service_layer.ports import Probe, UnitOfWorkFactory
 from signal_watcher.service_layer.watchers import Watchers
+from signal_watcher.settings import AUDIENCE
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema
 from tests.integration.signal_watcher.fixture_server import FixtureServer
-from yovision_platform.auth import TokenVerifier
+from tests.issuers import LocalIssuer
+from yovision_platform.access_tokens import use_access_token_verifier
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
 from yovision_platform.encryption import EncryptionKeyRing
@@ -44,6 +46,28 @@ TEST_NETWORKS = parse_networks(TEST_PROBE_ONLY_NETWORKS)
 # as SIGNAL_PROBE_ALLOWED_NETWORKS=127.0.0.0/8 with SIGNAL_PROBE_ONLY_NETWORKS=TEST_PROBE_ONLY_NETWORKS
 LOOPBACK_FOR_TESTS = AddressGuard.allowing([LOOPBACK_NETWORK]).confined_to(TEST_NETWORKS)
 CONFINED_STRICT_GUARD = STRICT_GUARD.confined_to(TEST_NETWORKS)  # the production SSRF rule, confined
+# The OpenID provider of the in-process API (`api_client`): one for the session, its key made once.
+ISSUER = LocalIssuer()
+
+
+class Bearer(Mapping[str, str]):
+    """The `Authorization` header of `subject` with `permissions`, for `audience` (default this service's):
+    a fresh access token of `ISSUER` each time a request reads it, so a module-level `ALICE` never outlives
+    its token (they live 15 minutes, a test session may run longer)."""
+
+    def __init__(self, subject: str, *permissions: str, audience: str = AUDIENCE) -> None:
+        self.subject, self.permissions, self.audience = subject, permissions, audience
+
+    def __getitem__(self, name: str) -> str:
+        if name != "Authorization":
+            raise KeyError(name)
+        return f"Bearer {ISSUER.token(self.subject, *self.permissions, audience=self.audience)}"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("Authorization",))
+
+    def __len__(self) -> int:
+        return 1
 
 
 @dataclass
@@ -164,19 +188,20 @@ def runner(units: PostgresUnitsOfWork, local_probe: ProbeClient, serde: AvroSerd
 
 
 def api_client(
-    units: PostgresUnitsOfWork,
-    probe: ProbeClient,
-    verifier: TokenVerifier,
+    units: UnitOfWorkFactory,
+    probe: Probe,
     *,
     max_watchers_per_user: int = 10,
     check_requested: Callable[[], None] = lambda: None,
 ) -> httpx.AsyncClient:
-    """The user API as served (the platform app, its problem handlers), on `units` and `probe`."""
+    """The user API as served (the platform app, its problem handlers), on `units` and `probe`, taking the
+    access tokens of `ISSUER` for this service (`Bearer`)."""
     app = create_app("test", "0")
     watchers = Watchers(
         units, probe, max_watchers_per_user=max_watchers_per_user, check_requested=check_requested
     )
-    install_api(app, ApiDeps(watchers, verifier))
+    install_api(app, ApiDeps(watchers))
+    use_access_token_verifier(app, ISSUER.verifier(AUDIENCE))
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api")
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 import uuid
 from collections.abc import AsyncIterator
 
@@ -18,20 +17,18 @@ from signal_watcher.domain.probes import ProbeFailed
 from signal_watcher.domain.ssrf import STRICT_GUARD, AddressGuard, IpAddress
 from signal_watcher.entrypoints.api import openapi_document
 from signal_watcher.service_layer.checks import CheckRunner
-from signal_watcher.settings import JWT_AUDIENCE
 from tests.conftest import problem_code
 from tests.integration.signal_watcher.conftest import (
     LOOPBACK_FOR_TESTS,
     LOOPBACK_NETWORK,
+    Bearer,
     api_client,
     check_now,
 )
 from tests.integration.signal_watcher.fixture_server import FixtureServer
-from yovision_platform.auth import TokenVerifier
 from yovision_platform.avro import AvroSerde
 
-VERIFIER = TokenVerifier(os.urandom(32), issuer="test-issuer", audience=JWT_AUDIENCE)
-ALICE = {"Authorization": f"Bearer {VERIFIER.mint('alice')}"}
+ALICE = Bearer("alice")
 
 
 def _body(url: str) -> dict[str, object]:
@@ -39,7 +36,7 @@ def _body(url: str) -> dict[str, object]:
 
 
 def _app(units: PostgresUnitsOfWork, probe: ProbeClient) -> httpx.AsyncClient:
-    return api_client(units, probe, VERIFIER)
+    return api_client(units, probe)
 
 
 @pytest.fixture

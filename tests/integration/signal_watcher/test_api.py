@@ -1,8 +1,7 @@
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import httpx
@@ -12,25 +11,25 @@ from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.json_paths import JSON_PATH_HINT
 from signal_watcher.service_layer.checks import CheckRunner
-from signal_watcher.settings import JWT_AUDIENCE
+from signal_watcher.settings import AUDIENCE
 from tests.conftest import problem_code
 from tests.integration.signal_watcher.conftest import (
     FIXTURE_HOST,
     LOOPBACK_FOR_TESTS,
+    Bearer,
     api_client,
     check_now,
     fake_resolver,
     stored,
 )
 from tests.integration.signal_watcher.fixture_server import FixtureServer
-from yovision_platform.auth import TokenVerifier
+from tests.issuers import LocalIssuer
 
 MAX_PER_USER = 3
-VERIFIER = TokenVerifier(os.urandom(32), issuer="test-issuer", audience=JWT_AUDIENCE)
 
 
-def auth(user: str, *permissions: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {VERIFIER.mint(user, permissions)}"}
+def auth(user: str, *permissions: str) -> Bearer:
+    return Bearer(user, *permissions)
 
 
 ALICE, BOB = auth("alice"), auth("bob")
@@ -38,7 +37,7 @@ ALICE, BOB = auth("alice"), auth("bob")
 
 @pytest.fixture
 async def api(units: PostgresUnitsOfWork, local_probe: ProbeClient) -> AsyncIterator[httpx.AsyncClient]:
-    async with api_client(units, local_probe, VERIFIER, max_watchers_per_user=MAX_PER_USER) as client:
+    async with api_client(units, local_probe, max_watchers_per_user=MAX_PER_USER) as client:
         yield client
 
 
@@ -58,7 +57,7 @@ def watcher_body(url: str, **changes: Any) -> dict[str, Any]:
 
 
 async def _create(
-    api: httpx.AsyncClient, url: str, headers: dict[str, str] = ALICE, **changes: Any
+    api: httpx.AsyncClient, url: str, headers: Mapping[str, str] = ALICE, **changes: Any
 ) -> dict[str, Any]:
     response = await api.post("/v1/signal-watchers", json=watcher_body(url, **changes), headers=headers)
     assert response.status_code == 201, response.text
@@ -84,6 +83,22 @@ async def test_requests_without_a_valid_token_are_unauthorized(api: httpx.AsyncC
     assert (await api.get("/v1/signal-watchers", headers={"Authorization": "Bearer nope"})).status_code == 401
 
 
+async def test_a_token_for_another_service_or_of_another_issuer_is_unauthorized(
+    api: httpx.AsyncClient,
+) -> None:
+    """Signed by the very issuer the API trusts, with `signal:read`, but for media-worker: the same 401 as
+    a token of an issuer it does not trust; the same user's token for this service is served."""
+    untrusted = LocalIssuer("http://127.0.0.1:14999").token("alice", "signal:read", audience=AUDIENCE)
+    foreign = {"Authorization": f"Bearer {untrusted}"}
+    for headers in (Bearer("alice", "signal:read", audience="media-worker"), foreign):
+        for path in ("/v1/signal-watchers", "/v1/admin/signal-watchers"):
+            response = await api.get(path, headers=headers)
+            assert (response.status_code, problem_code(response)) == (401, "unauthorized"), path
+            assert response.headers["www-authenticate"] == "Bearer"
+    served = await api.get("/v1/admin/signal-watchers", headers=auth("alice", "signal:read"))
+    assert served.status_code == 200, served.text
+
+
 async def test_users_cannot_see_or_touch_each_others_watchers(
     api: httpx.AsyncClient, fixture_server: FixtureServer
 ) -> None:
@@ -107,6 +122,8 @@ async def test_users_cannot_see_or_touch_each_others_watchers(
 async def test_admin_list_requires_signal_read(api: httpx.AsyncClient, fixture_server: FixtureServer) -> None:
     await _create(api, fixture_server.url(FIXTURE_HOST, "/text"))
     await _create(api, fixture_server.url(FIXTURE_HOST, "/text"), headers=BOB)
+    refused = await api.get("/v1/admin/signal-watchers", headers=auth("alice", "media:drain"))
+    assert (refused.status_code, problem_code(refused)) == (403, "forbidden")
     assert (await api.get("/v1/admin/signal-watchers", headers=ALICE)).status_code == 403
     listed = (await api.get("/v1/admin/signal-watchers", headers=auth("admin", "signal:read"))).json()[
         "items"
@@ -148,7 +165,7 @@ async def test_invalid_definitions_are_refused_with_stable_codes(
     probe = ProbeClient(
         resolver=fake_resolver({"private.example.com": ["10.1.2.3"]}), guard=LOOPBACK_FOR_TESTS
     )
-    async with api_client(units, probe, VERIFIER, max_watchers_per_user=MAX_PER_USER) as client:
+    async with api_client(units, probe, max_watchers_per_user=MAX_PER_USER) as client:
         response = await client.post(
             "/v1/signal-watchers", json={**watcher_body("https://example.com/"), **changes}, headers=ALICE
         )

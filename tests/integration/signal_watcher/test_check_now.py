@@ -3,7 +3,6 @@ one per watcher every CHECK_NOW_MIN_SPACING_SECONDS (database clock)."""
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator
 
@@ -13,21 +12,17 @@ import pytest
 from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.errors import CHECK_NOW_MIN_SPACING_SECONDS
-from signal_watcher.settings import JWT_AUDIENCE
-from tests.integration.signal_watcher.conftest import FIXTURE_HOST, Wakes, api_client
+from tests.integration.signal_watcher.conftest import FIXTURE_HOST, Bearer, Wakes, api_client
 from tests.integration.signal_watcher.fixture_server import FixtureServer
-from yovision_platform.auth import TokenVerifier
 
-VERIFIER = TokenVerifier(os.urandom(32), issuer="test-issuer", audience=JWT_AUDIENCE)
-ALICE = {"Authorization": f"Bearer {VERIFIER.mint('alice', ())}"}
-BOB = {"Authorization": f"Bearer {VERIFIER.mint('bob', ())}"}
+ALICE, BOB = Bearer("alice"), Bearer("bob")
 
 
 @pytest.fixture
 async def api(
     units: PostgresUnitsOfWork, local_probe: ProbeClient, wakes: Wakes
 ) -> AsyncIterator[httpx.AsyncClient]:
-    async with api_client(units, local_probe, VERIFIER, check_requested=wakes) as client:
+    async with api_client(units, local_probe, check_requested=wakes) as client:
         yield client
 
 

@@ -7,7 +7,6 @@ AnyIO backend, behind `GuardedNetworkBackend`)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 
 import pytest
@@ -21,12 +20,12 @@ from signal_watcher.domain.ssrf import AddressGuard
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.metrics import SignalMetrics
 from signal_watcher.service_layer.scheduler import Scheduler
-from signal_watcher.settings import JWT_AUDIENCE
 from tests.conftest import problem_code
 from tests.integration.signal_watcher.conftest import (
     FIXTURE_HOST,
     LOOPBACK_FOR_TESTS,
     LOOPBACK_NETWORK,
+    Bearer,
     Connections,
     api_client,
     checks_of,
@@ -37,11 +36,9 @@ from tests.integration.signal_watcher.conftest import (
     stored,
 )
 from tests.integration.signal_watcher.fixture_server import FixtureServer
-from yovision_platform.auth import TokenVerifier
 from yovision_platform.avro import AvroSerde
 
-VERIFIER = TokenVerifier(os.urandom(32), issuer="test-issuer", audience=JWT_AUDIENCE)
-ALICE = {"Authorization": f"Bearer {VERIFIER.mint('alice')}"}
+ALICE = Bearer("alice")
 NAMES = {
     FIXTURE_HOST: ["127.0.0.1"],
     "public.example.com": ["93.184.216.34"],
@@ -114,7 +111,7 @@ async def test_create_update_and_an_unsaved_test_refuse_addresses_outside_the_co
     host: str,
 ) -> None:
     url = fixture_server.url(host, "/echo")
-    async with api_client(units, confined_probe, VERIFIER) as api:
+    async with api_client(units, confined_probe) as api:
         created = await api.post("/v1/signal-watchers", json=_body(url), headers=ALICE)
         kept = await api.post(
             "/v1/signal-watchers", json=_body(fixture_server.url(FIXTURE_HOST, "/text")), headers=ALICE
@@ -156,7 +153,7 @@ async def test_a_stored_watcher_outside_the_confinement_fails_its_checks_with_th
         assert (await stored(units, "alice", record.id)).consecutive_failures == 1
     failures = registry.get_sample_value("signal_check_failures_total", {"code": "probe_network_confined"})
     assert failures == 2.0
-    async with api_client(units, confined_probe, VERIFIER) as api:
+    async with api_client(units, confined_probe) as api:
         tested = await api.post(f"/v1/signal-watchers/{name.id}/test", headers=ALICE)
     assert (tested.json()["ok"], tested.json()["error_code"]) == (False, "probe_network_confined")
     assert probes_stay_confined.attempts == [] and fixture_server.requests["/echo"] == 0

@@ -5,6 +5,7 @@ exactly at the end, the limits of `limit`, `cursor` and `offset`, and `offset` a
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -33,7 +34,7 @@ async def _insert_watchers(units: PostgresUnitsOfWork, user: str, count: int) ->
         return [str((await uow.watchers.insert(user, SPEC)).id) for _ in range(count)]
 
 
-async def _walk(api: httpx.AsyncClient, path: str, headers: dict[str, str], limit: int) -> list[list[str]]:
+async def _walk(api: httpx.AsyncClient, path: str, headers: Mapping[str, str], limit: int) -> list[list[str]]:
     pages: list[list[str]] = []
     cursor: str | None = None
     while True:
@@ -108,7 +109,7 @@ async def test_bobs_cursor_pages_only_bobs_watchers(
     [("/v1/signal-watchers", ALICE), ("/v1/admin/signal-watchers", ADMIN), ("/checks", ALICE)],
 )
 async def test_paging_limits_are_enforced_before_any_query(
-    api: httpx.AsyncClient, units: PostgresUnitsOfWork, path: str, headers: dict[str, str]
+    api: httpx.AsyncClient, units: PostgresUnitsOfWork, path: str, headers: Mapping[str, str]
 ) -> None:
     if path == "/checks":
         [watcher] = await _insert_watchers(units, "alice", 1)

@@ -1,4 +1,5 @@
-"""signal-watcher as a real process: refuses to start without its keys; serves the API with a JWT."""
+"""signal-watcher as a real process: refuses to start without its keys or its issuer; serves the API to the
+access tokens of a real OpenID provider (the session's private ORY Hydra) for its audience only."""
 
 from __future__ import annotations
 
@@ -16,20 +17,19 @@ from pathlib import Path
 import httpx
 import pytest
 
-from signal_watcher.settings import JWT_AUDIENCE
+from signal_watcher.settings import AUDIENCE
 from tests.conftest import Stack, free_port, private_file, problem_code, runtime_dsn_for
 from tests.integration.signal_watcher.fixture_server import FixtureServer
-from yovision_platform.auth import TokenVerifier
+from tests.issuers import HydraIssuer
 from yovision_platform.db import Identifier
 from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS, TEST_PROBE_RESOLVER
 
 PROCESS = Path(__file__).with_name("service_process.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
-ISSUER = "test-issuer"
 
 
 @pytest.fixture
-def env(stack: Stack, schema_name: Identifier, tmp_path: Path) -> dict[str, str]:
+def env(stack: Stack, hydra: HydraIssuer, schema_name: Identifier, tmp_path: Path) -> dict[str, str]:
     password = secrets.token_hex(16)
     return {
         **os.environ,
@@ -45,11 +45,20 @@ def env(stack: Stack, schema_name: Identifier, tmp_path: Path) -> dict[str, str]
         ),
         "SIGNAL_MIGRATION_DSN_FILE": str(private_file(tmp_path / "admin.dsn", stack.admin_dsn + "\n")),
         "SIGNAL_SECRETS_AES_KEY_FILE": str(private_file(tmp_path / "aes.key", secrets.token_hex(32) + "\n")),
-        "SIGNAL_AUTH_JWT_KEY_FILE": str(private_file(tmp_path / "jwt.key", secrets.token_hex(32) + "\n")),
-        "SIGNAL_AUTH_JWT_ISSUER": ISSUER,
+        "SIGNAL_AUTH_ISSUER": hydra.issuer,
         "SIGNAL_PROBE_ONLY_NETWORKS": TEST_PROBE_ONLY_NETWORKS,  # as every test environment
         "SIGNAL_PROBE_RESOLVER": TEST_PROBE_RESOLVER,
     }
+
+
+@pytest.fixture
+async def alice(hydra: HydraIssuer) -> dict[str, str]:
+    """alice's headers: her access token for this service, signed in through Hydra, without permissions."""
+    return bearer(await hydra.user_token("alice", [], [AUDIENCE]))
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
 
 
 def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -77,14 +86,12 @@ def test_start_up_is_refused_without_a_valid_aes_key(env: dict[str, str], tmp_pa
 
 
 @contextlib.contextmanager
-def _serving(env: dict[str, str]) -> Iterator[tuple[str, str, list[str]]]:
-    """Migrate, start `serve`, wait until ready; yields (base URL, alice's token, log lines). SIGTERM on exit
-    must stop it with exit code 0; the JSON log lines (stdout) are filled in then."""
+def _serving(env: dict[str, str]) -> Iterator[tuple[str, list[str]]]:
+    """Migrate, start `serve`, wait until ready; yields (base URL, log lines). SIGTERM on exit must stop it
+    with exit code 0; the JSON log lines (stdout) are filled in then."""
     migrated = _run(env, "migrate")
     assert migrated.returncode == 0, migrated.stderr
     assert "service/0001_signal" in json.loads(migrated.stdout)["applied"]
-    key = bytes.fromhex(Path(env["SIGNAL_AUTH_JWT_KEY_FILE"]).read_text().strip())
-    token = TokenVerifier(key, issuer=ISSUER, audience=JWT_AUDIENCE).mint("alice")
     process = subprocess.Popen(
         [sys.executable, str(PROCESS), "serve"],
         env=env,
@@ -102,7 +109,7 @@ def _serving(env: dict[str, str]) -> Iterator[tuple[str, str, list[str]]]:
                 pass
             time.sleep(0.1)
         logs: list[str] = []
-        yield base, token, logs
+        yield base, logs
     finally:
         process.send_signal(signal.SIGTERM)
         stdout, stderr = process.communicate(timeout=30)
@@ -114,16 +121,47 @@ def _watcher(url: str) -> dict[str, str]:
     return {"name": "n", "agent_id": "a", "url": url, "prompt_template": "{diff}"}
 
 
-def test_serves_the_api_with_verified_identity_and_stops_on_sigterm(env: dict[str, str]) -> None:
-    with _serving(env) as (base, token, _):
+def test_serves_the_api_with_verified_identity_and_stops_on_sigterm(
+    env: dict[str, str], alice: dict[str, str]
+) -> None:
+    with _serving(env) as (base, _):
         assert httpx.get(f"{base}/v1/signal-watchers").status_code == 401
         for url in ("http://10.0.0.1/", "http://127.0.0.1:9/"):  # the default guard refuses loopback too
-            created = httpx.post(
-                f"{base}/v1/signal-watchers", json=_watcher(url), headers={"Authorization": f"Bearer {token}"}
-            )
+            created = httpx.post(f"{base}/v1/signal-watchers", json=_watcher(url), headers=alice)
             assert (created.status_code, problem_code(created)) == (403, "ssrf_blocked_address")
-        listed = httpx.get(f"{base}/v1/signal-watchers", headers={"Authorization": f"Bearer {token}"})
+        listed = httpx.get(f"{base}/v1/signal-watchers", headers=alice)
         assert listed.status_code == 200 and listed.json()["items"] == []
+
+
+async def test_a_token_for_another_service_is_401_and_one_without_signal_read_is_403(
+    env: dict[str, str], hydra: HydraIssuer, alice: dict[str, str]
+) -> None:
+    """Hydra's own tokens through the real routes: alice's token for media-worker is refused even where it
+    grants `signal:read`; hers for this service without it is 403 on the admin list; an admin's is served."""
+    foreign = bearer(await hydra.user_token("alice", ["signal:read"], ["media-worker"]))
+    admin = bearer(await hydra.user_token("admin", ["signal:read"], [AUDIENCE]))
+    with _serving({**env, "SIGNAL_SCHEDULER_ENABLED": "false"}) as (base, _):
+        async with httpx.AsyncClient(base_url=base) as api:
+            own = await api.get("/v1/signal-watchers", headers=foreign)
+            every = await api.get("/v1/admin/signal-watchers", headers=foreign)
+            lacking = await api.get("/v1/admin/signal-watchers", headers=alice)
+            allowed = await api.get("/v1/admin/signal-watchers", headers=admin)
+    for refused in (own, every):
+        assert (refused.status_code, problem_code(refused)) == (401, "unauthorized")
+    assert (lacking.status_code, problem_code(lacking)) == (403, "forbidden")
+    assert allowed.status_code == 200 and allowed.json()["items"] == [], allowed.text
+
+
+@pytest.mark.parametrize("issuer", [None, "http://issuer.example.com", "https://user:pw@issuer.example.com"])
+def test_start_up_is_refused_without_a_usable_issuer(env: dict[str, str], issuer: str | None) -> None:
+    """No issuer, or one whose keys would come over plain HTTP off loopback or carry credentials: exit 2,
+    naming the setting and never its value."""
+    changed = {k: v for k, v in env.items() if k != "SIGNAL_AUTH_ISSUER"}
+    if issuer is not None:
+        changed["SIGNAL_AUTH_ISSUER"] = issuer
+    result = _run(changed, "check-config")
+    assert result.returncode == 2 and "SIGNAL_AUTH_ISSUER" in result.stderr, result.stderr
+    assert issuer is None or issuer not in result.stderr + result.stdout
 
 
 @pytest.mark.parametrize(
@@ -144,12 +182,12 @@ def test_start_up_is_refused_with_bad_networks(env: dict[str, str], setting: str
 
 
 async def test_an_allow_listed_network_lets_the_real_process_probe_a_local_target(
-    env: dict[str, str], fixture_server: FixtureServer
+    env: dict[str, str], alice: dict[str, str], fixture_server: FixtureServer
 ) -> None:
     fixture_server.state["text"] = "local"
     allowing = {**env, "SIGNAL_PROBE_ALLOWED_NETWORKS": "127.0.0.0/8", "SIGNAL_SCHEDULER_ENABLED": "false"}
-    with _serving(allowing) as (base, token, logs):
-        async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}) as api:
+    with _serving(allowing) as (base, logs):
+        async with httpx.AsyncClient(base_url=base, headers=alice) as api:
             created = await api.post(
                 "/v1/signal-watchers", json=_watcher(fixture_server.url("127.0.0.1", "/text"))
             )
@@ -173,7 +211,7 @@ async def test_an_allow_listed_network_lets_the_real_process_probe_a_local_targe
 
 
 async def test_with_the_hosts_file_resolver_a_listed_name_is_probed_and_another_fails_dns(
-    env: dict[str, str], fixture_server: FixtureServer, tmp_path: Path
+    env: dict[str, str], alice: dict[str, str], fixture_server: FixtureServer, tmp_path: Path
 ) -> None:
     """The real process of a test environment resolves probe names from a hosts file alone: a listed name
     reaches the local target; a made-up name is no DNS query, just the probe failure `dns`."""
@@ -186,8 +224,8 @@ async def test_with_the_hosts_file_resolver_a_listed_name_is_probed_and_another_
         "SIGNAL_SCHEDULER_ENABLED": "false",
         "SIGNAL_PROBE_HOSTS_FILE": str(hosts),
     }
-    with _serving(allowing) as (base, token, logs):
-        async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}) as api:
+    with _serving(allowing) as (base, logs):
+        async with httpx.AsyncClient(base_url=base, headers=alice) as api:
             named = await api.post(
                 "/v1/signal-watchers:test", json=_watcher(fixture_server.url("target.yovision-test", "/text"))
             )

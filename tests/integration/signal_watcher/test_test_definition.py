@@ -25,7 +25,7 @@ from tests.integration.signal_watcher.conftest import (
     fake_resolver,
 )
 from tests.integration.signal_watcher.fixture_server import FixtureServer
-from tests.integration.signal_watcher.test_api import ALICE, BOB, VERIFIER, watcher_body
+from tests.integration.signal_watcher.test_api import ALICE, BOB, watcher_body
 
 PATH = "/v1/signal-watchers:test"
 
@@ -34,7 +34,7 @@ PATH = "/v1/signal-watchers:test"
 async def api(units: PostgresUnitsOfWork) -> AsyncIterator[httpx.AsyncClient]:
     names = {FIXTURE_HOST: ["127.0.0.1"], "private.example.com": ["10.1.2.3"]}
     probe = ProbeClient(resolver=fake_resolver(names), guard=LOOPBACK_FOR_TESTS)
-    async with api_client(units, probe, VERIFIER) as client:
+    async with api_client(units, probe) as client:
         yield client
     await probe.aclose()
 

@@ -24,14 +24,14 @@ from bell_receiver.service_layer.audit_batch_receiver import AuditBatchReceiver
 from bell_receiver.service_layer.audit_events import AuditEvents
 from bell_receiver.service_layer.metrics import BellMetrics
 from bell_receiver.service_layer.notifications import Notifications
-from bell_receiver.settings import JWT_AUDIENCE
+from bell_receiver.settings import AUDIENCE
 from tests.integration.bell_receiver.relay_client import RelayClient
-from yovision_platform.auth import TokenVerifier
+from tests.issuers import LocalIssuer
+from yovision_platform.access_tokens import use_access_token_verifier
 from yovision_platform.signing import KeyRing, SigningKey, VerifiedRequest
 from yovision_platform.web import create_app
 
 KEY_ID = "relay-unit-1"
-JWT_ISSUER = "yovision-test"
 
 
 @dataclass
@@ -90,21 +90,29 @@ class Api:
     http: httpx.AsyncClient
     relay: RelayClient
     fakes: Fakes
-    verifier: TokenVerifier
+    issuer: LocalIssuer
 
     def auth(self, subject: str, *permissions: str) -> dict[str, str]:
-        return {"authorization": f"Bearer {self.verifier.mint(subject, permissions)}"}
+        """A user's access token for Bell, from the in-process issuer."""
+        return {"authorization": f"Bearer {self.issuer.token(subject, *permissions, audience=AUDIENCE)}"}
+
+
+@pytest.fixture(scope="session")
+def issuer() -> LocalIssuer:
+    return LocalIssuer()
 
 
 @pytest.fixture
-async def api(fakes: Fakes) -> AsyncIterator[Api]:
-    """The real app (routes, guards, problem handlers) on the fakes, called in process over ASGI."""
-    verifier = TokenVerifier(secrets.token_bytes(32), issuer=JWT_ISSUER, audience=JWT_AUDIENCE)
+async def api(fakes: Fakes, issuer: LocalIssuer) -> AsyncIterator[Api]:
+    """The real app (routes, guards, problem handlers) on the fakes, called in process over ASGI; access
+    tokens from an in-process issuer (`LocalIssuer`)."""
+    verifier = issuer.verifier(AUDIENCE)
     key = SigningKey(KEY_ID, secrets.token_bytes(32))
     app = create_app("bell-receiver", "test")
-    install_api(
-        app, use_cases=fakes.use_cases(), keyring=KeyRing([key]), verifier=verifier, metrics=fakes.metrics
-    )
+    use_access_token_verifier(app, verifier)
+    install_api(app, use_cases=fakes.use_cases(), keyring=KeyRing([key]), metrics=fakes.metrics)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://bell.test") as http:
-        yield Api(http, RelayClient(http, KeyRing([key], active_key_id=KEY_ID)), fakes, verifier)
+        yield Api(http, RelayClient(http, KeyRing([key], active_key_id=KEY_ID)), fakes, issuer)
+    await verifier.keys.aclose()
+    await verifier.keys.http.aclose()

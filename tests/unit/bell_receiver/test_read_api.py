@@ -13,10 +13,12 @@ import httpx
 from bell_receiver.domain.audit import Channel
 from bell_receiver.domain.inbox import NewNotification
 from bell_receiver.entrypoints.http_audit import AUDIT_READ_PERMISSION, MAX_PAGE_SIZE
+from bell_receiver.settings import AUDIENCE
 from tests.conftest import problem_code
 from tests.ports.bell_receiver.samples import T0
 from tests.ports.bell_receiver.samples import audit_row as row
 from tests.unit.bell_receiver.conftest import Api
+from yovision_platform.permissions import AUDIENCES, PERMISSIONS
 
 
 async def seed(api: Api) -> None:
@@ -147,3 +149,38 @@ async def test_a_user_marks_own_notifications_read_and_unread(api: Api) -> None:
     assert (await http.put(url)).status_code == 401
     for bad in ("0", "x", str(2**63)):
         assert (await http.put(f"/v1/notifications/{bad}/read", headers=mine)).status_code == 422
+
+
+async def test_another_services_token_is_refused_everywhere_and_the_trail_needs_its_permission(
+    api: Api,
+) -> None:
+    """A token for every other audience, with every permission, is the uniform 401 on each read route; a
+    Bell token without `bell:audit-read` reads its own inbox but not the trail (403)."""
+    async with api.fakes.uow as uow:
+        await uow.inbox.add(
+            NewNotification(
+                user_id="reader",
+                kind="WATCHER_DISABLED",
+                source_system="signal",
+                event_id=uuid.uuid4(),
+                occurred_at=T0,
+                data={"watcher_name": "w"},
+            )
+        )
+    others = [audience for audience in AUDIENCES if audience != AUDIENCE]
+    foreign = {"authorization": f"Bearer {await api.issuer.user_token('reader', PERMISSIONS, others)}"}
+    lacking = api.auth("reader", *(p for p in PERMISSIONS if p != AUDIT_READ_PERMISSION))
+    inbox = (await api.http.get("/v1/notifications", headers=lacking)).json()
+    assert [item["data"]["watcher_name"] for item in inbox["items"]] == ["w"]
+    mark = f"/v1/notifications/{inbox['items'][0]['id']}/read"
+    routes = [("GET", "/v1/audit-events"), ("GET", "/v1/notifications"), ("PUT", mark), ("DELETE", mark)]
+    for method, path in routes:
+        refused = await api.http.request(method, path, headers=foreign)
+        assert (refused.status_code, problem_code(refused)) == (401, "unauthorized"), path
+        assert refused.headers["www-authenticate"] == "Bearer"
+
+    forbidden = await api.http.get("/v1/audit-events", headers=lacking)
+    assert (forbidden.status_code, problem_code(forbidden)) == (403, "forbidden")
+    assert (await api.http.put(mark, headers=lacking)).status_code == 204
+    auditor = api.auth("reader", AUDIT_READ_PERMISSION)
+    assert (await api.http.get("/v1/audit-events", headers=auditor)).status_code == 200

@@ -1,4 +1,5 @@
-"""bell-receiver refuses to start without its DSN and key configuration; several relay keys are allowed."""
+"""bell-receiver refuses to start without its DSN, its relay keys and its issuer; several relay keys are
+allowed. (The access-token settings' own limits are tested with the platform: tests/unit/platform.)"""
 
 from __future__ import annotations
 
@@ -6,12 +7,15 @@ import json
 import secrets
 from pathlib import Path
 
+import httpx
 import pytest
 
 from bell_receiver.settings import BellReceiverSettings
 from tests.conftest import private_file
 from yovision_platform.errors import ConfigError
 from yovision_platform.settings import load_settings
+
+ISSUER = "https://id.example.com"
 
 
 @pytest.fixture
@@ -27,8 +31,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
                 "relay-2": str(private_file(tmp_path / "k2", secrets.token_hex(32))),
             }
         ),
-        "BELL_AUTH_JWT_KEY_FILE": str(private_file(tmp_path / "jwt", secrets.token_hex(32))),
-        "BELL_AUTH_JWT_ISSUER": "yovision-dev",
+        "BELL_AUTH_ISSUER": ISSUER,
     }
     for name in [*values, "BELL_HTTP_HOST"]:
         monkeypatch.delenv(name, raising=False)
@@ -46,7 +49,7 @@ def test_loads_a_ring_of_several_keys_and_listens_on_loopback(env: dict[str, str
 
 @pytest.mark.parametrize(
     "missing",
-    ["BELL_DATABASE_DSN_FILE", "BELL_RELAY_KEY_FILES", "BELL_AUTH_JWT_KEY_FILE", "BELL_AUTH_JWT_ISSUER"],
+    ["BELL_DATABASE_DSN_FILE", "BELL_RELAY_KEY_FILES", "BELL_AUTH_ISSUER"],
 )
 def test_refuses_to_start_without(env: dict[str, str], monkeypatch: pytest.MonkeyPatch, missing: str) -> None:
     monkeypatch.delenv(missing)
@@ -80,21 +83,11 @@ def test_a_short_relay_key_is_refused_without_printing_it(
     assert "BELL_RELAY_KEY_FILES[relay-1]" in str(refused.value) and short not in str(refused.value)
 
 
-@pytest.mark.parametrize(
-    ("value", "accepted"), [(None, True), ("0", True), ("60", True), ("-1", False), ("61", False)]
-)
-def test_the_jwt_leeway_is_a_bounded_setting(
-    env: dict[str, str], monkeypatch: pytest.MonkeyPatch, value: str | None, accepted: bool
+async def test_the_read_apis_take_the_issuers_access_tokens_for_the_bell_receiver_audience(
+    env: dict[str, str],
 ) -> None:
-    monkeypatch.delenv("BELL_AUTH_JWT_LEEWAY_SECONDS", raising=False)
-    if value is not None:
-        monkeypatch.setenv("BELL_AUTH_JWT_LEEWAY_SECONDS", value)
-    if not accepted:
-        with pytest.raises(ConfigError) as refused:
-            load_settings(BellReceiverSettings)
-        assert "BELL_AUTH_JWT_LEEWAY_SECONDS" in refused.value.settings
-        return
     settings = load_settings(BellReceiverSettings)
-    assert settings.auth_jwt_leeway_seconds == (5 if value is None else int(value))
-    token = settings.token_verifier.mint("alice", ttl_seconds=60, now=1_000_000)
-    settings.token_verifier.verify(token, now=1_000_060 + settings.auth_jwt_leeway_seconds - 1)
+    async with httpx.AsyncClient() as http:
+        verifier = settings.access_token_verifier(http)
+    assert (verifier.issuer, verifier.audience) == (ISSUER, "bell-receiver")
+    assert verifier.keys.url == f"{ISSUER}/.well-known/jwks.json"

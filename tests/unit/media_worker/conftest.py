@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import secrets
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -37,8 +36,10 @@ from media_worker.service_layer.metrics import MediaMetrics
 from media_worker.service_layer.ports import MediaUnitOfWork
 from media_worker.service_layer.transcoder import TranscodeWorker, WorkerTiming
 from media_worker.service_layer.uploads import UploadService
+from media_worker.settings import AUDIENCE
+from tests.issuers import LocalIssuer
 from tests.unit.media_worker.uploading import SMALL_LIMITS
-from yovision_platform.auth import TokenVerifier
+from yovision_platform.access_tokens import use_access_token_verifier
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.web import create_app
 
@@ -50,6 +51,8 @@ PLENTY_FREE_BYTES = 10 * 1024 * 1024
 # What the fake transcoder takes for a video: an MP4 (its first box is `ftyp`).
 VIDEO = b"\x00\x00\x00\x18ftypisom" + b"v" * 100
 WAIT_SECONDS = 5.0
+# The OpenID provider of the routes' tests: one for the session, its key made once.
+ISSUER = LocalIssuer()
 
 
 @functools.cache
@@ -81,7 +84,6 @@ class Fakes:
     uploads: UploadService
     materials: Materials
     drain: Drain
-    verifier: TokenVerifier
     registry: CollectorRegistry
     metrics: MediaMetrics
     woken: list[str] = field(default_factory=list)
@@ -112,8 +114,9 @@ class Fakes:
             serde().decode(m.value).record for m in self.db.outbox.committed if m.event_type == event_type
         ]
 
-    def auth(self, subject: str = OWNER, *permissions: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.verifier.mint(subject, permissions)}"}
+    def auth(self, subject: str = OWNER, *permissions: str, audience: str = AUDIENCE) -> dict[str, str]:
+        """The headers of `subject`'s access token from `ISSUER`, for `audience` (default this service)."""
+        return {"Authorization": f"Bearer {ISSUER.token(subject, *permissions, audience=audience)}"}
 
     @property
     def operator(self) -> dict[str, str]:
@@ -132,7 +135,8 @@ class Fakes:
 
     def app(self) -> FastAPI:
         app = create_app("media-worker", "test")
-        install_routes(app, MediaApi(self.uploads, self.materials, self.drain, self.verifier, self.metrics))
+        install_routes(app, MediaApi(self.uploads, self.materials, self.drain, self.metrics))
+        use_access_token_verifier(app, ISSUER.verifier(AUDIENCE))
         return app
 
 
@@ -155,7 +159,6 @@ def build_fakes(limits: Limits = TEST_LIMITS) -> Fakes:
     )
     materials = Materials(db.unit_of_work, storage, job_queued=lambda: woken.append("retry"))
     drain = Drain(db.unit_of_work, activity, capability, instance_id=INSTANCE)
-    verifier = TokenVerifier(secrets.token_bytes(32), issuer="yovision-test", audience="media-worker")
     registry = CollectorRegistry()
     return Fakes(
         clock,
@@ -168,7 +171,6 @@ def build_fakes(limits: Limits = TEST_LIMITS) -> Fakes:
         uploads,
         materials,
         drain,
-        verifier,
         registry,
         MediaMetrics(registry, activity),
         woken,

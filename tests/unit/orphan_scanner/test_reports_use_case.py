@@ -1,10 +1,11 @@
 """The read API on the fakes: the use cases (newest first, keyset pages, the newest complete report, one by
-id) and the routes over HTTP in process (errors as problem details with their codes). (Served over real
-HTTP from PostgreSQL: tests/integration/orphan_scanner/test_read_api.py.)"""
+id) and the routes over HTTP in process (errors as problem details with their codes), with the access tokens
+of an in-process issuer (`LocalIssuer`). (Served over real HTTP from PostgreSQL:
+tests/integration/orphan_scanner/test_read_api.py; by the service process with Hydra's tokens:
+test_processes.py there.)"""
 
 from __future__ import annotations
 
-import secrets
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -16,10 +17,12 @@ from orphan_scanner.adapters.memory import InMemoryReportReader
 from orphan_scanner.domain.errors import ReportNotFound, ScanFailed
 from orphan_scanner.entrypoints.http_reports import READ_PERMISSION, install_report_routes
 from orphan_scanner.service_layer.reports import ReportQueries
-from orphan_scanner.settings import JWT_AUDIENCE
+from orphan_scanner.settings import AUDIENCE
 from tests.conftest import problem_code
+from tests.issuers import LocalIssuer
 from tests.unit.orphan_scanner.world import World, world
-from yovision_platform.auth import TokenVerifier
+from yovision_platform.access_tokens import use_access_token_verifier
+from yovision_platform.permissions import AUDIENCES, PERMISSIONS
 from yovision_platform.web import create_app
 
 
@@ -72,18 +75,30 @@ async def test_the_latest_is_the_newest_complete_report(queries_world: tuple[Wor
     assert (missing.value.code, missing.value.status) == ("not_found", 404)
 
 
+@pytest.fixture(scope="module")
+def issuer() -> LocalIssuer:
+    return LocalIssuer()
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
+
+
 @pytest.fixture
 async def api(
-    queries_world: tuple[World, ReportQueries],
+    queries_world: tuple[World, ReportQueries], issuer: LocalIssuer
 ) -> AsyncIterator[tuple[World, httpx.AsyncClient, dict[str, str]]]:
     w, queries = queries_world
-    verifier = TokenVerifier(secrets.token_bytes(32), issuer="test", audience=JWT_AUDIENCE)
+    verifier = issuer.verifier(AUDIENCE)
     app = create_app("orphan-scanner", "test")
-    install_report_routes(app, reports=queries, verifier=verifier)
-    headers = {"authorization": f"Bearer {verifier.mint('operator', [READ_PERMISSION])}"}
+    use_access_token_verifier(app, verifier)
+    install_report_routes(app, reports=queries)
+    headers = bearer(issuer.token("operator", READ_PERMISSION, audience=AUDIENCE))
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://orphan.test") as http:
         yield w, http, headers
+    await verifier.keys.aclose()
+    await verifier.keys.http.aclose()
 
 
 async def test_the_routes_answer_each_refusal_with_its_problem_code(
@@ -106,3 +121,27 @@ async def test_the_routes_answer_each_refusal_with_its_problem_code(
     found = (await http.get(f"/v1/reports/{made[2]}", headers=headers)).json()
     assert (found["scan_id"], found["counts"]["owned_stale"]) == (str(made[2]), 1)
     assert (await http.get("/v1/reports")).status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("path", "served"),
+    [("/v1/reports", 200), ("/v1/reports/latest", 404), (f"/v1/reports/{uuid.UUID(int=1)}", 404)],
+)
+async def test_every_route_refuses_another_services_token_and_a_token_without_orphan_read(
+    api: tuple[World, httpx.AsyncClient, dict[str, str]], issuer: LocalIssuer, path: str, served: int
+) -> None:
+    """`served`: the answer to an accepted token on an empty store (so only the token decides the rest)."""
+    _, http, headers = api
+    others = [audience for audience in AUDIENCES if audience != AUDIENCE]
+    # every permission, orphan:read included: the audience alone must refuse it
+    foreign = await http.get(path, headers=bearer(await issuer.user_token("operator", PERMISSIONS, others)))
+    assert (foreign.status_code, problem_code(foreign)) == (401, "unauthorized")
+    assert foreign.headers["www-authenticate"] == "Bearer"
+    lacking_token = issuer.token(
+        "operator", *(p for p in PERMISSIONS if p != READ_PERMISSION), audience=AUDIENCE
+    )
+    lacking = await http.get(path, headers=bearer(lacking_token))
+    assert (lacking.status_code, problem_code(lacking)) == (403, "forbidden")
+    machine = await issuer.machine_token("operator-cli", [READ_PERMISSION], [AUDIENCE])
+    assert (await http.get(path, headers=bearer(machine))).status_code == served
+    assert (await http.get(path, headers=headers)).status_code == served

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import httpx
 import pytest
 
 from orphan_scanner.domain import limits
@@ -23,6 +24,10 @@ def orphan_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("ORPHAN_MEDIAMTX_API_URL", "http://127.0.0.1:19997/")
     dsn = "postgresql://orphan_app:pw@127.0.0.1:55432/yovision\n"
     monkeypatch.setenv("ORPHAN_DATABASE_DSN_FILE", str(private_file(tmp_path / "dsn", dsn)))
+    monkeypatch.setenv("ORPHAN_AUTH_ISSUER", ISSUER)
+
+
+ISSUER = "http://127.0.0.1:14444"
 
 
 def refused(**overrides: object) -> ConfigError:
@@ -49,6 +54,21 @@ def test_env_vars_are_read_with_the_orphan_prefix(monkeypatch: pytest.MonkeyPatc
     settings = load_settings(OrphanScannerSettings)
     assert settings.scan_interval_seconds == 5.0
     assert settings.scan_enabled is False
+
+
+async def test_the_read_api_takes_the_issuers_access_tokens_for_the_orphan_scanner_audience() -> None:
+    settings = load_settings(OrphanScannerSettings)
+    async with httpx.AsyncClient() as http:
+        verifier = settings.access_token_verifier(http)
+    assert (verifier.issuer, verifier.audience) == (ISSUER, "orphan-scanner")
+    assert verifier.keys.url == f"{ISSUER}/.well-known/jwks.json"
+
+
+def test_the_issuer_is_required_as_the_service_and_the_cli_share_the_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("ORPHAN_AUTH_ISSUER")
+    assert refused().settings == ("ORPHAN_AUTH_ISSUER",)
 
 
 def test_mediamtx_url_is_required(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -40,6 +40,37 @@ def test_defaults_verify_hydra_tokens_of_the_local_stack(token_env: pytest.Monke
     assert settings.auth_algorithms == {"RS256", "ES256"}
     assert settings.permission_mapping() == PermissionMapping("scp", None)
     assert (settings.auth_leeway_seconds, settings.auth_jwks_refresh_seconds) == (5, 300)
+    assert settings.token_audience == "demo-service"
+
+
+@pytest.mark.parametrize(
+    ("issuer", "jwks"),
+    [
+        ("https://tenant.eu.auth0.com/", "https://tenant.eu.auth0.com/.well-known/jwks.json"),
+        ("http://127.0.0.1:14444", "http://127.0.0.1:14444/.well-known/jwks.json"),
+    ],
+)
+def test_the_issuer_is_kept_exactly_as_tokens_carry_it(
+    token_env: pytest.MonkeyPatch, issuer: str, jwks: str
+) -> None:
+    """`iss` is compared character for character: Auth0's issuer ends in `/`, and a verifier that dropped
+    it would refuse every Auth0 token."""
+    token_env.setenv("DEMO_AUTH_ISSUER", issuer)
+    settings = load_settings(DemoTokenSettings)
+    assert (settings.auth_issuer, settings.jwks_url) == (issuer, jwks)
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"), [("a" * 256, True), ("a" * 257, False), ("api://yovision", True), ("two words", False)]
+)
+def test_an_audience_setting_replaces_the_service_name(
+    token_env: pytest.MonkeyPatch, value: str, ok: bool
+) -> None:
+    token_env.setenv("DEMO_AUTH_AUDIENCE", value)
+    if ok:
+        assert load_settings(DemoTokenSettings).token_audience == value
+    else:
+        refused(token_env, "DEMO_AUTH_AUDIENCE", value)
 
 
 @pytest.mark.parametrize(

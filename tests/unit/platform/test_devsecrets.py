@@ -56,25 +56,35 @@ def test_service_specific_secrets_are_generated_once_and_shared_where_needed(tmp
     assert f"SENSE_BELL_KEY_FILE={relay_key}" in sense_env
     assert f"""BELL_RELAY_KEY_FILES='{{"relay-dev-1":"{relay_key}"}}'""" in bell_env
     assert len(bytes.fromhex(relay_key.read_text().strip())) == 32
-    for schema in ("orphan", "bell", "signal", "media"):
-        key = local / "secrets" / f"{schema}-jwt.key"
-        assert stat.S_IMODE(key.stat().st_mode) == 0o600
-    assert "AUTH_JWT" not in sense_env
     before = relay_key.read_text()
     generate(local)
     assert relay_key.read_text() == before
 
 
-def test_the_console_gets_the_service_urls_and_dev_sign_in_keys_but_no_secret(tmp_path: Path) -> None:
+def test_every_api_takes_the_tokens_of_the_environments_issuer_and_no_shared_key(tmp_path: Path) -> None:
     local = make_stack(tmp_path)
-    generate(local)
+    generate(local, Environment("e2e-ab12", identity_ports=(21001, 21002)))
+    for service, prefix in [(s.name, s.env_prefix) for s in LOCAL_SERVICES if s.schema is not None]:
+        settings = read_env_file(local / "env" / f"{service}.env")
+        assert settings[f"{prefix}AUTH_ISSUER"] == "http://127.0.0.1:21001"
+        assert not {k for k in settings if "JWT" in k or k.endswith("API_TOKEN_FILE")}, service
+    assert not list((local / "secrets").glob("*jwt*")) and not list((local / "secrets").glob("*api.token"))
+
+
+def test_the_console_gets_the_service_urls_and_its_oidc_client_but_no_secret(tmp_path: Path) -> None:
+    local = make_stack(tmp_path)
+    generate(local, Environment("e2e-ab12", identity_ports=(21001, 21002)))
     console_env = (local / "env" / "console.env").read_text()
-    assert "CONSOLE_DEV_SIGN_IN=true" in console_env
-    assert "CONSOLE_SENSE_URL=http://127.0.0.1:18081" in console_env
-    assert f"CONSOLE_SENSE_API_TOKEN_FILE={local / 'secrets' / 'sense-api.token'}" in console_env
-    for schema in ("orphan", "bell", "signal", "media"):
-        key = local / "secrets" / f"{schema}-jwt.key"
-        assert str(key) in console_env and key.read_text().strip() not in console_env
+    settings = read_env_file(local / "env" / "console.env")
+    assert settings["CONSOLE_SENSE_URL"] == "http://127.0.0.1:18081"
+    assert (settings["CONSOLE_OIDC_ISSUER"], settings["CONSOLE_OIDC_CLIENT_ID"]) == (
+        "http://127.0.0.1:21001",
+        "console",
+    )
+    assert settings["CONSOLE_DEV_LOGIN_ADMIN_URL"] == "http://127.0.0.1:21002"
+    client_secret = identity_provider.client_secret_file(local, "console")
+    assert settings["CONSOLE_OIDC_CLIENT_SECRET_FILE"] == str(client_secret)
+    assert client_secret.read_text().strip() not in console_env
     session_key = local / "secrets" / "console-session.key"
     assert stat.S_IMODE(session_key.stat().st_mode) == 0o600
     assert session_key.read_text().strip() not in console_env

@@ -56,11 +56,6 @@ CASES: list[tuple[str, Callable[[str], object], list[str]]] = [
         ["a", "A.b-c_d", "", ".a", "a" * 64, "a" * 65, "a\n", "é", *sample(("", "a"), 1)],
     ),
     (
-        model.PUBLISHED_ACTOR,
-        model.validate_actor,
-        ["ops", "a:b@c", "", "a b", "a" * 128, "a" * 129, "ops\n", *sample(("", "o"), 2)],
-    ),
-    (
         model.PUBLISHED_NAME,
         model.validate_name,
         ["cam", " cam\t", "", " ", "c\tm", "ca\x7fm", "\x1ccam", "é", "cam\n", *sample(("", " ", "c"), 3)],
@@ -124,7 +119,7 @@ CASES: list[tuple[str, Callable[[str], object], list[str]]] = [
 
 
 @pytest.mark.parametrize(
-    ("pattern", "validator", "values"), CASES, ids=["id", "actor", "name", "path_name", "source_uri"]
+    ("pattern", "validator", "values"), CASES, ids=["id", "name", "path_name", "source_uri"]
 )
 def test_the_pattern_accepts_exactly_what_the_validator_accepts(
     pattern: str, validator: Callable[[str], object], values: list[str]

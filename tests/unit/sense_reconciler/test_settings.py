@@ -9,10 +9,12 @@ import pytest
 from sense_reconciler.domain import limits
 from sense_reconciler.settings import SenseReconcilerSettings
 from tests.conftest import private_file
+from yovision_platform.access_tokens import AccessTokenSettings
 from yovision_platform.errors import ConfigError
+from yovision_platform.permissions import AUDIENCES
 from yovision_platform.settings import load_settings
 
-TOKEN = "api-token-" + "x" * 40
+ISSUER = "http://127.0.0.1:14444"
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +26,7 @@ def sense_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SENSE_MEDIAMTX_API_URL", "http://127.0.0.1:19997/")
     dsn = "postgresql://sense_app:pw@127.0.0.1:55432/yovision\n"
     monkeypatch.setenv("SENSE_DATABASE_DSN_FILE", str(private_file(tmp_path / "dsn", dsn)))
-    monkeypatch.setenv("SENSE_API_TOKEN_FILE", str(private_file(tmp_path / "token", TOKEN + "\n")))
+    monkeypatch.setenv("SENSE_AUTH_ISSUER", ISSUER)
     key = private_file(tmp_path / "k1.key", os.urandom(32).hex() + "\n")
     monkeypatch.setenv("SENSE_SECRETS_KEY_FILES", json.dumps({"k1": str(key)}))
 
@@ -41,7 +43,6 @@ def test_defaults_follow_the_spec() -> None:
     assert settings.operation_deadline_seconds == 20.0
     assert settings.consumer_group == "sense-reconciler"
     assert settings.mediamtx_api_url == "http://127.0.0.1:19997"
-    assert settings.api_token.get_secret_value() == TOKEN
 
 
 @pytest.mark.parametrize(("lease", "deadline", "ok"), [(30, 29.9, True), (30, 30, False), (20, 25, False)])
@@ -50,7 +51,7 @@ def test_deadline_must_be_strictly_shorter_than_the_lease(lease: float, deadline
     if ok:
         load_settings(SenseReconcilerSettings, **overrides)
     else:
-        assert "TOKEN" not in str(refused(**overrides))
+        assert "operation_deadline_seconds" in str(refused(**overrides))
 
 
 @pytest.mark.parametrize(
@@ -75,9 +76,36 @@ def test_instance_id_is_validated() -> None:
     assert "SENSE_INSTANCE_ID" in refused(instance_id="Bad Id").settings
 
 
-def test_a_short_api_token_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SENSE_API_TOKEN_FILE", str(private_file(tmp_path / "short", "short\n")))
-    assert "SENSE_API_TOKEN_FILE" in refused().settings
+def test_the_control_api_takes_access_tokens_for_its_own_audience() -> None:
+    settings = load_settings(SenseReconcilerSettings)
+    assert isinstance(settings, AccessTokenSettings)
+    assert SenseReconcilerSettings.audience == "sense-reconciler" and settings.audience in AUDIENCES
+    assert settings.token_audience == "sense-reconciler"
+    assert settings.auth_issuer == ISSUER
+    assert settings.jwks_url == f"{ISSUER}/.well-known/jwks.json"
+    assert settings.auth_algorithms == {"RS256", "ES256"}
+
+
+def test_without_an_issuer_start_up_is_refused_and_no_operator_token_stands_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert not {"api_token_file", "api_token"} & set(SenseReconcilerSettings.model_fields)
+    monkeypatch.delenv("SENSE_AUTH_ISSUER")
+    monkeypatch.setenv("SENSE_API_TOKEN_FILE", str(private_file(tmp_path / "token", "t" * 40 + "\n")))
+    assert refused().settings == ("SENSE_AUTH_ISSUER",)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("SENSE_AUTH_ISSUER", "http://issuer.example.org"),  # plain http off loopback
+        ("SENSE_AUTH_ALGORITHMS", "HS256"),  # a shared secret could mint tokens
+        ("SENSE_AUTH_LEEWAY_SECONDS", "61"),
+    ],
+)
+def test_unsafe_token_settings_are_refused(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
+    monkeypatch.setenv(name, value)
+    assert name in refused().settings
 
 
 @pytest.mark.parametrize(

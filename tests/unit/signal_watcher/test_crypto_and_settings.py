@@ -13,10 +13,12 @@ from signal_watcher.domain.errors import NetworkConfined
 from signal_watcher.domain.model import Header
 from signal_watcher.domain.ssrf import STRICT_GUARD
 from signal_watcher.settings import (
+    AUDIENCE,
     DEFAULT_CHECK_RETENTION_DAYS,
     SignalWatcherSettings,
     effective_retention_days,
 )
+from tests.issuers import LocalIssuer
 from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.errors import ConfigError
 from yovision_platform.settings import load_settings
@@ -78,8 +80,7 @@ def _settings_env(
             write_private_file(tmp_path / "dsn", "postgresql://signal_app:pw@127.0.0.1:5432/db\n")
         ),
         "SIGNAL_SECRETS_AES_KEY_FILE": str(write_private_file(tmp_path / "aes", os.urandom(32).hex())),
-        "SIGNAL_AUTH_JWT_KEY_FILE": str(write_private_file(tmp_path / "jwt", os.urandom(32).hex())),
-        "SIGNAL_AUTH_JWT_ISSUER": "test",
+        "SIGNAL_AUTH_ISSUER": LocalIssuer.issuer,
     }.items():
         monkeypatch.setenv(name, value)
     for setting, given in (("SIGNAL_PROBE_ALLOWED_NETWORKS", networks), (CONFINEMENT, only_networks)):
@@ -166,3 +167,16 @@ def test_without_any_key_start_up_is_refused(monkeypatch: pytest.MonkeyPatch, tm
     with pytest.raises(ConfigError) as exc:
         load_settings(SignalWatcherSettings)
     assert exc.value.settings == ("SIGNAL_SECRETS_KEY_FILES",) and "no_key" in str(exc.value)
+
+
+def test_the_api_takes_access_tokens_of_the_configured_issuer_for_this_service(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _settings_env(monkeypatch, tmp_path, None)
+    settings = load_settings(SignalWatcherSettings)
+    assert (settings.audience, AUDIENCE) == ("signal-watcher", "signal-watcher")
+    assert settings.jwks_url == f"{LocalIssuer.issuer}/.well-known/jwks.json"
+    monkeypatch.delenv("SIGNAL_AUTH_ISSUER")
+    with pytest.raises(ConfigError) as exc:
+        load_settings(SignalWatcherSettings)
+    assert exc.value.settings == ("SIGNAL_AUTH_ISSUER",)

@@ -58,6 +58,7 @@ __all__ = [
     "PermissionMapping",
     "Refusal",
     "checked_url",
+    "use_access_token_verifier",
     "use_access_tokens",
 ]
 
@@ -169,20 +170,22 @@ class AccessTokenVerifier:
 
 def checked_url(value: str) -> str:
     """An https URL, or http on a loopback address only (the local stack): a token's keys must never come
-    over a connection anyone on the path could change."""
+    over a connection anyone on the path could change. Kept exactly as given: an issuer is compared with
+    `iss` character for character (Auth0's ends in `/`, Hydra's and Keycloak's do not)."""
     parts = urlsplit(value)
     if parts.scheme not in ("https", "http") or not parts.hostname or parts.username or parts.password:
         raise ValueError("must be an https URL (http only on a loopback address), without credentials")
     if parts.scheme == "http" and not is_loopback_host(parts.hostname):
         raise ValueError("must be https unless the host is a loopback address")
-    return value.rstrip("/") if parts.path in ("", "/") else value
+    return value
 
 
 class AccessTokenSettings(BaseServiceSettings):
-    """Settings of a service whose API takes the OpenID provider's access tokens (the audience is the
-    subclass's `audience`, its name):
+    """Settings of a service whose API takes the OpenID provider's access tokens:
 
     - `<P>AUTH_ISSUER`: the issuer, exactly as its tokens' `iss` (https, or http on loopback);
+    - `<P>AUTH_AUDIENCE`: what `aud` must name (default: the subclass's `audience`, the service's name; a
+      provider that issues one audience per token, as Auth0 and Entra ID do, may share one among services);
     - `<P>AUTH_JWKS_URL`: its JWKS (default `<issuer>/.well-known/jwks.json`, Hydra's and Auth0's path;
       Keycloak's is `<issuer>/protocol/openid-connect/certs`);
     - `<P>AUTH_ALGORITHMS`: the signature algorithms allowed (default `RS256,ES256`; asymmetric only);
@@ -195,6 +198,7 @@ class AccessTokenSettings(BaseServiceSettings):
     audience: ClassVar[str]
 
     auth_issuer: str = Field(min_length=1, max_length=512)
+    auth_audience: str | None = Field(default=None, min_length=1, max_length=256, pattern=r"^[\x21-\x7e]+$")
     auth_jwks_url: str | None = Field(default=None, max_length=512)
     auth_algorithms: Annotated[frozenset[str], NoDecode] = frozenset({"RS256", "ES256"})
     auth_leeway_seconds: int = Field(default=JWT_LEEWAY_SECONDS_DEFAULT, ge=0, le=JWT_LEEWAY_SECONDS_MAX)
@@ -235,7 +239,12 @@ class AccessTokenSettings(BaseServiceSettings):
 
     @property
     def jwks_url(self) -> str:
-        return self.auth_jwks_url or f"{self.auth_issuer}/.well-known/jwks.json"
+        return self.auth_jwks_url or f"{self.auth_issuer.rstrip('/')}/.well-known/jwks.json"
+
+    @property
+    def token_audience(self) -> str:
+        """What a token's `aud` must name for this service."""
+        return self.auth_audience or self.audience
 
     def permission_mapping(self) -> PermissionMapping:
         return PermissionMapping(self.auth_permissions_claim, self.auth_permissions_map)
@@ -254,7 +263,7 @@ class AccessTokenSettings(BaseServiceSettings):
         return AccessTokenVerifier(
             keys,
             self.auth_issuer,
-            self.audience,
+            self.token_audience,
             self.permission_mapping(),
             self.auth_leeway_seconds,
             on_refusal=metrics.refused if metrics else lambda reason: None,
@@ -292,13 +301,19 @@ class AccessTokenMetrics:
         self.fetches.labels(outcome=outcome).inc()
 
 
+def use_access_token_verifier(app: Any, verifier: AccessTokenVerifier) -> None:
+    """The verifier `AccessTokenCaller` checks `app`'s bearer tokens with (tests and tools build their own;
+    a service's entrypoint calls `use_access_tokens`)."""
+    app.state.access_token_verifier = verifier
+
+
 def use_access_tokens(ctx: WebContext[Any]) -> AccessTokenVerifier:
     """The service's verifier (from its `AccessTokenSettings`), on `ctx.app` for `AccessTokenCaller`, its
     metrics in the service's registry; its JWKS client is closed when the service stops."""
     settings: AccessTokenSettings = ctx.settings
     http = httpx.AsyncClient(follow_redirects=False)
     verifier = settings.access_token_verifier(http, AccessTokenMetrics.register(ctx.registry))
-    ctx.app.state.access_token_verifier = verifier
+    use_access_token_verifier(ctx.app, verifier)
 
     async def close(stop: asyncio.Event) -> None:
         await stop.wait()

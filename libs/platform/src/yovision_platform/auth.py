@@ -79,10 +79,15 @@ class AuthError(ServiceError):
 
 
 class Forbidden(ServiceError):
-    """A valid identity without the permission the endpoint requires."""
+    """A valid identity without the permission the endpoint requires; the answer names that permission (a
+    constant of the service, never the caller's input)."""
 
     code = "forbidden"
     status = 403
+
+    def __init__(self, permission: str | None = None) -> None:
+        super().__init__(detail=None if permission is None else f"requires the permission {permission}")
+        self.permission = permission
 
 
 @dataclass(frozen=True)
@@ -92,7 +97,7 @@ class Identity:
 
     def require(self, permission: str) -> None:
         if permission not in self.permissions:
-            raise Forbidden()
+            raise Forbidden(permission)
 
 
 class TokenVerifier:
@@ -215,8 +220,10 @@ def bearer_token(request: Request) -> str:
 JWT_SCHEME = HTTPBearer(
     scheme_name="bearerJwt",
     bearerFormat="JWT",
-    description="An HS256 JWT for this service's audience (`sub`, `exp`, `iat`, `iss`, `aud`; `perm` lists "
-    "permissions).",
+    description="An access token of the OpenID provider (a JWT signed RS256 or ES256 with a key of the "
+    "issuer's JWKS) whose `aud` names this service; `sub` is the caller (a user, or a machine client's id) "
+    "and the permissions come from the configured claim (`scp` by default). A missing, malformed, expired, "
+    "foreign or otherwise invalid token is the same 401.",
     auto_error=False,
 )
 OPERATOR_SCHEME = HTTPBearer(

@@ -1,10 +1,11 @@
 """bell-receiver settings: environment variables prefixed `BELL_`.
 
-Besides the shared settings, Bell needs two kinds of key files and refuses to start without them:
+Besides the shared settings, Bell refuses to start without:
 
 - ``BELL_RELAY_KEY_FILES``: JSON ``{"key_id": "/path/to/key"}``, the HMAC keys Sense may sign with. Several
   key ids are allowed at once so a key can be rotated without downtime (docs/runbooks/rotating-keys.md).
-- ``BELL_AUTH_JWT_KEY_FILE`` + ``BELL_AUTH_JWT_ISSUER``: the JWT key of the notification read API.
+- ``BELL_AUTH_ISSUER``: the OpenID provider whose access tokens (audience ``bell-receiver``) the read APIs
+  take (``AccessTokenSettings``: the JWKS, algorithms, leeway and permission mapping settings).
 """
 
 from __future__ import annotations
@@ -15,22 +16,22 @@ from typing import ClassVar
 from pydantic import Field, PrivateAttr
 from pydantic_settings import SettingsConfigDict
 
-from yovision_platform.auth import JwtIdentitySettings
+from yovision_platform.access_tokens import AccessTokenSettings
 from yovision_platform.errors import ConfigError
 from yovision_platform.settings import Port
 from yovision_platform.signing import KeyRing
 
 DEFAULT_HTTP_PORT = 18083
-JWT_AUDIENCE = "bell-receiver"
+AUDIENCE = "bell-receiver"
 
 
-class BellReceiverSettings(JwtIdentitySettings):
+class BellReceiverSettings(AccessTokenSettings):
     model_config = SettingsConfigDict(
         env_prefix="BELL_", extra="forbid", frozen=True, hide_input_in_errors=True
     )
 
+    audience: ClassVar[str] = AUDIENCE
     http_port: Port = DEFAULT_HTTP_PORT
-    jwt_audience: ClassVar[str] = JWT_AUDIENCE
     relay_key_files: dict[str, Path] = Field(min_length=1)
 
     _relay_keyring: KeyRing | None = PrivateAttr(default=None)

@@ -5,6 +5,10 @@ chunk over a slow link may take minutes; instead they must keep up a minimum rat
 arrived by ``request start + MEDIA_UPLOAD_READ_GRACE_SECONDS + n / MEDIA_UPLOAD_MIN_BYTES_PER_SECOND``
 (defaults 10 s and 16 KiB/s, i.e. a 128 kbit/s link; a full 20 MiB chunk may take up to ~21 min). A body
 that falls behind is answered 408 `request_timeout`. Every other body has the platform's 10 s total.
+
+The API takes the access tokens of the OpenID provider ``MEDIA_AUTH_ISSUER`` (verified against its JWKS;
+audience ``media-worker``); the other ``MEDIA_AUTH_*`` settings are those of
+`yovision_platform.access_tokens.AccessTokenSettings`.
 """
 
 from __future__ import annotations
@@ -15,25 +19,25 @@ from typing import ClassVar
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from yovision_platform.auth import JwtIdentitySettings
+from yovision_platform.access_tokens import AccessTokenSettings
 from yovision_platform.guards import BodyReadRule
 from yovision_platform.settings import Port
 
 DEFAULT_HTTP_PORT = 18085
 DEFAULT_STORAGE_DIR = Path(".local/media")
 DEFAULT_CAPABILITY_FILE = Path(".local/run/media-worker.capability")
-JWT_AUDIENCE = "media-worker"
+AUDIENCE = "media-worker"
 DEFAULT_UPLOAD_MIN_BYTES_PER_SECOND = 16 * 1024
 DEFAULT_UPLOAD_READ_GRACE_SECONDS = 10.0
 
 
-class MediaWorkerSettings(JwtIdentitySettings):
+class MediaWorkerSettings(AccessTokenSettings):
     model_config = SettingsConfigDict(
         env_prefix="MEDIA_", extra="forbid", frozen=True, hide_input_in_errors=True
     )
 
     http_port: Port = DEFAULT_HTTP_PORT
-    jwt_audience: ClassVar[str] = JWT_AUDIENCE
+    audience: ClassVar[str] = AUDIENCE
     storage_dir: Path = DEFAULT_STORAGE_DIR
     capability_file: Path = DEFAULT_CAPABILITY_FILE
     ffmpeg_path: str = Field(default="ffmpeg", min_length=1)

@@ -4,33 +4,37 @@ The `sense-orphan` CLI reads the same settings as the service, so an operator ru
 environment (`make sense-orphan ARGS=...` locally). MediaMTX servers are registered as
 `yovision_platform.media_servers` describes (`ORPHAN_MEDIA_SERVERS`, or the single-server
 `ORPHAN_MEDIAMTX_API_URL` + `ORPHAN_MEDIAMTX_CREDENTIALS_FILE`); every one is scanned.
+
+The read API of reports takes the OpenID provider's access tokens (`AccessTokenSettings`: `ORPHAN_AUTH_ISSUER`
+is required, the audience is `orphan-scanner`), so the API is always served; the CLI needs the same setting.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import ClassVar
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.projected_events import DEVICE_EVENT_TYPE, OWNERSHIP_EVENT_TYPE
-from yovision_platform.auth import TokenVerifier
+from yovision_platform.access_tokens import AccessTokenSettings
 from yovision_platform.events import default_catalog
 from yovision_platform.media_servers import MediaServerSettings
 from yovision_platform.settings import Port
 
 DEFAULT_HTTP_PORT = 18082
-JWT_AUDIENCE = "orphan-scanner"
+AUDIENCE = "orphan-scanner"
 CONSUMER_GROUP = "orphan-scanner-projection"
 TOPIC_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,199}$"
 
 
-class OrphanScannerSettings(MediaServerSettings):
+class OrphanScannerSettings(MediaServerSettings, AccessTokenSettings):
     model_config = SettingsConfigDict(
         env_prefix="ORPHAN_", extra="forbid", frozen=True, hide_input_in_errors=True
     )
 
+    audience: ClassVar[str] = AUDIENCE
     http_port: Port = DEFAULT_HTTP_PORT
     mediamtx_deadline_seconds: float = Field(default=limits.MEDIAMTX_DEADLINE_SECONDS_DEFAULT, gt=0)
     scan_enabled: bool = True
@@ -50,32 +54,6 @@ class OrphanScannerSettings(MediaServerSettings):
     device_topic: str | None = Field(default=None, pattern=TOPIC_PATTERN)
     ownership_topic: str | None = Field(default=None, pattern=TOPIC_PATTERN)
     consumer_group: str = Field(default=CONSUMER_GROUP, pattern=TOPIC_PATTERN)
-    # The read API of reports (GET /v1/reports...): served only with a JWT key (audience orphan-scanner).
-    auth_jwt_key_file: Path | None = None
-    auth_jwt_issuer: str | None = Field(default=None, min_length=1, max_length=128)
-
-    _token_verifier: TokenVerifier | None = PrivateAttr(default=None)
-
-    @model_validator(mode="after")
-    def _jwt_key_and_issuer_together(self) -> OrphanScannerSettings:
-        if (self.auth_jwt_key_file is None) != (self.auth_jwt_issuer is None):
-            raise ValueError("auth_jwt_key_file and auth_jwt_issuer are set together or not at all")
-        return self
-
-    def load_secret_files(self) -> None:
-        super().load_secret_files()
-        if self.auth_jwt_key_file is not None and self.auth_jwt_issuer is not None:
-            self._token_verifier = TokenVerifier.from_key_file(
-                self.auth_jwt_key_file,
-                self.env_var_name("auth_jwt_key_file"),
-                issuer=self.auth_jwt_issuer,
-                audience=JWT_AUDIENCE,
-            )
-
-    @property
-    def token_verifier(self) -> TokenVerifier | None:
-        """The read API's verifier; None when the read API is not configured."""
-        return self._token_verifier
 
     @model_validator(mode="after")
     def _deadline_shorter_than_lease(self) -> OrphanScannerSettings:

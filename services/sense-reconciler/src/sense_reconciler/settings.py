@@ -9,27 +9,34 @@ key, start-up is refused.
 The audit push to Bell is off by default; `load_audit_push_config` checks its settings
 (``SENSE_BELL_RELAY_ENABLED``, ``SENSE_BELL_URL``, ``SENSE_BELL_KEY_FILE``, ``SENSE_BELL_KEY_ID``: names
 operators rely on) with ConfigErrors naming the setting, never its value.
+
+The Control API takes the OpenID provider's access tokens for the audience `sense-reconciler`
+(`yovision_platform.access_tokens.AccessTokenSettings`: `SENSE_AUTH_ISSUER` required, `SENSE_AUTH_JWKS_URL`,
+`SENSE_AUTH_ALGORITHMS`, `SENSE_AUTH_LEEWAY_SECONDS`, `SENSE_AUTH_PERMISSIONS_CLAIM`,
+`SENSE_AUTH_PERMISSIONS_MAP`, `SENSE_AUTH_JWKS_REFRESH_SECONDS`); there is no shared operator token.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import ClassVar
 from urllib.parse import urlsplit
 
-from pydantic import Field, PrivateAttr, SecretStr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.audit_push import AuditPushConfig
-from yovision_platform.auth import MIN_STATIC_TOKEN_CHARS
+from yovision_platform.access_tokens import AccessTokenSettings
 from yovision_platform.encryption import EncryptionSettings
 from yovision_platform.errors import ConfigError
 from yovision_platform.media_servers import MediaServerSettings, validate_media_server_id
-from yovision_platform.settings import Port, is_loopback_host, read_secret_file
+from yovision_platform.settings import Port, is_loopback_host
 from yovision_platform.signing import KEY_ID_PATTERN, KeyRing, SigningKey, load_key_file
 
 DEFAULT_HTTP_PORT = 18081
+AUDIENCE = "sense-reconciler"  # the `aud` of the access tokens the Control API takes
 CONSUMER_GROUP = "sense-reconciler"
 
 SETTING_AUDIT_PUSH_ENABLED = "SENSE_BELL_RELAY_ENABLED"
@@ -87,14 +94,15 @@ def load_audit_push_config(
     return AuditPushConfig(bell_url=url, keyring=KeyRing([SigningKey(key_id, secret)], active_key_id=key_id))
 
 
-class SenseReconcilerSettings(MediaServerSettings, EncryptionSettings):
+class SenseReconcilerSettings(MediaServerSettings, EncryptionSettings, AccessTokenSettings):
     model_config = SettingsConfigDict(
         env_prefix="SENSE_", extra="forbid", frozen=True, hide_input_in_errors=True
     )
 
+    audience: ClassVar[str] = AUDIENCE
+
     http_port: Port = DEFAULT_HTTP_PORT
     media_server_default: str | None = None
-    api_token_file: Path
     lease_seconds: float = Field(default=limits.LEASE_SECONDS_DEFAULT, gt=0, le=3600)
     operation_deadline_seconds: float = Field(default=limits.OPERATION_DEADLINE_SECONDS_DEFAULT, gt=0)
     claim_batch: int = Field(default=limits.CLAIM_BATCH_DEFAULT_ITEMS, ge=1, le=limits.CLAIM_BATCH_MAX_ITEMS)
@@ -114,7 +122,6 @@ class SenseReconcilerSettings(MediaServerSettings, EncryptionSettings):
     bell_key_file: Path | None = None
     bell_key_id: str | None = None
 
-    _api_token: SecretStr | None = PrivateAttr(default=None)
     _audit_push: AuditPushConfig | None = PrivateAttr(default=None)
 
     @field_validator("media_server_default")
@@ -145,9 +152,6 @@ class SenseReconcilerSettings(MediaServerSettings, EncryptionSettings):
 
     def load_secret_files(self) -> None:
         super().load_secret_files()
-        self._api_token = read_secret_file(
-            self.api_token_file, self.env_var_name("api_token_file"), min_bytes=MIN_STATIC_TOKEN_CHARS
-        )
         self._audit_push = load_audit_push_config(
             enabled=self.bell_relay_enabled,
             bell_url=self.bell_url,
@@ -159,11 +163,3 @@ class SenseReconcilerSettings(MediaServerSettings, EncryptionSettings):
     def audit_push(self) -> AuditPushConfig | None:
         """The validated audit push configuration; None when SENSE_BELL_RELAY_ENABLED is false."""
         return self._audit_push
-
-    @property
-    def api_token(self) -> SecretStr:
-        """The Control API's static bearer token (read by `load_secret_files`)."""
-        if self._api_token is None:
-            self.load_secret_files()
-        assert self._api_token is not None
-        return self._api_token

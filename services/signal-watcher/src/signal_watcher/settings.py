@@ -1,14 +1,15 @@
 """signal-watcher settings: environment variables prefixed `SIGNAL_`.
 
-Start-up is refused without an encryption key and the JWT key:
+Start-up is refused without an encryption key and the OpenID provider's issuer:
 
 - the key ring that encrypts watcher headers and bodies at rest (AES-256-GCM, yovision_platform.encryption):
   ``SIGNAL_SECRETS_KEY_FILES`` (JSON ``{"<key id>": "/path"}``) and ``SIGNAL_SECRETS_ACTIVE_KEY_ID`` (the key
   new ciphertexts use; may be left out with one key), and/or the setting from before the ring,
   ``SIGNAL_SECRETS_AES_KEY_FILE``, whose key joins the ring with the id ``legacy`` (active when it is the
   only key). Each file holds the hex of exactly 32 random bytes. There is no built-in default key.
-- ``SIGNAL_AUTH_JWT_KEY_FILE`` + ``SIGNAL_AUTH_JWT_ISSUER``: the JWT key of the user API (audience
-  ``signal-watcher``).
+- ``SIGNAL_AUTH_ISSUER``: the issuer whose access tokens the user API takes (verified against its JWKS;
+  audience ``signal-watcher``); the other ``SIGNAL_AUTH_*`` settings are those of
+  `yovision_platform.access_tokens.AccessTokenSettings`.
 
 The one setting that loosens the SSRF guard is ``SIGNAL_PROBE_ALLOWED_NETWORKS``: a comma-separated list of
 CIDR networks (e.g. ``127.0.0.0/8``) whose addresses probes may reach although they are not public. It is
@@ -40,12 +41,12 @@ from pydantic_settings import NoDecode, SettingsConfigDict
 from signal_watcher.adapters.crypto import SecretCipher
 from signal_watcher.adapters.resolvers import HOSTS_FILE, ProbeResolver, Resolver, resolver_of
 from signal_watcher.domain.ssrf import AddressGuard, IpNetwork, parse_networks
-from yovision_platform.auth import JwtIdentitySettings
+from yovision_platform.access_tokens import AccessTokenSettings
 from yovision_platform.encryption import EncryptionSettings
 from yovision_platform.settings import Port
 
 DEFAULT_HTTP_PORT = 18084
-JWT_AUDIENCE = "signal-watcher"
+AUDIENCE = "signal-watcher"
 DEFAULT_CHECK_RETENTION_DAYS = 90
 DEFAULT_MAX_WATCHERS_PER_USER = 100
 LEGACY_KEY_ID = "legacy"
@@ -63,13 +64,13 @@ def _networks(value: object) -> object:
 Networks = Annotated[tuple[IpNetwork, ...], NoDecode, BeforeValidator(_networks)]
 
 
-class SignalWatcherSettings(JwtIdentitySettings, EncryptionSettings):
+class SignalWatcherSettings(AccessTokenSettings, EncryptionSettings):
     model_config = SettingsConfigDict(
         env_prefix="SIGNAL_", extra="forbid", frozen=True, hide_input_in_errors=True
     )
 
     http_port: Port = DEFAULT_HTTP_PORT
-    jwt_audience: ClassVar[str] = JWT_AUDIENCE
+    audience: ClassVar[str] = AUDIENCE
     accept_legacy_ciphertexts: ClassVar[bool] = True
     secrets_aes_key_file: Path | None = None
     check_retention_days: int = DEFAULT_CHECK_RETENTION_DAYS

@@ -19,7 +19,6 @@ configures the local stack (``yovision_platform.tools.environment``).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import secrets
@@ -108,11 +107,8 @@ class Environment:
 
 
 DEFAULT_ENVIRONMENT = Environment()
-DEV_JWT_ISSUER = "yovision-dev"
 BELL_RELAY_KEY_ID = "relay-dev-1"
 SENSE_SECRETS_KEY_ID = "k1"
-# Services whose APIs identify users by JWT; Sense's Control API uses a static operator token.
-JWT_SCHEMAS = ("orphan", "bell", "signal", "media")
 
 
 def _ensure_secret(path: Path, make: str) -> bool:
@@ -131,20 +127,16 @@ def _extra_secrets(
     p = service.env_prefix
     files: dict[Path, str] = {}
     lines: list[str] = []
-    if service.schema in JWT_SCHEMAS:
-        jwt_key = secret_dir / f"{service.schema}-jwt.key"
-        files[jwt_key] = secrets.token_hex(32)
-        lines += [f"{p}AUTH_JWT_KEY_FILE={jwt_key}", f"{p}AUTH_JWT_ISSUER={DEV_JWT_ISSUER}"]
+    if service.schema is not None:
+        # every API takes the access tokens of the environment's OpenID provider (audience: the service)
+        lines.append(f"{p}AUTH_ISSUER={environment.issuer}")
     relay_key = secret_dir / f"bell-{BELL_RELAY_KEY_ID}.key"
     if service.schema == "sense":
-        api_token = secret_dir / "sense-api.token"
-        files[api_token] = secrets.token_urlsafe(32)
         files[relay_key] = secrets.token_hex(32)
         # the key ring that encrypts source URIs at rest (docs/runbooks/rotating-keys.md adds keys)
         source_key = secret_dir / f"sense-secrets-{SENSE_SECRETS_KEY_ID}.key"
         files[source_key] = secrets.token_hex(32)
         lines += [
-            f"{p}API_TOKEN_FILE={api_token}",
             f"""{p}SECRETS_KEY_FILES='{{"{SENSE_SECRETS_KEY_ID}":"{source_key}"}}'""",
             f"{p}SECRETS_ACTIVE_KEY_ID={SENSE_SECRETS_KEY_ID}",
             # the signed audit push to the local bell-receiver (plain HTTP is allowed on loopback only)
@@ -168,27 +160,24 @@ def _extra_secrets(
 
 
 def _console_lines(local_dir: Path, environment: Environment, files: dict[Path, str]) -> list[str]:
-    """The console: the five services' URLs, Sense's operator token, and (dev sign-in, which only this tool
-    turns on) the services' JWT keys, to mint the same dev tokens as `make dev-token`."""
+    """The console: the five services' URLs, its OpenID client at the environment's provider, and (the dev
+    login, which only this tool turns on) the provider's admin API, to serve its login and consent pages."""
     secret_dir = local_dir / "secrets"
     session_key = secret_dir / "console-session.key"
     files[session_key] = secrets.token_hex(32)
     url = {s.name: f"http://127.0.0.1:{environment.port(s)}" for s in LOCAL_SERVICES}
-    dev_keys = {
-        s.name: str(secret_dir / f"{s.schema}-jwt.key") for s in LOCAL_SERVICES if s.schema in JWT_SCHEMAS
-    }
+    client_secret = identity_provider.client_secret_file(local_dir, identity_provider.CONSOLE_CLIENT)
     return [
         f"CONSOLE_SESSION_KEY_FILE={session_key}",
         f"CONSOLE_SENSE_URL={url['sense-reconciler']}",
-        f"CONSOLE_SENSE_API_TOKEN_FILE={secret_dir / 'sense-api.token'}",
         f"CONSOLE_ORPHAN_URL={url['orphan-scanner']}",
         f"CONSOLE_BELL_URL={url['bell-receiver']}",
         f"CONSOLE_SIGNAL_URL={url['signal-watcher']}",
         f"CONSOLE_MEDIA_URL={url['media-worker']}",
-        "CONSOLE_DEV_SIGN_IN=true",
-        f"CONSOLE_DEV_JWT_ISSUER={DEV_JWT_ISSUER}",
-        # single-quoted: the env file is sourced by bash, and the value is JSON
-        "CONSOLE_DEV_JWT_KEY_FILES='" + json.dumps(dev_keys, sort_keys=True, separators=(",", ":")) + "'",
+        f"CONSOLE_OIDC_ISSUER={environment.issuer}",
+        f"CONSOLE_OIDC_CLIENT_ID={identity_provider.CONSOLE_CLIENT}",
+        f"CONSOLE_OIDC_CLIENT_SECRET_FILE={client_secret}",
+        f"CONSOLE_DEV_LOGIN_ADMIN_URL=http://127.0.0.1:{environment.identity_ports[1]}",
     ]
 
 

@@ -52,6 +52,8 @@ __all__ = [
     "machine_token",
     "migrate",
     "private_hydra",
+    "refreshed_tokens",
+    "revoke_token",
     "signed_in_tokens",
     "start",
     "wait_ready",
@@ -272,6 +274,15 @@ class HydraAdmin:
         )
         _expect(response, "add a signing key")
 
+    async def import_signing_key(self, jwk: Mapping[str, Any]) -> None:
+        """A key pair made elsewhere (a private JWK with its `kid`), into the access tokens' key set: its
+        public half is served by the JWKS from now on (tests that need a token the issuer's JWKS verifies
+        but whose claims Hydra would never issue)."""
+        response = await self.http.put(
+            f"{self.url}/admin/keys/{ACCESS_TOKEN_KEY_SET}/{quote(str(jwk['kid']), safe='')}", json=dict(jwk)
+        )
+        _expect(response, "import a signing key")
+
     async def remove_signing_key(self, kid: str) -> None:
         response = await self.http.delete(
             f"{self.url}/admin/keys/{ACCESS_TOKEN_KEY_SET}/{quote(kid, safe='')}"
@@ -345,6 +356,12 @@ class TokenSet:
     id_token: str | None
     expires_in: int
 
+    @classmethod
+    def of(cls, body: Mapping[str, Any]) -> TokenSet:
+        return cls(
+            body["access_token"], body.get("refresh_token"), body.get("id_token"), int(body["expires_in"])
+        )
+
 
 def _pkce_pair() -> tuple[str, str]:
     verifier = secrets.token_urlsafe(48)
@@ -411,10 +428,28 @@ async def signed_in_tokens(
             auth=(client.client_id, client_secret),
         )
     _expect(response, "exchange the code")
-    body = response.json()
-    return TokenSet(
-        body["access_token"], body.get("refresh_token"), body.get("id_token"), int(body["expires_in"])
-    )
+    return TokenSet.of(response.json())
+
+
+async def refreshed_tokens(issuer: str, client_id: str, client_secret: str, refresh_token: str) -> TokenSet:
+    """The refresh grant: a new token set (Hydra rotates the refresh token). RuntimeError when refused."""
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        response = await http.post(
+            f"{issuer}/oauth2/token",
+            data={"grant_type": "refresh_token", "refresh_token": refresh_token},
+            auth=(client_id, client_secret),
+        )
+    _expect(response, "refresh the tokens")
+    return TokenSet.of(response.json())
+
+
+async def revoke_token(issuer: str, client_id: str, client_secret: str, token: str) -> None:
+    """RFC 7009 revocation (of a refresh token: the grant it belongs to ends)."""
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        response = await http.post(
+            f"{issuer}/oauth2/revoke", data={"token": token}, auth=(client_id, client_secret)
+        )
+    _expect(response, "revoke the token")
 
 
 async def machine_token(

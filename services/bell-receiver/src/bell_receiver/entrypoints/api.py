@@ -26,10 +26,8 @@ from bell_receiver.service_layer.audit_batch_receiver import AuditBatchReceiver
 from bell_receiver.service_layer.audit_events import AuditEvents
 from bell_receiver.service_layer.metrics import BellMetrics
 from bell_receiver.service_layer.notifications import Notifications
-from bell_receiver.settings import JWT_AUDIENCE
 from yovision_platform import audit_relay
 from yovision_platform.audit_relay.batch import AuditEventBatch
-from yovision_platform.auth import TokenVerifier
 from yovision_platform.signing import MAX_CLOCK_SKEW_SECONDS, NONCE_RECEIPT_TTL_SECONDS, KeyRing, SigningKey
 from yovision_platform.web import create_app, guard_policy, with_problem_responses
 
@@ -104,11 +102,12 @@ def install_api(
     *,
     use_cases: UseCases,
     keyring: KeyRing,
-    verifier: TokenVerifier,
     metrics: BellMetrics,
     clock: Callable[[], float] = time.time,
     deadline_seconds: float = audit_relay.REQUEST_DEADLINE_SECONDS,
 ) -> None:
+    """Bell's routes on `app`. The read routes check the caller's access token with the verifier on the app
+    (`use_access_tokens` in the entrypoint; `use_access_token_verifier` in tests)."""
     # The batch endpoint enforces its own read deadline and answers in the frozen contract's error body; a
     # NUL in an item is rejected per item by the facts' patterns (invalid_field).
     guard_policy(app).override("POST", re.escape(BATCH_PATH), body_rule=None, check_text=False)
@@ -120,23 +119,23 @@ def install_api(
         clock=clock,
         deadline_seconds=deadline_seconds,
     )
-    install_notification_routes(app, notifications=use_cases.notifications, verifier=verifier)
-    install_audit_routes(app, audit_events=use_cases.audit_events, verifier=verifier)
+    install_notification_routes(app, notifications=use_cases.notifications)
+    install_audit_routes(app, audit_events=use_cases.audit_events)
     install_openapi(app)
 
 
 def service_document(version: str) -> dict[str, Any]:
-    """The app's OpenAPI document, declared on the in-memory fakes: no route is ever called."""
+    """The app's OpenAPI document, declared on the in-memory fakes: no route is ever called (so no access
+    token verifier and no issuer are needed)."""
     app = create_app(SERVICE_NAME, version)
     metrics = BellMetrics.create(CollectorRegistry())
     fakes = InMemoryBellUnitOfWork()
     uow = fakes.factory()
-    key = b"\x00" * 32  # declaration only: no request is ever verified with this ring or verifier
+    key = b"\x00" * 32  # declaration only: no request is ever verified with this ring
     install_api(
         app,
         use_cases=UseCases(AuditBatchReceiver(uow, metrics), Notifications(uow), AuditEvents(fakes.reader())),
         keyring=KeyRing([SigningKey("openapi", key)]),
-        verifier=TokenVerifier(key, issuer="openapi", audience=JWT_AUDIENCE),
         metrics=metrics,
     )
     return app.openapi()

@@ -1,9 +1,10 @@
 """``GET /v1/audit-events``: the global audit trail, newest first, keyset-paged, filtered.
 
-Identity: a bearer JWT (audience ``bell-receiver``) with the permission ``bell:audit-read``. Filters: source
-system, event type, device (the subject of a device-audit fact), actor and an occurred-at range
-``[occurred_from, occurred_before)``. Each row carries its stored fact, which is redacted at the source:
-facts name changed fields, never their values.
+Identity: an access token of the OpenID provider (audience ``bell-receiver``) with the permission
+``bell:audit-read``, checked by ``AccessTokenCaller``. Filters: source system, event type, device (the
+subject of a device-audit fact), actor and an occurred-at range ``[occurred_from, occurred_before)``. Each
+row carries its stored fact, which is redacted at the source: facts name changed fields, never their values.
+The ``actor`` of a row is what the event carried, never the reader's token.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from bell_receiver.domain.audit import AuditFilter, StoredAuditEvent
 from bell_receiver.domain.paging import MAX_CURSOR_CHARS, decode_cursor
 from bell_receiver.service_layer.audit_events import AuditEvents
 from yovision_platform import paging
-from yovision_platform.auth import Caller, TokenVerifier, use_token_verifier
+from yovision_platform.access_tokens import AccessTokenCaller
 from yovision_platform.web import Rfc3339DateTime
 
 AUDIT_EVENTS_PATH = "/v1/audit-events"
@@ -64,9 +65,7 @@ class AuditEventPage(BaseModel):
     )
 
 
-def install_audit_routes(app: FastAPI, *, audit_events: AuditEvents, verifier: TokenVerifier) -> None:
-    use_token_verifier(app, verifier)
-
+def install_audit_routes(app: FastAPI, *, audit_events: AuditEvents) -> None:
     @app.get(
         AUDIT_EVENTS_PATH,
         operation_id="listAuditEvents",
@@ -83,7 +82,7 @@ def install_audit_routes(app: FastAPI, *, audit_events: AuditEvents, verifier: T
         tags=["audit"],
     )
     async def list_audit_events(
-        caller: Caller,
+        caller: AccessTokenCaller,
         source_system: Filter = None,
         event_type: Filter = None,
         device_id: Filter = None,

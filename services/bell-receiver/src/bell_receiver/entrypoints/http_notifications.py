@@ -1,8 +1,9 @@
 """``GET /v1/notifications``: the caller's inbox, newest first, keyset-paged; ``PUT`` / ``DELETE
 /v1/notifications/{id}/read`` mark one read / unread.
 
-Identity: a bearer JWT (audience ``bell-receiver``) verified by ``yovision_platform.auth.TokenVerifier``;
-``sub`` is the user id, and a user only ever sees rows with their own ``user_id``.
+Identity: an access token of the OpenID provider (audience ``bell-receiver``, no permission needed), checked
+by ``AccessTokenCaller``; its ``sub`` is the user id, and a user only ever sees rows with their own
+``user_id``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from bell_receiver.domain.inbox import NotificationRow
 from bell_receiver.domain.paging import MAX_CURSOR_CHARS, decode_cursor
 from bell_receiver.service_layer.notifications import Notifications
 from yovision_platform import paging
-from yovision_platform.auth import Caller, Identity, TokenVerifier, use_token_verifier
+from yovision_platform.access_tokens import AccessTokenCaller
+from yovision_platform.auth import Identity
 
 NOTIFICATIONS_PATH = "/v1/notifications"
 DEFAULT_PAGE_SIZE = 20
@@ -61,11 +63,7 @@ def _item(row: NotificationRow) -> Notification:
     )
 
 
-def install_notification_routes(
-    app: FastAPI, *, notifications: Notifications, verifier: TokenVerifier
-) -> None:
-    use_token_verifier(app, verifier)
-
+def install_notification_routes(app: FastAPI, *, notifications: Notifications) -> None:
     @app.get(
         NOTIFICATIONS_PATH,
         operation_id="listNotifications",
@@ -75,7 +73,7 @@ def install_notification_routes(
         tags=["notifications"],
     )
     async def list_notifications(
-        user: Caller,
+        user: AccessTokenCaller,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
         cursor: Annotated[str | None, paging.cursor_query(int, max_length=MAX_CURSOR_CHARS)] = None,
     ) -> NotificationPage:
@@ -90,7 +88,7 @@ def install_notification_routes(
     }
 
     def marking(read: bool) -> Callable[[Identity, int], Awaitable[Response]]:
-        async def mark(user: Caller, notification_id: NotificationId) -> Response:
+        async def mark(user: AccessTokenCaller, notification_id: NotificationId) -> Response:
             await notifications.mark(user.subject, notification_id, read=read)
             return Response(status_code=204)
 

@@ -21,6 +21,7 @@ from bell_receiver.service_layer.metrics import BellMetrics
 from bell_receiver.service_layer.notifications import Notifications
 from bell_receiver.service_layer.ports import UnitOfWorkFactory
 from bell_receiver.settings import BellReceiverSettings
+from yovision_platform.access_tokens import use_access_tokens
 from yovision_platform.consumer import ConsumerMetrics
 from yovision_platform.db import Identifier
 from yovision_platform.events import default_catalog
@@ -58,9 +59,9 @@ def build_spec(
             ctx.app,
             use_cases=postgres_use_cases(ctx.pool, ctx.plan.schema, metrics),
             keyring=settings.relay_keyring,
-            verifier=settings.token_verifier,
             metrics=metrics,
         )
+        use_access_tokens(ctx)
         group = kafka.group(consumer_group)
         ingest = ingest_consumer(ctx.pool, ctx.plan.schema, metrics, group, ConsumerMetrics(ctx.registry))
         client_id = f"{SERVICE_NAME}-{settings.instance_id}"

@@ -1,8 +1,11 @@
 """HTTP API of media-worker: uploads, material status, outputs, retry, drain.
 
-Identity comes from a verified bearer JWT (audience `media-worker`); a user sees only materials and upload
-sessions of its own subject (anything else is `not_found`). The drain endpoints need the `media:drain`
-permission. Error bodies are problem details with a stable `code` only.
+Identity comes from a verified access token of the OpenID provider (`AccessTokenCaller`, audience
+`media-worker`; the entrypoint puts the verifier on the app with `use_access_tokens`); a user sees only
+materials and upload sessions of its own subject (anything else is `not_found`). The drain endpoints need the
+`media:drain` permission. The plain upload and the chunk PUT read their bodies themselves
+(`request.stream()`), so the token is verified, like every route dependency, before any byte of the body is
+read or stored. Error bodies are problem details with a stable `code` only.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ from media_worker.service_layer.drain import Drain, DrainReport
 from media_worker.service_layer.materials import MATERIAL_PAGE_MAX_ITEMS, Materials
 from media_worker.service_layer.metrics import DisconnectedUpload, MediaMetrics
 from media_worker.service_layer.uploads import UploadService
-from yovision_platform.auth import BearerToken, Identity, TokenVerifier
+from yovision_platform.access_tokens import AccessTokenCaller
+from yovision_platform.auth import Identity
 from yovision_platform.errors import ServiceError
 from yovision_platform.guards import BodyReadRule
 from yovision_platform.paging import InvalidCursor, cursor_query
@@ -57,12 +61,12 @@ DRAIN_PERMISSION = "media:drain"
 
 @dataclass
 class MediaApi:
-    """The use cases the routes call, and what authenticates and counts their callers."""
+    """The use cases the routes call, and what counts their refusals (who calls is `AccessTokenCaller`'s:
+    the app's verifier, `use_access_tokens` in the entrypoint, `use_access_token_verifier` in tests)."""
 
     uploads: UploadService
     materials: Materials
     drain: Drain
-    verifier: TokenVerifier
     metrics: MediaMetrics | None = None
 
 
@@ -176,14 +180,7 @@ DRAINING = (Draining(),)  # 503 with Retry-After while this instance drains
 STORAGE = (InsufficientStorage("free_space_unknown"), InsufficientStorage("insufficient_storage"))
 
 
-def _identity(api: Api, token: BearerToken) -> Identity:
-    return api.verifier.verify(token)
-
-
-User = Annotated[Identity, Depends(_identity)]
-
-
-def _operator(user: User) -> Identity:
+def _operator(user: AccessTokenCaller) -> Identity:
     user.require(DRAIN_PERMISSION)
     return user
 
@@ -221,7 +218,7 @@ PLAIN_UPLOAD_BODY = {
     ),
 )
 async def upload_plain(
-    api: Api, request: Request, user: User, title: str = Query("", max_length=200)
+    api: Api, request: Request, user: AccessTokenCaller, title: str = Query("", max_length=200)
 ) -> dict[str, Any]:
     """Plain multipart upload (one part named `file`); the declared length is checked before parsing."""
     body: AsyncIterator[bytes] = file_part_stream(request.headers.get("content-type"), request.stream())
@@ -248,7 +245,9 @@ async def upload_plain(
         ),
     },
 )
-async def init_upload(api: Api, spec: InitUpload, user: User, response: Response) -> dict[str, Any]:
+async def init_upload(
+    api: Api, spec: InitUpload, user: AccessTokenCaller, response: Response
+) -> dict[str, Any]:
     """Start a chunked upload, or resume the caller's session of the same `upload_key` (same layout only,
     else 409 `layout_conflict`)."""
     outcome = await api.uploads.init(
@@ -260,7 +259,7 @@ async def init_upload(api: Api, spec: InitUpload, user: User, response: Response
 
 
 @router.get("/v1/uploads/{session_id}", responses=refusals(NotFound()))
-async def upload_state(api: Api, session_id: uuid.UUID, user: User) -> dict[str, Any]:
+async def upload_state(api: Api, session_id: uuid.UUID, user: AccessTokenCaller) -> dict[str, Any]:
     return _session_view(await api.uploads.session(user.subject, session_id))
 
 
@@ -279,7 +278,7 @@ async def upload_state(api: Api, session_id: uuid.UUID, user: User) -> dict[str,
     ),
 )
 async def put_chunk(
-    api: Api, session_id: uuid.UUID, index: int, request: Request, user: User
+    api: Api, session_id: uuid.UUID, index: int, request: Request, user: AccessTokenCaller
 ) -> dict[str, Any]:
     """Raw chunk body; it must be exactly the layout's size for `index` (optional `X-Chunk-Sha256`)."""
     declared = request.headers.get("content-length")
@@ -304,7 +303,7 @@ async def put_chunk(
         *STORAGE,
     ),
 )
-async def complete_upload(api: Api, session_id: uuid.UUID, user: User) -> dict[str, Any]:
+async def complete_upload(api: Api, session_id: uuid.UUID, user: AccessTokenCaller) -> dict[str, Any]:
     material_id = await api.uploads.complete(user.subject, session_id)
     return {"material_id": str(material_id)}
 
@@ -312,7 +311,7 @@ async def complete_upload(api: Api, session_id: uuid.UUID, user: User) -> dict[s
 @router.get("/v1/materials", responses=refusals(InvalidCursor()))
 async def list_materials(
     api: Api,
-    user: User,
+    user: AccessTokenCaller,
     limit: Annotated[int, Query(ge=1, le=MATERIAL_PAGE_MAX_ITEMS)] = 20,
     cursor: Annotated[str | None, cursor_query(uuid.UUID)] = None,
 ) -> dict[str, Any]:
@@ -322,12 +321,14 @@ async def list_materials(
 
 
 @router.get("/v1/materials/{material_id}", responses=refusals(NotFound()))
-async def material_status(api: Api, material_id: uuid.UUID, user: User) -> dict[str, Any]:
+async def material_status(api: Api, material_id: uuid.UUID, user: AccessTokenCaller) -> dict[str, Any]:
     return _material_view(await api.materials.status(user.subject, material_id))
 
 
 @router.get("/v1/materials/{material_id}/outputs/{kind}", response_model=None, responses=refusals(NotFound()))
-async def material_output(api: Api, material_id: uuid.UUID, kind: str, user: User) -> FileResponse:
+async def material_output(
+    api: Api, material_id: uuid.UUID, kind: str, user: AccessTokenCaller
+) -> FileResponse:
     """Streams one output (`cover`, `preview_720p`, `clip_10s`) from the storage."""
     output = await api.materials.output(user.subject, material_id, kind)
     return FileResponse(output.path, media_type=output.media_type)
@@ -336,7 +337,7 @@ async def material_output(api: Api, material_id: uuid.UUID, kind: str, user: Use
 @router.post(
     "/v1/materials/{material_id}/retry", status_code=202, responses=refusals(NotFound(), NotRetryable())
 )
-async def retry_material(api: Api, material_id: uuid.UUID, user: User) -> dict[str, Any]:
+async def retry_material(api: Api, material_id: uuid.UUID, user: AccessTokenCaller) -> dict[str, Any]:
     await api.materials.retry(user.subject, material_id)
     return {"material_id": str(material_id), "status": "pending"}
 
@@ -406,7 +407,8 @@ def set_upload_body_rule(app: FastAPI, rule: BodyReadRule) -> None:
 
 
 def openapi_document(version: str) -> dict[str, Any]:
-    """The OpenAPI document of the served API (published as schemas/openapi/media-worker.v1.json)."""
+    """The OpenAPI document of the served API (published as schemas/openapi/media-worker.v1.json). Building
+    it calls no route: no use case, no verifier, nothing connects anywhere."""
     app = create_app("media-worker", version)
     app.include_router(router)
     return app.openapi()

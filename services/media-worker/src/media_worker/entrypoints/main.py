@@ -20,6 +20,7 @@ from media_worker.service_layer.metrics import MediaMetrics
 from media_worker.service_layer.transcoder import TranscodeWorker, WorkerTiming
 from media_worker.service_layer.uploads import UploadService
 from media_worker.settings import MediaWorkerSettings
+from yovision_platform.access_tokens import use_access_tokens
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.service import ServiceContext, ServiceSpec
 from yovision_platform.service import main as run
@@ -52,7 +53,8 @@ async def configure(ctx: ServiceContext[MediaWorkerSettings]) -> None:
     drain = Drain(uow, activity, CapabilityFile(settings.capability_file), instance_id=settings.instance_id)
     await drain.register()
     materials = Materials(uow, storage, job_queued=worker.wake.set)
-    install_routes(ctx.app, MediaApi(uploads, materials, drain, settings.token_verifier, metrics))
+    use_access_tokens(ctx)
+    install_routes(ctx.app, MediaApi(uploads, materials, drain, metrics))
     set_upload_body_rule(ctx.app, settings.upload_body_rule)
 
     async def storage_ready() -> None:

@@ -2,8 +2,9 @@
 (the newest complete one) and ``GET /v1/reports/{scan_id}``. Read-only: deletion stays with the
 ``sense-orphan apply`` CLI, whose exact command line each report carries.
 
-Identity: a bearer JWT (audience ``orphan-scanner``) with the permission ``orphan:read``. The routes are
-installed only when ``ORPHAN_AUTH_JWT_KEY_FILE`` and ``ORPHAN_AUTH_JWT_ISSUER`` are set.
+Identity: an access token of the OpenID provider (audience ``orphan-scanner``) with the permission
+``orphan:read``, checked by ``AccessTokenCaller`` with the verifier the entrypoint put on the app
+(``use_access_tokens``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from orphan_scanner.domain.inputs import apply_command, confirmation_text
 from orphan_scanner.domain.records import ReportPosition, ReportSummary, StoredReport
 from orphan_scanner.service_layer.reports import ReportQueries
 from yovision_platform import paging
-from yovision_platform.auth import Caller, TokenVerifier, use_token_verifier
+from yovision_platform.access_tokens import AccessTokenCaller
 from yovision_platform.problems import Problem
 
 READ_PERMISSION = "orphan:read"
@@ -226,14 +227,13 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def install_report_routes(app: FastAPI, *, reports: ReportQueries, verifier: TokenVerifier) -> None:
+def install_report_routes(app: FastAPI, *, reports: ReportQueries) -> None:
+    """The read routes; the caller's token is checked with the app's verifier (`use_access_tokens`)."""
     router = APIRouter(prefix="/v1/reports", tags=["reports"], responses=ERRORS)
-
-    use_token_verifier(app, verifier)
 
     @router.get("", response_model=ReportPage, responses={400: {"description": "invalid_cursor"}})
     async def list_reports(
-        caller: Caller,
+        caller: AccessTokenCaller,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
         cursor: Annotated[str | None, paging.cursor_query(uuid.UUID, max_length=MAX_CURSOR_CHARS)] = None,
     ) -> ReportPage:
@@ -249,7 +249,7 @@ def install_report_routes(app: FastAPI, *, reports: ReportQueries, verifier: Tok
         response_model=ReportOut,
         responses={404: {"model": Problem, "description": "not_found: no complete report yet"}},
     )
-    async def latest_report(caller: Caller) -> ReportOut:
+    async def latest_report(caller: AccessTokenCaller) -> ReportOut:
         caller.require(READ_PERMISSION)
         return report_out(await reports.latest())
 
@@ -258,7 +258,7 @@ def install_report_routes(app: FastAPI, *, reports: ReportQueries, verifier: Tok
         response_model=ReportOut,
         responses={404: {"model": Problem, "description": "not_found"}},
     )
-    async def get_report(caller: Caller, scan_id: uuid.UUID) -> ReportOut:
+    async def get_report(caller: AccessTokenCaller, scan_id: uuid.UUID) -> ReportOut:
         caller.require(READ_PERMISSION)
         return report_out(await reports.get(scan_id))
 

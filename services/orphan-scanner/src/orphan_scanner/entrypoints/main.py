@@ -8,7 +8,6 @@ platform shell) the outbox relay. Deletion happens only through `sense-orphan ap
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from dataclasses import dataclass
 from typing import Any, cast
@@ -28,8 +27,8 @@ from orphan_scanner.service_layer.metrics_refresher import MetricsRefresher
 from orphan_scanner.service_layer.ports import MediaServers, ProjectionProgress, UnitOfWorkFactory
 from orphan_scanner.service_layer.reports import ReportQueries
 from orphan_scanner.service_layer.scanner import Scanner
-from orphan_scanner.settings import JWT_AUDIENCE, OrphanScannerSettings
-from yovision_platform.auth import TokenVerifier
+from orphan_scanner.settings import OrphanScannerSettings
+from yovision_platform.access_tokens import use_access_tokens
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.consumer import ConsumerMetrics
 from yovision_platform.db import Identifier
@@ -135,9 +134,8 @@ async def configure(ctx: ServiceContext[OrphanScannerSettings]) -> None:
         interval_seconds=settings.metrics_refresh_seconds,
     )
     ctx.add_worker("metrics-refresher", refresher.run)
-    if settings.token_verifier is not None:
-        reports = ReportQueries(PostgresReportReader(ctx.pool, ctx.plan.schema))
-        install_report_routes(ctx.app, reports=reports, verifier=settings.token_verifier)
+    use_access_tokens(ctx)
+    install_report_routes(ctx.app, reports=ReportQueries(PostgresReportReader(ctx.pool, ctx.plan.schema)))
 
 
 SPEC = ServiceSpec.for_package(
@@ -154,9 +152,9 @@ def main() -> None:
 
 
 def openapi_document(version: str) -> dict[str, object]:
-    """The read API's document (schemas/openapi/orphan-scanner.v1.json); builds routes, calls none."""
+    """The read API's document (schemas/openapi/orphan-scanner.v1.json); builds routes, calls none (so no
+    verifier, no issuer and no reader are needed)."""
 
     app = create_app("orphan-scanner", version)
-    verifier = TokenVerifier(os.urandom(32), issuer="openapi", audience=JWT_AUDIENCE)
-    install_report_routes(app, reports=ReportQueries(cast(Any, None)), verifier=verifier)
+    install_report_routes(app, reports=ReportQueries(cast(Any, None)))
     return app.openapi()

@@ -1,19 +1,31 @@
 """Control API v1: devices, desired state (single and batch), reconcile status, sites (limit, server).
 
-Every route needs `Authorization: Bearer <token>` (the static token from SENSE_API_TOKEN_FILE). Errors are
-the platform's problem details (`code`, see yovision_platform.problems); request validation errors name the
-fields only, never the input, so a source URI sent in a bad request is not echoed. Source URIs are
+Every route takes the caller's access token from the OpenID provider (`Authorization: Bearer <token>`,
+`AccessTokenCaller`: a JWT for the audience `sense-reconciler`, verified against the issuer's JWKS). A
+missing or invalid token answers 401 `unauthorized`, always with the same body.
+
+- **Permissions** (`authorize`, the one place they are checked): a change needs `sense:operate`; a read needs
+  `sense:read`, or `sense:operate` (an operator reads what they change). Without it: 403 `forbidden`, its
+  `detail` naming the permission.
+- **The audit actor** of every change is the verified token's subject (`sub`: the user, or for a
+  `client_credentials` token the machine client's id), carried unchanged into the device-audit fact and its
+  event. A request that still carries an `X-Actor` header is refused with the same 401 as a bad credential,
+  before any work (`refuse_actor_header`): no header names the actor any more.
+
+Errors are the platform's problem details (`code`, see yovision_platform.problems); request validation errors
+name the fields only, never the input, so a source URI sent in a bad request is not echoed. Source URIs are
 accepted, never returned.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
+from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query
+from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from sense_reconciler.domain import limits, model
@@ -22,16 +34,41 @@ from sense_reconciler.domain.records import DeviceRow, ReconcileState
 from sense_reconciler.domain.source_uri import PUBLISHED_SOURCE_URI
 from sense_reconciler.service_layer.devices import DeviceService
 from sense_reconciler.service_layer.sites import SiteView
-from yovision_platform.auth import OperatorToken, StaticBearerToken
+from yovision_platform.access_tokens import AccessTokenCaller
+from yovision_platform.auth import AuthError, Forbidden, Identity
 from yovision_platform.media_servers import MEDIA_SERVER_ID_PATTERN
 from yovision_platform.mediamtx import REASON_MAX_CHARS
 from yovision_platform.problems import Problem
 from yovision_platform.web import JSON_INTEGER, create_app
 
 API_TITLE = "sense-reconciler Control API"
-API_VERSION = "1.3.0"  # 1.3.0: source URIs as MediaMTX takes them; refusals not retried; batch last-wins
+API_VERSION = "2.0.0"
+# 2.0.0: the OpenID provider's access tokens (bearerJwt) and permissions; the actor is `sub`, X-Actor refused
+# 1.3.0: source URIs as MediaMTX takes them; refusals not retried; batch last-wins
 # 1.2.0: every validator's pattern published; 409 media_server_not_registered
-DEFAULT_ACTOR = "control-api"
+
+OPERATE = "sense:operate"
+READ = "sense:read"
+# Which granted permissions satisfy the one an operation needs: an operator reads what they change.
+SATISFIED_BY: Mapping[str, frozenset[str]] = MappingProxyType(
+    {OPERATE: frozenset({OPERATE}), READ: frozenset({READ, OPERATE})}
+)
+ACTOR_HEADER = "X-Actor"
+
+
+def authorize(caller: Identity, needed: str) -> None:
+    """The Control API's one permission check: the caller holds a permission that satisfies `needed`
+    (`SATISFIED_BY`), else the platform's 403 `forbidden` naming `needed`."""
+    if caller.permissions.isdisjoint(SATISFIED_BY[needed]):
+        raise Forbidden(needed)
+
+
+def refuse_actor_header(request: Request) -> None:
+    """The actor is the access token's subject, never what a caller writes: a request that still sends
+    `X-Actor` is refused with the uniform 401 of a bad credential, before the token is read or any work."""
+    if ACTOR_HEADER in request.headers:
+        raise AuthError()
+
 
 State = Literal["enabled", "disabled"]
 
@@ -210,25 +247,41 @@ class ReconcileStatusList(BaseModel):
     items: list[ReconcileStatus]
 
 
-Actor = Annotated[
-    str,
-    Header(
-        alias="X-Actor", max_length=limits.ACTOR_MAX_CHARS, json_schema_extra=_rule(model.PUBLISHED_ACTOR)
-    ),
-]
 SiteKey = Annotated[str, Path(max_length=limits.ID_MAX_CHARS, json_schema_extra=ID_RULE)]
 IdFilter = Annotated[str | None, Query(max_length=limits.ID_MAX_CHARS, json_schema_extra=ID_RULE)]
-ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (401, 404, 409, 422)}
+UNAUTHORIZED = (
+    "unauthorized: no valid access token of the OpenID provider for the audience `sense-reconciler`, or the "
+    f"request carries an `{ACTOR_HEADER}` header (refused: the actor is the access token's subject). Every "
+    "such request gets the same body and changes nothing."
+)
+ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": Problem, "description": UNAUTHORIZED},
+    **{code: {"model": Problem} for code in (404, 409, 422)},
+}
 
 
-def build_router(service: DeviceService, token: StaticBearerToken) -> APIRouter:
-    def authorize(presented: OperatorToken) -> None:
-        token.verify(presented)
+# The 403 of each kind of operation, as `authorize` answers it.
+CHANGES: dict[int | str, dict[str, Any]] = {
+    403: {
+        "model": Problem,
+        "description": f"forbidden: the access token does not grant `{OPERATE}` (`detail` names it).",
+    }
+}
+READS: dict[int | str, dict[str, Any]] = {
+    403: {
+        "model": Problem,
+        "description": f"forbidden: the access token grants neither `{READ}` nor `{OPERATE}` (`detail` names "
+        f"`{READ}`).",
+    }
+}
 
-    router = APIRouter(prefix="/v1", dependencies=[Depends(authorize)], responses=ERRORS)
 
-    @router.post("/devices", status_code=201, response_model=Device)
-    async def create_device(body: DeviceCreate, actor: Actor = DEFAULT_ACTOR) -> Device:
+def build_router(service: DeviceService) -> APIRouter:
+    router = APIRouter(prefix="/v1", dependencies=[Depends(refuse_actor_header)], responses=ERRORS)
+
+    @router.post("/devices", status_code=201, response_model=Device, responses=CHANGES)
+    async def create_device(caller: AccessTokenCaller, body: DeviceCreate) -> Device:
+        authorize(caller, OPERATE)
         row = await service.create_device(
             tenant_id=body.tenant_id,
             site_id=body.site_id,
@@ -236,83 +289,100 @@ def build_router(service: DeviceService, token: StaticBearerToken) -> APIRouter:
             path_name=body.path_name,
             source_uri=body.source_uri,
             desired_state=DesiredState(body.desired_state),
-            actor=actor,
+            actor=caller.subject,
         )
         return Device.of(row)
 
-    @router.get("/devices", response_model=DevicePage)
+    @router.get("/devices", response_model=DevicePage, responses=READS)
     async def list_devices(
+        caller: AccessTokenCaller,
         tenant_id: IdFilter = None,
         site_id: IdFilter = None,
         after: uuid.UUID | None = None,
         limit: Annotated[int, Query(ge=1, le=limits.LIST_PAGE_SIZE_MAX)] = limits.LIST_PAGE_SIZE_DEFAULT,
     ) -> DevicePage:
+        authorize(caller, READ)
         page = await service.list_devices(tenant_id=tenant_id, site_id=site_id, after=after, limit=limit)
         return DevicePage(items=[Device.of(r) for r in page.items], next_after=page.next_after)
 
-    @router.get("/devices/{device_id}", response_model=Device)
-    async def get_device(device_id: uuid.UUID) -> Device:
+    @router.get("/devices/{device_id}", response_model=Device, responses=READS)
+    async def get_device(caller: AccessTokenCaller, device_id: uuid.UUID) -> Device:
+        authorize(caller, READ)
         return Device.of(await service.get_device(device_id))
 
-    @router.patch("/devices/{device_id}", response_model=Device)
+    @router.patch("/devices/{device_id}", response_model=Device, responses=CHANGES)
     async def change_config(
-        device_id: uuid.UUID, body: DeviceConfigChange, actor: Actor = DEFAULT_ACTOR
+        caller: AccessTokenCaller, device_id: uuid.UUID, body: DeviceConfigChange
     ) -> Device:
-        row = await service.change_config(device_id, name=body.name, source_uri=body.source_uri, actor=actor)
+        authorize(caller, OPERATE)
+        row = await service.change_config(
+            device_id, name=body.name, source_uri=body.source_uri, actor=caller.subject
+        )
         return Device.of(row)
 
-    @router.put("/devices/{device_id}/desired-state", response_model=Device)
+    @router.put("/devices/{device_id}/desired-state", response_model=Device, responses=CHANGES)
     async def set_desired_state(
-        device_id: uuid.UUID, body: DesiredStateChange, actor: Actor = DEFAULT_ACTOR
+        caller: AccessTokenCaller, device_id: uuid.UUID, body: DesiredStateChange
     ) -> Device:
-        row = await service.set_desired_state(device_id, DesiredState(body.desired_state), actor=actor)
+        authorize(caller, OPERATE)
+        row = await service.set_desired_state(
+            device_id, DesiredState(body.desired_state), actor=caller.subject
+        )
         return Device.of(row)
 
-    @router.post("/devices:set-desired-state", response_model=DeviceList)
-    async def set_desired_state_batch(body: DesiredStateBatch, actor: Actor = DEFAULT_ACTOR) -> DeviceList:
+    @router.post("/devices:set-desired-state", response_model=DeviceList, responses=CHANGES)
+    async def set_desired_state_batch(caller: AccessTokenCaller, body: DesiredStateBatch) -> DeviceList:
+        authorize(caller, OPERATE)
         items = [(item.device_id, DesiredState(item.desired_state)) for item in body.items]
-        rows = await service.set_desired_states(items, actor=actor)
+        rows = await service.set_desired_states(items, actor=caller.subject)
         return DeviceList(items=[Device.of(r) for r in rows])
 
-    @router.get("/devices/{device_id}/reconcile-status", response_model=ReconcileStatus)
-    async def reconcile_status(device_id: uuid.UUID) -> ReconcileStatus:
+    @router.get("/devices/{device_id}/reconcile-status", response_model=ReconcileStatus, responses=READS)
+    async def reconcile_status(caller: AccessTokenCaller, device_id: uuid.UUID) -> ReconcileStatus:
+        authorize(caller, READ)
         return ReconcileStatus.of(await service.reconcile_status(device_id))
 
-    @router.get("/reconcile-statuses", response_model=ReconcileStatusList)
+    @router.get("/reconcile-statuses", response_model=ReconcileStatusList, responses=READS)
     async def reconcile_statuses(
+        caller: AccessTokenCaller,
         device_id: Annotated[list[uuid.UUID], Query(min_length=1, max_length=limits.LIST_PAGE_SIZE_MAX)],
     ) -> ReconcileStatusList:
         """The reconcile state of several devices at once (a list page's ids); unknown ids are left out."""
+        authorize(caller, READ)
         rows = await service.reconcile_statuses(device_id)
         return ReconcileStatusList(items=[ReconcileStatus.of(r) for r in rows])
 
-    @router.get("/sites/{tenant_id}/{site_id}", response_model=Site)
-    async def get_site(tenant_id: SiteKey, site_id: SiteKey) -> Site:
+    @router.get("/sites/{tenant_id}/{site_id}", response_model=Site, responses=READS)
+    async def get_site(caller: AccessTokenCaller, tenant_id: SiteKey, site_id: SiteKey) -> Site:
         """The site's limit, enabled devices and MediaMTX server; a site Sense never saw has the defaults."""
+        authorize(caller, READ)
         return Site.of(await service.sites.get_site(tenant_id, site_id))
 
-    @router.put("/sites/{tenant_id}/{site_id}", response_model=Site)
+    @router.put("/sites/{tenant_id}/{site_id}", response_model=Site, responses=CHANGES)
     async def configure_site(
-        tenant_id: SiteKey, site_id: SiteKey, body: SiteChange, actor: Actor = DEFAULT_ACTOR
+        caller: AccessTokenCaller, tenant_id: SiteKey, site_id: SiteKey, body: SiteChange
     ) -> Site:
+        authorize(caller, OPERATE)
         row = await service.sites.configure_site(
             tenant_id,
             site_id,
             max_video_channels=body.max_video_channels,
             media_server_id=body.media_server_id,
-            actor=actor,
+            actor=caller.subject,
         )
         return Site.of(row)
 
     return router
 
 
-def install(app: FastAPI, service: DeviceService, token: StaticBearerToken) -> None:
-    app.include_router(build_router(service, token))
+def install(app: FastAPI, service: DeviceService) -> None:
+    """The Control API's routes on `app`, whose access token verifier is set apart: `use_access_tokens` in
+    the composition root, `use_access_token_verifier` in tests and the benchmark."""
+    app.include_router(build_router(service))
 
 
-def openapi_document(service: DeviceService, token: StaticBearerToken) -> dict[str, object]:
+def openapi_document(service: DeviceService) -> dict[str, object]:
     """The published contract (schemas/openapi/sense-reconciler.v1.json): the Control API routes only."""
     app = create_app(API_TITLE, API_VERSION)
-    install(app, service, token)
+    install(app, service)
     return app.openapi()

@@ -17,7 +17,7 @@ from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
 from sense_reconciler.settings import SenseReconcilerSettings
-from yovision_platform.auth import StaticBearerToken
+from yovision_platform.access_tokens import use_access_tokens
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.consumer import ConsumerMetrics
 from yovision_platform.errors import ConfigError
@@ -81,7 +81,8 @@ async def configure(ctx: ServiceContext[SenseReconcilerSettings]) -> None:
         await rotate_keys(ctx.pool, SourceUriSecrets(schema, legacy_only=True), settings.key_ring)
 
     ctx.add_worker("encrypt-legacy-source-uris", encrypt_legacy_source_uris)
-    api.install(ctx.app, service, StaticBearerToken(settings.api_token.get_secret_value()))
+    use_access_tokens(ctx)  # the Control API's access tokens: issuer, JWKS, audience sense-reconciler
+    api.install(ctx.app, service)
     if settings.audit_push is not None:
         push = audit_push_worker(
             ctx.pool,

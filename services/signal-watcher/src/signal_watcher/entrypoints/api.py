@@ -1,18 +1,19 @@
 """HTTP API: `/v1/signal-watchers` (the caller's own watchers) and `/v1/admin/signal-watchers` (read-only,
 permission `signal:read`).
 
-Identity is the `sub` of a verified JWT (audience `signal-watcher`). Every user query filters by it: a
-watcher of another user is `404 not_found`, never 403. Errors are problem details with a stable `code`.
+Identity is the `sub` of a verified access token of the OpenID provider (`AccessTokenCaller`, audience
+`signal-watcher`; the service's entrypoint puts the verifier on the app with `use_access_tokens`). Every user
+query filters by it: a watcher of another user is `404 not_found`, never 403. Errors are problem details
+with a stable `code`.
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
+from fastapi import APIRouter, FastAPI, Query, Response
 
 from signal_watcher.domain.errors import CHECK_NOW_MIN_SPACING_SECONDS
 from signal_watcher.domain.model import Header, Status, WatcherSpec
@@ -29,7 +30,7 @@ from signal_watcher.entrypoints.api_models import (
     WatcherPage,
 )
 from signal_watcher.service_layer.watchers import Watchers
-from yovision_platform.auth import BearerToken, Identity, TokenVerifier
+from yovision_platform.access_tokens import AccessTokenCaller
 from yovision_platform.paging import cursor_query, decode_cursor, encode_cursor
 from yovision_platform.web import create_app
 
@@ -42,16 +43,12 @@ PAGE_DEFAULT_ITEMS = 50
 
 @dataclass(frozen=True)
 class ApiDeps:
+    """The use cases the routes call. Who calls them is `AccessTokenCaller`'s: the app's verifier
+    (`use_access_tokens` in the entrypoint, `use_access_token_verifier` in tests)."""
+
     watchers: Watchers
-    verifier: TokenVerifier
 
 
-def _caller(request: Request, token: BearerToken) -> Identity:
-    verifier: TokenVerifier = request.app.state.signal_token_verifier
-    return verifier.verify(token)
-
-
-Caller = Annotated[Identity, Depends(_caller)]
 Limit = Annotated[int, Query(ge=1, le=PAGE_MAX_ITEMS)]
 OFFSET_MAX_ITEMS = 1_000_000
 Offset = Annotated[
@@ -119,13 +116,15 @@ def _spec(body: WatcherIn) -> WatcherSpec:
 
 
 def install_api(app: FastAPI, deps: ApiDeps) -> None:
-    app.state.signal_token_verifier = deps.verifier
     watchers = deps.watchers
     router = APIRouter(prefix="/v1")
 
     @router.get("/signal-watchers", response_model=WatcherPage, responses=PAGING_ERRORS)
     async def list_watchers(
-        caller: Caller, limit: Limit = PAGE_DEFAULT_ITEMS, offset: Offset = 0, cursor: Cursor = None
+        caller: AccessTokenCaller,
+        limit: Limit = PAGE_DEFAULT_ITEMS,
+        offset: Offset = 0,
+        cursor: Cursor = None,
     ) -> WatcherPage:
         """The caller's watchers, oldest first, keyset-paged (`next_cursor`)."""
         page = await watchers.list_own(caller.subject, limit=limit, offset=offset, after=_position(cursor))
@@ -142,7 +141,7 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         status_code=201,
         responses={**SSRF_REFUSED, 409: {"description": "watcher_limit_reached"}},
     )
-    async def create_watcher(caller: Caller, body: WatcherIn) -> WatcherOut:
+    async def create_watcher(caller: AccessTokenCaller, body: WatcherIn) -> WatcherOut:
         return WatcherOut.of(await watchers.create(caller.subject, _spec(body)))
 
     # Before every `/signal-watchers/{watcher_id}...` route (the path has no `/` after the collection, so no
@@ -156,7 +155,9 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
             409: {"description": "stored_body_requires_post: with `edit_of`, the kept body needs POST"},
         },
     )
-    async def test_definition(caller: Caller, body: WatcherIn, edit_of: EditOf = None) -> TestResultOut:
+    async def test_definition(
+        caller: AccessTokenCaller, body: WatcherIn, edit_of: EditOf = None
+    ) -> TestResultOut:
         """Test a definition before saving it: validated as create validates it (the SSRF policy and the
         name resolved now included), then probed and judged once exactly as `/{watcher_id}/test` does.
         Nothing is written, nothing is published, no run is triggered."""
@@ -166,7 +167,7 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         return TestResultOut.of(preview)
 
     @router.get("/signal-watchers/{watcher_id}", response_model=WatcherOut, responses=NOT_FOUND)
-    async def get_watcher(caller: Caller, watcher_id: uuid.UUID) -> WatcherOut:
+    async def get_watcher(caller: AccessTokenCaller, watcher_id: uuid.UUID) -> WatcherOut:
         return WatcherOut.of(await watchers.get(caller.subject, watcher_id))
 
     @router.put(
@@ -178,19 +179,19 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
             409: {"description": "stored_body_requires_post: the kept body needs POST; send `body: null`"},
         },
     )
-    async def update_watcher(caller: Caller, watcher_id: uuid.UUID, body: WatcherIn) -> WatcherOut:
+    async def update_watcher(caller: AccessTokenCaller, watcher_id: uuid.UUID, body: WatcherIn) -> WatcherOut:
         body_sent = "body" in body.model_fields_set
         return WatcherOut.of(
             await watchers.update(caller.subject, watcher_id, _spec(body), body_sent=body_sent)
         )
 
     @router.delete("/signal-watchers/{watcher_id}", status_code=204, responses=NOT_FOUND)
-    async def delete_watcher(caller: Caller, watcher_id: uuid.UUID) -> Response:
+    async def delete_watcher(caller: AccessTokenCaller, watcher_id: uuid.UUID) -> Response:
         await watchers.delete(caller.subject, watcher_id)
         return Response(status_code=204)
 
     @router.post("/signal-watchers/{watcher_id}/status", response_model=WatcherOut, responses=NOT_FOUND)
-    async def set_status(caller: Caller, watcher_id: uuid.UUID, body: StatusIn) -> WatcherOut:
+    async def set_status(caller: AccessTokenCaller, watcher_id: uuid.UUID, body: StatusIn) -> WatcherOut:
         return WatcherOut.of(await watchers.set_status(caller.subject, watcher_id, Status(body.status)))
 
     @router.get(
@@ -199,7 +200,7 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         responses={**PAGING_ERRORS, **NOT_FOUND},
     )
     async def list_checks(
-        caller: Caller,
+        caller: AccessTokenCaller,
         watcher_id: uuid.UUID,
         limit: Limit = PAGE_DEFAULT_ITEMS,
         offset: Offset = 0,
@@ -226,14 +227,14 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
             429: {"description": f"check_too_soon: last check under {CHECK_NOW_MIN_SPACING_SECONDS} s ago"},
         },
     )
-    async def check_now(caller: Caller, watcher_id: uuid.UUID) -> WatcherOut:
+    async def check_now(caller: AccessTokenCaller, watcher_id: uuid.UUID) -> WatcherOut:
         """Run a real check as soon as possible (recorded, may trigger, counts failures), like a due one.
         Overrides the interval and a failure backoff; at most one per watcher every
         CHECK_NOW_MIN_SPACING_SECONDS, so the API cannot be used to hammer a target."""
         return WatcherOut.of(await watchers.request_check(caller.subject, watcher_id))
 
     @router.post("/signal-watchers/{watcher_id}/test", response_model=TestResultOut, responses=NOT_FOUND)
-    async def test_now(caller: Caller, watcher_id: uuid.UUID) -> TestResultOut:
+    async def test_now(caller: AccessTokenCaller, watcher_id: uuid.UUID) -> TestResultOut:
         return TestResultOut.of(await watchers.preview(caller.subject, watcher_id))
 
     @router.get(
@@ -242,7 +243,10 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
         responses={**PAGING_ERRORS, 403: {"description": f"forbidden: the token lacks `{ADMIN_PERMISSION}`"}},
     )
     async def admin_list(
-        caller: Caller, limit: Limit = PAGE_DEFAULT_ITEMS, offset: Offset = 0, cursor: Cursor = None
+        caller: AccessTokenCaller,
+        limit: Limit = PAGE_DEFAULT_ITEMS,
+        offset: Offset = 0,
+        cursor: Cursor = None,
     ) -> AdminWatcherPage:
         """Every user's watchers, oldest first, keyset-paged (`next_cursor`); needs `signal:read`."""
         caller.require(ADMIN_PERMISSION)
@@ -259,14 +263,8 @@ def install_api(app: FastAPI, deps: ApiDeps) -> None:
 
 def openapi_document(version: str) -> dict[str, Any]:
     """The API's OpenAPI document (published as schemas/openapi/signal-watcher.v1.json). Building it calls
-    no route, so the dependencies are placeholders and nothing connects anywhere."""
+    no route, so the use cases are a placeholder, no verifier is installed and nothing connects anywhere."""
     app = create_app("signal-watcher", version)
     placeholder: Any = None
-    install_api(
-        app,
-        ApiDeps(
-            watchers=placeholder,
-            verifier=TokenVerifier(os.urandom(32), issuer="openapi", audience="signal-watcher"),
-        ),
-    )
+    install_api(app, ApiDeps(watchers=placeholder))
     return app.openapi()

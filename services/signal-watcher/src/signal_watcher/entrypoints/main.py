@@ -1,9 +1,10 @@
 """Composition root of signal-watcher: `signal-watcher serve | migrate | check-config | rotate-keys`.
 
-`serve` wires the API, the due-scan scheduler and the retention cleaner onto the shared process shell. The
-probe client uses the system resolver and the address guard of `SIGNAL_PROBE_ALLOWED_NETWORKS` (strict when
-empty, the default) and `SIGNAL_PROBE_ONLY_NETWORKS` (no confinement when unset, the default); a non-empty
-allow-list is logged as a warning at every start, a confinement at INFO.
+`serve` wires the API (its callers' access tokens verified against the issuer's JWKS: `use_access_tokens`),
+the due-scan scheduler and the retention cleaner onto the shared process shell. The probe client uses the
+system resolver and the address guard of `SIGNAL_PROBE_ALLOWED_NETWORKS` (strict when empty, the default) and
+`SIGNAL_PROBE_ONLY_NETWORKS` (no confinement when unset, the default); a non-empty allow-list is logged as a
+warning at every start, a confinement at INFO.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from signal_watcher.service_layer.retention import RetentionCleaner
 from signal_watcher.service_layer.scheduler import Scheduler
 from signal_watcher.service_layer.watchers import Watchers
 from signal_watcher.settings import SignalWatcherSettings, effective_retention_days
+from yovision_platform.access_tokens import use_access_tokens
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.key_rotation import rotate_keys_command
 from yovision_platform.service import ServiceContext, ServiceSpec, migrations_dir_of
@@ -56,6 +58,7 @@ async def configure(ctx: ServiceContext[SignalWatcherSettings]) -> None:
         runner = CheckRunner(units_of_work, probe, AvroSerde(SchemaRegistry.load()), metrics=metrics)
         scheduler = Scheduler(units_of_work, runner, settings.instance_id)
         ctx.add_worker("scheduler", scheduler.run)
+    use_access_tokens(ctx)
     install_api(
         ctx.app,
         ApiDeps(
@@ -64,8 +67,7 @@ async def configure(ctx: ServiceContext[SignalWatcherSettings]) -> None:
                 probe,
                 max_watchers_per_user=settings.max_watchers_per_user,
                 check_requested=scheduler.wake if scheduler is not None else lambda: None,
-            ),
-            verifier=settings.token_verifier,
+            )
         ),
     )
     cleaner = RetentionCleaner(units_of_work, effective_retention_days(settings.check_retention_days))
