@@ -3,10 +3,13 @@
 #   secrets/pg_superuser_password   PostgreSQL superuser password (applied only when the pg-data volume is created)
 #   secrets/pg_admin_dsn            postgresql://postgres:<pw>@postgres:5432/yovision     (the migrate jobs only)
 #   secrets/<schema>_runtime_dsn    postgresql://<schema>_app:<pw>@postgres:5432/yovision  (one per service)
-#   secrets/sense_api_token         sense-reconciler's Control API bearer token (URL-safe, 43 characters)
 #   secrets/bell_relay_key          HMAC key bell-receiver accepts from Sense (key id relay-dev-1)
-#   secrets/<schema>_jwt_key        JWT key of orphan, bell, signal and media (audience: the service's name)
-#   secrets/console_session_key     HMAC key of the console's signed session cookies
+#   secrets/console_session_key     key of the console's encrypted session cookies
+#   secrets/identity_provider_dsn   postgresql://hydra:<pw>@postgres:5432/yovision: the identity provider's role
+#   secrets/identity_provider_system_secret   ORY Hydra's system secret (encrypts its data at rest)
+#   secrets/identity_provider_config          Hydra's second configuration file: the two above (dsn, secrets)
+#   secrets/identity_client_<client>          the secret of each OAuth 2.0 client (console, dev_token,
+#                                             operator_cli, bench: URL-safe, 43 characters)
 #   secrets/signal_secrets_aes_key  AES-256-GCM key of signal-watcher's watcher headers and bodies at rest
 #   secrets/sense_secrets_key       AES-256-GCM key k1 of sense-reconciler's source URIs at rest (its key ring)
 #   compose.env                     YOVISION_UID/GID, KAFKA_VERSION, MEDIAMTX_IMAGE_TAG: no secret
@@ -28,6 +31,9 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT_DIR="$REPO_ROOT/.local/docker"
 SECRETS_DIR="$OUT_DIR/secrets"
 SCHEMAS=(sense orphan bell signal media)
+# yovision_platform.tools.identity_provider.clients: "-" in a client id is "_" in a compose secret's name
+IDENTITY_CLIENTS=(console dev_token operator_cli bench)
+IDENTITY_ROLE=hydra
 IMAGE_USER_ID=10001
 PG_HOST=postgres
 PG_PORT=5432
@@ -53,7 +59,8 @@ write_secret() {
 # 32 random bytes, URL-safe base64 without padding: the format of Python's secrets.token_urlsafe(32).
 urlsafe_token() { head -c 32 /dev/urandom | base64 | tr -d '\n=' | tr '+/' '-_'; }
 
-runtime_dsn() { printf 'postgresql://%s_app:%s@%s:%s/%s' "$1" "$(random_hex 24)" "$PG_HOST" "$PG_PORT" "$PG_DATABASE"; }
+runtime_dsn_of_role() { printf 'postgresql://%s:%s@%s:%s/%s' "$1" "$(random_hex 24)" "$PG_HOST" "$PG_PORT" "$PG_DATABASE"; }
+runtime_dsn() { runtime_dsn_of_role "$1_app"; }
 
 rotate=""
 case "${1:-}" in
@@ -83,10 +90,26 @@ for schema in "${SCHEMAS[@]}"; do
   [[ -s "$SECRETS_DIR/${schema}_runtime_dsn" ]] || write_secret "$SECRETS_DIR/${schema}_runtime_dsn" "$(runtime_dsn "$schema")"
 done
 # The services' own secret files: exactly those their settings read (compose.yaml mounts them).
-[[ -s "$SECRETS_DIR/sense_api_token" ]] || write_secret "$SECRETS_DIR/sense_api_token" "$(urlsafe_token)"
-for key in bell_relay_key orphan_jwt_key bell_jwt_key signal_jwt_key signal_secrets_aes_key sense_secrets_key \
-  media_jwt_key console_session_key; do
+for key in bell_relay_key signal_secrets_aes_key sense_secrets_key console_session_key; do
   [[ -s "$SECRETS_DIR/$key" ]] || write_secret "$SECRETS_DIR/$key" "$(random_hex 32)"
+done
+
+# The identity provider (ORY Hydra): its role's DSN, its system secret, the configuration file that holds
+# both (never an env value or an argument), and one secret per client.
+[[ -s "$SECRETS_DIR/identity_provider_dsn" ]] \
+  || write_secret "$SECRETS_DIR/identity_provider_dsn" "$(runtime_dsn_of_role "$IDENTITY_ROLE")"
+[[ -s "$SECRETS_DIR/identity_provider_system_secret" ]] \
+  || write_secret "$SECRETS_DIR/identity_provider_system_secret" "$(urlsafe_token)"
+# JSON strings are YAML; the DSN and the secret hold no character that needs escaping (hex, URL-safe base64).
+identity_config="$(printf 'dsn: "%s"\nsecrets:\n  system:\n    - "%s"' \
+  "$(head -n 1 "$SECRETS_DIR/identity_provider_dsn")" "$(head -n 1 "$SECRETS_DIR/identity_provider_system_secret")")"
+if [[ ! -s "$SECRETS_DIR/identity_provider_config" \
+  || "$(cat "$SECRETS_DIR/identity_provider_config")" != "$identity_config" ]]; then
+  write_secret "$SECRETS_DIR/identity_provider_config" "$identity_config"
+fi
+for client in "${IDENTITY_CLIENTS[@]}"; do
+  [[ -s "$SECRETS_DIR/identity_client_$client" ]] \
+    || write_secret "$SECRETS_DIR/identity_client_$client" "$(urlsafe_token)"
 done
 
 # Pinned versions come from the native path's single source of truth.

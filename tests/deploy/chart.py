@@ -26,6 +26,7 @@ __all__ = [
     "CHART",
     "DATABASE_SETTINGS",
     "PRODUCTION_VALUES",
+    "REQUIRED_VALUES",
     "SETTINGS",
     "Manifest",
     "canonical",
@@ -41,6 +42,8 @@ __all__ = [
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHART = REPO_ROOT / "infra" / "helm" / "yovision"
 PRODUCTION_VALUES = CHART / "values-production.yaml"
+# The values an install must give (auth.issuer): passed first, so a values file or --set value overrides them.
+REQUIRED_VALUES = Path(__file__).resolve().parent / "values-required.yaml"
 BIN_DIR = REPO_ROOT / ".local" / "bin"
 HELM = BIN_DIR / "helm"
 K8S_VALIDATE = BIN_DIR / "k8s-validate"
@@ -110,9 +113,10 @@ class Manifest:
 def render_text(
     values_files: Sequence[Path] = (), settings: Mapping[str, str] = {}, release: str = RELEASE
 ) -> subprocess.CompletedProcess[str]:
-    """`helm template` with values files and `--set` values (helm parses `true` and numbers as such)."""
+    """`helm template` with the required values, then values files and `--set` values (helm parses `true`
+    and numbers as such)."""
     args = ["template", release, str(CHART), "--namespace", "yovision"]
-    for path in values_files:
+    for path in (REQUIRED_VALUES, *values_files):
         args += ["--values", str(path)]
     for key, value in settings.items():
         args += ["--set", f"{key}={value}"]

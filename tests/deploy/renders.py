@@ -1,8 +1,8 @@
 """The renders every property test runs on: the default values (Sense's signed push to Bell off, no TLS),
 the production-like values file (the push on, to Bell over HTTPS), and the production values with every
 other option on: an explicit relay URL, TLS and a database schema of its own for every service, several
-MediaMTX servers, two keys in each key ring, and Kafka with a private CA and a client certificate (mTLS)
-besides SASL."""
+MediaMTX servers, two keys in each key ring, audiences other than the services' names, and Kafka with a
+private CA and a client certificate (mTLS) besides SASL."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ OPTIONS = {
     "mediamtx.servers.mtx-eu-1.credentials": "true",
     "mediamtx.servers.mtx-eu-2.apiUrl": "http://mtx-eu-2.media.svc.cluster.local:9997",
     "services.sense-reconciler.settings.SENSE_MEDIA_SERVER_DEFAULT": "mtx-eu-2",
+    # audiences of the provider's own naming (Entra ID, Auth0); media-worker's drain hook must ask for its own
+    **{f"auth.audiences.{service}": f"api://yovision-{schema}" for service, schema in SCHEMAS.items()},
     "kafka.security.caBundle.configMap": "kafka-ca",
     "kafka.security.clientCertificate.secretName": "yovision-kafka-client",
     **{

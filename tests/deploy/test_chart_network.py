@@ -48,7 +48,7 @@ def expected_flows(name: str, manifest: Manifest, service: str) -> tuple[list[Ob
         ingress.append({"from": np["userTraffic"]["from"], "ports": HTTP})
     if service == "sense-reconciler" and np["operatorTraffic"]["from"]:
         ingress.append({"from": np["operatorTraffic"]["from"], "ports": HTTP})
-    out = [egress(np["dns"])]
+    out = [egress(np["dns"]), egress(np["identityProvider"])]  # the issuer: JWKS, sign-in, drain token
     if service in DATABASE_SETTINGS:
         out += [egress(np["kafka"]), egress(np["postgres"])]
     if service in MEDIAMTX_CLIENTS:

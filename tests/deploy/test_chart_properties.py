@@ -269,9 +269,22 @@ def test_media_worker_drains_before_it_stops_and_waits_long_enough(name: str) ->
     manifest = rendered(name)
     media = manifest.deployments()["media-worker"]
     (container,) = containers(media)
-    timeout = values_of(name)["services"]["media-worker"]["drain"]["timeoutSeconds"]
+    drain_values = values_of(name)["services"]["media-worker"]["drain"]
+    timeout = drain_values["timeoutSeconds"]
     command = container["lifecycle"]["preStop"]["exec"]["command"]
-    assert command == ["python", "/etc/yovision/drain/media-drain.py", "--timeout-seconds", str(timeout)]
+    assert command == [
+        "python",
+        "/etc/yovision/drain/media-drain.py",
+        "--timeout-seconds",
+        str(timeout),
+        "--client-id",
+        drain_values["clientId"],
+        "--client-secret-file",
+        SECRET_DIR + "drain-client-secret",  # the drain client's secret: a key of media-worker's Secret
+        "--scope",
+        drain_values["scope"],
+    ]
+    assert "drain-client-secret" in secret_items(media)
     assert pod_spec(media)["terminationGracePeriodSeconds"] >= timeout + SHUTDOWN_GRACE_SECONDS + 5
     drain = manifest.named("ConfigMap", f"{media['metadata']['name']}-drain")
     assert drain["data"]["media-drain.py"] == (CHART / "files" / "media-drain.py").read_text().rstrip("\n")

@@ -8,7 +8,16 @@ import re
 
 import pytest
 
-from tests.deploy.chart import CHART, PRODUCTION_VALUES, REPO_ROOT, helm, render, render_text, validate
+from tests.deploy.chart import (
+    CHART,
+    PRODUCTION_VALUES,
+    REPO_ROOT,
+    REQUIRED_VALUES,
+    helm,
+    render,
+    render_text,
+    validate,
+)
 from tests.deploy.renders import RENDERS, rendered
 
 
@@ -18,7 +27,7 @@ def test_helm_is_the_pinned_version() -> None:
     assert helm("version", "--short").stdout.split("+")[0].strip() == pinned.group(1)
 
 
-@pytest.mark.parametrize("values", [[], [PRODUCTION_VALUES]], ids=["default", "production"])
+@pytest.mark.parametrize("values", [[REQUIRED_VALUES], [PRODUCTION_VALUES]], ids=["default", "production"])
 def test_helm_lint_passes(values: list[str]) -> None:
     args = ["lint", str(CHART), "--strict", *(f"--values={v}" for v in values)]
     result = helm(*args)
@@ -110,7 +119,10 @@ def test_the_validator_checks_every_document_of_a_stream() -> None:
         ("services.media-worker.drain.timeoutSeconds=5", "/services/media-worker/drain/timeoutSeconds"),
         ("kafka.bootstrap=kafka", "/kafka/bootstrap"),
         ("kafka.prefix=Prod", "/kafka/prefix"),
-        ("auth.jwtIssuer=", "/auth/jwtIssuer"),
+        ("auth.leewaySeconds=61", "/auth/leewaySeconds"),
+        ("auth.algorithms={HS256}", "/auth/algorithms"),
+        ("services.console.oidc.clientId=a b", "/services/console/oidc/clientId"),
+        ("services.media-worker.drain.clientId=", "/services/media-worker/drain/clientId"),
         ("services.bell-receiver.settings.BELL_DATABASE_DSN_FILE=/x", "BELL_DATABASE_DSN_FILE"),
         ("services.bell-receiver.settings.BELL_LOG_LEVL=DEBUG", "BELL_LOG_LEVL"),
         ("services.signal-watcher.settings.SIGNAL_INSTANCE_ID=one", "SIGNAL_INSTANCE_ID"),

@@ -13,12 +13,10 @@ from tests.deploy.values import values_of
 
 # Not a setting of the service: the CA bundle Python's TLS (httpx) trusts (Sense's push, the console's calls).
 PROCESS_ENV = {"SSL_CERT_FILE"}
-# Withheld from operators: the console's dev sign-in is for the local stack only, its assets are the image's,
-# and plain http to named hosts is compose's (the chart has every service serve TLS).
+# Withheld from operators: the console's dev login (the provider's admin API) is for the local stack only, its
+# assets are the image's, and plain http to named hosts is compose's (the chart has every service serve TLS).
 WITHHELD = {
-    "CONSOLE_DEV_SIGN_IN",
-    "CONSOLE_DEV_JWT_ISSUER",
-    "CONSOLE_DEV_JWT_KEY_FILES",
+    "CONSOLE_DEV_LOGIN_ADMIN_URL",
     "CONSOLE_ASSETS_DIR",
     "CONSOLE_PLAIN_HTTP_HOSTS",
     "SIGNAL_PROBE_HOSTS_FILE",  # a path in the image (a pod's /etc/hosts is the kubelet's): not a chart value

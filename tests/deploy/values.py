@@ -1,4 +1,5 @@
-"""The values a render used: values.yaml, overlaid by the production file and `--set` values as helm does."""
+"""The values a render used: values.yaml, overlaid by the required values, the production file and `--set`
+values as helm does."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from tests.deploy.chart import CHART, PRODUCTION_VALUES
+from tests.deploy.chart import CHART, PRODUCTION_VALUES, REQUIRED_VALUES
 from tests.deploy.renders import OPTIONS
 
 __all__ = ["enabled_services", "values_of"]
@@ -36,6 +37,7 @@ def _set(values: dict[str, Any], dotted: str, raw: str) -> None:
 
 def values_of(render_name: str) -> dict[str, Any]:
     values: dict[str, Any] = yaml.safe_load((CHART / "values.yaml").read_text())
+    values = _merge(values, yaml.safe_load(REQUIRED_VALUES.read_text()))
     if render_name.startswith("production"):
         values = _merge(values, yaml.safe_load(PRODUCTION_VALUES.read_text()))
     if render_name.endswith("+options"):

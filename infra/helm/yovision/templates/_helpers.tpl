@@ -120,6 +120,10 @@ clientCert: {{ ternary "true" "" (and $tls (ne $security.clientCertificate.secre
 {{- if and (eq .name "signal-watcher") .values.legacyAesKey -}}
 {{- $_ := set $keys "secrets-aes-key" "secrets-aes-key" -}}
 {{- end -}}
+{{- if eq .name "media-worker" -}}
+{{- /* the preStop drain hook's client (files/media-drain.py), not a setting of the service */ -}}
+{{- $_ := set $keys "drain-client-secret" "drain-client-secret" -}}
+{{- end -}}
 {{- if .spec.mediamtx -}}
 {{- if and .root.Values.mediamtx.credentials (not .root.Values.mediamtx.servers) -}}
 {{- $_ := set $keys "mediamtx-credentials" "mediamtx-credentials" -}}
@@ -190,9 +194,30 @@ same settings and reads the same secret files), plus the admin DSN for the Job o
 - name: {{ $p }}_HTTP_TLS_KEY_FILE
   value: {{ printf "%s/tls.key" (include "yovision.tlsDir" .) | quote }}
 {{- end }}
-{{- if .spec.jwt }}
-- name: {{ $p }}_AUTH_JWT_ISSUER
-  value: {{ required "auth.jwtIssuer is required" $root.Values.auth.jwtIssuer | quote }}
+{{- if .spec.audience }}
+{{- include "yovision.accessTokenEnv" (dict "prefix" $p "auth" $root.Values.auth "name" .name) }}
+{{- end }}
+{{- if .spec.oidc }}
+- name: CONSOLE_OIDC_ISSUER
+  value: {{ required "auth.issuer is required" $root.Values.auth.issuer | quote }}
+- name: CONSOLE_OIDC_CLIENT_ID
+  value: {{ required "services.console.oidc.clientId is required" .values.oidc.clientId | quote }}
+{{- $audiences := list }}
+{{- range $target := list "sense-reconciler" "orphan-scanner" "bell-receiver" "signal-watcher" "media-worker" }}
+{{- $audiences = append $audiences (include "yovision.audience" (dict "root" $root "name" $target)) }}
+{{- end }}
+- name: CONSOLE_OIDC_AUDIENCES # what a sign-in asks the access token to be for: the five services
+  value: {{ $audiences | uniq | join "," | quote }}
+- name: CONSOLE_OIDC_PERMISSIONS_CLAIM # the user's permissions, read as the services read them
+  value: {{ $root.Values.auth.permissionsClaim | quote }}
+{{- with $root.Values.auth.permissionsMap }}
+- name: CONSOLE_OIDC_PERMISSIONS_MAP
+  value: {{ toJson . | quote }}
+{{- end }}
+{{- with include "yovision.consolePublicUrl" $root }}
+- name: CONSOLE_PUBLIC_URL
+  value: {{ . | quote }}
+{{- end }}
 {{- end }}
 {{- if .spec.mediamtx }}
 {{- with $root.Values.mediamtx.servers }}
@@ -286,6 +311,40 @@ same settings and reads the same secret files), plus the admin DSN for the Job o
 {{- end }}
 
 {{/*
+The <P>_AUTH_* settings of a service that takes access tokens (`AccessTokenSettings`), from the values' `auth`
+(argument: dict prefix, auth, name). Optional values are rendered only when set, so the service's own default
+holds otherwise: without auth.audiences.<service>, the audience is the service's name.
+*/}}
+{{- define "yovision.accessTokenEnv" -}}
+{{- $p := .prefix }}
+{{- $name := .name }}
+{{- with .auth }}
+- name: {{ $p }}_AUTH_ISSUER
+  value: {{ required "auth.issuer is required" .issuer | quote }}
+{{- with index (.audiences | default dict) $name }}
+- name: {{ $p }}_AUTH_AUDIENCE
+  value: {{ . | quote }}
+{{- end }}
+{{- with .jwksUrl }}
+- name: {{ $p }}_AUTH_JWKS_URL
+  value: {{ . | quote }}
+{{- end }}
+- name: {{ $p }}_AUTH_ALGORITHMS
+  value: {{ join "," .algorithms | quote }}
+- name: {{ $p }}_AUTH_LEEWAY_SECONDS
+  value: {{ .leewaySeconds | toString | quote }}
+- name: {{ $p }}_AUTH_PERMISSIONS_CLAIM
+  value: {{ .permissionsClaim | quote }}
+{{- with .permissionsMap }}
+- name: {{ $p }}_AUTH_PERMISSIONS_MAP
+  value: {{ toJson . | quote }}
+{{- end }}
+- name: {{ $p }}_AUTH_JWKS_REFRESH_SECONDS
+  value: {{ .jwksRefreshSeconds | toString | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
 https://<service>.<namespace>.svc:<port> of an enabled service that serves TLS (the console and Sense's push
 refuse plain HTTP to anything but loopback). Argument: dict root, name.
 */}}
@@ -297,6 +356,25 @@ refuse plain HTTP to anything but loopback). Argument: dict root, name.
 {{- end -}}
 {{- $catalog := fromYaml (include "yovision.catalog" .root) -}}
 {{- printf "https://%s.%s.svc:%v" (include "yovision.componentName" .) .root.Release.Namespace (index $catalog .name).port -}}
+{{- end }}
+
+{{/* The `aud` a service requires (argument: dict root, name): auth.audiences.<name>, else its name. */}}
+{{- define "yovision.audience" -}}
+{{- index (.root.Values.auth.audiences | default dict) .name | default .name -}}
+{{- end }}
+
+{{/*
+The console's URL as browsers reach it (its OIDC redirect URI is <this>/oidc/callback): publicUrl, else
+https://<ingress.consoleHost> when the Ingress routes it (TLS ends at the Ingress or in front of it); empty:
+the console takes its request's own URL.
+*/}}
+{{- define "yovision.consolePublicUrl" -}}
+{{- $console := .Values.services.console -}}
+{{- if $console.publicUrl -}}
+{{- $console.publicUrl | trimSuffix "/" -}}
+{{- else if and .Values.ingress.enabled .Values.ingress.consoleHost -}}
+{{- printf "https://%s" .Values.ingress.consoleHost -}}
+{{- end -}}
 {{- end }}
 
 {{/*
