@@ -11,10 +11,14 @@ verifying within 10 s rather than the default 300 s.
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
+import datetime
 import hashlib
 import hmac
 import json
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -24,8 +28,11 @@ from typing import Any
 import httpx
 import jwt
 import pytest
-from cryptography.hazmat.primitives import serialization
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import NameOID
+from fastapi import FastAPI, Response
 from jwt.algorithms import RSAAlgorithm
 
 from tests.e2e.conftest import (
@@ -36,6 +43,7 @@ from tests.e2e.conftest import (
     eventually,
     user_token,
 )
+from tests.served_app import serve_app
 from yovision_platform.permissions import AUDIENCES
 from yovision_platform.tools import hydra
 from yovision_platform.tools.devtoken import machine_access_token, user_tokens
@@ -43,6 +51,7 @@ from yovision_platform.tools.environment import LocalEnvironment
 from yovision_platform.tools.hydra import HydraAdmin
 from yovision_platform.tools.identity_provider import DEV_TOKEN_CLIENT, IdentityProvider
 
+PROVIDER_SCRIPT_SECONDS = 120.0
 ROTATION_SECONDS = 40.0  # the services' JWKS refresh (10 s) and unknown-kid refetch interval (10 s), twice
 
 
@@ -116,6 +125,21 @@ class TokenLab:
             response = await http.get(f"{self.provider.instance.issuer}/.well-known/jwks.json")
         return {key["kid"]: key for key in response.json()["keys"]}
 
+    async def provider_script(self, action: str) -> None:
+        """`identity_provider up|down` of the environment, as `services.sh` runs it."""
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "yovision_platform.tools.identity_provider",
+            action,
+            str(self.env.root),
+            env=self.env.script_env(),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, err = await asyncio.wait_for(process.communicate(), PROVIDER_SCRIPT_SECONDS)
+        assert process.returncode == 0, err.decode(errors="replace")
+
     async def refusals(self, service: str, reason: str) -> float:
         async with httpx.AsyncClient(timeout=10.0) as http:
             page = (await http.get(f"{self.env.url(service)}/metrics")).text
@@ -164,33 +188,72 @@ async def test_a_valid_token_is_taken_and_one_lacking_the_permission_is_403_nami
     assert await no_attack_device(lab)
 
 
+def self_signed_certificate(key: rsa.RSAPrivateKey) -> bytes:
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "attacker.example.org")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    return certificate.public_bytes(serialization.Encoding.PEM)
+
+
+@contextlib.asynccontextmanager
+async def attacker_site(key: rsa.RSAPrivateKey, kid: str) -> AsyncIterator[str]:
+    """A loopback server of the attacker's, serving its own key as a JWKS (under the issuer's `kid`) and as
+    an X.509 certificate: a verifier that followed `jku` or `x5u` would find a key that verifies."""
+    app = FastAPI()
+    jwk = {**json.loads(RSAAlgorithm.to_jwk(key.public_key())), "kid": kid, "alg": "RS256", "use": "sig"}
+    certificate = self_signed_certificate(key)
+
+    @app.get("/jwks.json")
+    def jwks() -> dict[str, Any]:
+        return {"keys": [jwk]}
+
+    @app.get("/cert.pem")
+    def cert() -> Response:
+        return Response(certificate, media_type="application/x-pem-file")
+
+    async with serve_app(app) as port:
+        yield f"http://127.0.0.1:{port}"
+
+
 async def test_tokens_forged_from_the_header_side_are_refused_alike_and_change_nothing(
     lab: TokenLab,
 ) -> None:
     attacker = new_rsa_key()
     attacker_jwk = json.loads(RSAAlgorithm.to_jwk(attacker.public_key()))
-    for probe in PROBES:
-        real = await lab.token(probe.service, probe.permission)
-        header = jwt.get_unverified_header(real)
-        claims = jwt.decode(real, options={"verify_signature": False})
-        public = RSAAlgorithm.from_jwk(json.dumps((await lab.public_keys())[header["kid"]]))
-        pem = public.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        kid = header["kid"]
-        forged = {
-            "alg none": compact({"alg": "none", "kid": kid, "typ": "JWT"}, claims, lambda _: b""),
-            "HS256 keyed with the public key": compact(
-                {"alg": "HS256", "kid": kid, "typ": "JWT"},
-                claims,
-                lambda data, secret=pem: hmac.new(secret, data, hashlib.sha256).digest(),
-            ),
-            "jku elsewhere": signed(attacker, claims, kid=kid, jku="http://127.0.0.1:9/jwks.json"),
-            "x5u elsewhere": signed(attacker, claims, kid=kid, x5u="http://127.0.0.1:9/cert.pem"),
-            "jwk in the header": signed(attacker, claims, kid=kid, jwk=attacker_jwk),
-            "unknown kid": signed(attacker, claims, kid=f"unknown-{uuid.uuid4().hex}"),
-            "another key, the same kid": signed(attacker, claims, kid=kid),
-            "a valid token, tampered": real.rsplit(".", 1)[0][:-2] + "AA." + real.rsplit(".", 1)[1],
-        }
-        await assert_refused_alike(lab, probe, forged)
+    kid = jwt.get_unverified_header(await lab.token(PROBES[1].service, PROBES[1].permission))["kid"]
+    public = RSAAlgorithm.from_jwk(json.dumps((await lab.public_keys())[kid]))
+    pem = public.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    async with attacker_site(attacker, kid) as site:
+        for probe in PROBES:
+            real = await lab.token(probe.service, probe.permission)
+            assert jwt.get_unverified_header(real)["kid"] == kid
+            claims = jwt.decode(real, options={"verify_signature": False})
+            forged = {
+                "alg none": compact({"alg": "none", "kid": kid, "typ": "JWT"}, claims, lambda _: b""),
+                "HS256 keyed with the public key": compact(
+                    {"alg": "HS256", "kid": kid, "typ": "JWT"},
+                    claims,
+                    lambda data, secret=pem: hmac.new(secret, data, hashlib.sha256).digest(),
+                ),
+                "jku to the attacker's JWKS": signed(attacker, claims, kid=kid, jku=f"{site}/jwks.json"),
+                "x5u to the attacker's certificate": signed(
+                    attacker, claims, kid=kid, x5u=f"{site}/cert.pem"
+                ),
+                "jwk in the header": signed(attacker, claims, kid=kid, jwk=attacker_jwk),
+                "unknown kid": signed(attacker, claims, kid=f"unknown-{uuid.uuid4().hex}"),
+                "another key, the same kid": signed(attacker, claims, kid=kid),
+                "a valid token, tampered": real.rsplit(".", 1)[0][:-2] + "AA." + real.rsplit(".", 1)[1],
+            }
+            await assert_refused_alike(lab, probe, forged)
     assert await no_attack_device(lab)
 
 
@@ -325,7 +388,7 @@ async def test_a_jwks_endpoint_down_stops_no_cached_key_and_an_unknown_kid_is_40
     assert (await lab.call(probe, token)).status_code == 200  # its key is cached now
     unknown = signed(new_rsa_key(), jwt.decode(token, options={"verify_signature": False}), kid="gone-away")
     counted = await lab.refusals(probe.service, "unknown_kid")
-    lab.provider.down()
+    await lab.provider_script("down")
     try:
         assert (await lab.call(probe, token)).status_code == 200
         refused = await lab.call(probe, unknown)
@@ -334,4 +397,4 @@ async def test_a_jwks_endpoint_down_stops_no_cached_key_and_an_unknown_kid_is_40
         log = lab.env.log_file(probe.service).read_text(encoding="utf-8", errors="replace")
         assert "access_token_unknown_kid" in log
     finally:
-        await lab.provider.up(lab.env.stack.admin_dsn)
+        await lab.provider_script("up")
