@@ -126,7 +126,7 @@ bench-platform: ## Platform benchmarks: relay (1/2/4, aiokafka vs confluent) vs 
 	$(PY) -m bench.access_tokens
 	$(PY) -m bench.single_event
 
-bench-services: ## Service benchmarks: Sense convergence, Sense→Bell relay, Signal probes, media uploads/transcodes, console pages
+bench-services: ## Service benchmarks: Sense convergence, Sense→Bell relay, Signal probes, media uploads/transcodes, console pages and sign-in
 	$(STACK) up pg kafka mediamtx
 	$(PY) services/sense-reconciler/bench/converge_bench.py
 	$(PY) services/bell-receiver/bench/relay_bench.py
@@ -134,6 +134,7 @@ bench-services: ## Service benchmarks: Sense convergence, Sense→Bell relay, Si
 	$(PY) services/orphan-scanner/bench/scan_bench.py
 	$(PY) services/media-worker/bench/media_bench.py
 	$(PY) services/console/bench/render_bench.py
+	$(PY) services/console/bench/sign_in_bench.py
 
 clean: down ## Stop everything and delete local state (data, logs, secrets); keeps built/downloaded caches
 	rm -rf .local/pg .local/kafka/data .local/kafka/cluster.id .local/kafka/server.properties .local/mediamtx \

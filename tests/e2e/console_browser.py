@@ -14,6 +14,11 @@ blocks this, and the console serves no test-only asset.
 The HTML of every document and htmx fragment the console sends is kept, so a test can prove that no
 secret was ever rendered.
 
+Users sign in as they do in the local stack: `/sign-in` sends the browser to the environment's ORY Hydra,
+which sends it to its login page (the console's dev login: a user id and permissions), then through the
+consent back to the console's callback (`Visitor.sign_in`). Hydra's answers are redirects only; a page of
+Hydra's own (an error) would fail the test as any unexpected document does.
+
 Every tab also records what the browser reported (`tests/e2e/browser_log.py`): console messages, page
 errors, failed requests, answers >= 400, and any `pattern` attribute that does not compile under the `v`
 flag, checked in the page on every document and htmx swap. Any error or warning among them fails the test,
@@ -67,6 +72,7 @@ document.addEventListener("securitypolicyviolation", (e) => {
 });
 """
 OPERATOR_PERMISSIONS = ("sense:operate", "orphan:read", "bell:audit-read", "signal:read", "media:drain")
+SESSION_COOKIE = "yv_session"
 JWT_PATTERN = re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{20,}")
 
 
@@ -98,6 +104,7 @@ class Visitor:
     axe: str
     log: PageLog
     pages_html: list[str] = field(default_factory=list)
+    subject: str | None = None
     shots: int = 0
     lost: int = 0
     _reads: list[asyncio.Task[None]] = field(default_factory=list)
@@ -180,9 +187,22 @@ class Visitor:
         assert not blocking, f"{label}: accessibility violations {blocking}"
         self.assert_quiet(label)
 
-    async def sign_in(self, subject: str, *permissions: str) -> None:
+    async def at_the_login_page(self) -> Page:
+        """`/sign-in`: the console sends the browser to the provider (ORY Hydra), which sends it to its login
+        page, the console's dev login (`/oidc/login?login_challenge=...`)."""
         await self.open("/sign-in")
-        await self.page.get_by_label("User id").fill(subject)
+        assert self.page.url.startswith(self.base_url + "/oidc/login?login_challenge="), self.page.url
+        return self.page
+
+    async def sign_in(self, subject: str, *permissions: str) -> None:
+        """Signs in through Hydra as a user does: the console's `/sign-in`, Hydra, the login page (a user id
+        and permissions), Hydra, the consent (granted without a page), Hydra, the console's callback, `/`."""
+        page = await self.at_the_login_page()
+        await page.get_by_label("User id").fill(subject)
+        await self.choose_and_sign_in(*permissions)
+        self.subject = subject
+
+    async def choose_and_sign_in(self, *permissions: str) -> None:
         for permission in permissions:
             await self.page.get_by_label(permission, exact=True).check()
         await self.look("sign-in")

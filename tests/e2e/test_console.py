@@ -1,6 +1,9 @@
 """The console in a real Chromium, on the services of the end-to-end environment (the same session `env`).
 
-Covers: sign in, create a device, watch it converge, see its audit rows; disable a selection; the orphan
+Covers: sign in through Hydra, create a device, watch it converge, see its audit rows naming the user who
+signed in (the `sub` of the user's own token, nothing a header said); sign-out ending Hydra's session too;
+a refresh before expiry and a revoked refresh token (the console restarted with a refresh margin beyond the
+tokens' life); disable a selection; the orphan
 page with a staged candidate, its classes, gate and the command block copied in the browser (then run: it
 deletes exactly that path); a watcher created with a bad URL (error beside the field), fixed, tested now
 and checked (check log); the watcher form's "Test" before saving (create and edit); a watcher
@@ -18,11 +21,14 @@ from __future__ import annotations
 import json
 import shlex
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from playwright.async_api import Page, Request, Route
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.conftest import (
     FLOW_TIMEOUT_SECONDS,
@@ -36,6 +42,7 @@ from tests.e2e.conftest import (
     venv_bin,
 )
 from tests.e2e.console_browser import (
+    SESSION_COOKIE,
     Visitor,
     all_secrets,
     assert_nothing_secret_rendered,
@@ -53,6 +60,7 @@ __all__ = ["axe_source", "chromium", "operator", "user", "visitor_factory"]
 
 UPLOAD_CHUNK_BYTES = 1024 * 1024  # static/console.js
 CHECK_ROWS = "table.check-log tbody tr.check-row"  # a watcher page's check log, a row per check
+FORCED_REFRESH_MARGIN_SECONDS = 3600  # CONSOLE_REFRESH_MARGIN_SECONDS' maximum: beyond a token's 15 minutes
 
 
 async def create_device(
@@ -90,6 +98,8 @@ async def test_sign_in_create_a_device_watch_it_converge_and_see_its_audit_rows(
     await page.get_by_role("link", name="This device's audit trail").click()
     await page.get_by_text("device.created").first.wait_for(timeout=60_000)
     summary = page.locator("ol.trail summary").first
+    # Bell's row names the user who signed in at Hydra: the token's `sub`, as Sense recorded it
+    assert (await summary.inner_text()).endswith(f"by {operator.subject}"), await summary.inner_text()
     await summary.click()
     fact = await page.locator("pre.fact").first.inner_text()
     assert device_id in fact and "source_uri" in fact  # the changed field's name, never its value
@@ -445,7 +455,7 @@ async def test_sign_in_with_the_keyboard_alone_with_a_visible_focus(
     env: LocalEnvironment, visitor_factory: Any, witness: Witness
 ) -> None:
     visitor: Visitor = await visitor_factory(env.url("console"), "keyboard")
-    page = await visitor.open("/sign-in")
+    page = await visitor.at_the_login_page()
     focus_of = """() => { const e = document.activeElement; const s = getComputedStyle(e);
         return {tag: e.tagName, id: e.id, text: (e.textContent || '').trim(), outline: s.outlineStyle,
                 width: parseFloat(s.outlineWidth), visible: e.getBoundingClientRect().left >= 0}; }"""
@@ -499,3 +509,93 @@ async def test_a_form_without_its_csrf_token_is_refused(env: LocalEnvironment, o
     assert forged.status == 403
     async with httpx.AsyncClient(base_url=env.url("console")) as anonymous:
         assert (await anonymous.get("/devices")).status_code == 303
+
+
+# --- signing out, refreshing, revoking: the console and the environment's Hydra -------------------------
+
+
+async def test_sign_out_ends_the_hydra_session_so_signing_in_asks_for_the_login_again(
+    env: LocalEnvironment, visitor_factory: Any, witness: Witness
+) -> None:
+    visitor: Visitor = await visitor_factory(env.url("console"), "sign-out")
+    subject = f"so-{uuid.uuid4().hex[:6]}"
+    await visitor.sign_in(subject, "signal:read")
+    # The control: the console's session gone, Hydra's alive: Hydra remembers the login and fixes the user.
+    await visitor.page.context.clear_cookies(name=SESSION_COOKIE)
+    page = await visitor.at_the_login_page()
+    assert await page.get_by_label("User id").count() == 0
+    await page.get_by_text(f"remembers your sign-in as {subject}").wait_for()
+    await visitor.look("login-remembered-by-hydra")
+    await visitor.choose_and_sign_in("signal:read")
+    await page.get_by_role("button", name="Sign out").click()  # revokes, then Hydra's logout page
+    await page.wait_for_url(f"{visitor.base_url}/oidc/login?login_challenge=*")
+    await page.get_by_label("User id").wait_for()  # a fresh login: Hydra's session ended
+    assert await page.get_by_text("remembers your sign-in").count() == 0
+    await visitor.look("login-after-sign-out")
+    async with httpx.AsyncClient(base_url=env.url("console")) as anonymous:
+        assert (await anonymous.get("/watchers")).status_code == 303
+    await assert_nothing_secret_rendered(visitor, all_secrets(env, witness))
+
+
+async def _refreshes(env: LocalEnvironment) -> dict[str, float]:
+    async with httpx.AsyncClient(base_url=env.url("console"), timeout=10) as http:
+        text = (await http.get("/metrics")).text
+    return {
+        sample.labels["outcome"]: sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "console_token_refreshes_total"
+    }
+
+
+@pytest.fixture
+async def refreshing_console(env: LocalEnvironment) -> AsyncIterator[None]:
+    """The console restarted with a refresh margin beyond the tokens' life (Hydra's access tokens live 15
+    minutes, which no test shortens): every request refreshes, so what a refresh does shows at once."""
+    env.set_setting("console", "CONSOLE_REFRESH_MARGIN_SECONDS", str(FORCED_REFRESH_MARGIN_SECONDS))
+    await env.stop("console")
+    await env.start("console")
+    try:
+        yield
+    finally:
+        env.set_setting("console", "CONSOLE_REFRESH_MARGIN_SECONDS", None)
+        await env.stop("console")
+        await env.start("console")
+
+
+async def test_a_token_is_refreshed_before_expiry_and_the_services_take_the_new_one(
+    env: LocalEnvironment, refreshing_console: None, visitor_factory: Any, witness: Witness
+) -> None:
+    visitor: Visitor = await visitor_factory(env.url("console"), "refresh")
+    await visitor.sign_in(f"rf-{uuid.uuid4().hex[:6]}", "sense:operate", "bell:audit-read")
+    before = await _refreshes(env)
+    for path in ("/devices", "/audit", "/watchers"):  # Sense, Bell, signal-watcher: each with a new token
+        await visitor.open(path)
+        await visitor.look(f"refreshed-{path[1:]}")
+    after = await _refreshes(env)
+    assert after["refreshed"] >= before["refreshed"] + 3, (before, after)
+    assert after["refused"] == before["refused"] and after["failed"] == before["failed"]
+    # each refresh used the newest refresh token (a reused one would have made Hydra revoke them all)
+    await visitor.open("/devices")
+    assert visitor.page.url == f"{visitor.base_url}/devices"
+    await assert_nothing_secret_rendered(visitor, all_secrets(env, witness))
+
+
+async def test_a_revoked_refresh_token_sends_the_user_to_sign_in(
+    env: LocalEnvironment, refreshing_console: None, visitor_factory: Any
+) -> None:
+    visitor: Visitor = await visitor_factory(env.url("console"), "revoked")
+    subject = f"rv-{uuid.uuid4().hex[:6]}"
+    await visitor.sign_in(subject, "signal:read")
+    before = await _refreshes(env)
+    admin = env.env_of("console")["CONSOLE_DEV_LOGIN_ADMIN_URL"]
+    async with httpx.AsyncClient(base_url=admin, timeout=10) as hydra_admin:  # an administrator revokes
+        revoked = await hydra_admin.delete(
+            "/admin/oauth2/auth/sessions/consent", params={"subject": subject, "all": "true"}
+        )
+    assert revoked.status_code == 204, revoked.status_code
+    await visitor.open("/watchers")  # the refresh is refused: the session ends, on to sign in again
+    assert visitor.page.url.startswith(f"{visitor.base_url}/oidc/login?login_challenge="), visitor.page.url
+    await visitor.look("revoked-then-sign-in")
+    after = await _refreshes(env)
+    assert after["refused"] == before["refused"] + 1, (before, after)

@@ -40,15 +40,24 @@ def _csrf(html: str) -> str:
     return html[start : html.index('"', start)]
 
 
+async def _signed_in_through_hydra(http: httpx.AsyncClient, subject: str) -> None:
+    """As a browser signs in: `/sign-in`, Hydra, the login page (its form), Hydra, the consent, Hydra, the
+    callback, `/` (the client follows the redirects and keeps both servers' cookies)."""
+    login = await http.get("/sign-in", follow_redirects=True)
+    assert login.status_code == 200 and login.url.path == "/oidc/login", login.url
+    signed = await http.post(
+        "/oidc/login",
+        data={"csrf": _csrf(login.text), "subject": subject, "permission": list(OPERATOR_PERMISSIONS)},
+        follow_redirects=True,
+    )
+    assert signed.status_code == 200 and signed.url.path == "/", signed.url
+
+
 @pytest.fixture
 async def session(env: LocalEnvironment, witness: Witness) -> AsyncIterator[Browserless]:
     subject = f"csrf-{uuid.uuid4().hex[:6]}"
     async with client(env.url("console"), witness) as http:
-        csrf = _csrf((await http.get("/sign-in")).text)
-        signed = await http.post(
-            "/sign-in", data={"csrf": csrf, "subject": subject, "permission": list(OPERATOR_PERMISSIONS)}
-        )
-        assert signed.status_code == 303
+        await _signed_in_through_hydra(http, subject)
         yield Browserless(http, _csrf((await http.get("/watchers/new")).text), subject)
 
 
@@ -121,7 +130,7 @@ async def test_refused_device_forms_change_nothing_in_sense(
 async def signal(
     env: LocalEnvironment, session: Browserless, witness: Witness
 ) -> AsyncIterator[httpx.AsyncClient]:
-    token = user_token(env, "signal-watcher", session.subject)
+    token = await user_token(env, "signal-watcher", session.subject)
     witness.secrets.add(token)
     async with client(env.url("signal-watcher"), witness, {"Authorization": f"Bearer {token}"}) as http:
         yield http
@@ -172,7 +181,7 @@ async def test_refused_watcher_forms_change_nothing_and_probe_nothing(
 async def test_refused_upload_calls_open_and_fill_no_session(
     env: LocalEnvironment, session: Browserless, witness: Witness
 ) -> None:
-    token = user_token(env, "media-worker", session.subject)
+    token = await user_token(env, "media-worker", session.subject)
     witness.secrets.add(token)
     key = f"csrf-{uuid.uuid4().hex[:8]}"
     init = {
@@ -213,12 +222,15 @@ async def test_refused_upload_calls_open_and_fill_no_session(
         assert await received() == (200, [0])
 
 
-async def test_a_refused_sign_out_or_sign_in_keeps_the_session(session: Browserless) -> None:
+async def test_a_refused_sign_out_or_login_form_keeps_the_session(session: Browserless) -> None:
     for path, data in (
         ("/sign-out", {}),
-        ("/sign-in", {"subject": "mallory", "permission": "sense:operate"}),
+        ("/oidc/login", {"subject": "mallory", "permission": "sense:operate"}),
     ):
         for token in (None, WRONG_TOKEN):
             assert (await session.post(path, data, token=token)).status_code == 403
         page = await session.http.get("/watchers/new")
         assert page.status_code == 200 and session.subject in page.text and "mallory" not in page.text
+    accepted = await session.post("/sign-out", {}, token=session.csrf)
+    assert accepted.status_code == 303 and "/oauth2/sessions/logout?" in accepted.headers["location"]
+    assert (await session.http.get("/watchers/new")).status_code == 303

@@ -6,7 +6,10 @@ test), no serious axe violation, no secret in any HTML.
 The pages (`PAGES`: every GET route of the console, found in its source, must be listed there) and where
 the suite visits each:
 
-- here, signed in with every permission (`test_every_page_with_every_permission`): sign-in, overview `/`,
+- every test: `/sign-in` (a redirect to the environment's ORY Hydra), Hydra's login page (the console's dev
+  login `/oidc/login`), its consent (`/oidc/consent`, granted without a page) and the callback
+  (`/oidc/callback`); `tests/e2e/test_console.py`: sign-out through Hydra's logout page (`/oidc/logout`);
+- here, signed in with every permission (`test_every_page_with_every_permission`): overview `/`,
   the five `/services/<name>`, `/devices` (all, one tenant and site), `/devices/new`, `/devices/<id>`,
   `/sites` (empty, one site), `/orphans`, `/audit` (all, one device), `/inbox`, `/watchers`,
   `/watchers/all`, `/watchers/new`, `/watchers/<id>`, `/watchers/<id>/edit`, `/media` with the drain
@@ -16,8 +19,8 @@ the suite visits each:
   (404), a service the console does not know (404), a URL nobody serves (404), a device id that is no id
   (422);
 - here, signed in without permissions: `/devices`, `/orphans`, `/audit`, `/watchers/all` as 403 pages
-  naming the permission; and signed out: a user id the browser refuses (the `pattern`) and the server
-  refuses (422 `invalid_subject`);
+  naming the permission; and signed out, on Hydra's login page: a user id the browser refuses (the
+  `pattern`) and the server refuses (422 `invalid_subject`);
 - `tests/e2e/test_console.py`: the polls themselves while devices converge, the watcher form refused by
   signal-watcher (422 beside the URL), the watcher's test preview (htmx), the inbox marked read/unread,
   `/media/<id>` and its outputs (cover, the clip played), the upload proxy (`/media/uploads...`) with a
@@ -55,7 +58,12 @@ GET_ROUTE = re.compile(r"""@(?:router|app)\.get\(\s*"([^"]+)\"""")
 SERVICES = ("sense-reconciler", "orphan-scanner", "bell-receiver", "signal-watcher", "media-worker")
 # Every GET route of the console -> the test that visits it (a page) or loads it (a fragment, an asset).
 PAGES = {
-    "/sign-in": "every test (sign-in), test_a_user_id_the_server_refuses_is_refused_in_the_browser_first",
+    "/sign-in": "every test (sign-in: a redirect to Hydra)",
+    "/oidc/login": "every test (Hydra's login page); 422: test_a_user_id_the_server_refuses_...",
+    "/oidc/consent": "every test (Hydra's consent: accepted, a redirect)",
+    "/oidc/callback": "every test (the end of each sign-in)",
+    "/oidc/logout": "test_console.py::test_sign_out_ends_the_hydra_session_...",
+    "/oidc/error": "test_every_page_with_every_permission (400)",
     "/": "test_every_page_with_every_permission",
     "/services/{name}": "test_every_page_with_every_permission (the five, and an unknown one: 404)",
     "/devices": "test_every_page_with_every_permission; 403: test_pages_without_their_permission_...",
@@ -89,7 +97,9 @@ WITHOUT_PERMISSION = {
 
 def test_every_get_route_of_the_console_is_listed_with_the_test_that_visits_it() -> None:
     routes = {r for f in ENTRYPOINTS.glob("*.py") for r in GET_ROUTE.findall(f.read_text(encoding="utf-8"))}
-    assert {"/", "/sign-in", "/media/{material_id}"} <= routes, "the route scan found too little"
+    assert {"/", "/sign-in", "/oidc/callback", "/media/{material_id}"} <= routes, (
+        "the route scan found too little"
+    )
     assert routes == set(PAGES), f"not listed: {routes - set(PAGES)}; gone: {set(PAGES) - routes}"
 
 
@@ -145,9 +155,11 @@ async def test_every_page_with_every_permission(
         ("unknown-service", "/services/no-such-service", 404),
         ("unknown-url", "/no-such-page", 404),
         ("device-id-that-is-no-id", "/devices/not-an-id", 422),
+        ("identity-provider-error", "/oidc/error?error=invalid_request&error_description=x7q", 400),
     ):
         await operator.open(where, status=status)
         assert await page.locator("p.error-code strong").inner_text() == str(status)
+        assert "x7q" not in await page.content()
         await operator.look(label)
 
 
@@ -198,10 +210,11 @@ async def test_pages_without_their_permission_are_403_pages_naming_it(user: Visi
 async def test_a_user_id_the_server_refuses_is_refused_in_the_browser_first(
     env: LocalEnvironment, visitor_factory: Any, witness: Witness
 ) -> None:
-    """The field's `pattern` (valid under `v`, so the browser applies it) refuses what `POST /sign-in`
-    refuses; sent anyway (the form's validation turned off), the server answers its 422 page."""
+    """On Hydra's login page (the console's dev login): the field's `pattern` (valid under `v`, so the
+    browser applies it) refuses what `POST /oidc/login` refuses; sent anyway (the form's validation turned
+    off), the server answers its 422 page."""
     visitor: Visitor = await visitor_factory(env.url("console"), "signed-out")
-    page = await visitor.open("/sign-in")
+    page = await visitor.at_the_login_page()
     subject, form = page.get_by_label("User id"), page.locator("form.form")
     for good in ("alice", "svc:op-1@example.org", "a" * 128):
         await subject.fill(good)

@@ -4,15 +4,18 @@
         [--audit-rows 100000] [--materials 1000] [--samples 100]
 
 Starts a whole environment of the six services (`local_environment`: own schemas, own Kafka prefix, a
-private MediaMTX, the real console process with dev sign-in, exactly as `make up` starts them), seeds it
-(render_seed.py: devices and the orphan report through the APIs, audit rows, watchers and materials through
-the services' repositories), waits until it is quiet (outboxes drained, no consumer lag, every device
-converged), then signs in to the console as a browser does and times each page, one request at a time.
+private MediaMTX, its own ORY Hydra, the real console process with the dev login, exactly as `make up`
+starts them), seeds it (render_seed.py: devices and the orphan report through the APIs, audit rows, watchers
+and materials through the services' repositories), waits until it is quiet (outboxes drained, no consumer
+lag, every device converged), then signs in to the console through Hydra as a browser does
+(browser_sign_in.py) and times each page, one request at a time. No key is shared: every token is Hydra's.
 
 The baseline, in the same run and interleaved with the page requests, is the raw API call(s) that page
-makes, with the same identity, in the same shape (sequential where the page must wait for one answer to
-make the next call, concurrent where the page reads concurrently). So `ratio` is what the console adds on
-top of the services: its hop, session, token minting and rendering. Goal: page p95 <= 150 ms on 2 cores.
+makes, with the same identity (the bench user's own Hydra access token for the five services, as the console
+holds one), in the same shape (sequential where the page must wait for one answer to make the next call,
+concurrent where the page reads concurrently). So `ratio` is what the console adds on top of the services:
+its hop, the encrypted session and rendering. Goal: page p95 <= 150 ms on 2 cores. (Signing in itself:
+sign_in_bench.py.)
 
 Prints p50/p95 per page and per baseline, the ratio of the p50s and of the p95s, and the machine's core
 count and load average (the figures are from a machine shared with other work: say so with them). On exit
@@ -29,13 +32,14 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
+from browser_sign_in import sign_in
 from render_seed import (
     TENANT,
     Seeded,
@@ -49,50 +53,55 @@ from render_seed import (
     wait_converged,
 )
 
-from yovision_platform.auth import TokenVerifier
+from yovision_platform.permissions import AUDIENCES, PERMISSIONS
 from yovision_platform.tools.bench_runner import run_cleanly
+from yovision_platform.tools.devtoken import user_access_token
 from yovision_platform.tools.doctor import examine_until_settled
 from yovision_platform.tools.environment import LocalEnvironment, local_environment
 
 GOAL_P95_MS = 150.0
 WARM_UP = 5
 SETTLE_SECONDS = 900.0
-DEV_ISSUER = "yovision-dev"
-ALL_PERMISSIONS = ("sense:operate", "orphan:read", "bell:audit-read", "signal:read", "media:drain")
+TOKEN_RENEW_SECONDS = 600.0  # Hydra's access tokens live 15 minutes; a run lasts longer
 SERVICES = ("sense-reconciler", "orphan-scanner", "bell-receiver", "signal-watcher", "media-worker")
 PAGE_ITEMS = 50  # devices, watchers and audit rows per console page
 CHECK_PAGE_ITEMS = 25
+
+
+class UserToken(httpx.Auth):
+    """The bench user's own access token from the environment's Hydra (`make dev-token`'s way: signed in
+    through the `dev-token` client), for the five services; a new one after TOKEN_RENEW_SECONDS."""
+
+    def __init__(self, env: LocalEnvironment, user: str) -> None:
+        self._env, self._user = env, user
+        self._token: str | None = None
+        self._taken_at = 0.0
+        self._lock = asyncio.Lock()
+
+    async def token(self) -> str:
+        async with self._lock:
+            if self._token is None or time.monotonic() - self._taken_at > TOKEN_RENEW_SECONDS:
+                self._token = await user_access_token(self._env.root, self._user, PERMISSIONS, AUDIENCES)
+                self._taken_at = time.monotonic()
+            return self._token
+
+    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        request.headers["Authorization"] = f"Bearer {await self.token()}"
+        yield request
 
 
 class Raw:
     """The services' APIs as the console calls them, with the bench user's identity."""
 
     def __init__(self, env: LocalEnvironment, user: str) -> None:
-        self.env = env
-        token = env.secret_file("sense-reconciler", "API_TOKEN_FILE").read_text().strip()
-        self.sense = httpx.AsyncClient(
-            base_url=env.url("sense-reconciler"),
-            headers={"Authorization": f"Bearer {token}", "X-Actor": f"console:{user}"},
-            timeout=30,
-        )
-        self._clients: dict[str, httpx.AsyncClient] = {"sense-reconciler": self.sense}
-        self._minters = {
-            s: TokenVerifier.from_key_file(
-                env.secret_file(s, "AUTH_JWT_KEY_FILE"), "key", issuer=DEV_ISSUER, audience=s
-            )
-            for s in SERVICES[1:]
-        }
+        auth = UserToken(env, user)
+        self._clients = {s: httpx.AsyncClient(base_url=env.url(s), auth=auth, timeout=30) for s in SERVICES}
+        self.sense = self._clients["sense-reconciler"]
         self.user = user
-        for service in SERVICES[1:]:
-            self._clients[service] = httpx.AsyncClient(base_url=env.url(service), timeout=30)
 
     async def get(self, service: str, path: str, **params: Any) -> Any:
-        headers = {}
-        if service != "sense-reconciler":  # the console mints a short-lived token per call, so do we
-            minted = self._minters[service].mint(self.user, ALL_PERMISSIONS, ttl_seconds=300)
-            headers["Authorization"] = f"Bearer {minted}"
         given = {k: v for k, v in params.items() if v is not None}
-        response = await self._clients[service].get(path, params=given, headers=headers)
+        response = await self._clients[service].get(path, params=given)
         response.raise_for_status()
         return response.json() if "json" in response.headers.get("content-type", "") else response.text
 
@@ -188,18 +197,6 @@ def one_by_one(reads: Callable[[], list[Awaitable[Any]]]) -> Callable[[], Awaita
     return run
 
 
-async def sign_in(console: httpx.AsyncClient, user: str) -> None:
-    page = (await console.get("/sign-in")).text
-    marker = 'data-csrf="'
-    start = page.index(marker) + len(marker)
-    csrf = page[start : page.index('"', start)]
-    answer = await console.post(
-        "/sign-in", data={"csrf": csrf, "subject": user, "permission": list(ALL_PERMISSIONS)}
-    )
-    if answer.status_code != 303:
-        raise RuntimeError(f"sign-in refused: {answer.status_code}")
-
-
 async def deep_positions(raw: Raw, seeded: Seeded) -> dict[str, str]:
     """The position before the tenant's last device page; the admin watcher list's cursor two pages of 100
     before its end."""
@@ -254,7 +251,7 @@ async def main(args: argparse.Namespace) -> None:
             raw = Raw(env, user)
             console = httpx.AsyncClient(base_url=env.url("console"), timeout=30)
             try:
-                await sign_in(console, user)
+                await sign_in(env.url("console"), console, user, PERMISSIONS)
                 await report(console, cases(raw, seeded, await deep_positions(raw, seeded)), args.samples)
             finally:
                 await console.aclose()
@@ -291,7 +288,7 @@ async def report(console: httpx.AsyncClient, all_cases: list[Case], samples: int
 async def seed(env: LocalEnvironment, args: argparse.Namespace) -> Seeded:
     seeded = Seeded()
     raw = Raw(env, bench_user(0))
-    mediamtx = httpx.AsyncClient(base_url=env.mediamtx_url, timeout=30)
+    mediamtx = httpx.AsyncClient(base_url=env.mediamtx_url, auth=env.mediamtx.auth(), timeout=30)
     try:
         started = time.monotonic()
         await seed_devices(env, raw.sense, args.devices, seeded)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from console.entrypoints.templating import TEMPLATES_DIR
-from tests.unit.console.conftest import ClientFactory
+from tests.unit.console.conftest import ClientFactory, login_page
 
 REFERENCE = re.compile(r"""(?:href|src)="(/static/[^"{}]+)\"""")
 ICON = re.compile(r"""<link rel="icon" href="(/static/[^"]+)" type="image/svg\+xml">""")
@@ -34,7 +34,7 @@ async def test_every_asset_a_template_references_is_served(
 async def test_the_pages_declare_an_svg_icon_that_is_served(
     console_env: dict[str, str], client_for: ClientFactory
 ) -> None:
-    page = await client_for().get("/sign-in")
+    page = await login_page(client_for())
     icon = ICON.search(page.text)
     assert icon is not None, "no <link rel=icon>: browsers ask for /favicon.ico"
     answer = await client_for().get(icon[1])

@@ -16,7 +16,8 @@ from starlette.routing import BaseRoute
 
 from console.domain.identity import PERMISSIONS
 from console.entrypoints.web import STATE_CHANGING
-from tests.unit.console.conftest import ClientFactory, console_app, signed_in
+from tests.unit.console.conftest import ClientFactory, console_app, login_page, signed_in
+from tests.unit.console.provider import FakeProvider
 
 PARAMETER_VALUES = {"notification_id": "7", "index": "0"}
 
@@ -66,7 +67,8 @@ async def test_every_form_is_refused_without_the_sessions_token(
     console_env: dict[str, str], client_for: ClientFactory
 ) -> None:
     routes = _state_changing_routes()
-    assert {("POST", "/sign-in"), ("POST", "/devices/batch"), ("POST", "/inbox/{notification_id}"),
+    assert {("POST", "/oidc/login"), ("POST", "/sign-out"), ("POST", "/devices/batch"),
+            ("POST", "/inbox/{notification_id}"),
             ("POST", "/watchers/{watcher_id}/status"), ("PUT", "/media/uploads/{session_id}/chunks/{index}"),
             ("POST", "/sites"), ("POST", "/media/{material_id}/retry")} <= set(routes)  # fmt: skip
     other_token = await signed_in(client_for(), "mallory", *PERMISSIONS)
@@ -86,24 +88,24 @@ async def test_every_form_is_refused_without_the_sessions_token(
             assert _is_refusal(answer), (method, target, answer.status_code)
         accepted = await _send(client, method, target, field=token, header=token)
         assert not _is_refusal(accepted), (method, target)
-        if path == "/sign-in":  # the accepted sign-in started a new session: take its token
-            token = await signed_in(client, "alice", *PERMISSIONS)
 
 
-async def test_a_refused_sign_in_signs_nobody_in(
-    console_env: dict[str, str], client_for: ClientFactory
+async def test_a_refused_login_form_signs_nobody_in(
+    console_env: dict[str, str], client_for: ClientFactory, provider: FakeProvider
 ) -> None:
     client = client_for()
-    await client.get("/sign-in")
-    answer = await client.post("/sign-in", data={"subject": "mallory", "permission": list(PERMISSIONS)})
+    await login_page(client)
+    answer = await client.post("/oidc/login", data={"subject": "mallory", "permission": list(PERMISSIONS)})
     assert _is_refusal(answer)
+    assert [flow.login_verifier for flow in provider.flows] == [None]  # the provider was not told
     assert (await client.get("/watchers/new")).status_code == 303
 
 
 async def test_a_refused_sign_out_keeps_the_session(
-    console_env: dict[str, str], client_for: ClientFactory
+    console_env: dict[str, str], client_for: ClientFactory, provider: FakeProvider
 ) -> None:
     client = client_for()
     await signed_in(client, "alice")
     assert _is_refusal(await client.post("/sign-out", data={"csrf": "forged"}))
     assert (await client.get("/watchers/new")).status_code == 200
+    assert provider.revocations == [] and provider.sessions

@@ -1,18 +1,15 @@
 """Error pages: a service that does not answer is a 502 page naming it (the handler path completes: an
 ApiError used to be a frozen dataclass, and Starlette's clearing of its traceback after the answer raised);
-a missing permission is a 403 naming it; no dev sign-in exists unless it is configured; what the framework
+a missing permission is a 403 naming it; no dev login exists unless it is configured; what the framework
 refuses (an unknown URL, a wrong method, a path id that is no id) is the error page for a browser and the
 platform's problem for any other caller, neither echoing the request."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from console.domain.identity import SENSE_OPERATE
-from tests.unit.console.conftest import PROD_ISSUER, ClientFactory, csrf_of, signed_in
-from yovision_platform.auth import TokenVerifier
+from tests.unit.console.conftest import ClientFactory, csrf_in, signed_in
 
 
 @pytest.mark.parametrize(
@@ -40,21 +37,23 @@ async def test_a_page_without_its_permission_is_a_403_naming_it(
     assert 'href="/devices"' not in answer.text  # the menu hides what the user cannot use
 
 
-async def test_without_dev_sign_in_there_is_no_sign_in_page_even_with_a_valid_form(
-    production_env: Path, client_for: ClientFactory
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/oidc/login?login_challenge=abc",
+        "/oidc/consent?consent_challenge=abc",
+        "/oidc/logout?logout_challenge=abc",
+    ],
+)
+async def test_without_the_dev_login_there_are_no_login_consent_or_logout_pages(
+    console_env: dict[str, str], client_for: ClientFactory, monkeypatch: pytest.MonkeyPatch, path: str
 ) -> None:
-    token = TokenVerifier.from_key_file(production_env, "k", issuer=PROD_ISSUER, audience="console").mint(
-        "bob"
-    )
-    client = client_for(scheme="https")
-    client.headers["Authorization"] = f"Bearer {token}"
-    csrf = await csrf_of(client, "/watchers/new")
-    assert (await client.get("/sign-in")).status_code == 404
-    answer = await client.post(
-        "/sign-in", data={"csrf": csrf, "subject": "mallory", "permission": SENSE_OPERATE}
-    )
+    monkeypatch.delenv("CONSOLE_DEV_LOGIN_ADMIN_URL")
+    client = client_for(scheme="https")  # without the dev login the cookie is always Secure
+    assert (await client.get(path)).status_code == 404
+    csrf = csrf_in((await client.get("/oidc/error")).text)
+    answer = await client.post("/oidc/login", data={"csrf": csrf, "subject": "mallory"})
     assert answer.status_code == 404 and "mallory" not in answer.text
-    assert "bob" in (await client.get("/watchers/new")).text
 
 
 BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}

@@ -15,7 +15,7 @@ from itertools import product
 
 from console.domain.input_patterns import INPUT_PATTERNS
 from console.entrypoints.templating import TEMPLATES_DIR
-from tests.unit.console.conftest import ClientFactory
+from tests.unit.console.conftest import ClientFactory, login_page
 from tests.unit.console.ecmascript import pattern_verdicts
 
 ATTRIBUTE = re.compile(r"""\spattern\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""")
@@ -103,11 +103,11 @@ class _Patterns(HTMLParser):
             self.found[values.get("id") or tag] = values["pattern"] or ""
 
 
-async def test_the_sign_in_page_serves_the_subject_pattern_as_written(
+async def test_the_login_page_serves_the_subject_pattern_as_written(
     console_env: dict[str, str], client_for: ClientFactory
 ) -> None:
     """Rendered and served (autoescaped, then read back by an HTML parser as a browser does)."""
-    page = await client_for().get("/sign-in")
+    page = await login_page(client_for())
     parser = _Patterns()
     parser.feed(page.text)
     assert parser.found == {"subject": INPUT_PATTERNS["subject"].html}

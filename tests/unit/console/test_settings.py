@@ -1,5 +1,6 @@
-"""The console's settings: every limit at, just under and just over its boundary; exactly one identity
-source; dev sign-in off unless set; no value ever echoed in the error."""
+"""The console's settings: every limit at, just under and just over its boundary; the OpenID client required;
+the dev login off unless set, on loopback only; the old shared-key settings refused; no value ever echoed in
+the error."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from console.settings import DEFAULT_HTTP_PORT, JWT_SERVICES, ConsoleSettings
+from console.settings import DEFAULT_HTTP_PORT, REFRESH_MARGIN_SECONDS_DEFAULT, ConsoleSettings
 from tests.conftest import private_file
 from yovision_platform.errors import ConfigError
+from yovision_platform.permissions import AUDIENCES
 from yovision_platform.settings import load_settings
 
 
@@ -24,58 +26,174 @@ def _refused(setting: str) -> ConfigError:
 
 def test_the_local_stack_settings_load_with_their_defaults(console_env: dict[str, str]) -> None:
     settings = load_settings(ConsoleSettings)
-    assert settings.dev_sign_in is True and settings.verifier is None
+    assert settings.dev_login and settings.public_url is None
     assert settings.http_host == "127.0.0.1" and settings.http_port == DEFAULT_HTTP_PORT
     assert settings.api_timeout_seconds == 10.0
-    assert set(settings.dev_minters) == set(JWT_SERVICES)
-    assert len(settings.session_key) == 32
+    assert settings.refresh_margin_seconds == REFRESH_MARGIN_SECONDS_DEFAULT == 60
+    assert len(settings.session_key) == 32 and len(settings.client_secret) >= 32
 
 
-def test_dev_sign_in_is_off_by_default(production_env: Path) -> None:
+def test_the_dev_login_is_off_by_default(production_env: dict[str, str]) -> None:
     settings = load_settings(ConsoleSettings)
-    assert settings.dev_sign_in is False and settings.verifier is not None
-    assert ConsoleSettings.model_fields["dev_sign_in"].default is False
+    assert not settings.dev_login and settings.dev_login_admin_url is None
+    assert ConsoleSettings.model_fields["dev_login_admin_url"].default is None
 
 
-def test_without_either_identity_source_it_refuses_to_start(
-    console_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    "removed",
+    [
+        "CONSOLE_OIDC_ISSUER",
+        "CONSOLE_OIDC_CLIENT_ID",
+        "CONSOLE_OIDC_CLIENT_SECRET_FILE",
+        "CONSOLE_SESSION_KEY_FILE",
+    ],
+)
+def test_the_oidc_client_and_the_session_key_are_required(
+    console_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, removed: str
 ) -> None:
-    """Dev sign-in removed and no OIDC settings: neither is assumed."""
-    monkeypatch.delenv("CONSOLE_DEV_SIGN_IN")
-    monkeypatch.delenv("CONSOLE_DEV_JWT_KEY_FILES")
-    _refused("SETTINGS")
+    monkeypatch.delenv(removed)
+    _refused(removed)
 
 
-def test_both_identity_sources_at_once_are_refused(
+@pytest.mark.parametrize(
+    "old",
+    ["CONSOLE_DEV_SIGN_IN", "CONSOLE_DEV_JWT_KEY_FILES", "CONSOLE_AUTH_JWT_KEY_FILE",
+     "CONSOLE_AUTH_JWT_ISSUER", "CONSOLE_SENSE_API_TOKEN_FILE", "CONSOLE_DEV_JWT_ISSUER"],
+)  # fmt: skip
+def test_the_old_shared_key_settings_are_refused_by_name(
+    console_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, old: str
+) -> None:
+    """Left in an env file they would mean nothing: start-up says which to remove."""
+    monkeypatch.setenv(old, "true")
+    assert _refused(old).settings == (old,)
+
+
+@pytest.mark.parametrize(
+    ("url", "ok"),
+    [
+        ("https://sso.example.com", True),
+        ("https://sso.example.com/realms/yovision", True),
+        ("http://127.0.0.1:4444", True),
+        ("http://localhost:4444", True),
+        ("http://[::1]:4444", True),
+        ("http://sso.example.com", False),  # plain http off loopback
+        ("http://10.0.0.5:4444", False),
+        ("https://user:pw-in-url@sso.example.com", False),
+        ("ftp://127.0.0.1", False),
+        ("sso.example.com", False),
+        ("https://" + "s" * 492 + ".example.com", True),  # 512 characters
+        ("https://" + "s" * 493 + ".example.com", False),
+    ],
+)
+def test_the_issuer_is_https_or_loopback_http_of_at_most_512_characters(
+    console_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, url: str, ok: bool
+) -> None:
+    monkeypatch.delenv("CONSOLE_DEV_LOGIN_ADMIN_URL")  # a remote issuer is no local stack
+    monkeypatch.setenv("CONSOLE_OIDC_ISSUER", url)
+    if ok:
+        assert load_settings(ConsoleSettings).oidc_issuer == url
+    else:
+        assert "pw-in-url" not in str(_refused("CONSOLE_OIDC_ISSUER"))
+
+
+@pytest.mark.parametrize(
+    ("client_id", "ok"),
+    [("console", True), ("c", True), ("c" * 128, True), ("", False), ("c" * 129, False), ("con sole", False),
+     ("console/x", False)],
+)  # fmt: skip
+def test_the_client_id_has_1_to_128_plain_characters(
+    console_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, client_id: str, ok: bool
+) -> None:
+    monkeypatch.setenv("CONSOLE_OIDC_CLIENT_ID", client_id)
+    if ok:
+        assert load_settings(ConsoleSettings).oidc_client_id == client_id
+    else:
+        _refused("CONSOLE_OIDC_CLIENT_ID")
+
+
+@pytest.mark.parametrize(("length", "ok"), [(31, False), (32, True), (64, True)])
+def test_the_client_secret_has_at_least_32_characters(
+    console_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, length: int, ok: bool
+) -> None:
+    secret = "t" * length
+    monkeypatch.setenv("CONSOLE_OIDC_CLIENT_SECRET_FILE", str(private_file(tmp_path / "secret", secret)))
+    if ok:
+        assert load_settings(ConsoleSettings).client_secret == secret
+    else:
+        assert secret not in str(_refused("CONSOLE_OIDC_CLIENT_SECRET_FILE"))
+
+
+def test_a_client_secret_others_may_read_is_refused(
     console_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("CONSOLE_AUTH_JWT_KEY_FILE", str(private_file(tmp_path / "k", secrets.token_hex(32))))
-    monkeypatch.setenv("CONSOLE_AUTH_JWT_ISSUER", "issuer")
-    _refused("SETTINGS")
+    path = private_file(tmp_path / "open.secret", secrets.token_urlsafe(32))
+    path.chmod(0o644)
+    monkeypatch.setenv("CONSOLE_OIDC_CLIENT_SECRET_FILE", str(path))
+    _refused("CONSOLE_OIDC_CLIENT_SECRET_FILE")
 
 
-def test_the_jwt_key_and_issuer_come_together(production_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CONSOLE_AUTH_JWT_ISSUER")
+@pytest.mark.parametrize(
+    ("url", "ok"),
+    [
+        ("http://127.0.0.1:4445", True),
+        ("http://localhost:4445/", True),
+        ("http://[::1]:4445", True),
+        ("https://127.0.0.1:4445", True),
+        ("http://10.0.0.5:4445", False),  # the admin API is never reached off loopback
+        ("https://hydra-admin.example.com", False),
+        ("http://user:pw-in-url@127.0.0.1:4445", False),
+        ("http://127.0.0.1:4445?x=1", False),
+        ("ftp://127.0.0.1", False),
+    ],
+)
+def test_the_dev_login_admin_url_is_on_loopback_only(
+    console_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, url: str, ok: bool
+) -> None:
+    monkeypatch.setenv("CONSOLE_DEV_LOGIN_ADMIN_URL", url)
+    if ok:
+        assert load_settings(ConsoleSettings).dev_login_admin_url == url.rstrip("/")
+    else:
+        assert "pw-in-url" not in str(_refused("CONSOLE_DEV_LOGIN_ADMIN_URL"))
+
+
+def test_the_dev_login_needs_a_loopback_issuer(
+    console_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """So a production configuration (a remote issuer) cannot turn it on."""
+    monkeypatch.setenv("CONSOLE_OIDC_ISSUER", "https://sso.example.com")
     _refused("SETTINGS")
 
 
 @pytest.mark.parametrize(
-    ("keys", "ok"),
-    [(JWT_SERVICES, True), (JWT_SERVICES[:-1], False), ((*JWT_SERVICES, "sense-reconciler"), False)],
+    ("url", "ok"),
+    [
+        ("https://console.example.com", True),
+        ("https://console.example.com/", True),
+        ("http://127.0.0.1:18080", True),
+        ("http://console.example.com", False),
+        ("https://console.example.com/console", False),  # the console serves from its root
+        ("https://console.example.com/?x=1", False),
+    ],
 )
-def test_dev_sign_in_needs_exactly_one_key_per_jwt_service(
-    console_env: dict[str, str],
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    keys: tuple[str, ...],
-    ok: bool,
+def test_the_public_url_is_an_https_or_loopback_origin(
+    console_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, url: str, ok: bool
 ) -> None:
-    files = {s: str(private_file(tmp_path / f"d-{s}", secrets.token_hex(32))) for s in keys}
-    monkeypatch.setenv("CONSOLE_DEV_JWT_KEY_FILES", json.dumps(files))
+    monkeypatch.setenv("CONSOLE_PUBLIC_URL", url)
     if ok:
-        assert set(load_settings(ConsoleSettings).dev_minters) == set(keys)
+        assert load_settings(ConsoleSettings).public_url == url.rstrip("/")
     else:
-        _refused("SETTINGS")
+        _refused("CONSOLE_PUBLIC_URL")
+
+
+@pytest.mark.parametrize(("value", "ok"), [("9", False), ("10", True), ("3600", True), ("3601", False)])
+def test_the_refresh_margin_is_10_to_3600_seconds(
+    console_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, value: str, ok: bool
+) -> None:
+    monkeypatch.setenv("CONSOLE_REFRESH_MARGIN_SECONDS", value)
+    if ok:
+        assert load_settings(ConsoleSettings).refresh_margin_seconds == int(value)
+    else:
+        _refused("CONSOLE_REFRESH_MARGIN_SECONDS")
 
 
 @pytest.mark.parametrize(("value", "ok"), [("0", False), ("0.001", True), ("60", True), ("60.001", False)])
@@ -147,29 +265,6 @@ def test_a_session_key_others_may_read_is_refused(
     _refused("CONSOLE_SESSION_KEY_FILE")
 
 
-@pytest.mark.parametrize(("length", "ok"), [(31, False), (32, True)])
-def test_the_sense_token_has_at_least_32_characters(
-    console_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, length: int, ok: bool
-) -> None:
-    token = "t" * length
-    monkeypatch.setenv("CONSOLE_SENSE_API_TOKEN_FILE", str(private_file(tmp_path / "tok", token)))
-    if ok:
-        assert load_settings(ConsoleSettings).sense_token == token
-    else:
-        assert token not in str(_refused("CONSOLE_SENSE_API_TOKEN_FILE"))
-
-
-@pytest.mark.parametrize(("length", "ok"), [(0, False), (1, True), (128, True), (129, False)])
-def test_the_oidc_issuer_has_1_to_128_characters(
-    production_env: Path, monkeypatch: pytest.MonkeyPatch, length: int, ok: bool
-) -> None:
-    monkeypatch.setenv("CONSOLE_AUTH_JWT_ISSUER", "i" * length)
-    if ok:
-        assert load_settings(ConsoleSettings).auth_jwt_issuer == "i" * length
-    else:
-        _refused("CONSOLE_AUTH_JWT_ISSUER")
-
-
 @pytest.mark.parametrize(
     ("hosts", "url", "ok"),
     [
@@ -211,3 +306,65 @@ def test_plain_http_hosts_are_at_most_16_dns_names(
         assert len(load_settings(ConsoleSettings).plain_http_hosts) == len(json.loads(hosts))
     else:
         _refused("CONSOLE_PLAIN_HTTP_HOSTS")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("api://yovision", ("api://yovision",)),
+        ("sense-reconciler, orphan-scanner", ("sense-reconciler", "orphan-scanner")),
+        (",".join(f"a{n}" for n in range(8)), tuple(f"a{n}" for n in range(8))),
+        (",".join(f"a{n}" for n in range(9)), None),
+        ("", None),
+        ("a b", None),
+        ("a," + "x" * 256, ("a", "x" * 256)),
+        ("a," + "x" * 257, None),
+    ],
+)
+def test_the_audiences_asked_for_are_1_to_8_names_without_spaces(
+    console_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, value: str, expected: tuple[str, ...] | None
+) -> None:
+    monkeypatch.setenv("CONSOLE_OIDC_AUDIENCES", value)
+    if expected is not None:
+        assert load_settings(ConsoleSettings).oidc_audiences == expected
+    else:
+        _refused("CONSOLE_OIDC_AUDIENCES")
+
+
+def test_by_default_the_audiences_are_the_five_services(console_env: dict[str, str]) -> None:
+    assert load_settings(ConsoleSettings).oidc_audiences == AUDIENCES
+
+
+@pytest.mark.parametrize(
+    ("claim", "grants", "ok"),
+    [
+        ("realm_access.roles", '{"camera-operator": ["sense:operate", "sense:read"]}', True),
+        ("groups", None, True),
+        ("c" * 128, None, True),
+        ("c" * 129, None, False),
+        ("realm_access..roles", None, False),
+        ("roles", '{"auditor": ["not a permission"]}', False),
+        (None, '{"auditor": ["bell:audit-read"]}', False),  # a map without its claim
+    ],
+)
+def test_the_permission_mapping_is_checked_as_the_services_check_theirs(
+    console_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    claim: str | None,
+    grants: str | None,
+    ok: bool,
+) -> None:
+    if claim is not None:
+        monkeypatch.setenv("CONSOLE_OIDC_PERMISSIONS_CLAIM", claim)
+    if grants is not None:
+        monkeypatch.setenv("CONSOLE_OIDC_PERMISSIONS_MAP", grants)
+    if ok:
+        mapping = load_settings(ConsoleSettings).permission_mapping()
+        assert mapping is not None and mapping.claim == claim
+    else:
+        with pytest.raises(ConfigError):
+            load_settings(ConsoleSettings)
+
+
+def test_without_a_mapping_the_permissions_are_the_granted_scopes(console_env: dict[str, str]) -> None:
+    assert load_settings(ConsoleSettings).permission_mapping() is None

@@ -35,7 +35,6 @@ BASE = {
     "csrf": "token",
     "user": None,
     "flash": None,
-    "dev_sign_in": True,
     "path": "/devices/x",
     "request": None,
 }

@@ -265,6 +265,33 @@ async def test_concurrent_first_tokens_share_one_fetch(
     assert {i.subject for i in identities} == {"alice"} and jwks.fetches == 1
 
 
+async def test_a_token_arriving_while_the_first_fetch_is_in_flight_waits_for_it(
+    key: SigningKeyPair, clock: Clock
+) -> None:
+    """The first fetch has started (and counts as the attempt of this interval) when a second token of
+    the same new `kid` arrives: it waits for that fetch, never refused as an unknown kid."""
+    jwks = Jwks([key])
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(request: httpx.Request) -> httpx.Response:
+        started.set()
+        await release.wait()
+        return jwks.handler(request)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(slow)) as http:
+        keys = IssuerKeys(JWKS_URL, frozenset({"RS256"}), http, clock=clock)
+        verifier = AccessTokenVerifier(keys, ISSUER, AUDIENCE)
+        token = key.sign(claims())
+        first = asyncio.create_task(verifier.verify(token))
+        await started.wait()
+        second = asyncio.create_task(verifier.verify(token))
+        await asyncio.sleep(0)  # the second request reaches the key cache while the fetch is in flight
+        release.set()
+        identities = await asyncio.gather(first, second)
+        await keys.aclose()
+    assert [i.subject for i in identities] == ["alice", "alice"] and jwks.fetches == 1
+
+
 async def test_while_the_endpoint_is_down_cached_keys_verify_and_unknown_kids_are_refused(
     verifier: AccessTokenVerifier, keys: IssuerKeys, jwks: Jwks, key: SigningKeyPair, clock: Clock
 ) -> None:

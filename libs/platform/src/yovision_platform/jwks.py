@@ -103,7 +103,11 @@ class IssuerKeys:
     async def key(self, kid: str) -> SigningKey | None:
         """The key `kid`, or None when the issuer has no such key (as far as a fetch allowed now shows)."""
         if self._fetched_at is None or kid not in self._keys:
-            if self._attempted_at is None or self.clock() - self._attempted_at >= self.unknown_kid_interval:
+            if self._fetching is not None and not self._fetching.done():
+                # a fetch under way may bring the kid: a request that came while it ran waits for it,
+                # rather than being refused for a key the answer in flight holds
+                await asyncio.shield(self._fetching)
+            elif self._attempted_at is None or self.clock() - self._attempted_at >= self.unknown_kid_interval:
                 await self._fetch_once()
         elif self.clock() - self._fetched_at >= self.refresh_seconds:
             self._refresh_in_background()

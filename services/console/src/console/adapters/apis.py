@@ -1,8 +1,8 @@
 """HTTP clients of the five services' public APIs, acting with the signed-in user's identity.
 
-Outbound identity per service: Sense gets its operator token and ``X-Actor: console:<user>``; every other
-service gets a bearer JWT for the user -- the forwarded one (production) or a short-lived dev token minted
-like ``make dev-token`` (dev sign-in). Tokens live only in request headers: never in a page, a log or a URL.
+Every call carries the signed-in user's own access token (one token of the OpenID provider, for the five
+services' audiences), so each service, Sense included, sees and audits the user who acts; the console holds
+no credential of its own. Tokens live only in request headers: never in a page, a log or a URL.
 An error answer becomes :class:`ApiError` with the service's stable ``code`` and field names, never its
 input values.
 """
@@ -17,9 +17,7 @@ from typing import Any
 import httpx
 
 from console.domain.identity import User
-from yovision_platform.auth import TokenVerifier
 
-DEV_TOKEN_TTL_SECONDS = 300
 SENSE = "sense-reconciler"
 
 
@@ -42,8 +40,6 @@ class ApiError(Exception):
 @dataclass
 class Apis:
     urls: Mapping[str, str]
-    sense_token: str
-    dev_minters: Mapping[str, TokenVerifier]
     timeout_seconds: float = 10.0
     _http: httpx.AsyncClient = field(init=False)
 
@@ -55,18 +51,9 @@ class Apis:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    def _headers(self, service: str, user: User | None) -> dict[str, str]:
-        if service == SENSE:
-            actor = f"console:{user.subject}" if user else "console"
-            return {"Authorization": f"Bearer {self.sense_token}", "X-Actor": actor[:128]}
-        if user is None:
-            return {}
-        if user.token is not None:
-            return {"Authorization": f"Bearer {user.token}"}
-        minted = self.dev_minters[service].mint(
-            user.subject, user.permissions, ttl_seconds=DEV_TOKEN_TTL_SECONDS
-        )
-        return {"Authorization": f"Bearer {minted}"}
+    @staticmethod
+    def _headers(user: User | None) -> dict[str, str]:
+        return {} if user is None else {"Authorization": f"Bearer {user.token}"}
 
     async def call(
         self,
@@ -89,7 +76,7 @@ class Apis:
                 params=params,
                 json=json,
                 content=content,
-                headers={**self._headers(service, user), **(headers or {})},
+                headers={**self._headers(user), **(headers or {})},
             )
         except httpx.HTTPError:
             raise ApiError(service, 503, "service_unavailable") from None
@@ -115,7 +102,7 @@ class Apis:
     ) -> tuple[httpx.Response, AsyncIterator[bytes]]:
         """A streamed GET (media outputs, Range passed through); the caller closes the response."""
         request = self._http.build_request(
-            "GET", self.urls[service] + path, headers={**self._headers(service, user), **headers}
+            "GET", self.urls[service] + path, headers={**self._headers(user), **headers}
         )
         try:
             response = await self._http.send(request, stream=True)

@@ -1,13 +1,13 @@
 """Who is signed in, and what the console lets them see and do.
 
-The services decide for themselves (each checks the forwarded identity); the console only hides what the
-user could not use and guards the one credential it holds itself: Sense's operator token, used only for
-users with ``sense:operate``.
+The services decide for themselves: each verifies the user's access token (the provider's signature, its
+audience, the permissions it grants). The console only hides what the user could not use: its menu and its
+pages follow the permissions the provider granted at sign-in (the granted scopes).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 SENSE_OPERATE = "sense:operate"
 ORPHAN_READ = "orphan:read"
@@ -21,7 +21,8 @@ PERMISSIONS = (SENSE_OPERATE, ORPHAN_READ, AUDIT_READ, SIGNAL_ADMIN_READ, MEDIA_
 class User:
     subject: str
     permissions: frozenset[str]
-    token: str | None = None  # production: the forwarded bearer token (never rendered, never logged)
+    # the user's access token, for every service call (never rendered, never logged)
+    token: str = field(repr=False)
 
     def may(self, permission: str) -> bool:
         return permission in self.permissions

@@ -32,7 +32,7 @@ class InputPattern:
 
 INPUT_PATTERNS = MappingProxyType(
     {
-        # the dev sign-in's user id: a token subject (`POST /sign-in` refuses any other, 422 invalid_subject)
+        # the dev login's user id: a token subject (`POST /oidc/login` refuses any other, 422 invalid_subject)
         "subject": InputPattern(
             r"[A-Za-z0-9._:@\-]{1,128}", SUBJECT_PATTERN, "yovision_platform.auth.SUBJECT_PATTERN"
         ),

@@ -20,13 +20,13 @@ CHUNK_BODY_RULE = BodyReadRule(total_seconds=None, min_bytes_per_second=64 * 102
 
 async def configure(ctx: WebContext[ConsoleSettings]) -> None:
     settings = ctx.settings
-    console = build_console(settings)
+    console = build_console(settings, ctx.registry)
     install(ctx.app, console)
     guard_policy(ctx.app).override("PUT", r"/media/uploads/[^/]+/chunks/[^/]+", body_rule=CHUNK_BODY_RULE)
 
     async def close_clients(stop: asyncio.Event) -> None:
         await stop.wait()
-        await console.apis.aclose()
+        await console.aclose()
 
     ctx.add_worker("api-clients", close_clients)
 

@@ -1,42 +1,47 @@
 """The console's FastAPI app: identity, sessions, CSRF, rendering and error pages. Pages live in
-``pages_operations`` (overview, devices, orphans, audit) and ``pages_user`` (inbox, watchers, media).
+``pages_operations`` (overview, devices, orphans, audit) and ``pages_user`` (inbox, watchers, media); signing
+in and out in ``sign_in``; the provider's login, consent and logout pages of the local stack in ``dev_login``.
 
-Every page request resolves the user first: the forwarded bearer token (production) or the signed session
-of a dev sign-in. Without one, pages redirect to ``/sign-in`` (dev) or answer 401 (production: the proxy
-should never let such a request through). Every POST/PUT/DELETE checks the CSRF token before anything else.
+Every page request resolves the user first, from the encrypted session: a user the callback signed in, whose
+access token is refreshed here once it is due (`console.service_layer.sign_in`). Without one, or once the
+provider refused the refresh, pages redirect to ``/sign-in``. Every POST/PUT/DELETE checks the CSRF token
+before anything else. The session is written back by the middleware, whatever the route answered (a page,
+a redirect, a stream), so a refreshed token is never lost.
 """
 
 from __future__ import annotations
 
+import enum
 import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
+import httpx
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
 from jinja2 import Environment
+from prometheus_client import CollectorRegistry, Counter
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 
 from console.adapters.apis import ApiError, Apis
-from console.domain.identity import PERMISSIONS, NotPermitted, User
-from console.entrypoints.session import (
-    CSRF_FIELD,
-    CSRF_HEADER,
-    SUBJECT_MAX_CHARS,
-    Session,
-    Sessions,
-    csrf_matches,
-)
+from console.adapters.login_admin import LoginAdmin
+from console.adapters.openid import OpenIdProvider, ProviderUnavailable, claimed_permissions, origin_of
+from console.domain.identity import NotPermitted, User
+from console.domain.sign_in import granted_permissions
+from console.entrypoints.session import CSRF_FIELD, CSRF_HEADER, Session, Sessions, csrf_matches
 from console.entrypoints.templating import page_templates
+from console.service_layer.sign_in import RefreshOutcome, SessionEnded, SignIns
 from console.settings import ConsoleSettings
-from yovision_platform.auth import PERMISSION_PATTERN, SUBJECT_PATTERN, AuthError
+from yovision_platform.auth import AuthError
 from yovision_platform.errors import ConfigError
+from yovision_platform.metrics import LabeledMetric, labeled_counter
+from yovision_platform.permissions import PERMISSIONS
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +50,52 @@ VENDOR_FILES = {"htmx.min.js": Path("htmx.org/dist/htmx.min.js")}  # axe-core (n
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-class CsrfFailed(Exception):
-    pass
-
-
 class SignInRequired(Exception):
     pass
+
+
+class SignInOutcome(enum.Enum):
+    """How a sign-in at the callback ended: `signed_in`, or the stable code of the error page it showed."""
+
+    SIGNED_IN = "signed_in"
+    STATE_MISMATCH = "sign_in_state_mismatch"
+    EXPIRED = "sign_in_expired"
+    DENIED = "sign_in_denied"
+    REFUSED = "sign_in_refused"
+    ID_TOKEN_INVALID = "id_token_invalid"  # noqa: S105 (an error code)
+    UNAVAILABLE = "identity_provider_unavailable"
+    TOO_LARGE = "session_too_large"
+
+
+@dataclass(frozen=True)
+class SignInMetrics:
+    """`console_sign_ins_total{outcome}` and `console_token_refreshes_total{outcome}`."""
+
+    sign_ins: LabeledMetric[Counter]
+    refreshes: LabeledMetric[Counter]
+
+    @classmethod
+    def register(cls, registry: CollectorRegistry) -> SignInMetrics:
+        metrics = cls(
+            labeled_counter(
+                registry, "console_sign_ins_total", "Sign-ins at the callback, by outcome",
+                {"outcome": SignInOutcome},
+            ),
+            labeled_counter(
+                registry, "console_token_refreshes_total",
+                "Access tokens refreshed before expiry, by outcome (shared: another request's refresh)",
+                {"outcome": RefreshOutcome},
+            ),
+        )  # fmt: skip
+        metrics.sign_ins.initialize_all()
+        metrics.refreshes.initialize_all()
+        return metrics
+
+    def signed_in(self, outcome: SignInOutcome) -> None:
+        self.sign_ins.labels(outcome=outcome).inc()
+
+    def refreshed(self, outcome: RefreshOutcome) -> None:
+        self.refreshes.labels(outcome=outcome).inc()
 
 
 @dataclass
@@ -59,6 +104,11 @@ class Console:
     apis: Apis
     sessions: Sessions
     templates: Environment
+    provider: OpenIdProvider
+    sign_ins: SignIns
+    metrics: SignInMetrics
+    login_admin: LoginAdmin | None = None  # the dev login (local stack only)
+    closing: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     def render(self, request: Request, name: str, http_status: int = 200, **context: Any) -> HTMLResponse:
         session: Session = request.state.session
@@ -67,17 +117,9 @@ class Console:
         if flash:
             session.changed = True
         html = self.templates.get_template(name).render(
-            request=request,
-            user=user,
-            csrf=session.csrf,
-            flash=flash,
-            dev_sign_in=self.settings.dev_sign_in,
-            path=request.url.path,
-            **context,
+            request=request, user=user, csrf=session.csrf, flash=flash, path=request.url.path, **context
         )
-        response = HTMLResponse(html, status_code=http_status)
-        self.sessions.store(request, response, session)
-        return response
+        return HTMLResponse(html, status_code=http_status)
 
     def error(
         self,
@@ -96,9 +138,22 @@ class Console:
         session: Session = request.state.session
         if flash:
             session.flash, session.changed = flash, True
-        response = RedirectResponse(url, status_code=303)
-        self.sessions.store(request, response, session)
-        return response
+        return RedirectResponse(url, status_code=303)
+
+    def url_of(self, request: Request, path: str) -> str:
+        """The console's own URL of `path`, as the browser reaches it (`CONSOLE_PUBLIC_URL`, else the
+        request's): the callback and post-logout URLs registered at the provider."""
+        base = self.settings.public_url or str(request.base_url).rstrip("/")
+        return base + path
+
+    def form_targets(self) -> str:
+        """`form-action` sources: the console, and the provider a form's redirect leads to (the dev
+        login's accepted login, sign-out's RP-initiated logout)."""
+        return " ".join(["'self'", *sorted(self.provider.origins())])
+
+    async def aclose(self) -> None:
+        for close in self.closing:
+            await close()
 
 
 def console_of(request: Request) -> Console:
@@ -106,23 +161,20 @@ def console_of(request: Request) -> Console:
     return console
 
 
-def current_user(request: Request) -> User:
+async def current_user(request: Request) -> User:
+    """The signed-in user, the access token refreshed when due (a refreshed session is written back)."""
     console = console_of(request)
     session: Session = request.state.session
-    if console.settings.verifier is not None:
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise AuthError()
-        identity = console.settings.verifier.verify(token.strip())
-        if session.subject != identity.subject:  # a new user behind the proxy: a new CSRF token
-            fresh = Session(subject=identity.subject, changed=True)
-            request.state.session = fresh
-        user = User(identity.subject, identity.permissions, token=token.strip())
-    elif session.subject is None:
+    if session.user is None:
         raise SignInRequired()
-    else:
-        user = User(session.subject, frozenset(session.permissions))
+    try:
+        fresh = await console.sign_ins.fresh(session.user)
+    except SessionEnded:
+        request.state.session = Session(changed=True)
+        raise SignInRequired() from None
+    if fresh is not session.user:
+        session.user, session.changed = fresh, True
+    user = User(fresh.subject, fresh.permissions, fresh.tokens.access_token)
     request.state.user = user
     return user
 
@@ -151,6 +203,7 @@ def _install_middleware(app: FastAPI, console: Console) -> None:
         request: Request, call_next: Callable[[Request], Awaitable[Response]]
     ) -> Response:
         request.state.session = console.sessions.load(request)
+        response: Response | None = None
         if request.method in STATE_CHANGING:
             presented = request.headers.get(CSRF_HEADER)
             content_type = request.headers.get("content-type", "")
@@ -162,22 +215,28 @@ def _install_middleware(app: FastAPI, console: Console) -> None:
                 value = form.get(CSRF_FIELD)
                 presented = value if isinstance(value, str) else None
             if not csrf_matches(request.state.session, presented):
-                refused: Response = console.error(request, 403, "csrf_failed")
-                return refused
-        response = await call_next(request)
+                response = console.error(request, 403, "csrf_failed")
+        if response is None:
+            response = await call_next(request)
+        console.sessions.store(request, response, request.state.session)
         response.headers.setdefault("Cache-Control", "no-store")
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["X-Frame-Options"] = "DENY"
         response.headers["Referrer-Policy"] = "same-origin"
         response.headers["Content-Security-Policy"] = (
             "default-src 'self'; img-src 'self' data:; media-src 'self'; style-src 'self'; "
-            "script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+            f"script-src 'self'; frame-ancestors 'none'; form-action {console.form_targets()}; "
+            "base-uri 'none'"
         )
         return response
 
 
 def _install_error_pages(app: FastAPI, console: Console) -> None:
     async def sign_in_required(request: Request, _: Exception) -> Response:
+        if request.headers.get("hx-request") == "true":
+            # an htmx poll or swap: its XHR would follow a redirect on to the provider (another origin) and
+            # fail; htmx sends the whole page to sign in instead
+            return Response(status_code=200, headers={"HX-Redirect": "/sign-in"})
         return RedirectResponse("/sign-in", status_code=303)
 
     async def unauthorized(request: Request, _: Exception) -> Response:
@@ -192,10 +251,14 @@ def _install_error_pages(app: FastAPI, console: Console) -> None:
         status = exc.status if exc.status in (400, 401, 403, 404, 409, 422, 429) else 502
         return console.error(request, status, exc.code, service=exc.service)
 
+    async def provider_unavailable(request: Request, _: Exception) -> Response:
+        return console.error(request, 503, SignInOutcome.UNAVAILABLE.value)
+
     app.add_exception_handler(SignInRequired, sign_in_required)
     app.add_exception_handler(AuthError, unauthorized)
     app.add_exception_handler(NotPermitted, not_permitted)
     app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(ProviderUnavailable, provider_unavailable)
     for refusal in (HTTPException, RequestValidationError):
         _answer_browsers_with_the_error_page(app, console, refusal)
 
@@ -221,38 +284,6 @@ def _answer_browsers_with_the_error_page(app: FastAPI, console: Console, refusal
     app.add_exception_handler(refusal, error_page)
 
 
-def _install_sign_in(app: FastAPI, console: Console) -> None:
-    @app.get("/sign-in", response_class=HTMLResponse, include_in_schema=False)
-    async def sign_in_page(request: Request) -> Response:
-        if not console.settings.dev_sign_in:
-            return console.error(request, 404, "not_found")
-        return console.render(request, "sign_in.html", permissions=PERMISSIONS, error=None, chosen=())
-
-    @app.post("/sign-in", include_in_schema=False)
-    async def sign_in(request: Request) -> Response:
-        if not console.settings.dev_sign_in:
-            return console.error(request, 404, "not_found")
-        form = await form_of(request)
-        subject = str(form.get("subject", "")).strip()
-        chosen = [str(p) for p in form.getlist("permission")]
-        if (
-            len(subject) > SUBJECT_MAX_CHARS
-            or SUBJECT_PATTERN.fullmatch(subject) is None
-            or not all(PERMISSION_PATTERN.fullmatch(p) for p in chosen)
-        ):
-            return console.render(
-                request, "sign_in.html", 422, permissions=PERMISSIONS, error="invalid_subject", chosen=chosen
-            )
-        # A new session (new CSRF token) for the signed-in user: nothing of the anonymous one carries over.
-        request.state.session = Session(subject=subject, permissions=tuple(sorted(set(chosen))), changed=True)
-        return console.redirect(request, "/", flash=f"Signed in as {subject}")
-
-    @app.post("/sign-out", include_in_schema=False)
-    async def sign_out(request: Request) -> Response:
-        request.state.session = Session(changed=True)
-        return console.redirect(request, "/sign-in" if console.settings.dev_sign_in else "/")
-
-
 def _install_assets(app: FastAPI, console: Console) -> None:
     static_dir = PACKAGE_DIR / "static"
 
@@ -273,26 +304,41 @@ def _install_assets(app: FastAPI, console: Console) -> None:
         )
 
 
-def build_console(settings: ConsoleSettings) -> Console:
+def build_console(settings: ConsoleSettings, registry: CollectorRegistry | None = None) -> Console:
+    """The console and its adapters (the composition root's part; `registry` takes its metrics)."""
     if not (settings.assets_dir / VENDOR_FILES["htmx.min.js"]).is_file():
         raise ConfigError(settings.env_var_name("assets_dir"), "missing", "htmx not found: run `make setup`")
-    apis = Apis(
-        urls=settings.service_urls(),
-        sense_token=settings.sense_token,
-        dev_minters=settings.dev_minters,
-        timeout_seconds=settings.api_timeout_seconds,
+    apis = Apis(urls=settings.service_urls(), timeout_seconds=settings.api_timeout_seconds)
+    http = httpx.AsyncClient(timeout=settings.api_timeout_seconds, follow_redirects=False)
+    provider = OpenIdProvider(settings.oidc_issuer, settings.oidc_client_id, settings.client_secret, http)
+    metrics = SignInMetrics.register(registry if registry is not None else CollectorRegistry())
+    mapping = settings.permission_mapping()
+    sign_ins = SignIns(
+        provider,
+        scopes=PERMISSIONS,
+        audiences=settings.oidc_audiences,
+        refresh_margin_seconds=settings.refresh_margin_seconds,
+        permissions_of=granted_permissions if mapping is None else claimed_permissions(mapping),
+        on_refresh=metrics.refreshed,
     )
-    sessions = Sessions(settings.session_key, always_secure=settings.verifier is not None)
-    return Console(settings, apis, sessions, page_templates())
+    login_admin = None
+    if settings.dev_login_admin_url is not None:
+        login_admin = LoginAdmin(settings.dev_login_admin_url, origin_of(settings.oidc_issuer), http)
+    sessions = Sessions(settings.session_key, always_secure=not settings.dev_login)
+    console = Console(settings, apis, sessions, page_templates(), provider, sign_ins, metrics, login_admin)
+    console.closing += [apis.aclose, provider.aclose, http.aclose]
+    return console
 
 
 def install(app: FastAPI, console: Console) -> None:
-    from console.entrypoints import pages_operations, pages_user
+    from console.entrypoints import dev_login, pages_operations, pages_user, sign_in
 
     app.state.console = console
     _install_middleware(app, console)
     _install_error_pages(app, console)
-    _install_sign_in(app, console)
     _install_assets(app, console)
+    sign_in.install(app)
+    if console.login_admin is not None:
+        dev_login.install(app)
     pages_operations.install(app)
     pages_user.install(app)
