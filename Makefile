@@ -42,7 +42,7 @@ up: setup ## Whole local stack: PostgreSQL, Kafka, MediaMTX, topics, dev secrets
 	$(STACK) up
 	$(MAKE) topics secrets
 	$(SERVICES) up
-	@echo "console: http://127.0.0.1:$$(sed -n 's/^CONSOLE_HTTP_PORT=//p' .local/env/console.env) (dev sign-in)"
+	@echo "console: http://127.0.0.1:$$(sed -n 's/^CONSOLE_HTTP_PORT=//p' .local/env/console.env) (sign in through the local OpenID provider: the dev login picks a user and permissions)"
 
 down: ## Stop the services and the infrastructure
 	$(SERVICES) down

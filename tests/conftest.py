@@ -26,6 +26,7 @@ from aiokafka.admin import NewTopic
 from hypothesis import HealthCheck, settings
 
 from tests.issuers import HydraIssuer, hydra_issuer
+from yovision_platform import redaction
 from yovision_platform.db import Identifier
 from yovision_platform.kafka import admin_client
 from yovision_platform.kafka_security import KafkaTarget
@@ -100,6 +101,14 @@ async def stack(shared_stack: Stack, tmp_path_factory: pytest.TempPathFactory) -
             mediamtx_api_url=private.url,
             media_servers=(LocalMediaServer(server.id, private.url, private.credentials_file),),
         )
+
+
+@pytest.fixture(autouse=True)
+def secrets_registered_by_this_test_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process-wide secret registry, as it stood before the test (fixtures of wider scope included),
+    for this test alone: a secret one test loads (a DSN whose password is `p`) must not mask that letter
+    in every later test of the same worker, whose outcome would then hang on the order of the modules."""
+    monkeypatch.setattr(redaction, "default_registry", redaction.default_registry.copy())
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from yovision_platform import redaction
 from yovision_platform.logging import (
     ARGS_FAILED_SUFFIX,
     FORMAT_FAILED_MSG,
@@ -21,7 +22,6 @@ from yovision_platform.logging import (
 from yovision_platform.redaction import (
     REDACTED,
     SecretRegistry,
-    default_registry,
     is_sensitive_field_name,
     redact_exception,
     redact_text,
@@ -103,7 +103,7 @@ def test_module_level_register_secret_feeds_the_default_registry() -> None:
     secret = secrets.token_hex(20)
     register_secret(secret)
     assert secret not in redact_text(f"value {secret}")
-    assert secret not in default_registry.redact(secret)
+    assert secret not in redaction.default_registry.redact(secret)
 
 
 @pytest.mark.parametrize(

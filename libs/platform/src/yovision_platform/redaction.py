@@ -115,6 +115,13 @@ class SecretRegistry:
             if len(self._secrets) != before:
                 self._pattern = None
 
+    def copy(self) -> SecretRegistry:
+        """A registry knowing the same secrets, which learns on its own from now on."""
+        twin = SecretRegistry()
+        with self._lock:
+            twin._secrets = set(self._secrets)
+        return twin
+
     def clear(self) -> None:
         with self._lock:
             self._secrets.clear()
