@@ -190,6 +190,22 @@ async def test_an_unreachable_provider_leaves_a_valid_token_in_use_and_refuses_a
     assert counted.outcomes == [RefreshOutcome.FAILED, RefreshOutcome.FAILED, RefreshOutcome.REFRESHED]
 
 
+async def test_after_sign_out_every_copy_of_the_cookie_is_an_ended_session() -> None:
+    """A copy of the cookie taken before a refresh (stolen, or a second tab's) and the newest one alike: the
+    process ends them at once, not when their access tokens expire."""
+    sign_ins, provider, clock, _ = _setup()
+    old = _session(clock, 10)
+    new = await sign_ins.fresh(old)
+    assert await sign_ins.sign_out(new, "http://127.0.0.1:18080/") is None
+    for copy in (old, new):
+        with pytest.raises(SessionEnded):
+            await sign_ins.fresh(copy)
+    assert await sign_ins.sign_out(old, "http://127.0.0.1:18080/") is None  # twice: nothing more to do
+    assert provider.calls == ["refresh-0"]
+    other = SignedIn("bob", frozenset(), Tokens("access-b", "refresh-b", "id-b", clock.now + 600))
+    assert await sign_ins.fresh(other) is other, "another user's session is untouched"
+
+
 async def test_without_a_refresh_token_the_session_ends_at_expiry() -> None:
     sign_ins, _, clock, _ = _setup()
     session = SignedIn("alice", frozenset(), Tokens("access-0", None, "id", clock.now + 10))

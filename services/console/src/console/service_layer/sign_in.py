@@ -17,6 +17,10 @@ chain, and the user is signed out), while a browser sends several requests at on
 - a refusal (`invalid_grant`: revoked, expired, reused) ends the session (`SessionEnded`); a provider that
   does not answer leaves a still valid token in use and is asked again on the next request.
 
+Sign-out ends the session for every copy of its cookie this process sees: the refresh tokens of a signed-out
+chain are remembered (as digests, for `SUCCESSOR_MEMORY_SECONDS`), and a cookie of that chain is a
+`SessionEnded` at once, not a session whose access token still works until it expires.
+
 Several console processes (replicas) do not share this memory: that is what the provider's rotation grace
 period is for (docs/services/console.md).
 """
@@ -111,6 +115,7 @@ class SignIns:
     on_refresh: Callable[[RefreshOutcome], None] = lambda outcome: None
     _running: dict[bytes, asyncio.Task[SignedIn]] = field(default_factory=dict, init=False)
     _successors: OrderedDict[bytes, tuple[SignedIn, float]] = field(default_factory=OrderedDict, init=False)
+    _signed_out: OrderedDict[bytes, float] = field(default_factory=OrderedDict, init=False)
 
     # --- signing in --------------------------------------------------------------------------------------
 
@@ -210,7 +215,12 @@ class SignIns:
         latest = signed_in
         for _ in range(SUCCESSOR_MEMORY_MAX):
             token = latest.tokens.refresh_token
-            found = self._successors.get(_digest(token)) if token is not None else None
+            if token is None:
+                return latest
+            key = _digest(token)
+            if key in self._signed_out:
+                raise SessionEnded()
+            found = self._successors.get(key)
             if found is None:
                 return latest
             latest = found[0]
@@ -229,14 +239,36 @@ class SignIns:
             if stored_at >= horizon:
                 break
             del self._successors[key]
+        while self._signed_out and next(iter(self._signed_out.values())) < horizon:
+            self._signed_out.popitem(last=False)
 
     # --- signing out ---------------------------------------------------------------------------------------
+
+    def _end_chain(self, signed_in: SignedIn) -> None:
+        """Every refresh token from the cookie's to the newest, as signed out."""
+        now = self.clock()
+        latest: SignedIn | None = signed_in
+        for _ in range(SUCCESSOR_MEMORY_MAX):
+            token = latest.tokens.refresh_token if latest is not None else None
+            if token is None:
+                break
+            key = _digest(token)
+            self._signed_out[key] = now
+            self._signed_out.move_to_end(key)
+            found = self._successors.get(key)
+            latest = found[0] if found is not None else None
+        while len(self._signed_out) > SUCCESSOR_MEMORY_MAX:
+            self._signed_out.popitem(last=False)
 
     async def sign_out(self, signed_in: SignedIn, post_logout_redirect_uri: str) -> str | None:
         """Revokes the session's (newest) refresh token at the provider and returns its end-session URL
         (None when it has none). A revocation the provider does not confirm is logged, not fatal: the user
         is signed out of the console either way."""
-        latest = self._latest(signed_in)
+        try:
+            latest = self._latest(signed_in)
+        except SessionEnded:
+            return None  # signed out already (another tab, or a stale copy of the cookie)
+        self._end_chain(signed_in)
         if latest.tokens.refresh_token is not None:
             try:
                 revoked = await self.provider.revoke(latest.tokens.refresh_token)
