@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -26,12 +25,10 @@ import httpx
 
 from yovision_platform.db import Identifier
 from yovision_platform.permissions import AUDIENCES
-from yovision_platform.tools.hydra import HydraAdmin, create_database_role
+from yovision_platform.tools.hydra import HydraAdmin, create_database_role, wait_until_ready
 from yovision_platform.tools.identity_provider import clients
 
 READY_TIMEOUT_SECONDS_DEFAULT = 60.0
-KEY_MAKING_TIMEOUT_SECONDS = 30.0
-POLL_SECONDS = 0.5
 
 
 def read(path: Path) -> str:
@@ -49,28 +46,11 @@ async def database(admin_dsn_file: Path, dsn_file: Path) -> None:
     print(f"identity-provider-setup: role and schema {role} ready", flush=True)
 
 
-async def wait_ready(http: httpx.AsyncClient, issuer: str, admin_url: str, timeout_seconds: float) -> None:
-    deadline = time.monotonic() + timeout_seconds
-    while True:
-        try:
-            admin = await http.get(f"{admin_url}/health/ready")
-            public = await http.get(f"{issuer}/health/ready")
-            if admin.status_code == public.status_code == 200:
-                jwks = await http.get(f"{issuer}/.well-known/jwks.json", timeout=KEY_MAKING_TIMEOUT_SECONDS)
-                if jwks.status_code == 200 and jwks.json().get("keys"):
-                    return
-        except (httpx.HTTPError, ValueError):
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"hydra was not ready within {timeout_seconds:g} s")
-        await asyncio.sleep(POLL_SECONDS)
-
-
 async def register(
     issuer: str, admin_url: str, console_url: str, secrets_dir: Path, timeout_seconds: float
 ) -> None:
+    await wait_until_ready(issuer, admin_url, timeout_seconds=timeout_seconds)
     async with httpx.AsyncClient(timeout=10.0) as http:
-        await wait_ready(http, issuer, admin_url, timeout_seconds)
         admin = HydraAdmin(admin_url, http)
         for client in clients(console_url, AUDIENCES):
             await admin.ensure_client(client, read(secret_file(secrets_dir, client.client_id)))

@@ -2,9 +2,9 @@
 
     .venv/bin/python services/console/bench/sign_in_bench.py [--samples 200]
 
-Needs the stack's PostgreSQL (`make up`, or `infra/scripts/stack.sh up pg`). Starts a private Hydra (a role
-and schema of its own, free loopback ports, the environment's clients registered with fresh secrets:
-`identity_provider.clients`) whose login, consent and logout pages are a real console process (`console
+Needs the stack's PostgreSQL (`make up`, or `infra/scripts/stack.sh up pg`). Starts a private Hydra
+(`tools.hydra.private_hydra`: a role and schema of its own, free loopback ports, the environment's clients
+registered with fresh secrets) whose login, consent and logout pages are a real console process (`console
 serve`, the dev login on, on a free port; the five service URLs at a closed port: signing in calls none).
 No key is shared: Hydra signs every token, the console verifies the ID token against Hydra's JWKS.
 
@@ -32,12 +32,10 @@ from pathlib import Path
 import httpx
 from browser_sign_in import sign_in
 
-from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack
 from yovision_platform.permissions import AUDIENCES, PERMISSIONS
 from yovision_platform.tools import hydra, identity_provider
 from yovision_platform.tools.bench_runner import Counts, run_cleanly
-from yovision_platform.tools.hydra import HydraInstance
 from yovision_platform.tools.localhost import free_port, write_private_file
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -101,32 +99,21 @@ async def main(args: argparse.Namespace) -> None:
         work = Path(root)
         console_port = free_port()
         console_url = f"http://127.0.0.1:{console_port}"
-        role = Identifier(f"hydra_bench_{secrets.token_hex(4)}")
-        dsn = await hydra.create_database_role(admin_dsn, role, secrets.token_urlsafe(24))
-        instance = HydraInstance(
-            public_port=free_port(),
-            admin_port=free_port(),
-            dsn=dsn,
-            system_secret=secrets.token_urlsafe(32),
-            console_url=console_url,
-            work_dir=work / "hydra",
-        )
         clients = identity_provider.clients(console_url, AUDIENCES)
-        client_secrets = {c.client_id: secrets.token_urlsafe(32) for c in clients}
         console: subprocess.Popen[bytes] | None = None
         samples: list[float] = []
         failures: list[str] = []
-        try:
-            print(f"starting a private Hydra and a console on {console_url}...", flush=True)
-            async with hydra.hydra_environment(instance) as admin:
-                for client in clients:
-                    await admin.ensure_client(client, client_secrets[client.client_id])
+        print(f"starting a private Hydra and a console on {console_url}...", flush=True)
+        async with hydra.private_hydra(
+            admin_dsn, work / "hydra", clients, console_url=console_url
+        ) as private:
+            try:
                 environment = console_environment(
                     work,
                     console_port,
-                    instance.issuer,
-                    instance.admin_url,
-                    client_secrets[identity_provider.CONSOLE_CLIENT],
+                    private.instance.issuer,
+                    private.instance.admin_url,
+                    private.client_secrets[identity_provider.CONSOLE_CLIENT],
                 )
                 console = start_console(work, environment)
                 await wait_ready(console_url, console)
@@ -137,10 +124,9 @@ async def main(args: argparse.Namespace) -> None:
                         samples.append(await timed_sign_in(console_url, WARM_UP + n))
                     except (RuntimeError, httpx.HTTPError) as failed:
                         failures.append(type(failed).__name__)
-        finally:
-            if console is not None:
-                stop(console)
-            await hydra.drop_database_role(admin_dsn, role)
+            finally:
+                if console is not None:
+                    stop(console)
     load_after = os.getloadavg()
     ok = counts.expect("sign-ins through the console and Hydra", len(samples), args.samples)
     report(samples, ok, counts)

@@ -43,6 +43,7 @@ __all__ = [
     "HYDRA_CONFIG",
     "ClientSpec",
     "HydraAdmin",
+    "HydraAdminError",
     "HydraInstance",
     "PrivateHydra",
     "TokenSet",
@@ -57,6 +58,7 @@ __all__ = [
     "signed_in_tokens",
     "start",
     "wait_ready",
+    "wait_until_ready",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[5]
@@ -182,26 +184,37 @@ def start(instance: HydraInstance, log_file: Path | None = None) -> subprocess.P
 
 
 async def wait_ready(instance: HydraInstance, process: subprocess.Popen[bytes] | None = None) -> None:
+    """`wait_until_ready` for `instance` (RuntimeError after a minute, or at once when `process` has
+    exited)."""
+    await wait_until_ready(instance.issuer, instance.admin_url, process)
+
+
+async def wait_until_ready(
+    issuer: str,
+    admin_url: str,
+    process: subprocess.Popen[bytes] | None = None,
+    timeout_seconds: float = READY_TIMEOUT_SECONDS,
+) -> None:
     """Until both the admin and the public API answer `/health/ready` and the JWKS serves its keys
-    (RuntimeError after a minute, or at once when `process` has exited).
+    (RuntimeError after `timeout_seconds`, or at once when `process` has exited).
 
     Hydra makes its signing keys on the first request that needs them, not at start-up: an RSA key pair per
     key set, seconds of CPU on a busy machine. The JWKS request here is that first request, so no token
     request or health check ever waits on it (the doctor's 3 s check did, and reported the provider down)."""
-    deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+    deadline = time.monotonic() + timeout_seconds
     async with httpx.AsyncClient(timeout=KEY_MAKING_TIMEOUT_SECONDS) as http:
         while True:
             with contextlib.suppress(httpx.HTTPError, ValueError):
-                admin = await http.get(f"{instance.admin_url}/health/ready")
-                public = await http.get(f"{instance.issuer}/health/ready")
+                admin = await http.get(f"{admin_url}/health/ready")
+                public = await http.get(f"{issuer}/health/ready")
                 if admin.status_code == public.status_code == 200:
-                    jwks = await http.get(f"{instance.issuer}/.well-known/jwks.json")
+                    jwks = await http.get(f"{issuer}/.well-known/jwks.json")
                     if jwks.status_code == 200 and len(jwks.json().get("keys", [])) >= 2:
                         return
             if process is not None and process.poll() is not None:
                 raise RuntimeError(f"hydra exited {process.returncode} (see its log)")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"hydra was not ready within {READY_TIMEOUT_SECONDS:.0f} s")
+                raise RuntimeError(f"hydra was not ready within {timeout_seconds:g} s")
             await asyncio.sleep(POLL_SECONDS)
 
 
@@ -296,15 +309,34 @@ class HydraAdmin:
         _expect(response, "read the login request")
         return response.json()  # type: ignore[no-any-return]
 
-    async def accept_login(self, challenge: str, subject: str, context: Mapping[str, Any]) -> str:
-        """Accepts the login as `subject`; `context` reaches the consent request. The URL to send the user
-        on to."""
+    async def accept_login(
+        self,
+        challenge: str,
+        subject: str,
+        context: Mapping[str, Any],
+        *,
+        remember_seconds: int | None = None,
+    ) -> str:
+        """Accepts the login as `subject`; `context` reaches the consent request. With `remember_seconds`
+        Hydra keeps a session for the browser that long (which RP-initiated logout then ends). The URL to
+        send the user on to."""
+        body: dict[str, Any] = {"subject": subject, "context": dict(context), "remember": False}
+        if remember_seconds:
+            body |= {"remember": True, "remember_for": remember_seconds}
         response = await self.http.put(
             f"{self.url}/admin/oauth2/auth/requests/login/accept",
             params={"login_challenge": challenge},
-            json={"subject": subject, "context": dict(context), "remember": False},
+            json=body,
         )
         _expect(response, "accept the login")
+        return str(response.json()["redirect_to"])
+
+    async def accept_logout(self, challenge: str) -> str:
+        """Accepts an RP-initiated logout: Hydra ends its session. The URL to send the user on to."""
+        response = await self.http.put(
+            f"{self.url}/admin/oauth2/auth/requests/logout/accept", params={"logout_challenge": challenge}
+        )
+        _expect(response, "accept the logout")
         return str(response.json()["redirect_to"])
 
     async def consent_request(self, challenge: str) -> Mapping[str, Any]:
@@ -328,9 +360,17 @@ class HydraAdmin:
         return str(response.json()["redirect_to"])
 
 
+class HydraAdminError(RuntimeError):
+    """The admin API refused (`status` < 500: an unknown, used or expired challenge, say) or failed."""
+
+    def __init__(self, what: str, status: int) -> None:
+        super().__init__(f"hydra admin: could not {what}: HTTP {status}")
+        self.status = status
+
+
 def _expect(response: httpx.Response, what: str) -> None:
     if response.status_code >= 300:
-        raise RuntimeError(f"hydra admin: could not {what}: HTTP {response.status_code}")
+        raise HydraAdminError(what, response.status_code)
 
 
 @contextlib.asynccontextmanager
@@ -479,10 +519,15 @@ class PrivateHydra:
 
 @contextlib.asynccontextmanager
 async def private_hydra(
-    admin_dsn: str, work_dir: Path, clients: Sequence[ClientSpec]
+    admin_dsn: str,
+    work_dir: Path,
+    clients: Sequence[ClientSpec],
+    *,
+    console_url: str = UNSERVED_CONSOLE_URL,
 ) -> AsyncIterator[PrivateHydra]:
     """A Hydra of its own on free loopback ports (a role and schema of its own, dropped on exit) with
-    `clients` registered under fresh secrets: for tests and benchmarks."""
+    `clients` registered under fresh secrets: for tests and benchmarks. Its login, consent and logout pages
+    are `console_url`'s (by default nothing serves them: logins are accepted through the admin API)."""
     role = Identifier(f"hydra_{secrets.token_hex(5)}")
     dsn = await create_database_role(admin_dsn, role, secrets.token_urlsafe(24))
     instance = HydraInstance(
@@ -490,7 +535,7 @@ async def private_hydra(
         admin_port=free_port(),
         dsn=dsn,
         system_secret=secrets.token_urlsafe(32),
-        console_url=UNSERVED_CONSOLE_URL,
+        console_url=console_url,
         work_dir=work_dir,
     )
     client_secrets = {client.client_id: secrets.token_urlsafe(32) for client in clients}

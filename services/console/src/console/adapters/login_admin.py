@@ -1,11 +1,10 @@
 """The provider's login, consent and logout requests, as the console's dev login pages handle them (ORY
 Hydra's admin API, on a loopback address of the local stack only).
 
-Reading a login or consent request and accepting a consent go through the platform's `HydraAdmin`. What it
-lacks is here: a login accepted with `remember` (so the provider keeps a session, which sign-out then ends),
-and the logout request. Errors: `ChallengeRefused` (the provider does not know the challenge, or no longer:
-used, expired) and `ProviderUnavailable` (no answer). The redirect the provider answers with must lead to
-the provider itself.
+Every call goes through the platform's `HydraAdmin`; a login is accepted with `remember`, so the provider
+keeps a session, which sign-out then ends. Errors: `ChallengeRefused` (the provider does not know the
+challenge, or no longer: used, expired) and `ProviderUnavailable` (no answer, or a server error). The
+redirect the provider answers with must lead to the provider itself.
 """
 
 from __future__ import annotations
@@ -13,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 
 from console.adapters.openid import ProviderUnavailable, origin_of
-from yovision_platform.tools.hydra import HydraAdmin
+from yovision_platform.tools.hydra import HydraAdmin, HydraAdminError
 
 __all__ = ["ChallengeRefused", "ConsentRequest", "LoginAdmin", "LoginRequest"]
 
@@ -47,9 +45,7 @@ class LoginAdmin:
     """`admin_url`: the provider's admin API; `public_origin`: where its redirects must lead."""
 
     def __init__(self, admin_url: str, public_origin: str, http: httpx.AsyncClient) -> None:
-        self._url = admin_url
         self._public_origin = public_origin
-        self._http = http
         self._admin = HydraAdmin(admin_url, http)
 
     async def login_request(self, challenge: str) -> LoginRequest:
@@ -65,19 +61,15 @@ class LoginAdmin:
     ) -> str:
         """Accepts the login as `subject`, allowing `permissions` (the login's context, which the consent
         reads), remembered by the provider for `remember_seconds`. The URL to send the browser on to."""
-        try:
-            answer = await self._http.put(
-                f"{self._url}/admin/oauth2/auth/requests/login/accept?login_challenge={quote(challenge)}",
-                json={
-                    "subject": subject,
-                    "context": {CONTEXT_PERMISSIONS: list(permissions)},
-                    "remember": True,
-                    "remember_for": remember_seconds,
-                },
+        redirect = await self._call(
+            self._admin.accept_login(
+                challenge,
+                subject,
+                {CONTEXT_PERMISSIONS: list(permissions)},
+                remember_seconds=remember_seconds,
             )
-        except httpx.HTTPError:
-            raise ProviderUnavailable() from None
-        return self._redirect(answer)
+        )
+        return self._leads_to_the_provider(redirect)
 
     async def consent_request(self, challenge: str) -> ConsentRequest:
         body = await self._call(self._admin.consent_request(challenge))
@@ -96,32 +88,15 @@ class LoginAdmin:
     async def accept_logout(self, challenge: str) -> str:
         """Accepts the logout: the provider ends its session, then sends the browser where the sign-out
         asked (the console's post-logout URL)."""
-        try:
-            answer = await self._http.put(
-                f"{self._url}/admin/oauth2/auth/requests/logout/accept?logout_challenge={quote(challenge)}"
-            )
-        except httpx.HTTPError:
-            raise ProviderUnavailable() from None
-        return self._redirect(answer)
+        return self._leads_to_the_provider(await self._call(self._admin.accept_logout(challenge)))
 
     async def _call(self, call: Any) -> Any:
         try:
             return await call
-        except httpx.HTTPError:
+        except (httpx.HTTPError, ValueError, KeyError):  # no answer, or no JSON redirect in it
             raise ProviderUnavailable() from None
-        except RuntimeError:  # HydraAdmin: the admin API answered >= 300
-            raise ChallengeRefused() from None
-
-    def _redirect(self, answer: httpx.Response) -> str:
-        if answer.status_code >= 500:
-            raise ProviderUnavailable()
-        if answer.status_code >= 300:
-            raise ChallengeRefused()
-        try:
-            redirect = answer.json().get("redirect_to")
-        except (ValueError, AttributeError):
-            raise ProviderUnavailable() from None
-        return self._leads_to_the_provider(redirect)
+        except HydraAdminError as refused:
+            raise (ProviderUnavailable() if refused.status >= 500 else ChallengeRefused()) from None
 
     def _leads_to_the_provider(self, redirect: object) -> str:
         if not isinstance(redirect, str) or origin_of(redirect) != self._public_origin:
