@@ -57,9 +57,11 @@ __all__ = [
     "AccessTokenVerifier",
     "PermissionMapping",
     "Refusal",
+    "TokenRefused",
     "checked_url",
     "use_access_token_verifier",
     "use_access_tokens",
+    "verified_claims",
 ]
 
 # Header parameters that carry or point at a key (RFC 7515 4.1): a verifier that used one would let the
@@ -109,6 +111,52 @@ class PermissionMapping:
         return frozenset().union(*(self.grants.get(v, frozenset()) for v in granted))
 
 
+class TokenRefused(Exception):
+    """`verified_claims` refused the token, for `reason` (a metric's label, never an answer's)."""
+
+    def __init__(self, reason: Refusal) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+
+
+async def verified_claims(
+    token: str,
+    keys: IssuerKeys,
+    *,
+    issuer: str,
+    audience: str,
+    leeway_seconds: int,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """The claims of a JWT the issuer signed, every check of the module docstring passed (the header, the
+    key from `keys` alone, `iss`, `aud`, `sub` and the times); `TokenRefused` otherwise. The services'
+    access tokens and the console's ID tokens both pass through here."""
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.PyJWTError:
+        raise TokenRefused(Refusal.MALFORMED) from None
+    algorithm, kid = header.get("alg"), header.get("kid")
+    if not isinstance(algorithm, str) or not isinstance(kid, str) or not kid:
+        raise TokenRefused(Refusal.INVALID)
+    if KEY_BEARING_HEADERS & header.keys() or algorithm not in keys.algorithms:
+        raise TokenRefused(Refusal.INVALID)
+    key = await keys.key(kid)
+    if key is None:
+        raise TokenRefused(Refusal.UNKNOWN_KID)
+    if key.algorithm != algorithm:
+        raise TokenRefused(Refusal.INVALID)
+    try:
+        claims: dict[str, Any] = jwt.decode(
+            token, key.key, algorithms=[key.algorithm], issuer=issuer, audience=audience,
+            options=DECODE_OPTIONS,
+        )  # fmt: skip
+        check_times(claims, now=now, leeway_seconds=leeway_seconds)
+        checked_subject(claims)
+    except (jwt.PyJWTError, AuthError):
+        raise TokenRefused(Refusal.INVALID) from None
+    return claims
+
+
 @dataclass
 class AccessTokenVerifier:
     """Verifies the access tokens of one issuer for one audience (see the module docstring)."""
@@ -127,34 +175,15 @@ class AccessTokenVerifier:
 
     async def verify(self, token: str, *, now: float | None = None) -> Identity:
         try:
-            header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError:
-            raise self._refused(Refusal.MALFORMED) from None
-        algorithm, kid = header.get("alg"), header.get("kid")
-        if not isinstance(algorithm, str) or not isinstance(kid, str) or not kid:
-            raise self._refused(Refusal.INVALID)
-        if KEY_BEARING_HEADERS & header.keys() or algorithm not in self.keys.algorithms:
-            raise self._refused(Refusal.INVALID)
-        key = await self.keys.key(kid)
-        if key is None:
-            self._log_unknown_kid()
-            raise self._refused(Refusal.UNKNOWN_KID)
-        if key.algorithm != algorithm:
-            raise self._refused(Refusal.INVALID)
-        try:
-            claims: dict[str, Any] = jwt.decode(
-                token,
-                key.key,
-                algorithms=[key.algorithm],
-                issuer=self.issuer,
-                audience=self.audience,
-                options=DECODE_OPTIONS,
-            )
-            check_times(claims, now=now, leeway_seconds=self.leeway_seconds)
-            subject = checked_subject(claims)
-        except (jwt.PyJWTError, AuthError):
-            raise self._refused(Refusal.INVALID) from None
-        return Identity(subject, self.mapping.permissions(claims))
+            claims = await verified_claims(
+                token, self.keys, issuer=self.issuer, audience=self.audience,
+                leeway_seconds=self.leeway_seconds, now=now,
+            )  # fmt: skip
+        except TokenRefused as refused:
+            if refused.reason is Refusal.UNKNOWN_KID:
+                self._log_unknown_kid()
+            raise self._refused(refused.reason) from None
+        return Identity(claims["sub"], self.mapping.permissions(claims))
 
     def _refused(self, reason: Refusal) -> AuthError:
         self.on_refusal(reason)

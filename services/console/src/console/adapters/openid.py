@@ -4,10 +4,10 @@
 - The discovery document (`<issuer>/.well-known/openid-configuration`) is fetched on first use, kept, and
   fetched again after `DISCOVERY_MAX_AGE_SECONDS`; while a new fetch fails, the kept one is used. Its
   `issuer` must be the configured one, and every endpoint https (http on loopback only).
-- ID tokens are verified against the issuer's JWKS (`yovision_platform.jwks.IssuerKeys`: cached, fetched
-  again on an unknown `kid`, rate-limited): an allowed asymmetric algorithm, the `kid`'s own algorithm, no
-  key named by the token itself, `iss`, `aud` = the client id (and `azp` when `aud` names others), `exp`,
-  `iat`, `sub`, and the `nonce` of the sign-in.
+- ID tokens are verified as every service verifies access tokens (`access_tokens.verified_claims`, against
+  the issuer's JWKS through `yovision_platform.jwks.IssuerKeys`: an allowed asymmetric algorithm, the
+  `kid`'s own algorithm, no key named by the token itself, `iss`, `sub` and the times), with `aud` = the
+  client id (and `azp` when `aud` names others) and the `nonce` of the sign-in.
 
 Errors: `ProviderUnavailable` (no answer, a 5xx, an answer of the wrong shape), `GrantRefused` (the
 provider refused a code, a refresh token: its `error` code when it is a known one) and `IdTokenInvalid`.
@@ -29,8 +29,8 @@ import httpx
 import jwt
 
 from console.domain.sign_in import TokenAnswer
-from yovision_platform.access_tokens import KEY_BEARING_HEADERS, PermissionMapping, checked_url
-from yovision_platform.auth import JWT_LEEWAY_SECONDS_DEFAULT, AuthError, checked_subject
+from yovision_platform.access_tokens import PermissionMapping, TokenRefused, checked_url, verified_claims
+from yovision_platform.auth import JWT_LEEWAY_SECONDS_DEFAULT
 from yovision_platform.jwks import IssuerKeys
 
 __all__ = [
@@ -280,29 +280,10 @@ class OpenIdProvider:
         await self.metadata()
         assert self._keys is not None
         try:
-            header = jwt.get_unverified_header(id_token)
-        except jwt.PyJWTError:
-            raise IdTokenInvalid() from None
-        algorithm, kid = header.get("alg"), header.get("kid")
-        if not isinstance(algorithm, str) or algorithm not in self._algorithms:
-            raise IdTokenInvalid()
-        if not isinstance(kid, str) or not kid or KEY_BEARING_HEADERS & header.keys():
-            raise IdTokenInvalid()
-        key = await self._keys.key(kid)
-        if key is None or key.algorithm != algorithm:
-            raise IdTokenInvalid()
-        try:
-            claims: dict[str, Any] = jwt.decode(
-                id_token,
-                key.key,
-                algorithms=[algorithm],
-                audience=self.client_id,
-                issuer=self.issuer,
-                leeway=self._leeway,
-                options={"require": ["iss", "aud", "sub", "exp", "iat"]},
+            claims = await verified_claims(
+                id_token, self._keys, issuer=self.issuer, audience=self.client_id, leeway_seconds=self._leeway
             )
-            checked_subject(claims)
-        except (jwt.PyJWTError, AuthError):
+        except TokenRefused:
             raise IdTokenInvalid() from None
         audience = claims["aud"]
         if isinstance(audience, list) and len(audience) > 1 and claims.get("azp") != self.client_id:
