@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import MigratedSchema, Stack
 from tests.integration.platform.kafka_helpers import drained, publishers, read_topic, running, wait_until
+from yovision_platform.db import DbConnection
 from yovision_platform.errors import OutboxError
 from yovision_platform.kafka import partition_for_key
 from yovision_platform.outbox import MAX_MESSAGE_BYTES, OUTBOX_SHARDS, Outbox, OutboxMessage, notify_channel
@@ -471,3 +472,34 @@ async def test_a_row_committed_during_a_kafka_commit_is_published_at_once_not_af
             waited = time.monotonic() - started
     assert [r.value for r in sorted(records, key=lambda r: r.offset)] == [b"one-key:1", b"one-key:2"]
     assert waited < 10, "the second row waited for the poll interval"
+
+
+async def test_while_rows_flow_the_cursor_is_stored_at_most_once_per_interval_and_at_once_when_idle(
+    stack: Stack, runtime_pool: asyncpg.Pool, migrated: MigratedSchema, topic: str
+) -> None:
+    """The cursor write is off the batch's path: 20 batches of one shard, published within the advance
+    interval, store the cursor at most twice (the first batch, then the shard going idle), and the stored
+    cursor has passed every row once the shard is idle."""
+    outbox = Outbox(migrated.name)
+    key = "one-key"
+    config = OutboxPublisherConfig(
+        batch_size=10, lease_seconds=20, poll_interval_seconds=0.1, advance_interval_seconds=15
+    )
+    with publishers(stack.kafka_bootstrap) as factory:
+        relay = OutboxPublisher(runtime_pool, migrated.name, factory, owner="relay-lazy", config=config)
+        stored: list[int] = []
+        store = relay._cursors.advance
+
+        async def counted(conn: DbConnection, shard: int, epoch: int, position: WindowPosition) -> float:
+            stored.append(shard)
+            return await store(conn, shard, epoch, position)
+
+        relay._cursors.advance = counted  # type: ignore[method-assign]
+        async with running(relay):
+            await enqueue(runtime_pool, outbox, [message(topic, key, seq) for seq in range(200)])
+            await drained(relay, timeout_seconds=14)
+            records = await read_topic(stack.kafka_bootstrap, topic, expected=200, timeout_seconds=10)
+    assert [r.value for r in sorted(records, key=lambda r: r.offset)] == [
+        f"{key}:{seq}".encode() for seq in range(200)
+    ]
+    assert stored == [partition_for_key(key.encode(), OUTBOX_SHARDS)] * 2

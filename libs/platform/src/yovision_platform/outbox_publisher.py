@@ -10,18 +10,24 @@ shard_cursors`) and is relayed by one relay at a time, which reads it window by 
 1. **Read** the next rows of the shard's window, in id order (at most `batch_size`).
 2. **Publish** them in one Kafka transaction under the shard's ``transactional.id`` (idempotent,
    ``acks=all``). Any failure aborts the transaction -- none of the batch becomes visible to
-   ``read_committed`` consumers -- leaves the cursor where it was and backs the shard off (1 s doubling to
-   30 s, persisted on the cursor row with a stable code); the batch is then read and sent again.
-3. **Advance** the cursor past the batch: one UPDATE fenced on (owner, epoch). Zero rows means another
-   relay took the shard over: this relay stops the shard and publishes nothing more for it. The successor's
-   ``init_transactions`` has also fenced this relay's producer at the broker.
+   ``read_committed`` consumers -- and backs the shard off (1 s doubling to 30 s, persisted on the cursor
+   row with a stable code); the batch is then read and sent again.
+3. **Advance** the stored cursor past the published batches: one UPDATE fenced on (owner, epoch), in the
+   background and at most every `advance_interval_seconds` while rows flow, at once when the shard goes
+   idle or is handed over. Zero rows means another relay took the shard over: this relay stops the shard.
 
-Pipelining: batch *n+1* is read while batch *n* is being committed, and its transaction is produced while
-*n*'s cursor update runs; it commits only once that update succeeded. An idle shard waits for a
-``NOTIFY`` from `Outbox.enqueue` (delivered at commit), with a poll as fallback.
+**Fencing** is Kafka's: a relay that takes a shard over runs ``init_transactions`` under the shard's
+transactional id before it publishes, which aborts its predecessor's open transaction and makes every later
+commit of the predecessor fail (`PublishError.FENCED`). So a relay paused past its lease publishes nothing
+after its successor started, and the cursor write needs not be on a batch's path.
 
-A relay killed between 2 and 3 leaves the cursor before the batch; the successor publishes the batch again
-(duplicates, never losses). Consumers deduplicate by event id.
+Pipelining: batch *n+1* is read while batch *n* is being committed. An idle shard waits for a ``NOTIFY``
+from `Outbox.enqueue` (delivered at commit), with a poll as fallback.
+
+A relay killed after a commit but before the cursor caught up leaves the stored cursor behind what it
+published; the successor publishes those batches again, in order (duplicates, never losses or reordering:
+every relay publishes a contiguous run of the shard's rows from a position at or before where the last one
+stopped). Consumers deduplicate by event id.
 """
 
 from __future__ import annotations
@@ -77,6 +83,9 @@ RELAY_DEFAULT_BATCH_ROWS = 5_000
 RELAY_LEASE_SECONDS = 30.0
 RELAY_MIN_LEASE_SECONDS = 1.0
 RELAY_POLL_INTERVAL_SECONDS = 0.5
+# While rows flow, the stored cursor is written at most this often (see _ShardPublisher); a crash then
+# publishes again at most this much of a shard's traffic, plus the batch in flight.
+RELAY_ADVANCE_INTERVAL_SECONDS = 0.1
 RELAY_BACKOFF_BASE_SECONDS = 1.0
 RELAY_BACKOFF_CAP_SECONDS = 30.0
 RELAY_BACKOFF_JITTER = 0.2
@@ -95,6 +104,7 @@ class OutboxPublisherConfig:
     batch_size: int = RELAY_DEFAULT_BATCH_ROWS
     lease_seconds: float = RELAY_LEASE_SECONDS
     poll_interval_seconds: float = RELAY_POLL_INTERVAL_SECONDS
+    advance_interval_seconds: float = RELAY_ADVANCE_INTERVAL_SECONDS
     backoff_base_seconds: float = RELAY_BACKOFF_BASE_SECONDS
     backoff_cap_seconds: float = RELAY_BACKOFF_CAP_SECONDS
     published_retention_seconds: float = OUTBOX_PUBLISHED_RETENTION_SECONDS
@@ -106,6 +116,8 @@ class OutboxPublisherConfig:
             raise ValueError(f"relay batch_size must be within 1..{RELAY_BATCH_MAX_ROWS}")
         if self.lease_seconds < RELAY_MIN_LEASE_SECONDS:
             raise ValueError(f"relay lease_seconds must be at least {RELAY_MIN_LEASE_SECONDS}")
+        if not 0 <= self.advance_interval_seconds < self.lease_seconds:
+            raise ValueError("relay advance_interval_seconds must be within 0..lease_seconds")
         if not 0 < self.backoff_base_seconds <= self.backoff_cap_seconds:
             raise ValueError("relay backoff needs 0 < base <= cap")
 
@@ -354,13 +366,16 @@ class _ShardPublisher:
         self._held = held
         self._shard = held.lease.shard
         self._epoch = held.lease.epoch
-        self._persisted = held.lease.position
+        self._persisted = held.lease.position  # what the stored cursor holds
+        self._published = held.lease.position  # after the last batch committed to Kafka
         self._config = relay._config
         self._reader = WindowReader(
             relay._windows, self._shard, held.lease.position, relay._config.batch_size
         )
         self._publisher: TransactionalPublisher | None = None
         self._retry_at = time.monotonic() + held.lease.retry_in_seconds
+        self._advancing: asyncio.Task[None] | None = None
+        self._advance_due = 0.0
         self._fenced = False
 
     @property
@@ -375,10 +390,15 @@ class _ShardPublisher:
         finally:
             await self._close_publisher()
             if self._fenced:
+                await _quietly(self._advancing)
                 log.warning("outbox shard taken over by another relay", extra={"shard": self._shard})
                 if self._metrics is not None:
                     self._metrics.fenced.labels().inc()
             else:
+                # Hand over a current cursor, so the next holder does not publish this relay's last batches
+                # again.
+                with contextlib.suppress(CursorFenced, *DB_ERRORS):
+                    await self._advance_now()
                 with contextlib.suppress(*DB_ERRORS):
                     async with self._relay._pool.acquire() as conn:
                         await self._relay._cursors.release(conn, self._shard, self._epoch)
@@ -408,13 +428,19 @@ class _ShardPublisher:
                     continue
                 prefetch = None
                 if not batch.rows:
+                    if self._published != self._persisted:
+                        await self._advance_idle()
+                        continue
                     await self._wait(self._config.poll_interval_seconds)
                     continue
                 started = time.monotonic()
                 try:
                     self._produce(batch)
-                    # Read the next batch while this one's acknowledgements and commit are outstanding.
-                    prefetch = asyncio.create_task(self._woken_read())
+                    if len(batch.rows) == self._config.batch_size:
+                        # A backlog: read the next batch while this one's commit is outstanding. Otherwise
+                        # read once it is done, so that rows committed meanwhile go in the next batch
+                        # rather than wait a whole commit more behind a read taken too early.
+                        prefetch = asyncio.create_task(self._woken_read())
                     assert self._publisher is not None
                     await self._publisher.commit()
                 except PublishFailed as failure:
@@ -422,13 +448,8 @@ class _ShardPublisher:
                     prefetch = None
                     await self._failed(failure)
                     continue
-                try:
-                    await self._advance(batch.after)
-                except DB_ERRORS as exc:
-                    await _quietly(prefetch)
-                    prefetch = None
-                    self._database_failed(exc)
-                    continue
+                self._published = batch.after
+                self._advance_soon()
                 if self._metrics is not None:
                     self._metrics.published.labels().inc(len(batch.rows))
                     self._metrics.batch_seconds.labels().observe(time.monotonic() - started)
@@ -436,10 +457,9 @@ class _ShardPublisher:
             await _quietly(prefetch)
 
     def _database_failed(self, exc: BaseException) -> None:
-        """Back to the stored cursor after a read or cursor update failed (a committed batch whose update
-        failed goes out again: duplicates, not losses)."""
+        """Back to the last committed batch after a read failed."""
         log.warning("outbox relay database call failed", extra={"error_code": type(exc).__name__})
-        self._reader.reset(self._persisted)
+        self._reader.reset(self._published)
         self._retry_at = time.monotonic() + self._config.backoff_base_seconds
 
     async def _woken_read(self) -> WindowBatch:
@@ -447,11 +467,49 @@ class _ShardPublisher:
         prefetch is in flight) stays set, so an empty prefetch never sleeps through a row committed
         meanwhile (it did, for a whole poll interval, when the wake was cleared after the prefetch began)."""
         self._held.wake.clear()
-        return await self._read()
-
-    async def _read(self) -> WindowBatch:
         async with self._relay._pool.acquire() as conn:
             return await self._reader.next_batch(conn)
+
+    # -- the stored cursor ----------------------------------------------------------------------------------
+    # Kafka's fence, not the cursor, keeps a relay that lost its shard from publishing (its successor's
+    # init_transactions fences the shard's transactional id), so the cursor is written off the batch's path:
+    # in the background, at most once per advance interval while rows flow, and at once when the shard goes
+    # idle or is handed over. A stored cursor behind what was published only means that a successor after a
+    # crash publishes those batches again: duplicates, in order, never a loss.
+
+    def _advance_soon(self) -> None:
+        """Start writing the published position if the interval has passed and no write is in flight;
+        raise CursorFenced if the last write found the shard taken over."""
+        if self._advancing is not None:
+            if not self._advancing.done():
+                return
+            self._advanced(self._advancing)
+        if time.monotonic() < self._advance_due:
+            return
+        self._advance_due = time.monotonic() + self._config.advance_interval_seconds
+        self._advancing = asyncio.create_task(self._advance(self._published))
+
+    def _advanced(self, task: asyncio.Task[None]) -> None:
+        self._advancing = None
+        exc = None if task.cancelled() else task.exception()
+        if isinstance(exc, CursorFenced):
+            raise exc
+        if exc is not None:  # a database error: the next write tries again
+            log.warning("outbox cursor not stored", extra={"error_code": type(exc).__name__})
+
+    async def _advance_now(self) -> None:
+        if self._advancing is not None:
+            await _quietly(self._advancing)
+            self._advanced(self._advancing)
+        if self._published != self._persisted:
+            await self._advance(self._published)
+
+    async def _advance_idle(self) -> None:
+        try:
+            await self._advance_now()
+        except DB_ERRORS as exc:
+            log.warning("outbox cursor not stored", extra={"error_code": type(exc).__name__})
+            self._retry_at = time.monotonic() + self._config.backoff_base_seconds
 
     async def _advance(self, position: WindowPosition) -> None:
         async with self._relay._pool.acquire() as conn:
@@ -482,7 +540,7 @@ class _ShardPublisher:
         return True
 
     async def _failed(self, failure: PublishFailed) -> None:
-        self._reader.reset(self._persisted)
+        self._reader.reset(self._published)
         if failure.reason is PublishError.FENCED:
             raise CursorFenced()
         if failure.fatal:
