@@ -16,6 +16,7 @@ from confluent_kafka import Producer
 from bench.messages import KafkaMessage
 from bench.stats import Stopwatch, per_second
 from yovision_platform.kafka import seek_to_start, start_producer
+from yovision_platform.txn_producer import KAFKA_PARTITIONER
 
 __all__ = ["ProduceResult", "count_records", "raw_aiokafka", "raw_confluent", "warm_up_topic"]
 
@@ -69,6 +70,7 @@ def confluent_config(bootstrap: str, client_id: str) -> dict[str, Any]:
         "enable.idempotence": True,
         "acks": "all",
         "linger.ms": 5,
+        "partitioner": KAFKA_PARTITIONER,  # as the relay's publisher
     }
 
 
