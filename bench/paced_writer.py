@@ -17,9 +17,12 @@ import time
 import uuid
 from pathlib import Path
 
+import asyncpg
+
 from bench.relay_worker import DSN_ENV
 from yovision_platform.db import Identifier, create_pool
 from yovision_platform.outbox import Outbox, OutboxMessage
+from yovision_platform.unit_of_work import TransactionalOutbox
 
 PACED_TRANSACTION_ROWS = 10
 PACED_WRITERS = 4
@@ -61,19 +64,27 @@ def dump(messages: list[OutboxMessage], path: Path) -> None:
 
 
 async def write(
-    outbox: Outbox, pool: object, messages: list[OutboxMessage], rate: float, committed: dict[str, float]
+    pool: asyncpg.Pool,
+    outbox: Outbox,
+    messages: list[OutboxMessage],
+    rate: float,
+    committed: dict[str, float],
 ) -> None:
+    """As `PostgresUnitOfWork` writes a use case's events (one enqueue_many per transaction, the publishers
+    woken after the commit), with the moment the COMMIT returned noted in between."""
     started = time.perf_counter()
-    async with pool.acquire() as conn:  # type: ignore[attr-defined]
+    async with pool.acquire() as conn:
         for offset in range(0, len(messages), PACED_TRANSACTION_ROWS):
             delay = started + offset / rate - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
             # Keys sorted, as a use case writing several events does (enqueue_many locks them in that order).
             chunk = sorted(messages[offset : offset + PACED_TRANSACTION_ROWS], key=lambda m: m.key)
+            transactional = TransactionalOutbox(conn, outbox, wake_after_commit=True)
             async with conn.transaction():
-                await outbox.enqueue_many(conn, chunk)
+                await transactional.enqueue_many(chunk)
             now = time.monotonic()
+            await transactional.wake()
             for message in chunk:
                 committed[str(message.event_id)] = now
 
@@ -90,7 +101,7 @@ async def main(schema: str, rate: float, messages_file: Path, result_file: Path)
     try:
         await asyncio.gather(
             *(
-                write(outbox, pool, messages[w * share : (w + 1) * share], rate / PACED_WRITERS, committed)
+                write(pool, outbox, messages[w * share : (w + 1) * share], rate / PACED_WRITERS, committed)
                 for w in range(PACED_WRITERS)
             )
         )

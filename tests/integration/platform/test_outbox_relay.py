@@ -1,18 +1,19 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 import asyncpg
 import pytest
 
 from tests.conftest import MigratedSchema, Stack
 from tests.integration.platform.kafka_helpers import drained, publishers, read_topic, running, wait_until
-from yovision_platform.db import DbConnection
+from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.errors import OutboxError
 from yovision_platform.kafka import partition_for_key
 from yovision_platform.outbox import MAX_MESSAGE_BYTES, OUTBOX_SHARDS, Outbox, OutboxMessage, notify_channel
@@ -20,6 +21,7 @@ from yovision_platform.outbox_publisher import OutboxPublisher, OutboxPublisherC
 from yovision_platform.outbox_windows import WindowPosition
 from yovision_platform.shard_cursors import CursorFenced, ShardCursors
 from yovision_platform.txn_producer import PublisherFactory, TransactionalPublisher
+from yovision_platform.unit_of_work import PostgresUnitOfWork
 
 FAST = OutboxPublisherConfig(lease_seconds=3, poll_interval_seconds=0.1)
 
@@ -393,26 +395,85 @@ async def test_a_writer_of_many_holds_each_of_its_keys_until_it_commits(
     assert [bytes(r["value"]) for r in values] == [b"a:1", b"b:1", b"b:2"]
 
 
+@contextlib.asynccontextmanager
+async def wake_ups(pool: asyncpg.Pool, schema: Identifier) -> AsyncIterator[list[str]]:
+    """The payloads of the outbox channel's notifications, as they arrive."""
+    heard: list[str] = []
+    listener = await pool.acquire()
+    try:
+        await listener.add_listener(notify_channel(schema), lambda *args: heard.append(args[3]))
+        yield heard
+    finally:
+        await listener.reset()
+        await pool.release(listener)
+
+
+async def hear_every_shard(heard: list[str], shards: set[int]) -> None:
+    async def all_heard() -> bool:
+        return len(heard) >= len(shards)
+
+    await wait_until(all_heard, timeout_seconds=10)
+
+
 async def test_many_messages_wake_the_publisher_of_each_of_their_shards_once_at_commit(
     runtime_pool: asyncpg.Pool, migrated: MigratedSchema
 ) -> None:
     messages = [message("t", f"key-{n}", n) for n in range(40)]
     shards = {partition_for_key(m.key, OUTBOX_SHARDS) for m in messages}
-    heard: list[str] = []
-    listener = await runtime_pool.acquire()
-    try:
-        await listener.add_listener(notify_channel(migrated.name), lambda *args: heard.append(args[3]))
+    async with wake_ups(runtime_pool, migrated.name) as heard:
         async with runtime_pool.acquire() as conn, conn.transaction():
             await Outbox(migrated.name).enqueue_many(conn, messages)
             assert heard == []  # delivered at commit, not before
+        await hear_every_shard(heard, shards)
+    assert sorted(heard) == sorted(str(s) for s in shards)
 
-        async def all_heard() -> bool:
-            return len(heard) >= len(shards)
 
-        await wait_until(all_heard, timeout_seconds=10)
-    finally:
-        await listener.reset()
-        await runtime_pool.release(listener)
+async def test_a_unit_of_work_wakes_the_publishers_after_its_commit_not_from_inside_it(
+    runtime_pool: asyncpg.Pool, migrated: MigratedSchema, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A NOTIFY inside a transaction holds PostgreSQL's database-wide notify lock through the commit's flush,
+    so the unit of work's transaction sends none; its wake-up follows the commit, one per shard, and a
+    rolled-back unit of work sends none."""
+
+    def messages() -> list[OutboxMessage]:
+        return [message("t", f"key-{n}", n) for n in range(40)]
+
+    shards = {partition_for_key(m.key, OUTBOX_SHARDS) for m in messages()}
+    async with wake_ups(runtime_pool, migrated.name) as heard:
+        async with runtime_pool.acquire() as conn:
+            async with conn.transaction():
+                await Outbox(migrated.name).enqueue_many(conn, messages(), notify=False)
+            await conn.execute("SELECT pg_notify($1, 'after')", notify_channel(migrated.name))
+
+        async def heard_after() -> bool:
+            return "after" in heard
+
+        await wait_until(heard_after, timeout_seconds=10)
+        assert heard == ["after"], "the transaction itself notified"
+        heard.clear()
+        notify_flags: list[bool] = []
+        enqueue_many = Outbox.enqueue_many
+
+        async def noted(
+            outbox: Outbox, conn: DbConnection, batch: Sequence[OutboxMessage], *, notify: bool = True
+        ) -> list[int]:
+            notify_flags.append(notify)
+            return await enqueue_many(outbox, conn, batch, notify=notify)
+
+        monkeypatch.setattr(Outbox, "enqueue_many", noted)
+
+        async def failing_use_case() -> None:
+            async with PostgresUnitOfWork(runtime_pool, migrated.name) as uow:
+                await uow.outbox.enqueue_many(messages())
+                raise RuntimeError("the use case failed")
+
+        with pytest.raises(RuntimeError):
+            await failing_use_case()
+        async with PostgresUnitOfWork(runtime_pool, migrated.name) as uow:
+            await uow.outbox.enqueue_many(messages())
+            await uow.outbox.enqueue(message("t", "key-0", 99))
+        await hear_every_shard(heard, shards)
+    assert notify_flags == [False, False, False]
     assert sorted(heard) == sorted(str(s) for s in shards)
 
 
@@ -448,8 +509,9 @@ class _HeldCommit:
 async def test_a_row_committed_during_a_kafka_commit_is_published_at_once_not_after_the_poll(
     stack: Stack, runtime_pool: asyncpg.Pool, migrated: MigratedSchema, topic: str
 ) -> None:
-    """The relay reads its next batch while a commit is in flight; a row committed meanwhile wakes it
-    (NOTIFY), so an empty prefetch must not send the relay to sleep for its poll interval (30 s here)."""
+    """A row committed while the relay's Kafka commit is in flight wakes it (NOTIFY) and goes out as soon
+    as that commit is done, not after the poll interval (30 s here): no read taken before it, empty, may send
+    the relay to sleep."""
     outbox = Outbox(migrated.name)
     key = "one-key"  # one shard: the held commit and the later row are the same shard's
     held, release = asyncio.Event(), asyncio.Event()

@@ -22,15 +22,16 @@ with its stores; it has two adapters, proven equal by one contract suite run aga
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Protocol, Self
 
 import asyncpg
 
-from yovision_platform.db import DbConnection, Identifier
+from yovision_platform.db import STORE_ERRORS, DbConnection, Identifier
 from yovision_platform.errors import OutboxError
-from yovision_platform.outbox import MAX_MESSAGE_BYTES, Outbox, OutboxMessage
+from yovision_platform.outbox import MAX_MESSAGE_BYTES, Outbox, OutboxMessage, outbox_shard
 
 __all__ = [
     "InMemoryOutbox",
@@ -40,6 +41,8 @@ __all__ = [
     "TransactionalOutbox",
     "UnitOfWork",
 ]
+
+log = logging.getLogger(__name__)
 
 
 class OutboxWriter(Protocol):
@@ -66,17 +69,34 @@ class UnitOfWork(Protocol):
 
 
 class TransactionalOutbox:
-    """The outbox of one open transaction (the PostgreSQL adapter of `OutboxWriter`)."""
+    """The outbox of one open transaction (the PostgreSQL adapter of `OutboxWriter`). `wake_after_commit`:
+    the owner of the commit wakes the publishers with `wake` once committed (see `yovision_platform.outbox`:
+    a NOTIFY inside the transaction serialises its commit with every other one that notifies); otherwise
+    the NOTIFY goes with the transaction."""
 
-    def __init__(self, conn: DbConnection, outbox: Outbox) -> None:
+    def __init__(self, conn: DbConnection, outbox: Outbox, *, wake_after_commit: bool = False) -> None:
         self._conn = conn
         self._outbox = outbox
+        self._wake_after_commit = wake_after_commit
+        self._shards: set[int] = set()
 
     async def enqueue(self, message: OutboxMessage) -> None:
-        await self._outbox.enqueue(self._conn, message)
+        await self.enqueue_many([message])
 
     async def enqueue_many(self, messages: Sequence[OutboxMessage]) -> None:
-        await self._outbox.enqueue_many(self._conn, messages)
+        await self._outbox.enqueue_many(self._conn, messages, notify=not self._wake_after_commit)
+        if self._wake_after_commit:
+            self._shards.update(outbox_shard(m.key) for m in messages)
+
+    async def wake(self) -> None:
+        """After the commit: wake the publishers of the shards written. A failure is only logged: the
+        publishers' poll finds the rows."""
+        if not self._shards:
+            return
+        try:
+            await self._outbox.notify_shards(self._conn, self._shards)
+        except STORE_ERRORS as exc:
+            log.warning("outbox wake-up not sent", extra={"error_code": type(exc).__name__})
 
 
 class InMemoryOutbox:
@@ -111,7 +131,7 @@ class InMemoryOutbox:
 class PostgresUnitOfWork:
     """One pooled connection and one transaction. Subclasses bind their repositories in `bind`."""
 
-    outbox: OutboxWriter
+    outbox: TransactionalOutbox
 
     def __init__(self, pool: asyncpg.Pool | None, schema: Identifier) -> None:
         self._pool = pool
@@ -154,7 +174,7 @@ class PostgresUnitOfWork:
         try:
             self._transaction = self._conn.transaction()
             await self._transaction.start()
-            self.outbox = TransactionalOutbox(self._conn, Outbox(self._schema))
+            self.outbox = TransactionalOutbox(self._conn, Outbox(self._schema), wake_after_commit=True)
             self.bind(self._conn)
         except BaseException:
             await self._release()
@@ -169,6 +189,7 @@ class PostgresUnitOfWork:
         try:
             if exc_type is None:
                 await self._transaction.commit()
+                await self.outbox.wake()
             else:
                 await self._transaction.rollback()
         finally:
