@@ -119,7 +119,7 @@ test-fast: ## The inner loop (about a minute, no server): lint, types, unit test
 fuzz: setup ## API fuzzing on a fresh random seed: schemathesis on every service, property tests against MediaMTX [SEED=n replays] [EXAMPLES=100]
 	SEED='$(SEED)' EXAMPLES='$(EXAMPLES)' infra/scripts/fuzz.sh
 
-bench: bench-platform bench-services ## All benchmarks (platform, then the services'); figures, not pass/fail
+bench: bench-platform bench-services ## All benchmarks (platform, then the services'); goal lines printed; exits non-zero on a wrong count
 
 bench-platform: ## Platform benchmarks: relay (1/2/4, aiokafka vs confluent) vs raw produce vs ProducerPerformance, paced latency, outbox size, enqueue, leases, access tokens, one event's path (bench/)
 	$(PY) -m bench $(ARGS)
