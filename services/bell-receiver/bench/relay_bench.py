@@ -13,14 +13,20 @@ topic for its consumer), then
    then 1 (and then 2) :class:`AuditPusher` with the production config run until every fact is
    delivered (the push's cursor has passed them); events/s from the workers' start to the cursor's last
    advance (``advanced_at``, database clock), and the ratio to (1). With one cursor, a second worker is a
-   standby: the 2-worker run shows it costs nothing.
-   Every fact is checked stored in Bell exactly once;
+   standby: the 2-worker run shows it costs nothing. While the workers run, the bench only asks whether the
+   cursor has passed the run's last fact (one row; the facts share one transaction and go out in id
+   order): counting the whole backlog every 20 ms took a third of a core of PostgreSQL from the relay it
+   measured. After the run the backlog is counted once (0 pending), and every fact is checked stored in
+   Bell exactly once;
 3. **latency**: ``--batches`` signed 100-item batches of new facts sent one after another with the relay's
    :class:`BellClient`; p50/p95/p99 of the whole request (goal p99 <= 50 ms). Then the `bench` machine
    client's access token (`client_credentials`, `bell:audit-read`) reads the trail through Bell's API: the
    newest Sense fact is the last one sent, with the actor the fact carried.
 
-Prints a table and a ``BENCH_JSON {...}`` line; stops Bell, deletes the topic and drops both schemas.
+Prints a table, the goal lines (``goal: ... met`` / ``NOT met``, for every relay run) and a
+``BENCH_JSON {...}`` line; stops Bell, deletes the topic and drops both schemas. A short count (a fact not
+delivered, stored twice, still pending; a baseline row missing) is printed instead of the figure it
+invalidates, and the bench exits 1 (`yovision_platform.tools.bench_runner.Counts`).
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ from sense_reconciler.adapters.audit_push_store import PostgresAuditPushStore
 from sense_reconciler.adapters.bell_client import BellClient
 from sense_reconciler.domain.audit_facts import OutboxFact, batch_body, fact_document
 from sense_reconciler.domain.audit_push import BATCH_MAX_ITEMS, AuditPushConfig
-from sense_reconciler.domain.audit_push_outcome import ItemResults
+from sense_reconciler.domain.audit_push_outcome import ItemResults, ItemStatus
 from sense_reconciler.entrypoints.audit_push_worker import audit_push_worker
 from sense_reconciler.entrypoints.main import SPEC as SENSE_SPEC
 from sense_reconciler.settings import load_audit_push_config
@@ -64,7 +70,7 @@ from yovision_platform.migrations import SchemaPlan, drop, migrate
 from yovision_platform.permissions import AUDIENCES
 from yovision_platform.signing import VerifiedRequest
 from yovision_platform.tools import hydra, identity_provider
-from yovision_platform.tools.bench_runner import run_cleanly
+from yovision_platform.tools.bench_runner import Counts, run_cleanly
 from yovision_platform.tools.localhost import free_port, write_private_file
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -211,7 +217,9 @@ async def pending_facts(admin: asyncpg.Connection, schema: Identifier) -> list[O
     return [OutboxFact.from_row(dict(row.items())) for row in rows]
 
 
-async def baseline(admin: asyncpg.Connection, bell_schema: Identifier, facts: list[OutboxFact]) -> float:
+async def baseline(
+    admin: asyncpg.Connection, bell_schema: Identifier, facts: list[OutboxFact], counts: Counts
+) -> float:
     """The same facts, stored as Bell stores them, by plain 100-row INSERTs into a scratch copy of
     ``audit_events`` (indexes and constraints included, no triggers); returns rows/second."""
     table = f"{bell_schema.quoted}.bench_raw_audit_events"
@@ -240,10 +248,16 @@ async def baseline(admin: asyncpg.Connection, bell_schema: Identifier, facts: li
         chunk = rows[offset : offset + BATCH_MAX_ITEMS]
         await admin.execute(sql, *(list(column) for column in zip(*chunk, strict=True)))
     seconds = time.monotonic() - started
-    stored = await admin.fetchval(f"SELECT count(*) FROM {table}")
-    if stored != len(rows):
-        raise RuntimeError(f"baseline stored {stored} of {len(rows)} rows")
+    counts.expect("raw INSERT: rows stored", await admin.fetchval(f"SELECT count(*) FROM {table}"), len(rows))
     return len(rows) / seconds
+
+
+PASSED_SQL = """
+    SELECT pg_visible_in_snapshot(o.xid, c.prev_snapshot)
+           OR (pg_visible_in_snapshot(o.xid, c.cur_snapshot) AND o.id <= c.last_id)
+      FROM {schema}.device_operation_outbox o, {schema}.outbox_cursors c
+     WHERE o.id = $1 AND c.outbox = 'device_operation_outbox'
+"""
 
 
 async def relay_run(
@@ -254,9 +268,13 @@ async def relay_run(
     config: AuditPushConfig,
     workers: int,
     facts: list[OutboxFact],
-) -> float:
-    """Run ``workers`` relay workers until every pending fact is delivered; returns events/second."""
+    counts: Counts,
+) -> tuple[float, bool]:
+    """Run ``workers`` relay workers until the cursor has passed every pending fact; returns events/second
+    and whether every fact was delivered exactly once (a short count is recorded in `counts`)."""
     stop = asyncio.Event()
+    passed_sql = PASSED_SQL.format(schema=sense_schema.quoted)
+    last_fact = facts[-1].row_id  # one transaction wrote them all; the cursor passes them in id order
     started_at = await admin.fetchval("SELECT clock_timestamp()")
     tasks = [
         asyncio.create_task(audit_push_worker(pool, sense_schema, config, owner=f"bench-{n}")(stop))
@@ -264,8 +282,7 @@ async def relay_run(
     ]
     try:
         deadline = time.monotonic() + RUN_TIMEOUT_SECONDS
-        repo = PostgresAuditPushStore(pool, sense_schema, "bench-observer", lease_seconds=1)
-        while await repo.pending():
+        while not await admin.fetchval(passed_sql, last_fact):
             if time.monotonic() > deadline:
                 raise RuntimeError(
                     f"relay with {workers} worker(s) did not finish in {RUN_TIMEOUT_SECONDS} s"
@@ -281,29 +298,34 @@ async def relay_run(
         f"SELECT advanced_at FROM {sense_schema.quoted}.outbox_cursors"
         " WHERE outbox = 'device_operation_outbox'"
     )
+    observer = PostgresAuditPushStore(pool, sense_schema, "bench-observer", lease_seconds=1)
+    pending = counts.expect(f"relay x{workers}: facts still pending", await observer.pending(), 0)
     stored = await admin.fetchval(
-        f"SELECT count(DISTINCT event_id) FROM {bell_schema.quoted}.audit_events "
+        f"SELECT count(*) FROM {bell_schema.quoted}.audit_events "
         "WHERE source_system = 'sense' AND event_id = ANY($1::uuid[])",
         [fact.event_id for fact in facts],
     )
-    if stored != len(facts):
-        raise RuntimeError(f"bell stored {stored} of {len(facts)} facts")
-    return len(facts) / float((finished_at - started_at).total_seconds())
+    once = counts.expect(f"relay x{workers}: facts stored in Bell", stored, len(facts))
+    return len(facts) / float((finished_at - started_at).total_seconds()), pending and once
 
 
-async def latency(config: AuditPushConfig, batches: int, device: uuid.UUID) -> list[float]:
-    """Seconds per signed 100-item batch of new facts of `device`, sent one after another; all must be
-    accepted."""
+async def latency(
+    config: AuditPushConfig, batches: int, device: uuid.UUID, counts: Counts
+) -> tuple[list[float], bool]:
+    """Seconds per signed 100-item batch of new facts of `device`, sent one after another, and whether
+    Bell accepted every fact."""
     seconds: list[float] = []
+    accepted = 0
     async with BellClient(config) as client:
         for batch in range(batches):
             facts = new_facts(device, first_row=batch * BATCH_MAX_ITEMS, at=datetime.now(UTC))
             started = time.perf_counter()
             answer = await client.send(facts)
             seconds.append(time.perf_counter() - started)
-            if not isinstance(answer, ItemResults) or not all(item.delivered for item in answer.items):
-                raise RuntimeError(f"latency batch {batch} not accepted: {answer}")
-    return sorted(seconds)
+            if isinstance(answer, ItemResults):
+                accepted += sum(item.status is ItemStatus.ACCEPTED for item in answer.items)
+    whole = counts.expect("latency: facts accepted", accepted, batches * BATCH_MAX_ITEMS)
+    return sorted(seconds), whole
 
 
 async def newest_fact_read_with_a_bench_token(bell_url: str, token: str, device: uuid.UUID) -> None:
@@ -373,7 +395,7 @@ async def handler_seconds(dsn: str, schema: Identifier, batches: int) -> list[fl
     return sorted(seconds)
 
 
-async def bench(stack: LocalStack, fact_count: int, batches: int) -> dict[str, Any]:
+async def bench(stack: LocalStack, fact_count: int, batches: int, counts: Counts) -> dict[str, Any]:
     sense_plan = SchemaPlan.for_service(
         Identifier(f"bench_{uuid.uuid4().hex[:10]}"), SENSE_SPEC.migrations_dir
     )
@@ -417,14 +439,17 @@ async def bench(stack: LocalStack, fact_count: int, batches: int) -> dict[str, A
                     await add_facts(admin, sense_plan.schema, devices, fact_count)
                     facts = await pending_facts(admin, sense_plan.schema)
                     if workers == WORKER_COUNTS[0]:
-                        results["raw_insert_rows_per_s"] = await baseline(admin, bell_plan.schema, facts)
-                    rate = await relay_run(
-                        pool, admin, sense_plan.schema, bell_plan.schema, config, workers, facts
+                        results["raw_insert_rows_per_s"] = await baseline(
+                            admin, bell_plan.schema, facts, counts
+                        )
+                    rate, whole = await relay_run(
+                        pool, admin, sense_plan.schema, bell_plan.schema, config, workers, facts, counts
                     )
                     results[f"relay_{workers}w_events_per_s"] = rate
                     results[f"relay_{workers}w_ratio"] = rate / results["raw_insert_rows_per_s"]
+                    results[f"relay_{workers}w_whole"] = whole
                 device = uuid.uuid4()
-                seconds = await latency(config, batches, device)
+                seconds, results["latency_whole"] = await latency(config, batches, device, counts)
                 token = await hydra.machine_token(
                     issuer,
                     "bench",
@@ -458,28 +483,42 @@ async def bench(stack: LocalStack, fact_count: int, batches: int) -> dict[str, A
     return results
 
 
-def report(results: dict[str, Any]) -> None:
+def report(results: dict[str, Any], counts: Counts) -> None:
     raw = results["raw_insert_rows_per_s"]
     print(f"Sense outbox -> Bell stored: {results['facts']} facts per run, {results['devices']} devices")
     print(f"{'run':<44} {'events/s':>10} {'vs raw':>8}")
     print(f"{'raw 100-row INSERT ... unnest (same rows)':<44} {raw:>10.0f} {1.0:>8.2f}")
     for workers in WORKER_COUNTS:
         rate = results[f"relay_{workers}w_events_per_s"]
+        whole = results[f"relay_{workers}w_whole"]
         label = f"relay, {workers} worker(s), real Bell process"
-        print(f"{label:<44} {rate:>10.0f} {rate / raw:>8.2f}")
-    print(f"goal: ratio >= {GOAL_RATIO} and >= {GOAL_EVENTS_PER_SECOND} events/s")
+        print(f"{label:<44} {Counts.mark(whole, f'{rate:>10.0f} {rate / raw:>8.2f}')}")
+    for workers in WORKER_COUNTS:
+        rate = results[f"relay_{workers}w_events_per_s"]
+        met = (
+            results[f"relay_{workers}w_whole"] and rate / raw >= GOAL_RATIO and rate >= GOAL_EVENTS_PER_SECOND
+        )
+        print(
+            f"goal: relay x{workers} ratio >= {GOAL_RATIO} and >= {GOAL_EVENTS_PER_SECOND} events/s: "
+            f"{'met' if met else 'NOT met'}"
+        )
     ms = results["latency_ms"]
+    figures = f"p50 {ms['p50']:.1f} ms  p95 {ms['p95']:.1f} ms  p99 {ms['p99']:.1f} ms"
     print(
         f"Bell, signed {results['batch_items']}-item batch, {results['latency_batches']} sequential: "
-        f"p50 {ms['p50']:.1f} ms  p95 {ms['p95']:.1f} ms  p99 {ms['p99']:.1f} ms  "
-        f"(goal p99 <= {GOAL_P99_MS:.0f} ms)"
+        f"{Counts.mark(results['latency_whole'], figures)}"
     )
+    met = results["latency_whole"] and ms["p99"] <= GOAL_P99_MS
+    print(f"goal: batch p99 <= {GOAL_P99_MS:.0f} ms: {'met' if met else 'NOT met'}")
     handled = results["handler_ms"]
     print(
         f"Bell's use case alone (AuditBatchReceiver.receive, in process, no HTTP), same batches: "
         f"p50 {handled['p50']:.1f} ms  p99 {handled['p99']:.1f} ms"
     )
-    print("BENCH_JSON " + json.dumps({"bench": "sense_bell_relay", **results}, sort_keys=True))
+    print(
+        "BENCH_JSON "
+        + json.dumps({"bench": "sense_bell_relay", **results, "wrong_counts": counts.short}, sort_keys=True)
+    )
 
 
 def main() -> None:
@@ -488,7 +527,9 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=200, help="100-item batches for the latency run")
     parser.add_argument("--stack-dir", type=Path, default=REPO_ROOT / ".local", help="the stack's .local")
     args = parser.parse_args()
-    report(run_cleanly(bench(LocalStack.load(args.stack_dir), args.facts, args.batches)))
+    counts = Counts()
+    report(run_cleanly(bench(LocalStack.load(args.stack_dir), args.facts, args.batches, counts)), counts)
+    counts.exit_if_short("relay_bench")
 
 
 if __name__ == "__main__":

@@ -4,12 +4,14 @@ keeps the first row of an id; its preconditions refuse the whole call."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 import pytest
 
 from bell_receiver.domain.audit import AppendOutcome, AuditFilter, AuditRow, Channel
 from tests.ports.bell_receiver.harness import Harness, InMemoryHarness, PostgresHarness
 from tests.ports.bell_receiver.samples import audit_row as row
+from yovision_platform.audit_relay.facts import digest_of
 
 
 class Failure(Exception):
@@ -69,6 +71,21 @@ class AuditTrailContract:
             sense = await uow.audit_trail.append([row(event_id=event_id)], Channel.HTTP_RELAY)
             media = await uow.audit_trail.append([row(event_id=event_id, source="media")], Channel.KAFKA)
         assert [r.outcome for r in sense + media] == [AppendOutcome.INSERTED, AppendOutcome.INSERTED]
+
+    async def test_any_json_payload_is_stored_as_given(self, bell: Harness) -> None:
+        """Another service's event may carry any JSON value: text beyond ASCII, floats, an integer beyond
+        64 bits (which the fast encoder cannot write, so the whole call takes the stdlib's)."""
+        payloads = [
+            {"title": "Kamera S\u00fcd \u2013 \u5317\u9580 \U0001f3a5", "ratio": 0.1, "list": [{"a": None}]},
+            {"size": 2**70, "neg": -2.5, "flag": True, "note": 'line\nbreak "quoted" \\'},
+        ]
+        for payload in payloads:
+            stored = replace(row(len(payload), source="media"), payload=payload, digest=digest_of(payload))
+            async with bell.uow() as uow:
+                (result,) = await uow.audit_trail.append([stored], Channel.KAFKA)
+            assert result.outcome is AppendOutcome.INSERTED
+            (read,) = await bell.reader.page(AuditFilter(source_system="media"), 1, None)
+            assert read.payload == payload and read.digest == digest_of(payload)
 
     async def test_nothing_to_append_answers_nothing(self, bell: Harness) -> None:
         async with bell.uow() as uow:

@@ -31,6 +31,7 @@ async def test_one_batch_mixes_accepted_duplicate_and_rejected_items_in_input_or
         {**fact(), "schema_version": 3},
         {k: v for k, v in fact().items() if k != "actor"},
         {**fact(), "occurred_at": "2026-11-30T01:02:03"},
+        {**fresh, "actor": "operator:bob"},  # the id accepted above, in this batch, with another digest
     ]
     body = batch_body(items)
     answer = await receiver.receive(verified(body), body)
@@ -47,6 +48,7 @@ async def test_one_batch_mixes_accepted_duplicate_and_rejected_items_in_input_or
         ("rejected", "unsupported_schema_version"),
         ("rejected", "missing_field"),
         ("rejected", "invalid_field"),
+        ("rejected", "id_conflict"),
     ]
     assert results[0]["event_id"] == fresh["event_id"] and results[5]["event_id"] is None
     assert b"hunter2" not in answer.body and b"operator" not in answer.body
@@ -56,7 +58,7 @@ async def test_one_batch_mixes_accepted_duplicate_and_rejected_items_in_input_or
     ]
     assert fakes.metric("bell_relay_item_results_total", outcome="accepted") == 2
     assert fakes.metric("bell_relay_item_results_total", outcome="duplicate") == 2
-    assert fakes.metric("bell_relay_item_rejections_total", reason="id_conflict") == 1
+    assert fakes.metric("bell_relay_item_rejections_total", reason="id_conflict") == 2
 
 
 async def test_the_same_request_again_gets_the_original_bytes_and_changes_nothing(fakes: Fakes) -> None:

@@ -6,7 +6,11 @@ canonical document and digest, and Bell deduplicates them on ``(source_system, e
 
 Canonical document: the validated fact with ``event_id`` as lowercase hyphenated UUID text and
 ``occurred_at`` converted to UTC, ``YYYY-MM-DDTHH:MM:SS.ffffffZ``. Digest: SHA-256 of that document as
-JSON with sorted keys, no whitespace, UTF-8 (:func:`canonical_json`).
+JSON with sorted keys, no whitespace, UTF-8 (:func:`canonical_json`). A fact's document is encoded by
+orjson, which writes the same bytes for the only values a fact holds (strings, 64-bit integers, null, lists
+of strings); :func:`canonical_json` keeps the stdlib encoder for any other document (orjson spells some
+floats differently and refuses integers beyond 64 bits). The bytes of both are pinned by
+``tests/unit/platform/test_audit_relay_canonical_bytes.py``.
 
 One clock, one precision: a producer takes a fact's ``occurred_at`` once, from the database clock,
 truncated to whole milliseconds (:func:`fact_time`), and puts that same instant in the outbox row and in the
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
+import orjson
 from pydantic import (
     AwareDatetime,
     BaseModel,
@@ -205,7 +210,10 @@ def _valid(fact: DeviceAuditFact) -> ValidFact:
     document = fact.model_dump(mode="python")
     document["event_id"] = str(fact.event_id)
     document["occurred_at"] = canonical_timestamp(fact.occurred_at)
-    return ValidFact(fact, document, digest_of(document))
+    # = canonical_json(document): a validated fact holds only pattern-checked ASCII text, integers within
+    # 0..2**63-1, null and lists of such text, which both encoders write byte for byte alike.
+    canonical = orjson.dumps(document, option=orjson.OPT_SORT_KEYS)
+    return ValidFact(fact, document, hashlib.sha256(canonical).digest())
 
 
 _ERROR_PRIORITY = (
@@ -241,6 +249,16 @@ def _loose_event_id(item: Mapping[str, Any]) -> uuid.UUID | None:
         return None
 
 
+def _json_text(item: dict[str, Any]) -> bytes | str:
+    """`item` as JSON text again, for pydantic's strict JSON mode (whose rules are the contract's: a UUID or
+    a date-time as text, no number for a string). orjson where it can write the value; the stdlib where it
+    cannot (an integer beyond 64 bits, a lone surrogate). Either text reads back as the same value."""
+    try:
+        return orjson.dumps(item)
+    except orjson.JSONEncodeError:
+        return json.dumps(item)
+
+
 def validate_item(item: object) -> ValidFact | RejectedItem:
     """Validate one batch item (already JSON-decoded). Rejection code precedence, first match wins:
     not_an_object, missing_field (schema_version), unsupported_schema_version, missing_field,
@@ -251,7 +269,7 @@ def validate_item(item: object) -> ValidFact | RejectedItem:
     if isinstance(model, ItemRejectCode):
         return RejectedItem(model, _loose_event_id(item))
     try:
-        fact = model.model_validate_json(json.dumps(item), strict=True)
+        fact = model.model_validate_json(_json_text(item), strict=True)
     except ValidationError as error:
         return RejectedItem(_code_for(error), _loose_event_id(item))
     return _valid(fact)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import uuid
 from collections.abc import Sequence
+
+import orjson
 
 from bell_receiver.domain.audit import AppendOutcome, AppendResult, AuditRow, Channel, check_appendable
 from yovision_platform.db import DbConnection, Identifier
@@ -16,7 +20,9 @@ class PostgresAuditTrail:
         # One statement: the multi-row insert -- the rows travel as ONE json parameter (one encoder pass
         # instead of a dumps per payload and asyncpg's per-element array encoding) -- and the digests already
         # stored for the ids it skipped. The outer SELECT reads the statement's snapshot, so it sees rows
-        # stored before it (not its own).
+        # stored before it (not its own). It runs only when the insert skipped an id (a one-time filter): on
+        # a young table's statistics PostgreSQL read it through the (source_system, ...) index, every stored
+        # Sense row per batch, the time growing with the trail even when nothing was skipped.
         self._insert = f"""
             WITH inserted AS (
                 INSERT INTO {s}.audit_events
@@ -34,7 +40,8 @@ class PostgresAuditTrail:
             SELECT event_id, NULL::bytea AS stored_digest FROM inserted
             UNION ALL
             SELECT a.event_id, a.payload_digest FROM {s}.audit_events a
-             WHERE a.source_system = $3 AND a.event_id = ANY($4::uuid[])
+             WHERE (SELECT count(*) FROM inserted) < cardinality($4::uuid[])
+               AND a.source_system = $3 AND a.event_id = ANY($4::uuid[])
         """
         self._digests = f"""
             SELECT event_id, payload_digest FROM {s}.audit_events
@@ -53,39 +60,51 @@ class PostgresAuditTrail:
         if not rows:
             return []
         source = rows[0].source_system
-        document = [
-            {
-                "source_system": r.source_system,
-                "event_id": str(r.event_id),
-                "event_type": r.event_type,
-                "action": r.action,
-                "actor": r.actor,
-                "tenant_id": r.tenant_id,
-                "site_id": r.site_id,
-                "device_id": r.device_id,
-                "occurred_at": r.occurred_at.isoformat(),
-                "payload": r.payload,
-                "digest": r.digest.hex(),
-            }
-            for r in rows
-        ]
-        inserted_records = await self._conn.fetch(
-            self._insert, json.dumps(document), channel.value, source, [r.event_id for r in rows]
+        records = await self._conn.fetch(
+            self._insert, _rows_json(rows), channel.value, source, [r.event_id for r in rows]
         )
-        inserted = {r["event_id"] for r in inserted_records if r["stored_digest"] is None}
-        stored = {r["event_id"]: bytes(r["stored_digest"]) for r in inserted_records if r["stored_digest"]}
-        raced = [r.event_id for r in rows if r.event_id not in inserted and r.event_id not in stored]
+        # event id -> the digest stored before this statement, or None where this statement inserted it
+        found: dict[uuid.UUID, bytes | None] = {
+            r["event_id"]: None if r["stored_digest"] is None else bytes(r["stored_digest"]) for r in records
+        }
+        raced = [r.event_id for r in rows if r.event_id not in found]
         if raced:
             records = await self._conn.fetch(self._digests, source, raced)
-            stored |= {record["event_id"]: bytes(record["payload_digest"]) for record in records}
+            found |= {record["event_id"]: bytes(record["payload_digest"]) for record in records}
         results: list[AppendResult] = []
         for row in rows:
-            if row.event_id in inserted:
+            known = found[row.event_id]
+            if known is None:
                 results.append(AppendResult(AppendOutcome.INSERTED, row.digest))
-                continue
-            known = stored[row.event_id]
-            same = known == row.digest
-            results.append(
-                AppendResult(AppendOutcome.SAME_DIGEST if same else AppendOutcome.OTHER_DIGEST, known)
-            )
+            elif known == row.digest:
+                results.append(AppendResult(AppendOutcome.SAME_DIGEST, known))
+            else:
+                results.append(AppendResult(AppendOutcome.OTHER_DIGEST, known))
         return results
+
+
+def _digest_hex(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.hex()
+    raise TypeError
+
+
+def _rows_json(rows: Sequence[AuditRow]) -> str:
+    """The rows as one JSON array of objects named as `AuditRow`'s fields (orjson writes a dataclass as
+    such an object, the UUID and the time as text, the digest as hex through `_digest_hex`). The stdlib
+    writes what orjson cannot (an integer beyond 64 bits in another service's event); PostgreSQL reads the
+    same values from either text."""
+    try:
+        return orjson.dumps(rows, default=_digest_hex).decode("utf-8")
+    except orjson.JSONEncodeError:
+        return json.dumps(
+            [
+                {
+                    **{f.name: getattr(row, f.name) for f in dataclasses.fields(row)},
+                    "event_id": str(row.event_id),
+                    "occurred_at": row.occurred_at.isoformat(),
+                    "digest": row.digest.hex(),
+                }
+                for row in rows
+            ]
+        )

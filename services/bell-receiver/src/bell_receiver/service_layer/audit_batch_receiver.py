@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 
 from bell_receiver.domain.audit import AppendOutcome, Channel, fact_row
@@ -76,33 +77,36 @@ class AuditBatchReceiver:
 
     async def _append(self, trail: AuditTrailStore, items: list[object]) -> list[ItemResult]:
         checked = [validate_item(item) for item in items]
-        first_index: dict[uuid.UUID, int] = {}
-        firsts: list[ValidFact] = []
-        for index, item in enumerate(checked):
-            if isinstance(item, ValidFact) and item.event_id not in first_index:
-                first_index[item.event_id] = index
-                firsts.append(item)
-        appended = await trail.append([fact_row(f) for f in firsts], Channel.HTTP_RELAY)
-        by_index = dict(zip(first_index.values(), appended, strict=True))
-        stored_digest = {checked_id: by_index[i].stored_digest for checked_id, i in first_index.items()}
+        firsts: dict[uuid.UUID, ValidFact] = {}  # the first valid item of each event id, in input order
+        for item in checked:
+            if isinstance(item, ValidFact):
+                firsts.setdefault(item.event_id, item)
+        appended = await trail.append([fact_row(f) for f in firsts.values()], Channel.HTTP_RELAY)
+        answers = dict(zip(firsts, zip(firsts.values(), appended, strict=True), strict=True))
         results: list[ItemResult] = []
         for index, item in enumerate(checked):
             if isinstance(item, RejectedItem):
                 results.append(_rejected(index, item.code, item.event_id))
                 continue
-            outcome = by_index[index].outcome if index in by_index else None
-            if outcome is AppendOutcome.INSERTED:
+            event_id = item.event_id
+            first, answer = answers[event_id]
+            if item is first and answer.outcome is AppendOutcome.INSERTED:
                 status = ItemStatus.ACCEPTED
-            elif stored_digest[item.event_id] == item.digest:
+            elif answer.stored_digest == item.digest:  # stored before, or earlier in this batch
                 status = ItemStatus.DUPLICATE
             else:
-                results.append(_rejected(index, ItemRejectCode.ID_CONFLICT, item.event_id))
+                results.append(_rejected(index, ItemRejectCode.ID_CONFLICT, event_id))
                 continue
-            results.append(ItemResult(index=index, status=status, event_id=item.event_id, code=None))
+            results.append(ItemResult(index=index, status=status, event_id=event_id, code=None))
         return results
 
     def _count_items(self, results: list[ItemResult]) -> None:
-        for result in results:
-            self._metrics.item_results.labels(outcome=result.status).inc()
-            if result.status is ItemStatus.REJECTED and result.code is not None:
-                self._metrics.item_rejections.labels(reason=result.code).inc()
+        for status, count in Counter(result.status for result in results).items():
+            self._metrics.item_results.labels(outcome=status).inc(count)
+        rejections = Counter(
+            result.code
+            for result in results
+            if result.status is ItemStatus.REJECTED and result.code is not None
+        )
+        for code, count in rejections.items():
+            self._metrics.item_rejections.labels(reason=code).inc(count)

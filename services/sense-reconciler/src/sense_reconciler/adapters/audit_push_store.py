@@ -50,7 +50,7 @@ class PostgresFactReader:
     async def next_batch(self) -> FactBatch:
         async with self._pool.acquire() as conn:
             batch = await self._reader.next_batch(conn)
-        facts = [OutboxFact.from_row(dict(row.items())) for row in batch.rows]
+        facts = [OutboxFact.from_row(row) for row in batch.rows]
         return FactBatch(facts, batch.before, batch.after)
 
     def reset(self, position: WindowPosition) -> None:
@@ -88,9 +88,12 @@ class PostgresAuditPushStore:
     async def record_results(
         self, lease: ShardLease, position: WindowPosition, dead_letters: Sequence[tuple[int, str]]
     ) -> None:
-        async with self._pool.acquire() as conn, conn.transaction():
-            await self.cursors.advance(conn, SHARD, lease.epoch, position)
-            if dead_letters:
+        async with self._pool.acquire() as conn:
+            if not dead_letters:  # the fenced advance alone is one statement: atomic without BEGIN/COMMIT
+                await self.cursors.advance(conn, SHARD, lease.epoch, position)
+                return
+            async with conn.transaction():
+                await self.cursors.advance(conn, SHARD, lease.epoch, position)
                 await conn.execute(
                     self._dead_letter_sql, [i for i, _ in dead_letters], [code for _, code in dead_letters]
                 )
