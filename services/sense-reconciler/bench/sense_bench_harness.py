@@ -18,7 +18,7 @@ import os
 import secrets
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,11 +60,11 @@ from yovision_platform.web import create_app
 __all__ = [
     "BENCH_CLIENT",
     "Burst",
-    "Changes",
+    "Change",
+    "RawMediaMtx",
+    "Round",
     "SenseUnderTest",
     "identity_provider_for_bench",
-    "raw_replaces",
-    "raw_sequential_adds",
 ]
 
 BENCH_CLIENT = "bench"  # the environment's machine client of the benchmarks: the actor of every change
@@ -116,43 +116,44 @@ class BenchToken(httpx.Auth):
         yield request
 
 
-def _raw_client(sandbox: MediaMtxSandbox) -> httpx.AsyncClient:
-    return httpx.AsyncClient(base_url=sandbox.url, timeout=RAW_CALL_TIMEOUT_SECONDS, auth=sandbox.auth())
+class RawMediaMtx:
+    """The baseline: plain HTTP calls to a MediaMTX of its own, the same requests Sense makes, one at a time,
+    nothing else around them. Close with `aclose`."""
 
+    def __init__(self, sandbox: MediaMtxSandbox) -> None:
+        self._http = httpx.AsyncClient(
+            base_url=sandbox.url, timeout=RAW_CALL_TIMEOUT_SECONDS, auth=sandbox.auth()
+        )
 
-async def raw_sequential_adds(sandbox: MediaMtxSandbox, count: int) -> float:
-    """The baseline: `count` plain sequential path adds to an empty MediaMTX; returns adds per second.
-    MediaMTX re-applies its whole configuration on every add, so one costs more the more paths exist."""
-    async with _raw_client(sandbox) as http:
+    async def adds(self, first: int, count: int) -> float:
+        """Sequential adds of paths `first`..`first + count - 1`; returns the seconds they took. MediaMTX
+        re-applies its whole configuration on every add, so one costs more the more paths exist."""
         started = time.monotonic()
-        for n in range(count):
+        for n in range(first, first + count):
             body = {"source": f"rtsp://127.0.0.1:1/raw/{n}", "sourceOnDemand": True}
-            (await http.post(f"/v3/config/paths/add/raw/{n:04d}", json=body)).raise_for_status()
-        return count / (time.monotonic() - started)
+            (await self._http.post(f"/v3/config/paths/add/raw/{n:04d}", json=body)).raise_for_status()
+        return time.monotonic() - started
 
+    async def replace(self, n: int, version: int) -> float:
+        """One replace of path `n` (added by `adds`) with a new source; returns the seconds it took."""
+        body = {"source": f"rtsp://127.0.0.1:2/raw/{n}/{version}", "sourceOnDemand": True}
+        started = time.monotonic()
+        (await self._http.post(f"/v3/config/paths/replace/raw/{n:04d}", json=body)).raise_for_status()
+        return time.monotonic() - started
 
-async def raw_replaces(sandbox: MediaMtxSandbox, count: int, *, gap_seconds: float) -> list[float]:
-    """MediaMTX's own time for one path replace with the paths of `raw_sequential_adds` present: the floor
-    under a single change's latency (seconds, sorted)."""
-    latencies = []
-    async with _raw_client(sandbox) as http:
-        for n in range(count):
-            body = {"source": f"rtsp://127.0.0.1:2/raw/{n}", "sourceOnDemand": True}
-            started = time.monotonic()
-            (await http.post(f"/v3/config/paths/replace/raw/{n:04d}", json=body)).raise_for_status()
-            latencies.append(time.monotonic() - started)
-            await asyncio.sleep(gap_seconds)
-    return sorted(latencies)
+    async def aclose(self) -> None:
+        await self._http.aclose()
 
 
 class TimedClient(MediaMtxClient):
-    """The shipped client; records when each add or replace of a path came back (instrumentation only)."""
+    """The shipped client; records when each call on a path started and came back (instrumentation only)."""
 
     def __init__(self, sandbox: MediaMtxSandbox, applied: dict[str, asyncio.Event]) -> None:
         super().__init__(sandbox.url, deadline_seconds=20.0, credentials=sandbox.credentials)
         self.applied = applied
         self.applied_at: dict[str, float] = {}
         self.replace_started_at: dict[str, float] = {}
+        self.read_at: dict[str, tuple[float, float]] = {}  # the last read of a path: started, answered
         self.busy_seconds = 0.0  # with a request of ours in flight to this MediaMTX
 
     async def _call(self, method: str, url: str, *, allow_404: bool = False, **kwargs: Any) -> httpx.Response:
@@ -161,6 +162,12 @@ class TimedClient(MediaMtxClient):
             return await super()._call(method, url, allow_404=allow_404, **kwargs)
         finally:
             self.busy_seconds += time.monotonic() - started
+
+    async def get_path(self, name: str) -> PathConfig | None:
+        started = time.monotonic()
+        observed = await super().get_path(name)
+        self.read_at[name] = (started, time.monotonic())
+        return observed
 
     async def add_path(self, name: str, config: PathConfig) -> None:
         await super().add_path(name, config)
@@ -178,28 +185,54 @@ class TimedClient(MediaMtxClient):
 
 
 @dataclass
+class Round:
+    """One round of a burst: `count` devices created through the API at once, seconds from the first create
+    until MediaMTX answered the last of their adds."""
+
+    count: int
+    seconds: float
+    created_seconds: float  # until the API had answered every create of the round
+    busy_seconds: list[float]  # per server: time with one of our requests in flight
+
+    @property
+    def rate(self) -> float:
+        return self.count / self.seconds
+
+
+@dataclass
 class Burst:
     devices: int
     servers: int
-    wall_seconds: float
-    latencies_seconds: list[float]
+    rounds: list[Round]
+    latencies_seconds: list[float]  # per device, API call -> converged (DB clock), sorted
     failed_items: int
     retried_devices: int
-    created_seconds: float  # until the API had answered every create
-    busy_seconds: list[float]  # per server: time with one of our requests in flight
+
+    @property
+    def wall_seconds(self) -> float:
+        return sum(r.seconds for r in self.rounds)
 
     @property
     def rate(self) -> float:
         return self.devices / self.wall_seconds
 
+    @property
+    def busy_seconds(self) -> list[float]:
+        return [sum(column) for column in zip(*(r.busy_seconds for r in self.rounds), strict=True)]
 
-@dataclass
-class Changes:
-    """Single changes, seconds each: from the API call until MediaMTX answered the replace, and the part
-    of it MediaMTX took to answer (the rest: API, outbox relay, Kafka, consumer, claim, decrypt)."""
 
-    totals: list[float]
-    mediamtx: list[float]
+@dataclass(frozen=True)
+class Change:
+    """One single change, seconds each: from the API call until MediaMTX answered the replace (`total`),
+    split into the API call until it answered; its answer until Sense's first MediaMTX call for it began
+    (the wake-up, claim, lease renewal with the device load, decryption); that call's start until the
+    replace began (a read of the path first, when Sense makes one; else 0); and the replace."""
+
+    total: float
+    api: float
+    to_first_call: float
+    read: float
+    replace: float
 
 
 @dataclass
@@ -224,21 +257,23 @@ class SenseUnderTest:
             response.raise_for_status()
         return sites
 
-    async def burst(self, devices: int) -> Burst:
-        """Create `devices` enabled devices through the API, as fast as it answers (CREATE_CONCURRENCY
-        clients), and wait until every one is converged; latency = DB clock from creation to the
-        completion of its reconcile."""
-        sites = await self.create_sites(devices)
+    async def burst_round(self, sites: Sequence[str], first: int, count: int) -> Round:
+        """Create devices `first`..`first + count - 1` (enabled, on `sites[n]`) through the API as fast as
+        it answers (CREATE_CONCURRENCY clients); the round ends when MediaMTX answered the last of their
+        adds. Then waits, outside the round's time, until every device is converged."""
         for _, client in self.fleet.items():
             client.busy_seconds = 0.0
         clients = asyncio.Semaphore(CREATE_CONCURRENCY)
+        numbers = range(first, first + count)
+        configured = {self.path_of(sites[n], n): asyncio.Event() for n in numbers}
+        self.applied.update(configured)
 
-        async def create(n: int, site: str) -> None:
+        async def create(n: int) -> None:
             body = {
                 "tenant_id": "bench",
-                "site_id": site,
+                "site_id": sites[n],
                 "name": f"cam {n}",
-                "path_name": f"bench/{site}/cam-{n:04d}",
+                "path_name": self.path_of(sites[n], n),
                 "source_uri": f"rtsp://bench:pw@127.0.0.1:1/{n}",
                 "desired_state": "enabled",
             }
@@ -246,10 +281,30 @@ class SenseUnderTest:
                 (await self.api.post("/v1/devices", json=body)).raise_for_status()
 
         started = time.monotonic()
-        await asyncio.gather(*(create(n, site) for n, site in enumerate(sites)))
+        await asyncio.gather(*(create(n) for n in numbers))
         created = time.monotonic() - started
+        await asyncio.wait_for(
+            asyncio.gather(*(event.wait() for event in configured.values())), CONVERGE_TIMEOUT_SECONDS
+        )
+        seconds = max(self.applied_at(name) for name in configured) - started
+        busy = [client.busy_seconds for _, client in self.fleet.items()]
         await self.wait_converged()
-        wall = time.monotonic() - started
+        return Round(count, seconds, created, busy)
+
+    async def burst(
+        self, devices: int, rounds: int, beside: Callable[[int, int], Awaitable[None]] | None = None
+    ) -> Burst:
+        """`devices` devices in `rounds` rounds (`burst_round`). `beside(first, count)`, when given, runs next
+        to each round, before the even rounds and after the odd ones (the bench's raw baseline of the same
+        paths, see converge_bench), so that a load that drifts during the run falls on both alike."""
+        sites = await self.create_sites(devices)
+        done: list[Round] = []
+        for index, (first, count) in enumerate(round_ranges(devices, rounds)):
+            if beside is not None and index % 2 == 0:
+                await beside(first, count)
+            done.append(await self.burst_round(sites, first, count))
+            if beside is not None and index % 2 == 1:
+                await beside(first, count)
         s = self.schema.quoted
         rows = await self.pool.fetch(
             f"SELECT extract(epoch FROM r.last_result_at - d.created_at) AS seconds "
@@ -268,13 +323,19 @@ class SenseUnderTest:
         return Burst(
             devices=devices,
             servers=len(self.fleet.ids),
-            wall_seconds=wall,
+            rounds=done,
             latencies_seconds=sorted(float(r["seconds"]) for r in rows),
             failed_items=int(failed),
             retried_devices=int(retried),
-            created_seconds=created,
-            busy_seconds=[client.busy_seconds for _, client in self.fleet.items()],
         )
+
+    @staticmethod
+    def path_of(site: str, n: int) -> str:
+        return f"bench/{site}/cam-{n:04d}"
+
+    def applied_at(self, name: str) -> float:
+        """When MediaMTX last answered an add or replace of `name` (any server)."""
+        return max(client.applied_at.get(name, 0.0) for _, client in self.fleet.items())
 
     async def audit_facts_by(self, actor: str) -> int:
         """Device-audit facts whose actor is `actor` (the facts the push sends Bell)."""
@@ -291,27 +352,42 @@ class SenseUnderTest:
                 raise RuntimeError(f"{left} devices not converged within {CONVERGE_TIMEOUT_SECONDS:.0f} s")
             await asyncio.sleep(CONVERGED_POLL_SECONDS)
 
-    async def single_changes(self, count: int, *, gap_seconds: float, timeout_seconds: float) -> Changes:
-        """`count` sequential changes of one device's URI each (converged fleet); seconds from the API call
-        until MediaMTX answered the replace (wake-up through Kafka: relay, topic, consumer)."""
+    async def devices(self, count: int) -> list[tuple[uuid.UUID, str]]:
+        """The first `count` devices by path name: (id, path name)."""
         rows = await self.pool.fetch(
             f"SELECT id, path_name FROM {self.schema.quoted}.devices ORDER BY path_name LIMIT $1", count
         )
-        totals, mediamtx = [], []
-        for n, row in enumerate(rows):
-            event = self.applied[row["path_name"]] = asyncio.Event()
-            started = time.monotonic()
-            response = await self.api.patch(
-                f"/v1/devices/{row['id']}", json={"source_uri": f"rtsp://bench:pw@127.0.0.1:2/{n}"}
-            )
-            response.raise_for_status()
-            await asyncio.wait_for(event.wait(), timeout_seconds)
-            name = row["path_name"]
-            client = max((c for _, c in self.fleet.items()), key=lambda c: c.applied_at.get(name, 0.0))
-            totals.append(client.applied_at[name] - started)
-            mediamtx.append(client.applied_at[name] - client.replace_started_at[name])
-            await asyncio.sleep(gap_seconds)
-        return Changes(sorted(totals), sorted(mediamtx))
+        return [(row["id"], row["path_name"]) for row in rows]
+
+    async def single_change(
+        self, device_id: uuid.UUID, path: str, version: int, *, timeout_seconds: float
+    ) -> Change:
+        """Change one converged device's URI through the API; timed until MediaMTX answered the replace."""
+        event = self.applied[path] = asyncio.Event()
+        started = time.monotonic()
+        response = await self.api.patch(
+            f"/v1/devices/{device_id}", json={"source_uri": f"rtsp://bench:pw@127.0.0.1:2/{version}"}
+        )
+        answered = time.monotonic()
+        response.raise_for_status()
+        await asyncio.wait_for(event.wait(), timeout_seconds)
+        client = max((c for _, c in self.fleet.items()), key=lambda c: c.applied_at.get(path, 0.0))
+        replace_started, replaced = client.replace_started_at[path], client.applied_at[path]
+        read_started = client.read_at.get(path, (0.0, 0.0))[0]
+        first_call = read_started if read_started >= answered else replace_started
+        return Change(
+            total=replaced - started,
+            api=answered - started,
+            to_first_call=first_call - answered,
+            read=replace_started - first_call,
+            replace=replaced - replace_started,
+        )
+
+
+def round_ranges(devices: int, rounds: int) -> list[tuple[int, int]]:
+    """`devices` split into `rounds` consecutive (first, count) ranges as even as can be."""
+    bounds = [devices * k // rounds for k in range(rounds + 1)]
+    return [(bounds[k], bounds[k + 1] - bounds[k]) for k in range(rounds) if bounds[k + 1] > bounds[k]]
 
 
 @contextlib.asynccontextmanager
@@ -348,6 +424,7 @@ async def sense_under_test(
         serde = AvroSerde(SchemaRegistry.load())
         sources = SourceUris(EncryptionKeyRing({"bench": os.urandom(32)}, "bench"))
         units = postgres_units(pool, schema)
+        owned = OwnedPartitions(names.topic("sense.device.v1"))
         service = DeviceService(
             units,
             serde,
@@ -356,9 +433,9 @@ async def sense_under_test(
             sources=sources,
             media_servers=frozenset(fleet.ids),
             default_media_server=fleet.ids[0],
+            wake_reconciler=owned.wake_for,
         )
         registry = CollectorRegistry()
-        owned = OwnedPartitions(names.topic("sense.device.v1"))
         reconciler = Reconciler(
             units,
             fleet,

@@ -67,6 +67,7 @@ async def test_facts_pending_at_the_upgrade_are_pushed_after_it_and_no_delivered
             "media_servers",
             "source_uri_encrypted",
             "reconcile_refusals",
+            "reconcile_replace_due",
         ]
         assert await outbox.dead_letters() == {
             e: "invalid_field" for e, f in state.items() if f == "dead_lettered"

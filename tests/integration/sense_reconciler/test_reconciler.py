@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import asyncpg
@@ -18,7 +17,7 @@ from sense_reconciler.adapters.mediamtx import MediaMtxClient
 from sense_reconciler.adapters.unit_of_work import PostgresSenseUnitOfWork, postgres_units
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.model import DesiredState
-from sense_reconciler.domain.reconcile import PathConfig
+from sense_reconciler.domain.reconcile import ClaimedItem, PathConfig, WorkItem
 from sense_reconciler.domain.records import DeviceRow
 from sense_reconciler.service_layer.devices import DeviceService
 from sense_reconciler.service_layer.metrics import ItemResult, ReconcileMetrics
@@ -27,6 +26,7 @@ from sense_reconciler.service_layer.reconcile_item import _LeaseClock
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import MigratedSchema, Stack
+from tests.ports.sense_reconciler.backends import wait_for
 from yovision_platform.avro import AvroSerde
 from yovision_platform.errors import LeaseLost
 from yovision_platform.leases import Lease
@@ -167,6 +167,28 @@ async def test_enable_configures_the_path_and_disable_deletes_exactly_it(
     assert await worker.run_once() == 0
 
 
+async def test_a_new_source_is_one_replace_that_also_creates_a_path_gone_from_mediamtx(
+    sense_pool: asyncpg.Pool,
+    sense_schema: MigratedSchema,
+    devices: DeviceService,
+    mediamtx: CountingMediaMtx,
+    serde: AvroSerde,
+    sources: SourceUris,
+    created_paths: list[str],
+) -> None:
+    """The real MediaMTX's replace creates a missing path: after a source change no read is needed first."""
+    device = await new_device(devices, created_paths)
+    worker = reconciler(sense_pool, sense_schema, mediamtx, serde, sources)
+    assert await worker.run_once() == 1
+    assert await mediamtx.delete_path(device.path_name) is True  # behind Sense's back
+    await devices.change_config(device.id, name=None, source_uri="rtsp://127.0.0.1:1/new", actor="op")
+    calls = mediamtx.calls
+    assert await worker.run_once() == 1
+    assert mediamtx.calls == calls + 1, "one replace, no read first"
+    assert await mediamtx.get_path(device.path_name) == PathConfig("rtsp://127.0.0.1:1/new")
+    assert (await devices.reconcile_status(device.id)).status == "converged"
+
+
 async def test_failure_persists_backoff_and_a_stable_code(
     stack: Stack,
     sense_pool: asyncpg.Pool,
@@ -276,21 +298,102 @@ async def test_a_stale_worker_cannot_complete_or_touch_mediamtx_after_takeover(
     assert (await devices.reconcile_status(device.id)).status == "converged"
 
 
+class FakeMonotonic:
+    """A monotonic clock the test moves: a pause of the process, without waiting for it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 async def test_a_paused_worker_makes_no_call_once_its_lease_would_run_out(
     sense_pool: asyncpg.Pool,
     sense_schema: MigratedSchema,
     devices: DeviceService,
     mediamtx: CountingMediaMtx,
-    serde: AvroSerde,
-    sources: SourceUris,
 ) -> None:
-    await new_device(devices, [])
-    lease = Lease("a", uuid.uuid4(), datetime.now(UTC))
-    clock = _LeaseClock(lease, lease_seconds=2.5, deadline_seconds=mediamtx.deadline_seconds)
-    clock._renewed_at = time.monotonic() - 1.0  # paused for a second after the renewal
+    """Before a call the time since the last renewal leaves no room for, the lease is renewed (fenced, on the
+    real store): a worker paused past its lease, or whose renewal is refused or takes the margin itself,
+    makes no MediaMTX call; one whose renewal comes back in time makes it."""
+    device = await new_device(devices, [])  # never configured: the only call made is a read
+    units = postgres_units(sense_pool, sense_schema.name)
+    lease_seconds, deadline_seconds, past_the_margin = 1.0, 0.5, 0.6
+
+    async def claimed() -> tuple[ClaimedItem, WorkItem]:
+        async with units() as uow:
+            [item] = await uow.reconcile.claim(
+                "a", list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=lease_seconds, limit=1
+            )
+        async with units() as uow:
+            return item, await uow.reconcile.renew_and_load(item, lease_seconds=lease_seconds)
+
+    def renewal(work: WorkItem) -> Callable[[Lease], Awaitable[Lease]]:
+        async def renew(lease: Lease) -> Lease:
+            async with units() as uow:
+                return await uow.reconcile.renew(work, lease, lease_seconds=lease_seconds)
+
+        return renew
+
+    async def expired() -> bool:
+        return bool(
+            await sense_pool.fetchval(
+                f"SELECT lease_expires_at <= now() FROM {sense_schema.name.quoted}.reconcile_state "
+                "WHERE device_id = $1",
+                device.id,
+            )
+        )
+
+    def read(clock: _LeaseClock) -> Awaitable[PathConfig | None]:
+        return clock.call(lambda: mediamtx.get_path(device.path_name))
+
+    # Paused (SIGSTOP) after the renewal and resumed once the lease had expired in the database.
+    _, work = await claimed()
+    clock = _LeaseClock(work.lease, lease_seconds, deadline_seconds, renewal(work))
+    await wait_for(expired, timeout_seconds=5)
     with pytest.raises(LeaseLost):
-        await clock.call(lambda: mediamtx.get_path("never-called"))
+        await read(clock)
     assert mediamtx.calls == 0
+
+    # Waited for the server's lane past the margin, and the lease is no longer ours: the renewal is refused.
+    item, work = await claimed()
+    now = FakeMonotonic()
+    clock = _LeaseClock(work.lease, lease_seconds, deadline_seconds, renewal(work), now)
+    async with units() as uow:
+        await uow.reconcile.release(item)
+    now.advance(past_the_margin)
+    with pytest.raises(LeaseLost):
+        await read(clock)
+    assert mediamtx.calls == 0
+
+    # Paused during the renewal: renewed, but the margin is gone by the time it came back.
+    _, work = await claimed()
+    now = FakeMonotonic()
+    renew = renewal(work)
+
+    async def paused_during_the_renewal(lease: Lease) -> Lease:
+        renewed = await renew(lease)
+        now.advance(past_the_margin)
+        return renewed
+
+    clock = _LeaseClock(work.lease, lease_seconds, deadline_seconds, paused_during_the_renewal, now)
+    now.advance(past_the_margin)
+    with pytest.raises(LeaseLost):
+        await read(clock)
+    assert mediamtx.calls == 0
+
+    # Renewed in time: the call is made under the longer lease.
+    now = FakeMonotonic()
+    clock = _LeaseClock(clock.lease, lease_seconds, deadline_seconds, renew, now)
+    before = clock.lease
+    now.advance(past_the_margin)
+    assert await read(clock) is None
+    assert mediamtx.calls == 1
+    assert clock.lease.token == work.lease.token and clock.lease.expires_at > before.expires_at
 
 
 async def test_metrics_carry_only_enum_labels(

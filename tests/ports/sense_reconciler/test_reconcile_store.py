@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from sense_reconciler.domain import limits
-from sense_reconciler.domain.reconcile import ClaimedItem, Convergence
+from sense_reconciler.domain.reconcile import ClaimedItem, Convergence, WorkItem
 from sense_reconciler.domain.records import StoredSource
 from tests.ports.sense_reconciler.backends import Backend, new_device, register, wait_for
 from yovision_platform.errors import LeaseLost
@@ -134,6 +134,18 @@ class ReconcileStoreContract:
             work = await uow.reconcile.renew_and_load(item, lease_seconds=30)
         assert (work.placements, work.placed_now) == (frozenset(), False)
 
+    async def test_a_renewal_keeps_the_token_and_extends_the_lease(self, backend: Backend) -> None:
+        await register(backend)
+        [item] = await claim(backend, lease_seconds=5)
+        async with backend.units() as uow:
+            work = await uow.reconcile.renew_and_load(item, lease_seconds=5)
+        async with backend.units() as uow:
+            renewed = await uow.reconcile.renew(work, work.lease, lease_seconds=60)
+        assert renewed.token == work.lease.token and renewed.owner == work.lease.owner
+        assert (renewed.expires_at - work.lease.expires_at).total_seconds() >= 50
+        async with backend.units() as uow:  # the renewed lease is the current one: it completes
+            await uow.reconcile.complete(work, renewed)
+
     async def test_a_dropped_placement_is_gone_and_the_lease_renewed(self, backend: Backend) -> None:
         await register(backend)
         [item] = await claim(backend)
@@ -160,6 +172,8 @@ class ReconcileStoreContract:
             with pytest.raises(LeaseLost):
                 await uow.reconcile.renew_and_load(stale, lease_seconds=30)
             with pytest.raises(LeaseLost):
+                await uow.reconcile.renew(work, work.lease, lease_seconds=30)
+            with pytest.raises(LeaseLost):
                 await uow.reconcile.drop_placement(work, work.lease, "default", lease_seconds=30)
             with pytest.raises(LeaseLost):
                 await uow.reconcile.complete(work, work.lease)
@@ -177,6 +191,38 @@ class ReconcileStoreContract:
         async with backend.units() as uow:
             with pytest.raises(LeaseLost):
                 await uow.reconcile.renew_and_load(forged, lease_seconds=30)
+
+    async def test_a_source_change_is_loaded_until_a_completion_observes_the_newest_generation(
+        self, backend: Backend
+    ) -> None:
+        device_id = await register(backend)
+
+        async def loaded() -> WorkItem:
+            [item] = await claim(backend)
+            async with backend.units() as uow:
+                return await uow.reconcile.renew_and_load(item, lease_seconds=30)
+
+        async def completed(work: WorkItem) -> None:
+            async with backend.units() as uow:
+                await uow.reconcile.complete(work, work.lease)
+
+        async def marked(*, replace_due: bool) -> None:
+            async with backend.units() as uow:
+                await uow.devices.mark_due(device_id, "default", replace_due=replace_due)
+
+        first = await loaded()
+        assert not first.replace_due
+        await completed(first)
+        await marked(replace_due=True)
+        changed = await loaded()
+        assert changed.replace_due
+        await marked(replace_due=False)  # a rename while the change is in flight keeps the mark
+        await completed(changed)
+        renamed = await loaded()
+        assert renamed.replace_due and renamed.generation == changed.generation + 1
+        await completed(renamed)
+        await marked(replace_due=False)
+        assert not (await loaded()).replace_due
 
     async def test_completion_converges_unless_a_newer_generation_arrived(self, backend: Backend) -> None:
         converged, changed = await register(backend), await register(backend)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 
 import pytest
 
@@ -11,6 +12,8 @@ from sense_reconciler.domain.errors import DeviceNotFound, InvalidInput, PathNam
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.domain.records import DeviceRow
 from sense_reconciler.service_layer.devices import DeviceService
+from sense_reconciler.service_layer.source_uris import SourceUris
+from tests.unit.sense_reconciler.conftest import DEVICE_TOPIC, DEVICE_TOPIC_PARTITIONS
 from yovision_platform.avro import AvroSerde
 from yovision_platform.kafka import partition_for_key
 
@@ -188,3 +191,42 @@ async def test_a_batch_writes_each_device_s_two_events_in_order_in_one_outbox_wr
         for d in ordered
         for event_type in ("DeviceDesiredStateChanged", "DeviceAuditRecorded")
     ]
+
+
+async def test_the_reconciler_is_woken_after_each_commit_that_made_devices_due(
+    sense: MemorySense, serde: AvroSerde, sources: SourceUris
+) -> None:
+    woken: list[tuple[list[int], int]] = []  # (partitions, committed outbox messages at the wake-up)
+
+    def wake(partitions: Iterable[int]) -> None:
+        woken.append((sorted(partitions), len(sense.outbox.committed)))
+
+    devices = DeviceService(
+        sense.units(),
+        serde,
+        device_topic=DEVICE_TOPIC,
+        partitions=DEVICE_TOPIC_PARTITIONS,
+        sources=sources,
+        media_servers=frozenset({"default", "mtx-b"}),
+        default_media_server="default",
+        wake_reconciler=wake,
+    )
+    one, two = await create(devices, 1), await create(devices, 2, state=DISABLED)
+    partitions = [devices.partition_of(one.id)], [devices.partition_of(two.id)]
+    assert woken == [(partitions[0], 2), (partitions[1], 4)], "after the commit, with its events"
+    woken.clear()
+    await devices.change_config(one.id, name=None, source_uri=f"rtsp://admin:{SECRET}@10.0.0.9/x", actor="a")
+    await devices.change_config(one.id, name="Camera 1", source_uri=None, actor="a")  # nothing changed
+    await devices.set_desired_states([(one.id, ENABLED), (two.id, ENABLED)], actor="a")
+    assert [p for p, _ in woken] == [partitions[0], partitions[1]], "no change, no wake-up"
+    woken.clear()
+    with pytest.raises(SiteLimitReached):  # rolled back: no wake-up
+        await devices.sites.configure_site(
+            "tenant-a", "site-1", max_video_channels=1, media_server_id=None, actor="a"
+        )
+    await devices.sites.configure_site(
+        "tenant-a", "site-1", max_video_channels=None, media_server_id="mtx-b", actor="a"
+    )
+    assert [p for p, _ in woken] == [sorted(partitions[0] + partitions[1])], (
+        "a move wakes for every device moved"
+    )

@@ -54,3 +54,15 @@ async def test_revocation_does_not_wait_for_other_partitions_and_gives_up_after_
     release.set()
     await task
     assert await owned.drain({2}) is True
+
+
+async def test_a_change_wakes_the_writers_only_for_a_partition_this_instance_owns() -> None:
+    owned = OwnedPartitions("t")
+    owned.assign([2, 5])
+    assert await owned.wait(0.01) is True  # the assignment's wake-up
+    owned.wake_for([1, 3])
+    assert await owned.wait(0.01) is False
+    owned.wake_for([])
+    assert await owned.wait(0.01) is False
+    owned.wake_for([3, 5])
+    assert await owned.wait(0.01) is True

@@ -119,7 +119,7 @@ async def test_enable_configures_the_path_and_disable_deletes_exactly_it(
     mediamtx.calls.clear()
     assert await worker.run_once() == 1
     assert mediamtx.paths[one.path_name] == PathConfig("rtsp://127.0.0.1:1/changed")
-    assert mediamtx.calls == [("get", one.path_name), ("replace", one.path_name)]
+    assert mediamtx.calls == [("replace", one.path_name)], "a new source differs: replaced, no read first"
 
     await devices.set_desired_state(one.id, DesiredState.DISABLED, actor="op")
     mediamtx.calls.clear()
@@ -141,6 +141,76 @@ async def test_an_unchanged_path_is_left_alone(
     fleet.client("default").calls.clear()
     assert await worker.run_once() == 1
     assert fleet.client("default").calls == [("get", device.path_name)]
+
+
+async def test_a_new_source_is_replaced_at_once_until_a_completion_observes_it(
+    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris, clock: ManualClock
+) -> None:
+    fleet = fleet_of("default")
+    mediamtx = fleet.client("default")
+    device = await new_device(devices)
+    worker = reconciler(sense, fleet, serde, sources, drift_check_seconds=0.5)
+    assert await worker.run_once() == 1
+    del mediamtx.paths[device.path_name]  # behind Sense's back: a replace creates it again
+    mediamtx.failures.append("mediamtx_unreachable")
+    await devices.change_config(device.id, name=None, source_uri="rtsp://127.0.0.1:1/new", actor="op")
+    mediamtx.calls.clear()
+    assert await worker.run_once() == 1
+    clock.advance(1.0)  # the backoff
+    assert await worker.run_once() == 1
+    assert mediamtx.calls == [("replace", device.path_name)] * 2, "the retry still knows the source changed"
+    assert mediamtx.paths[device.path_name] == PathConfig("rtsp://127.0.0.1:1/new")
+    assert (await devices.reconcile_status(device.id)).status == "converged"
+
+    clock.advance(0.6)  # a drift check after the change was observed: read first, nothing to change
+    assert await worker.mark_drift_checks() == 1
+    mediamtx.calls.clear()
+    assert await worker.run_once() == 1
+    assert mediamtx.calls == [("get", device.path_name)]
+
+
+async def test_a_writer_works_the_next_items_database_work_while_its_server_answers_one_call_at_a_time(
+    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris
+) -> None:
+    class GatedMediaMtx(JournaledMediaMtx):
+        """Holds every add until the test opens the gate; counts the calls in flight at once."""
+
+        def __init__(self, journal: list[tuple[str, str, str]]) -> None:
+            super().__init__("default", journal)
+            self.gate = asyncio.Event()
+            self.in_flight = self.most_in_flight = 0
+
+        async def add_path(self, name: str, config: PathConfig) -> None:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            try:
+                await self.gate.wait()
+                await super().add_path(name, config)
+            finally:
+                self.in_flight -= 1
+
+    mediamtx = GatedMediaMtx([])
+    fleet = MediaFleet({"default": mediamtx})
+    created = [await new_device(devices) for _ in range(limits.ITEMS_IN_FLIGHT_PER_WRITER + 1)]
+    round_ = asyncio.create_task(reconciler(sense, fleet, serde, sources).run_once())
+    placed = {d.id for d in created}
+
+    def loaded() -> int:
+        """Items renewed and loaded so far (each renewal places its enabled device on its server)."""
+        return len({device_id for device_id, _ in sense.state.placements if device_id in placed})
+
+    async def loaded_while_the_first_call_is_held() -> None:
+        # The fake's state has nothing to wait on: yield until the placements appear (bounded below).
+        while loaded() < 2:  # noqa: ASYNC110
+            await asyncio.sleep(0)
+
+    await asyncio.wait_for(loaded_while_the_first_call_is_held(), 5)
+    assert mediamtx.in_flight == 1, "the next item was renewed and loaded; its call waits its turn"
+    assert loaded() <= limits.ITEMS_IN_FLIGHT_PER_WRITER, "no more items in flight than the limit"
+    mediamtx.gate.set()
+    assert await asyncio.wait_for(round_, 5) == len(created)
+    assert mediamtx.most_in_flight == 1, "one call at a time per server"
+    assert set(mediamtx.paths) == {d.path_name for d in created}
 
 
 async def test_a_failure_persists_its_backoff_and_a_stable_code(

@@ -212,14 +212,18 @@ class PostgresDeviceStore:
             media_server_id,
         )
 
-    async def mark_due(self, device_id: uuid.UUID, media_server_id: str) -> None:
+    async def mark_due(
+        self, device_id: uuid.UUID, media_server_id: str, *, replace_due: bool = False
+    ) -> None:
         """A running lease keeps going (fenced); its completion cannot record the new generation."""
         await self._conn.execute(
             f"UPDATE {self._s}.reconcile_state SET desired_generation = desired_generation + 1, "
-            "status = 'pending', attempts = 0, next_attempt_at = now(), media_server_id = $2 "
+            "status = 'pending', attempts = 0, next_attempt_at = now(), media_server_id = $2, "
+            "replace_due = replace_due OR $3 "
             "WHERE device_id = $1",
             device_id,
             media_server_id,
+            replace_due,
         )
 
     async def reconcile_state(self, device_id: uuid.UUID) -> ReconcileState | None:

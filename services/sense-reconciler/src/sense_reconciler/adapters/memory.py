@@ -103,6 +103,7 @@ class _Due:
     last_error_code: str | None = None
     last_error_reason: str | None = None
     last_result_at: datetime | None = None
+    replace_due: bool = False
     lease_owner: str | None = None
     lease_token: uuid.UUID | None = None
     lease_expires_at: datetime | None = None
@@ -292,12 +293,15 @@ class MemoryDeviceStore(_OnDatabase):
     async def insert_due_row(self, device_id: uuid.UUID, partition: int, media_server_id: str) -> None:
         self._state.due[device_id] = _Due(device_id, partition, media_server_id, self._clock())
 
-    async def mark_due(self, device_id: uuid.UUID, media_server_id: str) -> None:
+    async def mark_due(
+        self, device_id: uuid.UUID, media_server_id: str, *, replace_due: bool = False
+    ) -> None:
         due = self._state.due.get(device_id)
         if due is not None:
             due.desired_generation += 1
             due.status, due.attempts = "pending", 0
             due.next_attempt_at, due.media_server_id = self._clock(), media_server_id
+            due.replace_due = due.replace_due or replace_due
 
     async def reconcile_state(self, device_id: uuid.UUID) -> ReconcileState | None:
         due = self._state.due.get(device_id)
@@ -422,7 +426,11 @@ class MemoryReconcileStore(_OnDatabase):
             lease=lease,
             placements=frozenset(server for d, server in self._state.placements if d == row.id),
             placed_now=placed_now,
+            replace_due=self._state.due[row.id].replace_due,
         )
+
+    async def renew(self, item: WorkItem, lease: Lease, *, lease_seconds: float) -> Lease:
+        return self._renew(item.device_id, lease, lease_seconds)
 
     async def drop_placement(
         self, item: WorkItem, lease: Lease, media_server: str, *, lease_seconds: float
@@ -465,6 +473,7 @@ class MemoryReconcileStore(_OnDatabase):
         now = self._clock()
         due.observed_generation = max(due.observed_generation, item.generation)
         due.status = "converged" if due.desired_generation <= item.generation else "pending"
+        due.replace_due = due.replace_due and due.desired_generation > item.generation
         due.attempts, due.last_error_code, due.last_error_reason, due.next_attempt_at = 0, None, None, now
         self._settled(due, now)
 

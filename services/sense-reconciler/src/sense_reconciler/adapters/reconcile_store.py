@@ -92,32 +92,40 @@ class PostgresReconcileStore:
 
     async def renew_and_load(self, item: ClaimedItem, *, lease_seconds: float) -> WorkItem:
         """Renew the lease (LeaseLost if it is not ours any more), then read the device under it. For an
-        enabled device, record its placement on its server first (before any add there)."""
-        lease = await self._leases.renew(self._conn, item.device_id, item.lease, lease_seconds=lease_seconds)
+        enabled device, record its placement on its server first (before any add there). One statement,
+        one round trip: the renewal (the due row's lock first, as every writer takes them), the device,
+        the placement insert and the placements (those of before the statement plus the one it inserted:
+        a statement does not see its own inserts)."""
         row = await self._conn.fetchrow(
-            "SELECT d.tenant_id, d.site_id, d.path_name, d.desired_state, d.media_server_id, "
-            "d.source_uri, d.source_uri_ciphertext, r.desired_generation "
-            f"FROM {self._s}.devices d JOIN {self._s}.reconcile_state r ON r.device_id = d.id "
-            "WHERE d.id = $1",
-            item.device_id,
-        )
-        assert row is not None
-        placed_now = False
-        if row["desired_state"] == "enabled":
-            placed_now = bool(
-                await self._conn.fetchval(
-                    f"INSERT INTO {self._s}.media_path_placements "
-                    "(device_id, media_server_id, path_name) VALUES ($1, $2, $3) "
-                    "ON CONFLICT DO NOTHING RETURNING true",
-                    item.device_id,
-                    row["media_server_id"],
-                    row["path_name"],
-                )
+            f"""
+            WITH renewed AS (
+                UPDATE {self._s}.reconcile_state
+                   SET lease_expires_at = now() + make_interval(secs => $4)
+                 WHERE device_id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at > now()
+             RETURNING device_id, lease_expires_at, desired_generation, replace_due
+            ), device AS (
+                SELECT d.id, d.tenant_id, d.site_id, d.path_name, d.desired_state, d.media_server_id,
+                       d.source_uri, d.source_uri_ciphertext, r.desired_generation, r.lease_expires_at,
+                       r.replace_due
+                  FROM {self._s}.devices d JOIN renewed r ON r.device_id = d.id
+            ), placed AS (
+                INSERT INTO {self._s}.media_path_placements (device_id, media_server_id, path_name)
+                SELECT id, media_server_id, path_name FROM device WHERE desired_state = 'enabled'
+                ON CONFLICT DO NOTHING
+             RETURNING media_server_id
             )
-        placements = await self._conn.fetch(
-            f"SELECT media_server_id FROM {self._s}.media_path_placements WHERE device_id = $1",
+            SELECT device.*, EXISTS (SELECT 1 FROM placed) AS placed_now,
+                   ARRAY(SELECT media_server_id FROM {self._s}.media_path_placements WHERE device_id = $1
+                         UNION SELECT media_server_id FROM placed) AS placements
+              FROM device
+            """,
             item.device_id,
+            item.lease.owner,
+            item.lease.token,
+            float(lease_seconds),
         )
+        if row is None:
+            raise LeaseLost()
         ciphertext = row["source_uri_ciphertext"]
         return WorkItem(
             device_id=item.device_id,
@@ -128,10 +136,14 @@ class PostgresReconcileStore:
             media_server_id=row["media_server_id"],
             source=StoredSource(None if ciphertext is None else bytes(ciphertext), row["source_uri"]),
             generation=row["desired_generation"],
-            lease=lease,
-            placements=frozenset(r["media_server_id"] for r in placements),
-            placed_now=placed_now,
+            lease=Lease(item.lease.owner, item.lease.token, row["lease_expires_at"]),
+            placements=frozenset(row["placements"]),
+            placed_now=bool(row["placed_now"]),
+            replace_due=row["replace_due"],
         )
+
+    async def renew(self, item: WorkItem, lease: Lease, *, lease_seconds: float) -> Lease:
+        return await self._leases.renew(self._conn, item.device_id, lease, lease_seconds=lease_seconds)
 
     async def drop_placement(
         self, item: WorkItem, lease: Lease, media_server: str, *, lease_seconds: float
@@ -181,6 +193,7 @@ class PostgresReconcileStore:
             UPDATE {self._s}.reconcile_state
                SET observed_generation = greatest(observed_generation, $4),
                    status = CASE WHEN desired_generation <= $4 THEN 'converged' ELSE 'pending' END,
+                   replace_due = replace_due AND desired_generation > $4,
                    attempts = 0, last_error_code = NULL, last_error_reason = NULL, last_result_at = now(),
                    next_attempt_at = now(),
                    lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL

@@ -24,6 +24,10 @@ LEASE_SECONDS_DEFAULT = 30.0
 OPERATION_DEADLINE_SECONDS_DEFAULT = 20.0
 CLAIM_BATCH_MAX_ITEMS = 128
 CLAIM_BATCH_DEFAULT_ITEMS = 32
+# Items of one writer in flight at once: while one holds its server's lane (MediaMTX calls), the next renews
+# its lease and loads its device, and the previous records its result, so the server never waits on our
+# database work. MediaMTX still gets one call at a time per server (ServerLanes).
+ITEMS_IN_FLIGHT_PER_WRITER = 3
 SCAN_INTERVAL_SECONDS_DEFAULT = 5.0
 RETRY_BACKOFF_BASE_SECONDS = 1.0
 RETRY_BACKOFF_CAP_SECONDS = 300.0

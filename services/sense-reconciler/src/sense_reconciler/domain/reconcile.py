@@ -91,7 +91,8 @@ class WorkItem:
 
     `placements`: every server the path may be configured on (for an enabled device, its own server is
     among them: the renewal recorded it); `placed_now`: that record was made by this renewal, i.e. Sense
-    never configured the path on its server before."""
+    never configured the path on its server before; `replace_due`: the device's source URI changed
+    since the last completion (MediaMTX's configuration of the path differs: no need to read it first)."""
 
     device_id: uuid.UUID
     tenant_id: str
@@ -104,6 +105,7 @@ class WorkItem:
     lease: Lease
     placements: frozenset[str]
     placed_now: bool
+    replace_due: bool
 
     def __repr__(self) -> str:
         return f"WorkItem(device_id={self.device_id}, generation={self.generation}, source=<redacted>)"

@@ -66,6 +66,12 @@ async def configure(ctx: ServiceContext[SenseReconcilerSettings]) -> None:
     schema = ctx.plan.schema
     units = postgres_units(ctx.pool, schema)
     sources = SourceUris(settings.key_ring)
+    kafka = settings.kafka_names
+    # The partitions this instance's writers claim (fed by the consumer group): the API wakes them at once
+    # for a change of a device they own.
+    owned = OwnedPartitions(
+        kafka.topic(device_topic(settings, serde)), drain_timeout_seconds=settings.lease_seconds
+    )
     service = DeviceService(
         units,
         serde,
@@ -74,6 +80,7 @@ async def configure(ctx: ServiceContext[SenseReconcilerSettings]) -> None:
         sources=sources,
         media_servers=settings.media_server_ids,
         default_media_server=settings.default_media_server,
+        wake_reconciler=owned.wake_for,
     )
 
     async def encrypt_legacy_source_uris(_: object) -> None:
@@ -94,10 +101,6 @@ async def configure(ctx: ServiceContext[SenseReconcilerSettings]) -> None:
         ctx.add_worker(AUDIT_PUSH_WORKER, push)
     if not settings.reconciler_enabled:
         return
-    kafka = settings.kafka_names
-    owned = OwnedPartitions(
-        kafka.topic(device_topic(settings, serde)), drain_timeout_seconds=settings.lease_seconds
-    )
     fleet = media_fleet(settings)
     reconciler = Reconciler(
         units,

@@ -9,6 +9,11 @@
 
 Sites, and moving a site to another MediaMTX server, are service_layer.sites.
 
+After the commit of a change that made devices due, `wake_reconciler` gets their partitions: wired to
+`OwnedPartitions.wake_for`, it starts this instance's writer at once when it owns one of them, without
+waiting for the device event to come back through the relay, Kafka and the consumer. The event still wakes
+the owner wherever it runs; a lost wake-up is covered by the due-row scan.
+
 Source URIs go into the device row only, encrypted (service_layer.source_uris): never into events, facts,
 errors or return values.
 """
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from sense_reconciler.domain import limits
@@ -44,6 +49,12 @@ from yovision_platform.kafka import partition_for_key
 from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID
 from yovision_platform.outbox import OutboxMessage
 
+WakeReconciler = Callable[[Iterable[int]], None]
+
+
+def _no_wake(partitions: Iterable[int]) -> None:
+    """No reconciler in this process (`SENSE_RECONCILER_ENABLED=false`): the device events wake the owner."""
+
 
 @dataclass(frozen=True)
 class DevicePage:
@@ -62,6 +73,7 @@ class DeviceService:
         sources: SourceUris,
         media_servers: frozenset[str] = frozenset({SINGLE_MEDIA_SERVER_ID}),
         default_media_server: str = SINGLE_MEDIA_SERVER_ID,
+        wake_reconciler: WakeReconciler = _no_wake,
     ) -> None:
         if partitions < 1:
             raise ValueError("partitions must be >= 1")
@@ -69,11 +81,13 @@ class DeviceService:
         self._partitions = partitions
         self._sources = sources
         self._facts = DeviceFacts(serde, device_topic=device_topic)
+        self._wake = wake_reconciler
         self.sites = SiteService(
             units,
             self._facts,
             media_servers=media_servers,
             default_media_server=default_media_server,
+            wake_reconciler=lambda device_ids: wake_reconciler(map(self.partition_of, device_ids)),
         )
 
     def partition_of(self, device_id: uuid.UUID) -> int:
@@ -117,6 +131,7 @@ class DeviceService:
             await uow.devices.insert_due_row(device.id, self.partition_of(device.id), device.media_server_id)
             await self._facts.publish(uow, "DeviceRegistered", device, {})
             await self._facts.audit(uow, "device.created", actor, device, ["name", "path_name", "source_uri"])
+        self._wake([self.partition_of(device.id)])
         return device
 
     async def get_device(self, device_id: uuid.UUID) -> DeviceRow:
@@ -174,11 +189,12 @@ class DeviceService:
                 source_uri_ciphertext=sealed,
                 desired_state=current.desired_state,
             )
-            await uow.devices.mark_due(device_id, device.media_server_id)
+            await uow.devices.mark_due(device_id, device.media_server_id, replace_due="source_uri" in changed)
             await self._facts.publish(
                 uow, "DeviceConfigChanged", device, {"previous_path_name": None, "changed_fields": changed}
             )
             await self._facts.audit(uow, "device.config_changed", actor, device, changed)
+        self._wake([self.partition_of(device.id)])
         return device
 
     async def set_desired_state(self, device_id: uuid.UUID, state: DesiredState, *, actor: str) -> DeviceRow:
@@ -213,6 +229,7 @@ class DeviceService:
                 )
             result: dict[uuid.UUID, DeviceRow] = {}
             events: list[OutboxMessage] = []
+            due: list[uuid.UUID] = []
             for device_id in sorted(wanted):
                 before = current[device_id]
                 if before.desired_state == wanted[device_id]:
@@ -225,6 +242,7 @@ class DeviceService:
                     desired_state=wanted[device_id].value,
                 )
                 await uow.devices.mark_due(device_id, device.media_server_id)
+                due.append(device_id)
                 events.append(
                     self._facts.device_event(
                         "DeviceDesiredStateChanged", device, {"previous_desired_state": before.desired_state}
@@ -237,6 +255,7 @@ class DeviceService:
                 )
                 result[device_id] = device
             await uow.outbox.enqueue_many(events)
+        self._wake(map(self.partition_of, due))
         return [result[device_id] for device_id, _ in items]
 
     async def reconcile_status(self, device_id: uuid.UUID) -> ReconcileState:

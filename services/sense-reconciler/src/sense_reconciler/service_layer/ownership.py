@@ -43,6 +43,11 @@ class OwnedPartitions:
         for signal in self._signals:
             signal.set()
 
+    def wake_for(self, partitions: Iterable[int]) -> None:
+        """Wake the writers when this instance owns one of `partitions` (devices of theirs became due)."""
+        if not self._owned.isdisjoint(partitions):
+            self.wake()
+
     def new_signal(self) -> asyncio.Event:
         """A wake-up signal of its own for one more waiter (each writer waits on its own)."""
         signal = asyncio.Event()

@@ -85,8 +85,11 @@ class DeviceStore(Protocol):
         """Generation 1, due now, on the device's server."""
         ...
 
-    async def mark_due(self, device_id: uuid.UUID, media_server_id: str) -> None:
-        """A new desired generation on `media_server_id`: due now, attempts reset (a running lease stays)."""
+    async def mark_due(
+        self, device_id: uuid.UUID, media_server_id: str, *, replace_due: bool = False
+    ) -> None:
+        """A new desired generation on `media_server_id`: due now, attempts reset (a running lease stays).
+        `replace_due`: the source URI changed (kept until a completion observes the newest generation)."""
         ...
 
     async def reconcile_state(self, device_id: uuid.UUID) -> ReconcileState | None: ...
@@ -140,6 +143,10 @@ class ReconcileStore(Protocol):
     async def renew_and_load(self, item: ClaimedItem, *, lease_seconds: float) -> WorkItem:
         """Renew the lease, then read the device; an enabled device's placement on its server is recorded
         first (before any add there)."""
+        ...
+
+    async def renew(self, item: WorkItem, lease: Lease, *, lease_seconds: float) -> Lease:
+        """Renew the lease again (before a call the time since the last renewal leaves no room for)."""
         ...
 
     async def drop_placement(

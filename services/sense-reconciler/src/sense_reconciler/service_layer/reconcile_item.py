@@ -3,12 +3,15 @@
 Safety rules (SPEC section 2, and several servers):
 - the lease is renewed before the item; a failed renewal is `lease_lost` and no MediaMTX call follows;
 - every MediaMTX call needs the lease to outlive it by the local monotonic clock: before a call, the time
-  since the last renewal plus the call deadline must stay within the lease, otherwise the item is
-  `lease_lost` without the call (covers a process paused, e.g. SIGSTOP, between renewal and call);
-- an enabled device's path is ensured on its server (create, or replace when the managed config differs);
-  then, and for a disabled device, its path is deleted exactly (404 = done) on every other server it was
-  placed on (a site move: created on the new server first, then deleted on the old one). No list-based or
-  pattern deletes, ever;
+  since the last renewal plus the call deadline must stay within the lease. When it does not (the item
+  waited for its server's lane behind another item's calls), the lease is renewed again first; a failed
+  renewal, or one that itself took the margin (a process paused, e.g. SIGSTOP), is `lease_lost` without
+  the call;
+- an enabled device's path is ensured on its server (create, or replace when the managed config differs:
+  read first, except after a change of its source URI, when it differs by construction and is replaced at
+  once; a replace also creates a missing path); then, and for a disabled device, its path is deleted
+  exactly (404 = done) on every other server it was placed on (a site move: created on the new server
+  first, then deleted on the old one). No list-based or pattern deletes, ever;
 - calls to one server go one at a time in this process (`ServerLanes`), so no call of ours races another
   on the same server: MediaMTX applies config changes one by one anyway, and a backoff can only come from a
   real failure;
@@ -77,21 +80,39 @@ class ServerLanes:
 
 
 class _LeaseClock:
-    """The item's lease and when it was last renewed (monotonic), guarding each MediaMTX call."""
+    """The item's lease and when it was last renewed (monotonic), guarding each MediaMTX call: a call starts
+    only while the lease outlives its deadline. When the wait for the server's lane (the calls of the item
+    ahead) has used that margin up, the lease is renewed first (`renew`, fenced: `LeaseLost`, no call)."""
 
-    def __init__(self, lease: Lease, lease_seconds: float, deadline_seconds: float) -> None:
+    def __init__(
+        self,
+        lease: Lease,
+        lease_seconds: float,
+        deadline_seconds: float,
+        renew: Callable[[Lease], Awaitable[Lease]],
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.lease = lease
-        self._renewed_at = time.monotonic()
+        self._now = now
+        self._renewed_at = now()
         self._lease_seconds = lease_seconds
         self._deadline = deadline_seconds
+        self._renew = renew
 
     def renewed(self, lease: Lease) -> None:
         self.lease = lease
-        self._renewed_at = time.monotonic()
+        self._renewed_at = self._now()
+
+    def _fits(self) -> bool:
+        return self._now() - self._renewed_at + self._deadline < self._lease_seconds
 
     async def call(self, operation: Callable[[], Awaitable[T]]) -> T:
-        if time.monotonic() - self._renewed_at + self._deadline >= self._lease_seconds:
-            raise LeaseLost()
+        if not self._fits():
+            requested = self._now()  # the new lease runs from no earlier than the request
+            self.lease = await self._renew(self.lease)
+            self._renewed_at = requested
+            if not self._fits():  # the renewal itself took the margin (a paused process)
+                raise LeaseLost()
         return await operation()
 
 
@@ -122,7 +143,12 @@ class ItemReconciler:
         except LeaseLost:
             log.info("lease lost before reconcile", extra={"partition": item.partition})
             return ItemResult.LEASE_LOST
-        clock = _LeaseClock(work.lease, self._lease_seconds, self._fleet.deadline_seconds)
+        clock = _LeaseClock(
+            work.lease,
+            self._lease_seconds,
+            self._fleet.deadline_seconds,
+            renew=lambda lease: self._renew(work, lease),
+        )
         try:
             await self._apply(work, clock)
         except LeaseLost:
@@ -145,6 +171,10 @@ class ItemReconciler:
             log.info("completion rejected: lease lost", extra={"partition": item.partition})
             return ItemResult.LEASE_LOST
         return ItemResult.CONVERGED
+
+    async def _renew(self, work: WorkItem, lease: Lease) -> Lease:
+        async with self._units() as uow:
+            return await uow.reconcile.renew(work, lease, lease_seconds=self._lease_seconds)
 
     async def fail(self, item: ClaimedItem, lease: Lease, code: str) -> ItemResult:
         """Fenced: count the failure, keep the stable code, schedule the next attempt (persisted backoff)."""
@@ -198,6 +228,9 @@ class ItemReconciler:
         async with self._lanes.lane(work.media_server_id):
             if work.placed_now:  # Sense never configured it there: add at once, no read first
                 await self._add_or_adopt(client, work.path_name, desired, clock)
+                return
+            if work.replace_due:  # MediaMTX has another source: replace at once, no read first
+                await clock.call(lambda: client.replace_path(work.path_name, desired))
                 return
             observed = await clock.call(lambda: client.get_path(work.path_name))
             action = plan_ensure(desired, observed)

@@ -3,11 +3,14 @@
 Moving a site to another registered server is ONE transaction over the site and every device of it: each
 device gets the new server, a new config version, a DeviceConfigChanged event (`changed_fields =
 [media_server_id]`), an audit fact and a due row on the new server. The reconciler then creates the path on
-the new server and deletes it, exactly, on the old one (service_layer.reconcile_item).
+the new server and deletes it, exactly, on the old one (service_layer.reconcile_item). After the commit,
+`wake_reconciler` gets the moved devices (see service_layer.devices).
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from sense_reconciler.domain import limits
@@ -41,6 +44,7 @@ class SiteService:
         *,
         media_servers: frozenset[str],
         default_media_server: str,
+        wake_reconciler: Callable[[Iterable[uuid.UUID]], None],
     ) -> None:
         if default_media_server not in media_servers:
             raise ValueError("the default media server must be registered")
@@ -48,6 +52,7 @@ class SiteService:
         self._facts = facts
         self._media_servers = media_servers
         self._default_server = default_media_server
+        self._wake = wake_reconciler
 
     async def lock(self, uow: SenseUnitOfWork, tenant_id: str, site_id: str) -> SiteRow:
         """The site row, locked; created with the default limit and server when it does not exist yet."""
@@ -86,6 +91,7 @@ class SiteService:
         if media_server_id is not None:
             validate_media_server_id(media_server_id, self._media_servers)
         actor = validate_actor(actor)
+        moved: list[uuid.UUID] = []
         async with self._units() as uow:
             site = await self.lock(uow, tenant_id, site_id)
             if max_video_channels is not None:
@@ -93,15 +99,19 @@ class SiteService:
                     raise SiteLimitReached()
                 await uow.sites.set_limit(tenant_id, site_id, max_video_channels)
             if media_server_id is not None and media_server_id != site.media_server_id:
-                await self._move(uow, tenant_id, site_id, media_server_id, actor)
-            return await self._view(uow, tenant_id, site_id)
+                moved = await self._move(uow, tenant_id, site_id, media_server_id, actor)
+            view = await self._view(uow, tenant_id, site_id)
+        self._wake(moved)
+        return view
 
     async def _move(
         self, uow: SenseUnitOfWork, tenant_id: str, site_id: str, media_server_id: str, actor: str
-    ) -> None:
+    ) -> list[uuid.UUID]:
+        """Move the site and its devices; returns the devices made due."""
         await uow.sites.set_server(tenant_id, site_id, media_server_id)
         changed = ["media_server_id"]
         events: list[OutboxMessage] = []
+        moved: list[uuid.UUID] = []
         for current in await uow.devices.of_site(tenant_id, site_id):
             device = await uow.devices.update(
                 current.id,
@@ -111,6 +121,7 @@ class SiteService:
                 media_server_id=media_server_id,
             )
             await uow.devices.mark_due(device.id, media_server_id)
+            moved.append(device.id)
             events.append(
                 self._facts.device_event(
                     "DeviceConfigChanged", device, {"previous_path_name": None, "changed_fields": changed}
@@ -118,3 +129,4 @@ class SiteService:
             )
             events.append(await self._facts.audit_event(uow, "device.config_changed", actor, device, changed))
         await uow.outbox.enqueue_many(events)
+        return moved
