@@ -237,7 +237,7 @@ async def claim_and_run(
     async with units() as uow:
         [claimed] = await uow.watchers.claim_due("test", limit=1, lease_seconds=60)
     assert claimed.watcher_id == watcher_id
-    return await runner.run(watcher_id, claimed.lease)
+    return await runner.run(claimed)
 
 
 async def check_now(

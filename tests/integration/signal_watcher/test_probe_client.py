@@ -10,7 +10,7 @@ import json
 import pytest
 
 from signal_watcher.adapters import probe_client as probe_module
-from signal_watcher.adapters.probe_client import MAX_BODY_BYTES, ProbeClient
+from signal_watcher.adapters.probe_client import MAX_BODY_BYTES, MAX_KEEPALIVE_CONNECTIONS, ProbeClient
 from signal_watcher.domain.model import Header
 from signal_watcher.domain.probes import ProbeFailed
 from tests.integration.signal_watcher.conftest import CONFINED_STRICT_GUARD, FIXTURE_HOST, fake_resolver
@@ -96,3 +96,43 @@ def test_limits_match_the_spec() -> None:
     assert probe_module.CONNECT_TIMEOUT_SECONDS == 10.0
     assert probe_module.READ_TIMEOUT_SECONDS == 15.0
     assert MAX_BODY_BYTES == 1_048_576
+
+
+async def test_the_pool_keeps_at_most_the_kept_number_of_idle_connections(local_probe: ProbeClient) -> None:
+    """More probes at once than the pool keeps: each gets its own connection (the server answers none before
+    all arrived); once all are answered, the connections beyond MAX_KEEPALIVE_CONNECTIONS are closed."""
+    probes = MAX_KEEPALIVE_CONNECTIONS + 5
+    arrived, connected = 0, 0
+    all_arrived, hung_up = asyncio.Event(), asyncio.Event()
+
+    async def answer_when_all_arrived(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal arrived, connected
+        connected += 1
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            arrived += 1
+            if arrived == probes:
+                all_arrived.set()
+            await all_arrived.wait()
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+            await reader.read()  # b"" once the client closes the connection
+        finally:
+            connected -= 1
+            hung_up.set()
+            writer.close()
+
+    server = await asyncio.start_server(answer_when_all_arrived, "127.0.0.1", 0)
+    url = f"http://{FIXTURE_HOST}:{server.sockets[0].getsockname()[1]}/"
+    try:
+        responses = await asyncio.gather(*(local_probe.probe("GET", url, [], None) for _ in range(probes)))
+        assert [r.status_code for r in responses] == [200] * probes
+        async with asyncio.timeout(5):
+            while connected > MAX_KEEPALIVE_CONNECTIONS:
+                hung_up.clear()
+                await hung_up.wait()
+        assert connected == MAX_KEEPALIVE_CONNECTIONS == 20  # the rest stay kept for reuse
+    finally:
+        await local_probe.aclose()
+        server.close()
+        await server.wait_closed()

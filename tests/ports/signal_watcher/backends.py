@@ -73,9 +73,10 @@ class PostgresBackend:
     def tamper(self, pool: asyncpg.Pool, signal_db: MigratedSchema) -> Tamper:
         async def damage(watcher_id: uuid.UUID) -> None:
             await pool.execute(
-                f"UPDATE {signal_db.name.quoted}.watchers SET headers_ciphertext = "
-                "overlay(headers_ciphertext placing '\\x00'::bytea from length(headers_ciphertext) - 3 "
-                "for 1) WHERE id = $1",
+                # Flips the byte's bits, as the fake does: a fixed byte left 1 ciphertext in 256 intact.
+                f"UPDATE {signal_db.name.quoted}.watchers "
+                "SET headers_ciphertext = set_byte(headers_ciphertext, length(headers_ciphertext) - 4, "
+                "get_byte(headers_ciphertext, length(headers_ciphertext) - 4) # 255) WHERE id = $1",
                 watcher_id,
             )
 

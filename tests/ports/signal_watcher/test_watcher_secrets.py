@@ -31,7 +31,7 @@ SECRET_SPEC = replace(SPEC, headers=(HEADER,), method=Method.POST, body="body-se
 
 
 async def refused(units: UnitOfWorkFactory, watcher_id: uuid.UUID) -> tuple[str, str]:
-    """The codes a read and a listing answer, and the `secrets_error` a check's load reports."""
+    """The codes a read and a listing answer, and the `secrets_error` a check's claim reports."""
     async with units() as uow:
         with pytest.raises(SecretsUnreadable) as read:
             await uow.watchers.get("alice", watcher_id)
@@ -39,9 +39,8 @@ async def refused(units: UnitOfWorkFactory, watcher_id: uuid.UUID) -> tuple[str,
             await uow.watchers.list_for_user("alice", limit=10)
     assert read.value.status == 500 and read.value.code == listed.value.code
     [claimed] = await claim(units)
-    async with units() as uow:
-        loaded = await uow.watchers.load(watcher_id, claimed.lease)
-    assert loaded is not None and (loaded.spec.headers, loaded.spec.body) == ((), None)
+    loaded = claimed.record
+    assert loaded.id == watcher_id and (loaded.spec.headers, loaded.spec.body) == ((), None)
     assert loaded.secrets_error is not None
     return read.value.code, loaded.secrets_error
 

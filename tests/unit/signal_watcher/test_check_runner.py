@@ -7,13 +7,16 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from signal_watcher.adapters.memory import MemoryProbe, MemorySignalDatabase
 from signal_watcher.domain.model import AUTO_DISABLE_FAILURES, CompareMode, Header, Status
+from signal_watcher.domain.probes import ProbeResponse
 from signal_watcher.domain.ssrf import STRICT_GUARD, parse_networks
 from signal_watcher.service_layer import checks
 from signal_watcher.service_layer.checks import CheckRunner
@@ -26,6 +29,7 @@ from tests.unit.signal_watcher.conftest import (
     cipher_for,
     decoded,
     insert,
+    make_due,
     make_spec,
     stored,
     url,
@@ -162,6 +166,33 @@ async def test_success_resets_failures(
     assert round((record.next_check_at - record.last_checked_at).total_seconds() / 60) == 10
 
 
+async def test_a_check_is_dated_when_it_is_written_however_long_its_probe_takes(
+    database: MemorySignalDatabase, probe: MemoryProbe, runner: CheckRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`checked_at` is when the check was written (the API's contract), 45 s of probe after its claim; the
+    next check is due one interval after that."""
+    probe.answer(url("/text"), body=b"v1")
+    spec = make_spec(url("/text"))
+    watcher = await insert(database, "user-1", spec)
+    answer = probe.probe
+
+    async def slow(method: str, target: str, headers: Sequence[Header], body: str | None) -> ProbeResponse:
+        database.clock.advance(45)
+        return await answer(method, target, headers, body)
+
+    monkeypatch.setattr(probe, "probe", slow)
+    make_due(database, watcher.id, days_ago=1)
+    async with database() as uow:
+        [claimed] = await uow.watchers.claim_due("x", limit=10, lease_seconds=120)
+        claimed_at = await uow.now()
+    assert await runner.run(claimed) is not None
+    [row] = await checks_of(database, watcher.id)
+    record = await stored(database, "user-1", watcher.id)
+    written = row.checked_at
+    assert written == record.last_checked_at and written >= claimed_at + timedelta(seconds=45)
+    assert record.next_check_at == written + timedelta(minutes=spec.interval_minutes)
+
+
 async def test_pausing_during_a_probe_discards_its_result(
     database: MemorySignalDatabase, probe: MemoryProbe, runner: CheckRunner
 ) -> None:
@@ -173,7 +204,7 @@ async def test_pausing_during_a_probe_discards_its_result(
         await uow.watchers.request_check("user-1", watcher.id, min_spacing_seconds=0)
         [claimed] = await uow.watchers.claim_due("x", limit=10, lease_seconds=60)
         await uow.watchers.set_status("user-1", watcher.id, Status.PAUSED)
-    assert await runner.run(watcher.id, claimed.lease) is None
+    assert await runner.run(claimed) is None
     record = await stored(database, "user-1", watcher.id)
     assert record.status is Status.PAUSED and record.consecutive_failures == AUTO_DISABLE_FAILURES - 1
     assert len(await checks_of(database, watcher.id)) == AUTO_DISABLE_FAILURES - 1  # nothing written

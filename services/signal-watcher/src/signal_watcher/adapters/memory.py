@@ -233,14 +233,9 @@ class MemoryWatcherStore:
         for stored in due:
             lease = Lease(owner, uuid.uuid4(), now + timedelta(seconds=lease_seconds))
             self._tables.watchers[stored.record.id] = dataclasses.replace(stored, lease=lease)
-            claimed.append(ClaimedWatcher(stored.record.id, lease))
+            record = self._record(stored, tolerate_unreadable=True)
+            claimed.append(ClaimedWatcher(stored.record.id, lease, record))
         return claimed
-
-    async def load(self, watcher_id: uuid.UUID, lease: Lease) -> WatcherRecord | None:
-        stored = self._tables.watchers.get(watcher_id)
-        if stored is None or not self._lease_is_current(stored, lease):
-            return None
-        return self._record(stored, tolerate_unreadable=True)
 
     async def write_result(self, watcher_id: uuid.UUID, lease: Lease, after: WatcherAfterCheck) -> None:
         stored = self._tables.watchers.get(watcher_id)

@@ -48,6 +48,11 @@ WRITE_TIMEOUT_SECONDS = 15.0
 TOTAL_DEADLINE_SECONDS = 60.0
 MAX_BODY_BYTES = 1024 * 1024
 MAX_CONNECTIONS = 200
+# Idle connections kept for reuse. On every request httpcore asks each pooled connection whether it has
+# expired (an idle one: a poll of its socket through anyio's attribute table), so a pool that keeps all 200
+# costs every probe a scan of 200; checks of one origin are minutes apart, longer than the keep-alive, so
+# the kept ones are rarely reused anyway. Measured (issue 25): 8-15 % less CPU per probe than keeping 200.
+MAX_KEEPALIVE_CONNECTIONS = 20
 KEEPALIVE_EXPIRY_SECONDS = 5.0
 USER_AGENT = "yovision-signal-watcher/1"
 
@@ -183,6 +188,7 @@ class _GuardedTransport(httpx.AsyncBaseTransport):
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ssl.create_default_context(),
             max_connections=MAX_CONNECTIONS,
+            max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS,
             keepalive_expiry=KEEPALIVE_EXPIRY_SECONDS,
             http1=True,
             http2=False,

@@ -2,7 +2,7 @@
 of `WatcherStore` and `CheckStore` (service_layer.ports), each bound to the connection of one unit of work.
 
 Every user-facing method takes the caller's `user_id` and filters by it; a watcher of another user is
-simply not found. Scheduler methods (`claim_due`, `load`, `write_result`) are fenced by the watcher lease.
+simply not found. Scheduler methods (`claim_due`, `write_result`) are fenced by the watcher lease.
 User edits clear the lease, so a probe that was in flight during an edit, status change or delete loses
 its lease and writes nothing.
 """
@@ -10,6 +10,7 @@ its lease and writes nothing.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
@@ -28,6 +29,7 @@ _WATCHER_COLUMNS = """
     interval_minutes, compare_mode, json_path, prompt_template, status, last_value_hash, last_value_excerpt,
     last_checked_at, last_changed_at, consecutive_failures, next_check_at, created_at, updated_at
 """
+_WATCHER_COLUMN_NAMES = tuple(name.strip() for name in _WATCHER_COLUMNS.split(","))
 _CHECK_COLUMNS = """
     id, watcher_id, checked_at, http_status, value_hash, changed, trigger_id, error_code, duration_ms, warning
 """
@@ -45,7 +47,7 @@ class PostgresWatcherStore:
         self._leases = LeaseTable(schema, Identifier("watchers"))
 
     def _record(
-        self, row: asyncpg.Record | dict[str, Any], *, tolerate_unreadable: bool = False
+        self, row: asyncpg.Record | Mapping[str, Any], *, tolerate_unreadable: bool = False
     ) -> WatcherRecord:
         body = row["body_ciphertext"]
         secrets = self._cipher.open(
@@ -230,6 +232,7 @@ class PostgresWatcherStore:
     # --- scheduler --------------------------------------------------------------------------------------
 
     async def claim_due(self, owner: str, *, limit: int, lease_seconds: float) -> list[ClaimedWatcher]:
+        """One statement: the leases and the claimed rows (no read per check)."""
         claimed = await self._leases.claim(
             self._conn,
             owner,
@@ -237,18 +240,12 @@ class PostgresWatcherStore:
             limit=limit,
             due_condition="status = 'ACTIVE' AND next_check_at <= now()",
             order_by="next_check_at, id",
+            returning=_WATCHER_COLUMN_NAMES,
         )
-        return [ClaimedWatcher(row.row_id, row.lease) for row in claimed]
-
-    async def load(self, watcher_id: uuid.UUID, lease: Lease) -> WatcherRecord | None:
-        row = await self._conn.fetchrow(
-            f"""SELECT {_WATCHER_COLUMNS} FROM {self._watchers}
-                 WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at > now()""",
-            watcher_id,
-            lease.owner,
-            lease.token,
-        )
-        return None if row is None else self._record(row, tolerate_unreadable=True)
+        return [
+            ClaimedWatcher(row.row_id, row.lease, self._record(row.row, tolerate_unreadable=True))
+            for row in claimed
+        ]
 
     async def write_result(self, watcher_id: uuid.UUID, lease: Lease, after: WatcherAfterCheck) -> None:
         assignments: dict[str, object] = {

@@ -1,6 +1,7 @@
 """Running one check of a claimed watcher: probe, judge, decide, then write everything in one transaction.
 
-The transaction holds the watcher update (fenced by the lease), the check row and any outbox rows
+The watcher comes as the claim read it (one statement for a batch of claims: no read per check). The
+transaction holds the watcher update (fenced by the lease), the check row and any outbox rows
 (`WatcherTriggered` = the agent-run request; `WatcherDisabled` = the WATCHER_DISABLED notification). If
 the lease was lost or cleared by a user edit meanwhile, nothing is written and nothing is published.
 """
@@ -21,11 +22,10 @@ from signal_watcher.domain.model import WatcherSpec
 from signal_watcher.domain.probes import ProbeFailed
 from signal_watcher.domain.records import CheckRow, WatcherAfterCheck, WatcherRecord
 from signal_watcher.service_layer.metrics import CheckOutcome, SignalMetrics
-from signal_watcher.service_layer.ports import Probe, SignalUnitOfWork, UnitOfWorkFactory
+from signal_watcher.service_layer.ports import ClaimedWatcher, Probe, SignalUnitOfWork, UnitOfWorkFactory
 from yovision_platform.avro import AvroSerde
 from yovision_platform.errors import LeaseLost
 from yovision_platform.events import build_event
-from yovision_platform.leases import Lease
 from yovision_platform.outbox import OutboxMessage
 
 __all__ = [
@@ -109,12 +109,10 @@ class CheckRunner:
         self._topics = dict(topic_overrides or {})
         self._metrics = metrics if metrics is not None else SignalMetrics.create(CollectorRegistry())
 
-    async def run(self, watcher_id: uuid.UUID, lease: Lease) -> CheckDecision | None:
-        """One check; returns the decision written, or None when the lease was lost (nothing written)."""
-        async with self._units_of_work() as uow:
-            record = await uow.watchers.load(watcher_id, lease)
-        if record is None:
-            return None
+    async def run(self, claim: ClaimedWatcher) -> CheckDecision | None:
+        """One check of the claimed watcher, as the claim read it; returns the decision written, or None
+        when the lease was lost meanwhile (an edit, a pause: nothing written, nothing published)."""
+        watcher_id, lease, record = claim.watcher_id, claim.lease, claim.record
         if record.secrets_error is not None:
             # Its headers/body cannot be decrypted (a key missing from the ring, a damaged value): a failure
             # like any other, recorded with its stable code, counted towards auto-disable. Nothing is probed.

@@ -35,8 +35,12 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ClaimedWatcher:
+    """A due watcher leased for one check, as the claim read it (no second read before the probe): its
+    secrets opened, or `record.secrets_error` when they cannot be."""
+
     watcher_id: uuid.UUID
     lease: Lease
+    record: WatcherRecord
 
 
 class WatcherStore(Protocol):
@@ -44,7 +48,8 @@ class WatcherStore(Protocol):
 
     Every user-facing method takes the caller's `user_id`: a watcher of another user is not found (None,
     False). Reading a watcher whose secrets cannot be decrypted raises `SecretsUnreadable` (its code is
-    `secret_unreadable` or `secret_key_unknown`), except `load`, which reports the code in `secrets_error`.
+    `secret_unreadable` or `secret_key_unknown`), except `claim_due`, which reports the code in the
+    record's `secrets_error`.
     User edits (`update_spec`, `set_status`) clear the lease, so a check in flight loses it."""
 
     async def lock_user(self, user_id: str) -> None:
@@ -96,11 +101,8 @@ class WatcherStore(Protocol):
 
     async def claim_due(self, owner: str, *, limit: int, lease_seconds: float) -> list[ClaimedWatcher]:
         """Lease up to `limit` ACTIVE watchers that are due and not leased (or whose lease expired),
-        earliest `next_check_at` first (then id)."""
-        ...
-
-    async def load(self, watcher_id: uuid.UUID, lease: Lease) -> WatcherRecord | None:
-        """The leased watcher for its check; None when the lease is no longer current."""
+        earliest `next_check_at` first (then id), each with its record (secrets opened as far as they can
+        be: `secrets_error`)."""
         ...
 
     async def write_result(self, watcher_id: uuid.UUID, lease: Lease, after: WatcherAfterCheck) -> None:

@@ -16,8 +16,7 @@ import logging
 import uuid
 
 from signal_watcher.service_layer.checks import CheckRunner
-from signal_watcher.service_layer.ports import UnitOfWorkFactory
-from yovision_platform.leases import Lease
+from signal_watcher.service_layer.ports import ClaimedWatcher, UnitOfWorkFactory
 
 __all__ = ["LEASE_SECONDS", "MAX_IN_FLIGHT", "SCAN_BATCH_SIZE", "SCAN_INTERVAL_SECONDS", "Scheduler"]
 
@@ -89,16 +88,16 @@ class Scheduler:
                 watcher_id = claim.watcher_id
                 if watcher_id in self._in_flight:
                     continue
-                task = asyncio.create_task(self._check(watcher_id, claim.lease), name=f"check-{watcher_id}")
+                task = asyncio.create_task(self._check(claim), name=f"check-{watcher_id}")
                 self._in_flight[watcher_id] = task
                 started += 1
             if len(claimed) < limit:
                 return started
         return started
 
-    async def _check(self, watcher_id: uuid.UUID, lease: Lease) -> None:
+    async def _check(self, claim: ClaimedWatcher) -> None:
         try:
-            await self._runner.run(watcher_id, lease)
+            await self._runner.run(claim)
             self.checks_done += 1
         except Exception as exc:
             # Only the class: messages and tracebacks of unexpected errors may quote the URL or a header.
@@ -107,7 +106,7 @@ class Scheduler:
                 extra={"error_code": type(exc).__name__},
             )
         finally:
-            self._in_flight.pop(watcher_id, None)
+            self._in_flight.pop(claim.watcher_id, None)
 
     async def drain(self, timeout_seconds: float) -> None:
         tasks = list(self._in_flight.values())
