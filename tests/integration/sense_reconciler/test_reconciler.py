@@ -28,6 +28,7 @@ from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import MigratedSchema, Stack
 from tests.ports.sense_reconciler.backends import wait_for
 from yovision_platform.avro import AvroSerde
+from yovision_platform.db import Identifier
 from yovision_platform.errors import LeaseLost
 from yovision_platform.leases import Lease
 from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
@@ -187,6 +188,76 @@ async def test_a_new_source_is_one_replace_that_also_creates_a_path_gone_from_me
     assert mediamtx.calls == calls + 1, "one replace, no read first"
     assert await mediamtx.get_path(device.path_name) == PathConfig("rtsp://127.0.0.1:1/new")
     assert (await devices.reconcile_status(device.id)).status == "converged"
+
+
+class CommitHeld(PostgresSenseUnitOfWork):
+    """A unit of work that, its work done, waits for `commit` before it commits (its row locks held)."""
+
+    def __init__(
+        self, pool: asyncpg.Pool, schema: Identifier, done: asyncio.Event, commit: asyncio.Event
+    ) -> None:
+        super().__init__(pool, schema)
+        self._done, self._commit = done, commit
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self._done.set()
+            await self._commit.wait()
+        await super().__aexit__(exc_type, exc, tb)
+
+
+async def test_a_change_committed_while_an_item_loads_is_worked_whole_in_a_later_round(
+    sense_pool: asyncpg.Pool,
+    sense_schema: MigratedSchema,
+    devices: DeviceService,
+    mediamtx: CountingMediaMtx,
+    serde: AvroSerde,
+    sources: SourceUris,
+    created_paths: list[str],
+) -> None:
+    """A device is disabled, its item claimed; it is enabled again, and that change commits while the
+    item's renew-and-load waits for the row the change holds. The item works the disable it loaded and
+    stays due; the next round enables: the path exists and the device converges on the last generation."""
+    device = await new_device(devices, created_paths)
+    worker = reconciler(sense_pool, sense_schema, mediamtx, serde, sources)
+    assert await worker.run_once() == 1
+    await devices.set_desired_state(device.id, DesiredState.DISABLED, actor="op")
+    units = postgres_units(sense_pool, sense_schema.name)
+    async with units() as uow:
+        [item] = await uow.reconcile.claim(
+            "inst-a", list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=30, limit=1
+        )
+    done, commit = asyncio.Event(), asyncio.Event()
+    held = DeviceService(
+        lambda: CommitHeld(sense_pool, sense_schema.name, done, commit),
+        serde,
+        device_topic="sense.device.v1",
+        partitions=len(ALL_PARTITIONS),
+        sources=sources,
+    )
+    enabling = asyncio.create_task(held.set_desired_state(device.id, DesiredState.ENABLED, actor="op"))
+    await asyncio.wait_for(done.wait(), timeout=10)
+    working = asyncio.create_task(worker._items.process(item))
+
+    async def load_waits_for_the_change() -> bool:
+        waiting: int = await sense_pool.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND strpos(query, $1) > 0",
+            f'"{sense_schema.name}".reconcile_state',
+        )
+        return waiting == 1
+
+    await wait_for(load_waits_for_the_change)
+    commit.set()
+    await enabling
+    assert await working is ItemResult.CONVERGED
+    status = await devices.reconcile_status(device.id)
+    assert (status.status, status.observed_generation, status.desired_generation) == ("pending", 2, 3)
+    assert await worker.run_once() == 1
+    assert await mediamtx.get_path(device.path_name) == PathConfig(
+        f"rtsp://admin:{SECRET}@127.0.0.1:1/{device.path_name}"
+    )
+    status = await devices.reconcile_status(device.id)
+    assert (status.status, status.observed_generation) == ("converged", 3)
 
 
 async def test_failure_persists_backoff_and_a_stable_code(

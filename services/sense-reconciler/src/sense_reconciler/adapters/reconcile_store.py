@@ -95,19 +95,27 @@ class PostgresReconcileStore:
         enabled device, record its placement on its server first (before any add there). One statement,
         one round trip: the renewal (the due row's lock first, as every writer takes them), the device,
         the placement insert and the placements (those of before the statement plus the one it inserted:
-        a statement does not see its own inserts)."""
+        a statement does not see its own inserts).
+
+        The generation comes from the statement's snapshot, as the device does, never from the renewal's
+        RETURNING: when the renewal waited for a change that held the row, it re-reads the row as that
+        change committed it (a newer generation), while the device rows stay those of the snapshot (the
+        state before the change). Completing the newer generation with the older state would mark, say, a
+        re-enabled device converged after deleting its path."""
         row = await self._conn.fetchrow(
             f"""
             WITH renewed AS (
                 UPDATE {self._s}.reconcile_state
                    SET lease_expires_at = now() + make_interval(secs => $4)
                  WHERE device_id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at > now()
-             RETURNING device_id, lease_expires_at, desired_generation, replace_due
+             RETURNING device_id, lease_expires_at
             ), device AS (
                 SELECT d.id, d.tenant_id, d.site_id, d.path_name, d.desired_state, d.media_server_id,
-                       d.source_uri, d.source_uri_ciphertext, r.desired_generation, r.lease_expires_at,
-                       r.replace_due
-                  FROM {self._s}.devices d JOIN renewed r ON r.device_id = d.id
+                       d.source_uri, d.source_uri_ciphertext, s.desired_generation, r.lease_expires_at,
+                       s.replace_due
+                  FROM {self._s}.devices d
+                  JOIN renewed r ON r.device_id = d.id
+                  JOIN {self._s}.reconcile_state s ON s.device_id = d.id
             ), placed AS (
                 INSERT INTO {self._s}.media_path_placements (device_id, media_server_id, path_name)
                 SELECT id, media_server_id, path_name FROM device WHERE desired_state = 'enabled'
