@@ -48,6 +48,7 @@ async def test_rows_unpublished_at_the_upgrade_are_published_after_it_in_order(
     assert [m.name for m in await migrate(admin_conn, full, runtime_password=password)] == [
         "outbox_cursors",
         "processed_events_retention",
+        "outbox_xid_statistics",
     ]
     rows = await admin_conn.fetch(f"SELECT message_key, shard, xid IS NULL AS legacy FROM {table}")
     assert all(r["legacy"] == (r["shard"] is None) for r in rows)

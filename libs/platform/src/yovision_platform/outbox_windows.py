@@ -70,7 +70,9 @@ class OutboxWindows:
         # fenced with OFFSET 0, so no plan can turn it around. With `o.xid = ANY(...)`, or a plain join, a
         # generic plan (a prepared statement's, after five runs) read every row of the shard and filtered
         # them by xid whenever the table's statistics were older than its rows: O(shard) per read (measured
-        # with auto_explain: 10-19 ms reads, most of PostgreSQL's CPU under the paced load).
+        # with auto_explain: 10-19 ms reads, most of PostgreSQL's CPU under the paced load). The lookup is an
+        # index scan only while the planner knows xid is nearly unique: platform migration 0005 declares it
+        # (a young table's sample, or one bulk transaction's, had it read the table per running transaction).
         in_window = f"""
             SELECT {{select}}
               FROM unnest(ARRAY(SELECT x FROM pg_snapshot_xip(w.prev) AS x
