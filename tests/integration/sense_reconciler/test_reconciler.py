@@ -6,6 +6,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -22,6 +23,7 @@ from sense_reconciler.domain.records import DeviceRow
 from sense_reconciler.service_layer.devices import DeviceService
 from sense_reconciler.service_layer.metrics import ItemResult, ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
+from sense_reconciler.service_layer.ports import UnitOfWorkFactory
 from sense_reconciler.service_layer.reconcile_item import _LeaseClock
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
@@ -73,11 +75,55 @@ async def mediamtx(stack: Stack) -> AsyncIterator[CountingMediaMtx]:
     await client.aclose()
 
 
+@dataclass
+class Rig:
+    """One test's real store, device service and MediaMTX, and the reconcilers built on them; the paths of
+    devices made with `configured=True` are deleted from MediaMTX afterwards."""
+
+    pool: asyncpg.Pool
+    schema: MigratedSchema
+    devices: DeviceService
+    mediamtx: CountingMediaMtx
+    serde: AvroSerde
+    sources: SourceUris
+    paths: list[str]
+
+    @property
+    def units(self) -> UnitOfWorkFactory:
+        return postgres_units(self.pool, self.schema.name)
+
+    def worker(
+        self, mediamtx: MediaMtxClient | MediaFleet[MediaMtxClient] | None = None, **options: Any
+    ) -> Reconciler:
+        fleet = mediamtx or self.mediamtx
+        return reconciler(self.pool, self.schema, fleet, self.serde, self.sources, **options)
+
+    async def device(self, *, site: str = "site-1", configured: bool = True) -> DeviceRow:
+        return await new_device(self.devices, self.paths if configured else [], site=site)
+
+    async def lease_expired(self, device_id: uuid.UUID) -> bool:
+        """The device's lease has run out by the database's clock."""
+        return bool(
+            await self.pool.fetchval(
+                f"SELECT lease_expires_at <= now() FROM {self.schema.name.quoted}.reconcile_state "
+                "WHERE device_id = $1",
+                device_id,
+            )
+        )
+
+
 @pytest.fixture
-async def created_paths(mediamtx: CountingMediaMtx) -> AsyncIterator[list[str]]:
-    names: list[str] = []
-    yield names
-    for name in names:
+async def rig(
+    sense_pool: asyncpg.Pool,
+    sense_schema: MigratedSchema,
+    devices: DeviceService,
+    mediamtx: CountingMediaMtx,
+    serde: AvroSerde,
+    sources: SourceUris,
+) -> AsyncIterator[Rig]:
+    made = Rig(sense_pool, sense_schema, devices, mediamtx, serde, sources, [])
+    yield made
+    for name in made.paths:
         await mediamtx.delete_path(name)
 
 
@@ -125,69 +171,53 @@ async def new_device(devices: DeviceService, paths: list[str], *, site: str = "s
     )
 
 
-async def test_enable_configures_the_path_and_disable_deletes_exactly_it(
-    sense_pool: asyncpg.Pool,
-    sense_schema: MigratedSchema,
-    devices: DeviceService,
-    mediamtx: CountingMediaMtx,
-    serde: AvroSerde,
-    sources: SourceUris,
-    created_paths: list[str],
-) -> None:
-    one = await new_device(devices, created_paths)
-    two = await new_device(devices, created_paths)
-    worker = reconciler(sense_pool, sense_schema, mediamtx, serde, sources)
+async def test_enable_configures_the_path_and_disable_deletes_exactly_it(rig: Rig) -> None:
+    one = await rig.device()
+    two = await rig.device()
+    worker = rig.worker()
     assert await worker.run_once() == 2
-    assert await mediamtx.get_path(one.path_name) == PathConfig(
+    assert await rig.mediamtx.get_path(one.path_name) == PathConfig(
         f"rtsp://admin:{SECRET}@127.0.0.1:1/{one.path_name}"
     )
-    status = await devices.reconcile_status(one.id)
+    status = await rig.devices.reconcile_status(one.id)
     assert (status.status, status.observed_generation) == ("converged", 1)
-    owners = await sense_pool.fetch(
-        f'SELECT device_id, path_name FROM "{sense_schema.name}".media_path_ownership'
+    owners = await rig.pool.fetch(
+        f'SELECT device_id, path_name FROM "{rig.schema.name}".media_path_ownership'
     )
     assert {(r["device_id"], r["path_name"]) for r in owners} == {
         (one.id, one.path_name),
         (two.id, two.path_name),
     }
-    events = await sense_pool.fetch(
-        f"SELECT message_key FROM \"{sense_schema.name}\".outbox WHERE event_type = 'PathOwnershipRecorded'"
+    events = await rig.pool.fetch(
+        f"SELECT message_key FROM \"{rig.schema.name}\".outbox WHERE event_type = 'PathOwnershipRecorded'"
     )
     assert {bytes(r["message_key"]) for r in events} == {one.path_name.encode(), two.path_name.encode()}
 
-    await devices.change_config(one.id, name=None, source_uri="rtsp://127.0.0.1:1/changed", actor="op")
+    await rig.devices.change_config(one.id, name=None, source_uri="rtsp://127.0.0.1:1/changed", actor="op")
     assert await worker.run_once() == 1
-    assert await mediamtx.get_path(one.path_name) == PathConfig("rtsp://127.0.0.1:1/changed")
+    assert await rig.mediamtx.get_path(one.path_name) == PathConfig("rtsp://127.0.0.1:1/changed")
 
-    await devices.set_desired_state(one.id, DesiredState.DISABLED, actor="op")
+    await rig.devices.set_desired_state(one.id, DesiredState.DISABLED, actor="op")
     assert await worker.run_once() == 1
-    assert await mediamtx.get_path(one.path_name) is None
-    assert await mediamtx.get_path(two.path_name) is not None
-    assert (await devices.reconcile_status(one.id)).status == "converged"
-    assert await mediamtx.delete_path(one.path_name) is False  # a second delete is a no-op
+    assert await rig.mediamtx.get_path(one.path_name) is None
+    assert await rig.mediamtx.get_path(two.path_name) is not None
+    assert (await rig.devices.reconcile_status(one.id)).status == "converged"
+    assert await rig.mediamtx.delete_path(one.path_name) is False  # a second delete is a no-op
     assert await worker.run_once() == 0
 
 
-async def test_a_new_source_is_one_replace_that_also_creates_a_path_gone_from_mediamtx(
-    sense_pool: asyncpg.Pool,
-    sense_schema: MigratedSchema,
-    devices: DeviceService,
-    mediamtx: CountingMediaMtx,
-    serde: AvroSerde,
-    sources: SourceUris,
-    created_paths: list[str],
-) -> None:
+async def test_a_new_source_is_one_replace_that_also_creates_a_path_gone_from_mediamtx(rig: Rig) -> None:
     """The real MediaMTX's replace creates a missing path: after a source change no read is needed first."""
-    device = await new_device(devices, created_paths)
-    worker = reconciler(sense_pool, sense_schema, mediamtx, serde, sources)
+    device = await rig.device()
+    worker = rig.worker()
     assert await worker.run_once() == 1
-    assert await mediamtx.delete_path(device.path_name) is True  # behind Sense's back
-    await devices.change_config(device.id, name=None, source_uri="rtsp://127.0.0.1:1/new", actor="op")
-    calls = mediamtx.calls
+    assert await rig.mediamtx.delete_path(device.path_name) is True  # behind Sense's back
+    await rig.devices.change_config(device.id, name=None, source_uri="rtsp://127.0.0.1:1/new", actor="op")
+    calls = rig.mediamtx.calls
     assert await worker.run_once() == 1
-    assert mediamtx.calls == calls + 1, "one replace, no read first"
-    assert await mediamtx.get_path(device.path_name) == PathConfig("rtsp://127.0.0.1:1/new")
-    assert (await devices.reconcile_status(device.id)).status == "converged"
+    assert rig.mediamtx.calls == calls + 1, "one replace, no read first"
+    assert await rig.mediamtx.get_path(device.path_name) == PathConfig("rtsp://127.0.0.1:1/new")
+    assert (await rig.devices.reconcile_status(device.id)).status == "converged"
 
 
 class CommitHeld(PostgresSenseUnitOfWork):
@@ -206,43 +236,35 @@ class CommitHeld(PostgresSenseUnitOfWork):
         await super().__aexit__(exc_type, exc, tb)
 
 
-async def test_a_change_committed_while_an_item_loads_is_worked_whole_in_a_later_round(
-    sense_pool: asyncpg.Pool,
-    sense_schema: MigratedSchema,
-    devices: DeviceService,
-    mediamtx: CountingMediaMtx,
-    serde: AvroSerde,
-    sources: SourceUris,
-    created_paths: list[str],
-) -> None:
+async def test_a_change_committed_while_an_item_loads_is_worked_whole_in_a_later_round(rig: Rig) -> None:
     """A device is disabled, its item claimed; it is enabled again, and that change commits while the
     item's renew-and-load waits for the row the change holds. The item works the disable it loaded and
     stays due; the next round enables: the path exists and the device converges on the last generation."""
-    device = await new_device(devices, created_paths)
-    worker = reconciler(sense_pool, sense_schema, mediamtx, serde, sources)
+    device = await rig.device()
+    worker = rig.worker()
     assert await worker.run_once() == 1
-    await devices.set_desired_state(device.id, DesiredState.DISABLED, actor="op")
-    units = postgres_units(sense_pool, sense_schema.name)
+    await rig.devices.set_desired_state(device.id, DesiredState.DISABLED, actor="op")
+    units = rig.units
     async with units() as uow:
         [item] = await uow.reconcile.claim(
             "inst-a", list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=30, limit=1
         )
     done, commit = asyncio.Event(), asyncio.Event()
     held = DeviceService(
-        lambda: CommitHeld(sense_pool, sense_schema.name, done, commit),
-        serde,
+        lambda: CommitHeld(rig.pool, rig.schema.name, done, commit),
+        rig.serde,
         device_topic="sense.device.v1",
         partitions=len(ALL_PARTITIONS),
-        sources=sources,
+        sources=rig.sources,
     )
     enabling = asyncio.create_task(held.set_desired_state(device.id, DesiredState.ENABLED, actor="op"))
     await asyncio.wait_for(done.wait(), timeout=10)
     working = asyncio.create_task(worker._items.process(item))
 
     async def load_waits_for_the_change() -> bool:
-        waiting: int = await sense_pool.fetchval(
+        waiting: int = await rig.pool.fetchval(
             "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND strpos(query, $1) > 0",
-            f'"{sense_schema.name}".reconcile_state',
+            f'"{rig.schema.name}".reconcile_state',
         )
         return waiting == 1
 
@@ -250,73 +272,55 @@ async def test_a_change_committed_while_an_item_loads_is_worked_whole_in_a_later
     commit.set()
     await enabling
     assert await working is ItemResult.CONVERGED
-    status = await devices.reconcile_status(device.id)
+    status = await rig.devices.reconcile_status(device.id)
     assert (status.status, status.observed_generation, status.desired_generation) == ("pending", 2, 3)
     assert await worker.run_once() == 1
-    assert await mediamtx.get_path(device.path_name) == PathConfig(
+    assert await rig.mediamtx.get_path(device.path_name) == PathConfig(
         f"rtsp://admin:{SECRET}@127.0.0.1:1/{device.path_name}"
     )
-    status = await devices.reconcile_status(device.id)
+    status = await rig.devices.reconcile_status(device.id)
     assert (status.status, status.observed_generation) == ("converged", 3)
 
 
-async def test_failure_persists_backoff_and_a_stable_code(
-    stack: Stack,
-    sense_pool: asyncpg.Pool,
-    sense_schema: MigratedSchema,
-    devices: DeviceService,
-    serde: AvroSerde,
-    sources: SourceUris,
-) -> None:
-    device = await new_device(devices, [])
+async def test_failure_persists_backoff_and_a_stable_code(stack: Stack, rig: Rig) -> None:
+    device = await rig.device(configured=False)
     unreachable = MediaMtxClient("http://127.0.0.1:9", deadline_seconds=1.0)
-    worker = reconciler(sense_pool, sense_schema, unreachable, serde, sources)
+    worker = rig.worker(unreachable)
     assert await worker.run_once() == 1
-    status = await devices.reconcile_status(device.id)
+    status = await rig.devices.reconcile_status(device.id)
     assert (status.status, status.attempts, status.last_error_code) == (
         "failed",
         1,
         "mediamtx_unreachable",
     )
-    delay = await sense_pool.fetchval(
+    delay = await rig.pool.fetchval(
         "SELECT extract(epoch FROM next_attempt_at - last_result_at) "
-        f'FROM "{sense_schema.name}".reconcile_state'
+        f'FROM "{rig.schema.name}".reconcile_state'
     )
     assert 0.9 <= float(delay) <= 1.1
     assert await worker.run_once() == 0  # not due before the backoff ends
     await unreachable.aclose()
 
 
-async def test_only_owned_partitions_are_claimed(
-    sense_pool: asyncpg.Pool,
-    sense_schema: MigratedSchema,
-    devices: DeviceService,
-    serde: AvroSerde,
-    sources: SourceUris,
-) -> None:
-    device = await new_device(devices, [])
-    partition = devices.partition_of(device.id)
+async def test_only_owned_partitions_are_claimed(rig: Rig) -> None:
+    device = await rig.device(configured=False)
+    partition = rig.devices.partition_of(device.id)
     client = MediaMtxClient("http://127.0.0.1:9", deadline_seconds=1.0)
-    assert (
-        await reconciler(sense_pool, sense_schema, client, serde, sources, partitions=range(0)).run_once()
-        == 0
-    )
+    assert await rig.worker(client, partitions=range(0)).run_once() == 0
     not_mine = [p for p in ALL_PARTITIONS if p != partition]
-    async with PostgresSenseUnitOfWork(sense_pool, sense_schema.name) as uow:
+    async with rig.units() as uow:
         store = uow.reconcile
         assert await store.claim("x", not_mine, media_server=SERVER, lease_seconds=5, limit=128) == []
         assert len(await store.claim("x", [partition], media_server=SERVER, lease_seconds=5, limit=128)) == 1
     await client.aclose()
 
 
-async def test_two_stores_claiming_concurrently_claim_every_row_once(
-    sense_pool: asyncpg.Pool, sense_schema: MigratedSchema, devices: DeviceService
-) -> None:
+async def test_two_stores_claiming_concurrently_claim_every_row_once(rig: Rig) -> None:
     for n in range(40):
-        await new_device(devices, [], site=f"site-{n // 10}")
+        await rig.device(site=f"site-{n // 10}", configured=False)
 
     async def claim(owner: str) -> list[uuid.UUID]:
-        async with PostgresSenseUnitOfWork(sense_pool, sense_schema.name) as uow:
+        async with rig.units() as uow:
             batch = await uow.reconcile.claim(
                 owner, list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=30, limit=3
             )
@@ -333,27 +337,20 @@ async def test_two_stores_claiming_concurrently_claim_every_row_once(
     assert len(set(first) | set(second)) == 40
 
 
-async def test_a_stale_worker_cannot_complete_or_touch_mediamtx_after_takeover(
-    sense_pool: asyncpg.Pool,
-    sense_schema: MigratedSchema,
-    devices: DeviceService,
-    mediamtx: CountingMediaMtx,
-    serde: AvroSerde,
-    sources: SourceUris,
-    created_paths: list[str],
-) -> None:
-    device = await new_device(devices, created_paths)
-    units = postgres_units(sense_pool, sense_schema.name)
+async def test_a_stale_worker_cannot_complete_or_touch_mediamtx_after_takeover(rig: Rig) -> None:
+    device = await rig.device()
+    units = rig.units
     async with units() as uow:
         [stale] = await uow.reconcile.claim(
             "stale", list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=0.5, limit=1
         )
     async with units() as uow:
         work = await uow.reconcile.renew_and_load(stale, lease_seconds=0.5)
-    await asyncio.sleep(0.7)  # the stale lease expires; a successor takes over and converges the device
-    successor = reconciler(sense_pool, sense_schema, mediamtx, serde, sources, owner="successor")
+    # the stale lease expires (by the database's clock); a successor takes over and converges the device
+    await wait_for(lambda: rig.lease_expired(device.id), timeout_seconds=5)
+    successor = rig.worker(owner="successor")
     assert await successor.run_once() == 1
-    calls = mediamtx.calls
+    calls = rig.mediamtx.calls
     async with units() as uow:
         with pytest.raises(LeaseLost):
             await uow.reconcile.renew_and_load(stale, lease_seconds=30)
@@ -363,10 +360,10 @@ async def test_a_stale_worker_cannot_complete_or_touch_mediamtx_after_takeover(
             await uow.reconcile.fail(stale, work.lease, error_code="x", retry_in_seconds=1)
     # A worker whose renewal fails records lease_lost and calls nothing.
     registry = CollectorRegistry()
-    late = reconciler(sense_pool, sense_schema, mediamtx, serde, sources, owner="late", registry=registry)
+    late = rig.worker(owner="late", registry=registry)
     assert await late._one(stale, SERVER, stopping=False) is ItemResult.LEASE_LOST
-    assert mediamtx.calls == calls
-    assert (await devices.reconcile_status(device.id)).status == "converged"
+    assert rig.mediamtx.calls == calls
+    assert (await rig.devices.reconcile_status(device.id)).status == "converged"
 
 
 class FakeMonotonic:
@@ -382,17 +379,12 @@ class FakeMonotonic:
         self.now += seconds
 
 
-async def test_a_paused_worker_makes_no_call_once_its_lease_would_run_out(
-    sense_pool: asyncpg.Pool,
-    sense_schema: MigratedSchema,
-    devices: DeviceService,
-    mediamtx: CountingMediaMtx,
-) -> None:
+async def test_a_paused_worker_makes_no_call_once_its_lease_would_run_out(rig: Rig) -> None:
     """Before a call the time since the last renewal leaves no room for, the lease is renewed (fenced, on the
     real store): a worker paused past its lease, or whose renewal is refused or takes the margin itself,
     makes no MediaMTX call; one whose renewal comes back in time makes it."""
-    device = await new_device(devices, [])  # never configured: the only call made is a read
-    units = postgres_units(sense_pool, sense_schema.name)
+    device = await rig.device(configured=False)  # never configured: the only call made is a read
+    units = rig.units
     lease_seconds, deadline_seconds, past_the_margin = 1.0, 0.5, 0.6
 
     async def claimed() -> tuple[ClaimedItem, WorkItem]:
@@ -410,25 +402,16 @@ async def test_a_paused_worker_makes_no_call_once_its_lease_would_run_out(
 
         return renew
 
-    async def expired() -> bool:
-        return bool(
-            await sense_pool.fetchval(
-                f"SELECT lease_expires_at <= now() FROM {sense_schema.name.quoted}.reconcile_state "
-                "WHERE device_id = $1",
-                device.id,
-            )
-        )
-
     def read(clock: _LeaseClock) -> Awaitable[PathConfig | None]:
-        return clock.call(lambda: mediamtx.get_path(device.path_name))
+        return clock.call(lambda: rig.mediamtx.get_path(device.path_name))
 
     # Paused (SIGSTOP) after the renewal and resumed once the lease had expired in the database.
     _, work = await claimed()
     clock = _LeaseClock(work.lease, lease_seconds, deadline_seconds, renewal(work))
-    await wait_for(expired, timeout_seconds=5)
+    await wait_for(lambda: rig.lease_expired(device.id), timeout_seconds=5)
     with pytest.raises(LeaseLost):
         await read(clock)
-    assert mediamtx.calls == 0
+    assert rig.mediamtx.calls == 0
 
     # Waited for the server's lane past the margin, and the lease is no longer ours: the renewal is refused.
     item, work = await claimed()
@@ -439,7 +422,7 @@ async def test_a_paused_worker_makes_no_call_once_its_lease_would_run_out(
     now.advance(past_the_margin)
     with pytest.raises(LeaseLost):
         await read(clock)
-    assert mediamtx.calls == 0
+    assert rig.mediamtx.calls == 0
 
     # Paused during the renewal: renewed, but the margin is gone by the time it came back.
     _, work = await claimed()
@@ -455,7 +438,7 @@ async def test_a_paused_worker_makes_no_call_once_its_lease_would_run_out(
     now.advance(past_the_margin)
     with pytest.raises(LeaseLost):
         await read(clock)
-    assert mediamtx.calls == 0
+    assert rig.mediamtx.calls == 0
 
     # Renewed in time: the call is made under the longer lease.
     now = FakeMonotonic()
@@ -463,53 +446,38 @@ async def test_a_paused_worker_makes_no_call_once_its_lease_would_run_out(
     before = clock.lease
     now.advance(past_the_margin)
     assert await read(clock) is None
-    assert mediamtx.calls == 1
+    assert rig.mediamtx.calls == 1
     assert clock.lease.token == work.lease.token and clock.lease.expires_at > before.expires_at
 
 
-async def test_metrics_carry_only_enum_labels(
-    sense_pool: asyncpg.Pool,
-    sense_schema: MigratedSchema,
-    devices: DeviceService,
-    mediamtx: CountingMediaMtx,
-    serde: AvroSerde,
-    sources: SourceUris,
-    created_paths: list[str],
-) -> None:
-    device = await new_device(devices, created_paths)
+async def test_metrics_carry_only_enum_labels(rig: Rig) -> None:
+    device = await rig.device()
     registry = CollectorRegistry()
-    await reconciler(sense_pool, sense_schema, mediamtx, serde, sources, registry=registry).run_once()
+    await rig.worker(registry=registry).run_once()
     text = render_latest(registry)[0].decode()
     assert 'sense_reconcile_items_total{media_server="default",result="converged"} 1.0' in text
     for forbidden in (str(device.id), device.path_name, SECRET, "tenant-a", "site-1"):
         assert forbidden not in text
 
 
-async def test_items_of_revoked_partitions_and_items_after_stop_are_released_untouched(
-    sense_pool: asyncpg.Pool,
-    sense_schema: MigratedSchema,
-    devices: DeviceService,
-    mediamtx: CountingMediaMtx,
-    serde: AvroSerde,
-    sources: SourceUris,
-) -> None:
-    device = await new_device(devices, [])
+async def test_items_of_revoked_partitions_and_items_after_stop_are_released_untouched(rig: Rig) -> None:
+    device = await rig.device(configured=False)
     registry = CollectorRegistry()
-    worker = reconciler(sense_pool, sense_schema, mediamtx, serde, sources, registry=registry)
+    worker = rig.worker(registry=registry)
     stop = asyncio.Event()
     stop.set()
     assert await worker.run_once(stop) == 1
     released = {"result": "released", "media_server": SERVER}
     assert registry.get_sample_value("sense_reconcile_items_total", released) == 1
-    units = postgres_units(sense_pool, sense_schema.name)
+    units = rig.units
     async with units() as uow:
         [claimed] = await uow.reconcile.claim(
             "x", list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=30, limit=1
         )
     worker._owned.revoke([claimed.partition])
     assert await worker._one(claimed, SERVER, stopping=False) is ItemResult.RELEASED
-    assert mediamtx.calls == 0
-    status = await devices.reconcile_status(device.id)
+    assert rig.mediamtx.calls == 0
+    status = await rig.devices.reconcile_status(device.id)
     assert (status.status, status.attempts) == ("pending", 0)
     async with units() as uow:  # released, so claimable again at once
         claimable = await uow.reconcile.claim(
@@ -518,36 +486,28 @@ async def test_items_of_revoked_partitions_and_items_after_stop_are_released_unt
     assert len(claimable) == 1
 
 
-async def test_the_drift_check_repairs_a_path_changed_behind_senses_back(
-    sense_pool: asyncpg.Pool,
-    sense_schema: MigratedSchema,
-    devices: DeviceService,
-    mediamtx: CountingMediaMtx,
-    serde: AvroSerde,
-    sources: SourceUris,
-    created_paths: list[str],
-) -> None:
-    enabled = await new_device(devices, created_paths)
-    disabled = await new_device(devices, created_paths)
-    worker = reconciler(sense_pool, sense_schema, mediamtx, serde, sources, drift_check_seconds=0.5)
+async def test_the_drift_check_repairs_a_path_changed_behind_senses_back(rig: Rig) -> None:
+    enabled = await rig.device()
+    disabled = await rig.device()
+    worker = rig.worker(drift_check_seconds=0.5)
     assert await worker.run_once() == 2
-    await devices.set_desired_state(disabled.id, DesiredState.DISABLED, actor="op")
+    await rig.devices.set_desired_state(disabled.id, DesiredState.DISABLED, actor="op")
     assert await worker.run_once() == 1
     # Results younger than the drift interval are not checked again (an hour: no test run is that slow).
-    patient = reconciler(sense_pool, sense_schema, mediamtx, serde, sources, drift_check_seconds=3600)
+    patient = rig.worker(drift_check_seconds=3600)
     assert await patient.mark_drift_checks() == 0
 
     # Behind Sense's back: the enabled device's path is deleted, the disabled one's path is re-created.
-    await mediamtx.delete_path(enabled.path_name)
-    await mediamtx.add_path(disabled.path_name, PathConfig("rtsp://127.0.0.1:1/hand-made"))
+    await rig.mediamtx.delete_path(enabled.path_name)
+    await rig.mediamtx.add_path(disabled.path_name, PathConfig("rtsp://127.0.0.1:1/hand-made"))
     assert await _marked_for_drift_check(worker, expected=2) == 2
     assert await worker.run_once() == 2
-    assert await mediamtx.get_path(enabled.path_name) == PathConfig(
+    assert await rig.mediamtx.get_path(enabled.path_name) == PathConfig(
         f"rtsp://admin:{SECRET}@127.0.0.1:1/{enabled.path_name}"
     )
-    assert await mediamtx.get_path(disabled.path_name) is None
+    assert await rig.mediamtx.get_path(disabled.path_name) is None
     for device in (enabled, disabled):
-        status = await devices.reconcile_status(device.id)
+        status = await rig.devices.reconcile_status(device.id)
         assert status.status == "converged"
         assert status.observed_generation == status.desired_generation
 
