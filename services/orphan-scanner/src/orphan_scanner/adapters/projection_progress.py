@@ -65,14 +65,17 @@ class KafkaProjectionProgress:
         return sum(max(0, end - positions.get(tp, 0)) for tp, end in ends.items())
 
     async def wait(self, timeout_seconds: float) -> BlockReason | None:
-        """None once every partition's stored position reaches its end offset; else the block reason."""
-        deadline = time.monotonic() + timeout_seconds
+        """None once every partition's stored position reaches its end offset; else the block reason.
+        `timeout_seconds` bounds the catching up; Kafka's answer has its own bound (LAG_TIMEOUT_SECONDS):
+        a broker that answers more slowly than a short catch-up wait is lagging behind or not, never
+        unavailable."""
         try:
             ends = await fetch_end_offsets(
-                self._kafka, self._topics, client_id=self._client_id, timeout_seconds=timeout_seconds
+                self._kafka, self._topics, client_id=self._client_id, timeout_seconds=LAG_TIMEOUT_SECONDS
             )
         except KAFKA_UNAVAILABLE:
             return BlockReason.PROJECTION_UNAVAILABLE
+        deadline = time.monotonic() + timeout_seconds
         while True:
             async with self._pool.acquire() as conn:
                 positions = await stored_positions(conn, self._schema, self._group)
