@@ -38,7 +38,7 @@ setup: ## Install everything the stack needs (Debian packages, .venv, Kafka jars
 	infra/scripts/install-hydra.sh
 	infra/scripts/install-console-assets.sh
 
-up: setup ## Whole local stack: PostgreSQL, Kafka, MediaMTX, topics, dev secrets, the five services, the console
+up: setup ## Whole local stack: PostgreSQL, Kafka, MediaMTX, topics, dev secrets, the five services, the console [KAFKA_BROKERS=3: a three-broker cluster]
 	$(STACK) up
 	$(MAKE) topics secrets
 	$(SERVICES) up
@@ -137,7 +137,8 @@ bench-services: ## Service benchmarks: Sense convergence, Sense→Bell relay, Si
 	$(PY) services/console/bench/sign_in_bench.py
 
 clean: down ## Stop everything and delete local state (data, logs, secrets); keeps built/downloaded caches
-	rm -rf .local/pg .local/kafka/data .local/kafka/cluster.id .local/kafka/server.properties .local/mediamtx \
+	rm -rf .local/pg .local/kafka/data .local/kafka/cluster.id .local/kafka/server.properties .local/kafka/cluster \
+		.local/mediamtx \
 		.local/logs .local/run .local/secrets .local/env .local/stack.env
 
 distclean: down ## Like clean, and also delete the caches (Kafka jars, MediaMTX build, uv) and .venv

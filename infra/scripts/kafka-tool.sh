@@ -2,8 +2,8 @@
 # Kafka's own console tools, from the same jars as the broker (.local/kafka/libs).
 # Usage: infra/scripts/kafka-tool.sh <tool> [args...]
 #   tools: topics, console-consumer, console-producer, consumer-groups, get-offsets, metadata-quorum, storage
-# --bootstrap-server 127.0.0.1:19092 is added when the arguments name none; console-consumer reads
-# read_committed unless --isolation-level is given.
+# --bootstrap-server (the stack's list from .local/stack.env, else 127.0.0.1:19092) is added when the
+# arguments name none; console-consumer reads read_committed unless --isolation-level is given.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -26,7 +26,8 @@ libs="$LOCAL_DIR/kafka/libs"
 
 args=("$@")
 if [[ "$tool" != storage && " $* " != *" --bootstrap-server "* && " $* " != *" --bootstrap-controller "* ]]; then
-  args=(--bootstrap-server "${YOVISION_KAFKA_BOOTSTRAP:-127.0.0.1:19092}" "${args[@]}")
+  bootstrap="${YOVISION_KAFKA_BOOTSTRAP:-$(sed -n 's/^YOVISION_KAFKA_BOOTSTRAP=//p' "$LOCAL_DIR/stack.env" 2>/dev/null)}"
+  args=(--bootstrap-server "${bootstrap:-127.0.0.1:19092}" "${args[@]}")
 fi
 # The outbox relays publish in Kafka transactions: by default show only committed messages, as every consumer
 # of the project reads them (pass --isolation-level read_uncommitted to see aborted batches too).

@@ -1,9 +1,15 @@
-# Kafka component of stack.sh (sourced): single-node KRaft broker+controller from .local/kafka/libs.
+# Kafka component of stack.sh (sourced): a single-node KRaft broker+controller from .local/kafka/libs, or
+# with KAFKA_BROKERS=3 a cluster of three combined nodes (yovision_platform.tools.kafka_cluster, data in
+# .local/kafka/cluster). Node 1 of the cluster takes the single broker's ports, so the two modes never run
+# at once: `up` in one mode stops the other first; each keeps its own data.
 # shellcheck shell=bash
 KAFKA_HOME="$LOCAL_DIR/kafka"
 KAFKA_PID="$RUN_DIR/kafka.pid"
 KAFKA_HOST=127.0.0.1
 KAFKA_PORT=19092
+KAFKA_BROKERS="${KAFKA_BROKERS:-1}"
+KAFKA_CLUSTER_DIR="$KAFKA_HOME/cluster"
+[[ "$KAFKA_BROKERS" =~ ^[13]$ ]] || die "KAFKA_BROKERS must be 1 or 3 (got '$KAFKA_BROKERS')"
 KAFKA_START_TIMEOUT_S=90
 KAFKA_JAVA_OPTS=(-Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:ParallelGCThreads=2
   -XX:ConcGCThreads=1 -XX:CICompilerCount=2 -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true)
@@ -35,7 +41,26 @@ kafka_format_storage() {
     -t "$(cat "$KAFKA_HOME/cluster.id")" -c "$KAFKA_HOME/server.properties" >/dev/null
 }
 
+kafka_cluster_tool() {
+  "$REPO_ROOT/.venv/bin/python" -m yovision_platform.tools.kafka_cluster "$1" --dir "$KAFKA_CLUSTER_DIR" \
+    --nodes 3 --base-port "$KAFKA_PORT" --kafka-home "$KAFKA_HOME" --config "$INFRA_DIR/kafka/server.properties"
+}
+
+kafka_cluster_running() { compgen -G "$KAFKA_CLUSTER_DIR/node-*/kafka.pid" >/dev/null; }
+
+# The bootstrap list of the mode this stack runs in (the cluster's when it runs, whatever KAFKA_BROKERS says).
+kafka_bootstrap() {
+  if ((KAFKA_BROKERS == 3)) || kafka_cluster_running; then
+    echo "$KAFKA_HOST:$KAFKA_PORT,$KAFKA_HOST:$((KAFKA_PORT + 100)),$KAFKA_HOST:$((KAFKA_PORT + 200))"
+  else echo "$KAFKA_HOST:$KAFKA_PORT"; fi
+}
+
 kafka_up() {
+  if ((KAFKA_BROKERS == 3)); then kafka_cluster_up; return; fi
+  if kafka_cluster_running; then
+    log "kafka: stopping the three-broker cluster (switching to one broker; the cluster's data is kept)"
+    kafka_cluster_tool down
+  fi
   if pid_alive "$KAFKA_PID" kafka.Kafka; then
     log "kafka: already running (pid $(cat "$KAFKA_PID"))"
     return 0
@@ -68,9 +93,24 @@ kafka_healthy() {
   "$REPO_ROOT/.venv/bin/python" "$INFRA_DIR/scripts/kafka_health.py" "$KAFKA_HOST:$KAFKA_PORT" 2>/dev/null
 }
 
-kafka_down() { stop_pidfile kafka "$KAFKA_PID" 60 kafka.Kafka; }
+kafka_cluster_up() {
+  if pid_alive "$KAFKA_PID" kafka.Kafka; then
+    log "kafka: stopping the single broker (switching to three; its data is kept)"
+    stop_pidfile kafka "$KAFKA_PID" 60 kafka.Kafka
+  fi
+  "$INFRA_DIR/scripts/install-kafka.sh"
+  log "kafka: starting a three-broker cluster ($KAFKA_VERSION) on $(kafka_bootstrap) (logs: $KAFKA_CLUSTER_DIR/node-*/logs)"
+  kafka_cluster_tool up >/dev/null || die "the Kafka cluster did not start (see $KAFKA_CLUSTER_DIR/node-*/logs)"
+  log "kafka: cluster ready"
+}
+
+kafka_down() {
+  stop_pidfile kafka "$KAFKA_PID" 60 kafka.Kafka
+  if kafka_cluster_running; then kafka_cluster_tool down; fi
+}
 
 kafka_status() {
+  if kafka_cluster_running; then kafka_cluster_tool status; return; fi
   if kafka_healthy; then echo "kafka     healthy  $KAFKA_HOST:$KAFKA_PORT ($KAFKA_VERSION)"
   else echo "kafka     down"; return 1; fi
 }

@@ -110,9 +110,11 @@ async def _raise_if_refused(kafka: KafkaTarget) -> None:
         return
 
 
-def admin_client(kafka: KafkaTarget, *, client_id: str = "yovision-admin") -> AIOKafkaAdminClient:
+def admin_client(
+    kafka: KafkaTarget, *, client_id: str = "yovision-admin", **options: Any
+) -> AIOKafkaAdminClient:
     """An admin client (not started: `await start_client(admin, kafka, close=admin.close)`)."""
-    return AIOKafkaAdminClient(**kafka_connection(kafka).aiokafka_kwargs(), client_id=client_id)
+    return AIOKafkaAdminClient(**kafka_connection(kafka).aiokafka_kwargs(), client_id=client_id, **options)
 
 
 def plain_consumer(kafka: KafkaTarget, **options: Any) -> AIOKafkaConsumer:

@@ -16,13 +16,18 @@ Checks, each a list of findings (empty = healthy):
 - ``refused_configs``: Sense's devices whose configuration MediaMTX refused (a 4xx that retrying cannot
   change: failed, not retried until the device changes), per MediaMTX server. Like a dead letter, each one
   needs an operator: a PATCH with a configuration MediaMTX takes converges it.
+- ``kafka_replication``: every bootstrap broker is in the cluster's metadata; no partition of the
+  environment's topics or of ``__consumer_offsets`` / ``__transaction_state`` has a replica out of sync;
+  on a cluster of three or more brokers, no such topic has fewer than three replicas (one created with
+  replication 1 loses its data with its broker).
 - ``identity_provider``: the environment's OpenID provider (when it has one) is ready and its JWKS serves
   a signing key: without one, no access token of the environment verifies.
 - ``secrets``: any secret of the environment (every file in ``<env>/secrets``, the PostgreSQL admin DSN's
   password, and what the caller adds) found in a service log, a ``/metrics`` page or a Kafka message
   (key, value or header) of the environment's topics; and in the identity provider's log.
 
-Backlog and lag shrink on their own; ``--wait`` re-checks them until they are gone or the time is up.
+Backlog, lag and replicas out of sync shrink on their own; ``--wait`` re-checks them until they are gone or
+the time is up.
 Dead letters, refused configurations and leaked secrets are reported at once. The doctor only reads: it
 connects with the admin DSN named by ``<env>/stack.env`` and runs SELECTs, and reads Kafka without joining
 a consumer group. Findings
@@ -48,6 +53,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from yovision_platform.db import Identifier
 from yovision_platform.kafka import admin_client, plain_consumer, seek_to_start
+from yovision_platform.kafka_replication import read_replication
 from yovision_platform.localstack import LocalStack, read_env_file
 from yovision_platform.outbox_windows import unpassed_count_sql
 from yovision_platform.permissions import AUDIENCES
@@ -56,8 +62,18 @@ from yovision_platform.tools.devsecrets import LOCAL_SERVICES, LocalService
 
 __all__ = ["CHECKS", "Finding", "Report", "examine", "main", "secrets_of"]
 
-CHECKS = ("dead_letters", "outbox_backlog", "consumer_lag", "refused_configs", "identity_provider", "secrets")
-SETTLING_CHECKS = frozenset({"outbox_backlog", "consumer_lag"})
+CHECKS = (
+    "dead_letters",
+    "outbox_backlog",
+    "consumer_lag",
+    "refused_configs",
+    "kafka_replication",
+    "identity_provider",
+    "secrets",
+)
+SETTLING_CHECKS = frozenset({"outbox_backlog", "consumer_lag", "kafka_replication"})
+# Kafka's own topics the services depend on: consumer positions and transactions.
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 MIN_SECRET_CHARS = 12
 KAFKA_TIMEOUT_SECONDS = 20.0
 READ_BATCH_TIMEOUT_MS = 1000
@@ -358,9 +374,8 @@ async def _secrets_in_logs_and_metrics(
     return findings
 
 
-async def _secrets_in_events(
-    stack: LocalStack, prefixes: set[str], needles: Sequence[bytes]
-) -> list[Finding]:
+async def _environment_topics(stack: LocalStack, prefixes: set[str]) -> list[str]:
+    """The topics of the environment's Kafka prefixes (Kafka's internal topics left out)."""
     admin = admin_client(stack.kafka_bootstrap, client_id="yovision-doctor")
     await admin.start()
     try:
@@ -373,6 +388,35 @@ async def _secrets_in_events(
         await admin.close()
     if "" in prefixes:  # the unnamed environment: its topics are the catalogue names (no dot-prefix)
         topics = [t for t in topics if t.split(".")[0] in {s.schema for s in LOCAL_SERVICES} | {"platform"}]
+    return sorted(topics)
+
+
+async def _replication(stack: LocalStack, prefixes: set[str]) -> list[Finding]:
+    """Brokers missing from the cluster's metadata, partitions (of the environment's topics and Kafka's
+    internal ones) with a replica out of sync, and topics with fewer replicas than the cluster's factor."""
+    listed = len(stack.kafka_bootstrap.split(","))
+    topics = [*await _environment_topics(stack, prefixes), *INTERNAL_TOPICS]
+    try:
+        replication = await read_replication(stack.kafka_bootstrap, topics)
+    except Exception as exc:  # any failure to read is the finding
+        return [Finding("kafka_replication", "kafka", f"the cluster did not answer ({type(exc).__name__})")]
+    findings: list[Finding] = []
+    if len(replication.brokers) < listed:
+        detail = f"{len(replication.brokers)} of {listed} bootstrap brokers in the cluster's metadata"
+        findings.append(Finding("kafka_replication", "kafka", detail, listed - len(replication.brokers)))
+    for p in replication.under_replicated():
+        detail = f"under-replicated: {p.in_sync} of {p.replicas} replicas in sync"
+        findings.append(Finding("kafka_replication", f"{p.topic}[{p.partition}]", detail))
+    for topic, replicas in replication.under_factor().items():
+        detail = f"replication factor {replicas}, the cluster's is {replication.wanted_factor}"
+        findings.append(Finding("kafka_replication", topic, detail))
+    return findings
+
+
+async def _secrets_in_events(
+    stack: LocalStack, prefixes: set[str], needles: Sequence[bytes]
+) -> list[Finding]:
+    topics = await _environment_topics(stack, prefixes)
     partitions = await _partitions_of(stack.kafka_bootstrap, topics)
     ends = await _end_offsets(stack.kafka_bootstrap, partitions)
     pending = [tp for tp in partitions if ends.get(tp, 0) > 0]
@@ -439,6 +483,9 @@ async def examine(
                 report.findings += await _lag(stack, conn, configs)
     finally:
         await conn.close()
+    prefixes = {c.kafka_prefix for c in configs if c.schema is not None}
+    if "kafka_replication" in wanted:
+        report.findings += await _replication(stack, prefixes)
     if "identity_provider" in wanted and (env_dir / "env" / identity_provider.ENV_FILE).is_file():
         provider = identity_provider.IdentityProvider.load(env_dir, AUDIENCES)
         if not await provider.healthy():
@@ -451,7 +498,6 @@ async def examine(
             for s in secrets_of(env_dir, stack) | {s for s in extra_secrets if len(s) >= MIN_SECRET_CHARS}
         )
         report.findings += await _secrets_in_logs_and_metrics(env_dir, configs, needles)
-        prefixes = {c.kafka_prefix for c in configs if c.schema is not None}
         report.findings += await _secrets_in_events(stack, prefixes, needles)
     return report
 

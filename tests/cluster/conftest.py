@@ -1,0 +1,34 @@
+"""A private three-node KRaft cluster (yovision_platform.tools.kafka_cluster) per module, on free loopback
+ports beside the session's single broker, with the stack's PostgreSQL for the outboxes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT, free_port
+from tests.integration.platform.conftest import migrated, runtime_pool
+from yovision_platform.tools.kafka_cluster import ClusterLayout, KafkaCluster
+
+__all__ = ["cluster", "migrated", "runtime_pool"]  # the platform tests' schema fixtures, shared
+
+NODES = 3
+
+
+@pytest.fixture(scope="module")
+async def cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[KafkaCluster]:
+    directory: Path = tmp_path_factory.mktemp("kafka-cluster")
+    layout = ClusterLayout.on_ports(directory, [(free_port(), free_port()) for _ in range(NODES)])
+    started = KafkaCluster(
+        layout,
+        kafka_home=REPO_ROOT / ".local" / "kafka",
+        template=REPO_ROOT / "infra" / "kafka" / "server.properties",
+    )
+    try:
+        started.up()
+        await started.wait_ready()
+        yield started
+    finally:
+        started.down(graceful=False)
