@@ -21,6 +21,7 @@ import asyncpg
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from yovision_platform.db import Identifier, create_pool
+from yovision_platform.kafka_replication import CLUSTER_REPLICATION_FACTOR
 from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.migrations import SchemaPlan, drop, migrate
 
@@ -96,14 +97,16 @@ class BenchTopics:
     """Creates `bench.<hex>...` topics with BENCH_TOPIC_PARTITIONS partitions; deletes them all on exit.
     Each run gets its own topic, so counting a topic's records checks that run's delivery."""
 
-    def __init__(self, admin: AIOKafkaAdminClient, base: str) -> None:
+    def __init__(self, admin: AIOKafkaAdminClient, base: str, *, replicas: int = 1) -> None:
         self._admin = admin
         self.base = base
         self.created: list[str] = []
+        self._replicas = replicas  # the stack's: 3 on a cluster of three (acks=all waits for 2 of them)
 
     async def create(self, name: str) -> str:
+        configs = {"min.insync.replicas": str(self._replicas - 1)} if self._replicas > 1 else {}
         await self._admin.create_topics(
-            [NewTopic(name, num_partitions=BENCH_TOPIC_PARTITIONS, replication_factor=1)]
+            [NewTopic(name, BENCH_TOPIC_PARTITIONS, self._replicas, topic_configs=configs)]
         )
         self.created.append(name)
         return name
@@ -117,7 +120,9 @@ class BenchTopics:
 async def bench_topics(stack: Stack) -> AsyncIterator[BenchTopics]:
     admin = AIOKafkaAdminClient(bootstrap_servers=stack.kafka_bootstrap, client_id="bench-admin")
     await admin.start()
-    topics = BenchTopics(admin, f"bench.{uuid.uuid4().hex[:12]}.v1")
+    brokers = len((await admin.describe_cluster())["brokers"])
+    replicas = CLUSTER_REPLICATION_FACTOR if brokers >= CLUSTER_REPLICATION_FACTOR else 1
+    topics = BenchTopics(admin, f"bench.{uuid.uuid4().hex[:12]}.v1", replicas=replicas)
     try:
         yield topics
     finally:

@@ -108,6 +108,9 @@ _UNAVAILABLE_CODES = frozenset(
         KafkaError.LEADER_NOT_AVAILABLE,
         KafkaError.NOT_LEADER_FOR_PARTITION,
         KafkaError.NOT_ENOUGH_REPLICAS,
+        KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        # The coordinator still finishing the previous transaction (seen right after a failover).
+        KafkaError.CONCURRENT_TRANSACTIONS,
     }
 )
 _TIMEOUT_CODES = frozenset(
@@ -155,7 +158,12 @@ class ConfluentPublisher:
     ) -> None:
         self._executor = executor
         self._timeout = call_timeout_seconds
+        # Delivery failures of this transaction's messages, and the client's own reports (error_cb: a
+        # broker connection lost, a broker down...). Both name the reason of a failed call; only a
+        # delivery failure can make a committed transaction suspect. A client report during a commit
+        # that succeeded is no failure: the relay once failed such a batch and published it again.
         self._errors: list[KafkaError] = []
+        self._client_errors: list[KafkaError] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._config: dict[str, Any] = {
             **kafka_connection(kafka).confluent_config(),
@@ -191,7 +199,7 @@ class ConfluentPublisher:
 
     def _on_client_error(self, error: KafkaError) -> None:
         if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._errors.append, error)
+            self._loop.call_soon_threadsafe(self._client_errors.append, error)
 
     async def _blocking(self, call: Callable[..., Any], *args: Any) -> Any:
         loop = asyncio.get_running_loop()
@@ -203,8 +211,9 @@ class ConfluentPublisher:
             with contextlib.suppress(KafkaException):  # a fatally failed client may refuse even this
                 await self._blocking(self._producer.poll, 0)  # serve queued callbacks
         await asyncio.sleep(0)  # let the call_soon_threadsafe hand-overs run
-        seen = [error, *self._errors]
+        seen = [error, *self._errors, *self._client_errors]
         self._errors.clear()
+        self._client_errors.clear()
         reason = classify(seen)
         return PublishFailed(reason, fatal=reason is PublishError.FENCED or error.fatal())
 
@@ -229,6 +238,7 @@ class ConfluentPublisher:
         last one (`begin_transaction` waits for librdkafka's main thread; measured blocking the event loop
         for 13% of a relay's time under a paced load)."""
         self._errors.clear()
+        self._client_errors.clear()
         if self._open:
             return
         try:
@@ -256,6 +266,7 @@ class ConfluentPublisher:
             )
         except KafkaException as exc:
             raise await self._failed(exc) from None
+        self._client_errors.clear()
         if self._errors:  # a delivery failure reported although the commit went through: cannot happen
             raise PublishFailed(classify(self._errors), fatal=True)
 
