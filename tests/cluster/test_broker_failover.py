@@ -17,7 +17,14 @@ from aiokafka.admin import NewTopic
 from prometheus_client import CollectorRegistry
 
 from tests.conftest import MigratedSchema
-from tests.integration.platform.kafka_helpers import FAST_RELAY, drained, publishers, read_topic, running
+from tests.integration.platform.kafka_helpers import (
+    FAST_RELAY,
+    drained,
+    publishers,
+    read_topic,
+    running,
+    wait_until,
+)
 from yovision_platform.kafka import admin_client
 from yovision_platform.kafka_replication import read_replication
 from yovision_platform.naming import KafkaNames
@@ -142,15 +149,6 @@ def first_appearances(records: list[ConsumerRecord[bytes, bytes]]) -> dict[bytes
     return dict(seen)
 
 
-async def wait_for(predicate, within: float, what: str) -> float:  # type: ignore[no-untyped-def]
-    """Poll `predicate` until it holds; returns the seconds it took (fails after `within`)."""
-    started = time.monotonic()
-    while not await predicate():
-        assert time.monotonic() - started < within, f"{what}: not within {within:.0f} s"
-        await asyncio.sleep(0.1)
-    return time.monotonic() - started
-
-
 async def test_the_relay_loses_nothing_through_a_leader_kill_and_restart(
     cluster: KafkaCluster, runtime_pool: asyncpg.Pool, migrated: MigratedSchema
 ) -> None:
@@ -171,7 +169,7 @@ async def test_the_relay_loses_nothing_through_a_leader_kill_and_restart(
                 async def flowing() -> bool:
                     return published() >= 200
 
-                await wait_for(flowing, 60, "the relay publishing")
+                await wait_until(flowing, timeout_seconds=60)
                 # The victim leads partition 0; when it also coordinates a shard's transactions, both go.
                 victim: Node = cluster.layout.node((await leaders(cluster, topic))[0])
                 at_kill = published()
@@ -180,7 +178,9 @@ async def test_the_relay_loses_nothing_through_a_leader_kill_and_restart(
                 async def resumed() -> bool:
                     return published() > at_kill + 50
 
-                window = await wait_for(resumed, RESUME_WITHIN_SECONDS, "publishing after the leader's kill")
+                killed_at = time.monotonic()
+                await wait_until(resumed, timeout_seconds=RESUME_WITHIN_SECONDS)
+                window = time.monotonic() - killed_at
                 cluster.start(victim)
 
                 async def in_sync() -> bool:
@@ -192,7 +192,7 @@ async def test_the_relay_loses_nothing_through_a_leader_kill_and_restart(
                         return False
                     return len(replication.brokers) == 3 and not replication.under_replicated()
 
-                await wait_for(in_sync, IN_SYNC_WITHIN_SECONDS, "every replica back in sync")
+                await wait_until(in_sync, timeout_seconds=IN_SYNC_WITHIN_SECONDS)
             finally:
                 writer.stop.set()
                 await writing
@@ -236,7 +236,7 @@ async def test_with_two_brokers_down_the_outbox_keeps_every_row_and_drains_once_
                 async def refused() -> bool:
                     return bool(failures(registry))
 
-                await wait_for(refused, 60, "the relay's batches failing")
+                await wait_until(refused, timeout_seconds=60)
                 assert await relay.backlog() > 0, "the rows wait in the outbox"
                 for node in down:
                     cluster.start(node)

@@ -23,6 +23,7 @@ from tests.conftest import REPO_ROOT, free_port
 from tests.tls import CertificateAuthority
 from yovision_platform.kafka import admin_client
 from yovision_platform.kafka_security import KafkaConnection, KafkaSecurity
+from yovision_platform.tools.kafka_cluster import cluster_id
 from yovision_platform.tools.localhost import write_private_file
 
 KAFKA_HOME = REPO_ROOT / ".local" / "kafka"
@@ -117,15 +118,6 @@ async def _answers(broker: SecureBroker) -> bool:
         await admin.close()
 
 
-def _cluster_id() -> str:
-    """16 random bytes in base64url, as `kafka-storage.sh random-uuid`, but never with a leading "-": the
-    storage tool would read `-t -...` as an option and refuse to format (Kafka's `Uuid.randomUuid` skips
-    those too). One id in 64 starts so."""
-    while (candidate := secrets.token_urlsafe(16)).startswith("-"):
-        pass
-    return candidate
-
-
 def _launch(directory: Path) -> tuple[SecureBroker, subprocess.Popen[bytes]]:
     """Write the TLS material, the SCRAM user and the configuration, format the storage, start the broker."""
     tls_dir, data_dir, logs_dir = directory / "tls", directory / "data", directory / "logs"
@@ -140,7 +132,7 @@ def _launch(directory: Path) -> tuple[SecureBroker, subprocess.Popen[bytes]]:
     config = directory / "server.properties"
     config.write_text(_server_properties(data_dir, ports, broker_pem))
     formatted = subprocess.run(
-        _java("kafka.tools.StorageTool", "format", "--standalone", "-t", _cluster_id(), "-c", str(config),
+        _java("kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id(), "-c", str(config),
               "--add-scram", f"{MECHANISM}=[name={username},password={password}]", log4j=TOOLS_LOG4J_CONFIG),
         check=False, capture_output=True, text=True, timeout=START_TIMEOUT_SECONDS,
     )  # fmt: skip
