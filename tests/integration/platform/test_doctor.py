@@ -1,18 +1,34 @@
 """The doctor's checks can fail: a secret of the environment in a service log, the identity provider's log or
 a Kafka message of the environment's topics is a finding that names where, never the secret; so is an
-identity provider that does not answer."""
+identity provider that does not answer, and a service schema that is not migrated."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import secrets
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import asyncpg
+import pytest
 from aiokafka import AIOKafkaProducer
 
-from tests.conftest import Stack, create_topic, delete_topic, private_file
+from tests.conftest import (
+    MigratedSchema,
+    Stack,
+    create_topic,
+    delete_topic,
+    drop_schema_and_roles,
+    migrate_test_schema,
+    private_file,
+    unique_name,
+)
+from tests.integration.platform.conftest import FIXTURE_MIGRATIONS
+from yovision_platform.db import Identifier
 from yovision_platform.tools import identity_provider
-from yovision_platform.tools.doctor import examine
+from yovision_platform.tools.doctor import examine, main
 
 
 def environment(stack: Stack, root: Path, prefix: str) -> str:
@@ -83,3 +99,61 @@ async def test_an_identity_provider_that_does_not_answer_is_a_finding_and_its_lo
         ("identity_provider", "identity-provider"),
         ("secrets", "identity-provider"),
     ]
+
+
+async def test_a_schema_not_migrated_is_a_finding_per_service_and_the_other_services_are_still_checked(
+    stack: Stack,
+    admin_conn: asyncpg.Connection,
+    migrated: MigratedSchema,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """orphan-scanner's schema does not exist; bell-receiver's was migrated before the outbox cursors (the
+    table is dropped); signal-watcher's is migrated and holds a dead letter. `make doctor` printed a
+    traceback at the first missing table; it now reports each unmigrated schema once and goes on."""
+    prefix = f"doc-{uuid.uuid4().hex[:6]}."
+    environment(stack, tmp_path, prefix)
+    missing = unique_name("t")
+    await admin_conn.execute(f"DROP TABLE {migrated.name.quoted}.outbox_cursors")
+    healthy = Identifier(unique_name("t"))
+    await migrate_test_schema(stack, admin_conn, healthy, FIXTURE_MIGRATIONS)
+    try:
+        await admin_conn.execute(
+            f"INSERT INTO {healthy.quoted}.consumer_dead_letters (consumer_group, topic, kafka_partition, "
+            "kafka_offset, error_code, payload_digest, value) VALUES ('g', 't', 0, 0, 'undecodable', '', '')"
+        )
+        env = tmp_path / "env"
+        (env / "bell-receiver.env").write_text(
+            f"BELL_HTTP_PORT=1\nBELL_KAFKA_PREFIX={prefix}\nBELL_DATABASE_SCHEMA={migrated.name}\n"
+        )
+        (env / "orphan-scanner.env").write_text(
+            f"ORPHAN_HTTP_PORT=1\nORPHAN_KAFKA_PREFIX={prefix}\nORPHAN_DATABASE_SCHEMA={missing}\n"
+        )
+        (env / "signal-watcher.env").write_text(
+            f"SIGNAL_HTTP_PORT=1\nSIGNAL_KAFKA_PREFIX={prefix}\nSIGNAL_DATABASE_SCHEMA={healthy}\n"
+        )
+        # What `make doctor` runs (its own event loop, so on a thread of its own here).
+        code = await asyncio.to_thread(main, ["--env-dir", str(tmp_path), "--wait", "0", "--json"])
+    finally:
+        await drop_schema_and_roles(admin_conn, healthy)
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "Traceback" not in out + err
+    findings = [(f["check"], f["where"], f["detail"]) for f in json.loads(out)["findings"]]
+    assert findings == [
+        (
+            "schema",
+            f"orphan-scanner ({missing})",
+            f'schema not migrated: relation "{missing}.consumer_dead_letters" does not exist; '
+            "run `orphan-scanner migrate`",
+        ),
+        (
+            "schema",
+            f"bell-receiver ({migrated.name})",
+            f'schema not migrated: relation "{migrated.name}.outbox_cursors" does not exist; '
+            "run `bell-receiver migrate`",
+        ),
+        ("dead_letters", f"signal-watcher ({healthy})", "consumer_dead_letters group=g code=undecodable"),
+    ]
+    password = urlsplit(stack.admin_dsn).password
+    assert password and password not in out + err

@@ -73,6 +73,14 @@ app.kubernetes.io/component: {{ printf "%s-migrate" .name | quote }}
 {{- define "yovision.drainDir" -}}/etc/yovision/drain{{- end }}
 
 {{/*
+<P>_KAFKA_BOOTSTRAP from kafka.bootstrap: a "host:port,host:port" string as it is, a list joined with commas.
+*/}}
+{{- define "yovision.kafkaBootstrap" -}}
+{{- $bootstrap := .Values.kafka.bootstrap -}}
+{{- if kindIs "slice" $bootstrap -}}{{- join "," $bootstrap -}}{{- else -}}{{- $bootstrap -}}{{- end -}}
+{{- end }}
+
+{{/*
 Kafka security of a service that talks to Kafka (argument: a service context): "tls", "sasl", "ca" and
 "clientCert" as "true" or "", after checking the values fit the protocol (the services refuse, at start-up,
 TLS files without TLS and SASL settings without SASL; the chart refuses them at render time).
@@ -150,7 +158,7 @@ same settings and reads the same secret files), plus the admin DSN for the Job o
   value: {{ .spec.port | quote }}
 {{- if .spec.database }}
 - name: {{ $p }}_KAFKA_BOOTSTRAP
-  value: {{ required "kafka.bootstrap is required" $root.Values.kafka.bootstrap | quote }}
+  value: {{ required "kafka.bootstrap is required" (include "yovision.kafkaBootstrap" $root) | quote }}
 {{- with $root.Values.kafka.prefix }}
 - name: {{ $p }}_KAFKA_PREFIX
   value: {{ . | quote }}

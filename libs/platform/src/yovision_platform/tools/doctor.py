@@ -4,6 +4,9 @@
 
 Checks, each a list of findings (empty = healthy):
 
+- ``schema``: every service schema holds the tables the doctor reads. A schema not migrated (or migrated by
+  an older build: ``relation "sense.outbox_cursors" does not exist``) is one finding for its service, with
+  what is missing; the other checks skip that service and go on with the rest.
 - ``dead_letters``: rows of every service schema's ``consumer_dead_letters``, and Sense's device-audit
   facts Bell rejected (``device_operation_dead_letters``). A dead letter never goes away
   by itself: each one is a fact that did not arrive and needs an operator (docs/runbooks/doctor.md).
@@ -41,7 +44,7 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -63,6 +66,7 @@ from yovision_platform.tools.devsecrets import LOCAL_SERVICES, LocalService
 __all__ = ["CHECKS", "Finding", "Report", "examine", "main", "secrets_of"]
 
 CHECKS = (
+    "schema",
     "dead_letters",
     "outbox_backlog",
     "consumer_lag",
@@ -72,6 +76,19 @@ CHECKS = (
     "secrets",
 )
 SETTLING_CHECKS = frozenset({"outbox_backlog", "consumer_lag", "kafka_replication"})
+# The checks that read the services' schemas; ``schema`` reads what all the others read.
+SCHEMA_READING_CHECKS = frozenset(
+    {"schema", "dead_letters", "outbox_backlog", "refused_configs", "consumer_lag"}
+)
+# What PostgreSQL answers when a schema lacks what the doctor reads: no such schema, table, column, function
+# or type. The service is not migrated, or was migrated by an older build.
+UNMIGRATED_ERRORS = (
+    asyncpg.exceptions.InvalidSchemaNameError,
+    asyncpg.exceptions.UndefinedTableError,
+    asyncpg.exceptions.UndefinedColumnError,
+    asyncpg.exceptions.UndefinedFunctionError,
+    asyncpg.exceptions.UndefinedObjectError,
+)
 # Kafka's own topics the services depend on: consumer positions and transactions.
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 MIN_SECRET_CHARS = 12
@@ -80,6 +97,7 @@ READ_BATCH_TIMEOUT_MS = 1000
 HTTP_TIMEOUT_SECONDS = 5.0
 WAIT_POLL_SECONDS = 0.5
 CONSUMER_STALL_SECONDS = 30
+MAX_DETAIL_CHARS = 200
 CONSUMER_GAUGES = ("consumer_lag_messages", "consumer_last_poll_timestamp_seconds")
 
 
@@ -283,18 +301,20 @@ async def _partitions_of(bootstrap: str, topics: Iterable[str]) -> list[TopicPar
 
 
 async def _lag(
-    stack: LocalStack, conn: asyncpg.Connection, configs: Sequence[ServiceConfig]
+    stack: LocalStack,
+    stored: Mapping[str, dict[tuple[str, TopicPartition], int]],
+    configs: Sequence[ServiceConfig],
 ) -> list[Finding]:
-    """Two views, both must be zero: the positions each consumer stored with its effects against the end of
-    every partition of the topics it has applied events from, and each running service's own
-    ``consumer_lag_messages`` over the partitions assigned to it (which also covers partitions it has not
-    applied anything from yet)."""
+    """Two views, both must be zero: the positions each consumer stored with its effects (`stored`, by
+    service) against the end of every partition of the topics it has applied events from, and each running
+    service's own ``consumer_lag_messages`` over the partitions assigned to it (which also covers partitions
+    it has not applied anything from yet)."""
     positions: dict[tuple[str, TopicPartition], int] = {}
     group_service: dict[str, str] = {}
-    for config in (c for c in configs if c.schema is not None):
-        for (group, tp), offset in (await _positions(conn, config)).items():
+    for service, service_positions in stored.items():
+        for (group, tp), offset in service_positions.items():
             positions[(group, tp)] = offset
-            group_service[group] = config.service.name
+            group_service[group] = service
     watched: dict[str, set[str]] = {}
     for group, tp in positions:
         watched.setdefault(group, set()).add(tp.topic)
@@ -458,6 +478,37 @@ async def _secrets_in_events(
     ]
 
 
+async def _read_schema(
+    conn: asyncpg.Connection, config: ServiceConfig, wanted: set[str]
+) -> tuple[list[Finding], dict[tuple[str, TopicPartition], int] | None]:
+    """The service's findings of the wanted checks that read its schema, and its consumers' stored
+    positions (None when ``consumer_lag`` is not wanted), read in a savepoint. A schema that lacks what
+    they read is one ``schema`` finding instead, and no positions; the savepoint keeps the transaction
+    usable for the next service. Every read runs, in one order, whichever of these checks is wanted (they
+    are a few small SELECTs): so each pass of ``--wait`` finds the same thing missing first."""
+    if not wanted & SCHEMA_READING_CHECKS:
+        return [], None
+    try:
+        async with conn.transaction():
+            findings = [
+                *await _dead_letters(conn, config),
+                *await _backlog(conn, config),
+                *await _refused_configs(conn, config),
+            ]
+            positions = await _positions(conn, config)
+    except UNMIGRATED_ERRORS as exc:
+        return [_unmigrated(config, exc)], None
+    return [f for f in findings if f.check in wanted], positions if "consumer_lag" in wanted else None
+
+
+def _unmigrated(config: ServiceConfig, exc: asyncpg.PostgresError) -> Finding:
+    """The ``schema`` finding of a service whose schema lacks what the doctor reads: PostgreSQL's first line
+    (it names only the missing schema, table, column or function) and what to run."""
+    missing = (str(exc).splitlines() or [type(exc).__name__])[0][:MAX_DETAIL_CHARS]
+    detail = f"schema not migrated: {missing}; run `{config.service.name} migrate`"
+    return Finding("schema", f"{config.service.name} ({config.schema})", detail)
+
+
 async def examine(
     env_dir: Path,
     *,
@@ -471,16 +522,15 @@ async def examine(
     report = Report()
     conn = await asyncpg.connect(stack.admin_dsn)
     try:
+        stored: dict[str, dict[tuple[str, TopicPartition], int]] = {}
         async with conn.transaction(readonly=True):
             for config in (c for c in configs if c.schema is not None):
-                if "dead_letters" in wanted:
-                    report.findings += await _dead_letters(conn, config)
-                if "outbox_backlog" in wanted:
-                    report.findings += await _backlog(conn, config)
-                if "refused_configs" in wanted:
-                    report.findings += await _refused_configs(conn, config)
-            if "consumer_lag" in wanted:
-                report.findings += await _lag(stack, conn, configs)
+                findings, positions = await _read_schema(conn, config, wanted)
+                report.findings += findings
+                if positions is not None:
+                    stored[config.service.name] = positions
+        if "consumer_lag" in wanted:
+            report.findings += await _lag(stack, stored, configs)
     finally:
         await conn.close()
     prefixes = {c.kafka_prefix for c in configs if c.schema is not None}
@@ -513,13 +563,15 @@ async def examine_until_settled(
     settled = Report()
     while settling:
         settled = await examine(env_dir, checks=settling)
-        if settled.healthy or time.monotonic() >= deadline:
+        # Only the settling checks' findings go away by waiting (a schema not migrated does not).
+        if not any(f.check in SETTLING_CHECKS for f in settled.findings) or time.monotonic() >= deadline:
             break
         await asyncio.sleep(WAIT_POLL_SECONDS)
     # The settling checks' answer is the last pass's: examining them again would race with work still
     # going on (a transcode's next event) and report a backlog the wait just saw gone.
     final = await examine(env_dir, extra_secrets=extra_secrets, checks=wanted - settling)
-    return Report([*settled.findings, *final.findings])
+    # Both passes find a schema not migrated: report it once.
+    return Report(list(dict.fromkeys([*settled.findings, *final.findings])))
 
 
 def main(argv: list[str] | None = None) -> int:
