@@ -15,6 +15,8 @@ MAX ?=
 SEED ?=
 CLIENT ?=
 EXAMPLES ?=
+# Processes per service of `make up` / `make secrets` (infra/scripts/services.sh: <service>@2 on port +100)
+INSTANCES ?= 1
 # Bytecode is cached under .local, never beside the sources: a shell that sets PYTHONDONTWRITEBYTECODE
 # made every process compile every module it imports, half of a service's start (docs/decisions.md,
 # "Suite time").
@@ -38,7 +40,7 @@ setup: ## Install everything the stack needs (Debian packages, .venv, Kafka jars
 	infra/scripts/install-hydra.sh
 	infra/scripts/install-console-assets.sh
 
-up: setup ## Whole local stack: PostgreSQL, Kafka, MediaMTX, topics, dev secrets, the five services, the console [KAFKA_BROKERS=3: a three-broker cluster]
+up: setup ## Whole local stack: PostgreSQL, Kafka, MediaMTX, topics, dev secrets, the five services, the console [KAFKA_BROKERS=3: a three-broker cluster] [INSTANCES=2: two processes per service]
 	$(STACK) up
 	$(MAKE) topics secrets
 	$(SERVICES) up
@@ -60,7 +62,7 @@ topics: ## Create the missing Kafka topics of infra/topics.toml
 
 secrets: ## Generate dev secrets and per-service env files (when the platform provides the tool)
 	@if $(PY) -c 'import importlib.util as u, sys; sys.exit(0 if u.find_spec("yovision_platform.tools.devsecrets") else 1)' 2>/dev/null; then \
-		$(PY) -m yovision_platform.tools.devsecrets; \
+		$(PY) -m yovision_platform.tools.devsecrets --instances $(INSTANCES); \
 	else echo "secrets: yovision_platform.tools.devsecrets not present yet: skipped"; fi
 
 kafka-topics: ## Kafka's topic tool, e.g. make kafka-topics ARGS="--describe --topic sense.device.v1"

@@ -10,8 +10,9 @@ A pytest plugin (registered by tests/conftest.py) that gives xdist a scheduler o
 - for every other tier, a module, so that a module-scoped fixture (a migrated schema, a topic, a
   process) is set up once.
 
-The end-to-end groups are the longest units by far, so they are collected (and handed out) first: two
-workers run them from the start while the others work through the remaining modules.
+The end-to-end groups and the services' failover on a cluster (`LONG_MODULES`) are the longest units by
+far, so they are collected (and handed out) first: three workers run them from the start while the others
+work through the remaining modules.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ E2E_GROUPS = {
     "test_identity": "e2e-contracts",
 }
 E2E_DEFAULT_GROUP = "e2e-flows"
+LONG_MODULES = ("tests/cluster/test_services_failover.py",)
 
 
 def work_unit(nodeid: str) -> str:
@@ -53,5 +55,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> SuiteSche
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The end-to-end tests first (stable: each tier keeps its order), in every process alike."""
-    items.sort(key=lambda item: not item.nodeid.startswith(E2E_TIER))
+    """The end-to-end tests and the long modules first (stable: each tier keeps its order), in every process
+    alike."""
+    items.sort(key=lambda item: not item.nodeid.startswith((E2E_TIER, *LONG_MODULES)))

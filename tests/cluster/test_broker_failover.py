@@ -75,13 +75,13 @@ async def leaders(cluster: KafkaCluster, topic: str) -> dict[int, int]:
     return {p["partition"]: p["leader"] for p in described["partitions"]}
 
 
-async def create_replicated_topic(cluster: KafkaCluster, topic: str) -> None:
+async def create_replicated_topic(cluster: KafkaCluster, topic: str, *, partitions: int = PARTITIONS) -> None:
     admin = admin_client(cluster.layout.bootstrap)
     await admin.start()
     try:
         configs = {"min.insync.replicas": str(cluster.layout.min_insync_replicas)}
         await admin.create_topics(
-            [NewTopic(topic, PARTITIONS, len(cluster.layout.nodes), topic_configs=configs)]
+            [NewTopic(topic, partitions, len(cluster.layout.nodes), topic_configs=configs)]
         )
     finally:
         await admin.close()

@@ -55,7 +55,7 @@ async def test_the_alert_rules_watch_metrics_the_services_export(env: LocalEnvir
 async def test_the_doctor_reports_a_dead_letter_and_fails(env: LocalEnvironment, witness: Witness) -> None:
     """A message no one can decode, put on a topic Bell reads, is dead-lettered (never dropped), and the
     doctor says so with the service, group and code, and exits 1."""
-    producer = AIOKafkaProducer(bootstrap_servers=env.stack.kafka_bootstrap)
+    producer = AIOKafkaProducer(bootstrap_servers=env.kafka_bootstrap)
     await producer.start()
     try:
         await producer.send_and_wait(env.topic("media.material.v1"), b"not avro", key=b"e2e-garbage")

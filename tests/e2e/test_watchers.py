@@ -64,6 +64,21 @@ class Target:
         return f"http://127.0.0.1:{port}/price"
 
 
+def price_watcher(name: str, agent_id: str, url: str) -> dict[str, Any]:
+    """A watcher definition that checks `data.price` of `url` hourly and triggers `agent_id` on a change."""
+    return {
+        "name": name,
+        "agent_id": agent_id,
+        "url": url,
+        "method": "GET",
+        "headers": [],
+        "interval_minutes": 60,
+        "compare_mode": "JSON_FIELD",
+        "json_path": "data.price",
+        "prompt_template": "{name}: {diff}",
+    }
+
+
 @pytest.fixture
 async def target() -> AsyncIterator[Target]:
     async with Target() as server:
@@ -100,7 +115,7 @@ async def triggers_on_kafka(env: LocalEnvironment, watcher_id: str) -> set[str]:
     serde = AvroSerde(SchemaRegistry.load())
     topic = env.topic("signal.trigger.v1")
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=env.stack.kafka_bootstrap, group_id=None, isolation_level="read_committed"
+        bootstrap_servers=env.kafka_bootstrap, group_id=None, isolation_level="read_committed"
     )
     await consumer.start()
     try:
@@ -136,17 +151,7 @@ async def test_a_watcher_triggers_once_per_change_survives_a_kill_and_is_disable
     async with client(env.url("signal-watcher"), witness, {"Authorization": f"Bearer {token}"}) as signal:
         created = await signal.post(
             "/v1/signal-watchers",
-            json={
-                "name": "price watch",
-                "agent_id": "agent-e2e",
-                "url": target.url,
-                "method": "GET",
-                "headers": [],
-                "interval_minutes": 60,
-                "compare_mode": "JSON_FIELD",
-                "json_path": "data.price",
-                "prompt_template": "{name}: {diff}",
-            },
+            json=price_watcher("price watch", "agent-e2e", target.url),
         )
         assert created.status_code == 201, created.text
         watcher_id = created.json()["id"]

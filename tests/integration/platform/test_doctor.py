@@ -61,6 +61,16 @@ async def test_a_secret_in_a_log_is_found_and_not_repeated(stack: Stack, tmp_pat
     assert secret not in report.text()
 
 
+async def test_the_log_of_a_second_instance_is_scanned_too(stack: Stack, tmp_path: Path) -> None:
+    secret = environment(stack, tmp_path, f"doc-{uuid.uuid4().hex[:6]}.")
+    (tmp_path / "env" / "bell-receiver@2.env").write_text("BELL_HTTP_PORT=2\n")
+    (tmp_path / "logs" / "bell-receiver@2.log").write_text(f'{{"msg": "oops", "key": "{secret}"}}\n')
+    report = await examine(tmp_path, checks=["secrets"])
+    assert [(f.check, f.where, f.detail) for f in report.findings] == [
+        ("secrets", "bell-receiver@2", "secret(s) in bell-receiver@2.log")
+    ]
+
+
 async def test_a_secret_in_a_kafka_message_of_the_environment_is_found(stack: Stack, tmp_path: Path) -> None:
     prefix = f"doc-{uuid.uuid4().hex[:6]}."
     secret = environment(stack, tmp_path, prefix)

@@ -3,6 +3,8 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+import pytest
+
 from yovision_platform.localstack import read_env_file
 from yovision_platform.permissions import AUDIENCES
 from yovision_platform.tools import identity_provider
@@ -110,3 +112,34 @@ def test_the_identity_provider_gets_its_role_its_ports_and_a_secret_per_client_g
     assert len(set(before)) == len(before)  # no two share a secret
     generate(local, Environment("e2e-ab12", identity_ports=(21001, 21002)))
     assert [f.read_text() for f in files] == before
+
+
+def test_a_second_instance_gets_an_overlay_with_its_own_port_and_capability_file(tmp_path: Path) -> None:
+    local = make_stack(tmp_path)
+    generate(local, Environment(instances=2, ports={"sense-reconciler@2": 19181}))
+    for service in LOCAL_SERVICES:
+        overlay = read_env_file(local / "env" / f"{service.name}@2.env")
+        expected_port = 19181 if service.name == "sense-reconciler" else service.http_port + 100
+        assert overlay[f"{service.env_prefix}HTTP_PORT"] == str(expected_port)
+        assert not (local / "env" / f"{service.name}@3.env").exists()
+    media = read_env_file(local / "env" / "media-worker@2.env")
+    assert media["MEDIA_CAPABILITY_FILE"] == str(local / "run" / "media-worker@2.capability")
+    assert "MEDIA_CAPABILITY_FILE" not in read_env_file(local / "env" / "sense-reconciler@2.env")
+
+
+def test_fewer_instances_remove_the_overlays_of_the_others(tmp_path: Path) -> None:
+    local = make_stack(tmp_path)
+    generate(local, Environment(instances=3))
+    assert (local / "env" / "console@3.env").exists()
+    generate(local, Environment(instances=2))
+    assert (local / "env" / "console@2.env").exists() and not (local / "env" / "console@3.env").exists()
+    generate(local)
+    assert not list((local / "env").glob("*@*.env"))
+
+
+def test_instance_counts_and_ports_are_checked() -> None:
+    for bad in (0, 5):
+        with pytest.raises(ValueError, match="instances must be"):
+            Environment(instances=bad)
+    with pytest.raises(ValueError, match="unknown services or instances"):
+        Environment(ports={"sense-reconciler@2": 19181})

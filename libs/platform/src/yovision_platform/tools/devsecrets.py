@@ -12,6 +12,8 @@ stack with every other environment, isolated by name: schemas ``e2e_1a2b_sense``
 ``e2e-1a2b.`` for topics and consumer groups, its own HTTP ports (``--port sense-reconciler=18181``), its
 own secrets, media folder, pid and log files. ``--setting NAME=VALUE`` adds an operator setting (a full env
 var name such as ``SIGNAL_PROBE_ALLOWED_NETWORKS``) to the env file of the service whose prefix it carries.
+``--instances 2`` (``make up INSTANCES=2``) adds a second process per service: ``env/<service>@2.env`` holds
+what differs from the first (its port, ``--port sense-reconciler@2=...``, by default the first's plus 100).
 The end-to-end suite makes its environments with this tool, so they are configured exactly as ``make up``
 configures the local stack (``yovision_platform.tools.environment``).
 """
@@ -33,7 +35,7 @@ from yovision_platform.permissions import AUDIENCES
 from yovision_platform.tools import identity_provider
 from yovision_platform.tools.localhost import write_private_file
 
-__all__ = ["DEFAULT_ENVIRONMENT", "LOCAL_SERVICES", "Environment", "generate", "main"]
+__all__ = ["DEFAULT_ENVIRONMENT", "LOCAL_SERVICES", "Environment", "generate", "instance_name", "main"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,13 @@ SERVICE_BY_NAME = {service.name: service for service in LOCAL_SERVICES}
 IDENTITY_PORTS = (14444, 14445)
 ENVIRONMENT_NAME_PATTERN = re.compile(r"[a-z][a-z0-9-]{0,23}")
 SETTING_PATTERN = re.compile(r"([A-Z]+_)[A-Z0-9_]+")
+MAX_INSTANCES = 4
+INSTANCE_PORT_STEP = 100  # sense-reconciler@2 on 18181, console@2 on 18180 in the local stack
+
+
+def instance_name(service: str, instance: int) -> str:
+    """How infra/scripts/services.sh names an instance: its pid, log and env overlay files."""
+    return service if instance == 1 else f"{service}@{instance}"
 
 
 @dataclass(frozen=True)
@@ -72,12 +81,17 @@ class Environment:
     settings: Mapping[str, str] = field(default_factory=dict)
     # the identity provider's public (issuer) and admin ports
     identity_ports: tuple[int, int] = IDENTITY_PORTS
+    # processes per service: instance 1 is `<service>`, instance i >= 2 `<service>@i` (its own port)
+    instances: int = 1
 
     def __post_init__(self) -> None:
         if self.name and ENVIRONMENT_NAME_PATTERN.fullmatch(self.name) is None:
             raise ValueError("environment name must match [a-z][a-z0-9-]{0,23}")
-        if unknown := set(self.ports) - set(SERVICE_BY_NAME):
-            raise ValueError(f"unknown services: {sorted(unknown)}")
+        if not 1 <= self.instances <= MAX_INSTANCES:
+            raise ValueError(f"instances must be 1..{MAX_INSTANCES}")
+        known = {instance_name(s.name, i) for s in LOCAL_SERVICES for i in range(1, self.instances + 1)}
+        if unknown := set(self.ports) - known:
+            raise ValueError(f"unknown services or instances: {sorted(unknown)}")
         prefixes = {service.env_prefix for service in LOCAL_SERVICES}
         for setting in self.settings:
             match = SETTING_PATTERN.fullmatch(setting)
@@ -93,8 +107,11 @@ class Environment:
     def kafka_prefix(self) -> str:
         return f"{self.name}." if self.name else ""
 
-    def port(self, service: LocalService) -> int:
-        return self.ports.get(service.name, service.http_port)
+    def port(self, service: LocalService, instance: int = 1) -> int:
+        """The instance's HTTP port: the one given, else the service's default plus
+        INSTANCE_PORT_STEP per instance after the first."""
+        default = service.http_port + INSTANCE_PORT_STEP * (instance - 1)
+        return self.ports.get(instance_name(service.name, instance), default)
 
     @property
     def identity_role(self) -> str:
@@ -255,6 +272,31 @@ def generate(local_dir: Path, environment: Environment = DEFAULT_ENVIRONMENT) ->
             migrate_env = local_dir / "env" / f"{service.name}.migrate.env"
             write_private_file(migrate_env, f"{p}MIGRATION_DSN_FILE={stack.admin_dsn_file}\n")
             written.append(migrate_env)
+        written += _instance_overlays(local_dir, service, environment)
+    return written
+
+
+def _instance_overlays(local_dir: Path, service: LocalService, environment: Environment) -> list[Path]:
+    """``env/<service>@i.env`` for each instance after the first: what differs from instance 1 (its port,
+    the media worker's capability file). Overlays of instances beyond ``environment.instances`` are removed,
+    so the last run of this tool decides how many instances ``services.sh up`` starts."""
+    p = service.env_prefix
+    for stale in (local_dir / "env").glob(f"{service.name}@*.env"):
+        suffix = stale.name.removeprefix(f"{service.name}@").removesuffix(".env")
+        if not suffix.isdigit() or int(suffix) > environment.instances:
+            stale.unlink()
+    written = []
+    for instance in range(2, environment.instances + 1):
+        name = instance_name(service.name, instance)
+        lines = [
+            f"# {name}: by `make secrets INSTANCES={environment.instances}`, read after {service.name}.env",
+            f"{p}HTTP_PORT={environment.port(service, instance)}",
+        ]
+        if service.schema == "media":
+            lines.append(f"{p}CAPABILITY_FILE={local_dir / 'run' / f'{name}.capability'}")
+        overlay = local_dir / "env" / f"{name}.env"
+        write_private_file(overlay, "\n".join(lines) + "\n")
+        written.append(overlay)
     return written
 
 
@@ -272,7 +314,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="devsecrets", description="generate dev secrets and env files")
     parser.add_argument("dir", nargs="?", default=os.environ.get("YOVISION_LOCAL_DIR", ".local"))
     parser.add_argument("--name", default="", help="environment name (schemas, Kafka prefix); default none")
-    parser.add_argument("--port", action="append", default=[], metavar="SERVICE=PORT")
+    parser.add_argument("--port", action="append", default=[], metavar="SERVICE[@INSTANCE]=PORT")
+    parser.add_argument("--instances", type=int, default=1, help="processes per service (default 1)")
     parser.add_argument("--setting", action="append", default=[], metavar="ENV_VAR=VALUE")
     parser.add_argument(
         "--identity-ports", default=",".join(map(str, IDENTITY_PORTS)), metavar="PUBLIC,ADMIN"
@@ -287,7 +330,11 @@ def main(argv: list[str] | None = None) -> int:
         ports = {name: int(port) for name, port in _pairs(args.port, "--port").items()}
         public, _, admin = args.identity_ports.partition(",")
         environment = Environment(
-            args.name, ports, _pairs(args.setting, "--setting"), identity_ports=(int(public), int(admin))
+            args.name,
+            ports,
+            _pairs(args.setting, "--setting"),
+            identity_ports=(int(public), int(admin)),
+            instances=args.instances,
         )
     except ValueError as exc:
         print(f"devsecrets: {exc}", file=sys.stderr)

@@ -135,7 +135,7 @@ class ServiceConfig:
     service: LocalService
     schema: Identifier | None  # None: a service without a database (only its log and /metrics are read)
     kafka_prefix: str
-    port: int
+    instances: tuple[tuple[str, int], ...]  # (name, HTTP port) of each process: `<service>`, `<service>@2`...
     bell_relay: bool
 
 
@@ -154,11 +154,21 @@ def _configs(env_dir: Path) -> list[ServiceConfig]:
                 if service.schema is None
                 else Identifier(env.get(f"{p}DATABASE_SCHEMA", service.schema)),
                 kafka_prefix=env.get(f"{p}KAFKA_PREFIX", ""),
-                port=int(env.get(f"{p}HTTP_PORT", str(service.http_port))),
+                instances=_instances(env_dir, service, int(env.get(f"{p}HTTP_PORT", str(service.http_port)))),
                 bell_relay=env.get(f"{p}BELL_RELAY_ENABLED", "false").lower() == "true",
             )
         )
     return configs
+
+
+def _instances(env_dir: Path, service: LocalService, port: int) -> tuple[tuple[str, int], ...]:
+    """The service's processes (infra/scripts/services.sh): itself, then one per overlay `<service>@i.env`."""
+    found = [(service.name, port)]
+    for overlay in sorted((env_dir / "env").glob(f"{service.name}@*.env")):
+        overlay_port = read_env_file(overlay).get(f"{service.env_prefix}HTTP_PORT")
+        if overlay_port is not None:
+            found.append((overlay.stem, int(overlay_port)))
+    return tuple(found)
 
 
 def secrets_of(env_dir: Path, stack: LocalStack) -> set[str]:
@@ -333,16 +343,15 @@ async def _lag(
             findings.append(Finding("consumer_lag", group_service[group], detail, sum(behind.values())))
     async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS) as http:
         for config in configs:
-            samples = await _metrics(http, config, CONSUMER_GAUGES)
-            reported = samples.get("consumer_lag_messages")
-            if reported:
-                findings.append(
-                    Finding("consumer_lag", config.service.name, "consumer_lag_messages", int(reported))
-                )
-            stalled = stalled_seconds(samples.get("consumer_last_poll_timestamp_seconds"), time.time())
-            if stalled is not None:
-                detail = f"consumer loop stalled: last round {stalled} s ago"
-                findings.append(Finding("consumer_lag", config.service.name, detail, 1))
+            for instance, port in config.instances:
+                samples = await _metrics(http, port, CONSUMER_GAUGES)
+                reported = samples.get("consumer_lag_messages")
+                if reported:
+                    findings.append(Finding("consumer_lag", instance, "consumer_lag_messages", int(reported)))
+                stalled = stalled_seconds(samples.get("consumer_last_poll_timestamp_seconds"), time.time())
+                if stalled is not None:
+                    detail = f"consumer loop stalled: last round {stalled} s ago"
+                    findings.append(Finding("consumer_lag", instance, detail, 1))
     return findings
 
 
@@ -354,12 +363,12 @@ def stalled_seconds(last_poll: float | None, now: float) -> int | None:
     return int(now - last_poll)
 
 
-async def _metrics(http: httpx.AsyncClient, config: ServiceConfig, names: Iterable[str]) -> dict[str, float]:
-    """The values of the named unlabelled samples on the service's /metrics page (one read); absent names,
+async def _metrics(http: httpx.AsyncClient, port: int, names: Iterable[str]) -> dict[str, float]:
+    """The values of the named unlabelled samples on a process's /metrics page (one read); absent names,
     or all when the page is unreachable, are left out."""
     wanted = set(names)
     try:
-        page = (await http.get(f"http://127.0.0.1:{config.port}/metrics")).text
+        page = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
     except httpx.HTTPError:
         return {}
     return {
@@ -379,18 +388,20 @@ async def _secrets_in_logs_and_metrics(
 ) -> list[Finding]:
     findings: list[Finding] = []
     log_dir = env_dir / "logs"
-    for name in [config.service.name for config in configs] + [identity_provider.NAME]:
+    for name in [instance for config in configs for instance, _ in config.instances] + [
+        identity_provider.NAME
+    ]:
         log = log_dir / f"{name}.log"
         if log.is_file() and (hits := _scan(log.read_bytes(), needles)):
             findings.append(Finding("secrets", name, f"secret(s) in {log.name}", hits))
     async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS) as http:
-        for config in configs:
+        for instance, port in [instance for config in configs for instance in config.instances]:
             try:
-                page = (await http.get(f"http://127.0.0.1:{config.port}/metrics")).content
+                page = (await http.get(f"http://127.0.0.1:{port}/metrics")).content
             except httpx.HTTPError:
                 continue  # a stopped service has no metrics page; the logs were still read
             if hits := _scan(page, needles):
-                findings.append(Finding("secrets", config.service.name, "secret(s) on /metrics", hits))
+                findings.append(Finding("secrets", instance, "secret(s) on /metrics", hits))
     return findings
 
 

@@ -52,7 +52,13 @@ from yovision_platform.db import Identifier
 from yovision_platform.kafka import admin_client
 from yovision_platform.localstack import LocalStack, read_env_file
 from yovision_platform.migrations import SchemaPlan, drop
-from yovision_platform.tools.devsecrets import IDENTITY_PORTS, LOCAL_SERVICES, Environment, LocalService
+from yovision_platform.tools.devsecrets import (
+    IDENTITY_PORTS,
+    LOCAL_SERVICES,
+    Environment,
+    LocalService,
+    instance_name,
+)
 from yovision_platform.tools.hydra import drop_database_role
 from yovision_platform.tools.localhost import free_port
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox
@@ -113,6 +119,7 @@ class LocalEnvironment:
     definition: Environment
     stack: LocalStack
     media_servers: dict[str, MediaMtxSandbox]
+    kafka_bootstrap: str  # the stack's broker, or the private cluster the environment was made on
     services: dict[str, ServiceHandle] = field(default_factory=dict)
 
     @property
@@ -139,8 +146,13 @@ class LocalEnvironment:
         return self.services[name].url
 
     def env_of(self, name: str) -> dict[str, str]:
-        """The service's generated env file (names of secret files, never secrets)."""
-        return read_env_file(self.root / "env" / f"{name}.env")
+        """The service's generated env file (names of secret files, never secrets), with an instance's
+        overlay over it when ``name`` is an instance (``sense-reconciler@2``)."""
+        service = self.services[name].service.name
+        env = read_env_file(self.root / "env" / f"{service}.env")
+        if name != service:
+            env.update(read_env_file(self.root / "env" / f"{name}.env"))
+        return env
 
     def set_setting(self, name: str, setting: str, value: str | None) -> None:
         """Set (or replace) an operator setting in the service's env file, as an operator edits
@@ -266,7 +278,7 @@ def _keep_logs(root: Path, keep: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-async def _drop_everything(stack: LocalStack, definition: Environment) -> None:
+async def _drop_everything(stack: LocalStack, definition: Environment, kafka_bootstrap: str) -> None:
     admin = await asyncpg.connect(stack.admin_dsn)
     try:
         for service in LOCAL_SERVICES:
@@ -279,7 +291,7 @@ async def _drop_everything(stack: LocalStack, definition: Environment) -> None:
     finally:
         await admin.close()
     await drop_database_role(stack.admin_dsn, Identifier(definition.identity_role))
-    kafka = admin_client(stack.kafka_bootstrap)
+    kafka = admin_client(kafka_bootstrap)
     await kafka.start()
     try:
         ours = [t for t in await kafka.list_topics() if t.startswith(definition.kafka_prefix)]
@@ -295,6 +307,7 @@ def environment_definition(
     settings: Mapping[str, str] | None = None,
     *,
     identity_ports: tuple[int, int] = IDENTITY_PORTS,
+    instances: int = 1,
 ) -> Environment:
     """The definition of a test environment: the caller's operator `settings` over `TEST_SETTINGS`. A
     caller may confine probes to other networks, never lift the confinement (a blank value is refused),
@@ -306,7 +319,7 @@ def environment_definition(
         raise ValueError(
             f"test environments resolve probe names from the hosts file: {PROBE_RESOLVER_SETTING}"
         )
-    return Environment(name, ports, merged, identity_ports)
+    return Environment(name, ports, merged, identity_ports, instances)
 
 
 @contextlib.asynccontextmanager
@@ -317,21 +330,30 @@ async def local_environment(
     stack_dir: Path = REPO_ROOT / ".local",
     settings: Mapping[str, str] | None = None,
     media_servers: Sequence[str] = ("default",),
+    instances: int = 1,
+    kafka_bootstrap: str | None = None,
 ) -> AsyncIterator[LocalEnvironment]:
     """Make, start and finally remove the environment ``name`` in the empty folder ``root``.
 
     ``settings`` are operator settings (full env var names) added to the services' env files, exactly as
     an operator would add them to ``.local/env``, over ``TEST_SETTINGS`` (see `environment_definition`).
     ``media_servers``: the ids of the environment's MediaMTX servers, one private process each; the first is
-    the default of new sites. The stack (PostgreSQL, Kafka) must be running."""
+    the default of new sites. ``instances``: processes per service (instance i >= 2 is ``<service>@i``, its
+    own free port; ``services``, ``url``, ``pid``, ``kill`` and ``start`` take instance names too).
+    ``kafka_bootstrap``: another Kafka than the stack's (a private cluster). The stack (PostgreSQL, Kafka)
+    must be running."""
     if not media_servers:
         raise ValueError("an environment needs at least one MediaMTX server")
     if not name:
         raise ValueError("an environment needs a name (the unnamed one is the local stack of `make up`)")
     stack = LocalStack.load(stack_dir)
     root.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, before anything runs
-    ports = {service.name: free_port() for service in LOCAL_SERVICES}
-    definition = environment_definition(name, ports, settings, identity_ports=(free_port(), free_port()))
+    every_instance = [instance_name(s.name, i) for s in LOCAL_SERVICES for i in range(1, instances + 1)]
+    ports = {instance: free_port() for instance in every_instance}
+    definition = environment_definition(
+        name, ports, settings, identity_ports=(free_port(), free_port()), instances=instances
+    )
+    bootstrap = kafka_bootstrap or stack.kafka_bootstrap
     binary = stack_dir / "bin" / "mediamtx"
     async with contextlib.AsyncExitStack() as cleanup:
         servers = {
@@ -346,14 +368,14 @@ async def local_environment(
         }
         (root / "stack.env").write_text(
             f"YOVISION_PG_ADMIN_DSN_FILE={stack.admin_dsn_file}\n"
-            f"YOVISION_KAFKA_BOOTSTRAP={stack.kafka_bootstrap}\n"
+            f"YOVISION_KAFKA_BOOTSTRAP={bootstrap}\n"
             f"YOVISION_MEDIAMTX_API_URL={next(iter(servers.values())).url}\n"
             f"YOVISION_MEDIA_SERVERS={shlex.quote(json.dumps(registrations))}\n",
             encoding="utf-8",
         )
         python = sys.executable
-        cleanup.push_async_callback(_drop_everything, stack, definition)
-        _run(python, str(CREATE_TOPICS_SCRIPT), "--bootstrap", stack.kafka_bootstrap, "--prefix", f"{name}.")
+        cleanup.push_async_callback(_drop_everything, stack, definition, bootstrap)
+        _run(python, str(CREATE_TOPICS_SCRIPT), "--bootstrap", bootstrap, "--prefix", f"{name}.")
         _run(
             python,
             "-m",
@@ -365,12 +387,15 @@ async def local_environment(
             *(arg for key, value in definition.settings.items() for arg in ("--setting", f"{key}={value}")),
             "--identity-ports",
             ",".join(map(str, definition.identity_ports)),
+            "--instances",
+            str(instances),
         )
-        environment = LocalEnvironment(root, definition, stack, servers)
+        environment = LocalEnvironment(root, definition, stack, servers, bootstrap)
         for service in LOCAL_SERVICES:
-            environment.services[service.name] = ServiceHandle(
-                service, definition.schema(service), ports[service.name]
-            )
+            for i in range(1, instances + 1):
+                environment.services[instance_name(service.name, i)] = ServiceHandle(
+                    service, definition.schema(service), ports[instance_name(service.name, i)]
+                )
         cleanup.callback(_keep_logs, root, stack_dir / "e2e-runs" / name)
         cleanup.push_async_callback(environment.stop)
         await environment.start()
