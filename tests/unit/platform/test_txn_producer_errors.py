@@ -10,7 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
 from yovision_platform.txn_producer import ConfluentPublisher, PublishError, PublishFailed, classify
 
@@ -74,3 +74,56 @@ def test_a_cluster_short_of_replicas_or_its_coordinator_is_unavailable_not_a_rej
     """Two brokers of three down, or a coordinator finishing the last transaction after a failover: the
     relay backs off under `broker_unavailable` (it once said `message_rejected`)."""
     assert classify([KafkaError(code)]) is PublishError.BROKER_UNAVAILABLE
+
+
+class FlakyCommitProducer(CommittingProducer):
+    """A commit whose first answer is `first` (raised), and whose next one succeeds."""
+
+    def __init__(self, first: KafkaError) -> None:
+        super().__init__(lambda: None)
+        self.first: KafkaError | None = first
+        self.commits = 0
+        self.aborts = 0
+
+    def commit_transaction(self, timeout: float) -> None:
+        self.commits += 1
+        if self.first is not None:
+            error, self.first = self.first, None
+            raise KafkaException(error)
+
+    def abort_transaction(self, timeout: float) -> None:
+        self.aborts += 1
+
+
+async def commit_through(producer: FlakyCommitProducer) -> None:
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        publisher = ConfluentPublisher("127.0.0.1:9", "txn-test", client_id="test", executor=executor)
+        publisher._loop = asyncio.get_running_loop()
+        publisher._producer = producer  # type: ignore[assignment]
+        publisher.begin()
+        publisher.send("topic", b"value", b"key", [])
+        await publisher.commit()
+
+
+async def test_a_commit_whose_answer_was_lost_is_asked_again_not_aborted() -> None:
+    """A retriable commit error (the request timed out, the coordinator moved): the same transaction is
+    committed by a second call, so the relay does not abort it and publish the batch again."""
+    producer = FlakyCommitProducer(KafkaError(KafkaError._TIMED_OUT, retriable=True))
+    await commit_through(producer)
+    assert (producer.commits, producer.aborts) == (2, 0)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        KafkaError(KafkaError._TIMED_OUT, retriable=True, txn_requires_abort=True),
+        KafkaError(KafkaError.PRODUCER_FENCED, fatal=True),
+        KafkaError(KafkaError.INVALID_TXN_STATE),
+    ],
+    ids=["requires-abort", "fatal", "not-retriable"],
+)
+async def test_a_commit_that_must_be_aborted_fails_at_once(error: KafkaError) -> None:
+    producer = FlakyCommitProducer(error)
+    with pytest.raises(PublishFailed):
+        await commit_through(producer)
+    assert producer.commits == 1

@@ -46,6 +46,10 @@ __all__ = [
 PUBLISHER_LINGER_MS = 5
 KAFKA_PARTITIONER = "murmur2_random"
 PUBLISHER_CALL_TIMEOUT_SECONDS = 10.0
+# A commit that failed with a retriable error (its answer lost, the coordinator moving after a broker died)
+# is asked again once, for the same transaction, before the relay aborts it and publishes the batch again:
+# librdkafka allows the retry, and a retry that succeeds publishes nothing twice.
+PUBLISHER_COMMIT_ATTEMPTS = 2
 # A transaction left open (a paused relay) blocks read_committed consumers of its partitions until the
 # successor's init_transactions aborts it, or until this timeout.
 PUBLISHER_TRANSACTION_TIMEOUT_MS = 60_000
@@ -260,12 +264,16 @@ class ConfluentPublisher:
     async def commit(self) -> None:
         producer = self._started()
         self._open = False
-        try:
-            self._open = await self._blocking(
-                _then_begin, producer, producer.commit_transaction, self._timeout
-            )
-        except KafkaException as exc:
-            raise await self._failed(exc) from None
+        for attempt in range(1, PUBLISHER_COMMIT_ATTEMPTS + 1):
+            try:
+                self._open = await self._blocking(
+                    _then_begin, producer, producer.commit_transaction, self._timeout
+                )
+                break
+            except KafkaException as exc:
+                error: KafkaError = exc.args[0]
+                if attempt == PUBLISHER_COMMIT_ATTEMPTS or not _commit_retriable(error):
+                    raise await self._failed(exc) from None
         self._client_errors.clear()
         if self._errors:  # a delivery failure reported although the commit went through: cannot happen
             raise PublishFailed(classify(self._errors), fatal=True)
@@ -290,6 +298,10 @@ class ConfluentPublisher:
         holder = [self._producer]
         self._producer = None
         await self._blocking(_destroy, holder)
+
+
+def _commit_retriable(error: KafkaError) -> bool:
+    return bool(error.retriable()) and not error.txn_requires_abort() and not error.fatal()
 
 
 def _then_begin(producer: Producer, end: Callable[[float], None], timeout: float) -> bool:
