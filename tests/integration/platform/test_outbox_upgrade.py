@@ -17,7 +17,8 @@ from tests.integration.platform.kafka_helpers import publish_outbox, read_topic
 from yovision_platform.db import Identifier
 from yovision_platform.kafka import partition_for_key
 from yovision_platform.migrations import migrate
-from yovision_platform.outbox import OUTBOX_SHARDS
+from yovision_platform.outbox import OUTBOX_SHARDS, Outbox, OutboxMessage
+from yovision_platform.outbox_windows import OutboxWindows, WindowPosition
 
 LEGACY_INSERT = """
     INSERT INTO {table} (event_id, event_type, topic, message_key, value, headers, published_at)
@@ -49,6 +50,7 @@ async def test_rows_unpublished_at_the_upgrade_are_published_after_it_in_order(
         "outbox_cursors",
         "processed_events_retention",
         "outbox_xid_statistics",
+        "outbox_cursor_one_snapshot",
     ]
     rows = await admin_conn.fetch(f"SELECT message_key, shard, xid IS NULL AS legacy FROM {table}")
     assert all(r["legacy"] == (r["shard"] is None) for r in rows)
@@ -82,3 +84,52 @@ async def test_rows_unpublished_at_the_upgrade_are_published_after_it_in_order(
         assert record.key is not None and record.value is not None
         seen[record.key].append(record.value)
     assert seen == expected
+
+
+async def test_a_cursor_left_between_two_snapshots_reads_its_rows_first_after_0006(
+    stack: Stack, admin_conn: asyncpg.Connection, schema_name: Identifier
+) -> None:
+    """0003 wrote each shard's first position with two calls of a VOLATILE function (a snapshot each); a
+    transaction of another session that ended between them left cur later than prev. The relay's first read
+    was that migration-time window, empty, and its rows came one read later. 0006 starts every such cursor
+    at one snapshot: the first read finds the rows."""
+    full = plan_for(schema_name)
+    before = dataclasses.replace(
+        full, migrations=tuple(m for m in full.migrations if not (m.track == "platform" and m.version >= 6))
+    )
+    await migrate(admin_conn, before, runtime_password=secrets.token_urlsafe(16))
+    s = schema_name.quoted
+    other = await asyncpg.connect(stack.admin_dsn)
+    try:  # the state 0003 left when a transaction ended between its two calls
+        prev = await admin_conn.fetchval("SELECT pg_current_snapshot()::text")
+        async with other.transaction():
+            await other.fetchval("SELECT pg_current_xact_id()")
+        await admin_conn.execute(
+            f"UPDATE {s}.outbox_cursors SET prev_snapshot = $1::text::pg_snapshot,"
+            " cur_snapshot = pg_current_snapshot()",
+            prev,
+        )
+    finally:
+        await other.close()
+    key = b"k"
+    shard = partition_for_key(key, OUTBOX_SHARDS)
+    messages = [OutboxMessage(uuid.uuid4(), "TestEvent", "t", key, f"{n}".encode()) for n in range(3)]
+    async with admin_conn.transaction():
+        await Outbox(schema_name).enqueue_many(admin_conn, messages)
+    windows = OutboxWindows(f"{s}.outbox", ("value",))
+
+    async def first_read() -> list[bytes]:
+        row = await admin_conn.fetchrow(
+            f"SELECT prev_snapshot::text AS prev, cur_snapshot::text AS cur, last_id FROM {s}.outbox_cursors"
+            " WHERE outbox = 'outbox' AND shard = $1",
+            shard,
+        )
+        assert row is not None
+        _, rows = await windows.rows(
+            admin_conn, shard, WindowPosition(row["prev"], row["cur"], row["last_id"]), 10
+        )
+        return [r["value"] for r in rows]
+
+    assert await first_read() == [], "the fault this repairs: the stale window first"
+    assert [m.name for m in await migrate(admin_conn, full)] == ["outbox_cursor_one_snapshot"]
+    assert await first_read() == [m.value for m in messages]

@@ -69,6 +69,7 @@ async def test_serve_answers_health_publishes_the_outbox_and_stops_cleanly_on_si
         "platform/0003_outbox_cursors",
         "platform/0004_processed_events_retention",
         "platform/0005_outbox_xid_statistics",
+        "platform/0006_outbox_cursor_one_snapshot",
         "service/0001_test_service",
     ]
     assert json.loads(demo.run("migrate").stdout)["applied"] == []
