@@ -49,6 +49,7 @@ from tests.e2e.conftest import (
     path_names,
     user_token,
 )
+from tests.e2e.test_console_csrf import signed_in_through_hydra
 from tests.e2e.test_watchers import Target, price_watcher
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
@@ -592,3 +593,13 @@ async def test_services_started_while_every_broker_is_down_become_ready_by_thems
         env.root, wait_seconds=SETTLE_SECONDS, extra_secrets=rig.load.witness.secrets
     )
     assert not report.findings, Report(report.findings).text()
+
+
+async def test_a_user_signs_in_through_the_second_console(rig: Rig) -> None:
+    """A sign-in started at `console@2` comes back to it (the provider takes a loopback callback on any
+    port, RFC 8252; its login and consent pages are the first console's) and its overview answers."""
+    async with httpx.AsyncClient(base_url=rig.env.url("console@2"), timeout=20.0) as http:
+        await signed_in_through_hydra(http, f"ha-{uuid.uuid4().hex[:6]}")
+        overview = await http.get("/")
+        assert overview.status_code == 200 and overview.url.host == "127.0.0.1"
+        assert overview.url.port == rig.env.service("console@2").port

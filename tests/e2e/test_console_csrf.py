@@ -40,7 +40,7 @@ def _csrf(html: str) -> str:
     return html[start : html.index('"', start)]
 
 
-async def _signed_in_through_hydra(http: httpx.AsyncClient, subject: str) -> None:
+async def signed_in_through_hydra(http: httpx.AsyncClient, subject: str) -> None:
     """As a browser signs in: `/sign-in`, Hydra, the login page (its form), Hydra, the consent, Hydra, the
     callback, `/` (the client follows the redirects and keeps both servers' cookies)."""
     login = await http.get("/sign-in", follow_redirects=True)
@@ -57,7 +57,7 @@ async def _signed_in_through_hydra(http: httpx.AsyncClient, subject: str) -> Non
 async def session(env: LocalEnvironment, witness: Witness) -> AsyncIterator[Browserless]:
     subject = f"csrf-{uuid.uuid4().hex[:6]}"
     async with client(env.url("console"), witness) as http:
-        await _signed_in_through_hydra(http, subject)
+        await signed_in_through_hydra(http, subject)
         yield Browserless(http, _csrf((await http.get("/watchers/new")).text), subject)
 
 
