@@ -27,7 +27,7 @@ unexport PYTHONDONTWRITEBYTECODE
 WORKERS ?= 4
 
 .PHONY: help setup up down status logs topics secrets kafka-topics kafka-console-consumer \
-	kafka-console-producer kafka-consumer-groups consume doctor sense-orphan dev-token lint bench-platform bench-services typecheck test test-fast fuzz bench clean distclean
+	kafka-console-producer kafka-consumer-groups consume doctor sense-orphan dev-token lint bench-platform bench-services bench-cluster typecheck test test-fast fuzz bench clean distclean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-24s %s\n", $$1, $$2}'
@@ -121,7 +121,7 @@ test-fast: ## The inner loop (about a minute, no server): lint, types, unit test
 fuzz: setup ## API fuzzing on a fresh random seed: schemathesis on every service, property tests against MediaMTX [SEED=n replays] [EXAMPLES=100]
 	SEED='$(SEED)' EXAMPLES='$(EXAMPLES)' infra/scripts/fuzz.sh
 
-bench: bench-platform bench-services ## All benchmarks (platform, then the services'); goal lines printed; exits non-zero on a wrong count
+bench: bench-platform bench-services bench-cluster ## All benchmarks (platform, the services', then cluster mode); goal lines printed; exits non-zero on a wrong count
 
 bench-platform: ## Platform benchmarks: relay (1/2/4, aiokafka vs confluent) vs raw produce vs ProducerPerformance, paced latency, outbox size, enqueue, leases, access tokens, one event's path (bench/)
 	$(PY) -m bench $(ARGS)
@@ -137,6 +137,9 @@ bench-services: ## Service benchmarks: Sense convergence, Sense→Bell relay, Si
 	$(PY) services/media-worker/bench/media_bench.py
 	$(PY) services/console/bench/render_bench.py
 	$(PY) services/console/bench/sign_in_bench.py
+
+bench-cluster: ## Cluster mode (bench/cluster.py, ~4 min): relay vs ProducerPerformance, leader-kill window, lag through a rolling restart, on a private 3-broker cluster [CLUSTER_ARGS=--quick]
+	$(PY) -m bench --cluster $(CLUSTER_ARGS)
 
 clean: down ## Stop everything and delete local state (data, logs, secrets); keeps built/downloaded caches
 	rm -rf .local/pg .local/kafka/data .local/kafka/cluster.id .local/kafka/server.properties .local/kafka/cluster \

@@ -65,6 +65,7 @@ QUICK_BLOAT_HOLD_SECONDS = 5.0
 QUICK_LEASE_JOBS = 2_000
 QUICK_PACED_SECONDS = 2.0
 JSON_PREFIX = "BENCH_JSON "
+CLUSTER_FLAG = "--cluster"
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -89,6 +90,12 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--skip-leases", action="store_true", help="skip the lease benchmark")
     parser.add_argument("--no-profile", action="store_true", help="skip the cProfile'd relay drain")
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run of the harness")
+    parser.add_argument(
+        CLUSTER_FLAG,
+        action="store_true",
+        help="instead: the cluster benchmark on a private three-broker cluster (bench/cluster.py; its "
+        "options: python -m bench --cluster --help)",
+    )
     args = parser.parse_args(argv)
     args.relays = [int(r) for r in str(args.relays).split(",") if r.strip()]
     args.paced_rates = [float(r) for r in str(args.paced_rates).split(",") if r.strip()]
@@ -321,7 +328,14 @@ async def _run(args: argparse.Namespace, counts: Counts) -> dict[str, object]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = _parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if CLUSTER_FLAG in arguments:
+        from bench import cluster  # imports this module (JSON_PREFIX): only here, not at the top
+
+        arguments.remove(CLUSTER_FLAG)
+        cluster.main(arguments)
+        return
+    args = _parse_args(arguments)
     counts = Counts()
     summary = run_cleanly(_run(args, counts))
     summary["short_counts"] = counts.short

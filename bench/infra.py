@@ -13,7 +13,7 @@ import secrets
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +33,10 @@ __all__ = [
     "Stack",
     "bench_schema",
     "bench_topics",
+    "create_stack_topics",
     "ensure_stack",
+    "replicated_topic",
+    "stack_replicas",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -52,11 +55,11 @@ class Stack:
     kafka_bootstrap: str
 
 
-def ensure_stack() -> Stack:
-    """Start (or reuse) PostgreSQL and Kafka through the same script `make up` uses."""
+def ensure_stack(components: Sequence[str] = ("pg", "kafka")) -> Stack:
+    """Start (or reuse) PostgreSQL and Kafka (or only `components`) through the same script `make up` uses."""
     if os.environ.get(STACK_STARTED_ENV) != "1":
         subprocess.run(
-            ["bash", str(STACK_SCRIPT), "up", "pg", "kafka"], check=True, cwd=REPO_ROOT, stdout=sys.stderr
+            ["bash", str(STACK_SCRIPT), "up", *components], check=True, cwd=REPO_ROOT, stdout=sys.stderr
         )
     local = LocalStack.load(STACK_ENV_FILE.parent)
     return Stack(admin_dsn=local.admin_dsn, kafka_bootstrap=local.kafka_bootstrap)
@@ -104,10 +107,7 @@ class BenchTopics:
         self._replicas = replicas  # the stack's: 3 on a cluster of three (acks=all waits for 2 of them)
 
     async def create(self, name: str) -> str:
-        configs = {"min.insync.replicas": str(self._replicas - 1)} if self._replicas > 1 else {}
-        await self._admin.create_topics(
-            [NewTopic(name, BENCH_TOPIC_PARTITIONS, self._replicas, topic_configs=configs)]
-        )
+        await self._admin.create_topics([replicated_topic(name, BENCH_TOPIC_PARTITIONS, self._replicas)])
         self.created.append(name)
         return name
 
@@ -120,9 +120,7 @@ class BenchTopics:
 async def bench_topics(stack: Stack) -> AsyncIterator[BenchTopics]:
     admin = AIOKafkaAdminClient(bootstrap_servers=stack.kafka_bootstrap, client_id="bench-admin")
     await admin.start()
-    brokers = len((await admin.describe_cluster())["brokers"])
-    replicas = CLUSTER_REPLICATION_FACTOR if brokers >= CLUSTER_REPLICATION_FACTOR else 1
-    topics = BenchTopics(admin, f"bench.{uuid.uuid4().hex[:12]}.v1", replicas=replicas)
+    topics = BenchTopics(admin, f"bench.{uuid.uuid4().hex[:12]}.v1", replicas=await stack_replicas(admin))
     try:
         yield topics
     finally:
@@ -131,3 +129,24 @@ async def bench_topics(stack: Stack) -> AsyncIterator[BenchTopics]:
                 await admin.delete_topics(topics.created)
         finally:
             await admin.close()
+
+
+async def stack_replicas(admin: AIOKafkaAdminClient) -> int:
+    """The replication factor the stack gives its topics (as infra/scripts/create_topics.py): 3 on a cluster
+    of at least three brokers, else 1."""
+    brokers = len((await admin.describe_cluster())["brokers"])
+    return CLUSTER_REPLICATION_FACTOR if brokers >= CLUSTER_REPLICATION_FACTOR else 1
+
+
+def replicated_topic(name: str, partitions: int, replicas: int) -> NewTopic:
+    """A topic of `replicas` replicas and, when replicated, min.insync.replicas one less (acks=all then
+    waits for 2 of 3 and survives one broker down)."""
+    configs = {"min.insync.replicas": str(replicas - 1)} if replicas > 1 else {}
+    return NewTopic(name, partitions, replicas, topic_configs=configs)
+
+
+async def create_stack_topics(admin: AIOKafkaAdminClient, partitions: Mapping[str, int]) -> None:
+    """Create every topic (name -> partition count) with the stack's replication: the benchmarks' topics on
+    a cluster are replicated as the services' are."""
+    replicas = await stack_replicas(admin)
+    await admin.create_topics([replicated_topic(name, count, replicas) for name, count in partitions.items()])

@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from confluent_kafka import Producer
 
 from bench.messages import KafkaMessage
@@ -115,9 +115,16 @@ async def warm_up_topic(bootstrap: str, topic: str, partitions: int) -> None:
         await producer.stop()
 
 
-async def count_records(bootstrap: str, topic: str, partitions: int, *, expected: int = 0) -> int:
+async def count_records(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    *,
+    expected: int = 0,
+    on_record: Callable[[ConsumerRecord[bytes, bytes]], None] | None = None,
+) -> int:
     """Records a read_committed consumer reads on `topic` (transaction markers and aborted batches are
-    not records); keeps reading (bounded) until at least `expected` arrived."""
+    not records); keeps reading (bounded) until at least `expected` arrived. `on_record` sees each one."""
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap,
         group_id=None,
@@ -147,7 +154,11 @@ async def count_records(bootstrap: str, topic: str, partitions: int, *, expected
                 ends = await consumer.end_offsets(tps)
                 continue
             batch = await consumer.getmany(timeout_ms=200, max_records=50_000)
-            count += sum(len(records) for records in batch.values())
+            for records in batch.values():
+                count += len(records)
+                if on_record is not None:
+                    for record in records:
+                        on_record(record)
         return count
     finally:
         await consumer.stop()

@@ -36,9 +36,18 @@ class PerfRun:
 
 
 async def producer_performance(
-    bootstrap: str, topic: str, *, records: int, record_size: int, transactional: bool
+    bootstrap: str,
+    topic: str,
+    *,
+    records: int,
+    record_size: int,
+    transactional: bool,
+    batch_bytes: int | None = None,
 ) -> PerfRun:
+    """One run; `batch_bytes` sets the producer's batch.size (the Java client's default is 16 KiB)."""
     properties = [f"bootstrap.servers={bootstrap}", "acks=all", "enable.idempotence=true", "linger.ms=5"]
+    if batch_bytes is not None:
+        properties.append(f"batch.size={batch_bytes}")
     extra = ["--transactional-id", f"bench-perf-{topic}", "--transaction-duration-ms", str(TRANSACTION_MS)]
     process = await asyncio.create_subprocess_exec(
         "java",
@@ -65,5 +74,6 @@ async def producer_performance(
     if process.returncode != 0 or not found:
         raise RuntimeError(f"ProducerPerformance failed: {output.decode(errors='replace')[-500:]}")
     sent, rate, mb = found[-1]
-    label = f"ProducerPerformance ({'transaction per 20 ms' if transactional else 'idempotent'})"
+    label = f"ProducerPerformance ({'transaction per 20 ms' if transactional else 'idempotent'}"
+    label += f", batch.size {batch_bytes // 1024} KiB)" if batch_bytes is not None else ")"
     return PerfRun(label, int(sent), float(rate), float(mb))

@@ -26,7 +26,7 @@ from tests.integration.platform.kafka_helpers import (
     wait_until,
 )
 from yovision_platform.kafka import admin_client
-from yovision_platform.kafka_replication import read_replication
+from yovision_platform.kafka_replication import read_leaders, read_replication
 from yovision_platform.naming import KafkaNames
 from yovision_platform.outbox import OUTBOX_SHARDS, Outbox, OutboxMessage
 from yovision_platform.outbox_publisher import (
@@ -66,13 +66,7 @@ def coordinator_partition(txn_id: str) -> int:
 
 
 async def leaders(cluster: KafkaCluster, topic: str) -> dict[int, int]:
-    admin = admin_client(cluster.layout.bootstrap)
-    await admin.start()
-    try:
-        [described] = await admin.describe_topics([topic])
-    finally:
-        await admin.close()
-    return {p["partition"]: p["leader"] for p in described["partitions"]}
+    return await read_leaders(cluster.layout.bootstrap, topic)
 
 
 async def create_replicated_topic(cluster: KafkaCluster, topic: str, *, partitions: int = PARTITIONS) -> None:

@@ -50,7 +50,7 @@ from typing import Any
 
 import asyncpg
 import httpx
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import AIOKafkaAdminClient
 from prometheus_client import CollectorRegistry
 
 from bell_receiver.adapters.unit_of_work import PostgresBellUnitOfWork
@@ -72,6 +72,9 @@ from yovision_platform.signing import VerifiedRequest
 from yovision_platform.tools import hydra, identity_provider
 from yovision_platform.tools.bench_runner import Counts, run_cleanly
 from yovision_platform.tools.localhost import free_port, write_private_file
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the platform benchmarks' package (bench/)
+from bench.infra import create_stack_topics  # topics replicated as the stack's
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 BELL_LAUNCHER = REPO_ROOT / "tests/integration/bell_receiver/bell_process.py"
@@ -172,7 +175,7 @@ async def kafka_topic(bootstrap: str, name: str, *, create: bool) -> None:
     await admin.start()
     try:
         if create:
-            await admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])
+            await create_stack_topics(admin, {name: 1})
         else:
             await admin.delete_topics([name])
     finally:

@@ -56,7 +56,7 @@ from typing import Any
 import asyncpg
 import httpx
 from aiokafka import AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import AIOKafkaAdminClient
 
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.inputs import confirmation_text
@@ -79,6 +79,9 @@ from yovision_platform.settings import load_settings
 from yovision_platform.tools.bench_runner import run_cleanly
 from yovision_platform.tools.localhost import write_private_file
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the platform benchmarks' package (bench/)
+from bench.infra import create_stack_topics  # topics replicated as the stack's
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 MEDIAMTX_BIN = REPO_ROOT / ".local/bin/mediamtx"
@@ -322,9 +325,7 @@ async def kafka_topics(bootstrap: str, topics: dict[str, int], *, create: bool) 
     await admin.start()
     try:
         if create:
-            await admin.create_topics(
-                [NewTopic(name, num_partitions=count, replication_factor=1) for name, count in topics.items()]
-            )
+            await create_stack_topics(admin, topics)
         else:
             await admin.delete_topics(list(topics))
     finally:

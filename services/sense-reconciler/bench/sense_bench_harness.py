@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import secrets
+import sys
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
@@ -25,7 +26,7 @@ from typing import Any
 
 import asyncpg
 import httpx
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import AIOKafkaAdminClient
 from prometheus_client import CollectorRegistry
 
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
@@ -56,6 +57,9 @@ from yovision_platform.tools import hydra, identity_provider
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox
 from yovision_platform.txn_producer import confluent_publisher_factory
 from yovision_platform.web import create_app
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the platform benchmarks' package (bench/)
+from bench.infra import create_stack_topics  # topics replicated as the stack's
 
 __all__ = [
     "BENCH_CLIENT",
@@ -500,7 +504,7 @@ async def _kafka_topics(bootstrap: str, topics: dict[str, int], create: bool) ->
     await admin.start()
     try:
         if create:
-            await admin.create_topics([NewTopic(name, count, 1) for name, count in topics.items()])
+            await create_stack_topics(admin, topics)
         else:
             await admin.delete_topics(list(topics))
     finally:

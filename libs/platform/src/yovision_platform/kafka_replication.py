@@ -10,7 +10,13 @@ from dataclasses import dataclass
 from yovision_platform.kafka import admin_client
 from yovision_platform.kafka_security import KafkaTarget
 
-__all__ = ["CLUSTER_REPLICATION_FACTOR", "PartitionReplicas", "Replication", "read_replication"]
+__all__ = [
+    "CLUSTER_REPLICATION_FACTOR",
+    "PartitionReplicas",
+    "Replication",
+    "read_leaders",
+    "read_replication",
+]
 
 # Topics of a cluster of at least this many brokers get this many replicas and min.insync.replicas one less.
 CLUSTER_REPLICATION_FACTOR = 3
@@ -70,3 +76,15 @@ async def read_replication(kafka: KafkaTarget, topics: Iterable[str] | None = No
             for p in t["partitions"]
         ),
     )
+
+
+async def read_leaders(kafka: KafkaTarget, topic: str) -> dict[int, int]:
+    """Each partition of `topic` and the node id leading it (-1: none), as the cluster's metadata says (the
+    failover tests and benchmarks pick their victim by it)."""
+    admin = admin_client(kafka, client_id="yovision-leaders", request_timeout_ms=READ_TIMEOUT_MS)
+    try:
+        await admin.start()
+        [described] = await admin.describe_topics([topic])
+    finally:
+        await admin.close()
+    return {p["partition"]: p["leader"] for p in described["partitions"]}
