@@ -51,6 +51,7 @@ from tests.e2e.conftest import (
 )
 from tests.e2e.test_console_csrf import signed_in_through_hydra
 from tests.e2e.test_watchers import Target, price_watcher
+from tests.integration.platform.kafka_helpers import wait_until
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
 from yovision_platform.kafka import plain_consumer, seek_to_start
@@ -305,15 +306,12 @@ class Rig:
                 return False
             return len(replication.brokers) == 3 and not replication.under_replicated()
 
-        await until(replicated, within=IN_SYNC_WITHIN_SECONDS, what="every partition back in sync")
-
-
-async def until(check: Callable[[], Awaitable[bool]], *, within: float, what: str) -> None:
-    deadline = time.monotonic() + within
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {within:.0f} s")
-        await asyncio.sleep(0.5)
+        await wait_until(
+            replicated,
+            interval=0.5,
+            timeout_seconds=IN_SYNC_WITHIN_SECONDS,
+            what="every partition back in sync",
+        )
 
 
 @pytest.fixture(scope="module")
@@ -358,7 +356,12 @@ async def invariants(rig: Rig, scenario: str) -> None:
                 return False
         return True
 
-    await until(converged, within=CONVERGE_WITHIN_SECONDS, what=f"{scenario}: every device converged")
+    await wait_until(
+        converged,
+        interval=0.5,
+        timeout_seconds=CONVERGE_WITHIN_SECONDS,
+        what=f"{scenario}: every device converged",
+    )
     report = await examine_until_settled(
         env.root, wait_seconds=SETTLE_SECONDS, extra_secrets=load.witness.secrets
     )
@@ -577,14 +580,21 @@ async def test_services_started_while_every_broker_is_down_become_ready_by_thems
                 states = await readiness()
                 return all((states[f"{s}@2"] == 503) == (s in CONSUMING_SERVICES) for s in SERVICES)
 
-            await until(consumers_not_ready, within=60.0, what="the consuming instances not ready")
+            await wait_until(
+                consumers_not_ready,
+                interval=0.5,
+                timeout_seconds=60.0,
+                what="the consuming instances not ready",
+            )
             for node in cluster.layout.nodes:
                 cluster.start(node)
 
             async def all_ready() -> bool:
                 return set((await readiness()).values()) == {200}
 
-            await until(all_ready, within=120.0, what="every instance ready by itself")
+            await wait_until(
+                all_ready, interval=0.5, timeout_seconds=120.0, what="every instance ready by itself"
+            )
     finally:
         for node in cluster.layout.nodes:
             cluster.start(node)

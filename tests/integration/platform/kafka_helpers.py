@@ -73,13 +73,15 @@ async def running(*relays: OutboxPublisher) -> AsyncIterator[None]:
         await asyncio.gather(*tasks)
 
 
-async def wait_until(predicate, timeout_seconds: float = 30.0, interval: float = 0.1) -> None:  # type: ignore[no-untyped-def]
+async def wait_until(  # type: ignore[no-untyped-def]
+    predicate, timeout_seconds: float = 30.0, interval: float = 0.1, what: str = "condition"
+) -> None:
     deadline = time.monotonic() + timeout_seconds
     while time.monotonic() < deadline:
         if await predicate():
             return
         await asyncio.sleep(interval)
-    raise AssertionError("condition not reached in time")
+    raise AssertionError(f"{what} not reached in time ({timeout_seconds:.0f} s)")
 
 
 async def drained(relay: OutboxPublisher, timeout_seconds: float = 30.0) -> None:
