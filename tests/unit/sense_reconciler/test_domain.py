@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
 
 from sense_reconciler.domain import limits
@@ -16,6 +19,7 @@ from sense_reconciler.domain.model import (
     validate_source_uri,
 )
 from sense_reconciler.domain.reconcile import PathAction, PathConfig, plan_ensure, retry_backoff_seconds
+from sense_reconciler.domain.source_uri import SOURCE_URI_PATTERN
 
 
 def test_site_limit_allows_1_to_128_and_defaults_to_16() -> None:
@@ -145,6 +149,50 @@ def test_a_source_uri_mediamtx_refuses_or_cannot_pull_is_refused(uri: str) -> No
     with pytest.raises(InvalidInput) as err:
         validate_source_uri(uri)
     assert err.value.code == "invalid_source_uri" and str(err.value) == "invalid_source_uri"
+
+
+# The source URI pattern with its two rules spelled plainly (domain/source_uri.py spells them for generators):
+# an escape as `%` and two hex digits in one piece, the host name's 253 characters as a lookahead of 1 to 253.
+PLAINLY_SPELLED_SOURCE_URI = re.compile(
+    SOURCE_URI_PATTERN.pattern.replace("%(?=[0-9A-Fa-f]{2})", "%[0-9A-Fa-f][0-9A-Fa-f]").replace(
+        r"(?![A-Za-z0-9._\-]{254})", r"(?=[A-Za-z0-9._\-]{1,253}(?![A-Za-z0-9._\-]))"
+    )
+)
+
+
+def test_the_source_uri_pattern_accepts_what_its_plain_spelling_accepts() -> None:
+    """Where the spellings could differ: a `%` near the end of each component (user, password, path segment,
+    query), where a lookahead sees past it, and host names around 253 characters before each delimiter."""
+    assert PLAINLY_SPELLED_SOURCE_URI.pattern.count("%[0-9A-Fa-f][0-9A-Fa-f]") == 4
+    assert "{1,253}" in PLAINLY_SPELLED_SOURCE_URI.pattern
+    rng = random.Random(7)
+    pieces = ["%", "4", "a", "G", "z", "$", ":", "/", "%4", "%4a", "%%4a"]
+    ends = [
+        "rtsp://{}:p@h/",
+        "rtsp://u:{}@h/",
+        "rtsp://h/{}",
+        "rtsp://h/{}/x",
+        "rtsp://h/{}?q",
+        "rtsp://h?{}",
+    ]
+    drawn = ("".join(rng.choices(pieces, k=rng.randrange(1, 5))) for _ in range(6000))
+    uris = [ends[i % len(ends)].format(text) for i, text in enumerate(drawn)]
+    uris += [
+        "rtsp://h/%4a",
+        "rtsp://h/%4",
+        "rtsp://h/%",
+        "rtsp://u%4:p@h/",
+        "rtsp://u:p%4@h/",
+        "rtsp://h/%4/a",
+    ]
+    names = [".".join([LABEL_63] * 3 + ["d" * n]) + dot for n in range(58, 63) for dot in ("", ".")]
+    uris += [f"rtsp://{name}{tail}" for name in names for tail in ("", ":1", "/x", "?q", "/%41")]  # 250-255
+    plain = PLAINLY_SPELLED_SOURCE_URI
+    differing = [u for u in uris if bool(SOURCE_URI_PATTERN.fullmatch(u)) != bool(plain.fullmatch(u))]
+    assert not differing
+    accepted = [u for u in uris if SOURCE_URI_PATTERN.fullmatch(u)]
+    assert sum("%" in u for u in accepted) > 100 and sum(len(u) > 256 for u in accepted) > 10
+    assert SOURCE_URI_PATTERN.fullmatch("rtsp://u%41:p%3a@h/%2F?%20")
 
 
 def test_batch_and_page_limits() -> None:
