@@ -20,7 +20,12 @@ from yovision_platform.outbox import MAX_MESSAGE_BYTES, OUTBOX_SHARDS, Outbox, O
 from yovision_platform.outbox_publisher import OutboxPublisher, OutboxPublisherConfig
 from yovision_platform.outbox_windows import WindowPosition
 from yovision_platform.shard_cursors import CursorFenced, ShardCursors
-from yovision_platform.txn_producer import PublisherFactory, TransactionalPublisher
+from yovision_platform.txn_producer import (
+    PublisherFactory,
+    PublishError,
+    PublishFailed,
+    TransactionalPublisher,
+)
 from yovision_platform.unit_of_work import PostgresUnitOfWork
 
 FAST = OutboxPublisherConfig(lease_seconds=3, poll_interval_seconds=0.1)
@@ -121,6 +126,31 @@ async def test_each_row_is_in_the_shard_of_its_key_and_sql_computes_the_same_sha
     assert [r["shard"] for r in in_sql] == [partition_for_key(k, OUTBOX_SHARDS) for k in keys]
 
 
+class _Wrapped:
+    """A publisher passing every call to `inner`; subclasses change `commit`."""
+
+    def __init__(self, inner: TransactionalPublisher) -> None:
+        self._inner = inner
+
+    async def start(self) -> None:
+        await self._inner.start()
+
+    def begin(self) -> None:
+        self._inner.begin()
+
+    def send(self, topic: str, value: bytes, key: bytes, headers: Sequence[tuple[str, str | bytes]]) -> None:
+        self._inner.send(topic, value, key, headers)
+
+    async def commit(self) -> None:
+        await self._inner.commit()
+
+    async def abort(self) -> None:
+        await self._inner.abort()
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
 class RecordingPublishers:
     """Wraps a publisher factory to record, per transactional id, who committed when."""
 
@@ -135,32 +165,21 @@ class RecordingPublishers:
         return make
 
 
-class _Recording:
+class _Recording(_Wrapped):
     def __init__(
         self, log: RecordingPublishers, owner: str, txn_id: str, inner: TransactionalPublisher
     ) -> None:
-        self._log, self._owner, self._txn_id, self._inner = log, owner, txn_id, inner
+        super().__init__(inner)
+        self._log, self._owner, self._txn_id = log, owner, txn_id
         self._began = 0.0
-
-    async def start(self) -> None:
-        await self._inner.start()
 
     def begin(self) -> None:
         self._began = time.monotonic()
         self._inner.begin()
 
-    def send(self, topic: str, value: bytes, key: bytes, headers: Sequence[tuple[str, str | bytes]]) -> None:
-        self._inner.send(topic, value, key, headers)
-
     async def commit(self) -> None:
         await self._inner.commit()
         self._log.commits.append((self._txn_id, self._owner, self._began, time.monotonic()))
-
-    async def abort(self) -> None:
-        await self._inner.abort()
-
-    async def close(self) -> None:
-        await self._inner.close()
 
 
 async def test_two_relays_split_the_shards_never_publish_one_at_once_and_keep_per_key_order(
@@ -477,33 +496,19 @@ async def test_a_unit_of_work_wakes_the_publishers_after_its_commit_not_from_ins
     assert sorted(heard) == sorted(str(s) for s in shards)
 
 
-class _HeldCommit:
+class _HeldCommit(_Wrapped):
     """A publisher whose first commit waits for `release`: the window in which a new row commits while
     the relay's prefetch is already under way."""
 
     def __init__(self, inner: TransactionalPublisher, held: asyncio.Event, release: asyncio.Event) -> None:
-        self._inner, self._held, self._release = inner, held, release
-
-    async def start(self) -> None:
-        await self._inner.start()
-
-    def begin(self) -> None:
-        self._inner.begin()
-
-    def send(self, topic: str, value: bytes, key: bytes, headers: Sequence[tuple[str, str | bytes]]) -> None:
-        self._inner.send(topic, value, key, headers)
+        super().__init__(inner)
+        self._held, self._release = held, release
 
     async def commit(self) -> None:
         if not self._held.is_set():
             self._held.set()
             await self._release.wait()
         await self._inner.commit()
-
-    async def abort(self) -> None:
-        await self._inner.abort()
-
-    async def close(self) -> None:
-        await self._inner.close()
 
 
 async def test_a_row_committed_during_a_kafka_commit_is_published_at_once_not_after_the_poll(
@@ -534,6 +539,53 @@ async def test_a_row_committed_during_a_kafka_commit_is_published_at_once_not_af
             waited = time.monotonic() - started
     assert [r.value for r in sorted(records, key=lambda r: r.offset)] == [b"one-key:1", b"one-key:2"]
     assert waited < 10, "the second row waited for the poll interval"
+
+
+class _FailingCommits(_Wrapped):
+    """A publisher whose first commits fail, each after its delay in `plan` (a call that ran out its bound,
+    or one refused at once); it records when each commit began and ended."""
+
+    def __init__(self, inner: TransactionalPublisher, plan: list[float], calls: list[tuple[float, float]]):
+        super().__init__(inner)
+        self._plan, self._calls = plan, calls
+
+    async def commit(self) -> None:
+        began = time.monotonic()
+        try:
+            if self._plan:
+                await asyncio.sleep(self._plan.pop(0))
+                raise PublishFailed(PublishError.TIMEOUT)
+            await self._inner.commit()
+        finally:
+            self._calls.append((began, time.monotonic()))
+
+
+async def test_the_backoff_counts_from_when_the_failed_attempt_began(
+    stack: Stack, runtime_pool: asyncpg.Pool, migrated: MigratedSchema, topic: str
+) -> None:
+    """A commit that failed only when its bound ran out (a failover under way that long) is tried again at
+    once; one refused at once waits its whole backoff (1 s, then 2 s, less up to 20% jitter)."""
+    outbox = Outbox(migrated.name)
+    key = "one-key"
+    calls: list[tuple[float, float]] = []
+    plan = [1.5, 0.0]  # longer than the first backoff (1 s), then a failure at once
+    with publishers(stack.kafka_bootstrap) as factory:
+
+        def failing(transactional_id: str) -> TransactionalPublisher:
+            inner = factory(transactional_id)
+            if transactional_id.endswith(f".{partition_for_key(key.encode(), OUTBOX_SHARDS)}"):
+                return _FailingCommits(inner, plan, calls)
+            return inner
+
+        relay = OutboxPublisher(runtime_pool, migrated.name, failing, owner="relay-backoff", config=FAST)
+        async with running(relay):
+            await enqueue(runtime_pool, outbox, [message(topic, key, 1)])
+            records = await read_topic(stack.kafka_bootstrap, topic, expected=1, timeout_seconds=20)
+    assert [r.value for r in records] == [b"one-key:1"]
+    (slow_began, slow_failed), (fast_began, _), (last_began, _) = calls[:3]
+    assert slow_failed - slow_began >= 1.5
+    assert fast_began - slow_failed < 0.5, "a failure that took longer than its backoff is retried at once"
+    assert last_began - fast_began >= 2 * 0.8, "a failure at once waits its backoff, counted from its start"
 
 
 async def test_while_rows_flow_the_cursor_is_stored_at_most_once_per_interval_and_at_once_when_idle(

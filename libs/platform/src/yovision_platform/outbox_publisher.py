@@ -11,7 +11,8 @@ shard_cursors`) and is relayed by one relay at a time, which reads it window by 
 2. **Publish** them in one Kafka transaction under the shard's ``transactional.id`` (idempotent,
    ``acks=all``). Any failure aborts the transaction -- none of the batch becomes visible to
    ``read_committed`` consumers -- and backs the shard off (1 s doubling to 30 s, persisted on the cursor
-   row with a stable code); the batch is then read and sent again.
+   row with a stable code, counted from the moment the failed attempt began); the batch is then read and
+   sent again.
 3. **Advance** the stored cursor past the published batches: one UPDATE fenced on (owner, epoch), in the
    background and at most every `advance_interval_seconds` while rows flow, at once when the shard goes
    idle or is handed over. Zero rows means another relay took the shard over: this relay stops the shard.
@@ -446,7 +447,7 @@ class _ShardPublisher:
                 except PublishFailed as failure:
                     await _quietly(prefetch)
                     prefetch = None
-                    await self._failed(failure)
+                    await self._failed(failure, began=started)
                     continue
                 self._published = batch.after
                 self._advance_soon()
@@ -529,17 +530,18 @@ class _ShardPublisher:
         publisher = relay._publisher_factory(
             transactional_id(relay._names, relay._schema, OUTBOX_TABLE, self._shard)
         )
+        began = time.monotonic()
         try:
             await publisher.start()
         except PublishFailed as failure:
             with contextlib.suppress(PublishFailed):
                 await publisher.close()
-            await self._back_off(failure.reason)
+            await self._back_off(failure.reason, began=began)
             return False
         self._publisher = publisher
         return True
 
-    async def _failed(self, failure: PublishFailed) -> None:
+    async def _failed(self, failure: PublishFailed, *, began: float) -> None:
         self._reader.reset(self._published)
         if failure.reason is PublishError.FENCED:
             raise CursorFenced()
@@ -547,9 +549,15 @@ class _ShardPublisher:
             await self._close_publisher()
         else:
             await self._abort_quietly()
-        await self._back_off(failure.reason)
+        await self._back_off(failure.reason, began=began)
 
-    async def _back_off(self, reason: PublishError) -> None:
+    async def _back_off(self, reason: PublishError, *, began: float) -> None:
+        """Wait before the next attempt: the backoff counts from when the failed attempt `began`. An attempt
+        that failed fast (brokers refusing connections) waits it all; one that failed only when its call
+        bound ran out (a broker stopped, a leader or coordinator moving: the failover has been under way
+        for that long) is tried again at once, as is a commit that waited its bound and whose abort took the
+        rest. So a shard tries at most once per backoff, and a failover costs no backoff on top of the
+        failed call."""
         log.warning(
             "outbox batch not published; backing off", extra={"shard": self._shard, "error_code": reason}
         )
@@ -569,7 +577,7 @@ class _ShardPublisher:
                 )
         except DB_ERRORS:
             wait = config.backoff_base_seconds
-        self._retry_at = time.monotonic() + wait
+        self._retry_at = began + wait
 
     async def _abort_quietly(self) -> None:
         if self._publisher is None:

@@ -181,7 +181,13 @@ class ConfluentPublisher:
             "partitioner": KAFKA_PARTITIONER,
             "linger.ms": linger_ms,
             "transaction.timeout.ms": PUBLISHER_TRANSACTION_TIMEOUT_MS,
-            "message.timeout.ms": int(call_timeout_seconds * 1000),
+            # A message outlives both commit calls: one queued for a partition whose leader died is sent to
+            # the new leader when the brokers name one, rather than failing the transaction first (the
+            # session timeout of the brokers, 9 s, raced a 10 s message timeout). A request left unanswered
+            # (a stopped broker) gives up within one call bound, and the client asks for the leader or
+            # coordinator again (librdkafka's default is 60 s).
+            "message.timeout.ms": int(call_timeout_seconds * PUBLISHER_COMMIT_ATTEMPTS * 1000),
+            "socket.timeout.ms": int(call_timeout_seconds * 1000),
             "socket.connection.setup.timeout.ms": int(call_timeout_seconds * 1000),
             "message.max.bytes": PUBLISHER_MAX_MESSAGE_BYTES,
             "queue.buffering.max.messages": PUBLISHER_QUEUE_MAX_MESSAGES,
