@@ -143,17 +143,25 @@ class Api:
             for name in (service, f"{service}@2")
         ]
         self._turn = itertools.count()
+        self.unanswered = 0  # requests sent again because their instance died before it answered
         witness.secrets.add(token)
 
     async def request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        """The answer of either instance. A request refused by a connection was never sent: it goes to the
+        other instance. So does one whose instance was SIGKILLed before it answered (its outcome unknown), as
+        a load balancer's client would send it again: each request of the load may be repeated (the same
+        change, a check now, a create whose repeat finds its path taken, `Load.create`)."""
         last: Exception | None = None
         for attempt in range(REQUEST_ATTEMPTS):
             http = self._clients[next(self._turn) % 2]
             try:
                 return await http.request(method, url, **kwargs)
-            except httpx.ConnectError as exc:  # never sent: safe to send to the other instance
+            except httpx.ConnectError as exc:
                 last = exc
-                await asyncio.sleep(0.1 * attempt)
+            except (httpx.ReadError, httpx.RemoteProtocolError) as exc:
+                self.unanswered += 1
+                last = exc
+            await asyncio.sleep(0.1 * attempt)
         raise AssertionError(f"{method} {url}: no instance answered") from last
 
     async def aclose(self) -> None:
@@ -225,10 +233,27 @@ class Load:
             response = await self.sense.request("POST", "/v1/devices", json=body)
             if response.status_code == 201:
                 self.devices[path] = response.json()["id"]
+            elif response.status_code == 409 and response.json()["code"] == "path_name_taken":
+                self.devices[path] = await self.device_at(path)  # a repeat: the first one was taken
             else:
                 self.refusals.append(f"create: {response.status_code} {response.text[:200]}")
 
         await self._every(CREATE_EVERY_SECONDS, create)
+
+    async def device_at(self, path: str) -> str:
+        after: str | None = None
+        while True:
+            params = {"tenant_id": self.tenant, "site_id": self.site, "limit": 100}
+            page = (
+                await self.sense.request(
+                    "GET", "/v1/devices", params=params | ({"after": after} if after else {})
+                )
+            ).json()
+            for device in page["items"]:
+                if device["path_name"] == path:
+                    return str(device["id"])
+            after = page["next_after"]
+            assert after is not None, f"{path}: taken, yet no device of this site has it"
 
     async def _changes(self) -> None:
         async def change() -> None:
@@ -384,7 +409,8 @@ async def invariants(rig: Rig, scenario: str) -> None:
     stalls = {name: round(p.longest_stall, 1) for name, p in rig.pipelines.items()}
     print(
         f"{scenario}: {len(load.devices)} devices, {len(in_sense)} Sense facts, longest stalls {stalls} s, "
-        f"{len(aborted)} aborted records in {DEVICE_TOPIC} (none read)"
+        f"{len(aborted)} aborted records in {DEVICE_TOPIC} (none read), "
+        f"{load.sense.unanswered + load.signal.unanswered} requests sent again after an instance died"
     )
     assert all(stall <= STALL_LIMIT_SECONDS for stall in stalls.values()), f"{scenario}: stalled {stalls}"
 
