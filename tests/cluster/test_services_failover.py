@@ -150,7 +150,7 @@ class Api:
         """The answer of either instance. A request refused by a connection was never sent: it goes to the
         other instance. So does one whose instance was SIGKILLed before it answered (its outcome unknown), as
         a load balancer's client would send it again: each request of the load may be repeated (the same
-        change, a check now, a create whose repeat finds its path taken, `Load.create`)."""
+        change, a check now, a create whose repeat finds its path taken: `Load._creates`)."""
         last: Exception | None = None
         for attempt in range(REQUEST_ATTEMPTS):
             http = self._clients[next(self._turn) % 2]
@@ -410,7 +410,7 @@ async def invariants(rig: Rig, scenario: str) -> None:
     print(
         f"{scenario}: {len(load.devices)} devices, {len(in_sense)} Sense facts, longest stalls {stalls} s, "
         f"{len(aborted)} aborted records in {DEVICE_TOPIC} (none read), "
-        f"{load.sense.unanswered + load.signal.unanswered} requests sent again after an instance died"
+        f"{load.sense.unanswered + load.signal.unanswered} requests so far sent again after an instance died"
     )
     assert all(stall <= STALL_LIMIT_SECONDS for stall in stalls.values()), f"{scenario}: stalled {stalls}"
 
