@@ -187,7 +187,9 @@ async def test_a_tampered_cookie_is_a_fresh_anonymous_session(
     await signed_in(client, "alice")
     cookie = client.cookies[COOKIE_NAME]
     flipped = cookie[:40] + ("A" if cookie[40] != "A" else "B") + cookie[41:]
-    for tampered in (flipped, "x" + cookie[1:], cookie[:-1], cookie + "x", "garbage", "", cookie[:16]):
+    # A first character that differs: "x" + cookie[1:] was the cookie itself when it began with "x" (1 in 64).
+    first = ("y" if cookie[0] == "x" else "x") + cookie[1:]
+    for tampered in (flipped, first, cookie[:-1], cookie + "x", "garbage", "", cookie[:16]):
         client.cookies.set(COOKIE_NAME, tampered)
         answer = await client.get(IDENTITY_ONLY_PAGE)
         assert (answer.status_code, answer.headers.get("location")) == (303, "/sign-in"), tampered
