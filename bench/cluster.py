@@ -77,7 +77,7 @@ from yovision_platform.consumer import IdempotentConsumer, InboundEvent, stored_
 from yovision_platform.db import DbConnection, Identifier, create_pool
 from yovision_platform.events import HEADER_EVENT_ID, build_event, catalog_for
 from yovision_platform.kafka import plain_consumer
-from yovision_platform.kafka_replication import read_leaders, read_replication
+from yovision_platform.kafka_replication import read_leaders
 from yovision_platform.outbox import OUTBOX_SHARDS, Outbox, OutboxMessage, outbox_shard
 from yovision_platform.outbox_publisher import (
     OutboxPublisher,
@@ -188,34 +188,29 @@ async def private_cluster() -> AsyncIterator[KafkaCluster]:
 
 
 async def wait_in_sync(cluster: KafkaCluster, topics: Sequence[str], *, restarted: Node) -> None:
-    """Until every node is a broker of the cluster again and every partition of `topics` has all its
-    replicas in sync; asked of a node that was not restarted (a starting node accepts connections before
-    it answers)."""
-    via = next(node for node in cluster.layout.nodes if node != restarted).address
-    deadline = time.monotonic() + IN_SYNC_TIMEOUT_SECONDS
-    while True:
-        try:
-            replication = await read_replication(via, topics)
-        except Exception:  # a restarted node is listed before it answers
-            replication = None
-        if (
-            replication is not None
-            and len(replication.brokers) == len(cluster.layout.nodes)
-            and {p.topic for p in replication.partitions} == set(topics)
-            and not replication.under_replicated()
-        ):
-            return
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the cluster was not back in sync within {IN_SYNC_TIMEOUT_SECONDS:.0f} s")
-        await asyncio.sleep(IN_SYNC_POLL_SECONDS)
+    """Until the cluster is back in sync on `topics`, asked of a node that was not restarted (a starting
+    node accepts connections before it answers)."""
+    via = next(node for node in cluster.layout.nodes if node != restarted)
+    await wait_for(
+        "the cluster back in sync",
+        lambda: cluster.in_sync(topics, via=via),
+        IN_SYNC_TIMEOUT_SECONDS,
+        interval=IN_SYNC_POLL_SECONDS,
+    )
 
 
-async def wait_for(what: str, ready: Callable[[], Awaitable[bool]], timeout_seconds: float) -> None:
+async def wait_for(
+    what: str,
+    ready: Callable[[], Awaitable[bool]],
+    timeout_seconds: float,
+    *,
+    interval: float = POLL_SECONDS,
+) -> None:
     deadline = time.monotonic() + timeout_seconds
     while not await ready():
         if time.monotonic() > deadline:
             raise RuntimeError(f"{what}: not within {timeout_seconds:.0f} s")
-        await asyncio.sleep(POLL_SECONDS)
+        await asyncio.sleep(interval)
 
 
 # -- part 1: relay vs ProducerPerformance ----------------------------------------------------------------

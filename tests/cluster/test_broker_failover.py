@@ -26,7 +26,7 @@ from tests.integration.platform.kafka_helpers import (
     wait_until,
 )
 from yovision_platform.kafka import admin_client
-from yovision_platform.kafka_replication import read_leaders, read_replication
+from yovision_platform.kafka_replication import read_leaders
 from yovision_platform.naming import KafkaNames
 from yovision_platform.outbox import OUTBOX_SHARDS, Outbox, OutboxMessage
 from yovision_platform.outbox_publisher import (
@@ -178,13 +178,7 @@ async def test_the_relay_loses_nothing_through_a_leader_kill_and_restart(
                 cluster.start(victim)
 
                 async def in_sync() -> bool:
-                    try:
-                        replication = await read_replication(
-                            cluster.layout.bootstrap, [topic, "__transaction_state"]
-                        )
-                    except Exception:  # the restarted node is listed before it answers
-                        return False
-                    return len(replication.brokers) == 3 and not replication.under_replicated()
+                    return await cluster.in_sync([topic, "__transaction_state"])
 
                 await wait_until(in_sync, timeout_seconds=IN_SYNC_WITHIN_SECONDS)
             finally:

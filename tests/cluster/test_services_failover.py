@@ -55,7 +55,6 @@ from tests.integration.platform.kafka_helpers import wait_until
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
 from yovision_platform.kafka import plain_consumer, seek_to_start
-from yovision_platform.kafka_replication import read_replication
 from yovision_platform.naming import KafkaNames
 from yovision_platform.outbox import OUTBOX_SHARDS
 from yovision_platform.outbox_publisher import OUTBOX_TABLE, transactional_id
@@ -332,15 +331,8 @@ class Rig:
             await task
 
     async def in_sync(self) -> None:
-        async def replicated() -> bool:
-            try:
-                replication = await read_replication(self.cluster.layout.bootstrap)
-            except Exception:  # a restarted node is listed before it answers
-                return False
-            return len(replication.brokers) == 3 and not replication.under_replicated()
-
         await wait_until(
-            replicated,
+            self.cluster.in_sync,
             interval=0.5,
             timeout_seconds=IN_SYNC_WITHIN_SECONDS,
             what="every partition back in sync",

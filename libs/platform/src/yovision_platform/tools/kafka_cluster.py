@@ -287,6 +287,20 @@ class KafkaCluster:
             return set()
         return set(replication.brokers)
 
+    async def in_sync(self, topics: Sequence[str] | None = None, *, via: Node | None = None) -> bool:
+        """Whether every node is a broker of the cluster again and every partition of `topics` (default:
+        every topic) has all its replicas in sync, asked of `via` (else any node); False while no node
+        answers (a restarted node is listed before it answers)."""
+        try:
+            replication = await read_replication(via.address if via else self.layout.bootstrap, topics)
+        except Exception:
+            return False
+        return (
+            len(replication.brokers) == len(self.layout.nodes)
+            and (topics is None or {p.topic for p in replication.partitions} == set(topics))
+            and not replication.under_replicated()
+        )
+
     async def wait_ready(self, *, within: float = START_TIMEOUT_SECONDS) -> None:
         """Until every node runs and answers with the whole cluster's metadata; raises on a node that exits
         or after `within` seconds."""
