@@ -6,8 +6,9 @@ configuration, so identifiers must be validated once here and quoted wherever th
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import asyncpg
@@ -24,6 +25,7 @@ __all__ = [
     "create_pool",
     "is_database_unavailable",
     "quote_ident",
+    "session_advisory_lock",
 ]
 
 # A plain connection or one borrowed from a pool; repository functions accept either.
@@ -124,6 +126,42 @@ async def create_pool(
         timeout=POOL_CONNECT_TIMEOUT_SECONDS,
         server_settings=settings,
         connect=_connect,
+        reset=_keep_session,
     )
     assert pool is not None
     return pool
+
+
+async def _keep_session(_connection: asyncpg.Connection) -> None:
+    """What a connection returned to the pool still needs undone: nothing.
+
+    asyncpg has already rolled back a transaction left open and dropped the listener callbacks. Its default
+    reset adds a round trip per borrow (`pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL`) for
+    session state this code never leaves behind: every `SET` is `SET LOCAL`, no cursor is held, the relay's
+    one `LISTEN` is removed before its connection goes back, every advisory lock is transaction-scoped but
+    `session_advisory_lock`'s, which ends its session rather than hand it back holding the lock
+    (tests/unit/platform/test_pool_session_state.py keeps all this so). That round trip was half of an idle
+    service's queries (docs/decisions.md, "Suite time: what an idle service costs")."""
+
+
+@contextlib.asynccontextmanager
+async def session_advisory_lock(pool: asyncpg.Pool, key: str) -> AsyncIterator[bool]:
+    """Try for PostgreSQL's session advisory lock on `key`, on a pooled connection of its own held for the
+    block; yields whether it was taken. A crashed process releases it with its session.
+
+    The pool does not reset what goes back to it (`_keep_session`), so a connection whose lock or unlock
+    did not complete (an error, a cancellation) is terminated instead: PostgreSQL drops the lock with the
+    session, and the pool opens a new connection when it needs one."""
+    async with pool.acquire() as conn:
+        settled = False
+        try:
+            held = bool(await conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", key))
+            try:
+                yield held
+            finally:
+                if held:
+                    await conn.execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", key)
+                settled = True
+        finally:
+            if not settled:
+                conn.terminate()

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
 
 import asyncpg
 
-from yovision_platform.db import Identifier
+from yovision_platform.db import Identifier, session_advisory_lock
 
 __all__ = ["AdvisoryLocks"]
 
@@ -25,12 +24,5 @@ class AdvisoryLocks:
     def merge_slot(self) -> contextlib.AbstractAsyncContextManager[bool]:
         return self._hold(f"{self._schema}:merge-slot")
 
-    @contextlib.asynccontextmanager
-    async def _hold(self, key: str) -> AsyncIterator[bool]:
-        async with self._pool.acquire() as conn:
-            held = bool(await conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", key))
-            try:
-                yield held
-            finally:
-                if held:
-                    await conn.execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", key)
+    def _hold(self, key: str) -> contextlib.AbstractAsyncContextManager[bool]:
+        return session_advisory_lock(self._pool, key)

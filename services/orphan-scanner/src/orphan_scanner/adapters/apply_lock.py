@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 
 from orphan_scanner.domain.errors import ApplyInProgress
-from yovision_platform.db import Identifier
+from yovision_platform.db import Identifier, session_advisory_lock
 
 
 class PostgresApplyLock:
@@ -20,11 +20,7 @@ class PostgresApplyLock:
 
     @contextlib.asynccontextmanager
     async def hold(self) -> AsyncIterator[None]:
-        async with self._pool.acquire() as conn:
-            got = await conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", self.key)
+        async with session_advisory_lock(self._pool, self.key) as got:
             if not got:
                 raise ApplyInProgress()
-            try:
-                yield
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", self.key)
+            yield
