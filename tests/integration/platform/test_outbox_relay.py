@@ -617,3 +617,45 @@ async def test_while_rows_flow_the_cursor_is_stored_at_most_once_per_interval_an
         f"{key}:{seq}".encode() for seq in range(200)
     ]
     assert stored == [partition_for_key(key.encode(), OUTBOX_SHARDS)] * 2
+
+
+async def test_a_lost_listen_connection_is_replaced_so_wake_ups_are_heard_again(
+    stack: Stack,
+    runtime_pool: asyncpg.Pool,
+    migrated: MigratedSchema,
+    topic: str,
+    admin_conn: asyncpg.Connection,
+) -> None:
+    """PostgreSQL ends the relay's LISTEN session (a restart, a network cut): the relay listens again on a
+    new connection at once, so a row committed after that goes out on its wake-up, not after the poll (30 s
+    here, with wake-ups heard or not)."""
+    outbox = Outbox(migrated.name)
+    key = "one-key"
+    slow_poll = OutboxPublisherConfig(
+        lease_seconds=3, poll_interval_seconds=30.0, deaf_poll_interval_seconds=30.0
+    )
+    listen = f'LISTEN "{notify_channel(migrated.name)}"'
+
+    async def listening_backends() -> set[int]:
+        rows = await admin_conn.fetch("SELECT pid FROM pg_stat_activity WHERE query = $1", listen)
+        return {row["pid"] for row in rows}
+
+    with publishers(stack.kafka_bootstrap) as factory:
+        relay = OutboxPublisher(runtime_pool, migrated.name, factory, owner="relisten", config=slow_poll)
+        async with running(relay):
+            await wait_until(listening_backends, timeout_seconds=10, what="the relay listening")
+            [first] = await listening_backends()
+            await enqueue(runtime_pool, outbox, [message(topic, key, 1)])
+            await read_topic(stack.kafka_bootstrap, topic, expected=1, timeout_seconds=10)
+            assert await admin_conn.fetchval("SELECT pg_terminate_backend($1)", first)
+
+            async def listening_again() -> bool:
+                return bool((await listening_backends()) - {first})
+
+            await wait_until(listening_again, timeout_seconds=10, what="the relay listening again")
+            await enqueue(runtime_pool, outbox, [message(topic, key, 2)])
+            started = time.monotonic()
+            records = await read_topic(stack.kafka_bootstrap, topic, expected=2, timeout_seconds=10)
+            waited = time.monotonic() - started
+    assert [r.value for r in sorted(records, key=lambda r: r.offset)] == [b"one-key:1", b"one-key:2"]
+    assert waited < 10, "the second row waited for the poll interval"

@@ -83,7 +83,11 @@ RELAY_BATCH_MAX_ROWS = 10_000
 RELAY_DEFAULT_BATCH_ROWS = 5_000
 RELAY_LEASE_SECONDS = 30.0
 RELAY_MIN_LEASE_SECONDS = 1.0
-RELAY_POLL_INTERVAL_SECONDS = 0.5
+# An idle shard reads again after this even without a wake-up: with the LISTEN connection up, only a
+# wake-up lost to a crash between a writer's commit and its NOTIFY waits for it. While that connection is
+# down (and until it is back), the shards read as often as RELAY_DEAF_POLL_INTERVAL_SECONDS.
+RELAY_POLL_INTERVAL_SECONDS = 5.0
+RELAY_DEAF_POLL_INTERVAL_SECONDS = 0.5
 # While rows flow, the stored cursor is written at most this often (see _ShardPublisher); a crash then
 # publishes again at most this much of a shard's traffic, plus the batch in flight.
 RELAY_ADVANCE_INTERVAL_SECONDS = 0.1
@@ -105,6 +109,7 @@ class OutboxPublisherConfig:
     batch_size: int = RELAY_DEFAULT_BATCH_ROWS
     lease_seconds: float = RELAY_LEASE_SECONDS
     poll_interval_seconds: float = RELAY_POLL_INTERVAL_SECONDS
+    deaf_poll_interval_seconds: float = RELAY_DEAF_POLL_INTERVAL_SECONDS
     advance_interval_seconds: float = RELAY_ADVANCE_INTERVAL_SECONDS
     backoff_base_seconds: float = RELAY_BACKOFF_BASE_SECONDS
     backoff_cap_seconds: float = RELAY_BACKOFF_CAP_SECONDS
@@ -119,6 +124,8 @@ class OutboxPublisherConfig:
             raise ValueError(f"relay lease_seconds must be at least {RELAY_MIN_LEASE_SECONDS}")
         if not 0 <= self.advance_interval_seconds < self.lease_seconds:
             raise ValueError("relay advance_interval_seconds must be within 0..lease_seconds")
+        if self.poll_interval_seconds <= 0 or self.deaf_poll_interval_seconds <= 0:
+            raise ValueError("relay poll intervals must be positive")
         if not 0 < self.backoff_base_seconds <= self.backoff_cap_seconds:
             raise ValueError("relay backoff needs 0 < base <= cap")
 
@@ -201,6 +208,8 @@ class OutboxPublisher:
         self._windows = OutboxWindows(table, ("topic", "message_key", "value", "headers"))
         self._shards: dict[int, _Shard] = {}
         self._rebalance_now = asyncio.Event()
+        self._listener: PoolConnectionProxy | None = None
+        self._listener_lost = False  # its connection closed: the pool has already taken the proxy back
         cursors = f"{schema.quoted}.outbox_cursors"
         self._backlog_sql = unpassed_count_sql(schema, OUTBOX_TABLE)
         # Only rows every relevant cursor has passed go: a relayed row once its shard's prev_snapshot sees
@@ -220,6 +229,17 @@ class OutboxPublisher:
 
     def held_shards(self) -> set[int]:
         return {s for s, held in self._shards.items() if held.task is not None and not held.task.done()}
+
+    @property
+    def listening(self) -> bool:
+        """Whether wake-ups are heard: the LISTEN connection is up."""
+        return self._listener is not None and not self._listener_lost
+
+    def idle_poll_seconds(self) -> float:
+        """How long an idle shard waits for a wake-up before it reads anyway."""
+        if self.listening:
+            return self._config.poll_interval_seconds
+        return min(self._config.poll_interval_seconds, self._config.deaf_poll_interval_seconds)
 
     # -- housekeeping -------------------------------------------------------------------------------------
 
@@ -260,11 +280,11 @@ class OutboxPublisher:
             raise OutboxShardsMismatch(
                 detail=f"the outbox has {shards} shard cursors, not {self._config.shards}"
             )
-        listener = await self._listen()
         next_housekeeping = 0.0
         failures = 0
         try:
             while not stop.is_set():
+                await self._keep_listening()
                 if time.monotonic() >= next_housekeeping:
                     await self._housekeeping()
                     next_housekeeping = time.monotonic() + self._config.housekeeping_interval_seconds
@@ -285,8 +305,7 @@ class OutboxPublisher:
                         await _first_of(stop.wait(), self._rebalance_now.wait())
         finally:
             await self._stop_all()
-            if listener is not None:
-                await self._unlisten(listener)
+            await self._unlisten()
 
     async def _rebalance(self) -> None:
         """Renew what this relay holds, hand back what belongs to another member, take what is free."""
@@ -323,23 +342,41 @@ class OutboxPublisher:
             async with self._pool.acquire() as conn:
                 await self._cursors.leave(conn)
 
-    async def _listen(self) -> PoolConnectionProxy | None:
+    async def _keep_listening(self) -> None:
+        """LISTEN on a connection of its own; after that connection was lost (a PostgreSQL restart, a
+        network cut), on a new one, then wake every held shard for what committed while no one listened."""
+        if self.listening:
+            return
+        await self._unlisten()
         try:
             conn: PoolConnectionProxy = await self._pool.acquire()
         except DB_ERRORS:
-            return None
+            return
         try:
             await conn.add_listener(notify_channel(self._schema), self._on_notify)
         except DB_ERRORS:
             await self._pool.release(conn)
-            return None
-        return conn
+            return
+        # A lost connection sends the coordinator round here at once, not a rebalance interval later.
+        conn.add_termination_listener(self._on_listener_lost)
+        self._listener, self._listener_lost = conn, False
+        for held in self._shards.values():
+            held.wake.set()
 
-    async def _unlisten(self, conn: PoolConnectionProxy) -> None:
+    async def _unlisten(self) -> None:
+        conn, self._listener = self._listener, None
+        if conn is None or self._listener_lost:
+            return
+        with contextlib.suppress(*DB_ERRORS):
+            conn.remove_termination_listener(self._on_listener_lost)
         with contextlib.suppress(*DB_ERRORS):
             await conn.remove_listener(notify_channel(self._schema), self._on_notify)
         with contextlib.suppress(*DB_ERRORS):
             await self._pool.release(conn)
+
+    def _on_listener_lost(self, _conn: object) -> None:
+        self._listener_lost = True
+        self._rebalance_now.set()
 
     def _on_notify(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
         text = str(payload)
@@ -432,7 +469,7 @@ class _ShardPublisher:
                     if self._published != self._persisted:
                         await self._advance_idle()
                         continue
-                    await self._wait(self._config.poll_interval_seconds)
+                    await self._wait(self._relay.idle_poll_seconds())
                     continue
                 started = time.monotonic()
                 try:
