@@ -323,7 +323,16 @@ async def _supervise(ctx: WebContext[Any], name: str, worker: Worker, stop: asyn
 
 class _Server(uvicorn.Server):
     """uvicorn re-raises a captured SIGTERM after serving, which would kill the process before the workers
-    and the pool are shut down; the shell owns the signals instead and asks the server to exit."""
+    and the pool are shut down; the shell owns the signals instead and asks the server to exit.
+
+    uvicorn's own main loop wakes ten times a second to look for that request. This one does its per-second
+    work (the `date` header) once a second and wakes at once when asked to exit: an idle service's event
+    loop wakes about as often as its own workers need (docs/decisions.md, "Suite time: what an idle service
+    costs")."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._exit_requested = asyncio.Event()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -331,6 +340,13 @@ class _Server(uvicorn.Server):
 
     def request_exit(self) -> None:
         self.should_exit = True
+        self._exit_requested.set()
+
+    async def main_loop(self) -> None:
+        while not await self.on_tick(0):  # tick 0: on_tick's once-a-second work, every time
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(1.0):
+                    await self._exit_requested.wait()
 
 
 @contextlib.asynccontextmanager
