@@ -25,6 +25,7 @@ async def cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Kaf
         layout,
         kafka_home=REPO_ROOT / ".local" / "kafka",
         template=REPO_ROOT / "infra" / "kafka" / "server.properties",
+        quick_start=True,
     )
     try:
         started.up()
