@@ -25,10 +25,15 @@ import httpx
 
 from yovision_platform.db import Identifier
 from yovision_platform.permissions import AUDIENCES
-from yovision_platform.tools.hydra import HydraAdmin, create_database_role, wait_until_ready
+from yovision_platform.tools.hydra import (
+    READY_TIMEOUT_SECONDS,
+    HydraAdmin,
+    create_database_role,
+    wait_until_ready,
+)
 from yovision_platform.tools.identity_provider import clients
 
-READY_TIMEOUT_SECONDS_DEFAULT = 60.0
+READY_TIMEOUT_SECONDS_DEFAULT = READY_TIMEOUT_SECONDS
 
 
 def read(path: Path) -> str:
