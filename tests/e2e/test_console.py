@@ -130,6 +130,11 @@ async def test_disable_a_selection_of_devices(
     page = await operator.open(f"/devices?tenant_id={tenant}&site_id=site-2")
     for device_id in ids[:2]:
         await page.locator(f"#sel-{device_id}").check()
+    # While a device converges the page swaps its rows in anew every 2 s; a selection must outlive that (it
+    # did not: a swap between the checks and the click sent an empty selection). Swap them now, as it does.
+    await refresh_device_rows(page, f"/devices/rows?tenant_id={tenant}&site_id=site-2&after=")
+    for device_id in ids:
+        assert await page.locator(f"#sel-{device_id}").is_checked() == (device_id in ids[:2])
     await operator.look("devices-selected")
     await page.get_by_role("button", name="Disable selected").click()
     await page.get_by_text("2 device(s) set to disabled.").wait_for()
@@ -144,6 +149,14 @@ async def test_disable_a_selection_of_devices(
     await operator.page.get_by_role("button", name="Save limit").click()
     await operator.page.get_by_text("Site limit saved.").wait_for()
     await operator.look("site-limit")
+
+
+async def refresh_device_rows(page: Page, url: str) -> None:
+    """What the rows' `every 2s` trigger does (a GET of `url` swapped over `#device-rows`), at once, through
+    the page's own htmx; returns once the new rows are in."""
+    await page.evaluate("document.getElementById('device-rows').dataset.before = 'swap'")
+    await page.evaluate("url => htmx.ajax('GET', url, {target: '#device-rows', swap: 'outerHTML'})", url)
+    await page.locator("#device-rows:not([data-before])").wait_for(state="attached")
 
 
 async def _stage_stale_path(
