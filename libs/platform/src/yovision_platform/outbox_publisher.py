@@ -355,7 +355,8 @@ class OutboxPublisher:
         try:
             await conn.add_listener(notify_channel(self._schema), self._on_notify)
         except DB_ERRORS:
-            await self._pool.release(conn)
+            with contextlib.suppress(*DB_ERRORS):
+                await self._pool.release(conn)
             return
         # A lost connection sends the coordinator round here at once, not a rebalance interval later.
         conn.add_termination_listener(self._on_listener_lost)
