@@ -36,7 +36,7 @@ from yovision_platform.localstack import LocalStack
 from yovision_platform.permissions import AUDIENCES, PERMISSIONS
 from yovision_platform.tools import hydra, identity_provider
 from yovision_platform.tools.bench_runner import Counts, run_cleanly
-from yovision_platform.tools.localhost import free_port, write_private_file
+from yovision_platform.tools.localhost import free_port, stop_process, write_private_file
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 GOAL_P95_MS = 300.0
@@ -126,7 +126,7 @@ async def main(args: argparse.Namespace) -> None:
                         failures.append(type(failed).__name__)
             finally:
                 if console is not None:
-                    stop(console)
+                    stop_process(console, STOP_TIMEOUT_SECONDS)
     load_after = os.getloadavg()
     ok = counts.expect("sign-ins through the console and Hydra", len(samples), args.samples)
     report(samples, ok, counts)
@@ -162,18 +162,6 @@ def start_console(work: Path, environment: dict[str, str]) -> subprocess.Popen[b
             stderr=log,
             start_new_session=True,
         )
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """Stops the console this benchmark started (its own process, by its pid)."""
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(STOP_TIMEOUT_SECONDS)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def parse() -> argparse.Namespace:

@@ -36,7 +36,7 @@ import httpx
 from yovision_platform.db import Identifier
 from yovision_platform.localstack import runtime_dsn
 from yovision_platform.migrations import SchemaPlan, drop
-from yovision_platform.tools.localhost import free_port, write_private_file
+from yovision_platform.tools.localhost import free_port, stop_process, write_private_file
 
 __all__ = [
     "ACCESS_TOKEN_KEY_SET",
@@ -218,17 +218,6 @@ async def wait_until_ready(
             await asyncio.sleep(POLL_SECONDS)
 
 
-def stop(process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 @dataclass(frozen=True)
 class ClientSpec:
     """An OAuth 2.0 client of the environment. A machine client has `grant_types=("client_credentials",)`
@@ -384,7 +373,7 @@ async def hydra_environment(instance: HydraInstance) -> AsyncIterator[HydraAdmin
         async with httpx.AsyncClient(timeout=10.0) as http:
             yield HydraAdmin(instance.admin_url, http)
     finally:
-        await asyncio.to_thread(stop, process)
+        await asyncio.to_thread(stop_process, process)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Small helpers for local tooling, tests and benchmarks: a free loopback port, a private secret file."""
+"""Small helpers for local tooling, tests and benchmarks: a free loopback port, a private secret file, the
+stop of a child process."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ import itertools
 import os
 import random
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["PORT_SLICE_VARIABLE", "free_port", "write_private_file"]
+__all__ = ["PORT_SLICE_VARIABLE", "free_port", "stop_process", "write_private_file"]
 
 # Ports handed out come from below Linux's ephemeral range (32768-60999), never from it: a port picked
 # from that range is free only until an outgoing connection takes it as its local port, and a server
@@ -58,3 +60,15 @@ def write_private_file(path: Path, content: str) -> Path:
         handle.write(content)
     os.chmod(path, 0o600)
     return path
+
+
+def stop_process(process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    """SIGTERM to a child process this process started, SIGKILL if it has not exited after `timeout` s."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
