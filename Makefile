@@ -8,6 +8,8 @@ PY := .venv/bin/python
 STACK := infra/scripts/stack.sh
 SERVICES := infra/scripts/services.sh
 KAFKA_TOOL := infra/scripts/kafka-tool.sh
+# The services' /metrics for the stack's Prometheus (file-based discovery: infra/scripts/stack/prometheus.sh)
+PROMETHEUS_TARGETS := .local/prometheus/services.json
 TOPIC ?=
 ARGS ?=
 FROM ?=
@@ -40,10 +42,13 @@ setup: ## Install everything the stack needs (Debian packages, .venv, Kafka jars
 	infra/scripts/install-hydra.sh
 	infra/scripts/install-console-assets.sh
 
-up: setup ## Whole local stack: PostgreSQL, Kafka, MediaMTX, topics, dev secrets, the five services, the console [KAFKA_BROKERS=3: a three-broker cluster] [INSTANCES=2: two processes per service]
+up: setup ## Whole local stack: PostgreSQL, Kafka, MediaMTX, Jaeger, Prometheus, topics, dev secrets, the five services, the console [KAFKA_BROKERS=3: a three-broker cluster] [INSTANCES=2: two processes per service]
 	$(STACK) up
 	$(MAKE) topics secrets
 	$(SERVICES) up
+	$(SERVICES) targets $(PROMETHEUS_TARGETS)
+	@echo "jaeger: http://127.0.0.1:16686 (query API /api/...; OTLP in on 127.0.0.1:14317 gRPC, 127.0.0.1:14318 HTTP)"
+	@echo "prometheus: http://127.0.0.1:19090 (HTTP API /api/v1/...: targets, rules, alerts)"
 	@echo "console: http://127.0.0.1:$$(sed -n 's/^CONSOLE_HTTP_PORT=//p' .local/env/console.env) (sign in through the local OpenID provider: the dev login picks a user and permissions)"
 
 down: ## Stop the services and the infrastructure
@@ -143,8 +148,8 @@ bench-cluster: ## Cluster mode (bench/cluster.py, ~4 min): relay vs ProducerPerf
 
 clean: down ## Stop everything and delete local state (data, logs, secrets); keeps built/downloaded caches
 	rm -rf .local/pg .local/kafka/data .local/kafka/cluster.id .local/kafka/server.properties .local/kafka/cluster \
-		.local/mediamtx \
+		.local/mediamtx .local/prometheus \
 		.local/logs .local/run .local/secrets .local/env .local/stack.env
 
-distclean: down ## Like clean, and also delete the caches (Kafka jars, MediaMTX build, uv) and .venv
+distclean: down ## Like clean, and also delete the caches (Kafka jars, MediaMTX, Jaeger and Prometheus builds, uv) and .venv
 	rm -rf .local .venv

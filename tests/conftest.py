@@ -85,7 +85,9 @@ MEDIAMTX_BIN = REPO_ROOT / ".local/bin/mediamtx"
 @pytest.fixture(scope="session")
 def shared_stack() -> Stack:
     if os.environ.get("YOVISION_STACK_STARTED") != "1":
-        subprocess.run(["bash", str(REPO_ROOT / "infra/scripts/stack.sh"), "up"], check=True, cwd=REPO_ROOT)
+        # What `make test` starts: no test needs the stack's Jaeger or Prometheus (they are `make up`'s).
+        stack_sh = str(REPO_ROOT / "infra/scripts/stack.sh")
+        subprocess.run(["bash", stack_sh, "up", "pg", "kafka", "mediamtx"], check=True, cwd=REPO_ROOT)
     return LocalStack.load(REPO_ROOT / ".local")
 
 

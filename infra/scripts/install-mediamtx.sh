@@ -12,20 +12,7 @@ ensure_local_dirs
 built_tool_current mediamtx "$MEDIAMTX_VERSION" && exit 0
 binary="$BIN_DIR/mediamtx"
 
-module="github.com/bluenviron/mediamtx"
-src="$CACHE_DIR/mediamtx-src-$MEDIAMTX_VERSION"
-if [[ ! -f "$src/go.mod" ]]; then
-  log "downloading $module@$MEDIAMTX_VERSION through the Go module proxy"
-  probe="$(mktemp -d)"
-  module_dir="$(cd "$probe" && GOFLAGS=-mod=mod go mod download -json "$module@$MEDIAMTX_VERSION" \
-    | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
-  rm -rf "$probe"
-  [[ -n "$module_dir" && -d "$module_dir" ]] || die "could not download $module@$MEDIAMTX_VERSION"
-  rm -rf "$src.tmp"
-  cp -r "$module_dir" "$src.tmp"
-  chmod -R u+w "$src.tmp"
-  mv "$src.tmp" "$src"
-fi
+src="$(go_module_source github.com/bluenviron/mediamtx "$MEDIAMTX_VERSION")"
 
 printf '%s' "$MEDIAMTX_VERSION" >"$src/internal/core/VERSION"
 printf '%s\n' '/* HLS web player not bundled in this build: only the Control API is used. */' \

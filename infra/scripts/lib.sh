@@ -59,6 +59,23 @@ wait_until() {
   done
 }
 
+# start_server NAME PIDFILE DIR TIMEOUT_S READY COMMAND...: runs COMMAND in DIR in a session of its own,
+# output appended to .local/logs/NAME.log, its pid in PIDFILE; waits until the command READY succeeds. Dies
+# with the log's last lines when the process exits first or TIMEOUT_S passes. COMMAND must run bin/NAME.
+start_server() {
+  local name="$1" pidfile="$2" dir="$3" timeout_s="$4" ready="$5"
+  shift 5
+  (cd "$dir" && exec setsid "$@" </dev/null >>"$LOG_DIR/$name.log" 2>&1) &
+  echo $! >"$pidfile"
+  if ! wait_until "$timeout_s" "$name" _ready_or_dead "$pidfile" "bin/$name" "$ready" \
+    || ! pid_alive "$pidfile" "bin/$name"; then
+    tail -n 20 "$LOG_DIR/$name.log" >&2 || true
+    die "$name did not start (see $LOG_DIR/$name.log)"
+  fi
+  log "$name: ready"
+}
+_ready_or_dead() { ! pid_alive "$1" "$2" || "$3"; }
+
 # stop_pidfile NAME PIDFILE TIMEOUT_S [CMDLINE_PART]: SIGTERM, wait, then SIGKILL; removes the pid file.
 stop_pidfile() {
   local name="$1" pidfile="$2" timeout_s="$3" pattern="${4:-}" pid
@@ -78,8 +95,8 @@ stop_pidfile() {
   log "$name stopped"
 }
 
-# The machine's cache of the servers and tools built from Go modules (MediaMTX, promtool, helm,
-# k8s-validate): one binary per name and stamp (the pinned version, or a digest of the sources), shared by
+# The machine's cache of the servers and tools built from Go modules (MediaMTX, Jaeger, Prometheus,
+# promtool, helm, k8s-validate): one binary per name and stamp (the pinned version, or a digest of the sources), shared by
 # every clone of the project on this machine, so a fresh clone copies instead of building. Override with
 # YOVISION_TOOL_CACHE; delete the folder to rebuild everything.
 TOOL_CACHE_DIR="${YOVISION_TOOL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/yovision/tools}"
@@ -129,4 +146,25 @@ go_install_tool() {
     || { rm -rf "$work"; die "could not build $package"; }
   install_built_tool "$name" "$stamp" "$work/$(basename "${package%@*}")"
   rm -rf "$work"
+}
+
+# go_module_source MODULE VERSION -> prints a writable copy of the module's source in .local/cache,
+# downloaded once through the Go module proxy (checked against sum.golang.org). For the servers that
+# `go install module@version` cannot build: a module with a replace directive, or with files to add first.
+go_module_source() {
+  local module="$1" version="$2" src probe module_dir
+  src="$CACHE_DIR/$(basename "$module")-src-$version"
+  if [[ ! -f "$src/go.mod" ]]; then
+    log "downloading $module@$version through the Go module proxy"
+    probe="$(mktemp -d)"
+    module_dir="$(cd "$probe" && GOFLAGS=-mod=mod go mod download -json "$module@$version" \
+      | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+    rm -rf "$probe"
+    [[ -n "$module_dir" && -d "$module_dir" ]] || die "could not download $module@$version"
+    rm -rf "$src.tmp"
+    cp -r "$module_dir" "$src.tmp"
+    chmod -R u+w "$src.tmp"
+    mv "$src.tmp" "$src"
+  fi
+  printf '%s\n' "$src"
 }

@@ -2,6 +2,7 @@
 # Runs the five services (infra/services.list) as background processes on the local stack.
 # Usage: infra/scripts/services.sh up|down|status|logs [name...]
 #        infra/scripts/services.sh exec <name> <command...>   (a command with the service's runtime env)
+#        infra/scripts/services.sh targets <file>   (every instance's /metrics, for Prometheus's file_sd)
 # Per instance: env from <env>/stack.env, <env>/env/<service>.env, then (instance i >= 2) the overlay
 # <env>/env/<service>@<i>.env; `.venv/bin/<service> migrate` once per service, then `.venv/bin/<service>
 # serve` in the background; pid in <env>/run/<instance>.pid, log in <env>/logs/<instance>.log.
@@ -151,6 +152,27 @@ services_up() {
   return "$failed"
 }
 
+# write_targets FILE: Prometheus's file-based discovery of every instance (one target group per service,
+# labelled job=<service>), written to a temporary name then renamed: Prometheus never reads half a file.
+write_targets() {
+  local file="$1" name instance sep="" targets
+  mkdir -p "$(dirname "$file")"
+  {
+    printf '[\n'
+    for name in "${SERVICE_NAMES[@]}"; do
+      targets=""
+      for instance in $(instances "$name"); do
+        targets+="${targets:+, }\"127.0.0.1:${SERVICE_PORTS[$instance]}\""
+      done
+      printf '%s  {"targets": [%s], "labels": {"job": "%s"}}' "$sep" "$targets" "$name"
+      sep=$',\n'
+    done
+    printf '\n]\n'
+  } >"$file.tmp"
+  mv "$file.tmp" "$file"
+  log "prometheus targets: $file"
+}
+
 main() {
   local action="${1:-}" failed=0 name
   [[ -n "$action" ]] || { sed -n '2,4p' "$0" >&2; exit 2; }
@@ -161,6 +183,11 @@ main() {
     shift
     (($#)) || die "exec: no command given"
     exec_with_service_env "$name" "$@"
+  fi
+  if [[ "$action" == targets ]]; then
+    [[ -n "${1:-}" ]] || die "targets: no file given"
+    write_targets "$1"
+    return 0
   fi
   local names=("$@") whole=0
   ((${#names[@]})) || { names=("${SERVICE_NAMES[@]}"); whole=1; }
@@ -190,7 +217,7 @@ main() {
         echo "==> $LOG_DIR/$name.log <=="
         tail -n "${LOG_LINES:-30}" "$LOG_DIR/$name.log" 2>/dev/null || echo "(no log yet)"
       done ;;
-    *) die "unknown action '$action' (up|down|status|logs)" ;;
+    *) die "unknown action '$action' (up|down|status|logs|exec|targets)" ;;
   esac
   return "$failed"
 }

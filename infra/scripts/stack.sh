@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The local infrastructure without Docker: PostgreSQL, Kafka, MediaMTX as background processes.
-# Usage: infra/scripts/stack.sh up|down|status|logs|env [pg] [kafka] [mediamtx]   (default: all three)
+# The local infrastructure without Docker: PostgreSQL, Kafka, MediaMTX, Jaeger, Prometheus as background
+# processes.
+# Usage: infra/scripts/stack.sh up|down|status|logs|env [pg] [kafka] [mediamtx] [jaeger] [prometheus]
+#        (default: all five; `make test` starts only pg kafka mediamtx)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=stack/pg.sh
@@ -9,8 +11,12 @@ source "$INFRA_DIR/scripts/stack/pg.sh"
 source "$INFRA_DIR/scripts/stack/kafka.sh"
 # shellcheck source=stack/mediamtx.sh
 source "$INFRA_DIR/scripts/stack/mediamtx.sh"
+# shellcheck source=stack/jaeger.sh
+source "$INFRA_DIR/scripts/stack/jaeger.sh"
+# shellcheck source=stack/prometheus.sh
+source "$INFRA_DIR/scripts/stack/prometheus.sh"
 
-ALL_COMPONENTS=(pg kafka mediamtx)
+ALL_COMPONENTS=(pg kafka mediamtx jaeger prometheus)
 STACK_ENV="$LOCAL_DIR/stack.env"
 
 write_stack_env() {
@@ -23,7 +29,7 @@ YOVISION_MEDIAMTX_CREDENTIALS_FILE=$MEDIAMTX_CREDENTIALS_FILE
 ENV
 }
 
-usage() { echo "usage: $0 up|down|status|logs|env [pg] [kafka] [mediamtx]" >&2; exit 2; }
+usage() { echo "usage: $0 up|down|status|logs|env [pg] [kafka] [mediamtx] [jaeger] [prometheus]" >&2; exit 2; }
 
 main() {
   local action="${1:-}" failed=0 c
@@ -41,7 +47,7 @@ main() {
       write_stack_env
       log "stack up: ${components[*]} (env: $STACK_ENV)" ;;
     down)
-      # Reverse order: MediaMTX and Kafka before the database.
+      # Reverse order: Prometheus, Jaeger, MediaMTX and Kafka before the database.
       for ((i = ${#components[@]} - 1; i >= 0; i--)); do "${components[i]}_down"; done
       log "stack down: ${components[*]}" ;;
     status)
