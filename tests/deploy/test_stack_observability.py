@@ -205,14 +205,44 @@ def test_prometheus_evaluates_the_alert_rules_and_discovers_the_services(
         def discovered() -> set[tuple[str, str]] | None:
             active = get_json(f"{url}/api/v1/targets", state="active")["data"]["activeTargets"]
             services = [t["labels"] for t in active if t["scrapePool"] == "services"]
-            found = {(labels["job"], labels["instance"]) for labels in services}
-            return found if found == expected_targets else None
+            # One file is one discovery: every target of it at once.
+            return {(labels["job"], labels["instance"]) for labels in services} or None
 
-        wait_for("the services' targets", process, tmp_path / "prometheus.log", discovered)
+        found = wait_for("the services' targets", process, tmp_path / "prometheus.log", discovered)
+        assert found == expected_targets
         assert_listens_only_on(process, {port})
 
 
 # Jaeger
+
+
+def listener_settings(node: Any, path: str = "") -> dict[str, str]:
+    """Every `endpoint` (host:port) and `host` value of a collector configuration, by its key path."""
+    found: dict[str, str] = {}
+    if isinstance(node, dict):
+        for key, value in node.items():
+            child = f"{path}::{key}" if path else str(key)
+            if key in ("endpoint", "host") and isinstance(value, str):
+                found[child] = value
+            else:
+                found.update(listener_settings(value, child))
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            found.update(listener_settings(item, f"{path}[{index}]"))
+    return found
+
+
+def test_every_listener_of_the_jaeger_config_is_on_loopback() -> None:
+    settings = listener_settings(yaml.safe_load(JAEGER_CONFIG.read_text()))
+    assert set(settings) == {
+        "extensions::jaeger_query::http::endpoint",
+        "extensions::jaeger_query::grpc::endpoint",
+        "receivers::otlp::protocols::grpc::endpoint",
+        "receivers::otlp::protocols::http::endpoint",
+        "service::telemetry::metrics::readers[0]::pull::exporter::prometheus::host",
+    }
+    hosts = {key: value.rsplit(":", 1)[0] for key, value in settings.items()}
+    assert hosts == dict.fromkeys(settings, "127.0.0.1")
 
 
 def test_jaeger_is_the_pinned_version(jaeger_bin: Path) -> None:
