@@ -96,9 +96,9 @@ stop_pidfile() {
 }
 
 # The machine's cache of the servers and tools built from Go modules (MediaMTX, Jaeger, Prometheus,
-# promtool, helm, k8s-validate): one binary per name and stamp (the pinned version, or a digest of the sources), shared by
-# every clone of the project on this machine, so a fresh clone copies instead of building. Override with
-# YOVISION_TOOL_CACHE; delete the folder to rebuild everything.
+# promtool, helm, k8s-validate): one binary per name and stamp (the pinned version, or a digest of the
+# sources), shared by every clone of the project on this machine, so a fresh clone copies instead of
+# building. Override with YOVISION_TOOL_CACHE; delete the folder to rebuild everything.
 TOOL_CACHE_DIR="${YOVISION_TOOL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/yovision/tools}"
 
 # built_tool_current NAME STAMP -> 0 (and a log line) when .local/bin/NAME exists with the stamp file
