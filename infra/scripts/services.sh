@@ -23,7 +23,9 @@ SERVICE_STOP_TIMEOUT_S=30
 MIGRATE_TIMEOUT_S=120
 SERVICES_BIN_DIR="${SERVICES_BIN_DIR:-$REPO_ROOT/.venv/bin}" # overridable for testing this script
 
-http_port_of() { sed -n 's/^[A-Z]*_HTTP_PORT=\([0-9]*\)$/\1/p' "$1" 2>/dev/null | tail -n 1; }
+# No env file (no `make secrets` yet): no port, so the one of infra/services.list (pipefail made a missing
+# file end the script with status 2 and no message).
+http_port_of() { [[ -f "$1" ]] || return 0; sed -n 's/^[A-Z]*_HTTP_PORT=\([0-9]*\)$/\1/p' "$1" | tail -n 1; }
 
 declare -A SERVICE_PORTS=() SERVICE_OF=() INSTANCES_OF=()
 SERVICE_NAMES=()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import json
 import os
 import re
 import secrets
@@ -158,6 +159,28 @@ def service_env_dir(root: Path) -> tuple[Path, set[tuple[str, str]]]:
     (env / "sense-reconciler@2.env").write_text(f"SENSE_HTTP_PORT={second}\n")
     expected.add(("sense-reconciler", f"127.0.0.1:{second}"))
     return root, expected
+
+
+def test_an_instance_without_its_env_file_is_a_target_on_the_port_of_the_services_list(
+    tmp_path: Path,
+) -> None:
+    """Before `make secrets` has written a service's env file, its port is the one of infra/services.list
+    (the script ended with status 2 and no message instead)."""
+    env_dir, expected = service_env_dir(tmp_path / "stack")
+    name, listed_port = SERVICES_LIST.read_text().splitlines()[-1].split()[:2]
+    (env_dir / "env" / f"{name}.env").unlink()
+    targets_file = tmp_path / "services.json"
+    subprocess.run(
+        ["bash", str(SCRIPTS / "services.sh"), "targets", str(targets_file)],
+        check=True,
+        env={**os.environ, "YOVISION_ENV_DIR": str(env_dir)},
+    )
+    found = {(group["labels"]["job"], target) for group in json.loads(targets_file.read_text())
+             for target in group["targets"]}  # fmt: skip
+    assert (name, f"127.0.0.1:{listed_port}") in found
+    assert found == {(job, address) for job, address in expected if job != name} | {
+        (name, f"127.0.0.1:{listed_port}")
+    }
 
 
 def test_prometheus_is_the_pinned_version(prometheus_bin: Path) -> None:
