@@ -24,7 +24,6 @@ mediamtx_curl() {
 }
 
 mediamtx_healthy() { mediamtx_curl "$MEDIAMTX_API_URL/v3/config/paths/list?itemsPerPage=1"; }
-mediamtx_ready_or_dead() { ! pid_alive "$MEDIAMTX_PID" bin/mediamtx || mediamtx_healthy; }
 
 mediamtx_up() {
   mediamtx_ensure_credentials
@@ -39,14 +38,10 @@ mediamtx_up() {
   user="$(cut -d: -f1 "$MEDIAMTX_CREDENTIALS_FILE")"
   password_hash="sha256:$(cut -d: -f2- "$MEDIAMTX_CREDENTIALS_FILE" | tr -d '\n' | openssl dgst -sha256 -binary | base64)"
   log "mediamtx: starting $MEDIAMTX_VERSION, API on $MEDIAMTX_API_URL for $user (log: $LOG_DIR/mediamtx.log)"
-  (cd "$LOCAL_DIR/mediamtx" && MTX_AUTHINTERNALUSERS_0_USER="$user" MTX_AUTHINTERNALUSERS_0_PASS="$password_hash" \
-    exec setsid "$BIN_DIR/mediamtx" "$INFRA_DIR/mediamtx/mediamtx.yml" </dev/null >>"$LOG_DIR/mediamtx.log" 2>&1) &
-  echo $! >"$MEDIAMTX_PID"
-  if ! wait_until "$MEDIAMTX_START_TIMEOUT_S" "mediamtx API" mediamtx_ready_or_dead || ! pid_alive "$MEDIAMTX_PID" bin/mediamtx; then
-    tail -n 20 "$LOG_DIR/mediamtx.log" >&2 || true
-    die "mediamtx did not start (see $LOG_DIR/mediamtx.log)"
-  fi
-  log "mediamtx: ready"
+  # In the server's environment only, never on a command line (visible in ps).
+  MTX_AUTHINTERNALUSERS_0_USER="$user" MTX_AUTHINTERNALUSERS_0_PASS="$password_hash" \
+    start_server mediamtx "$MEDIAMTX_PID" "$LOCAL_DIR/mediamtx" "$MEDIAMTX_START_TIMEOUT_S" mediamtx_healthy \
+    "$BIN_DIR/mediamtx" "$INFRA_DIR/mediamtx/mediamtx.yml"
 }
 
 mediamtx_down() { stop_pidfile mediamtx "$MEDIAMTX_PID" 15 bin/mediamtx; }
