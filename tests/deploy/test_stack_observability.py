@@ -23,6 +23,7 @@ import httpx
 import pytest
 import yaml
 
+from yovision_platform.tools.jaeger import JAEGER_CONFIG, JaegerNotReadyError, private_jaeger
 from yovision_platform.tools.localhost import free_port, stop_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +31,6 @@ SCRIPTS = REPO_ROOT / "infra" / "scripts"
 BIN_DIR = REPO_ROOT / ".local" / "bin"
 VERSIONS = (REPO_ROOT / "infra" / "versions.env").read_text()
 RULES = REPO_ROOT / "infra" / "prometheus" / "alerts.yml"
-JAEGER_CONFIG = REPO_ROOT / "infra" / "jaeger" / "jaeger.yml"
 SERVICES_LIST = REPO_ROOT / "infra" / "services.list"
 TIMEOUT_SECONDS = 15.0
 POLL_SECONDS = 0.2
@@ -117,7 +117,11 @@ def listeners(pid: int) -> set[tuple[str, int]]:
 
 
 def assert_listens_only_on(process: subprocess.Popen[bytes], ports: set[int]) -> None:
-    found = listeners(process.pid)
+    assert_listens_only_on_pid(process.pid, ports)
+
+
+def assert_listens_only_on_pid(pid: int, ports: set[int]) -> None:
+    found = listeners(pid)
     assert {port for _, port in found} == ports, found
     assert all(ipaddress.ip_address(ip).is_loopback for ip, _ in found), found
 
@@ -289,41 +293,27 @@ def otlp_trace(service: str, trace_id: str) -> dict[str, Any]:
 
 
 def test_jaeger_stores_an_otlp_trace_and_serves_it_on_its_query_api(jaeger_bin: Path, tmp_path: Path) -> None:
-    otlp_grpc, otlp_http, query_http, query_grpc, metrics = (free_port() for _ in range(5))
-    overrides = {
-        "receivers::otlp::protocols::grpc::endpoint": f"127.0.0.1:{otlp_grpc}",
-        "receivers::otlp::protocols::http::endpoint": f"127.0.0.1:{otlp_http}",
-        "extensions::jaeger_query::http::endpoint": f"127.0.0.1:{query_http}",
-        "extensions::jaeger_query::grpc::endpoint": f"127.0.0.1:{query_grpc}",
-        "service::telemetry::metrics::readers": (
-            f"[{{pull: {{exporter: {{prometheus: {{host: 127.0.0.1, port: {metrics}}}}}}}}}]"
-        ),
-    }
-    sets = [f"--set={key}={value}" for key, value in overrides.items()]
-    command = [str(jaeger_bin), "--config", str(JAEGER_CONFIG), *sets]
-    query = f"http://127.0.0.1:{query_http}"
     service = f"probe-{secrets.token_hex(4)}"
     trace_id = secrets.token_hex(16)
-    log = tmp_path / "jaeger.log"
-    with running(command, log) as process:
-        answer = wait_for("the query API", process, log, lambda: get_json(f"{query}/api/services"))
-        assert service not in (answer["data"] or [])
+    with private_jaeger(tmp_path, binary=jaeger_bin) as jaeger:
+        assert service not in (get_json(f"{jaeger.query_url}/api/services")["data"] or [])
+        response = httpx.post(jaeger.otlp_traces_url, json=otlp_trace(service, trace_id), timeout=3.0)
+        response.raise_for_status()
 
-        def accepted() -> bool | None:
-            trace = otlp_trace(service, trace_id)
-            response = httpx.post(f"http://127.0.0.1:{otlp_http}/v1/traces", json=trace, timeout=3.0)
-            response.raise_for_status()
-            return True
-
-        wait_for("the OTLP/HTTP receiver", process, log, accepted)
-
-        def stored() -> list[Any] | None:
-            return get_json(f"{query}/api/traces/{trace_id}")["data"] or None
-
-        (trace,) = wait_for("the trace", process, log, stored)
+        trace = jaeger.wait_for_trace(trace_id)
         assert trace["traceID"] == trace_id
         processes = trace["processes"]
         spans = [(s["operationName"], processes[s["processID"]]["serviceName"]) for s in trace["spans"]]
         assert spans == [("probe", service)]
-        assert service in get_json(f"{query}/api/services")["data"]
-        assert_listens_only_on(process, {otlp_grpc, otlp_http, query_http, query_grpc, metrics})
+        assert service in get_json(f"{jaeger.query_url}/api/services")["data"]
+        assert_listens_only_on_pid(jaeger.pid, set(jaeger.ports))
+
+
+def test_a_private_jaeger_that_exits_at_start_fails_at_once_with_its_log(tmp_path: Path) -> None:
+    started = time.monotonic()
+    with (
+        pytest.raises(JaegerNotReadyError, match=r"exited \(1\)"),
+        private_jaeger(tmp_path, binary=Path("/bin/false")),
+    ):
+        pass
+    assert time.monotonic() - started < 5.0
