@@ -7,8 +7,9 @@ PostgreSQL cluster and Kafka broker. Flows talk to the HTTP APIs, the `sense-orp
 and the MediaMTX API. The database is only read, to check invariants.
 
 After every test the doctor (`make doctor`) must find the environment healthy: no dead letter anywhere,
-every outbox drained, no consumer lag, and no secret in any log, metric or Kafka message; every HTTP
-response the test received is checked for secrets too.
+every outbox drained, no consumer lag, and no secret in any log, metric, Kafka message or span; every HTTP
+response the test received is checked for secrets too. The services send their spans to the environment's
+own Jaeger (`traced=True`), as `make up`'s send theirs to the stack's.
 
 Operator settings that differ from `make up` (and why):
 - `SIGNAL_PROBE_ALLOWED_NETWORKS=127.0.0.1/32`: the watcher target is a local HTTP server; the SSRF guard
@@ -72,7 +73,7 @@ async def env(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> AsyncIt
     name = f"e2e-{uuid.uuid4().hex[:6]}"
     root = tmp_path_factory.mktemp("e2e-env")
     async with local_environment(
-        root, name, settings=E2E_SETTINGS, media_servers=MEDIA_SERVERS
+        root, name, settings=E2E_SETTINGS, media_servers=MEDIA_SERVERS, traced=True
     ) as environment:
         yield environment
 

@@ -30,6 +30,7 @@ def outbox_fact(version: int, **over: object) -> OutboxFact:
         "changed_fields": ["name", "source_uri"],
         "config_version": 3,
         "occurred_at": datetime(2026, 11, 30, 3, 4, 5, 678901, tzinfo=timezone(timedelta(hours=2))),
+        "trace_parent": None,
     }
     return OutboxFact.from_row(values | over)
 

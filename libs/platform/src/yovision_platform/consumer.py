@@ -36,6 +36,7 @@ import asyncpg
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.abc import ConsumerRebalanceListener
 from aiokafka.errors import IllegalStateError
+from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry
 
 from yovision_platform.backoff import backoff_seconds, wait_for_stop
@@ -44,6 +45,7 @@ from yovision_platform.errors import PlatformError
 from yovision_platform.kafka import create_consumer, start_client
 from yovision_platform.kafka_security import KafkaTarget
 from yovision_platform.metrics import labeled_gauge
+from yovision_platform.tracing import context_from_headers, trace_id_of, tracer
 
 __all__ = [
     "ConsumeOutcome",
@@ -56,6 +58,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_tracer = tracer(__name__)
 
 CONSUMER_RETRY_BACKOFF_BASE_SECONDS = 0.5
 CONSUMER_RETRY_BACKOFF_CAP_SECONDS = 30.0
@@ -126,6 +129,9 @@ class InboundEvent:
     partition: int
     offset: int
     key: bytes | None
+    # The trace the event's handling belongs to (continued from the record's headers), for a handler that
+    # stores it with what it writes (Bell's audit rows); None when the record carries no valid context.
+    trace_id: str | None = None
 
 
 class DecodedLike(Protocol):
@@ -263,6 +269,26 @@ class IdempotentConsumer:
     async def _apply(
         self, conn: DbConnection, message: ConsumerRecord[bytes, bytes], value: bytes, digest: bytes
     ) -> ConsumeOutcome:
+        """Apply one message inside a consumer span that continues the trace of its record's headers."""
+        with _tracer.start_as_current_span(
+            f"{message.topic} process",
+            context=context_from_headers(message.headers),
+            kind=SpanKind.CONSUMER,
+            attributes={
+                "messaging.system": "kafka",
+                "messaging.destination.name": message.topic,
+                "messaging.destination.partition.id": str(message.partition),
+                "messaging.kafka.offset": message.offset,
+                "messaging.consumer.group.name": self._group,
+            },
+        ) as span:
+            outcome = await self._apply_traced(conn, message, value, digest)
+            span.set_attribute("yovision.outcome", outcome.value)
+            return outcome
+
+    async def _apply_traced(
+        self, conn: DbConnection, message: ConsumerRecord[bytes, bytes], value: bytes, digest: bytes
+    ) -> ConsumeOutcome:
         try:
             decoded = self._decode(value)
             envelope = decoded.record["envelope"]
@@ -276,6 +302,7 @@ class IdempotentConsumer:
                 partition=message.partition,
                 offset=message.offset,
                 key=message.key,
+                trace_id=trace_id_of(),
             )
         except Exception as exc:
             code = exc.code if isinstance(exc, PlatformError) else "undecodable"

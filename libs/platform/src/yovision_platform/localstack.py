@@ -72,6 +72,7 @@ class LocalStack:
     kafka_bootstrap: str
     mediamtx_api_url: str
     media_servers: tuple[LocalMediaServer, ...] = field(default=())
+    jaeger_query_url: str | None = None  # where the services' spans can be read back
 
     @classmethod
     def load(cls, local_dir: Path) -> LocalStack:
@@ -96,6 +97,7 @@ class LocalStack:
             kafka_bootstrap=env["YOVISION_KAFKA_BOOTSTRAP"],
             mediamtx_api_url=url or servers[0].api_url,
             media_servers=servers,
+            jaeger_query_url=env.get("YOVISION_JAEGER_QUERY_URL") or None,
         )
 
     @property

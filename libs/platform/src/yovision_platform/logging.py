@@ -1,8 +1,10 @@
 """JSON logging with redaction: one JSON object per line.
 
 Each line holds ``ts`` (UTC, RFC 3339 with milliseconds), ``level``, ``logger``, ``msg``, ``service``,
-``instance_id``; then ``extra`` (an object with the fields passed via ``logger.info(..., extra={...})``) and
-``exc`` (the formatted traceback) when present. Every one of them goes through :mod:`.redaction`.
+``instance_id``; ``trace_id`` and ``span_id`` when the line is written inside a span (its trace is then
+one search away in Jaeger); then ``extra`` (an object with the fields passed via
+``logger.info(..., extra={...})``) and ``exc`` (the formatted traceback) when present. Every one of them
+goes through :mod:`.redaction`.
 
 Redaction happens twice on purpose: :class:`RedactionFilter` rewrites the record in place (so any other
 handler attached later sees redacted data too), and :class:`JsonFormatter` redacts again while rendering.
@@ -24,6 +26,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TextIO
+
+from opentelemetry import trace
 
 from yovision_platform.redaction import (
     JsonValue,
@@ -186,6 +190,10 @@ class JsonFormatter(logging.Formatter):
         except Exception:
             message = str(record.msg) + ARGS_FAILED_SUFFIX
         document = self._base(record, redact_text(message, self._registry))
+        span = trace.get_current_span().get_span_context()
+        if span.is_valid:  # the formatter runs in the logging call's own context
+            document["trace_id"] = trace.format_trace_id(span.trace_id)
+            document["span_id"] = trace.format_span_id(span.span_id)
         extra = extra_fields(record)
         if extra:
             document["extra"] = redact_value(extra, self._registry)

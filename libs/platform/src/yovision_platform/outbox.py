@@ -27,6 +27,11 @@ poll interval, never a row.
 (it takes its keys' locks in sorted order, all before its first row): measured at 7.9 times the rows/s of
 one `enqueue` per event and 1.26 times a raw `executemany` of the same rows (`python -m bench`, 500 rows per
 transaction).
+
+Trace context: each row also gets the W3C headers of the span current at `enqueue` (the API request or
+consumed event that caused it), which the relay puts on the Kafka record (`yovision_platform.tracing`).
+They do not count towards `MAX_MESSAGE_BYTES`: they are bounded by `TRACE_HEADERS_MAX_BYTES`, which fits in
+the margin between it and the broker's limit.
 """
 
 from __future__ import annotations
@@ -35,11 +40,13 @@ import json
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.errors import OutboxError
 from yovision_platform.events import EventRecord
 from yovision_platform.kafka import partition_for_key
+from yovision_platform.tracing import TRACEPARENT_HEADER, trace_headers, tracer
 
 __all__ = ["MAX_MESSAGE_BYTES", "OUTBOX_SHARDS", "Outbox", "OutboxMessage", "notify_channel", "outbox_shard"]
 
@@ -50,6 +57,7 @@ MAX_MESSAGE_BYTES = 1_000_000
 # between shards, so it needs a migration that hands every cursor over first.
 OUTBOX_SHARDS = 6
 NOTIFY_CHANNEL_MAX_BYTES = 63
+_tracer = tracer(__name__)
 
 
 def notify_channel(schema: Identifier, table: str = "outbox") -> str:
@@ -78,6 +86,13 @@ class OutboxMessage:
             headers=event.text_headers,
         )
 
+    def traced(self, context_headers: Sequence[tuple[str, str]]) -> list[list[str]]:
+        """The headers stored with the row: the message's, then the trace context's unless it has one."""
+        pairs = [[k, v] for k, v in self.headers]
+        if context_headers and not any(k == TRACEPARENT_HEADER for k, _ in self.headers):
+            pairs.extend([k, v] for k, v in context_headers)
+        return pairs
+
     @property
     def size_bytes(self) -> int:
         return len(self.key) + len(self.value) + sum(len(k) + len(v.encode()) for k, v in self.headers)
@@ -105,18 +120,32 @@ class Outbox:
             raise OutboxError("message_too_large", f"message exceeds {MAX_MESSAGE_BYTES} bytes")
         if not messages:
             return []
-        rows = await conn.fetch(
+        context = trace_headers()
+        with _tracer.start_as_current_span(
+            "outbox enqueue", attributes={"messaging.batch.message_count": len(messages)}
+        ):
+            rows = await self._fetch_many(conn, messages, context, notify=notify)
+        return sorted(row["id"] for row in rows)  # ids are drawn in message order (ORDER BY position)
+
+    async def _fetch_many(
+        self,
+        conn: DbConnection,
+        messages: Sequence[OutboxMessage],
+        context: Sequence[tuple[str, str]],
+        *,
+        notify: bool,
+    ) -> list[Any]:
+        return await conn.fetch(
             self._insert_many[notify],
             [m.event_id for m in messages],
             [m.event_type for m in messages],
             [m.topic for m in messages],
             [m.key for m in messages],
             [m.value for m in messages],
-            [json.dumps([[k, v] for k, v in m.headers]) for m in messages],
+            [json.dumps(m.traced(context)) for m in messages],
             [outbox_shard(m.key) for m in messages],
             *((self._channel,) if notify else ()),
         )
-        return sorted(row["id"] for row in rows)  # ids are drawn in message order (ORDER BY position)
 
     async def enqueue(self, conn: DbConnection, message: OutboxMessage, *, notify: bool = True) -> int:
         """Insert `message` inside the caller's open transaction; returns the outbox row id. `notify`: as
@@ -127,17 +156,18 @@ class Outbox:
             )
         if message.size_bytes > MAX_MESSAGE_BYTES:
             raise OutboxError("message_too_large", f"message exceeds {MAX_MESSAGE_BYTES} bytes")
-        row_id: int = await conn.fetchval(
-            self._insert[notify],
-            message.event_id,
-            message.event_type,
-            message.topic,
-            message.key,
-            message.value,
-            json.dumps([[k, v] for k, v in message.headers]),
-            outbox_shard(message.key),
-            *((self._channel,) if notify else ()),
-        )
+        with _tracer.start_as_current_span("outbox enqueue", attributes={"messaging.batch.message_count": 1}):
+            row_id: int = await conn.fetchval(
+                self._insert[notify],
+                message.event_id,
+                message.event_type,
+                message.topic,
+                message.key,
+                message.value,
+                json.dumps(message.traced(trace_headers())),
+                outbox_shard(message.key),
+                *((self._channel,) if notify else ()),
+            )
         return row_id
 
     async def notify_shards(self, conn: DbConnection, shards: Iterable[int]) -> None:

@@ -44,6 +44,7 @@ from typing import Any
 
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
+from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry
 
 from yovision_platform.db import Identifier
@@ -59,6 +60,13 @@ from yovision_platform.outbox_windows import (
     unpassed_count_sql,
 )
 from yovision_platform.shard_cursors import CursorFenced, ShardCursors, ShardLease, assigned_shards
+from yovision_platform.tracing import (
+    TRACEPARENT_HEADER,
+    context_from_headers,
+    record_span,
+    tracer,
+    tracing_on,
+)
 from yovision_platform.txn_producer import (
     PublisherFactory,
     PublishError,
@@ -77,6 +85,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_tracer = tracer(__name__)
 
 OUTBOX_TABLE = "outbox"
 RELAY_BATCH_MAX_ROWS = 10_000
@@ -159,6 +168,25 @@ def transactional_id(names: KafkaNames, schema: Identifier, table: str, shard: i
     """The Kafka transactional id of one outbox shard, under the deployment's prefix: the same for every
     relay of that shard, so a successor's init_transactions fences its predecessor."""
     return f"{names.prefix}{schema}.{table}.{shard}"
+
+
+def _record_publish_spans(traced: list[tuple[str, list[tuple[str, str]]]], started_ns: int) -> None:
+    """A span per published row that carries a trace context, from its batch's send to its commit."""
+    ended_ns = time.time_ns()
+    for topic, headers in traced:
+        record_span(
+            _tracer,
+            f"{topic} publish",
+            parent=context_from_headers(headers),
+            kind=SpanKind.PRODUCER,
+            start_ns=started_ns,
+            end_ns=ended_ns,
+            attributes={
+                "messaging.system": "kafka",
+                "messaging.destination.name": topic,
+                "messaging.operation.type": "publish",
+            },
+        )
 
 
 def _headers(row: asyncpg.Record) -> list[tuple[str, str]]:
@@ -473,8 +501,9 @@ class _ShardPublisher:
                     await self._wait(self._relay.idle_poll_seconds())
                     continue
                 started = time.monotonic()
+                started_ns = time.time_ns()
                 try:
-                    self._produce(batch)
+                    traced = self._produce(batch)
                     if len(batch.rows) == self._config.batch_size:
                         # A backlog: read the next batch while this one's commit is outstanding. Otherwise
                         # read once it is done, so that rows committed meanwhile go in the next batch
@@ -488,6 +517,8 @@ class _ShardPublisher:
                     await self._failed(failure, began=started)
                     continue
                 self._published = batch.after
+                if traced:
+                    _record_publish_spans(traced, started_ns)
                 self._advance_soon()
                 if self._metrics is not None:
                     self._metrics.published.labels().inc(len(batch.rows))
@@ -555,13 +586,22 @@ class _ShardPublisher:
             await self._relay._cursors.advance(conn, self._shard, self._epoch, position)
         self._persisted = position
 
-    def _produce(self, batch: WindowBatch) -> None:
+    def _produce(self, batch: WindowBatch) -> list[tuple[str, list[tuple[str, str]]]]:
+        """Send the batch's rows in the publisher's transaction; the (topic, headers) of those with a trace
+        context to record, when tracing is on."""
         assert self._publisher is not None
         self._publisher.begin()
         topic = self._relay._names.topic
         send = self._publisher.send
+        traced = []
+        tracing = tracing_on()
         for row in batch.rows:
-            send(topic(row["topic"]), row["value"], row["message_key"], _headers(row))
+            headers = _headers(row)
+            name = topic(row["topic"])
+            send(name, row["value"], row["message_key"], headers)
+            if tracing and any(key == TRACEPARENT_HEADER for key, _ in headers):
+                traced.append((name, headers))
+        return traced
 
     async def _start_publisher(self) -> bool:
         relay = self._relay

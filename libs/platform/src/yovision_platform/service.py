@@ -59,6 +59,7 @@ from yovision_platform.outbox_publisher import (
 from yovision_platform.problems import BROKER_UNAVAILABLE_ERRORS
 from yovision_platform.processed_events import ProcessedEventsPruner
 from yovision_platform.settings import BaseServiceSettings, BaseWebSettings, load_settings
+from yovision_platform.tracing import configure_tracing, instrument_app
 from yovision_platform.txn_producer import confluent_publisher_factory
 from yovision_platform.web import create_app
 
@@ -398,11 +399,32 @@ async def _run(ctx: WebContext[Any]) -> int:
     return 0 if server.started else EXIT_STARTUP_REFUSED
 
 
+@contextlib.asynccontextmanager
+async def _traced(
+    spec: ServiceSpec[Any] | WebServiceSpec[Any], settings: BaseWebSettings
+) -> AsyncIterator[FastAPI]:
+    """The service's app, its requests traced when ``<P>_TRACING_OTLP_ENDPOINT`` is set; on exit, the spans
+    still queued are exported (within the exporter's timeout)."""
+    tracing = configure_tracing(
+        spec.name,
+        instance_id=settings.instance_id,
+        version=spec.version,
+        otlp_endpoint=settings.tracing_otlp_endpoint,
+        sampling_ratio=settings.tracing_sampling_ratio,
+    )
+    app = create_app(spec.name, spec.version)
+    if tracing.provider is not None:
+        instrument_app(app, tracing.provider)
+    try:
+        yield app
+    finally:
+        await asyncio.to_thread(tracing.shutdown)
+
+
 async def _serve(spec: ServiceSpec[SettingsT], settings: SettingsT) -> int:
-    async with checked_pool(spec, settings) as (pool, plan):
+    async with checked_pool(spec, settings) as (pool, plan), _traced(spec, settings) as app:
         registry = create_registry()
         build_info(registry, service=spec.name, version=spec.version, instance_id=settings.instance_id)
-        app = create_app(spec.name, spec.version)
         ctx = ServiceContext(spec=spec, settings=settings, plan=plan, pool=pool, registry=registry, app=app)
         ctx.add_readiness_check("database", lambda: _database_ready(pool))
         _add_health_routes(ctx)
@@ -414,13 +436,14 @@ async def _serve(spec: ServiceSpec[SettingsT], settings: SettingsT) -> int:
 
 
 async def _serve_web(spec: WebServiceSpec[WebSettingsT], settings: WebSettingsT) -> int:
-    registry = create_registry()
-    build_info(registry, service=spec.name, version=spec.version, instance_id=settings.instance_id)
-    ctx = WebContext(spec=spec, settings=settings, registry=registry, app=create_app(spec.name, spec.version))
-    _add_health_routes(ctx)
-    if spec.configure is not None:
-        await spec.configure(ctx)
-    return await _run(ctx)
+    async with _traced(spec, settings) as app:
+        registry = create_registry()
+        build_info(registry, service=spec.name, version=spec.version, instance_id=settings.instance_id)
+        ctx = WebContext(spec=spec, settings=settings, registry=registry, app=app)
+        _add_health_routes(ctx)
+        if spec.configure is not None:
+            await spec.configure(ctx)
+        return await _run(ctx)
 
 
 async def _migrate(spec: ServiceSpec[Any], settings: BaseServiceSettings) -> int:

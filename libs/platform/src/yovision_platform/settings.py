@@ -64,6 +64,9 @@ SECRET_FILE_MAX_BYTES = 64 * 1024
 PROCESSED_EVENTS_RETENTION_DAYS_DEFAULT = 60
 PROCESSED_EVENTS_RETENTION_DAYS_MAX = 3650
 OTHER_ACCESS_MODE_BITS = stat.S_IRWXO
+TRACING_ENDPOINT_MAX_CHARS = 512
+# Every new trace: the local stack and the tests follow each change; a busy deployment sets a lower ratio.
+TRACING_SAMPLING_RATIO_DEFAULT = 1.0
 POSTGRES_DSN_SCHEMES = frozenset({"postgresql", "postgres"})
 INSTANCE_ID_HOST_PART_MAX_CHARS = 48
 INSTANCE_ID_RANDOM_HEX_CHARS = 6
@@ -212,7 +215,12 @@ class BaseWebSettings(BaseSettings):
     ``P_INSTANCE_ID`` (default: generated per process), ``P_LOG_LEVEL``, ``P_METRICS_ENABLED``, and
     ``P_HTTP_TLS_CERT_FILE`` + ``P_HTTP_TLS_KEY_FILE`` (both or neither): the HTTP server then speaks TLS,
     with a PEM certificate chain and its PEM private key (a secret file), for a process reached across
-    hosts (Sense's signed push refuses plain HTTP to anything but loopback)."""
+    hosts (Sense's signed push refuses plain HTTP to anything but loopback).
+
+    Tracing (`yovision_platform.tracing`): ``P_TRACING_OTLP_ENDPOINT``, the OTLP/HTTP collector's base URL
+    (spans go to ``<it>/v1/traces``; http or https, no credentials in it; unset: tracing off), and
+    ``P_TRACING_SAMPLING_RATIO``, the share of new traces kept (0 to 1; a continued trace follows its
+    caller's decision)."""
 
     model_config = SettingsConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
@@ -223,6 +231,25 @@ class BaseWebSettings(BaseSettings):
     metrics_enabled: bool = True
     http_tls_cert_file: Path | None = None
     http_tls_key_file: Path | None = None
+    tracing_otlp_endpoint: str | None = None
+    tracing_sampling_ratio: float = Field(default=TRACING_SAMPLING_RATIO_DEFAULT, ge=0.0, le=1.0)
+
+    @field_validator("tracing_otlp_endpoint")
+    @classmethod
+    def _tracing_endpoint_is_a_base_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value)
+        if (
+            len(value) > TRACING_ENDPOINT_MAX_CHARS
+            or parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or parts.username is not None
+            or parts.query
+            or parts.fragment
+        ):
+            raise ValueError("must be an http(s) base URL without credentials, query or fragment")
+        return value
 
     @field_validator("http_host")
     @classmethod

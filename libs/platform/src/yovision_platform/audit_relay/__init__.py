@@ -16,6 +16,8 @@ Signing (headers, canonical string, skew, nonce receipts) is :mod:`yovision_plat
 from yovision_platform.audit_relay.batch import (
     BATCH_PATH,
     CONTRACT_NAME,
+    ITEM_TRACEPARENTS_HEADER,
+    ITEM_TRACEPARENTS_MAX_CHARS,
     MAX_BATCH_ITEMS,
     MAX_BODY_BYTES,
     MIN_BATCH_ITEMS,
@@ -24,6 +26,8 @@ from yovision_platform.audit_relay.batch import (
     BatchResult,
     ItemResult,
     ItemStatus,
+    item_traceparents_header,
+    parse_item_traceparents,
 )
 from yovision_platform.audit_relay.facts import (
     EVENT_TYPE,
@@ -45,6 +49,8 @@ __all__ = [
     "BATCH_PATH",
     "CONTRACT_NAME",
     "EVENT_TYPE",
+    "ITEM_TRACEPARENTS_HEADER",
+    "ITEM_TRACEPARENTS_MAX_CHARS",
     "MAX_BATCH_ITEMS",
     "MAX_BODY_BYTES",
     "MIN_BATCH_ITEMS",
@@ -64,5 +70,7 @@ __all__ = [
     "fact_document",
     "fact_from_audit_event",
     "fact_time",
+    "item_traceparents_header",
+    "parse_item_traceparents",
     "validate_item",
 ]

@@ -5,13 +5,22 @@ Bell builds its answers with these models and Sense reads them with the same con
 NaN/Infinity, not exactly ``{"items": [...]}``, 0 or more than 100 items) is refused as a whole with
 ``400`` and a stable code, because no item can be attributed. A malformed *item* only rejects that item;
 the other items of the batch are processed.
+
+Trace context (`yovision_platform.tracing`) travels beside the contract, not in it: the optional header
+``ITEM_TRACEPARENTS_HEADER`` lists ``<index>=<traceparent>`` pairs, comma-separated, for the items whose
+fact carries one. It is not part of the frozen v1 document (``schemas/openapi/sense-audit-relay-v1.json``)
+and the signature does not cover it: it can only join Bell's spans to a trace, never change what is stored
+or answered. Bell ignores the whole header when it is longer than ``ITEM_TRACEPARENTS_MAX_CHARS`` or any pair
+is malformed, and an index beyond the batch; it never refuses a request for it.
 """
 
 from __future__ import annotations
 
 import enum
 import json
+import re
 import uuid
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,6 +33,10 @@ MIN_BATCH_ITEMS = 1
 MAX_BATCH_ITEMS = 100
 MAX_BODY_BYTES = 1024 * 1024
 REQUEST_DEADLINE_SECONDS = 10.0
+ITEM_TRACEPARENTS_HEADER = "yovision-item-traceparents"
+_TRACEPARENT_V00_CHARS = 55
+ITEM_TRACEPARENTS_MAX_CHARS = MAX_BATCH_ITEMS * (len(f"{MAX_BATCH_ITEMS - 1}=,") + _TRACEPARENT_V00_CHARS)
+_ITEM_TRACEPARENT = re.compile(r"(0|[1-9][0-9]?)=(00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2})")
 
 
 class BatchErrorCode(enum.StrEnum):
@@ -133,3 +146,24 @@ def error_body(code: BatchErrorCode) -> bytes:
 def result_body(results: list[ItemResult]) -> bytes:
     document = BatchResult(contract=CONTRACT_NAME, results=results)
     return document.model_dump_json().encode("utf-8")
+
+
+def item_traceparents_header(traceparents: Mapping[int, str]) -> str:
+    """The header value for items' traceparents, by item index (version 00 only: what this code writes)."""
+    return ",".join(f"{index}={value}" for index, value in sorted(traceparents.items()))
+
+
+def parse_item_traceparents(value: str | None, item_count: int) -> dict[int, str]:
+    """The traceparents of a request's header, by item index; empty when absent, over-long or malformed.
+    Shape only: the trace context's own rules (an all-zero id, a reserved flag) are the propagator's."""
+    if not value or len(value) > ITEM_TRACEPARENTS_MAX_CHARS:
+        return {}
+    found: dict[int, str] = {}
+    for pair in value.split(","):
+        match = _ITEM_TRACEPARENT.fullmatch(pair)
+        if match is None:
+            return {}
+        index = int(match[1])
+        if index < item_count:
+            found[index] = match[2]
+    return found

@@ -37,6 +37,10 @@ from yovision_platform.tools.localhost import write_private_file
 
 __all__ = ["DEFAULT_ENVIRONMENT", "LOCAL_SERVICES", "Environment", "generate", "instance_name", "main"]
 
+# The stack's Jaeger (infra/scripts/stack/jaeger.sh, infra/jaeger/jaeger.yml): where `make up`'s services
+# send their spans. A named environment (the tests') sets its own, or none.
+STACK_OTLP_ENDPOINT = "http://127.0.0.1:14318"
+
 
 @dataclass(frozen=True)
 class LocalService:
@@ -258,6 +262,8 @@ def generate(local_dir: Path, environment: Environment = DEFAULT_ENVIRONMENT) ->
                 f"{p}STORAGE_DIR={local_dir / 'media'}",
                 f"{p}CAPABILITY_FILE={local_dir / 'run' / 'media-worker.capability'}",
             ]
+        if not environment.name and f"{p}TRACING_OTLP_ENDPOINT" not in environment.settings:
+            env_lines.append(f"{p}TRACING_OTLP_ENDPOINT={STACK_OTLP_ENDPOINT}")
         extra_lines, extra_files = _extra_secrets(local_dir, service, environment)
         env_lines += extra_lines
         env_lines += [

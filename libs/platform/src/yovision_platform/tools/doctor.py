@@ -26,8 +26,10 @@ Checks, each a list of findings (empty = healthy):
 - ``identity_provider``: the environment's OpenID provider (when it has one) is ready and its JWKS serves
   a signing key: without one, no access token of the environment verifies.
 - ``secrets``: any secret of the environment (every file in ``<env>/secrets``, the PostgreSQL admin DSN's
-  password, and what the caller adds) found in a service log, a ``/metrics`` page or a Kafka message
-  (key, value or header) of the environment's topics; and in the identity provider's log.
+  password, and what the caller adds) found in a service log, a ``/metrics`` page, a Kafka message
+  (key, value or header) of the environment's topics or a span of each service's latest
+  ``SPAN_SCAN_TRACES`` traces in the environment's Jaeger (when it has one); and in the identity
+  provider's log.
 
 Backlog, lag and replicas out of sync shrink on their own; ``--wait`` re-checks them until they are gone or
 the time is up.
@@ -95,6 +97,8 @@ MIN_SECRET_CHARS = 12
 KAFKA_TIMEOUT_SECONDS = 20.0
 READ_BATCH_TIMEOUT_MS = 1000
 HTTP_TIMEOUT_SECONDS = 5.0
+# The traces read per service for the secrets check: what the last minutes of a flow or of `make up` made.
+SPAN_SCAN_TRACES = 200
 WAIT_POLL_SECONDS = 0.5
 CONSUMER_STALL_SECONDS = 30
 MAX_DETAIL_CHARS = 200
@@ -405,6 +409,23 @@ async def _secrets_in_logs_and_metrics(
     return findings
 
 
+async def _secrets_in_spans(
+    query_url: str, configs: Sequence[ServiceConfig], needles: Sequence[bytes]
+) -> list[Finding]:
+    """Each service's latest traces as Jaeger's query API serves them (names, attributes, events)."""
+    findings: list[Finding] = []
+    async with httpx.AsyncClient(base_url=query_url, timeout=HTTP_TIMEOUT_SECONDS) as http:
+        for config in configs:
+            params = {"service": config.service.name, "limit": str(SPAN_SCAN_TRACES), "lookback": "1h"}
+            try:
+                page = (await http.get("/api/traces", params=params)).content
+            except httpx.HTTPError:
+                return findings  # no trace store running: nothing to read
+            if hits := _scan(page, needles):
+                findings.append(Finding("secrets", config.service.name, "secret(s) in spans", hits))
+    return findings
+
+
 async def _environment_topics(stack: LocalStack, prefixes: set[str]) -> list[str]:
     """The topics of the environment's Kafka prefixes (Kafka's internal topics left out)."""
     admin = admin_client(stack.kafka_bootstrap, client_id="yovision-doctor")
@@ -560,6 +581,8 @@ async def examine(
         )
         report.findings += await _secrets_in_logs_and_metrics(env_dir, configs, needles)
         report.findings += await _secrets_in_events(stack, prefixes, needles)
+        if stack.jaeger_query_url is not None:
+            report.findings += await _secrets_in_spans(stack.jaeger_query_url, configs, needles)
     return report
 
 

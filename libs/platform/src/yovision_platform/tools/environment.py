@@ -60,6 +60,7 @@ from yovision_platform.tools.devsecrets import (
     instance_name,
 )
 from yovision_platform.tools.hydra import drop_database_role
+from yovision_platform.tools.jaeger import PrivateJaeger, private_jaeger
 from yovision_platform.tools.localhost import free_port
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox
 
@@ -121,6 +122,7 @@ class LocalEnvironment:
     media_servers: dict[str, MediaMtxSandbox]
     kafka_bootstrap: str  # the stack's broker, or the private cluster the environment was made on
     services: dict[str, ServiceHandle] = field(default_factory=dict)
+    jaeger: PrivateJaeger | None = None  # where the services send their spans, when traced
 
     @property
     def mediamtx(self) -> MediaMtxSandbox:
@@ -332,6 +334,7 @@ async def local_environment(
     media_servers: Sequence[str] = ("default",),
     instances: int = 1,
     kafka_bootstrap: str | None = None,
+    traced: bool = False,
 ) -> AsyncIterator[LocalEnvironment]:
     """Make, start and finally remove the environment ``name`` in the empty folder ``root``.
 
@@ -340,8 +343,9 @@ async def local_environment(
     ``media_servers``: the ids of the environment's MediaMTX servers, one private process each; the first is
     the default of new sites. ``instances``: processes per service (instance i >= 2 is ``<service>@i``, its
     own free port; ``services``, ``url``, ``pid``, ``kill`` and ``start`` take instance names too).
-    ``kafka_bootstrap``: another Kafka than the stack's (a private cluster). The stack (PostgreSQL, Kafka)
-    must be running."""
+    ``kafka_bootstrap``: another Kafka than the stack's (a private cluster). ``traced``: a private Jaeger
+    (`yovision_platform.tools.jaeger`) receives every service's spans (``environment.jaeger``). The stack
+    (PostgreSQL, Kafka) must be running."""
     if not media_servers:
         raise ValueError("an environment needs at least one MediaMTX server")
     if not name:
@@ -350,12 +354,19 @@ async def local_environment(
     root.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, before anything runs
     every_instance = [instance_name(s.name, i) for s in LOCAL_SERVICES for i in range(1, instances + 1)]
     ports = {instance: free_port() for instance in every_instance}
-    definition = environment_definition(
-        name, ports, settings, identity_ports=(free_port(), free_port()), instances=instances
-    )
     bootstrap = kafka_bootstrap or stack.kafka_bootstrap
     binary = stack_dir / "bin" / "mediamtx"
     async with contextlib.AsyncExitStack() as cleanup:
+        jaeger = None
+        if traced:
+            jaeger = cleanup.enter_context(private_jaeger(root / "jaeger", label=f"{name}-jaeger"))
+            settings = {
+                **{f"{s.env_prefix}TRACING_OTLP_ENDPOINT": jaeger.otlp_http_url for s in LOCAL_SERVICES},
+                **(settings or {}),
+            }
+        definition = environment_definition(
+            name, ports, settings, identity_ports=(free_port(), free_port()), instances=instances
+        )
         servers = {
             server_id: await cleanup.enter_async_context(
                 mediamtx_sandbox(binary, root, label=f"{name}-{server_id}")
@@ -370,7 +381,8 @@ async def local_environment(
             f"YOVISION_PG_ADMIN_DSN_FILE={stack.admin_dsn_file}\n"
             f"YOVISION_KAFKA_BOOTSTRAP={bootstrap}\n"
             f"YOVISION_MEDIAMTX_API_URL={next(iter(servers.values())).url}\n"
-            f"YOVISION_MEDIA_SERVERS={shlex.quote(json.dumps(registrations))}\n",
+            f"YOVISION_MEDIA_SERVERS={shlex.quote(json.dumps(registrations))}\n"
+            + (f"YOVISION_JAEGER_QUERY_URL={jaeger.query_url}\n" if jaeger is not None else ""),
             encoding="utf-8",
         )
         python = sys.executable
@@ -390,7 +402,7 @@ async def local_environment(
             "--instances",
             str(instances),
         )
-        environment = LocalEnvironment(root, definition, stack, servers, bootstrap)
+        environment = LocalEnvironment(root, definition, stack, servers, bootstrap, jaeger=jaeger)
         for service in LOCAL_SERVICES:
             for i in range(1, instances + 1):
                 environment.services[instance_name(service.name, i)] = ServiceHandle(

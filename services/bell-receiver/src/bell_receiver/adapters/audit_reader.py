@@ -13,7 +13,7 @@ from yovision_platform.db import Identifier
 
 _COLUMNS = (
     "id, source_system, event_id, event_type, action, actor, tenant_id, site_id, device_id, occurred_at, "
-    "received_at, channel, payload, payload_digest AS digest"
+    "received_at, channel, payload, payload_digest AS digest, trace_id"
 )
 _EQUALS = ("source_system", "event_type", "device_id", "actor")
 

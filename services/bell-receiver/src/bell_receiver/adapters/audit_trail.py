@@ -27,13 +27,13 @@ class PostgresAuditTrail:
             WITH inserted AS (
                 INSERT INTO {s}.audit_events
                        (source_system, event_id, event_type, action, actor, tenant_id, site_id, device_id,
-                        occurred_at, channel, payload, payload_digest)
+                        occurred_at, channel, payload, payload_digest, trace_id)
                 SELECT r.source_system, r.event_id, r.event_type, r.action, r.actor, r.tenant_id, r.site_id,
-                       r.device_id, r.occurred_at, $2, r.payload, decode(r.digest, 'hex')
+                       r.device_id, r.occurred_at, $2, r.payload, decode(r.digest, 'hex'), r.trace_id
                   FROM jsonb_to_recordset($1::jsonb) AS r(
                        source_system text, event_id uuid, event_type text, action text, actor text,
                        tenant_id text, site_id text, device_id text, occurred_at timestamptz, payload jsonb,
-                       digest text)
+                       digest text, trace_id text)
                 ON CONFLICT (source_system, event_id) DO NOTHING
                 RETURNING event_id
             )

@@ -11,7 +11,7 @@ import enum
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -57,6 +57,8 @@ class AuditRow:
     occurred_at: datetime
     payload: Mapping[str, Any]
     digest: bytes
+    # The trace the row was stored in (not part of the fact: the digest ignores it).
+    trace_id: str | None = field(default=None, kw_only=True)
 
 
 def check_appendable(rows: Sequence[AuditRow]) -> None:

@@ -49,6 +49,11 @@ class AuditEvent(BaseModel):
     received_at: datetime
     channel: str = Field(description="http_relay | kafka")
     fact: dict[str, Any] = Field(description="The stored, redacted fact (field names, never secret values).")
+    trace_id: str | None = Field(
+        description="The trace the row was stored in (32 lowercase hex; its spans in the trace store), or "
+        "null when none came with the event.",
+        pattern="^[0-9a-f]{32}$",
+    )
 
     @classmethod
     def of(cls, row: StoredAuditEvent) -> AuditEvent:

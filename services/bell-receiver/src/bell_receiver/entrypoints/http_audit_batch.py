@@ -35,12 +35,15 @@ from bell_receiver.service_layer.metrics import BellMetrics, RequestOutcome
 from yovision_platform.audit_relay.batch import (
     BATCH_PATH,
     CONTRACT_NAME,
+    ITEM_TRACEPARENTS_HEADER,
+    MAX_BATCH_ITEMS,
     MAX_BODY_BYTES,
     REQUEST_DEADLINE_SECONDS,
     BatchErrorCode,
     BatchResult,
     ErrorBody,
     error_body,
+    parse_item_traceparents,
 )
 from yovision_platform.errors import SignatureError
 from yovision_platform.signing import (
@@ -187,7 +190,11 @@ def install_audit_batch_route(
             raise BatchUnauthorized from None
         try:
             async with asyncio.timeout_at(deadline):
-                answered = await receiver.receive(verified, body)
+                answered = await receiver.receive(
+                    verified,
+                    body,
+                    parse_item_traceparents(request.headers.get(ITEM_TRACEPARENTS_HEADER), MAX_BATCH_ITEMS),
+                )
         except TimeoutError:
             raise BatchDeadlineExceeded from None
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as failure:

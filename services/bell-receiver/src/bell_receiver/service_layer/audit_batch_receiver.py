@@ -4,14 +4,22 @@ Everything happens in one unit of work: the nonce receipt is locked and looked u
 the new facts appended and the answer stored as the receipt, so a retried request either finds its receipt
 (and gets the original bytes) or finds nothing written at all. Concurrent requests with one (key id,
 nonce) are serialized by the receipt lock.
+
+Each item whose traceparent came with the request (`yovision_platform.audit_relay.batch`, outside the
+signature) is stored with that trace's id and gets an "audit store" span in it.
 """
 
 from __future__ import annotations
 
 import enum
+import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from opentelemetry.context import Context
+from opentelemetry.trace import SpanKind
 
 from bell_receiver.domain.audit import AppendOutcome, Channel, fact_row
 from bell_receiver.domain.errors import InvalidBatch, ReplayConflict
@@ -22,8 +30,16 @@ from yovision_platform.audit_relay import batch
 from yovision_platform.audit_relay.batch import ItemResult, ItemStatus
 from yovision_platform.audit_relay.facts import ItemRejectCode, RejectedItem, ValidFact, validate_item
 from yovision_platform.signing import VerifiedRequest
+from yovision_platform.tracing import (
+    TRACEPARENT_HEADER,
+    context_from_headers,
+    record_span,
+    trace_id_of,
+    tracer,
+)
 
 HTTP_OK = 200
+_tracer = tracer(__name__)
 
 
 class AnswerKind(enum.StrEnum):
@@ -46,13 +62,30 @@ def _rejected(index: int, code: ItemRejectCode, event_id: uuid.UUID | None) -> I
     return ItemResult(index=index, status=ItemStatus.REJECTED, event_id=event_id, code=code)
 
 
+def _record_store_spans(contexts: Mapping[uuid.UUID, Context], started_ns: int) -> None:
+    ended_ns = time.time_ns()
+    for event_id, context in contexts.items():
+        record_span(
+            _tracer,
+            "audit store",
+            parent=context,
+            kind=SpanKind.CONSUMER,
+            start_ns=started_ns,
+            end_ns=ended_ns,
+            attributes={"yovision.event_id": str(event_id), "yovision.channel": Channel.HTTP_RELAY.value},
+        )
+
+
 class AuditBatchReceiver:
     def __init__(self, uow: UnitOfWorkFactory, metrics: BellMetrics) -> None:
         self._uow = uow
         self._metrics = metrics
 
-    async def receive(self, verified: VerifiedRequest, body: bytes) -> BatchAnswer:
-        """The answer to a verified request; `ReplayConflict` when its nonce answered another request."""
+    async def receive(
+        self, verified: VerifiedRequest, body: bytes, traceparents: Mapping[int, str] | None = None
+    ) -> BatchAnswer:
+        """The answer to a verified request; `ReplayConflict` when its nonce answered another request.
+        `traceparents`: the items' trace contexts by index (never part of the answer)."""
         digest = bytes.fromhex(verified.request_digest_hex)
         async with self._uow() as uow:
             await uow.receipts.lock(verified.key_id, verified.nonce)
@@ -68,20 +101,30 @@ class AuditBatchReceiver:
                     InvalidBatch.status, batch.error_body(error.code), AnswerKind.INVALID_BATCH
                 )
             else:
-                results = await self._append(uow.audit_trail, items)
+                results = await self._append(uow.audit_trail, items, traceparents or {})
                 answer = BatchAnswer(HTTP_OK, batch.result_body(results), AnswerKind.PROCESSED, results)
             receipt = Receipt(digest, answer.status, answer.body)
             await uow.receipts.store(verified.key_id, verified.nonce, receipt)
         self._count_items(answer.results)
         return answer
 
-    async def _append(self, trail: AuditTrailStore, items: list[object]) -> list[ItemResult]:
+    async def _append(
+        self, trail: AuditTrailStore, items: list[object], traceparents: Mapping[int, str]
+    ) -> list[ItemResult]:
         checked = [validate_item(item) for item in items]
         firsts: dict[uuid.UUID, ValidFact] = {}  # the first valid item of each event id, in input order
-        for item in checked:
-            if isinstance(item, ValidFact):
-                firsts.setdefault(item.event_id, item)
-        appended = await trail.append([fact_row(f) for f in firsts.values()], Channel.HTTP_RELAY)
+        contexts: dict[uuid.UUID, Context] = {}  # and the trace context that came with it
+        for index, item in enumerate(checked):
+            if isinstance(item, ValidFact) and item.event_id not in firsts:
+                firsts[item.event_id] = item
+                if index in traceparents:
+                    contexts[item.event_id] = context_from_headers(
+                        [(TRACEPARENT_HEADER, traceparents[index])]
+                    )
+        rows = [replace(fact_row(f), trace_id=trace_id_of(contexts.get(f.event_id))) for f in firsts.values()]
+        started_ns = time.time_ns()
+        appended = await trail.append(rows, Channel.HTTP_RELAY)
+        _record_store_spans(contexts, started_ns)
         answers = dict(zip(firsts, zip(firsts.values(), appended, strict=True), strict=True))
         results: list[ItemResult] = []
         for index, item in enumerate(checked):

@@ -9,6 +9,8 @@ push (Sense's DeviceAuditRecorded) is recognised: same canonical digest = alread
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bell_receiver.domain.audit import AppendOutcome, AuditRow, Channel, fact_row, generic_row
 from bell_receiver.domain.inbox import KIND_WATCHER_DISABLED, NewNotification
 from bell_receiver.service_layer.metrics import BellMetrics, IngestOutcome
@@ -68,8 +70,9 @@ class EventIngest:
         return EventRejected(outcome.value)
 
     async def handle(self, uow: BellUnitOfWork, event: InboundEvent) -> None:
-        """Store one new event in `uow` (the consumer's transaction); `EventRejected` writes nothing."""
-        row = self._row_for(event)
+        """Store one new event in `uow` (the consumer's transaction), with the trace it came in;
+        `EventRejected` writes nothing."""
+        row = replace(self._row_for(event), trace_id=event.trace_id)
         async with uow:
             [result] = await uow.audit_trail.append([row], Channel.KAFKA)
             if result.outcome is AppendOutcome.OTHER_DIGEST:

@@ -112,6 +112,7 @@ class _JobRow:
     attempt: int = 0
     error_code: str | None = None
     lease: Lease | None = None
+    trace_parent: str | None = None
 
 
 @dataclass
@@ -275,13 +276,13 @@ class InMemoryJobs(_Rows):
             raise LeaseLost()
         return row
 
-    async def add(self, material_id: uuid.UUID) -> uuid.UUID:
+    async def add(self, material_id: uuid.UUID, *, trace_parent: str | None = None) -> uuid.UUID:
         if material_id not in self._tables.materials:
             raise ValueError("no such material")
         if any(row.material_id == material_id for row in self._tables.jobs.values()):
             raise ValueError("the material has a job")
         job_id = uuid.uuid4()
-        self._tables.jobs[job_id] = _JobRow(job_id, material_id, self._clock())
+        self._tables.jobs[job_id] = _JobRow(job_id, material_id, self._clock(), trace_parent=trace_parent)
         return job_id
 
     async def claim(self, owner: str, lease_seconds: float) -> ClaimedJob | None:
@@ -295,7 +296,7 @@ class InMemoryJobs(_Rows):
             return None
         row = min(due, key=lambda r: r.created_at)
         row.lease = Lease(owner, uuid.uuid4(), now + timedelta(seconds=lease_seconds))
-        return ClaimedJob(row.job_id, row.material_id, row.lease)
+        return ClaimedJob(row.job_id, row.material_id, row.lease, row.trace_parent)
 
     async def start(self, job_id: uuid.UUID, lease: Lease) -> int:
         row = self._current(job_id, lease)

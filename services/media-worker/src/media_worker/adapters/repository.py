@@ -77,6 +77,7 @@ def _session_of(row: Row) -> UploadSession:
         content_type=row["content_type"],
         received=frozenset(row["received"]),
         state=SessionState(row["state"]),
+        trace_parent=row["trace_parent"],
     )
 
 
@@ -195,8 +196,8 @@ class PostgresSessions:
         return await self._one(
             f"""INSERT INTO {self._table}
                   (id, owner_subject, upload_key, title, content_type, total_bytes, chunk_bytes, chunk_count,
-                   material_id)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                   material_id, trace_parent)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
                 ON CONFLICT (owner_subject, upload_key) DO NOTHING RETURNING *""",
             session.session_id,
             session.owner,
@@ -207,6 +208,7 @@ class PostgresSessions:
             session.layout.chunk_bytes,
             session.layout.chunk_count,
             session.material_id,
+            session.trace_parent,
         )
 
     async def add_received(self, session_id: uuid.UUID, index: int) -> None:
@@ -260,10 +262,13 @@ class PostgresJobs:
         self._materials = tables.materials
         self._leases = tables.job_leases
 
-    async def add(self, material_id: uuid.UUID) -> uuid.UUID:
+    async def add(self, material_id: uuid.UUID, *, trace_parent: str | None = None) -> uuid.UUID:
         job_id = uuid.uuid4()
         await self._conn.execute(
-            f"INSERT INTO {self._table} (id, material_id) VALUES ($1, $2)", job_id, material_id
+            f"INSERT INTO {self._table} (id, material_id, trace_parent) VALUES ($1, $2, $3)",
+            job_id,
+            material_id,
+            trace_parent,
         )
         return job_id
 
@@ -275,11 +280,12 @@ class PostgresJobs:
             limit=1,
             due_condition="state IN ('pending', 'running')",
             order_by="created_at",
-            returning=("material_id",),
+            returning=("material_id", "trace_parent"),
         )
         if not claimed:
             return None
-        return ClaimedJob(claimed[0].row_id, claimed[0].row["material_id"], claimed[0].lease)
+        row = claimed[0].row
+        return ClaimedJob(claimed[0].row_id, row["material_id"], claimed[0].lease, row["trace_parent"])
 
     async def start(self, job_id: uuid.UUID, lease: Lease) -> int:
         attempt = await self._conn.fetchval(

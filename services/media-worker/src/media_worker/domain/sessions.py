@@ -28,6 +28,7 @@ class UploadSession:
     content_type: str | None = None
     received: frozenset[int] = frozenset()
     state: SessionState = SessionState.OPEN
+    trace_parent: str | None = None  # the W3C context of the request that opened it
 
     @property
     def missing(self) -> list[int]:

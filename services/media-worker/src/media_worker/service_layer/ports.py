@@ -52,6 +52,7 @@ class ClaimedJob:
     job_id: uuid.UUID
     material_id: uuid.UUID
     lease: Lease
+    trace_parent: str | None = None  # the W3C context of the work that queued the job
 
 
 @dataclass(frozen=True)
@@ -136,8 +137,8 @@ class SessionStore(Protocol):
 
 
 class JobStore(Protocol):
-    async def add(self, material_id: uuid.UUID) -> uuid.UUID:
-        """The material's one transcode job, pending; its id."""
+    async def add(self, material_id: uuid.UUID, *, trace_parent: str | None = None) -> uuid.UUID:
+        """The material's one transcode job, pending; its id. Its transcode continues `trace_parent`."""
         ...
 
     async def claim(self, owner: str, lease_seconds: float) -> ClaimedJob | None:

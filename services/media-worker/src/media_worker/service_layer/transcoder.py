@@ -37,10 +37,12 @@ from media_worker.service_layer.ports import (
 from media_worker.service_layer.recovery import AttemptRecovery
 from yovision_platform.db import STORE_ERRORS
 from yovision_platform.errors import LeaseLost
+from yovision_platform.tracing import TRACEPARENT_HEADER, context_from_headers, tracer
 
 __all__ = ["JOB_LEASE_SECONDS", "RESCAN_SECONDS", "TranscodeWorker", "WorkerTiming"]
 
 log = logging.getLogger(__name__)
+_tracer = tracer(__name__)
 
 JOB_LEASE_SECONDS = 30.0
 HEARTBEAT_FRACTION = 3  # renew every lease/3
@@ -190,6 +192,15 @@ class TranscodeWorker:
             await uow.materials.back_to_pending(claimed.material_id)
 
     async def _execute_locked(self, claimed: ClaimedJob, stop: asyncio.Event) -> None:
+        """The transcode, in a span of the trace of the work that queued the job (the upload)."""
+        with _tracer.start_as_current_span(
+            "transcode",
+            context=context_from_headers([(TRACEPARENT_HEADER, claimed.trace_parent or "")]),
+            attributes={"yovision.material_id": str(claimed.material_id)},
+        ):
+            await self._transcode(claimed, stop)
+
+    async def _transcode(self, claimed: ClaimedJob, stop: asyncio.Event) -> None:
         job_id, material_id, lease = claimed.job_id, claimed.material_id, claimed.lease
         started = time.monotonic()
         try:

@@ -17,7 +17,10 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+
+from opentelemetry.trace import Span
 
 from media_worker.domain.errors import (
     ChunkSlotsBusy,
@@ -35,9 +38,11 @@ from media_worker.domain.sessions import SessionState, UploadSession
 from media_worker.service_layer.activity import Activity
 from media_worker.service_layer.events import EventWriter
 from media_worker.service_layer.ports import ChunkTarget, MediaLocks, Storage, StoredFile, UnitOfWorkFactory
+from yovision_platform.tracing import TRACEPARENT_HEADER, context_from_headers, current_traceparent, tracer
 
 __all__ = ["MERGE_STALE_SECONDS", "InitOutcome", "UploadService"]
 
+_tracer = tracer(__name__)
 MERGE_STALE_SECONDS = 900.0  # a `merging` session untouched this long was abandoned by a dead instance
 
 
@@ -76,7 +81,7 @@ class UploadService:
     ) -> None:
         async with self._uow() as uow:
             await uow.materials.add(material)
-            await uow.jobs.add(material.material_id)
+            await uow.jobs.add(material.material_id, trace_parent=current_traceparent())
             await self._events.emit(
                 uow.outbox,
                 "MaterialUploaded",
@@ -144,7 +149,16 @@ class UploadService:
             if existing is None:
                 self.limits.check_init_free_space(total_bytes, self._storage.free_bytes())
                 inserted = await uow.sessions.add(
-                    UploadSession(uuid.uuid4(), owner, upload_key, layout, uuid.uuid4(), title, content_type)
+                    UploadSession(
+                        uuid.uuid4(),
+                        owner,
+                        upload_key,
+                        layout,
+                        uuid.uuid4(),
+                        title,
+                        content_type,
+                        trace_parent=current_traceparent(),
+                    )
                 )
                 # None: a concurrent init of the same key won the insert; this one resumes it
                 existing = inserted or await uow.sessions.find(owner, upload_key)
@@ -176,7 +190,7 @@ class UploadService:
             raise UploadConflict("upload_not_open")
         if index in session.received and self._storage.has_chunk(session_id, index):
             return session  # a retried chunk that already landed
-        with self._activity.upload():
+        with _in_trace_of(session, "upload chunk"), self._activity.upload():
             try:
                 await asyncio.wait_for(self._chunk_slots.acquire(), self.limits.chunk_slot_wait_seconds)
             except TimeoutError:
@@ -195,7 +209,7 @@ class UploadService:
             return session.material_id
         if session.missing:
             raise UploadConflict("upload_incomplete")
-        with self._activity.merge():
+        with _in_trace_of(session, "upload complete"), self._activity.merge():
             async with self._merge_slot, self._locks.merge_slot() as held:
                 if not held:  # another instance merges: retry later, `complete` is idempotent
                     raise MergeInProgress()
@@ -236,6 +250,16 @@ class UploadService:
             session.content_type,
         )
         await self._record_material(material, merged_session=session.session_id)
+
+
+def _in_trace_of(session: UploadSession, name: str) -> AbstractContextManager[Span]:
+    """A span of the session's own trace (the one its first request started): each chunk and the merge of
+    one upload are in one trace, whatever trace their own requests carry."""
+    return _tracer.start_as_current_span(
+        name,
+        context=context_from_headers([(TRACEPARENT_HEADER, session.trace_parent or "")]),
+        attributes={"yovision.material_id": str(session.material_id)},
+    )
 
 
 def _new_material(

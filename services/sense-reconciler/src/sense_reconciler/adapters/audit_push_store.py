@@ -62,7 +62,7 @@ class PostgresAuditPushStore:
         self._pool = pool
         self.cursors = ShardCursors(schema, OUTBOX_TABLE, owner, lease_seconds=lease_seconds)
         s = schema.quoted
-        self.windows = OutboxWindows(f"{s}.{OUTBOX_TABLE}", FACT_COLUMNS, sharded=False)
+        self.windows = OutboxWindows(f"{s}.{OUTBOX_TABLE}", (*FACT_COLUMNS, "trace_parent"), sharded=False)
         columns = ", ".join(FACT_COLUMNS)
         self._dead_letter_sql = f"""
             INSERT INTO {s}.device_operation_dead_letters (outbox_id, {columns}, error_code)

@@ -31,6 +31,7 @@ from sense_reconciler.domain.records import (
     StoredSource,
 )
 from yovision_platform.db import DbConnection, Identifier
+from yovision_platform.tracing import current_traceparent
 
 __all__ = ["PostgresDeviceStore", "PostgresSiteStore"]
 
@@ -205,25 +206,28 @@ class PostgresDeviceStore:
 
     async def insert_due_row(self, device_id: uuid.UUID, partition: int, media_server_id: str) -> None:
         await self._conn.execute(
-            f"INSERT INTO {self._s}.reconcile_state (device_id, partition, media_server_id) "
-            "VALUES ($1, $2, $3)",
+            f"INSERT INTO {self._s}.reconcile_state (device_id, partition, media_server_id, trace_parent) "
+            "VALUES ($1, $2, $3, $4)",
             device_id,
             partition,
             media_server_id,
+            current_traceparent(),
         )
 
     async def mark_due(
         self, device_id: uuid.UUID, media_server_id: str, *, replace_due: bool = False
     ) -> None:
-        """A running lease keeps going (fenced); its completion cannot record the new generation."""
+        """A running lease keeps going (fenced); its completion cannot record the new generation. The
+        reconcile it causes continues the current trace."""
         await self._conn.execute(
             f"UPDATE {self._s}.reconcile_state SET desired_generation = desired_generation + 1, "
             "status = 'pending', attempts = 0, next_attempt_at = now(), media_server_id = $2, "
-            "replace_due = replace_due OR $3 "
+            "replace_due = replace_due OR $3, trace_parent = $4 "
             "WHERE device_id = $1",
             device_id,
             media_server_id,
             replace_due,
+            current_traceparent(),
         )
 
     async def reconcile_state(self, device_id: uuid.UUID) -> ReconcileState | None:
@@ -246,8 +250,8 @@ class PostgresDeviceStore:
         device = fact.device
         occurred_at: datetime = await self._conn.fetchval(
             f"INSERT INTO {self._s}.device_operation_outbox (event_id, fact_version, action, actor, "
-            "device_id, tenant_id, site_id, changed_fields, config_version, occurred_at) "
-            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, date_trunc('milliseconds', now())) "
+            "device_id, tenant_id, site_id, changed_fields, config_version, occurred_at, trace_parent) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, date_trunc('milliseconds', now()), $10) "
             "RETURNING occurred_at",
             fact.event_id,
             fact.fact_version,
@@ -258,5 +262,6 @@ class PostgresDeviceStore:
             device.site_id,
             list(fact.changed_fields),
             device.config_version,
+            current_traceparent(),
         )
         return occurred_at

@@ -47,6 +47,7 @@ from yovision_platform.leases import Lease
 from yovision_platform.mediamtx import MediaMtxError
 from yovision_platform.outbox_windows import WindowPosition
 from yovision_platform.shard_cursors import MAX_BACKOFF_EXPONENT, CursorFenced, ShardLease
+from yovision_platform.tracing import current_traceparent
 from yovision_platform.unit_of_work import InMemoryOutbox, InMemoryUnitOfWork
 
 __all__ = [
@@ -329,6 +330,7 @@ class MemoryDeviceStore(_OnDatabase):
                 changed_fields=tuple(fact.changed_fields),
                 config_version=device.config_version,
                 occurred_at=occurred_at,
+                trace_parent=current_traceparent(),
             )
         )
         return occurred_at

@@ -112,7 +112,7 @@ class PostgresReconcileStore:
             ), device AS (
                 SELECT d.id, d.tenant_id, d.site_id, d.path_name, d.desired_state, d.media_server_id,
                        d.source_uri, d.source_uri_ciphertext, s.desired_generation, r.lease_expires_at,
-                       s.replace_due
+                       s.replace_due, s.trace_parent
                   FROM {self._s}.devices d
                   JOIN renewed r ON r.device_id = d.id
                   JOIN {self._s}.reconcile_state s ON s.device_id = d.id
@@ -148,6 +148,7 @@ class PostgresReconcileStore:
             placements=frozenset(row["placements"]),
             placed_now=bool(row["placed_now"]),
             replace_due=row["replace_due"],
+            trace_parent=row["trace_parent"],
         )
 
     async def renew(self, item: WorkItem, lease: Lease, *, lease_seconds: float) -> Lease:
@@ -177,7 +178,7 @@ class PostgresReconcileStore:
         status = await self._conn.execute(
             f"""
             UPDATE {self._s}.reconcile_state AS r
-               SET desired_generation = r.desired_generation + 1, next_attempt_at = now()
+               SET desired_generation = r.desired_generation + 1, next_attempt_at = now(), trace_parent = NULL
               FROM (SELECT device_id FROM {self._s}.reconcile_state
                      WHERE partition = ANY($1::int[]) AND status = 'converged'
                        AND observed_generation >= desired_generation

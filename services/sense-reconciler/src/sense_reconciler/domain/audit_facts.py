@@ -41,6 +41,8 @@ class OutboxFact:
     changed_fields: Sequence[str]
     config_version: int
     occurred_at: datetime
+    # Not part of the fact: the W3C context of the change it reports, which the push continues.
+    trace_parent: str | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> OutboxFact:
@@ -56,6 +58,7 @@ class OutboxFact:
             changed_fields=tuple(row["changed_fields"]),
             config_version=row["config_version"],
             occurred_at=row["occurred_at"],
+            trace_parent=row["trace_parent"],
         )
 
 

@@ -92,7 +92,8 @@ class WorkItem:
     `placements`: every server the path may be configured on (for an enabled device, its own server is
     among them: the renewal recorded it); `placed_now`: that record was made by this renewal, i.e. Sense
     never configured the path on its server before; `replace_due`: the device's source URI changed
-    since the last completion (MediaMTX's configuration of the path differs: no need to read it first)."""
+    since the last completion (MediaMTX's configuration of the path differs: no need to read it first);
+    `trace_parent`: the W3C context of the change that made the device due, which the reconcile continues."""
 
     device_id: uuid.UUID
     tenant_id: str
@@ -106,6 +107,7 @@ class WorkItem:
     placements: frozenset[str]
     placed_now: bool
     replace_due: bool
+    trace_parent: str | None = None
 
     def __repr__(self) -> str:
         return f"WorkItem(device_id={self.device_id}, generation={self.generation}, source=<redacted>)"

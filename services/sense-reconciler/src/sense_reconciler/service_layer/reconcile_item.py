@@ -58,8 +58,10 @@ from yovision_platform.events import build_event
 from yovision_platform.leases import Lease
 from yovision_platform.mediamtx import MediaMtxError
 from yovision_platform.outbox import OutboxMessage
+from yovision_platform.tracing import TRACEPARENT_HEADER, context_from_headers, tracer
 
 log = logging.getLogger(__name__)
+_tracer = tracer(__name__)
 
 T = TypeVar("T")
 NOT_REGISTERED = "media_server_not_registered"
@@ -143,6 +145,22 @@ class ItemReconciler:
         except LeaseLost:
             log.info("lease lost before reconcile", extra={"partition": item.partition})
             return ItemResult.LEASE_LOST
+        with _tracer.start_as_current_span(
+            "reconcile",
+            context=context_from_headers(
+                [(TRACEPARENT_HEADER, work.trace_parent)] if work.trace_parent else ()
+            ),
+            attributes={
+                "yovision.device_id": str(work.device_id),
+                "yovision.media_server_id": work.media_server_id,
+                "yovision.desired_state": work.desired_state,
+            },
+        ) as span:
+            result = await self._converge(item, work)
+            span.set_attribute("yovision.outcome", result.value)
+            return result
+
+    async def _converge(self, item: ClaimedItem, work: WorkItem) -> ItemResult:
         clock = _LeaseClock(
             work.lease,
             self._lease_seconds,

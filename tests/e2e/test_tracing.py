@@ -1,0 +1,136 @@
+"""One trace per change, across processes: Sense's API, its outbox and relay, its reconcile and MediaMTX
+call, the audit push and Bell's store, read back from the environment's Jaeger; and what a bad
+``traceparent`` gets (a new trace, never an error)."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import Witness, camera_source, client, device_body, eventually, user_token
+from yovision_platform.tools.environment import LocalEnvironment
+from yovision_platform.tools.jaeger import PrivateJaeger
+
+TRACE_TIMEOUT_SECONDS = 60.0
+
+
+def new_traceparent() -> tuple[str, str]:
+    trace_id = secrets.token_hex(16)
+    return trace_id, f"00-{trace_id}-{secrets.token_hex(8)}-01"
+
+
+def jaeger_of(env: LocalEnvironment) -> PrivateJaeger:
+    assert env.jaeger is not None, "the e2e environment is traced"
+    return env.jaeger
+
+
+def spans_by_service(trace: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    processes = {key: process["serviceName"] for key, process in trace["processes"].items()}
+    found: dict[str, list[dict[str, Any]]] = {}
+    for span in trace["spans"]:
+        found.setdefault(processes[span["processID"]], []).append(span)
+    return found
+
+
+def kind_of(span: dict[str, Any]) -> str | None:
+    return next((tag["value"] for tag in span["tags"] if tag["key"] == "span.kind"), None)
+
+
+async def trace_with(
+    env: LocalEnvironment, trace_id: str, wanted: dict[str, set[str]]
+) -> dict[str, list[dict[str, Any]]] | None:
+    """The trace's spans by service once every service of `wanted` has spans of all its operations."""
+    async with httpx.AsyncClient(base_url=jaeger_of(env).query_url, timeout=10.0) as http:
+        response = await http.get(f"/api/traces/{trace_id}")
+    if response.status_code != httpx.codes.OK:
+        return None
+    data = response.json().get("data") or []
+    if not data:
+        return None
+    found = spans_by_service(data[0])
+    for service, operations in wanted.items():
+        if not operations <= {span["operationName"] for span in found.get(service, [])}:
+            return None
+    return found
+
+
+def new_device(witness: Witness, camera_host: str) -> dict[str, Any]:
+    site, path = f"site-{uuid.uuid4().hex[:6]}", f"traced-{uuid.uuid4().hex[:8]}"
+    return device_body("tenant-traced", site, path, camera_source(witness, camera_host))
+
+
+async def audit_row(env: LocalEnvironment, witness: Witness, device_id: str) -> dict[str, Any] | None:
+    token = await user_token(env, "bell-receiver", "e2e-auditor", "bell:audit-read")
+    witness.secrets.add(token)
+    async with client(env.url("bell-receiver"), witness, {"Authorization": f"Bearer {token}"}) as bell:
+        response = await bell.get(
+            "/v1/audit-events", params={"source_system": "sense", "device_id": device_id}
+        )
+    assert response.status_code == 200, response.text
+    items: list[dict[str, Any]] = response.json()["items"]
+    return items[0] if items else None
+
+
+async def test_a_device_create_is_one_trace_from_senses_api_to_bells_store(
+    env: LocalEnvironment, sense: httpx.AsyncClient, witness: Witness
+) -> None:
+    trace_id, traceparent = new_traceparent()
+    path = f"traced-{uuid.uuid4().hex[:8]}"
+    body = device_body(
+        "tenant-traced", f"site-{uuid.uuid4().hex[:6]}", path, camera_source(witness, "10.7.0.1")
+    )
+    created = await sense.post("/v1/devices", json=body, headers={"traceparent": traceparent})
+    assert created.status_code == 201, created.text
+    device_id = created.json()["id"]
+    wanted = {
+        "sense-reconciler": {"POST /v1/devices", "outbox enqueue", "reconcile", "audit push"},
+        "bell-receiver": {"audit store"},
+    }
+    found = await eventually(
+        lambda: trace_with(env, trace_id, wanted), within=TRACE_TIMEOUT_SECONDS, what="the device's trace"
+    )
+    sense_spans = found["sense-reconciler"]
+    operations = {span["operationName"] for span in sense_spans}
+    assert any(op.endswith(" publish") for op in operations), "the relay's publish"
+    [api] = [span for span in sense_spans if span["operationName"] == "POST /v1/devices"]
+    assert kind_of(api) == "server"
+    [reconcile] = [span for span in sense_spans if span["operationName"] == "reconcile"]
+    assert {"key": "yovision.device_id", "type": "string", "value": device_id} in reconcile["tags"]
+    calls = [s for s in sense_spans if kind_of(s) == "client" and s["operationName"] in ("GET", "POST")]
+    assert any(
+        ref["spanID"] == reconcile["spanID"] for call in calls for ref in call.get("references", [])
+    ), "the MediaMTX call is a child of the reconcile"
+    row = await eventually(lambda: audit_row(env, witness, device_id), what="the audit row in Bell")
+    assert row["trace_id"] == trace_id
+
+
+@pytest.mark.parametrize(
+    "traceparent",
+    [
+        "00-zzzz-b7ad6b7169203331-01",  # malformed
+        "01-" + "a" * 32 + "-" + "b" * 16 + "-01-" + "c" * 200,  # over-long
+        "00-" + "a" * 32 + "-" + "b" * 16 + "-0x",  # an invalid flag
+    ],
+    ids=["malformed", "over-long", "invalid-flag"],
+)
+async def test_a_bad_traceparent_starts_a_new_trace_and_is_never_an_error(
+    env: LocalEnvironment, sense: httpx.AsyncClient, witness: Witness, traceparent: str
+) -> None:
+    path = f"badtrace-{uuid.uuid4().hex[:8]}"
+    body = device_body(
+        "tenant-traced", f"site-{uuid.uuid4().hex[:6]}", path, camera_source(witness, "10.7.0.2")
+    )
+    created = await sense.post("/v1/devices", json=body, headers={"traceparent": traceparent})
+    assert created.status_code == 201, created.text
+    row = await eventually(lambda: audit_row(env, witness, created.json()["id"]), what="the audit row")
+    trace_id = row["trace_id"]
+    assert trace_id is not None and trace_id not in traceparent, "a new trace, not the caller's text"
+    await eventually(
+        lambda: trace_with(env, trace_id, {"sense-reconciler": {"POST /v1/devices"}}),
+        within=TRACE_TIMEOUT_SECONDS,
+        what="the new trace in Jaeger",
+    )
