@@ -12,6 +12,7 @@ import asyncpg
 import httpx
 
 from tests.e2e.conftest import CHUNK_BYTES, SOURCE_VIDEO_SIZE, Witness, client, eventually, user_token
+from tests.e2e.traces import TRACE_TIMEOUT_SECONDS, new_traceparent, trace_with
 from yovision_platform.tools.environment import LocalEnvironment
 
 TRANSCODE_TIMEOUT_SECONDS = 180.0
@@ -29,9 +30,13 @@ def probe(path: Path) -> dict[str, object]:
     return document
 
 
-async def upload_chunked(media: httpx.AsyncClient, source: bytes, title: str) -> str:
+async def upload_chunked(
+    media: httpx.AsyncClient, source: bytes, title: str, *, traceparent: str | None = None
+) -> str:
+    """The material of a chunked upload of `source`; its first request continues `traceparent`."""
     init = await media.post(
         "/v1/uploads",
+        headers={"traceparent": traceparent} if traceparent else {},
         json={
             "upload_key": f"e2e-{uuid.uuid4().hex}",
             "total_bytes": len(source),
@@ -100,8 +105,9 @@ async def test_a_chunked_upload_is_transcoded_and_audited(
     token = await user_token(env, "media-worker", "e2e-media-user")
     witness.secrets.add(token)
     source = source_video.read_bytes()  # noqa: ASYNC240 - a small test file
+    trace_id, traceparent = new_traceparent()
     async with client(env.url("media-worker"), witness, {"Authorization": f"Bearer {token}"}) as media:
-        material_id = await upload_chunked(media, source, "e2e clip")
+        material_id = await upload_chunked(media, source, "e2e clip", traceparent=traceparent)
         view = await eventually(
             lambda: material_done(media, material_id), within=TRANSCODE_TIMEOUT_SECONDS, what="transcode done"
         )
@@ -119,6 +125,30 @@ async def test_a_chunked_upload_is_transcoded_and_audited(
         "TranscodeStarted",
         "TranscodeCompleted",
     ]
+    # One trace from the upload's first request through every chunk, the merge and the transcode to Bell.
+    wanted = {"media-worker": {"POST /v1/uploads", "upload chunk", "upload complete", "transcode"}}
+    found = await eventually(
+        lambda: trace_with(env, trace_id, wanted), within=TRACE_TIMEOUT_SECONDS, what="the upload's trace"
+    )
+    chunks = [s for s in found["media-worker"] if s["operationName"] == "upload chunk"]
+    assert len(chunks) == -(-len(source) // CHUNK_BYTES), "every chunk in the upload's trace"
+    await eventually(
+        lambda: _traced_events(admin_db, env, material_id, trace_id), what="the events' trace ids in Bell"
+    )
+
+
+async def _traced_events(
+    admin_db: asyncpg.Connection, env: LocalEnvironment, material_id: str, trace_id: str
+) -> set[str] | None:
+    schema = env.service("bell-receiver").schema
+    rows = await admin_db.fetch(
+        f'SELECT event_type FROM "{schema}".audit_events '
+        "WHERE source_system = 'media' AND payload->>'material_id' = $1 AND trace_id = $2",
+        material_id,
+        trace_id,
+    )
+    found = {r["event_type"] for r in rows}
+    return found if found >= MATERIAL_EVENTS else None
 
 
 async def _all_events(

@@ -4,7 +4,6 @@ call, the audit push and Bell's store, read back from the environment's Jaeger; 
 
 from __future__ import annotations
 
-import secrets
 import uuid
 from typing import Any
 
@@ -12,50 +11,8 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import Witness, camera_source, client, device_body, eventually, user_token
+from tests.e2e.traces import TRACE_TIMEOUT_SECONDS, kind_of, new_traceparent, trace_with
 from yovision_platform.tools.environment import LocalEnvironment
-from yovision_platform.tools.jaeger import PrivateJaeger
-
-TRACE_TIMEOUT_SECONDS = 60.0
-
-
-def new_traceparent() -> tuple[str, str]:
-    trace_id = secrets.token_hex(16)
-    return trace_id, f"00-{trace_id}-{secrets.token_hex(8)}-01"
-
-
-def jaeger_of(env: LocalEnvironment) -> PrivateJaeger:
-    assert env.jaeger is not None, "the e2e environment is traced"
-    return env.jaeger
-
-
-def spans_by_service(trace: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    processes = {key: process["serviceName"] for key, process in trace["processes"].items()}
-    found: dict[str, list[dict[str, Any]]] = {}
-    for span in trace["spans"]:
-        found.setdefault(processes[span["processID"]], []).append(span)
-    return found
-
-
-def kind_of(span: dict[str, Any]) -> str | None:
-    return next((tag["value"] for tag in span["tags"] if tag["key"] == "span.kind"), None)
-
-
-async def trace_with(
-    env: LocalEnvironment, trace_id: str, wanted: dict[str, set[str]]
-) -> dict[str, list[dict[str, Any]]] | None:
-    """The trace's spans by service once every service of `wanted` has spans of all its operations."""
-    async with httpx.AsyncClient(base_url=jaeger_of(env).query_url, timeout=10.0) as http:
-        response = await http.get(f"/api/traces/{trace_id}")
-    if response.status_code != httpx.codes.OK:
-        return None
-    data = response.json().get("data") or []
-    if not data:
-        return None
-    found = spans_by_service(data[0])
-    for service, operations in wanted.items():
-        if not operations <= {span["operationName"] for span in found.get(service, [])}:
-            return None
-    return found
 
 
 def new_device(witness: Witness, camera_host: str) -> dict[str, Any]:

@@ -132,7 +132,7 @@ async def test_the_signed_push_end_to_end_across_a_sigkill_restart(
 ) -> None:
     migrated = bell.run("migrate")
     assert migrated.returncode == 0, migrated.stderr
-    assert json.loads(migrated.stdout)["applied"][-1] == "service/0003_notification_reads"
+    assert json.loads(migrated.stdout)["applied"][-1] == "service/0004_audit_trace_id"
     bell.start()
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{bell.port}", timeout=10) as http:
         await wait_healthy(http, bell)
