@@ -1,17 +1,19 @@
-"""The doctor's checks can fail: a secret of the environment in a service log, the identity provider's log or
-a Kafka message of the environment's topics is a finding that names where, never the secret; so is an
-identity provider that does not answer, and a service schema that is not migrated."""
+"""The doctor's checks can fail: a secret of the environment in a service log, the identity provider's log,
+a Kafka message of the environment's topics or a span in its Jaeger is a finding that names where, never
+the secret; so is an identity provider that does not answer, and a service schema that is not migrated."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import secrets
+import time
 import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import asyncpg
+import httpx
 import pytest
 from aiokafka import AIOKafkaProducer
 
@@ -29,6 +31,7 @@ from tests.integration.platform.conftest import FIXTURE_MIGRATIONS
 from yovision_platform.db import Identifier
 from yovision_platform.tools import identity_provider
 from yovision_platform.tools.doctor import examine, main
+from yovision_platform.tools.jaeger import private_jaeger
 
 
 def environment(stack: Stack, root: Path, prefix: str) -> str:
@@ -57,6 +60,44 @@ async def test_a_secret_in_a_log_is_found_and_not_repeated(stack: Stack, tmp_pat
     report = await examine(tmp_path, checks=["secrets"])
     assert [(f.check, f.where, f.detail) for f in report.findings] == [
         ("secrets", "bell-receiver", "secret(s) in bell-receiver.log")
+    ]
+    assert secret not in report.text()
+
+
+def otlp_span(service: str, trace_id: str, value: str) -> dict[str, object]:
+    """One span of `service` in OTLP/JSON with an attribute holding `value`."""
+    attribute = {"key": "yovision.note", "value": {"stringValue": value}}
+    span = {
+        "traceId": trace_id,
+        "spanId": secrets.token_hex(8),
+        "name": "POST /v1/audit-events",
+        "kind": 2,
+        "startTimeUnixNano": str(time.time_ns()),
+        "endTimeUnixNano": str(time.time_ns() + 1_000_000),
+        "attributes": [attribute],
+    }
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]}
+    return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": [span]}]}]}
+
+
+async def test_a_secret_in_a_span_of_the_environments_jaeger_is_found(stack: Stack, tmp_path: Path) -> None:
+    secret = environment(stack, tmp_path, f"doc-{uuid.uuid4().hex[:6]}.")
+    with private_jaeger(tmp_path / "jaeger") as jaeger:
+        with (tmp_path / "stack.env").open("a") as env:
+            env.write(f"YOVISION_JAEGER_QUERY_URL={jaeger.query_url}\n")
+        clean, leaked = secrets.token_hex(16), secrets.token_hex(16)
+        async with httpx.AsyncClient(timeout=10.0) as http:
+            posted = await http.post(jaeger.otlp_traces_url, json=otlp_span("bell-receiver", clean, "fine"))
+            assert posted.is_success
+        await asyncio.to_thread(jaeger.wait_for_trace, clean)
+        assert (await examine(tmp_path, checks=["secrets"])).healthy
+        async with httpx.AsyncClient(timeout=10.0) as http:
+            posted = await http.post(jaeger.otlp_traces_url, json=otlp_span("bell-receiver", leaked, secret))
+            assert posted.is_success
+        await asyncio.to_thread(jaeger.wait_for_trace, leaked)
+        report = await examine(tmp_path, checks=["secrets"])
+    assert [(f.check, f.where, f.detail) for f in report.findings] == [
+        ("secrets", "bell-receiver", "secret(s) in spans")
     ]
     assert secret not in report.text()
 

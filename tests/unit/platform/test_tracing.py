@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import io
+import json
+import logging
+
 import pytest
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -17,6 +21,7 @@ from yovision_platform.audit_relay.batch import (
     item_traceparents_header,
     parse_item_traceparents,
 )
+from yovision_platform.logging import configure_logging
 from yovision_platform.redaction import REDACTED, register_secret
 from yovision_platform.tracing import (
     TRACEPARENT_MAX_CHARS,
@@ -242,3 +247,20 @@ def test_the_item_traceparents_header_is_read_up_to_its_bound() -> None:
     longer = f"{full},0={ITEM_PARENT}"
     assert len(longer) > ITEM_TRACEPARENTS_MAX_CHARS
     assert parse_item_traceparents(longer, MAX_BATCH_ITEMS) == {}
+
+
+def test_a_log_line_written_inside_a_span_names_its_trace_and_span() -> None:
+    stream = io.StringIO()
+    configure_logging("sense-reconciler", "test-1", "INFO", stream=stream)
+    tracer, _ = recorded()
+    logger = logging.getLogger("yovision.test.tracing")
+    with tracer.start_as_current_span("op") as span:
+        logger.info("inside")
+    logger.info("outside")
+    inside, outside = (json.loads(line) for line in stream.getvalue().splitlines())
+    context = span.get_span_context()
+    assert (inside["trace_id"], inside["span_id"]) == (
+        trace.format_trace_id(context.trace_id),
+        trace.format_span_id(context.span_id),
+    )
+    assert "trace_id" not in outside and "span_id" not in outside
