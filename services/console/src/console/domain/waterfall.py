@@ -140,6 +140,11 @@ def _drawing_order(spans: Sequence[Span]) -> list[tuple[Span, int, bool]]:
     return ordered
 
 
+def _extent(ordered: Sequence[tuple[Span, int, bool]]) -> tuple[int, int]:
+    """The earliest start and the latest end of the spans."""
+    return min(span.start_us for span, _, _ in ordered), max(span.end_us for span, _, _ in ordered)
+
+
 def _label(span: Span) -> str:
     text = f"{span.name} · {span.service} · {duration_text(span.duration_us)}"
     return text if len(text) <= LABEL_MAX_CHARS else text[: LABEL_MAX_CHARS - 1] + "…"
@@ -150,8 +155,7 @@ def layout(spans: Sequence[Span], *, max_rows: int = MAX_SPANS_DRAWN) -> Waterfa
     ordered = _drawing_order(spans)
     if not ordered:
         return Waterfall((), (), 0, 0, 0, 0, (), AXIS_HEIGHT)
-    start = min(span.start_us for span, _, _ in ordered)
-    end = max(span.end_us for span, _, _ in ordered)
+    start, end = _extent(ordered)
     total = max(end - start, 1)
     scale = BAR_WIDTH / total
     by_id = {span.span_id: span for span, _, _ in ordered}
@@ -209,8 +213,7 @@ def summary_of(trace_id: str, spans: Sequence[Span]) -> TraceSummary:
     ordered = _drawing_order(spans)
     if not ordered:
         return TraceSummary(trace_id, 0, 0, 0, "", False)
-    start = min(span.start_us for span, _, _ in ordered)
-    end = max(span.end_us for span, _, _ in ordered)
+    start, end = _extent(ordered)
     first = ordered[0][0]
     return TraceSummary(
         trace_id,
