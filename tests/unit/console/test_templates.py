@@ -47,7 +47,7 @@ def _render(template: str, source: str | None = None, **context: Any) -> str:
 
 
 def test_the_device_page_shows_the_reconcile_state_it_is_given() -> None:
-    html = _render("device.html", **BASE, device=DEVICE, reconcile=RECONCILE)
+    html = _render("device.html", **BASE, device=DEVICE, reconcile=RECONCILE, traces=None)
     assert 'data-status="converged"' in html
 
 
@@ -59,11 +59,11 @@ def test_the_device_page_says_a_refused_configuration_waits_for_a_change_and_why
         "last_error_reason": "invalid source: <redacted>",
         "next_attempt_at": None,
     }
-    html = _render("device.html", **BASE, device=DEVICE, reconcile=refused)
+    html = _render("device.html", **BASE, device=DEVICE, reconcile=refused, traces=None)
     assert 'data-status="failed"' in html and 'data-refused="true"' in html
     assert "invalid source: &lt;redacted&gt;" in html, "MediaMTX's reason, escaped"
     retrying = {**refused, "last_error_reason": None, "next_attempt_at": "2026-12-01T10:00:05+00:00"}
-    html = _render("device.html", **BASE, device=DEVICE, reconcile=retrying)
+    html = _render("device.html", **BASE, device=DEVICE, reconcile=retrying, traces=None)
     assert "data-refused" not in html and "2026-12-01 10:00:05 UTC" in html
 
 

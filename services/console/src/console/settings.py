@@ -26,6 +26,12 @@ service URL is https, or plain http to a loopback address or to a host named in 
 (JSON list; empty by default): an operator's statement that those names live on a private network (a
 compose network, a cluster's service network) where the users' tokens may travel unencrypted. Nothing else
 goes over plain http.
+
+``CONSOLE_JAEGER_URL`` (optional): the base of Jaeger's query HTTP API (`/api/traces`), under the same rule
+(https, or plain http to loopback or a host of ``CONSOLE_PLAIN_HTTP_HOSTS``). With it, operators who may
+read the audit trail see the traces of a device, a material and an audit row, drawn as a waterfall
+(`/traces/<trace id>`). The console sends Jaeger no user token: Jaeger's query API has no authentication of
+its own, so it must not be reachable by the users themselves. Without it, no trace link is shown.
 """
 
 from __future__ import annotations
@@ -115,6 +121,7 @@ class ConsoleSettings(BaseWebSettings):
     bell_url: str
     signal_url: str
     media_url: str
+    jaeger_url: str | None = Field(default=None, max_length=URL_MAX_CHARS)
     assets_dir: Path = DEFAULT_ASSETS_DIR
     api_timeout_seconds: float = Field(default=10.0, gt=0, le=60)
 
@@ -191,9 +198,11 @@ class ConsoleSettings(BaseWebSettings):
             raise ValueError("the provider's admin API is reached on a loopback address only")
         return value.rstrip("/")
 
-    @field_validator("sense_url", "orphan_url", "bell_url", "signal_url", "media_url")
+    @field_validator("sense_url", "orphan_url", "bell_url", "signal_url", "media_url", "jaeger_url")
     @classmethod
-    def _service_url(cls, value: str, info: ValidationInfo) -> str:
+    def _service_url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.query:
             raise ValueError("must be http(s)://host[:port] without credentials or query")

@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse
 
 from console.adapters.apis import SENSE, ApiError, concurrently
 from console.domain.identity import AUDIT_READ, ORPHAN_READ, SENSE_OPERATE
+from console.entrypoints.pages_traces import device_trace_list, traces_shown
 from console.entrypoints.web import ConsoleDep, CurrentUser, form_of, require
 from console.service_layer.overview import SERVICES, health_of, overview
 
@@ -147,11 +148,12 @@ async def device_page(
     request: Request, console: ConsoleDep, user: CurrentUser, device_id: uuid.UUID
 ) -> Response:
     require(user, SENSE_OPERATE)
-    device, reconcile = await concurrently(
+    device, reconcile, traces = await concurrently(
         console.apis.get(SENSE, f"/v1/devices/{device_id}", user),
         console.apis.get(SENSE, f"/v1/devices/{device_id}/reconcile-status", user),
+        device_trace_list(console, user, str(device_id)),
     )
-    return console.render(request, "device.html", device=device, reconcile=reconcile)
+    return console.render(request, "device.html", device=device, reconcile=reconcile, traces=traces)
 
 
 @router.get("/devices/{device_id}/status", response_class=HTMLResponse)
@@ -270,7 +272,9 @@ async def audit_page(request: Request, console: ConsoleDep, user: CurrentUser) -
         if exc.status not in (400, 422):
             raise
         page, filters["error"] = {"items": [], "next_cursor": None}, exc.code
-    return console.render(request, "audit.html", page=page, filters=filters)
+    return console.render(
+        request, "audit.html", page=page, filters=filters, trace_links=traces_shown(console, user)
+    )
 
 
 def install(app: FastAPI) -> None:

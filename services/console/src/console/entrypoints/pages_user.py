@@ -20,6 +20,7 @@ from console.domain.watcher_form import (
     headers_again,
     typed_secrets,
 )
+from console.entrypoints.pages_traces import material_trace_list
 from console.entrypoints.web import Console, ConsoleDep, CurrentUser, form_of, require
 from console.service_layer.charts import HEIGHT, WIDTH, check_bars
 
@@ -311,8 +312,11 @@ async def media_rows(request: Request, console: ConsoleDep, user: CurrentUser) -
 async def material_page(
     request: Request, console: ConsoleDep, user: CurrentUser, material_id: uuid.UUID
 ) -> Response:
-    material = await console.apis.get(MEDIA, f"/v1/materials/{material_id}", user)
-    return console.render(request, "material.html", material=material)
+    material, traces = await concurrently(
+        console.apis.get(MEDIA, f"/v1/materials/{material_id}", user),
+        material_trace_list(console, user, str(material_id)),
+    )
+    return console.render(request, "material.html", material=material, traces=traces)
 
 
 @router.post("/media/{material_id}/retry", response_class=HTMLResponse)

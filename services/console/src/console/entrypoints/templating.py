@@ -10,6 +10,7 @@ leave optional fields out and templates test them (``{% if r.last_error_code %}`
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from jinja2 import Environment, FileSystemLoader, Undefined, select_autoescape
 from jinja2.utils import missing
 
 from console.domain.input_patterns import INPUT_PATTERNS
+from console.domain.trace_fields import trace_id_of
+from console.domain.waterfall import duration_text
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
 
@@ -65,6 +68,15 @@ def _when(value: object) -> str:
     return (str(value)[:19].replace("T", " ") + " UTC") if value else "-"
 
 
+def _when_us(microseconds: int) -> str:
+    moment = datetime.fromtimestamp(microseconds / 1_000_000, UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d} UTC"
+
+
+def _is_trace_id(value: object) -> bool:
+    return isinstance(value, str) and trace_id_of(value) == value
+
+
 def page_templates() -> Environment:
     env = Environment(
         loader=FileSystemLoader(TEMPLATES_DIR),
@@ -75,5 +87,8 @@ def page_templates() -> Environment:
     )
     env.filters["pretty_json"] = lambda value: json.dumps(value, indent=2, sort_keys=True)
     env.filters["when"] = _when
+    env.filters["when_us"] = _when_us
+    env.filters["duration_us"] = duration_text
+    env.tests["trace_id"] = _is_trace_id
     env.globals["input_patterns"] = INPUT_PATTERNS
     return env

@@ -1,6 +1,7 @@
 """The console's FastAPI app: identity, sessions, CSRF, rendering and error pages. Pages live in
-``pages_operations`` (overview, devices, orphans, audit) and ``pages_user`` (inbox, watchers, media); signing
-in and out in ``sign_in``; the provider's login, consent and logout pages of the local stack in ``dev_login``.
+``pages_operations`` (overview, devices, orphans, audit), ``pages_user`` (inbox, watchers, media) and
+``pages_traces`` (a trace's waterfall); signing in and out in ``sign_in``; the provider's login, consent and
+logout pages of the local stack in ``dev_login``.
 
 Every page request resolves the user first, from the encrypted session: a user the callback signed in, whose
 access token is refreshed here once it is due (`console.service_layer.sign_in`). Without one, or once the
@@ -30,6 +31,7 @@ from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 
 from console.adapters.apis import ApiError, Apis
+from console.adapters.jaeger import JaegerQuery
 from console.adapters.login_admin import LoginAdmin
 from console.adapters.openid import OpenIdProvider, ProviderUnavailable, claimed_permissions, origin_of
 from console.domain.identity import NotPermitted, User
@@ -108,6 +110,7 @@ class Console:
     sign_ins: SignIns
     metrics: SignInMetrics
     login_admin: LoginAdmin | None = None  # the dev login (local stack only)
+    jaeger: JaegerQuery | None = None  # CONSOLE_JAEGER_URL: the trace pages and links
     closing: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     def render(self, request: Request, name: str, http_status: int = 200, **context: Any) -> HTMLResponse:
@@ -327,11 +330,14 @@ def build_console(settings: ConsoleSettings, registry: CollectorRegistry | None 
     sessions = Sessions(settings.session_key, always_secure=not settings.dev_login)
     console = Console(settings, apis, sessions, page_templates(), provider, sign_ins, metrics, login_admin)
     console.closing += [apis.aclose, provider.aclose, http.aclose]
+    if settings.jaeger_url is not None:
+        console.jaeger = JaegerQuery(settings.jaeger_url)
+        console.closing.append(console.jaeger.aclose)
     return console
 
 
 def install(app: FastAPI, console: Console) -> None:
-    from console.entrypoints import dev_login, pages_operations, pages_user, sign_in
+    from console.entrypoints import dev_login, pages_operations, pages_traces, pages_user, sign_in
 
     app.state.console = console
     _install_middleware(app, console)
@@ -342,3 +348,4 @@ def install(app: FastAPI, console: Console) -> None:
         dev_login.install(app)
     pages_operations.install(app)
     pages_user.install(app)
+    pages_traces.install(app)
