@@ -92,6 +92,21 @@ def test_the_console_gets_the_service_urls_and_its_oidc_client_but_no_secret(tmp
     assert session_key.read_text().strip() not in console_env
 
 
+def test_the_local_stacks_console_reads_the_stacks_jaeger_and_a_test_environments_only_its_own(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "stack").mkdir()
+    (tmp_path / "e2e").mkdir()
+    local = make_stack(tmp_path / "stack")
+    generate(local)
+    assert read_env_file(local / "env" / "console.env")["CONSOLE_JAEGER_URL"] == "http://127.0.0.1:16686"
+    test_env = make_stack(tmp_path / "e2e")
+    generate(test_env, Environment("e2e-ab12"))
+    assert "CONSOLE_JAEGER_URL" not in read_env_file(test_env / "env" / "console.env")
+    generate(test_env, Environment("e2e-ab12", settings={"CONSOLE_JAEGER_URL": "http://127.0.0.1:23456"}))
+    assert read_env_file(test_env / "env" / "console.env")["CONSOLE_JAEGER_URL"] == "http://127.0.0.1:23456"
+
+
 def test_the_identity_provider_gets_its_role_its_ports_and_a_secret_per_client_generated_once(
     tmp_path: Path,
 ) -> None:

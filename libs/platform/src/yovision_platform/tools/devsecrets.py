@@ -130,6 +130,9 @@ class Environment:
 DEFAULT_ENVIRONMENT = Environment()
 BELL_RELAY_KEY_ID = "relay-dev-1"
 SENSE_SECRETS_KEY_ID = "k1"
+# The query API of the stack's Jaeger (infra/scripts/stack/jaeger.sh: JAEGER_QUERY_URL); a test environment
+# gets the one of its private Jaeger, if any, as a setting.
+STACK_JAEGER_QUERY_URL = "http://127.0.0.1:16686"
 
 
 def _ensure_secret(path: Path, make: str) -> bool:
@@ -181,8 +184,9 @@ def _extra_secrets(
 
 
 def _console_lines(local_dir: Path, environment: Environment, files: dict[Path, str]) -> list[str]:
-    """The console: the five services' URLs, its OpenID client at the environment's provider, and (the dev
-    login, which only this tool turns on) the provider's admin API, to serve its login and consent pages."""
+    """The console: the five services' URLs, its OpenID client at the environment's provider, (the dev
+    login, which only this tool turns on) the provider's admin API, to serve its login and consent pages, and
+    for the local stack (the unnamed environment) its Jaeger's query API."""
     secret_dir = local_dir / "secrets"
     session_key = secret_dir / "console-session.key"
     files[session_key] = secrets.token_hex(32)
@@ -199,6 +203,7 @@ def _console_lines(local_dir: Path, environment: Environment, files: dict[Path, 
         f"CONSOLE_OIDC_CLIENT_ID={identity_provider.CONSOLE_CLIENT}",
         f"CONSOLE_OIDC_CLIENT_SECRET_FILE={client_secret}",
         f"CONSOLE_DEV_LOGIN_ADMIN_URL=http://127.0.0.1:{environment.identity_ports[1]}",
+        *([] if environment.name else [f"CONSOLE_JAEGER_URL={STACK_JAEGER_QUERY_URL}"]),
     ]
 
 
