@@ -17,6 +17,8 @@ Operator settings that differ from `make up` (and why):
 - `SIGNAL_PROBE_ONLY_NETWORKS=127.0.0.0/8,::1/128` (`TEST_SETTINGS`, which every environment of
   `local_environment` gets anyway): no probe of a flow or of the fuzzing may leave the machine; any other
   address, public ones included, is refused before a connection (`probe_network_confined`).
+- `CONSOLE_JAEGER_URL`: the query API of the session's private Jaeger (`jaeger`), so the console's trace
+  pages and links are on, as in `make up`.
 - `SENSE_DRIFT_CHECK_SECONDS=0`: the orphan flow stages a leftover path by hand; the drift check, which
   would repair it at an arbitrary moment, has its own tests (tests/integration/sense_reconciler).
 
@@ -45,6 +47,7 @@ from tests.conftest import Stack
 from yovision_platform.tools.devtoken import user_access_token
 from yovision_platform.tools.doctor import Finding, Report, examine_until_settled
 from yovision_platform.tools.environment import TEST_SETTINGS, LocalEnvironment, local_environment
+from yovision_platform.tools.jaeger import PrivateJaeger
 
 MEDIA_SERVERS = ("mtx-a", "mtx-b", "mtx-c")
 # A key the issuer removed stops verifying within 10 s, not the default 300 s (tests/e2e/test_identity.py).
@@ -76,6 +79,13 @@ async def env(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> AsyncIt
         root, name, settings=E2E_SETTINGS, media_servers=MEDIA_SERVERS, traced=True
     ) as environment:
         yield environment
+
+
+@pytest.fixture(scope="session")
+def jaeger(env: LocalEnvironment) -> PrivateJaeger:
+    """The environment's private Jaeger: every service's spans, and the one the console's trace pages read."""
+    assert env.jaeger is not None
+    return env.jaeger
 
 
 @dataclass

@@ -210,6 +210,16 @@ class Visitor:
         await self.page.wait_for_url(self.base_url + "/")
 
 
+async def waterfall_screenshot(visitor: Visitor, trace_id: str, path: Path) -> Path:
+    """A PNG of the trace's waterfall page as `visitor` sees it (its top: the facts and the picture, at the
+    tab's width), written to `path`; the page is checked as every page is (`look`)."""
+    await visitor.open(f"/traces/{trace_id}")
+    await visitor.look(f"trace-{trace_id[:8]}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    await visitor.page.screenshot(path=str(path))
+    return path
+
+
 async def assert_nothing_secret_rendered(visitor: Visitor, secrets: set[str]) -> None:
     """No secret of the environment or of the test, and no bearer token at all, in any HTML it was sent."""
     bodies = await visitor.html()

@@ -84,6 +84,7 @@ PAGES = {
     "/media/rows": "test_every_page_with_every_permission (htmx, as its poll does)",
     "/media/{material_id}": "test_console.py::test_an_upload_cancelled_mid_way_resumes_...",
     "/media/{material_id}/outputs/{kind}": "test_console.py::test_an_upload_cancelled_... (cover, clip)",
+    "/traces/{trace_id}": "test_console_traces.py (a trace of five services; 400: an id that is no trace id)",
     "/static/{name}": "every page (console.css, console.js, favicon.svg)",
     "/static/vendor/{name}": "every page (htmx.min.js)",
 }
