@@ -76,6 +76,7 @@ async def test_facts_pending_at_the_upgrade_are_pushed_after_it_and_no_delivered
             "reconcile_refusals",
             "reconcile_replace_due",
             "audit_push_cursor_one_snapshot",
+            "trace_parent",
         ]
         assert await outbox.dead_letters() == {
             e: "invalid_field" for e, f in state.items() if f == "dead_lettered"
