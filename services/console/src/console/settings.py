@@ -32,6 +32,9 @@ goes over plain http.
 read the audit trail see the traces of a device, a material and an audit row, drawn as a waterfall
 (`/traces/<trace id>`). The console sends Jaeger no user token: Jaeger's query API has no authentication of
 its own, so it must not be reachable by the users themselves. Without it, no trace link is shown.
+
+``CONSOLE_PROMETHEUS_URL`` (optional; the stack's Prometheus in the local stack): the Prometheus whose
+alerts (``/api/v1/alerts``, no credential sent) the overview lists; the same rules as the services' URLs.
 """
 
 from __future__ import annotations
@@ -122,6 +125,7 @@ class ConsoleSettings(BaseWebSettings):
     signal_url: str
     media_url: str
     jaeger_url: str | None = Field(default=None, max_length=URL_MAX_CHARS)
+    prometheus_url: str | None = Field(default=None, max_length=URL_MAX_CHARS)
     assets_dir: Path = DEFAULT_ASSETS_DIR
     api_timeout_seconds: float = Field(default=10.0, gt=0, le=60)
 
@@ -198,7 +202,9 @@ class ConsoleSettings(BaseWebSettings):
             raise ValueError("the provider's admin API is reached on a loopback address only")
         return value.rstrip("/")
 
-    @field_validator("sense_url", "orphan_url", "bell_url", "signal_url", "media_url", "jaeger_url")
+    @field_validator(
+        "sense_url", "orphan_url", "bell_url", "signal_url", "media_url", "jaeger_url", "prometheus_url"
+    )
     @classmethod
     def _service_url(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None:

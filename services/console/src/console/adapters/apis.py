@@ -19,6 +19,7 @@ import httpx
 from console.domain.identity import User
 
 SENSE = "sense-reconciler"
+PROMETHEUS = "prometheus"  # in `urls` when configured; only `raw` reads it (no user token goes there)
 
 
 class ApiError(Exception):

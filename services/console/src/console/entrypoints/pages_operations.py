@@ -35,7 +35,8 @@ def _uuid(value: object) -> uuid.UUID | None:
 
 @router.get("/", response_class=HTMLResponse)
 async def overview_page(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
-    return console.render(request, "overview.html", services=await overview(console.apis))
+    services, alerts = await overview(console.apis)
+    return console.render(request, "overview.html", services=services, alerts=alerts)
 
 
 @router.get("/services/{name}", response_class=HTMLResponse)

@@ -30,7 +30,7 @@ from prometheus_client import CollectorRegistry, Counter
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 
-from console.adapters.apis import ApiError, Apis
+from console.adapters.apis import PROMETHEUS, ApiError, Apis
 from console.adapters.jaeger import JaegerQuery
 from console.adapters.login_admin import LoginAdmin
 from console.adapters.openid import OpenIdProvider, ProviderUnavailable, claimed_permissions, origin_of
@@ -311,7 +311,10 @@ def build_console(settings: ConsoleSettings, registry: CollectorRegistry | None 
     """The console and its adapters (the composition root's part; `registry` takes its metrics)."""
     if not (settings.assets_dir / VENDOR_FILES["htmx.min.js"]).is_file():
         raise ConfigError(settings.env_var_name("assets_dir"), "missing", "htmx not found: run `make setup`")
-    apis = Apis(urls=settings.service_urls(), timeout_seconds=settings.api_timeout_seconds)
+    urls = settings.service_urls()
+    if settings.prometheus_url is not None:
+        urls[PROMETHEUS] = settings.prometheus_url
+    apis = Apis(urls=urls, timeout_seconds=settings.api_timeout_seconds)
     http = httpx.AsyncClient(timeout=settings.api_timeout_seconds, follow_redirects=False)
     provider = OpenIdProvider(settings.oidc_issuer, settings.oidc_client_id, settings.client_secret, http)
     metrics = SignInMetrics.register(registry if registry is not None else CollectorRegistry())

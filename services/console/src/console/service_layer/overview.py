@@ -4,6 +4,9 @@ Figures read (platform metrics every service exports): ``outbox_relay_backlog`` 
 ``consumer_lag_messages`` (messages on its partitions not yet applied) and ``consumer_dead_letters`` (its
 consumer group's dead letters). Each service has at most one consumer group, so "per group" is "per
 service". A figure a service does not export is shown as absent, never as 0.
+
+With a Prometheus configured, the overview also lists its firing and pending alerts; a Prometheus that does
+not answer, or answers anything but an alerts list, is shown as unreachable.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from console.adapters.apis import Apis
+from console.adapters.apis import PROMETHEUS, Apis
+from console.domain.alerts import Alert, AlertState, alerts_of
 
 FIGURES = ("outbox_relay_backlog", "consumer_lag_messages", "consumer_dead_letters")
 SERVICES = ("sense-reconciler", "orphan-scanner", "bell-receiver", "signal-watcher", "media-worker")
@@ -61,5 +65,37 @@ async def health_of(apis: Apis, name: str) -> ServiceHealth:
     return ServiceHealth(name, True, ready_response.status_code == 200, checks, figures)
 
 
-async def overview(apis: Apis) -> list[ServiceHealth]:
-    return list(await asyncio.gather(*(health_of(apis, name) for name in SERVICES)))
+@dataclass(frozen=True)
+class Alerts:
+    """What Prometheus reported: `reachable` False when it did not answer with an alerts list."""
+
+    reachable: bool
+    alerts: tuple[Alert, ...] = ()
+
+    @property
+    def firing(self) -> list[Alert]:
+        return [alert for alert in self.alerts if alert.state is AlertState.FIRING]
+
+    @property
+    def pending(self) -> list[Alert]:
+        return [alert for alert in self.alerts if alert.state is AlertState.PENDING]
+
+
+async def alerts(apis: Apis) -> Alerts | None:
+    """Prometheus's alerts; None when the console has no Prometheus configured."""
+    if PROMETHEUS not in apis.urls:
+        return None
+    response = await apis.raw(PROMETHEUS, "/api/v1/alerts")
+    if response is None or response.status_code != 200:
+        return Alerts(reachable=False)
+    try:
+        return Alerts(reachable=True, alerts=tuple(alerts_of(response.json())))
+    except ValueError:
+        return Alerts(reachable=False)
+
+
+async def overview(apis: Apis) -> tuple[list[ServiceHealth], Alerts | None]:
+    healths, found = await asyncio.gather(
+        asyncio.gather(*(health_of(apis, name) for name in SERVICES)), alerts(apis)
+    )
+    return list(healths), found
