@@ -1,14 +1,16 @@
 from __future__ import annotations
 
+import re
 import stat
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO_ROOT
 from yovision_platform.localstack import read_env_file
 from yovision_platform.permissions import AUDIENCES
 from yovision_platform.tools import identity_provider
-from yovision_platform.tools.devsecrets import LOCAL_SERVICES, Environment, generate
+from yovision_platform.tools.devsecrets import LOCAL_SERVICES, STACK_PROMETHEUS_URL, Environment, generate
 
 
 def make_stack(tmp_path: Path) -> Path:
@@ -158,3 +160,17 @@ def test_instance_counts_and_ports_are_checked() -> None:
             Environment(instances=bad)
     with pytest.raises(ValueError, match="unknown services or instances"):
         Environment(ports={"sense-reconciler@2": 19181})
+
+
+def test_only_the_console_of_make_up_gets_the_stacks_prometheus(tmp_path: Path) -> None:
+    stack_script = (REPO_ROOT / "infra" / "scripts" / "stack" / "prometheus.sh").read_text()
+    port = re.search(r"^PROMETHEUS_PORT=(\d+)$", stack_script, re.M)
+    assert port is not None and f"http://127.0.0.1:{port.group(1)}" == STACK_PROMETHEUS_URL
+    (tmp_path / "up").mkdir()
+    (tmp_path / "e2e").mkdir()
+    local = make_stack(tmp_path / "up")
+    generate(local)
+    assert read_env_file(local / "env" / "console.env")["CONSOLE_PROMETHEUS_URL"] == STACK_PROMETHEUS_URL
+    named = make_stack(tmp_path / "e2e")
+    generate(named, Environment("e2e-ab12", identity_ports=(21001, 21002)))
+    assert "CONSOLE_PROMETHEUS_URL" not in read_env_file(named / "env" / "console.env")

@@ -129,6 +129,8 @@ class Environment:
 
 DEFAULT_ENVIRONMENT = Environment()
 BELL_RELAY_KEY_ID = "relay-dev-1"
+# The stack's Prometheus (infra/scripts/stack/prometheus.sh): the alerts the console of `make up` lists.
+STACK_PROMETHEUS_URL = "http://127.0.0.1:19090"
 SENSE_SECRETS_KEY_ID = "k1"
 # The query API of the stack's Jaeger (infra/scripts/stack/jaeger.sh: JAEGER_QUERY_URL); a test environment
 # gets the one of its private Jaeger, if any, as a setting.
@@ -185,8 +187,8 @@ def _extra_secrets(
 
 def _console_lines(local_dir: Path, environment: Environment, files: dict[Path, str]) -> list[str]:
     """The console: the five services' URLs, its OpenID client at the environment's provider, (the dev
-    login, which only this tool turns on) the provider's admin API, to serve its login and consent pages, and
-    for the local stack (the unnamed environment) its Jaeger's query API."""
+    login, which only this tool turns on) the provider's admin API, to serve its login and consent pages,
+    and, for the stack of `make up` (the unnamed environment), the stack's Jaeger and Prometheus."""
     secret_dir = local_dir / "secrets"
     session_key = secret_dir / "console-session.key"
     files[session_key] = secrets.token_hex(32)
@@ -204,6 +206,8 @@ def _console_lines(local_dir: Path, environment: Environment, files: dict[Path, 
         f"CONSOLE_OIDC_CLIENT_SECRET_FILE={client_secret}",
         f"CONSOLE_DEV_LOGIN_ADMIN_URL=http://127.0.0.1:{environment.identity_ports[1]}",
         *([] if environment.name else [f"CONSOLE_JAEGER_URL={STACK_JAEGER_QUERY_URL}"]),
+        # A named (test) environment's services are not the ones the stack's Prometheus scrapes.
+        *([] if environment.name else [f"CONSOLE_PROMETHEUS_URL={STACK_PROMETHEUS_URL}"]),
     ]
 
 
