@@ -29,7 +29,15 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import FLOW_TIMEOUT_SECONDS, Witness, camera_source, device_body
-from tests.e2e.console_browser import OPERATOR_PERMISSIONS, Visitor, axe_source, chromium, visitor_factory
+from tests.e2e.console_browser import (
+    OPERATOR_PERMISSIONS,
+    Visitor,
+    all_secrets,
+    assert_nothing_secret_rendered,
+    axe_source,
+    chromium,
+    visitor_factory,
+)
 from tests.prometheus_server import PrivatePrometheus, private_prometheus
 from yovision_platform.tools.environment import LocalEnvironment
 
@@ -190,6 +198,7 @@ async def test_a_stalled_consumer_fires_the_alert_on_prometheus_and_the_console_
     await prometheus.until(f"{ALERT} resolved", resolved, FLOW_TIMEOUT_SECONDS)
     assert await firing_row(visitor) == []
     await visitor.look("alert-resolved")
+    await assert_nothing_secret_rendered(visitor, all_secrets(env, witness))
 
 
 async def _evaluated(prometheus: PrivatePrometheus) -> dict[str, Any] | None:
