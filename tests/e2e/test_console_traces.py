@@ -1,16 +1,14 @@
 """The trace waterfall in Chromium: a trace of five services (`tests/otlp_traces.py`), posted to the
 session's private Jaeger, drawn by the console with no browser error, CSP refusal or axe violation; a span
 picked in the picture shows its attributes (the allowed ones), and an id that is no trace id gets the error
-page. The waterfall's screenshot is kept under `.local/console-screenshots/`; with
-`YOVISION_DOCS_IMAGES=1`, also as `docs/images/console-trace.png`."""
+page. The waterfall's screenshot is kept under `.local/console-screenshots/` (the docs' picture is a real
+device's trace: `test_tracing.py`)."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
 import uuid
-from pathlib import Path
 
 from playwright.async_api import expect
 
@@ -29,7 +27,6 @@ from yovision_platform.tools.jaeger import PrivateJaeger
 
 __all__ = ["axe_source", "chromium", "operator", "visitor_factory"]
 
-DOCS_IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "console-trace.png"
 FAILED_SPAN = next(i for i, s in enumerate(SYNTHETIC_SPANS) if s[6])
 
 
@@ -41,8 +38,6 @@ async def test_the_waterfall_of_a_trace_of_five_services_draws_without_a_browser
 
     shot = await waterfall_screenshot(operator, trace_id, SCREENSHOTS / "console-trace.png")
     assert shot.stat().st_size > 0
-    if os.environ.get("YOVISION_DOCS_IMAGES") == "1":
-        DOCS_IMAGE.write_bytes(shot.read_bytes())
     page = operator.page
     rows = page.locator("svg a.span-row")
     await expect(rows).to_have_count(len(SYNTHETIC_SPANS))

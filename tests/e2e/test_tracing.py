@@ -1,18 +1,35 @@
 """One trace per change, across processes: Sense's API, its outbox and relay, its reconcile and MediaMTX
-call, the audit push and Bell's store, read back from the environment's Jaeger; and what a bad
-``traceparent`` gets (a new trace, never an error)."""
+call, the audit push and Bell's store, read back from the environment's Jaeger and drawn by the console in
+Chromium (with `YOVISION_DOCS_IMAGES=1`, the waterfall's screenshot becomes `docs/images/console-trace.png`);
+and what a bad ``traceparent`` gets (a new trace, never an error)."""
 
 from __future__ import annotations
 
+import os
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from playwright.async_api import expect
 
 from tests.e2e.conftest import Witness, camera_source, client, device_body, eventually, user_token
+from tests.e2e.console_browser import (
+    SCREENSHOTS,
+    Visitor,
+    axe_source,
+    chromium,
+    operator,
+    visitor_factory,
+    waterfall_screenshot,
+)
 from tests.e2e.traces import TRACE_TIMEOUT_SECONDS, kind_of, new_traceparent, trace_with
 from yovision_platform.tools.environment import LocalEnvironment
+
+__all__ = ["axe_source", "chromium", "operator", "visitor_factory"]
+
+DOCS_IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "console-trace.png"
 
 
 def new_device(witness: Witness, camera_host: str) -> dict[str, Any]:
@@ -33,7 +50,7 @@ async def audit_row(env: LocalEnvironment, witness: Witness, device_id: str) -> 
 
 
 async def test_a_device_create_is_one_trace_from_senses_api_to_bells_store(
-    env: LocalEnvironment, sense: httpx.AsyncClient, witness: Witness
+    env: LocalEnvironment, sense: httpx.AsyncClient, witness: Witness, operator: Visitor
 ) -> None:
     trace_id, traceparent = new_traceparent()
     path = f"traced-{uuid.uuid4().hex[:8]}"
@@ -63,6 +80,18 @@ async def test_a_device_create_is_one_trace_from_senses_api_to_bells_store(
     ), "the MediaMTX call is a child of the reconcile"
     row = await eventually(lambda: audit_row(env, witness, device_id), what="the audit row in Bell")
     assert row["trace_id"] == trace_id
+
+    # The console: the device's page lists the trace, and the trace's page draws every span of it.
+    await operator.open(f"/devices/{device_id}")
+    await expect(operator.page.locator(f'a[href="/traces/{trace_id}"]')).to_have_count(1)
+    spans = sum(len(of_service) for of_service in found.values())
+    shot = await waterfall_screenshot(operator, trace_id, SCREENSHOTS / "console-device-trace.png")
+    rows = operator.page.locator("svg a.span-row")
+    assert await rows.count() >= spans
+    for operation in ("POST /v1/devices", "reconcile", "audit push", "audit store"):
+        await expect(operator.page.locator("svg").get_by_text(operation, exact=False).first).to_be_visible()
+    if os.environ.get("YOVISION_DOCS_IMAGES") == "1":
+        DOCS_IMAGE.write_bytes(shot.read_bytes())
 
 
 @pytest.mark.parametrize(
