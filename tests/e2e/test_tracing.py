@@ -89,7 +89,7 @@ async def test_a_device_create_is_one_trace_from_senses_api_to_bells_store(
     rows = operator.page.locator("svg a.span-row")
     assert await rows.count() >= spans
     for operation in ("POST /v1/devices", "reconcile", "audit push", "audit store"):
-        await expect(operator.page.locator("svg").get_by_text(operation, exact=False).first).to_be_visible()
+        await expect(operator.page.locator("svg text.span-label", has_text=operation).first).to_be_visible()
     if os.environ.get("YOVISION_DOCS_IMAGES") == "1":
         DOCS_IMAGE.write_bytes(shot.read_bytes())
 
