@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic_settings import SettingsConfigDict
 
-from yovision_platform.service import ServiceSpec, main
+from yovision_platform.service import ServiceContext, ServiceSpec, main
 from yovision_platform.settings import BaseServiceSettings, Port
 from yovision_platform.signing import load_key_file
 
@@ -31,11 +31,20 @@ class DemoSettings(BaseServiceSettings):
             load_key_file(self.signing_key_file, self.env_var_name("signing_key_file"))
 
 
+async def configure(ctx: ServiceContext[DemoSettings]) -> None:
+    @ctx.app.get("/v1/ping")
+    async def ping() -> dict[str, int]:
+        """One database round trip: a request with a server span and a query span when traced."""
+        async with ctx.pool.acquire() as conn:
+            return {"answer": await conn.fetchval("SELECT 42")}
+
+
 SPEC = ServiceSpec(
     name="demo-service",
     schema=os.environ.get("YOVISION_TEST_DEMO_SCHEMA", "demo"),
     settings_cls=DemoSettings,
     migrations_dir=Path(__file__).parent / "fixture_migrations",
+    configure=configure,
 )
 
 if __name__ == "__main__":

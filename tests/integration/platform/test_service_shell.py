@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -11,6 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
@@ -23,6 +26,7 @@ from tests.integration.platform.kafka_helpers import wait_until
 from tests.tls import self_signed
 from yovision_platform.db import Identifier
 from yovision_platform.outbox import Outbox, OutboxMessage
+from yovision_platform.tools.jaeger import private_jaeger
 
 DEMO = Path(__file__).with_name("demo_service.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -138,6 +142,87 @@ async def test_serve_answers_health_publishes_the_outbox_and_stops_cleanly_on_si
     log_text = log_path.read_text()
     assert demo.password not in log_text
     assert '"msg":"service stopped"' in log_text
+
+
+@contextlib.contextmanager
+def serving(demo: Demo, log_path: Path, **settings: str) -> Iterator[subprocess.Popen[bytes]]:
+    """`serve` with `settings` (DEMO_ env vars) added; killed on exit if still running."""
+    with log_path.open("w") as log_file:
+        process = subprocess.Popen(
+            [sys.executable, str(DEMO), "serve"],
+            env={**demo.env, **settings},
+            cwd=REPO_ROOT,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+async def served(client: httpx.AsyncClient) -> None:
+    async def healthy() -> bool:
+        try:
+            return (await client.get("/healthz")).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    await wait_until(healthy, timeout_seconds=30)
+
+
+async def test_a_traced_request_reaches_the_trace_store_with_its_query_and_health_checks_do_not(
+    demo: Demo, tmp_path: Path
+) -> None:
+    assert demo.run("migrate").returncode == 0
+    trace_id = secrets.token_hex(16)
+    with (
+        private_jaeger(tmp_path / "jaeger") as jaeger,
+        serving(demo, tmp_path / "serve.log", DEMO_TRACING_OTLP_ENDPOINT=jaeger.otlp_http_url) as process,
+    ):
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{demo.port}", timeout=5) as client:
+            await served(client)
+            await client.get("/readyz")
+            traceparent = f"00-{trace_id}-{secrets.token_hex(8)}-01"
+            answer = await client.get("/v1/ping", headers={"traceparent": traceparent})
+            assert answer.json() == {"answer": 42}
+        found = await asyncio.to_thread(jaeger.wait_for_trace, trace_id, spans=2)
+        assert {span["operationName"] for span in found["spans"]} >= {"GET /v1/ping", "SELECT"}
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+        async with httpx.AsyncClient(base_url=jaeger.query_url, timeout=5) as query:
+            searched = (await query.get("/api/traces", params={"service": "demo-service"})).json()
+        operations = {s["operationName"] for t in searched["data"] for s in t["spans"]}
+        assert not operations & {"GET /healthz", "GET /readyz", "GET /metrics"}, (
+            "health checks are not traced"
+        )
+        assert not any(
+            len(t["spans"]) == 1 and t["spans"][0]["operationName"] == "SELECT" for t in searched["data"]
+        ), "a bare query (the readiness check's) starts no trace"
+
+
+async def test_with_the_trace_store_down_requests_are_served_and_the_process_stops_in_time(
+    demo: Demo, tmp_path: Path
+) -> None:
+    assert demo.run("migrate").returncode == 0
+    nobody = f"http://127.0.0.1:{free_port()}"  # nothing listens: every export is refused
+    log_path = tmp_path / "serve.log"
+    with serving(demo, log_path, DEMO_TRACING_OTLP_ENDPOINT=nobody) as process:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{demo.port}", timeout=5) as client:
+            await served(client)
+            took = []
+            for _ in range(300):  # a span queue's worth and more, over several export rounds
+                started = time.monotonic()
+                assert (await client.get("/v1/ping")).status_code == 200
+                took.append(time.monotonic() - started)
+        assert sorted(took)[int(len(took) * 0.99)] < 0.5, "no request waits for the dead trace store"
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+        assert time.monotonic() - started < 25
+    assert '"msg":"service stopped"' in log_path.read_text()
 
 
 def test_a_missing_secret_file_stops_start_up_naming_the_setting(demo: Demo, tmp_path: Path) -> None:
