@@ -90,14 +90,7 @@ async def test_serve_answers_health_publishes_the_outbox_and_stops_cleanly_on_si
     try:
         base = f"http://127.0.0.1:{demo.port}"
         async with httpx.AsyncClient(base_url=base, timeout=5) as client:
-
-            async def healthy() -> bool:
-                try:
-                    return (await client.get("/healthz")).status_code == 200
-                except httpx.TransportError:
-                    return False
-
-            await wait_until(healthy, timeout_seconds=30)
+            await served(client)
             ready = await client.get("/readyz")
             assert ready.status_code == 200
             assert ready.json()["checks"] == {"database": "ok", "worker:outbox-relay": "ok"}
