@@ -17,6 +17,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from tests.e2e.conftest import Witness, client, eventually, user_token
+from tests.e2e.traces import trace_with
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.kafka import seek_to_start
 from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS, LocalEnvironment
@@ -109,9 +110,10 @@ async def check_now(signal: httpx.AsyncClient, watcher_id: str) -> dict[str, Any
     return await eventually(recorded, within=CHECK_TIMEOUT_SECONDS, what="check recorded")
 
 
-async def triggers_on_kafka(env: LocalEnvironment, watcher_id: str) -> set[str]:
+async def triggers_on_kafka(env: LocalEnvironment, watcher_id: str) -> dict[str, str | None]:
     """Distinct event ids of WatcherTriggered events for the watcher on the environment's trigger topic
-    (at-least-once: a redelivered copy has the same event id, and counts once)."""
+    (at-least-once: a redelivered copy has the same event id, and counts once), each with the trace id of
+    its `traceparent` header (None without one)."""
     serde = AvroSerde(SchemaRegistry.load())
     topic = env.topic("signal.trigger.v1")
     consumer = AIOKafkaConsumer(
@@ -128,13 +130,15 @@ async def triggers_on_kafka(env: LocalEnvironment, watcher_id: str) -> set[str]:
         consumer.assign(partitions)
         await seek_to_start(consumer, partitions)
         ends = await consumer.end_offsets(partitions)
-        found: set[str] = set()
+        found: dict[str, str | None] = {}
         while any([await consumer.position(tp) < ends[tp] for tp in partitions]):
             for messages in (await consumer.getmany(timeout_ms=1000)).values():
                 for message in messages:
                     record = serde.decode(message.value or b"").record
                     if record["watcher_id"] == watcher_id:
-                        found.add(str(record["envelope"]["event_id"]))
+                        parent = dict(message.headers).get("traceparent")
+                        trace_id = parent.decode().split("-")[1] if parent else None
+                        found[str(record["envelope"]["event_id"])] = trace_id
         return found
     finally:
         await consumer.stop()
@@ -174,6 +178,20 @@ async def test_a_watcher_triggers_once_per_change_survives_a_kill_and_is_disable
         )
         assert len(triggers) == 1, "one change, one agent-run event"
 
+        # A change with no kill after it: its agent-run request carries the trace of the check that made
+        # it (the killed one's spans may have died with the process, before their export).
+        target.answer_price(130)
+        assert (await check_now(signal, watcher_id))["changed"] is True
+        triggers = await eventually(
+            lambda: _more(triggers_on_kafka(env, watcher_id), than=1), what="the second trigger on Kafka"
+        )
+        assert len(triggers) == 2, "two changes, two agent-run events"
+        trace_id = list(triggers.values())[-1]
+        assert trace_id is not None, "the agent-run request carries a trace context"
+        await eventually(
+            lambda: trace_with(env, trace_id, {"signal-watcher": {"check"}}), what="the check's trace"
+        )
+
         target.answer_text("not json")
         for n in range(FAILURES_TO_DISABLE):
             failed = await check_now(signal, watcher_id)
@@ -182,7 +200,7 @@ async def test_a_watcher_triggers_once_per_change_survives_a_kill_and_is_disable
             assert status == ("DISABLED" if n == FAILURES_TO_DISABLE - 1 else "ACTIVE")
         refused = await signal.post(f"/v1/signal-watchers/{watcher_id}/check")
         assert refused.status_code == 409 and refused.json()["error"] == "watcher_not_active"
-        assert len(await triggers_on_kafka(env, watcher_id)) == 1, "failures trigger no agent run"
+        assert len(await triggers_on_kafka(env, watcher_id)) == 2, "failures trigger no agent run"
 
     async with client(env.url("bell-receiver"), witness, {"Authorization": f"Bearer {bell_token}"}) as bell:
         notes = await eventually(
@@ -234,8 +252,13 @@ async def test_an_unsaved_definition_is_tested_without_saving_anything(
     assert listed["items"] == []
 
 
-async def _some(found: Any) -> set[str] | None:
-    result: set[str] = await found
+async def _more(found: Any, *, than: int) -> dict[str, str | None] | None:
+    result: dict[str, str | None] = await found
+    return result if len(result) > than else None
+
+
+async def _some(found: Any) -> dict[str, str | None] | None:
+    result: dict[str, str | None] = await found
     return result or None
 
 

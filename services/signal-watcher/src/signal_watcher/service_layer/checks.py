@@ -27,6 +27,7 @@ from yovision_platform.avro import AvroSerde
 from yovision_platform.errors import LeaseLost
 from yovision_platform.events import build_event
 from yovision_platform.outbox import OutboxMessage
+from yovision_platform.tracing import tracer
 
 __all__ = [
     "JUDGE_INTERNAL_ERROR",
@@ -37,6 +38,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_tracer = tracer(__name__)
 
 NOTIFICATION_KIND_WATCHER_DISABLED = "WATCHER_DISABLED"
 PREVIEW_SAMPLE_CHARS = 200
@@ -111,7 +113,19 @@ class CheckRunner:
 
     async def run(self, claim: ClaimedWatcher) -> CheckDecision | None:
         """One check of the claimed watcher, as the claim read it; returns the decision written, or None
-        when the lease was lost meanwhile (an edit, a pause: nothing written, nothing published)."""
+        when the lease was lost meanwhile (an edit, a pause: nothing written, nothing published). Each check
+        is a trace of its own (a "check" span), which the agent-run request it triggers carries on."""
+        with _tracer.start_as_current_span(
+            "check", attributes={"yovision.watcher_id": str(claim.watcher_id)}
+        ) as span:
+            decision = await self._check(claim)
+            if decision is not None:
+                span.set_attribute("yovision.changed", decision.changed)
+                if decision.error_code is not None:
+                    span.set_attribute("yovision.error_code", decision.error_code)
+            return decision
+
+    async def _check(self, claim: ClaimedWatcher) -> CheckDecision | None:
         watcher_id, lease, record = claim.watcher_id, claim.lease, claim.record
         if record.secrets_error is not None:
             # Its headers/body cannot be decrypted (a key missing from the ring, a damaged value): a failure
