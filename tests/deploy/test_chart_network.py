@@ -49,6 +49,8 @@ def expected_flows(name: str, manifest: Manifest, service: str) -> tuple[list[Ob
     if service == "sense-reconciler" and np["operatorTraffic"]["from"]:
         ingress.append({"from": np["operatorTraffic"]["from"], "ports": HTTP})
     out = [egress(np["dns"]), egress(np["identityProvider"])]  # the issuer: JWKS, sign-in, drain token
+    if values["tracing"]["otlpEndpoint"]:
+        out.append(egress(np["tracing"]))  # spans to the OpenTelemetry collector
     if service in DATABASE_SETTINGS:
         out += [egress(np["kafka"]), egress(np["postgres"])]
     if service in MEDIAMTX_CLIENTS:

@@ -308,6 +308,9 @@ same settings and reads the same secret files), plus the admin DSN for the Job o
     fieldRef:
       fieldPath: metadata.name
 {{- end }}
+{{- if not .migrate }}
+{{- include "yovision.tracingEnv" (dict "prefix" $p "tracing" $root.Values.tracing) }}
+{{- end }}
 {{- range $name, $value := .values.settings }}
 - name: {{ $name }}
   value: {{ $value | toString | quote }}
@@ -349,6 +352,22 @@ holds otherwise: without auth.audiences.<service>, the audience is the service's
 {{- end }}
 - name: {{ $p }}_AUTH_JWKS_REFRESH_SECONDS
   value: {{ .jwksRefreshSeconds | toString | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+The <P>_TRACING_* settings of a serving process (argument: dict prefix, tracing), only while
+tracing.otlpEndpoint is set: without it the service's own default holds, tracing off. Not for `migrate`,
+which makes no span.
+*/}}
+{{- define "yovision.tracingEnv" -}}
+{{- with .tracing }}
+{{- if .otlpEndpoint }}
+- name: {{ $.prefix }}_TRACING_OTLP_ENDPOINT
+  value: {{ .otlpEndpoint | quote }}
+- name: {{ $.prefix }}_TRACING_SAMPLING_RATIO
+  value: {{ .samplingRatio | toString | quote }}
+{{- end }}
 {{- end }}
 {{- end }}
 
