@@ -1,7 +1,8 @@
-"""Tracing in the chart (issue 27): `tracing.otlpEndpoint` and `tracing.samplingRatio` reach
+"""Tracing and scraping in the chart (issue 27): `tracing.otlpEndpoint` and `tracing.samplingRatio` reach
 every service and the console as their <P>_TRACING_* settings, and the collector egress opens, only while the
 endpoint is set; the migration Jobs never get them (`migrate` makes no span). The schema takes an endpoint
-and a ratio exactly where the services do, and no service's `settings` may set them."""
+and a ratio exactly where the services do, and no service's `settings` may set them. Prometheus reaches every
+pod by the ServiceMonitor or, without the operator, by the prometheus.io annotations."""
 
 from __future__ import annotations
 
@@ -16,15 +17,20 @@ from pydantic_settings import SettingsConfigDict
 
 from tests.deploy.chart import (
     CHART,
+    PRODUCTION_VALUES,
     RELEASE,
     REQUIRED_VALUES,
     SETTINGS,
+    Manifest,
     Obj,
     canonical,
     containers,
     env_of,
     helm,
+    pod_spec,
+    render,
     render_text,
+    validate,
 )
 from tests.deploy.renders import RENDERS, rendered
 from tests.deploy.values import enabled_services, values_of
@@ -34,6 +40,7 @@ SCHEMA_REFUSED = "values don't meet the specifications of the schema"
 TRACING_SETTINGS = ("TRACING_OTLP_ENDPOINT", "TRACING_SAMPLING_RATIO")
 TRACED = [name for name in RENDERS if values_of(name)["tracing"]["otlpEndpoint"]]
 UNTRACED = [name for name in RENDERS if name not in TRACED]
+SCRAPE = {"monitoring.scrapeAnnotations.enabled": "true"}
 
 
 class Probe(BaseWebSettings):
@@ -197,3 +204,53 @@ def test_no_service_sets_its_own_tracing_through_settings(setting: str) -> None:
     result = render_text(settings={f"services.{service}.settings.{setting}": "1"})
     assert result.returncode != 0
     assert SCHEMA_REFUSED in result.stderr and setting in result.stderr
+
+
+def scrape_annotations(manifest: Manifest) -> dict[str, dict[str, str]]:
+    return {
+        service: {
+            key: value
+            for key, value in deployment["spec"]["template"]["metadata"].get("annotations", {}).items()
+            if key.startswith("prometheus.io/")
+        }
+        for service, deployment in manifest.deployments().items()
+    }
+
+
+@pytest.mark.parametrize("name", RENDERS)
+def test_no_scrape_annotation_unless_asked_for(name: str) -> None:
+    assert not values_of(name)["monitoring"]["scrapeAnnotations"]["enabled"]
+    assert not any(scrape_annotations(rendered(name)).values())
+
+
+OWN_PATH = {"services.bell-receiver.podAnnotations.prometheus\\.io/path": "/own"}
+
+
+@pytest.mark.parametrize(
+    ("values_files", "settings", "paths"),
+    [
+        ((PRODUCTION_VALUES,), SCRAPE, {}),  # every service and the console, over HTTPS
+        (
+            (),
+            {**SCRAPE, **OWN_PATH},
+            {"bell-receiver": "/own"},
+        ),  # plain HTTP; an annotation of the operator's
+    ],
+    ids=["production", "default"],
+)
+def test_scrape_annotations_name_every_pods_metrics_port_path_and_scheme(
+    values_files: tuple[Path, ...], settings: dict[str, str], paths: dict[str, str]
+) -> None:
+    manifest = render(values_files, settings)
+    assert validate(manifest.text).returncode == 0
+    annotated = scrape_annotations(manifest)
+    assert set(annotated) == enabled_services("production" if values_files else "default")
+    for service, found in annotated.items():
+        (container,) = pod_spec(manifest.deployments()[service])["containers"]
+        (port,) = [p for p in container["ports"] if p["name"] == "http"]
+        assert found == {
+            "prometheus.io/scrape": "true",
+            "prometheus.io/port": str(port["containerPort"]),
+            "prometheus.io/path": paths.get(service, "/metrics"),  # podAnnotations' own value wins
+            "prometheus.io/scheme": container["readinessProbe"]["httpGet"]["scheme"].lower(),
+        }, service

@@ -424,6 +424,24 @@ refuses plain HTTP to anything but loopback). Argument: sense-reconciler's servi
 {{- if (.values.tls).secretName }}HTTPS{{ else }}HTTP{{ end -}}
 {{- end }}
 
+{{/*
+A service's pod annotations (argument: a service context), as YAML, empty when none: its podAnnotations, and
+with monitoring.scrapeAnnotations.enabled the prometheus.io/* ones that Prometheus's pod discovery reads
+(scrape, port, path, scheme). An annotation podAnnotations names itself keeps the value given there.
+*/}}
+{{- define "yovision.podAnnotations" -}}
+{{- $annotations := deepCopy (.values.podAnnotations | default dict) -}}
+{{- if .root.Values.monitoring.scrapeAnnotations.enabled -}}
+{{- $scrape := dict
+      "prometheus.io/scrape" "true"
+      "prometheus.io/port" (toString .spec.port)
+      "prometheus.io/path" "/metrics"
+      "prometheus.io/scheme" (lower (include "yovision.scheme" .)) -}}
+{{- $annotations = merge $annotations $scrape -}}
+{{- end -}}
+{{- with $annotations -}}{{- toYaml . -}}{{- end -}}
+{{- end }}
+
 {{/* Volumes every pod of a service has (Secret, /tmp, CA bundles); the admin DSN only with `migrate`. */}}
 {{- define "yovision.volumes" -}}
 - name: secrets
