@@ -24,7 +24,7 @@ from bench.infra import BENCH_TOPIC_PARTITIONS, REPO_ROOT, BenchSchema, BenchTop
 from bench.produce import count_records
 from bench.relay_worker import DSN_ENV
 from bench.stats import per_second
-from yovision_platform.outbox import OUTBOX_SHARDS, OutboxMessage
+from yovision_platform.outbox import OUTBOX_SHARDS, Outbox, OutboxMessage
 
 __all__ = ["RelayRun", "relay_processes", "run_relays", "wait_all_passed"]
 
@@ -143,11 +143,15 @@ async def wait_all_passed(
 
 
 async def insert_in_one_transaction(schema: BenchSchema, messages: Sequence[OutboxMessage]) -> int:
-    """Insert every message in one transaction; returns its xid once committed."""
+    """Insert every message in one transaction, which wakes every shard's relay at its commit (as
+    `Outbox.enqueue_many` does; without it the relays find the rows only at their next idle poll, up to
+    `poll_interval_seconds` later, and the drain's clock would time that wait); returns its xid once
+    committed."""
     writer = raw_executemany_writer(schema.name)
     async with schema.pool.acquire() as conn:
         async with conn.transaction():
             await writer(conn, messages)
+            await Outbox(schema.name).notify_shards(conn, range(OUTBOX_SHARDS))
             xid: int = int(await conn.fetchval("SELECT pg_current_xact_id()::text"))
         return xid
 
