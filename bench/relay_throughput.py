@@ -73,9 +73,18 @@ def _cpu_seconds(pid: int) -> float:
 
 @contextlib.contextmanager
 def relay_processes(
-    schema: BenchSchema, bootstrap: str, prefix: str, *, relays: int, client: str, batch_size: int
+    schema: BenchSchema,
+    bootstrap: str,
+    prefix: str,
+    *,
+    relays: int,
+    client: str,
+    batch_size: int,
+    otlp_endpoint: str | None = None,
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """`relays` relay processes (`bench.relay_worker`); traced into `otlp_endpoint` when given."""
     env = {**os.environ, DSN_ENV: schema.dsn}
+    tracing = ["--otlp-endpoint", otlp_endpoint] if otlp_endpoint else []
     processes = [
         subprocess.Popen(
             [
@@ -92,6 +101,7 @@ def relay_processes(
                 str(batch_size),
                 "--lease-seconds",
                 str(BENCH_LEASE_SECONDS),
+                *tracing,
             ],
             env=env,
             cwd=REPO_ROOT,
@@ -165,12 +175,22 @@ async def run_relays(
     relays: int,
     client: str,
     batch_size: int,
+    run_tag: str = "",
+    otlp_endpoint: str | None = None,
 ) -> RelayRun:
-    """`relays` relay processes drain `messages` from `schema` (which must hold no unpublished row)."""
-    prefix = f"r{relays}-{client}-{batch_size}"
+    """`relays` relay processes drain `messages` from `schema` (which must hold no unpublished row).
+    `run_tag` tells apart the topics of runs of the same shape in one benchmark; `otlp_endpoint`: the relays
+    trace into it (`bench.relay_worker --otlp-endpoint`)."""
+    prefix = f"r{relays}-{client}-{batch_size}{run_tag}"
     topic = await topics.for_run(prefix)
     with relay_processes(
-        schema, stack.kafka_bootstrap, prefix, relays=relays, client=client, batch_size=batch_size
+        schema,
+        stack.kafka_bootstrap,
+        prefix,
+        relays=relays,
+        client=client,
+        batch_size=batch_size,
+        otlp_endpoint=otlp_endpoint,
     ) as processes:
         await wait_split(schema, relays)
         cpu_before = sum(_cpu_seconds(p.pid) for p in processes)

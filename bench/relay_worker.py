@@ -1,10 +1,12 @@
 """One outbox relay as its own process, for the multi-relay and client runs of the benchmark.
 
     BENCH_RUNTIME_DSN=... python -m bench.relay_worker SCHEMA BOOTSTRAP OWNER TOPIC_PREFIX
-        [--client confluent|aiokafka] [--batch-size N] [--lease-seconds S]
+        [--client confluent|aiokafka] [--batch-size N] [--lease-seconds S] [--otlp-endpoint URL]
 
 Runs `OutboxPublisher.run` until SIGTERM, with the shipped settings except those given. The DSN comes from the
-environment, never the command line.
+environment, never the command line. With `--otlp-endpoint` the process traces as `serve` does with
+``<P>_TRACING_OTLP_ENDPOINT`` set (`configure_tracing`, sampling ratio 1.0, the default), and exports what is
+still queued before it exits.
 """
 
 from __future__ import annotations
@@ -19,12 +21,28 @@ from bench.aiokafka_publisher import aiokafka_publisher_factory
 from yovision_platform.db import Identifier, create_pool
 from yovision_platform.naming import KafkaNames
 from yovision_platform.outbox_publisher import OutboxPublisher, OutboxPublisherConfig, executor_for
+from yovision_platform.tracing import configure_tracing
 from yovision_platform.txn_producer import confluent_publisher_factory
 
 DSN_ENV = "BENCH_RUNTIME_DSN"
+TRACING_SAMPLING_RATIO = 1.0  # the services' default (`tracing_sampling_ratio`)
 
 
 async def main(args: argparse.Namespace) -> None:
+    tracing = configure_tracing(
+        "bench-relay",
+        instance_id=args.owner,
+        version="bench",
+        otlp_endpoint=args.otlp_endpoint,
+        sampling_ratio=TRACING_SAMPLING_RATIO,
+    )
+    try:
+        await relay(args)
+    finally:
+        await asyncio.to_thread(tracing.shutdown)
+
+
+async def relay(args: argparse.Namespace) -> None:
     config = OutboxPublisherConfig(batch_size=args.batch_size, lease_seconds=args.lease_seconds)
     pool = await create_pool(os.environ[DSN_ENV], application_name=f"bench-{args.owner}", max_size=8)
     stop = asyncio.Event()
@@ -59,6 +77,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--client", choices=("confluent", "aiokafka"), default="confluent")
     parser.add_argument("--batch-size", type=int, default=OutboxPublisherConfig().batch_size)
     parser.add_argument("--lease-seconds", type=float, default=OutboxPublisherConfig().lease_seconds)
+    parser.add_argument("--otlp-endpoint", default=None, help="trace into this OTLP/HTTP receiver")
     return parser.parse_args(argv)
 
 
