@@ -27,6 +27,7 @@ from typing import Any
 import asyncpg
 import httpx
 from aiokafka.admin import AIOKafkaAdminClient
+from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
@@ -401,9 +402,11 @@ async def sense_under_test(
     servers: Sequence[MediaMtxSandbox],
     label: str,
     identity: hydra.PrivateHydra,
+    on_app: Callable[[FastAPI], None] | None = None,
 ) -> AsyncIterator[SenseUnderTest]:
     """Sense on a fresh schema and fresh topics (prefix `bench-<hex>.`) with `servers` as mtx-0, mtx-1...,
-    its Control API taking `identity`'s access tokens."""
+    its Control API taking `identity`'s access tokens. `on_app` sees the app before its routes are installed
+    (as `serve` instruments it for tracing)."""
     tag = uuid.uuid4().hex[:8]
     schema = Identifier(f"bench_{tag}")
     names = KafkaNames(f"bench-{tag}.")
@@ -461,6 +464,8 @@ async def sense_under_test(
             client_id="bench",
         )
         app = create_app("sense-reconciler-bench", "0")
+        if on_app is not None:
+            on_app(app)
         install(app, service)
         issuer = identity.instance.issuer
         jwks = await cleanup.enter_async_context(httpx.AsyncClient(follow_redirects=False))
