@@ -274,16 +274,8 @@ class SenseUnderTest:
         self.applied.update(configured)
 
         async def create(n: int) -> None:
-            body = {
-                "tenant_id": "bench",
-                "site_id": sites[n],
-                "name": f"cam {n}",
-                "path_name": self.path_of(sites[n], n),
-                "source_uri": f"rtsp://bench:pw@127.0.0.1:1/{n}",
-                "desired_state": "enabled",
-            }
             async with clients:
-                (await self.api.post("/v1/devices", json=body)).raise_for_status()
+                (await self.api.post("/v1/devices", json=self.device_body(sites, n))).raise_for_status()
 
         started = time.monotonic()
         await asyncio.gather(*(create(n) for n in numbers))
@@ -333,6 +325,17 @@ class SenseUnderTest:
             failed_items=int(failed),
             retried_devices=int(retried),
         )
+
+    def device_body(self, sites: Sequence[str], n: int) -> dict[str, str]:
+        """The `POST /v1/devices` body of device `n`: enabled, on `sites[n]`."""
+        return {
+            "tenant_id": "bench",
+            "site_id": sites[n],
+            "name": f"cam {n}",
+            "path_name": self.path_of(sites[n], n),
+            "source_uri": f"rtsp://bench:pw@127.0.0.1:1/{n}",
+            "desired_state": "enabled",
+        }
 
     @staticmethod
     def path_of(site: str, n: int) -> str:
