@@ -128,10 +128,11 @@ fuzz: setup ## API fuzzing on a fresh random seed: schemathesis on every service
 
 bench: bench-platform bench-services bench-cluster ## All benchmarks (platform, the services', then cluster mode); goal lines printed; exits non-zero on a wrong count
 
-bench-platform: ## Platform benchmarks: relay (1/2/4, aiokafka vs confluent) vs raw produce vs ProducerPerformance, paced latency, outbox size, enqueue, leases, access tokens, one event's path (bench/)
+bench-platform: ## Platform benchmarks: relay (1/2/4, aiokafka vs confluent) vs raw produce vs ProducerPerformance, paced latency, outbox size, enqueue, leases, access tokens, one event's path, tracing's cost (bench/)
 	$(PY) -m bench $(ARGS)
 	$(PY) -m bench.access_tokens
 	$(PY) -m bench.single_event
+	$(PY) -m bench.tracing
 
 bench-services: ## Service benchmarks: Sense convergence, Sense→Bell relay, Signal probes, media uploads/transcodes, console pages and sign-in
 	$(STACK) up pg kafka mediamtx
