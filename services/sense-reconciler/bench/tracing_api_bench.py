@@ -30,13 +30,13 @@ from sense_bench_harness import identity_provider_for_bench, mediamtx_binary, se
 
 from sense_reconciler.entrypoints.main import SPEC
 from yovision_platform.localstack import LocalStack
+from yovision_platform.settings import TRACING_SAMPLING_RATIO_DEFAULT
 from yovision_platform.tools.bench_runner import run_cleanly
 from yovision_platform.tools.mediamtx_sandbox import mediamtx_sandbox
 from yovision_platform.tracing import configure_tracing, instrument_app
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 JSON_PREFIX = "TRACING_API_JSON "
-TRACING_SAMPLING_RATIO = 1.0  # the services' default
 CREATED = 201
 
 
@@ -46,7 +46,7 @@ async def bench(args: argparse.Namespace) -> dict[str, object]:
         instance_id="bench",
         version=SPEC.version,
         otlp_endpoint=args.otlp_endpoint,
-        sampling_ratio=TRACING_SAMPLING_RATIO,
+        sampling_ratio=args.sampling_ratio,
     )
 
     def instrument(app: FastAPI) -> None:
@@ -84,6 +84,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--otlp-endpoint", default=None, help="trace into this OTLP/HTTP receiver")
+    parser.add_argument("--sampling-ratio", type=float, default=TRACING_SAMPLING_RATIO_DEFAULT)
     parser.add_argument("--requests", type=int, default=1500)
     parser.add_argument("--warm-up", type=int, default=100)
     parser.add_argument("--work-dir", type=Path, default=REPO_ROOT / ".local" / "run" / "tracing-bench")

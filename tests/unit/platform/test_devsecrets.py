@@ -174,3 +174,20 @@ def test_only_the_console_of_make_up_gets_the_stacks_prometheus(tmp_path: Path) 
     named = make_stack(tmp_path / "e2e")
     generate(named, Environment("e2e-ab12", identity_ports=(21001, 21002)))
     assert "CONSOLE_PROMETHEUS_URL" not in read_env_file(named / "env" / "console.env")
+
+
+def test_every_service_of_the_local_stack_traces_every_change_into_the_stacks_jaeger(tmp_path: Path) -> None:
+    (tmp_path / "stack").mkdir()
+    (tmp_path / "e2e").mkdir()
+    local = make_stack(tmp_path / "stack")
+    generate(local)
+    for service in LOCAL_SERVICES:
+        env = read_env_file(local / "env" / f"{service.name}.env")
+        p = service.env_prefix
+        assert env[f"{p}TRACING_OTLP_ENDPOINT"] == "http://127.0.0.1:14318", service.name
+        assert env[f"{p}TRACING_SAMPLING_RATIO"] == "1.0", service.name
+    test_env = make_stack(tmp_path / "e2e")
+    generate(test_env, Environment("e2e-ab12"))
+    for service in LOCAL_SERVICES:
+        env = read_env_file(test_env / "env" / f"{service.name}.env")
+        assert not any("TRACING" in name for name in env), "a test environment traces only where it is told"

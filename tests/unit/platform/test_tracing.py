@@ -29,6 +29,7 @@ from yovision_platform.tracing import (
     BoundedTraceContext,
     _OperationRoots,
     context_from_headers,
+    sampled_parent,
     scrubbed,
     trace_headers,
     trace_id_of,
@@ -264,3 +265,21 @@ def test_a_log_line_written_inside_a_span_names_its_trace_and_span() -> None:
         trace.format_span_id(context.span_id),
     )
     assert "trace_id" not in outside and "span_id" not in outside
+
+
+def test_the_relay_reads_a_sampled_rows_parent_and_skips_the_others() -> None:
+    parent = sampled_parent([("event_type", "x"), ("traceparent", PARENT)])
+    assert parent is not None and trace_id_of(parent) == TRACE_ID
+    span_context = trace.get_current_span(parent).get_span_context()
+    assert span_context.is_remote and span_context.trace_flags.sampled
+    assert span_context.span_id == int("b7ad6b7169203331", 16)
+    for headers in (
+        [("traceparent", PARENT[:-2] + "00")],  # not sampled: no span to record
+        [("traceparent", f"00-{'0' * 32}-b7ad6b7169203331-01")],
+        [("traceparent", f"00-{TRACE_ID}-{'0' * 16}-01")],
+        [("traceparent", PARENT.upper())],
+        [("traceparent", PARENT + "-extra")],
+        [("event_type", "x")],
+        [],
+    ):
+        assert sampled_parent(headers) is None, headers

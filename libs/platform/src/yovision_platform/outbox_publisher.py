@@ -44,6 +44,7 @@ from typing import Any
 
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
+from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry
 
@@ -60,13 +61,7 @@ from yovision_platform.outbox_windows import (
     unpassed_count_sql,
 )
 from yovision_platform.shard_cursors import CursorFenced, ShardCursors, ShardLease, assigned_shards
-from yovision_platform.tracing import (
-    TRACEPARENT_HEADER,
-    context_from_headers,
-    record_span,
-    tracer,
-    tracing_on,
-)
+from yovision_platform.tracing import record_span, sampled_parent, tracer, tracing_on
 from yovision_platform.txn_producer import (
     PublisherFactory,
     PublishError,
@@ -170,22 +165,25 @@ def transactional_id(names: KafkaNames, schema: Identifier, table: str, shard: i
     return f"{names.prefix}{schema}.{table}.{shard}"
 
 
-def _record_publish_spans(traced: list[tuple[str, list[tuple[str, str]]]], started_ns: int) -> None:
-    """A span per published row that carries a trace context, from its batch's send to its commit."""
+def _record_publish_spans(traced: list[tuple[str, Context]], started_ns: int) -> None:
+    """A span per published row of a sampled trace, from its batch's send to its commit."""
     ended_ns = time.time_ns()
-    for topic, headers in traced:
-        record_span(
-            _tracer,
-            f"{topic} publish",
-            parent=context_from_headers(headers),
-            kind=SpanKind.PRODUCER,
-            start_ns=started_ns,
-            end_ns=ended_ns,
-            attributes={
+    attributes: dict[str, dict[str, str]] = {}
+    for topic, parent in traced:
+        if topic not in attributes:
+            attributes[topic] = {
                 "messaging.system": "kafka",
                 "messaging.destination.name": topic,
                 "messaging.operation.type": "publish",
-            },
+            }
+        record_span(
+            _tracer,
+            f"{topic} publish",
+            parent=parent,
+            kind=SpanKind.PRODUCER,
+            start_ns=started_ns,
+            end_ns=ended_ns,
+            attributes=attributes[topic],
         )
 
 
@@ -586,9 +584,9 @@ class _ShardPublisher:
             await self._relay._cursors.advance(conn, self._shard, self._epoch, position)
         self._persisted = position
 
-    def _produce(self, batch: WindowBatch) -> list[tuple[str, list[tuple[str, str]]]]:
-        """Send the batch's rows in the publisher's transaction; the (topic, headers) of those with a trace
-        context to record, when tracing is on."""
+    def _produce(self, batch: WindowBatch) -> list[tuple[str, Context]]:
+        """Send the batch's rows in the publisher's transaction; the (topic, trace context) of those whose
+        trace is sampled, to record their publish spans once committed (none while tracing is off)."""
         assert self._publisher is not None
         self._publisher.begin()
         topic = self._relay._names.topic
@@ -599,8 +597,8 @@ class _ShardPublisher:
             headers = _headers(row)
             name = topic(row["topic"])
             send(name, row["value"], row["message_key"], headers)
-            if tracing and any(key == TRACEPARENT_HEADER for key, _ in headers):
-                traced.append((name, headers))
+            if tracing and (parent := sampled_parent(headers)) is not None:
+                traced.append((name, parent))
         return traced
 
     async def _start_publisher(self) -> bool:

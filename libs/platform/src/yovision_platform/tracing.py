@@ -26,6 +26,7 @@ What this module guarantees, whatever the instrumentation libraries do:
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -52,7 +53,7 @@ from opentelemetry.sdk.trace.sampling import (
     SamplingResult,
     TraceIdRatioBased,
 )
-from opentelemetry.trace import Link, SpanKind, Status
+from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, Status, TraceFlags
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util.types import Attributes
 
@@ -73,6 +74,7 @@ __all__ = [
     "current_traceparent_of",
     "instrument_app",
     "record_span",
+    "sampled_parent",
     "trace_headers",
     "trace_id_of",
     "tracer",
@@ -96,6 +98,7 @@ EXPORT_BATCH_MAX_SPANS = 512
 EXPORT_DELAY_MILLIS = 1000
 EXPORT_TIMEOUT_SECONDS = 5.0
 STATEMENT_MAX_CHARS = 1000
+SHUTDOWN_FLUSH_MILLIS = 2000
 
 EXPORTED_ATTRIBUTES = frozenset(
     {
@@ -154,6 +157,7 @@ class BoundedTraceContext(TextMapPropagator):
 
 
 _PROPAGATOR = BoundedTraceContext()
+_OWN_TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 
 
 class _OperationRoots(Sampler):
@@ -222,7 +226,7 @@ def _kept(attributes: Attributes, allowed: frozenset[str], *, prefixes: bool = F
     for key, value in (attributes or {}).items():
         if key not in allowed and not (prefixes and key.startswith(EXPORTED_ATTRIBUTE_PREFIXES)):
             continue
-        if isinstance(value, str):
+        if isinstance(value, str) and key in allowed:  # an instrumentation's text; ours holds ids and names
             if key in STATEMENT_ATTRIBUTES:
                 value = value[:STATEMENT_MAX_CHARS]
             value = redact_text(value)
@@ -232,13 +236,20 @@ def _kept(attributes: Attributes, allowed: frozenset[str], *, prefixes: bool = F
 
 @dataclass
 class Tracing:
-    """The installed provider (None: tracing off); `shutdown` exports what is queued, within its bound."""
+    """The installed provider (None: tracing off) and its exporter."""
 
     provider: TracerProvider | None
+    exporter: SpanExporter | None = None
 
     def shutdown(self) -> None:
-        if self.provider is not None:
-            self.provider.shutdown()
+        """Export what is queued for at most `SHUTDOWN_FLUSH_MILLIS`, then stop: a collector that is down
+        costs a stopping process that long, not an export timeout per queued batch."""
+        if self.provider is None:
+            return
+        self.provider.force_flush(SHUTDOWN_FLUSH_MILLIS)
+        if self.exporter is not None:
+            self.exporter.shutdown()  # what is still queued is dropped, not retried
+        self.provider.shutdown()
 
 
 def configure_tracing(
@@ -268,9 +279,10 @@ def configure_tracing(
             {"service.name": service, "service.instance.id": instance_id, "service.version": version}
         ),
     )
+    scrubbed_exporter = _ScrubbedExporter(exporter)
     provider.add_span_processor(
         BatchSpanProcessor(
-            _ScrubbedExporter(exporter),
+            scrubbed_exporter,
             max_queue_size=EXPORT_QUEUE_MAX_SPANS,
             max_export_batch_size=EXPORT_BATCH_MAX_SPANS,
             schedule_delay_millis=EXPORT_DELAY_MILLIS,
@@ -279,7 +291,7 @@ def configure_tracing(
     )
     trace.set_tracer_provider(provider)
     _instrument_clients(provider)
-    return Tracing(provider)
+    return Tracing(provider, scrubbed_exporter)
 
 
 def _instrument_clients(provider: TracerProvider) -> None:
@@ -350,6 +362,24 @@ def current_traceparent() -> str | None:
 def current_traceparent_of(span: trace.Span) -> str | None:
     """`span`'s ``traceparent`` (for a span that is not the current one)."""
     return dict(trace_headers(trace.set_span_in_context(span))).get(TRACEPARENT_HEADER)
+
+
+def sampled_parent(headers: Iterable[tuple[str, str]]) -> Context | None:
+    """The context of a row's ``traceparent`` when it is sampled, else None: the relay's per-row check,
+    cheaper than the propagator (a row's headers are this code's own rendering, version 00)."""
+    for name, value in headers:
+        if name == TRACEPARENT_HEADER:
+            match = _OWN_TRACEPARENT.fullmatch(value)
+            if match is None or not int(match[3], 16) & TraceFlags.SAMPLED:
+                return None
+            trace_id, span_id = int(match[1], 16), int(match[2], 16)
+            if not trace_id or not span_id:
+                return None
+            parent = SpanContext(
+                trace_id, span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED)
+            )
+            return trace.set_span_in_context(NonRecordingSpan(parent))
+    return None
 
 
 def context_from_headers(headers: Iterable[tuple[str, str | bytes]] | None) -> Context:

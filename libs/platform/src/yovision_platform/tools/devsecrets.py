@@ -272,7 +272,8 @@ def generate(local_dir: Path, environment: Environment = DEFAULT_ENVIRONMENT) ->
                 f"{p}CAPABILITY_FILE={local_dir / 'run' / 'media-worker.capability'}",
             ]
         if not environment.name and f"{p}TRACING_OTLP_ENDPOINT" not in environment.settings:
-            env_lines.append(f"{p}TRACING_OTLP_ENDPOINT={STACK_OTLP_ENDPOINT}")
+            # Every change traced: the local stack is where one follows a single event's path.
+            env_lines += [f"{p}TRACING_OTLP_ENDPOINT={STACK_OTLP_ENDPOINT}", f"{p}TRACING_SAMPLING_RATIO=1.0"]
         extra_lines, extra_files = _extra_secrets(local_dir, service, environment)
         env_lines += extra_lines
         env_lines += [
