@@ -65,8 +65,9 @@ PROCESSED_EVENTS_RETENTION_DAYS_DEFAULT = 60
 PROCESSED_EVENTS_RETENTION_DAYS_MAX = 3650
 OTHER_ACCESS_MODE_BITS = stat.S_IRWXO
 TRACING_ENDPOINT_MAX_CHARS = 512
-# Every new trace: the local stack and the tests follow each change; a busy deployment sets a lower ratio.
-TRACING_SAMPLING_RATIO_DEFAULT = 1.0
+# One new trace in a hundred: at that share tracing costs the relay and the API nothing measurable, at 1.0
+# the relay 78 % of its throughput (docs/benchmarks.md, "Tracing"). The local stack and the tests set 1.0.
+TRACING_SAMPLING_RATIO_DEFAULT = 0.01
 POSTGRES_DSN_SCHEMES = frozenset({"postgresql", "postgres"})
 INSTANCE_ID_HOST_PART_MAX_CHARS = 48
 INSTANCE_ID_RANDOM_HEX_CHARS = 6
