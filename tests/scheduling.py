@@ -23,9 +23,12 @@ from xdist.scheduler import LoadScopeScheduling
 E2E_TIER = "tests/e2e/"
 # By test module name (without `.py`); a module not named here is in the "flows" group.
 E2E_GROUPS = {
-    "test_api_contracts": "e2e-contracts",
-    "test_rotation": "e2e-contracts",
-    "test_identity": "e2e-contracts",
+    "test_api_contracts": "e2e-contracts-and-observability",
+    "test_rotation": "e2e-contracts-and-observability",
+    "test_identity": "e2e-contracts-and-observability",
+    "test_tracing": "e2e-contracts-and-observability",
+    "test_console_traces": "e2e-contracts-and-observability",
+    "test_alerts": "e2e-contracts-and-observability",
 }
 E2E_DEFAULT_GROUP = "e2e-flows"
 LONG_MODULES = ("tests/cluster/test_services_failover.py",)
