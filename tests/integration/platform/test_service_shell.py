@@ -214,7 +214,8 @@ async def test_with_the_trace_store_down_requests_are_served_and_the_process_sto
         started = time.monotonic()
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
-        assert time.monotonic() - started < 25
+        # The queued spans get at most SHUTDOWN_FLUSH_SECONDS (2 s), not an export timeout per batch (14 s).
+        assert time.monotonic() - started < 10
     assert '"msg":"service stopped"' in log_path.read_text()
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -98,7 +99,7 @@ EXPORT_BATCH_MAX_SPANS = 512
 EXPORT_DELAY_MILLIS = 1000
 EXPORT_TIMEOUT_SECONDS = 5.0
 STATEMENT_MAX_CHARS = 1000
-SHUTDOWN_FLUSH_MILLIS = 2000
+SHUTDOWN_FLUSH_SECONDS = 2.0
 
 EXPORTED_ATTRIBUTES = frozenset(
     {
@@ -189,12 +190,15 @@ class _ScrubbedExporter(SpanExporter):
 
     def __init__(self, inner: SpanExporter) -> None:
         self._inner = inner
+        self._shut = False
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         return self._inner.export([scrubbed(span) for span in spans])
 
     def shutdown(self) -> None:
-        self._inner.shutdown()
+        if not self._shut:  # `Tracing.shutdown` stops it before the provider does
+            self._shut = True
+            self._inner.shutdown()
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         return self._inner.force_flush(timeout_millis)
@@ -242,14 +246,17 @@ class Tracing:
     exporter: SpanExporter | None = None
 
     def shutdown(self) -> None:
-        """Export what is queued for at most `SHUTDOWN_FLUSH_MILLIS`, then stop: a collector that is down
-        costs a stopping process that long, not an export timeout per queued batch."""
+        """Export what is queued for at most `SHUTDOWN_FLUSH_SECONDS`, then stop: a collector that is down
+        costs a stopping process that long, not an export timeout per queued batch (the SDK's own flush
+        takes no bound)."""
         if self.provider is None:
             return
-        self.provider.force_flush(SHUTDOWN_FLUSH_MILLIS)
-        if self.exporter is not None:
-            self.exporter.shutdown()  # what is still queued is dropped, not retried
-        self.provider.shutdown()
+        stopping = threading.Thread(target=self.provider.shutdown, name="tracing-shutdown", daemon=True)
+        stopping.start()
+        stopping.join(SHUTDOWN_FLUSH_SECONDS)
+        if stopping.is_alive() and self.exporter is not None:
+            self.exporter.shutdown()  # ends the exporter's retries: what is still queued is dropped
+            stopping.join(SHUTDOWN_FLUSH_SECONDS)
 
 
 def configure_tracing(
