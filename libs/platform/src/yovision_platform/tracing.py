@@ -28,12 +28,10 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 from opentelemetry.propagators.textmap import (
@@ -67,10 +65,8 @@ __all__ = [
     "TRACE_HEADERS_MAX_BYTES",
     "BoundedTraceContext",
     "Tracing",
-    "attached",
     "configure_tracing",
     "context_from_headers",
-    "current_trace_ids",
     "current_traceparent",
     "current_traceparent_of",
     "instrument_app",
@@ -417,21 +413,3 @@ def trace_id_of(context: Context | None = None) -> str | None:
     """The 32-hex trace id of `context`'s span (default: the current span); None without a valid one."""
     span_context = trace.get_current_span(context).get_span_context()
     return trace.format_trace_id(span_context.trace_id) if span_context.is_valid else None
-
-
-def current_trace_ids() -> tuple[str, str] | None:
-    """(trace_id, span_id) of the current span, for log lines; None outside a valid span."""
-    span_context = trace.get_current_span().get_span_context()
-    if not span_context.is_valid:
-        return None
-    return trace.format_trace_id(span_context.trace_id), trace.format_span_id(span_context.span_id)
-
-
-@contextmanager
-def attached(context: Context) -> Iterator[None]:
-    """Make `context` current for the block."""
-    token = otel_context.attach(context)
-    try:
-        yield
-    finally:
-        otel_context.detach(token)
