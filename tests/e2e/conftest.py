@@ -21,6 +21,9 @@ Operator settings that differ from `make up` (and why):
   pages and links are on, as in `make up`.
 - `SENSE_DRIFT_CHECK_SECONDS=0`: the orphan flow stages a leftover path by hand; the drift check, which
   would repair it at an arbitrary moment, has its own tests (tests/integration/sense_reconciler).
+- Tracing at the services' default sampling (one new trace in a hundred), as in production, so the suite
+  pays what production pays; a flow that follows a trace sends a sampled `traceparent`, as a client would,
+  and every service continues it. `SIGNAL_TRACING_SAMPLING_RATIO=1.0`: a check starts its own trace.
 
 The environment has three MediaMTX servers, `mtx-a` (the default of new sites), `mtx-b` and `mtx-c`, each
 with an authenticated Control API; the flows that do not move a site run on `mtx-a`, and `mtx-c` is the
@@ -57,6 +60,8 @@ E2E_SETTINGS = {
     **TEST_SETTINGS,
     **JWKS_REFRESH,
     "SIGNAL_PROBE_ALLOWED_NETWORKS": "127.0.0.1/32",
+    # Every check a trace: a check starts its own (no caller), and the watcher flow follows one.
+    "SIGNAL_TRACING_SAMPLING_RATIO": "1.0",
     "SENSE_DRIFT_CHECK_SECONDS": "0",
 }
 SETTLE_SECONDS = 90.0

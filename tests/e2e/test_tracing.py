@@ -6,6 +6,7 @@ and what a bad ``traceparent`` gets (a new trace, never an error)."""
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -113,10 +114,7 @@ async def test_a_bad_traceparent_starts_a_new_trace_and_is_never_an_error(
     created = await sense.post("/v1/devices", json=body, headers={"traceparent": traceparent})
     assert created.status_code == 201, created.text
     row = await eventually(lambda: audit_row(env, witness, created.json()["id"]), what="the audit row")
+    # A new trace (sampled or not, by the ratio, its id travels on): the id Sense made, not the caller's.
     trace_id = row["trace_id"]
-    assert trace_id is not None and trace_id not in traceparent, "a new trace, not the caller's text"
-    await eventually(
-        lambda: trace_with(env, trace_id, {"sense-reconciler": {"POST /v1/devices"}}),
-        within=TRACE_TIMEOUT_SECONDS,
-        what="the new trace in Jaeger",
-    )
+    assert trace_id is not None and re.fullmatch("[0-9a-f]{32}", trace_id)
+    assert trace_id not in traceparent, "a new trace, not the caller's text"

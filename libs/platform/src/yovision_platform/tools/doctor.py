@@ -98,7 +98,7 @@ KAFKA_TIMEOUT_SECONDS = 20.0
 READ_BATCH_TIMEOUT_MS = 1000
 HTTP_TIMEOUT_SECONDS = 5.0
 # The traces read per service for the secrets check: what the last minutes of a flow or of `make up` made.
-SPAN_SCAN_TRACES = 200
+SPAN_SCAN_TRACES = 50
 WAIT_POLL_SECONDS = 0.5
 CONSUMER_STALL_SECONDS = 30
 MAX_DETAIL_CHARS = 200

@@ -344,8 +344,8 @@ async def local_environment(
     the default of new sites. ``instances``: processes per service (instance i >= 2 is ``<service>@i``, its
     own free port; ``services``, ``url``, ``pid``, ``kill`` and ``start`` take instance names too).
     ``kafka_bootstrap``: another Kafka than the stack's (a private cluster). ``traced``: a private Jaeger
-    (`yovision_platform.tools.jaeger`) receives every service's spans, every new trace sampled, and the
-    console draws its traces (``environment.jaeger``). The stack
+    (`yovision_platform.tools.jaeger`) receives every service's spans, sampled at the services' default
+    unless ``settings`` say otherwise, and the console draws its traces (``environment.jaeger``). The stack
     (PostgreSQL, Kafka) must be running."""
     if not media_servers:
         raise ValueError("an environment needs at least one MediaMTX server")
@@ -363,7 +363,6 @@ async def local_environment(
             jaeger = cleanup.enter_context(private_jaeger(root / "jaeger", label=f"{name}-jaeger"))
             settings = {
                 **{f"{s.env_prefix}TRACING_OTLP_ENDPOINT": jaeger.otlp_http_url for s in LOCAL_SERVICES},
-                **{f"{s.env_prefix}TRACING_SAMPLING_RATIO": "1.0" for s in LOCAL_SERVICES},
                 "CONSOLE_JAEGER_URL": jaeger.query_url,
                 **(settings or {}),
             }
