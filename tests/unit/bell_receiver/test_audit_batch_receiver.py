@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
 
 from bell_receiver.domain.errors import ReplayConflict
 from bell_receiver.service_layer.audit_batch_receiver import AnswerKind
@@ -135,3 +136,16 @@ async def test_a_failure_before_the_receipt_is_stored_leaves_no_fact_and_no_coun
         await fakes.use_cases().audit_batches.receive(verified(body), body)
     assert await fakes.stored() == []
     assert fakes.metric("bell_relay_item_results_total", outcome="accepted") == 0
+
+
+async def test_each_fact_is_stored_with_its_own_items_trace_and_none_without_one(fakes: Fakes) -> None:
+    """The item header's context names a fact's trace; a fact without one has none, not the trace of the
+    push request it came in (the span current while the batch is stored)."""
+    receiver = fakes.use_cases().audit_batches
+    item_trace = "0af7651916cd43dd8448eb211c80319c"
+    traced, untraced = fact(), fact(2)
+    body = batch_body([traced, untraced])
+    with TracerProvider().get_tracer("test").start_as_current_span("POST /internal/v1/audit-events:batch"):
+        await receiver.receive(verified(body), body, {0: f"00-{item_trace}-b7ad6b7169203331-01"})
+    stored = {str(row.event_id): row.trace_id for row in fakes.uow.audit_trail.rows.values()}
+    assert stored == {traced["event_id"]: item_trace, untraced["event_id"]: None}

@@ -67,6 +67,7 @@ __all__ = [
     "Tracing",
     "configure_tracing",
     "context_from_headers",
+    "context_of",
     "current_traceparent",
     "current_traceparent_of",
     "instrument_app",
@@ -383,6 +384,12 @@ def sampled_parent(headers: Iterable[tuple[str, str]]) -> Context | None:
             )
             return trace.set_span_in_context(NonRecordingSpan(parent))
     return None
+
+
+def context_of(traceparent: str | None) -> Context:
+    """The context of one ``traceparent`` kept apart from any headers (a column beside queued work, an item
+    of the signed push); an empty context (a new trace) without one or with an invalid one."""
+    return context_from_headers([(TRACEPARENT_HEADER, traceparent)] if traceparent else ())
 
 
 def context_from_headers(headers: Iterable[tuple[str, str | bytes]] | None) -> Context:

@@ -30,13 +30,7 @@ from yovision_platform.audit_relay import batch
 from yovision_platform.audit_relay.batch import ItemResult, ItemStatus
 from yovision_platform.audit_relay.facts import ItemRejectCode, RejectedItem, ValidFact, validate_item
 from yovision_platform.signing import VerifiedRequest
-from yovision_platform.tracing import (
-    TRACEPARENT_HEADER,
-    context_from_headers,
-    record_span,
-    trace_id_of,
-    tracer,
-)
+from yovision_platform.tracing import context_of, record_span, trace_id_of, tracer
 
 HTTP_OK = 200
 _tracer = tracer(__name__)
@@ -118,10 +112,10 @@ class AuditBatchReceiver:
             if isinstance(item, ValidFact) and item.event_id not in firsts:
                 firsts[item.event_id] = item
                 if index in traceparents:
-                    contexts[item.event_id] = context_from_headers(
-                        [(TRACEPARENT_HEADER, traceparents[index])]
-                    )
-        rows = [replace(fact_row(f), trace_id=trace_id_of(contexts.get(f.event_id))) for f in firsts.values()]
+                    contexts[item.event_id] = context_of(traceparents[index])
+        # Only an item's own context names its trace (the request's is the push's, not the fact's).
+        trace_ids = {event_id: trace_id_of(context) for event_id, context in contexts.items()}
+        rows = [replace(fact_row(f), trace_id=trace_ids.get(f.event_id)) for f in firsts.values()]
         started_ns = time.time_ns()
         appended = await trail.append(rows, Channel.HTTP_RELAY)
         _record_store_spans(contexts, started_ns)

@@ -37,7 +37,7 @@ from media_worker.service_layer.ports import (
 from media_worker.service_layer.recovery import AttemptRecovery
 from yovision_platform.db import STORE_ERRORS
 from yovision_platform.errors import LeaseLost
-from yovision_platform.tracing import TRACEPARENT_HEADER, context_from_headers, tracer
+from yovision_platform.tracing import context_of, tracer
 
 __all__ = ["JOB_LEASE_SECONDS", "RESCAN_SECONDS", "TranscodeWorker", "WorkerTiming"]
 
@@ -195,7 +195,7 @@ class TranscodeWorker:
         """The transcode, in a span of the trace of the work that queued the job (the upload)."""
         with _tracer.start_as_current_span(
             "transcode",
-            context=context_from_headers([(TRACEPARENT_HEADER, claimed.trace_parent or "")]),
+            context=context_of(claimed.trace_parent),
             attributes={"yovision.material_id": str(claimed.material_id)},
         ):
             await self._transcode(claimed, stop)

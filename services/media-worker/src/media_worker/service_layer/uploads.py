@@ -38,7 +38,7 @@ from media_worker.domain.sessions import SessionState, UploadSession
 from media_worker.service_layer.activity import Activity
 from media_worker.service_layer.events import EventWriter
 from media_worker.service_layer.ports import ChunkTarget, MediaLocks, Storage, StoredFile, UnitOfWorkFactory
-from yovision_platform.tracing import TRACEPARENT_HEADER, context_from_headers, current_traceparent, tracer
+from yovision_platform.tracing import context_of, current_traceparent, tracer
 
 __all__ = ["MERGE_STALE_SECONDS", "InitOutcome", "UploadService"]
 
@@ -257,7 +257,7 @@ def _in_trace_of(session: UploadSession, name: str) -> AbstractContextManager[Sp
     one upload are in one trace, whatever trace their own requests carry."""
     return _tracer.start_as_current_span(
         name,
-        context=context_from_headers([(TRACEPARENT_HEADER, session.trace_parent or "")]),
+        context=context_of(session.trace_parent),
         attributes={"yovision.material_id": str(session.material_id)},
     )
 

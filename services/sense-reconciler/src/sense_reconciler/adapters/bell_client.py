@@ -31,8 +31,7 @@ from sense_reconciler.domain.audit_push_outcome import (
 from yovision_platform.audit_relay import BATCH_PATH, ITEM_TRACEPARENTS_HEADER, item_traceparents_header
 from yovision_platform.signing import sign_request
 from yovision_platform.tracing import (
-    TRACEPARENT_HEADER,
-    context_from_headers,
+    context_of,
     current_traceparent_of,
     tracer,
     tracing_on,
@@ -54,7 +53,7 @@ def _push_spans(facts: Sequence[OutboxFact]) -> Iterator[dict[int, str]]:
             if fact.trace_parent:
                 spans[index] = _tracer.start_span(
                     "audit push",
-                    context=context_from_headers([(TRACEPARENT_HEADER, fact.trace_parent)]),
+                    context=context_of(fact.trace_parent),
                     kind=SpanKind.PRODUCER,
                     attributes={
                         "yovision.event_id": str(fact.event_id),

@@ -58,7 +58,7 @@ from yovision_platform.events import build_event
 from yovision_platform.leases import Lease
 from yovision_platform.mediamtx import MediaMtxError
 from yovision_platform.outbox import OutboxMessage
-from yovision_platform.tracing import TRACEPARENT_HEADER, context_from_headers, tracer
+from yovision_platform.tracing import context_of, tracer
 
 log = logging.getLogger(__name__)
 _tracer = tracer(__name__)
@@ -147,9 +147,7 @@ class ItemReconciler:
             return ItemResult.LEASE_LOST
         with _tracer.start_as_current_span(
             "reconcile",
-            context=context_from_headers(
-                [(TRACEPARENT_HEADER, work.trace_parent)] if work.trace_parent else ()
-            ),
+            context=context_of(work.trace_parent),
             attributes={
                 "yovision.device_id": str(work.device_id),
                 "yovision.media_server_id": work.media_server_id,
