@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from typing import Any
-
-import httpx
 
 from yovision_platform.tools.environment import LocalEnvironment
 from yovision_platform.tools.jaeger import PrivateJaeger
@@ -39,14 +38,10 @@ async def trace_with(
     env: LocalEnvironment, trace_id: str, wanted: dict[str, set[str]]
 ) -> dict[str, list[dict[str, Any]]] | None:
     """The trace's spans by service once every service of `wanted` has spans of all its operations."""
-    async with httpx.AsyncClient(base_url=jaeger_of(env).query_url, timeout=10.0) as http:
-        response = await http.get(f"/api/traces/{trace_id}")
-    if response.status_code != httpx.codes.OK:
+    trace = await asyncio.to_thread(jaeger_of(env).trace, trace_id)
+    if trace is None:
         return None
-    data = response.json().get("data") or []
-    if not data:
-        return None
-    found = spans_by_service(data[0])
+    found = spans_by_service(trace)
     for service, operations in wanted.items():
         if not operations <= {span["operationName"] for span in found.get(service, [])}:
             return None

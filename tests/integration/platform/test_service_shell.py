@@ -90,7 +90,7 @@ async def test_serve_answers_health_publishes_the_outbox_and_stops_cleanly_on_si
     try:
         base = f"http://127.0.0.1:{demo.port}"
         async with httpx.AsyncClient(base_url=base, timeout=5) as client:
-            await served(client)
+            await wait_healthy(client)
             ready = await client.get("/readyz")
             assert ready.status_code == 200
             assert ready.json()["checks"] == {"database": "ok", "worker:outbox-relay": "ok"}
@@ -156,16 +156,6 @@ def serving(demo: Demo, log_path: Path, **settings: str) -> Iterator[subprocess.
             process.wait()
 
 
-async def served(client: httpx.AsyncClient) -> None:
-    async def healthy() -> bool:
-        try:
-            return (await client.get("/healthz")).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    await wait_until(healthy, timeout_seconds=30)
-
-
 async def test_a_traced_request_reaches_the_trace_store_with_its_query_and_health_checks_do_not(
     demo: Demo, tmp_path: Path
 ) -> None:
@@ -176,7 +166,7 @@ async def test_a_traced_request_reaches_the_trace_store_with_its_query_and_healt
         serving(demo, tmp_path / "serve.log", DEMO_TRACING_OTLP_ENDPOINT=jaeger.otlp_http_url) as process,
     ):
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{demo.port}", timeout=5) as client:
-            await served(client)
+            await wait_healthy(client)
             await client.get("/readyz")
             traceparent = f"00-{trace_id}-{secrets.token_hex(8)}-01"
             answer = await client.get("/v1/ping", headers={"traceparent": traceparent})
@@ -204,7 +194,7 @@ async def test_with_the_trace_store_down_requests_are_served_and_the_process_sto
     log_path = tmp_path / "serve.log"
     with serving(demo, log_path, DEMO_TRACING_OTLP_ENDPOINT=nobody) as process:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{demo.port}", timeout=5) as client:
-            await served(client)
+            await wait_healthy(client)
             took = []
             for _ in range(300):  # a span queue's worth and more, over several export rounds
                 started = time.monotonic()
