@@ -26,8 +26,10 @@ YOVISION_KAFKA_BOOTSTRAP=$(kafka_bootstrap)
 YOVISION_KAFKA_BROKERS=$KAFKA_BROKERS
 YOVISION_MEDIAMTX_API_URL=$MEDIAMTX_API_URL
 YOVISION_MEDIAMTX_CREDENTIALS_FILE=$MEDIAMTX_CREDENTIALS_FILE
-YOVISION_JAEGER_QUERY_URL=$JAEGER_QUERY_URL
 ENV
+  # The trace store and Prometheus only while they run: `make doctor` checks and reads what is named here.
+  if pid_alive "$JAEGER_PID" bin/jaeger; then echo "YOVISION_JAEGER_QUERY_URL=$JAEGER_QUERY_URL" >>"$STACK_ENV"; fi
+  if pid_alive "$PROMETHEUS_PID" bin/prometheus; then echo "YOVISION_PROMETHEUS_URL=$PROMETHEUS_URL" >>"$STACK_ENV"; fi
 }
 
 usage() { echo "usage: $0 up|down|status|logs|env [pg] [kafka] [mediamtx] [jaeger] [prometheus]" >&2; exit 2; }

@@ -7,13 +7,11 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import time
 import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import asyncpg
-import httpx
 import pytest
 from aiokafka import AIOKafkaProducer
 
@@ -23,11 +21,13 @@ from tests.conftest import (
     create_topic,
     delete_topic,
     drop_schema_and_roles,
+    free_port,
     migrate_test_schema,
     private_file,
     unique_name,
 )
 from tests.integration.platform.conftest import FIXTURE_MIGRATIONS
+from tests.otlp_traces import post_synthetic_trace
 from yovision_platform.db import Identifier
 from yovision_platform.tools import identity_provider
 from yovision_platform.tools.doctor import examine, main
@@ -64,37 +64,15 @@ async def test_a_secret_in_a_log_is_found_and_not_repeated(stack: Stack, tmp_pat
     assert secret not in report.text()
 
 
-def otlp_span(service: str, trace_id: str, value: str) -> dict[str, object]:
-    """One span of `service` in OTLP/JSON with an attribute holding `value`."""
-    attribute = {"key": "yovision.note", "value": {"stringValue": value}}
-    span = {
-        "traceId": trace_id,
-        "spanId": secrets.token_hex(8),
-        "name": "POST /v1/audit-events",
-        "kind": 2,
-        "startTimeUnixNano": str(time.time_ns()),
-        "endTimeUnixNano": str(time.time_ns() + 1_000_000),
-        "attributes": [attribute],
-    }
-    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]}
-    return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": [span]}]}]}
-
-
 async def test_a_secret_in_a_span_of_the_environments_jaeger_is_found(stack: Stack, tmp_path: Path) -> None:
     secret = environment(stack, tmp_path, f"doc-{uuid.uuid4().hex[:6]}.")
     with private_jaeger(tmp_path / "jaeger") as jaeger:
         with (tmp_path / "stack.env").open("a") as env:
             env.write(f"YOVISION_JAEGER_QUERY_URL={jaeger.query_url}\n")
-        clean, leaked = secrets.token_hex(16), secrets.token_hex(16)
-        async with httpx.AsyncClient(timeout=10.0) as http:
-            posted = await http.post(jaeger.otlp_traces_url, json=otlp_span("bell-receiver", clean, "fine"))
-            assert posted.is_success
-        await asyncio.to_thread(jaeger.wait_for_trace, clean)
+        # The synthetic trace has a bell-receiver span; its sense-reconciler spans carry the "device id".
+        await asyncio.to_thread(post_synthetic_trace, jaeger, secrets.token_hex(16), str(uuid.uuid4()))
         assert (await examine(tmp_path, checks=["secrets"])).healthy
-        async with httpx.AsyncClient(timeout=10.0) as http:
-            posted = await http.post(jaeger.otlp_traces_url, json=otlp_span("bell-receiver", leaked, secret))
-            assert posted.is_success
-        await asyncio.to_thread(jaeger.wait_for_trace, leaked)
+        await asyncio.to_thread(post_synthetic_trace, jaeger, secrets.token_hex(16), secret)
         report = await examine(tmp_path, checks=["secrets"])
     assert [(f.check, f.where, f.detail) for f in report.findings] == [
         ("secrets", "bell-receiver", "secret(s) in spans")
@@ -208,3 +186,23 @@ async def test_a_schema_not_migrated_is_a_finding_per_service_and_the_other_serv
     ]
     password = urlsplit(stack.admin_dsn).password
     assert password and password not in out + err
+
+
+async def test_the_trace_store_and_prometheus_the_environment_names_must_answer(
+    stack: Stack, tmp_path: Path
+) -> None:
+    environment(stack, tmp_path, f"doc-{uuid.uuid4().hex[:6]}.")
+    assert (await examine(tmp_path, checks=["observability"])).healthy, "none named: nothing to check"
+    with private_jaeger(tmp_path / "jaeger") as jaeger:
+        with (tmp_path / "stack.env").open("a") as env:
+            env.write(f"YOVISION_JAEGER_QUERY_URL={jaeger.query_url}\n")
+        assert (await examine(tmp_path, checks=["observability"])).healthy
+        with (tmp_path / "stack.env").open("a") as env:
+            env.write(f"YOVISION_PROMETHEUS_URL=http://127.0.0.1:{free_port()}\n")  # nothing listens
+        report = await examine(tmp_path, checks=["observability"])
+        assert [(f.check, f.where) for f in report.findings] == [("observability", "prometheus")]
+    stopped = await examine(tmp_path, checks=["observability"])
+    assert [(f.check, f.where) for f in stopped.findings] == [
+        ("observability", "jaeger"),
+        ("observability", "prometheus"),
+    ]

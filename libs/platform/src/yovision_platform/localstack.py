@@ -73,6 +73,7 @@ class LocalStack:
     mediamtx_api_url: str
     media_servers: tuple[LocalMediaServer, ...] = field(default=())
     jaeger_query_url: str | None = None  # where the services' spans can be read back
+    prometheus_url: str | None = None  # the Prometheus that scrapes the stack's services
 
     @classmethod
     def load(cls, local_dir: Path) -> LocalStack:
@@ -98,6 +99,7 @@ class LocalStack:
             mediamtx_api_url=url or servers[0].api_url,
             media_servers=servers,
             jaeger_query_url=env.get("YOVISION_JAEGER_QUERY_URL") or None,
+            prometheus_url=env.get("YOVISION_PROMETHEUS_URL") or None,
         )
 
     @property

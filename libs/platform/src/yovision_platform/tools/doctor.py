@@ -25,6 +25,8 @@ Checks, each a list of findings (empty = healthy):
   replication 1 loses its data with its broker).
 - ``identity_provider``: the environment's OpenID provider (when it has one) is ready and its JWKS serves
   a signing key: without one, no access token of the environment verifies.
+- ``observability``: the environment's trace store (Jaeger, when ``stack.env`` names its query API) lists
+  its services, and its Prometheus (when named) is ready: without them no trace or alert reaches anyone.
 - ``secrets``: any secret of the environment (every file in ``<env>/secrets``, the PostgreSQL admin DSN's
   password, and what the caller adds) found in a service log, a ``/metrics`` page, a Kafka message
   (key, value or header) of the environment's topics or a span of each service's latest
@@ -75,6 +77,7 @@ CHECKS = (
     "refused_configs",
     "kafka_replication",
     "identity_provider",
+    "observability",
     "secrets",
 )
 SETTLING_CHECKS = frozenset({"outbox_backlog", "consumer_lag", "kafka_replication"})
@@ -409,6 +412,25 @@ async def _secrets_in_logs_and_metrics(
     return findings
 
 
+async def _observability(stack: LocalStack) -> list[Finding]:
+    probes = (
+        ("jaeger", stack.jaeger_query_url, "/api/services", "its query API does not answer"),
+        ("prometheus", stack.prometheus_url, "/-/ready", "not ready"),
+    )
+    findings: list[Finding] = []
+    async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS) as http:
+        for name, url, path, problem in probes:
+            if url is None:
+                continue
+            try:
+                answered = (await http.get(url + path)).status_code == httpx.codes.OK
+            except httpx.HTTPError:
+                answered = False
+            if not answered:
+                findings.append(Finding("observability", name, problem))
+    return findings
+
+
 async def _secrets_in_spans(
     query_url: str, configs: Sequence[ServiceConfig], needles: Sequence[bytes]
 ) -> list[Finding]:
@@ -574,6 +596,8 @@ async def examine(
             report.findings.append(
                 Finding("identity_provider", identity_provider.NAME, "not ready, or its JWKS serves no key")
             )
+    if "observability" in wanted:
+        report.findings += await _observability(stack)
     if "secrets" in wanted:
         needles = sorted(
             s.encode()
