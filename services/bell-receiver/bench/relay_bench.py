@@ -53,8 +53,8 @@ import httpx
 from aiokafka.admin import AIOKafkaAdminClient
 from prometheus_client import CollectorRegistry
 
-from bell_receiver.adapters.unit_of_work import PostgresBellUnitOfWork
-from bell_receiver.service_layer.audit_batch_receiver import HTTP_OK, AuditBatchReceiver
+from bell_receiver.entrypoints.main import postgres_use_cases
+from bell_receiver.service_layer.audit_batch_receiver import HTTP_OK
 from bell_receiver.service_layer.metrics import BellMetrics
 from sense_reconciler.adapters.audit_push_store import PostgresAuditPushStore
 from sense_reconciler.adapters.bell_client import BellClient
@@ -378,9 +378,7 @@ async def handler_seconds(dsn: str, schema: Identifier, batches: int) -> list[fl
     server."""
     pool = await asyncpg.create_pool(dsn, min_size=1, max_size=2)
     assert pool is not None
-    receiver = AuditBatchReceiver(
-        lambda: PostgresBellUnitOfWork(pool, schema), BellMetrics.create(CollectorRegistry())
-    )
+    receiver = postgres_use_cases(pool, schema, BellMetrics.create(CollectorRegistry())).audit_batches
     device = uuid.uuid4()
     seconds: list[float] = []
     try:

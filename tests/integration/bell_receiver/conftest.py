@@ -19,7 +19,8 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
-from bell_receiver.entrypoints.api import install_api
+from bell_receiver.entrypoints.api import mount_api
+from bell_receiver.entrypoints.dependencies import BatchChecks
 from bell_receiver.entrypoints.main import MIGRATIONS_DIR, postgres_use_cases
 from bell_receiver.service_layer.metrics import BellMetrics
 from bell_receiver.settings import AUDIENCE
@@ -123,13 +124,10 @@ async def served(
     app = create_app("bell-receiver", "test")
     verifier = local_issuer.verifier(AUDIENCE)
     use_access_token_verifier(app, verifier)
-    install_api(
+    mount_api(
         app,
         use_cases=postgres_use_cases(runtime_pool, Identifier(bell_schema.name), metrics),
-        keyring=keys.verify_ring,
-        metrics=metrics,
-        clock=clock,
-        deadline_seconds=TEST_DEADLINE_SECONDS,
+        checks=BatchChecks(keys.verify_ring, metrics, clock, TEST_DEADLINE_SECONDS),
     )
     async with serve_app(app) as port:
         base_url = f"http://127.0.0.1:{port}"

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bell_receiver.entrypoints.api import audit_batch_contract, service_document
+from bell_receiver.entrypoints.api import audit_batch_contract, openapi_document
 from tests.integration.bell_receiver.conftest import Served
 from tests.integration.bell_receiver.relay_client import fact
 from yovision_platform.audit_relay.batch import BatchResult, ErrorBody
@@ -30,7 +30,7 @@ def rendered(document: dict[str, Any]) -> str:
 
 
 def current_documents() -> dict[Path, str]:
-    service = service_document(importlib.metadata.version("bell-receiver"))
+    service = openapi_document(importlib.metadata.version("bell-receiver"))
     return {SERVICE_FILE: rendered(service), RELAY_FILE: rendered(audit_batch_contract(service))}
 
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from bell_receiver.entrypoints.consumer import ingest_consumer
+from bell_receiver.entrypoints.ingest_consumer import ingest_consumer
+from bell_receiver.entrypoints.main import postgres_use_cases
 from bell_receiver.service_layer.metrics import BellMetrics
 from tests.conftest import REPO_ROOT, Stack, create_topic, delete_topic, problem_code
 from tests.integration.bell_receiver.conftest import Served
@@ -96,9 +97,8 @@ async def test_events_from_kafka_land_once_in_the_trail_and_the_inbox(
 
     registry = CollectorRegistry()
     schema = Identifier(served.schema.name)
-    consumer = ingest_consumer(
-        served.pool, schema, BellMetrics.create(registry), f"bell-test-{uuid.uuid4().hex[:8]}"
-    )
+    use_cases = postgres_use_cases(served.pool, schema, BellMetrics.create(registry))
+    consumer = ingest_consumer(served.pool, schema, use_cases.ingester, f"bell-test-{uuid.uuid4().hex[:8]}")
     stop = asyncio.Event()
     task = asyncio.create_task(
         consumer.consume_topics(stack.kafka_bootstrap, [topic, second_topic], stop, client_id="bell-test")

@@ -10,9 +10,11 @@ from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
+from prometheus_client import CollectorRegistry
 
-from bell_receiver.entrypoints.main import unit_of_work
-from bell_receiver.entrypoints.receipt_purge import receipt_purge_worker
+from bell_receiver.entrypoints.main import postgres_use_cases
+from bell_receiver.entrypoints.receipt_purge_worker import receipt_purge_worker
+from bell_receiver.service_layer.metrics import BellMetrics
 from tests.conftest import MigratedSchema
 from tests.integration.platform.kafka_helpers import wait_until
 from yovision_platform.db import Identifier
@@ -156,9 +158,8 @@ async def test_the_purge_worker_removes_only_expired_receipts(
              WHERE nonce = 'old'"""
     )
     stop = asyncio.Event()
-    task = asyncio.create_task(
-        receipt_purge_worker(unit_of_work(runtime_pool, Identifier(s)), interval_seconds=0.05)(stop)
-    )
+    use_cases = postgres_use_cases(runtime_pool, Identifier(s), BellMetrics.create(CollectorRegistry()))
+    task = asyncio.create_task(receipt_purge_worker(use_cases.receipt_purger, interval_seconds=0.05)(stop))
 
     async def purged() -> bool:
         return bool(await runtime_pool.fetchval(f'SELECT count(*) = 1 FROM "{s}".audit_relay_receipts'))

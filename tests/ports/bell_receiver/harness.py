@@ -14,7 +14,7 @@ import asyncpg
 import pytest
 
 from bell_receiver.adapters.audit_reader import PostgresAuditReader
-from bell_receiver.adapters.memory import InMemoryBellUnitOfWork
+from bell_receiver.adapters.memory import MemoryBellUnitOfWork
 from bell_receiver.entrypoints.main import MIGRATIONS_DIR, unit_of_work
 from bell_receiver.service_layer.ports import AuditReader, UnitOfWorkFactory
 from tests.conftest import migrate_test_schema
@@ -57,12 +57,12 @@ class PostgresHarness:
         return Harness(unit_of_work(pool, schema_name), PostgresAuditReader(pool, schema_name), expire)
 
 
-class InMemoryHarness:
+class MemoryHarness:
     """Mix in before a contract class: its `bell` fixture runs on the fakes."""
 
     @pytest.fixture
     async def bell(self) -> Harness:
-        fakes = InMemoryBellUnitOfWork()
+        fakes = MemoryBellUnitOfWork()
 
         async def expire(key_id: str, nonce: str) -> None:
             fakes.receipts.expire(key_id, nonce)

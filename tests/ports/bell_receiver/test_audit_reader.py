@@ -9,7 +9,7 @@ import pytest
 
 from bell_receiver.domain.audit import AuditFilter, AuditRow, Channel
 from bell_receiver.domain.paging import PagePosition
-from tests.ports.bell_receiver.harness import Harness, InMemoryHarness, PostgresHarness
+from tests.ports.bell_receiver.harness import Harness, MemoryHarness, PostgresHarness
 from tests.ports.bell_receiver.samples import T0, audit_row
 from yovision_platform.audit_relay.facts import digest_of
 
@@ -112,5 +112,5 @@ class TestPostgresAuditReader(PostgresHarness, AuditReaderContract):
     pass
 
 
-class TestInMemoryAuditReader(InMemoryHarness, AuditReaderContract):
+class TestInMemoryAuditReader(MemoryHarness, AuditReaderContract):
     pass

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from bell_receiver.domain.audit import AppendOutcome, AuditFilter, AuditRow, Channel
-from tests.ports.bell_receiver.harness import Harness, InMemoryHarness, PostgresHarness
+from tests.ports.bell_receiver.harness import Harness, MemoryHarness, PostgresHarness
 from tests.ports.bell_receiver.samples import audit_row as row
 from yovision_platform.audit_relay.facts import digest_of
 
@@ -117,5 +117,5 @@ class TestPostgresAuditTrail(PostgresHarness, AuditTrailContract):
     pass
 
 
-class TestInMemoryAuditTrail(InMemoryHarness, AuditTrailContract):
+class TestInMemoryAuditTrail(MemoryHarness, AuditTrailContract):
     pass

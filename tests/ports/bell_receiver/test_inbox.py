@@ -10,7 +10,7 @@ import pytest
 
 from bell_receiver.domain.inbox import NewNotification, NotificationRow
 from bell_receiver.domain.paging import PagePosition
-from tests.ports.bell_receiver.harness import Harness, InMemoryHarness, PostgresHarness
+from tests.ports.bell_receiver.harness import Harness, MemoryHarness, PostgresHarness
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -116,5 +116,5 @@ class TestPostgresInbox(PostgresHarness, InboxContract):
     pass
 
 
-class TestInMemoryInbox(InMemoryHarness, InboxContract):
+class TestInMemoryInbox(MemoryHarness, InboxContract):
     pass

@@ -8,7 +8,7 @@ import hashlib
 import pytest
 
 from bell_receiver.domain.receipts import Receipt
-from tests.ports.bell_receiver.harness import Harness, InMemoryHarness, PostgresHarness
+from tests.ports.bell_receiver.harness import Harness, MemoryHarness, PostgresHarness
 
 
 def receipt(text: str, status: int = 200) -> Receipt:
@@ -77,5 +77,5 @@ class TestPostgresReceiptStore(PostgresHarness, ReceiptStoreContract):
     pass
 
 
-class TestInMemoryReceiptStore(InMemoryHarness, ReceiptStoreContract):
+class TestInMemoryReceiptStore(MemoryHarness, ReceiptStoreContract):
     pass

@@ -17,7 +17,7 @@ from bell_receiver.domain.audit import AuditFilter, Channel
 from bell_receiver.domain.inbox import NewNotification
 from bell_receiver.domain.receipts import Receipt
 from bell_receiver.service_layer.ports import BellUnitOfWork
-from tests.ports.bell_receiver.harness import Harness, InMemoryHarness, PostgresHarness
+from tests.ports.bell_receiver.harness import Harness, MemoryHarness, PostgresHarness
 from tests.ports.bell_receiver.samples import T0, audit_row
 from yovision_platform.db import Identifier
 from yovision_platform.errors import OutboxError
@@ -84,5 +84,5 @@ class TestPostgresBellUnitOfWork(PostgresHarness, BellUnitOfWorkContract):
                 await PostgresBellUnitOfWork.joining(conn, schema_name).__aenter__()
 
 
-class TestInMemoryBellUnitOfWork(InMemoryHarness, BellUnitOfWorkContract):
+class TestMemoryBellUnitOfWork(MemoryHarness, BellUnitOfWorkContract):
     pass

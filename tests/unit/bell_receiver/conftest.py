@@ -17,13 +17,12 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
-from bell_receiver.adapters.memory import InMemoryBellUnitOfWork
+from bell_receiver.adapters.memory import MemoryBellUnitOfWork
+from bell_receiver.bootstrap import BellUseCases, bootstrap
 from bell_receiver.domain.audit import AuditFilter, StoredAuditEvent
-from bell_receiver.entrypoints.api import UseCases, install_api
-from bell_receiver.service_layer.audit_batch_receiver import AuditBatchReceiver
-from bell_receiver.service_layer.audit_events import AuditEvents
+from bell_receiver.entrypoints.api import mount_api
+from bell_receiver.entrypoints.dependencies import BatchChecks
 from bell_receiver.service_layer.metrics import BellMetrics
-from bell_receiver.service_layer.notifications import Notifications
 from bell_receiver.settings import AUDIENCE
 from tests.integration.bell_receiver.relay_client import RelayClient
 from tests.issuers import LocalIssuer
@@ -46,7 +45,7 @@ class ManualClock:
 
 @dataclass
 class Fakes:
-    uow: InMemoryBellUnitOfWork
+    uow: MemoryBellUnitOfWork
     clock: ManualClock
     registry: CollectorRegistry
     metrics: BellMetrics
@@ -55,13 +54,8 @@ class Fakes:
         value = self.registry.get_sample_value(name, labels)
         return 0.0 if value is None else value
 
-    def use_cases(self) -> UseCases:
-        factory = self.uow.factory()
-        return UseCases(
-            audit_batches=AuditBatchReceiver(factory, self.metrics),
-            notifications=Notifications(factory),
-            audit_events=AuditEvents(self.uow.reader()),
-        )
+    def use_cases(self) -> BellUseCases:
+        return bootstrap(uow=self.uow.factory(), audit_reader=self.uow.reader(), metrics=self.metrics)
 
     async def stored(self) -> list[StoredAuditEvent]:
         """The committed audit trail, oldest first."""
@@ -72,7 +66,7 @@ class Fakes:
 def fakes() -> Fakes:
     clock = ManualClock()
     registry = CollectorRegistry()
-    return Fakes(InMemoryBellUnitOfWork(clock), clock, registry, BellMetrics.create(registry))
+    return Fakes(MemoryBellUnitOfWork(clock), clock, registry, BellMetrics.create(registry))
 
 
 def verified(body: bytes, *, nonce: str | None = None, request: bytes | None = None) -> VerifiedRequest:
@@ -110,7 +104,7 @@ async def api(fakes: Fakes, issuer: LocalIssuer) -> AsyncIterator[Api]:
     key = SigningKey(KEY_ID, secrets.token_bytes(32))
     app = create_app("bell-receiver", "test")
     use_access_token_verifier(app, verifier)
-    install_api(app, use_cases=fakes.use_cases(), keyring=KeyRing([key]), metrics=fakes.metrics)
+    mount_api(app, use_cases=fakes.use_cases(), checks=BatchChecks(KeyRing([key]), fakes.metrics))
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://bell.test") as http:
         yield Api(http, RelayClient(http, KeyRing([key], active_key_id=KEY_ID)), fakes, issuer)

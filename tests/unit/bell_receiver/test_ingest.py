@@ -1,6 +1,6 @@
-"""`EventIngest` on the fakes: each ingested event type becomes one audit row (Kafka channel), WatcherDisabled
-also an inbox entry; Sense's facts deduplicate with the signed push; a conflicting, invalid or unknown event
-is rejected (dead-lettered by the consumer) with nothing written."""
+"""`EventIngester` on the fakes: each ingested event type becomes one audit row (Kafka channel),
+WatcherDisabled also an inbox entry; Sense's facts deduplicate with the signed push; a conflicting, invalid
+or unknown event is rejected (dead-lettered by the consumer) with nothing written."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bell_receiver.service_layer.ingest import INGESTED_EVENT_TYPES, EventIngest
+from bell_receiver.service_layer.ingest import INGESTED_EVENT_TYPES
 from tests.conftest import REPO_ROOT
 from tests.integration.bell_receiver.relay_client import batch_body, fact, kafka_fields_of
 from tests.unit.bell_receiver.conftest import Fakes, verified
@@ -60,7 +60,7 @@ def inbound(serde: AvroSerde, event_type: str, key_field: str | None = None, **f
 
 
 async def ingest(fakes: Fakes, event: InboundEvent) -> None:
-    await EventIngest(fakes.metrics).handle(fakes.uow, event)
+    await fakes.use_cases().ingester.handle(fakes.uow, event)
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bell_receiver.domain.errors import InvalidCursor
 from bell_receiver.domain.paging import PagePosition, decode_cursor, encode_cursor
+from yovision_platform import paging
 
 
 def test_round_trip_keeps_microseconds() -> None:
@@ -17,5 +17,5 @@ def test_round_trip_keeps_microseconds() -> None:
 
 @pytest.mark.parametrize("cursor", ["", "!!!", "bm90LWEtY3Vyc29y", "x" * 65, "OTk5OTk5OTk5OTk5OTk5OTk5LjE"])
 def test_garbage_is_refused(cursor: str) -> None:
-    with pytest.raises(InvalidCursor):
+    with pytest.raises(paging.InvalidCursor):
         decode_cursor(cursor)

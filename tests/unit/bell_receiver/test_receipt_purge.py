@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 
 from bell_receiver.domain.receipts import Receipt
-from bell_receiver.service_layer.receipt_purge import purge_expired_receipts
 from tests.unit.bell_receiver.conftest import Fakes
 from yovision_platform.signing import NONCE_RECEIPT_TTL_SECONDS
 
@@ -18,11 +17,12 @@ async def test_the_purge_removes_receipts_once_their_lifetime_is_over(fakes: Fak
     fakes.clock.now += 10
     async with uow() as unit:
         await unit.receipts.store("k1", "newer", Receipt(hashlib.sha256(b"b").digest(), 200, b"b"))
+    purger = fakes.use_cases().receipt_purger
     fakes.clock.now += NONCE_RECEIPT_TTL_SECONDS - 11
-    assert await purge_expired_receipts(uow) == 0
+    assert await purger.purge_expired() == 0
     fakes.clock.now += 1
-    assert await purge_expired_receipts(uow) == 1
+    assert await purger.purge_expired() == 1
     assert set(fakes.uow.receipts.receipts) == {("k1", "newer")}
     fakes.clock.now += 10
-    assert await purge_expired_receipts(uow) == 1
+    assert await purger.purge_expired() == 1
     assert fakes.uow.receipts.receipts == {}

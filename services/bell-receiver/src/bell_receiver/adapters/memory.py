@@ -185,7 +185,7 @@ class MemoryReceiptStore:
         self.receipts[(key_id, nonce)] = replace(stored, expires_at=self._clock())
 
 
-class InMemoryBellUnitOfWork(InMemoryUnitOfWork):
+class MemoryBellUnitOfWork(InMemoryUnitOfWork):
     def __init__(self, clock: Clock = time.monotonic) -> None:
         super().__init__()
         self.audit_trail = MemoryAuditTrail()

@@ -1,7 +1,7 @@
 """Keyset pages of the read APIs, newest first by ``(occurred_at, id)``, and their cursor text.
 
 The cursor is the platform's codec (`yovision_platform.paging`, ``<epoch µs>.<id>``), at most
-`MAX_CURSOR_CHARS` characters here; anything else is `InvalidCursor`.
+`MAX_CURSOR_CHARS` characters here; anything else is the platform's `paging.InvalidCursor`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
 
-from bell_receiver.domain.errors import InvalidCursor
 from yovision_platform import paging
 
 MAX_CURSOR_CHARS = 64
@@ -28,7 +27,9 @@ class PagePosition:
 
 
 @dataclass(frozen=True)
-class Page(Generic[T]):
+class KeysetPage(Generic[T]):
+    """One page of rows, newest first, and where the next (older) one starts."""
+
     items: list[T]
     next_position: PagePosition | None
 
@@ -37,11 +38,11 @@ class Page(Generic[T]):
         return None if self.next_position is None else encode_cursor(self.next_position)
 
 
-def page_of(rows: Sequence[T], limit: int, position: Callable[[T], PagePosition]) -> Page[T]:
+def page_of(rows: Sequence[T], limit: int, position: Callable[[T], PagePosition]) -> KeysetPage[T]:
     """The first `limit` of `rows` (read with ``limit + 1``): a next position only when there are more."""
     items = list(rows[:limit])
     more = len(rows) > limit
-    return Page(items, position(items[-1]) if more else None)
+    return KeysetPage(items, position(items[-1]) if more else None)
 
 
 def encode_cursor(position: PagePosition) -> str:
@@ -50,8 +51,5 @@ def encode_cursor(position: PagePosition) -> str:
 
 def decode_cursor(cursor: str) -> PagePosition:
     if len(cursor) > MAX_CURSOR_CHARS:
-        raise InvalidCursor
-    try:
-        return PagePosition(*paging.decode_cursor(cursor, int))
-    except paging.InvalidCursor:
-        raise InvalidCursor from None
+        raise paging.InvalidCursor
+    return PagePosition(*paging.decode_cursor(cursor, int))

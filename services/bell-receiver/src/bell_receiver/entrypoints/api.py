@@ -9,26 +9,17 @@ compares.
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from prometheus_client import CollectorRegistry
 
-from bell_receiver.adapters.memory import InMemoryBellUnitOfWork
-from bell_receiver.entrypoints.http_audit import install_audit_routes
-from bell_receiver.entrypoints.http_audit_batch import install_audit_batch_route
-from bell_receiver.entrypoints.http_notifications import install_notification_routes
-from bell_receiver.service_layer.audit_batch_receiver import AuditBatchReceiver
-from bell_receiver.service_layer.audit_events import AuditEvents
-from bell_receiver.service_layer.metrics import BellMetrics
-from bell_receiver.service_layer.notifications import Notifications
+from bell_receiver.bootstrap import BellUseCases
+from bell_receiver.entrypoints import http_audit, http_audit_batch, http_notifications
+from bell_receiver.entrypoints.dependencies import BatchChecks
 from yovision_platform import audit_relay
 from yovision_platform.audit_relay.batch import AuditEventBatch
-from yovision_platform.signing import MAX_CLOCK_SKEW_SECONDS, NONCE_RECEIPT_TTL_SECONDS, KeyRing, SigningKey
+from yovision_platform.signing import MAX_CLOCK_SKEW_SECONDS, NONCE_RECEIPT_TTL_SECONDS
 from yovision_platform.web import create_app, guard_policy, with_problem_responses
 
 SERVICE_NAME = "bell-receiver"
@@ -68,16 +59,7 @@ Responses never echo the body, the signature or any field value except a valid e
 Frozen: a change needs a new contract (sense-audit-relay-v2).""".format(**AUDIT_BATCH_LIMITS)
 
 
-@dataclass(frozen=True)
-class UseCases:
-    """What the routes call (entrypoints/main.py builds them on PostgreSQL)."""
-
-    audit_batches: AuditBatchReceiver
-    notifications: Notifications
-    audit_events: AuditEvents
-
-
-def install_openapi(app: FastAPI) -> None:
+def _publish_batch_schemas(app: FastAPI) -> None:
     """Add the manually parsed batch body's schemas to the app's OpenAPI components, and the platform's
     answers to every operation but the frozen batch endpoint's."""
 
@@ -97,47 +79,30 @@ def install_openapi(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def install_api(
-    app: FastAPI,
-    *,
-    use_cases: UseCases,
-    keyring: KeyRing,
-    metrics: BellMetrics,
-    clock: Callable[[], float] = time.time,
-    deadline_seconds: float = audit_relay.REQUEST_DEADLINE_SECONDS,
-) -> None:
-    """Bell's routes on `app`. The read routes check the caller's access token with the verifier on the app
-    (`use_access_tokens` in the entrypoint; `use_access_token_verifier` in tests)."""
+def include_api(app: FastAPI) -> None:
+    """Bell's routes on `app` (module-level routers: `http_audit_batch`, `http_notifications`,
+    `http_audit`) and its OpenAPI document; what they call comes from `mount_api`."""
     # The batch endpoint enforces its own read deadline and answers in the frozen contract's error body; a
     # NUL in an item is rejected per item by the facts' patterns (invalid_field).
     guard_policy(app).override("POST", re.escape(BATCH_PATH), body_rule=None, check_text=False)
-    install_audit_batch_route(
-        app,
-        receiver=use_cases.audit_batches,
-        keyring=keyring,
-        metrics=metrics,
-        clock=clock,
-        deadline_seconds=deadline_seconds,
-    )
-    install_notification_routes(app, notifications=use_cases.notifications)
-    install_audit_routes(app, audit_events=use_cases.audit_events)
-    install_openapi(app)
+    for router in (http_audit_batch.router, http_notifications.router, http_audit.router):
+        app.include_router(router)
+    _publish_batch_schemas(app)
 
 
-def service_document(version: str) -> dict[str, Any]:
-    """The app's OpenAPI document, declared on the in-memory fakes: no route is ever called (so no access
-    token verifier and no issuer are needed)."""
+def mount_api(app: FastAPI, *, use_cases: BellUseCases, checks: BatchChecks) -> None:
+    """Bell's routes on `app`, calling `use_cases`. The read routes check the caller's access token with
+    the verifier on the app (`use_access_tokens` in the entrypoint; `use_access_token_verifier` in tests)."""
+    app.state.use_cases = use_cases
+    app.state.batch_checks = checks
+    include_api(app)
+
+
+def openapi_document(version: str) -> dict[str, Any]:
+    """The app's OpenAPI document, from the production routes alone: rendering it resolves no dependency
+    (no use case, no key ring, no access token verifier)."""
     app = create_app(SERVICE_NAME, version)
-    metrics = BellMetrics.create(CollectorRegistry())
-    fakes = InMemoryBellUnitOfWork()
-    uow = fakes.factory()
-    key = b"\x00" * 32  # declaration only: no request is ever verified with this ring
-    install_api(
-        app,
-        use_cases=UseCases(AuditBatchReceiver(uow, metrics), Notifications(uow), AuditEvents(fakes.reader())),
-        keyring=KeyRing([SigningKey("openapi", key)]),
-        metrics=metrics,
-    )
+    include_api(app)
     return app.openapi()
 
 

@@ -13,12 +13,12 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Query
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from bell_receiver.domain.audit import AuditFilter, StoredAuditEvent
 from bell_receiver.domain.paging import MAX_CURSOR_CHARS, decode_cursor
-from bell_receiver.service_layer.audit_events import AuditEvents
+from bell_receiver.entrypoints.dependencies import UseCases
 from yovision_platform import paging
 from yovision_platform.access_tokens import AccessTokenCaller
 from yovision_platform.web import Rfc3339DateTime
@@ -70,35 +70,38 @@ class AuditEventPage(BaseModel):
     )
 
 
-def install_audit_routes(app: FastAPI, *, audit_events: AuditEvents) -> None:
-    @app.get(
-        AUDIT_EVENTS_PATH,
-        operation_id="listAuditEvents",
-        summary="The global audit trail, newest first",
-        description="Filtered by the given fields and by occurrence time in "
-        "`[occurred_from, occurred_before)`; a range that holds no instant (`occurred_from` not before "
-        "`occurred_before`) is an empty page.",
-        response_model=AuditEventPage,
-        responses={
-            400: {"description": "invalid_cursor"},
-            401: {"description": "unauthorized"},
-            403: {"description": f"forbidden: the token lacks `{AUDIT_READ_PERMISSION}`"},
-        },
-        tags=["audit"],
-    )
-    async def list_audit_events(
-        caller: AccessTokenCaller,
-        source_system: Filter = None,
-        event_type: Filter = None,
-        device_id: Filter = None,
-        actor: Filter = None,
-        occurred_from: Rfc3339DateTime | None = None,
-        occurred_before: Rfc3339DateTime | None = None,
-        limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
-        cursor: Annotated[str | None, paging.cursor_query(int, max_length=MAX_CURSOR_CHARS)] = None,
-    ) -> AuditEventPage:
-        caller.require(AUDIT_READ_PERMISSION)
-        after = decode_cursor(cursor) if cursor is not None else None
-        where = AuditFilter(source_system, event_type, device_id, actor, occurred_from, occurred_before)
-        page = await audit_events.page(where, limit, after)
-        return AuditEventPage(items=[AuditEvent.of(r) for r in page.items], next_cursor=page.next_cursor)
+router = APIRouter()
+
+
+@router.get(
+    AUDIT_EVENTS_PATH,
+    operation_id="listAuditEvents",
+    summary="The global audit trail, newest first",
+    description="Filtered by the given fields and by occurrence time in "
+    "`[occurred_from, occurred_before)`; a range that holds no instant (`occurred_from` not before "
+    "`occurred_before`) is an empty page.",
+    response_model=AuditEventPage,
+    responses={
+        400: {"description": "invalid_cursor"},
+        401: {"description": "unauthorized"},
+        403: {"description": f"forbidden: the token lacks `{AUDIT_READ_PERMISSION}`"},
+    },
+    tags=["audit"],
+)
+async def list_audit_events(
+    caller: AccessTokenCaller,
+    use_cases: UseCases,
+    source_system: Filter = None,
+    event_type: Filter = None,
+    device_id: Filter = None,
+    actor: Filter = None,
+    occurred_from: Rfc3339DateTime | None = None,
+    occurred_before: Rfc3339DateTime | None = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+    cursor: Annotated[str | None, paging.cursor_query(int, max_length=MAX_CURSOR_CHARS)] = None,
+) -> AuditEventPage:
+    caller.require(AUDIT_READ_PERMISSION)
+    after = decode_cursor(cursor) if cursor is not None else None
+    where = AuditFilter(source_system, event_type, device_id, actor, occurred_from, occurred_before)
+    page = await use_cases.audit_events.page(where, limit, after)
+    return AuditEventPage(items=[AuditEvent.of(r) for r in page.items], next_cursor=page.next_cursor)

@@ -14,11 +14,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 import asyncpg
-from fastapi import FastAPI, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from bell_receiver.domain.errors import (
@@ -30,6 +29,7 @@ from bell_receiver.domain.errors import (
     BatchUnavailable,
     InvalidBatch,
 )
+from bell_receiver.entrypoints.dependencies import BatchChecks, Checks, UseCases
 from bell_receiver.service_layer.audit_batch_receiver import AnswerKind, AuditBatchReceiver, BatchAnswer
 from bell_receiver.service_layer.metrics import BellMetrics, RequestOutcome
 from yovision_platform.audit_relay.batch import (
@@ -38,7 +38,6 @@ from yovision_platform.audit_relay.batch import (
     ITEM_TRACEPARENTS_HEADER,
     MAX_BATCH_ITEMS,
     MAX_BODY_BYTES,
-    REQUEST_DEADLINE_SECONDS,
     BatchErrorCode,
     BatchResult,
     ErrorBody,
@@ -51,7 +50,7 @@ from yovision_platform.signing import (
     HEADER_NONCE,
     HEADER_SIGNATURE,
     HEADER_TIMESTAMP,
-    KeyRing,
+    VerifiedRequest,
     verify_request,
 )
 
@@ -151,76 +150,82 @@ AUDIT_BATCH_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def install_audit_batch_route(
-    app: FastAPI,
-    *,
-    receiver: AuditBatchReceiver,
-    keyring: KeyRing,
-    metrics: BellMetrics,
-    clock: Callable[[], float] = time.time,
-    deadline_seconds: float = REQUEST_DEADLINE_SECONDS,
-) -> None:
-    def count(outcome: RequestOutcome, started: float) -> None:
-        metrics.requests.labels(outcome=outcome).inc()
-        metrics.request_seconds.labels().observe(time.monotonic() - started)
+router = APIRouter()
 
-    async def answer(request: Request) -> BatchAnswer:
-        if not declares_json(request.headers.get("content-type")):
-            raise InvalidBatch(BatchErrorCode.INVALID_JSON)
-        deadline = asyncio.get_running_loop().time() + deadline_seconds
-        try:
-            async with asyncio.timeout_at(deadline):
-                body = await read_limited_body(request, MAX_BODY_BYTES)
-        except TimeoutError:
-            raise BatchRequestTimeout from None
-        try:
-            verified = verify_request(
-                keyring,
-                method=request.method,
-                path=raw_target(request),
-                headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw],
-                body=body,
-                now=clock(),
-            )
-        except SignatureError as refused:
-            metrics.signature_rejections.labels(reason=refused.reason).inc()
-            log.info(
-                "relay request refused", extra={"error_code": refused.code, "reason": refused.reason.value}
-            )
-            raise BatchUnauthorized from None
-        try:
-            async with asyncio.timeout_at(deadline):
-                answered = await receiver.receive(
-                    verified,
-                    body,
-                    parse_item_traceparents(request.headers.get(ITEM_TRACEPARENTS_HEADER), MAX_BATCH_ITEMS),
-                )
-        except TimeoutError:
-            raise BatchDeadlineExceeded from None
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as failure:
-            log.warning("relay batch failed", extra={"error_code": type(failure).__name__})
-            raise BatchUnavailable from None
-        log.info(
-            "relay batch handled",
-            extra={"key_id": verified.key_id, "outcome": answered.kind.value, "items": len(answered.results)},
+
+def _count(metrics: BellMetrics, outcome: RequestOutcome, started: float) -> None:
+    metrics.requests.labels(outcome=outcome).inc()
+    metrics.request_seconds.labels().observe(time.monotonic() - started)
+
+
+async def _read_body(request: Request, deadline: float) -> bytes:
+    """The body of a JSON request, within the deadline and the body limit."""
+    if not declares_json(request.headers.get("content-type")):
+        raise InvalidBatch(BatchErrorCode.INVALID_JSON)
+    try:
+        async with asyncio.timeout_at(deadline):
+            return await read_limited_body(request, MAX_BODY_BYTES)
+    except TimeoutError:
+        raise BatchRequestTimeout from None
+
+
+def _verify(request: Request, body: bytes, checks: BatchChecks) -> VerifiedRequest:
+    """The signature's verdict; any problem is the one uniform `BatchUnauthorized`."""
+    try:
+        return verify_request(
+            checks.keyring,
+            method=request.method,
+            path=raw_target(request),
+            headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw],
+            body=body,
+            now=checks.clock(),
         )
-        return answered
+    except SignatureError as refused:
+        checks.metrics.signature_rejections.labels(reason=refused.reason).inc()
+        log.info("relay request refused", extra={"error_code": refused.code, "reason": refused.reason.value})
+        raise BatchUnauthorized from None
 
-    @app.post(
-        BATCH_PATH,
-        operation_id="postAuditEventsBatch",
-        summary="Append a signed batch of Sense device-audit facts to Bell's audit trail",
-        responses=AUDIT_BATCH_RESPONSES,
-        openapi_extra=AUDIT_BATCH_OPENAPI_EXTRA,
-        response_class=JSONResponse,
-        tags=[CONTRACT_NAME],
+
+async def _receive(
+    receiver: AuditBatchReceiver, request: Request, verified: VerifiedRequest, body: bytes, deadline: float
+) -> BatchAnswer:
+    try:
+        async with asyncio.timeout_at(deadline):
+            answered = await receiver.receive(
+                verified,
+                body,
+                parse_item_traceparents(request.headers.get(ITEM_TRACEPARENTS_HEADER), MAX_BATCH_ITEMS),
+            )
+    except TimeoutError:
+        raise BatchDeadlineExceeded from None
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as failure:
+        log.warning("relay batch failed", extra={"error_code": type(failure).__name__})
+        raise BatchUnavailable from None
+    log.info(
+        "relay batch handled",
+        extra={"key_id": verified.key_id, "outcome": answered.kind.value, "items": len(answered.results)},
     )
-    async def post_batch(request: Request) -> Response:
-        started = time.monotonic()
-        try:
-            answered = await answer(request)
-        except AuditBatchRefused as refused:
-            count(RequestOutcome.of_refusal(refused.batch_code), started)
-            return refusal_response(refused)
-        count(_KIND_OUTCOME[answered.kind], started)
-        return Response(answered.body, status_code=answered.status, media_type=JSON_MEDIA_TYPE)
+    return answered
+
+
+@router.post(
+    BATCH_PATH,
+    operation_id="postAuditEventsBatch",
+    summary="Append a signed batch of Sense device-audit facts to Bell's audit trail",
+    responses=AUDIT_BATCH_RESPONSES,
+    openapi_extra=AUDIT_BATCH_OPENAPI_EXTRA,
+    response_class=JSONResponse,
+    tags=[CONTRACT_NAME],
+)
+async def post_batch(request: Request, use_cases: UseCases, checks: Checks) -> Response:
+    started = time.monotonic()
+    deadline = asyncio.get_running_loop().time() + checks.deadline_seconds
+    try:
+        body = await _read_body(request, deadline)
+        verified = _verify(request, body, checks)
+        answered = await _receive(use_cases.audit_batches, request, verified, body, deadline)
+    except AuditBatchRefused as refused:
+        _count(checks.metrics, RequestOutcome.of_refusal(refused.batch_code), started)
+        return refusal_response(refused)
+    _count(checks.metrics, _KIND_OUTCOME[answered.kind], started)
+    return Response(answered.body, status_code=answered.status, media_type=JSON_MEDIA_TYPE)

@@ -9,19 +9,17 @@ by ``AccessTokenCaller``; its ``sub`` is the user id, and a user only ever sees 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Path, Query, Response
+from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from bell_receiver.domain.inbox import NotificationRow
 from bell_receiver.domain.paging import MAX_CURSOR_CHARS, decode_cursor
-from bell_receiver.service_layer.notifications import Notifications
+from bell_receiver.entrypoints.dependencies import UseCases
 from yovision_platform import paging
 from yovision_platform.access_tokens import AccessTokenCaller
-from yovision_platform.auth import Identity
 
 NOTIFICATIONS_PATH = "/v1/notifications"
 DEFAULT_PAGE_SIZE = 20
@@ -63,49 +61,59 @@ def _item(row: NotificationRow) -> Notification:
     )
 
 
-def install_notification_routes(app: FastAPI, *, notifications: Notifications) -> None:
-    @app.get(
-        NOTIFICATIONS_PATH,
-        operation_id="listNotifications",
-        summary="The caller's notifications, newest first",
-        response_model=NotificationPage,
-        responses={400: {"description": "invalid_cursor"}, 401: {"description": "unauthorized"}},
-        tags=["notifications"],
-    )
-    async def list_notifications(
-        user: AccessTokenCaller,
-        limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
-        cursor: Annotated[str | None, paging.cursor_query(int, max_length=MAX_CURSOR_CHARS)] = None,
-    ) -> NotificationPage:
-        after = decode_cursor(cursor) if cursor is not None else None
-        page = await notifications.page(user.subject, limit, after)
-        return NotificationPage(items=[_item(r) for r in page.items], next_cursor=page.next_cursor)
+router = APIRouter(tags=["notifications"])
 
-    read_responses: dict[int | str, dict[str, Any]] = {
-        204: {"description": "Done (idempotent)."},
-        401: {"description": "unauthorized"},
-        404: {"description": "not_found: the caller has no such notification"},
-    }
+MARK_PATH = f"{NOTIFICATIONS_PATH}/{{notification_id}}/read"
+MARK_RESPONSES: dict[int | str, dict[str, Any]] = {
+    204: {"description": "Done (idempotent)."},
+    401: {"description": "unauthorized"},
+    404: {"description": "not_found: the caller has no such notification"},
+}
 
-    def marking(read: bool) -> Callable[[Identity, int], Awaitable[Response]]:
-        async def mark(user: AccessTokenCaller, notification_id: NotificationId) -> Response:
-            await notifications.mark(user.subject, notification_id, read=read)
-            return Response(status_code=204)
 
-        return mark
+@router.get(
+    NOTIFICATIONS_PATH,
+    operation_id="listNotifications",
+    summary="The caller's notifications, newest first",
+    response_model=NotificationPage,
+    responses={400: {"description": "invalid_cursor"}, 401: {"description": "unauthorized"}},
+)
+async def list_notifications(
+    user: AccessTokenCaller,
+    use_cases: UseCases,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+    cursor: Annotated[str | None, paging.cursor_query(int, max_length=MAX_CURSOR_CHARS)] = None,
+) -> NotificationPage:
+    after = decode_cursor(cursor) if cursor is not None else None
+    page = await use_cases.notifications.page(user.subject, limit, after)
+    return NotificationPage(items=[_item(r) for r in page.items], next_cursor=page.next_cursor)
 
-    for method, read, operation_id, summary in (
-        ("PUT", True, "markNotificationRead", "Mark one of the caller's notifications read"),
-        ("DELETE", False, "markNotificationUnread", "Mark one of the caller's notifications unread"),
-    ):
-        app.add_api_route(
-            f"{NOTIFICATIONS_PATH}/{{notification_id}}/read",
-            marking(read),
-            methods=[method],
-            operation_id=operation_id,
-            summary=summary,
-            status_code=204,
-            response_class=Response,
-            responses=read_responses,
-            tags=["notifications"],
-        )
+
+@router.put(
+    MARK_PATH,
+    operation_id="markNotificationRead",
+    summary="Mark one of the caller's notifications read",
+    status_code=204,
+    response_class=Response,
+    responses=MARK_RESPONSES,
+)
+async def mark_read(
+    user: AccessTokenCaller, use_cases: UseCases, notification_id: NotificationId
+) -> Response:
+    await use_cases.notifications.mark(user.subject, notification_id, read=True)
+    return Response(status_code=204)
+
+
+@router.delete(
+    MARK_PATH,
+    operation_id="markNotificationUnread",
+    summary="Mark one of the caller's notifications unread",
+    status_code=204,
+    response_class=Response,
+    responses=MARK_RESPONSES,
+)
+async def mark_unread(
+    user: AccessTokenCaller, use_cases: UseCases, notification_id: NotificationId
+) -> Response:
+    await use_cases.notifications.mark(user.subject, notification_id, read=False)
+    return Response(status_code=204)

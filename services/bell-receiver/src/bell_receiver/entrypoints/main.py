@@ -1,5 +1,5 @@
-"""Composition root of bell-receiver: `bell-receiver serve | migrate | check-config`, and the use cases on
-PostgreSQL (what `configure` and the tests serving the real app install)."""
+"""Production wiring of bell-receiver: `bell-receiver serve | migrate | check-config`; builds the PostgreSQL
+adapters, calls `bootstrap` and mounts the API and the workers on them."""
 
 from __future__ import annotations
 
@@ -11,14 +11,13 @@ import asyncpg
 
 from bell_receiver.adapters.audit_reader import PostgresAuditReader
 from bell_receiver.adapters.unit_of_work import PostgresBellUnitOfWork
-from bell_receiver.entrypoints.api import SERVICE_NAME, UseCases, install_api
-from bell_receiver.entrypoints.consumer import ingest_consumer
-from bell_receiver.entrypoints.receipt_purge import receipt_purge_worker
-from bell_receiver.service_layer.audit_batch_receiver import AuditBatchReceiver
-from bell_receiver.service_layer.audit_events import AuditEvents
+from bell_receiver.bootstrap import BellUseCases, bootstrap
+from bell_receiver.entrypoints.api import SERVICE_NAME, mount_api
+from bell_receiver.entrypoints.dependencies import BatchChecks
+from bell_receiver.entrypoints.ingest_consumer import ingest_consumer
+from bell_receiver.entrypoints.receipt_purge_worker import receipt_purge_worker
 from bell_receiver.service_layer.ingest import CONSUMER_GROUP, audit_topics
 from bell_receiver.service_layer.metrics import BellMetrics
-from bell_receiver.service_layer.notifications import Notifications
 from bell_receiver.service_layer.ports import UnitOfWorkFactory
 from bell_receiver.settings import BellReceiverSettings
 from yovision_platform.access_tokens import use_access_tokens
@@ -35,12 +34,10 @@ def unit_of_work(pool: asyncpg.Pool, schema: Identifier) -> UnitOfWorkFactory:
     return lambda: PostgresBellUnitOfWork(pool, schema)
 
 
-def postgres_use_cases(pool: asyncpg.Pool, schema: Identifier, metrics: BellMetrics) -> UseCases:
-    uow = unit_of_work(pool, schema)
-    return UseCases(
-        audit_batches=AuditBatchReceiver(uow, metrics),
-        notifications=Notifications(uow),
-        audit_events=AuditEvents(PostgresAuditReader(pool, schema)),
+def postgres_use_cases(pool: asyncpg.Pool, schema: Identifier, metrics: BellMetrics) -> BellUseCases:
+    """Bell's use cases on PostgreSQL (what `configure` and the tests serving the real app mount)."""
+    return bootstrap(
+        uow=unit_of_work(pool, schema), audit_reader=PostgresAuditReader(pool, schema), metrics=metrics
     )
 
 
@@ -55,15 +52,13 @@ def build_spec(
         kafka = settings.kafka_names
         read = topics if topics is not None else kafka.topics(audit_topics(default_catalog()))
         metrics = BellMetrics.create(ctx.registry)
-        install_api(
-            ctx.app,
-            use_cases=postgres_use_cases(ctx.pool, ctx.plan.schema, metrics),
-            keyring=settings.relay_keyring,
-            metrics=metrics,
-        )
+        use_cases = postgres_use_cases(ctx.pool, ctx.plan.schema, metrics)
+        mount_api(ctx.app, use_cases=use_cases, checks=BatchChecks(settings.relay_keyring, metrics))
         use_access_tokens(ctx)
         group = kafka.group(consumer_group)
-        ingest = ingest_consumer(ctx.pool, ctx.plan.schema, metrics, group, ConsumerMetrics(ctx.registry))
+        ingest = ingest_consumer(
+            ctx.pool, ctx.plan.schema, use_cases.ingester, group, ConsumerMetrics(ctx.registry)
+        )
         client_id = f"{SERVICE_NAME}-{settings.instance_id}"
 
         async def consume(stop: asyncio.Event) -> None:
@@ -71,7 +66,7 @@ def build_spec(
 
         ctx.add_worker("audit-ingest", consume)
         ctx.add_processed_events_pruner(consumer_group=group, topics=read)
-        ctx.add_worker("receipt-purge", receipt_purge_worker(unit_of_work(ctx.pool, ctx.plan.schema)))
+        ctx.add_worker("receipt-purge", receipt_purge_worker(use_cases.receipt_purger))
 
     return ServiceSpec.for_package(
         SERVICE_NAME,

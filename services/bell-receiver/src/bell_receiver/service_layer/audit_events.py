@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bell_receiver.domain.audit import AuditFilter, StoredAuditEvent
-from bell_receiver.domain.paging import Page, PagePosition, page_of
+from bell_receiver.domain.paging import KeysetPage, PagePosition, page_of
 from bell_receiver.service_layer.ports import AuditReader
 
 
@@ -17,8 +17,8 @@ class AuditEvents:
 
     async def page(
         self, where: AuditFilter, limit: int, after: PagePosition | None
-    ) -> Page[StoredAuditEvent]:
+    ) -> KeysetPage[StoredAuditEvent]:
         """An empty time range (`occurred_from` not before `occurred_before`) is an empty page."""
         if where.empty_range:
-            return Page([], None)
+            return KeysetPage([], None)
         return page_of(await self._reader.page(where, limit + 1, after), limit, _position)

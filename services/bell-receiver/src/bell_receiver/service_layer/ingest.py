@@ -61,7 +61,7 @@ def watcher_disabled_notification(event: InboundEvent) -> NewNotification:
     )
 
 
-class EventIngest:
+class EventIngester:
     def __init__(self, metrics: BellMetrics) -> None:
         self._metrics = metrics
 

@@ -5,6 +5,13 @@ from __future__ import annotations
 from bell_receiver.service_layer.ports import UnitOfWorkFactory
 
 
-async def purge_expired_receipts(uow: UnitOfWorkFactory) -> int:
-    async with uow() as unit:
-        return await unit.receipts.purge_expired()
+class ReceiptPurger:
+    """One purge of the expired receipts (the worker, entrypoints/receipt_purge_worker.py, repeats it)."""
+
+    def __init__(self, uow: UnitOfWorkFactory) -> None:
+        self._uow = uow
+
+    async def purge_expired(self) -> int:
+        """Remove every expired receipt; how many."""
+        async with self._uow() as unit:
+            return await unit.receipts.purge_expired()
