@@ -64,6 +64,7 @@ from orphan_scanner.entrypoints.main import SPEC, Components, build
 from orphan_scanner.entrypoints.projection_consumer import projection_consumer
 from orphan_scanner.service_layer.apply import ApplyStatus, Outcome
 from orphan_scanner.service_layer.metrics import ScanTrigger
+from orphan_scanner.service_layer.projection import OwnershipProjector
 from orphan_scanner.service_layer.scanner import ScanReport
 from orphan_scanner.settings import OrphanScannerSettings
 from yovision_platform.avro import AvroSerde, SchemaRegistry
@@ -317,7 +318,7 @@ class BenchContext:
         settings = self.settings(sandbox.url)
         api = TimedMediaMtxApi(sandbox, deadline_seconds=settings.mediamtx_deadline_seconds)
         fleet = MediaFleet({SINGLE_MEDIA_SERVER_ID: api})
-        return build(self.pool, self.schema, settings, client_id="orphan-bench", mediamtx=fleet), api
+        return build(self.pool, self.schema, settings, client_id="orphan-bench", fleet=fleet), api
 
 
 async def kafka_topics(bootstrap: str, topics: dict[str, int], *, create: bool) -> None:
@@ -334,7 +335,9 @@ async def kafka_topics(bootstrap: str, topics: dict[str, int], *, create: bool) 
 
 def start_projection(ctx: BenchContext, serde: AvroSerde, stop: asyncio.Event) -> asyncio.Task[None]:
     """The real projection worker, as `serve` runs it, on the bench's schema, topics and group."""
-    consumer = projection_consumer(ctx.pool, ctx.schema, serde, consumer_group=ctx.consumer_group)
+    consumer = projection_consumer(
+        ctx.pool, ctx.schema, serde, OwnershipProjector(), consumer_group=ctx.consumer_group
+    )
     return asyncio.create_task(
         consumer.consume_topics(
             ctx.stack.kafka_bootstrap, ctx.topics, stop, client_id="orphan-bench-projection"
@@ -393,7 +396,7 @@ async def scan_round(ctx: BenchContext, workload: Workload, scans: int) -> dict[
             seconds: list[float] = []
             for n in range(scans):
                 started = time.perf_counter()
-                report = await components.scanner.scan(ScanTrigger.MANUAL)
+                report = await components.use_cases.scanner.scan(ScanTrigger.MANUAL)
                 seconds.append(time.perf_counter() - started)
                 if report is None:
                     raise RuntimeError("a manual scan returned no report")
@@ -402,7 +405,7 @@ async def scan_round(ctx: BenchContext, workload: Workload, scans: int) -> dict[
             raw.append(await raw_enumerate(url, LIST_PAGE_ITEMS))
             references = {size: await raw_enumerate(url, size) for size in (REFERENCE_PAGE_ITEMS, total)}
         finally:
-            await components.mediamtx.aclose()
+            await components.fleet.aclose()
     if any(count != total for count, _ in [*raw, *references.values()]):
         raise RuntimeError("a raw enumeration missed paths")
     raw_mean = sum(s for _, s in raw) / len(raw)
@@ -438,7 +441,7 @@ async def apply_round(ctx: BenchContext, workload: Workload) -> dict[str, Any]:
     ):
         components, api = ctx.components(url)
         try:
-            report = await components.scanner.scan(ScanTrigger.MANUAL)
+            report = await components.use_cases.scanner.scan(ScanTrigger.MANUAL)
             if report is None:
                 raise RuntimeError("a manual scan returned no report")
             check_classes(report, workload)
@@ -448,10 +451,12 @@ async def apply_round(ctx: BenchContext, workload: Workload) -> dict[str, Any]:
             confirmation = confirmation_text(report.scan_id, candidates)
             api.lists.clear()
             started = time.perf_counter()
-            result = await components.apply.apply(report.scan_id, actor=ACTOR, confirmation=confirmation)
+            result = await components.use_cases.applier.apply(
+                report.scan_id, actor=ACTOR, confirmation=confirmation
+            )
             finished = time.perf_counter()
         finally:
-            await components.mediamtx.aclose()
+            await components.fleet.aclose()
         left = (await path_count(url), await path_count(raw_url))
     if result.status is not ApplyStatus.COMPLETED or result.counts() != {Outcome.DELETED: candidates}:
         raise RuntimeError(f"apply: {result.status} {result.reason_code} {result.counts()}")

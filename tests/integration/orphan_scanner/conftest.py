@@ -166,7 +166,11 @@ class Orphan:
         assert self._projection is None
         self._stop = asyncio.Event()
         consumer = projection_consumer(
-            self.pool, self.schema.name, self.components.serde, consumer_group=self.settings.consumer_group
+            self.pool,
+            self.schema.name,
+            self.components.serde,
+            self.components.use_cases.projector,
+            consumer_group=self.settings.consumer_group,
         )
         self._projection = asyncio.ensure_future(
             consumer.consume_topics(
@@ -186,13 +190,13 @@ class Orphan:
     async def fresh_report(self) -> ScanReport:
         """`report` as an operator runs it, once the projection has everything published so far."""
         await self.caught_up()
-        report = await self.components.scanner.scan(ScanTrigger.MANUAL)
+        report = await self.components.use_cases.scanner.scan(ScanTrigger.MANUAL)
         assert report is not None
         return report
 
     async def apply_report(self, report: ScanReport, *, actor: str = "operator-1") -> ApplyResult:
         """`apply` of `report` with its exact confirmation text."""
-        return await self.components.apply.apply(
+        return await self.components.use_cases.applier.apply(
             report.scan_id,
             actor=actor,
             confirmation=confirmation_text(report.scan_id, len(report.classification.owned_stale)),
@@ -221,7 +225,7 @@ async def orphan_harness(
     servers registered instead of `mediamtx` alone."""
     settings = orphan_settings(stack, schema, fleet or mediamtx, topics, work_dir, **overrides)
     api = None if mediamtx_api is None else MediaFleet({SINGLE_MEDIA_SERVER_ID: mediamtx_api})
-    components = build(pool, schema.name, settings, client_id="orphan-test", mediamtx=api)
+    components = build(pool, schema.name, settings, client_id="orphan-test", fleet=api)
     producer = await start_producer(stack.kafka_bootstrap, client_id="orphan-test-feed")
     feed = SenseFeed(producer, components.serde, topics)
     orphan = Orphan(stack, settings, schema, pool, components, feed, mediamtx)
@@ -231,7 +235,7 @@ async def orphan_harness(
     finally:
         await orphan.stop_projection()
         await producer.stop()
-        await components.mediamtx.aclose()
+        await components.fleet.aclose()
 
 
 @pytest.fixture

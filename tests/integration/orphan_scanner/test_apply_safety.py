@@ -53,7 +53,7 @@ async def test_lagging_projection_blocks_apply_until_it_catches_up(
             orphan.start_projection()
 
         restart = asyncio.create_task(restart_later())
-        orphan.components.apply._catch_up_timeout = 20.0
+        orphan.components.use_cases.applier._catch_up_timeout = 20.0
         result = await orphan.apply_report(report)
         await restart
         assert result.status is ApplyStatus.COMPLETED

@@ -9,10 +9,9 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from orphan_scanner.adapters.report_reader import PostgresReportReader
+from orphan_scanner.entrypoints.api import mount_api
 from orphan_scanner.entrypoints.cli import report_document
-from orphan_scanner.entrypoints.http_reports import READ_PERMISSION, install_report_routes
-from orphan_scanner.service_layer.reports import ReportQueries
+from orphan_scanner.entrypoints.http_reports import READ_PERMISSION
 from orphan_scanner.settings import AUDIENCE
 from tests.conftest import problem_code
 from tests.integration.orphan_scanner.conftest import Orphan
@@ -28,7 +27,7 @@ async def api(orphan: Orphan) -> AsyncIterator[tuple[httpx.AsyncClient, LocalIss
     verifier = issuer.verifier(AUDIENCE)
     app = create_app("orphan-scanner", "test")
     use_access_token_verifier(app, verifier)
-    install_report_routes(app, reports=ReportQueries(PostgresReportReader(orphan.pool, orphan.schema.name)))
+    mount_api(app, use_cases=orphan.components.use_cases)
     async with serve_app(app) as port, httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
         yield http, issuer
     await verifier.keys.aclose()

@@ -23,14 +23,14 @@ async def test_classes_are_exact_and_only_owned_stale_paths_are_deleted(orphan: 
     assert names(c.owned_stale) == set(stale)
     assert names(c.unowned) == set(hand_made)
 
-    result = await orphan.components.apply.apply(
+    result = await orphan.components.use_cases.applier.apply(
         scan.scan_id, actor="alice", confirmation=confirmation_text(scan.scan_id, len(stale))
     )
     assert result.status is ApplyStatus.COMPLETED, result
     assert sorted((i.path.path_name, i.outcome) for i in result.items) == [(n, "deleted") for n in stale]
     assert await orphan.mediamtx.settled(set(live + hand_made)) == set(live + hand_made)
 
-    again = await orphan.components.apply.apply(
+    again = await orphan.components.use_cases.applier.apply(
         scan.scan_id, actor="alice", confirmation=confirmation_text(scan.scan_id, len(stale))
     )
     assert again.status is ApplyStatus.COMPLETED
@@ -45,7 +45,7 @@ async def test_apply_records_runs_and_events(orphan: Orphan) -> None:
     await orphan.mediamtx.add_many(["gone-1", *[f"hand-{i}" for i in range(9)]])
     scan = await orphan.fresh_report()
     confirmation = confirmation_text(scan.scan_id, 1)
-    await orphan.components.apply.apply(scan.scan_id, actor="bob", confirmation=confirmation)
+    await orphan.components.use_cases.applier.apply(scan.scan_id, actor="bob", confirmation=confirmation)
     async with orphan.pool.acquire() as conn:
         runs = await conn.fetch(f"SELECT status, deleted_count FROM {orphan.schema.name.quoted}.apply_runs")
         types = await conn.fetch(f"SELECT event_type FROM {orphan.schema.name.quoted}.outbox ORDER BY id")

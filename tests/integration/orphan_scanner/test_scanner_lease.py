@@ -42,11 +42,11 @@ async def another_instance(
         **overrides,
     )
     fleet = None if mediamtx_api is None else MediaFleet({SINGLE_MEDIA_SERVER_ID: mediamtx_api})
-    components = build(orphan.pool, orphan.schema.name, settings, client_id="another", mediamtx=fleet)
+    components = build(orphan.pool, orphan.schema.name, settings, client_id="another", fleet=fleet)
     try:
         yield components
     finally:
-        await components.mediamtx.aclose()
+        await components.fleet.aclose()
 
 
 async def test_two_scanners_produce_one_report_per_interval(orphan: Orphan, tmp_path: Path) -> None:
@@ -55,7 +55,7 @@ async def test_two_scanners_produce_one_report_per_interval(orphan: Orphan, tmp_
         another_instance(orphan, tmp_path, instance_id="scanner-1", scan_interval_seconds=3600) as one,
         another_instance(orphan, tmp_path, instance_id="scanner-2", scan_interval_seconds=3600) as two,
     ):
-        await scan_concurrently_twice(orphan, [one.scanner, two.scanner])
+        await scan_concurrently_twice(orphan, [one.use_cases.scanner, two.use_cases.scanner])
 
 
 async def scan_concurrently_twice(orphan: Orphan, scanners: list[Scanner]) -> None:
@@ -91,7 +91,7 @@ async def test_a_scanner_that_lost_its_lease_produces_no_usable_report(
     await orphan.caught_up()
     parked = ParkedEnumeration(orphan.mediamtx)
     async with another_instance(orphan, tmp_path, mediamtx_api=parked, instance_id="paused") as paused:
-        await lose_the_lease_mid_scan(orphan, admin_conn, paused.scanner, parked)
+        await lose_the_lease_mid_scan(orphan, admin_conn, paused.use_cases.scanner, parked)
 
 
 async def lose_the_lease_mid_scan(
@@ -103,7 +103,7 @@ async def lose_the_lease_mid_scan(
     await admin_conn.execute(
         f"UPDATE {orphan.schema.name.quoted}.scan_leases SET lease_expires_at = now() - interval '1 second'"
     )
-    successor = await orphan.components.scanner.scan(ScanTrigger.MANUAL)
+    successor = await orphan.components.use_cases.scanner.scan(ScanTrigger.MANUAL)
     assert successor is not None
     parked.release.set()
     with pytest.raises(ScanError) as lost:
@@ -126,9 +126,9 @@ async def test_a_manual_report_waits_for_a_running_scan(orphan: Orphan, tmp_path
         ) as holder,
         another_instance(orphan, tmp_path, scan_lease_seconds=1.5, mediamtx_deadline_seconds=1.0) as waiter,
     ):
-        holding = asyncio.create_task(holder.scanner.scan(ScanTrigger.MANUAL))
+        holding = asyncio.create_task(holder.use_cases.scanner.scan(ScanTrigger.MANUAL))
         await parked.entered.wait()
-        report = await waiter.scanner.scan(ScanTrigger.MANUAL)  # waits until the holder's scan ends
+        report = await waiter.use_cases.scanner.scan(ScanTrigger.MANUAL)  # waits until the holder's scan ends
         assert report is not None
         with pytest.raises(ScanError) as timed_out:  # the whole enumeration is bounded by the deadline
             await holding

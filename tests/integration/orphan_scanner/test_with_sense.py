@@ -21,7 +21,6 @@ from orphan_scanner.entrypoints.cli import apply_document, report_document
 from orphan_scanner.entrypoints.main import build
 from orphan_scanner.service_layer.apply import ApplyStatus
 from orphan_scanner.service_layer.metrics import OrphanMetrics, ScanTrigger
-from orphan_scanner.service_layer.metrics_refresher import MetricsRefresher
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
 from sense_reconciler.adapters.unit_of_work import postgres_units
 from sense_reconciler.domain.model import DesiredState
@@ -181,7 +180,7 @@ async def run_scenario(
     metrics = OrphanMetrics(registry)
     components = build(orphan.pool, orphan.schema.name, orphan.settings, client_id="e2e", metrics=metrics)
     try:
-        report = await components.scanner.scan(ScanTrigger.MANUAL)
+        report = await components.use_cases.scanner.scan(ScanTrigger.MANUAL)
         assert report is not None
         c = report.classification
         assert names(c.in_use) == {d.path_name for d in live}
@@ -192,7 +191,7 @@ async def run_scenario(
         assert names(c.unowned) == set(hand_made)
         summary = json.dumps(report_document(report))
 
-        result = await components.apply.apply(
+        result = await components.use_cases.applier.apply(
             report.scan_id, actor="alice", confirmation=confirmation_text(report.scan_id, 2)
         )
         assert result.status is ApplyStatus.COMPLETED
@@ -200,20 +199,20 @@ async def run_scenario(
         assert await orphan.mediamtx.settled(expected) == expected
         outcome = json.dumps(apply_document(result))
 
-        rescan = await components.scanner.scan(ScanTrigger.MANUAL)
+        rescan = await components.use_cases.scanner.scan(ScanTrigger.MANUAL)
         assert rescan is not None and not rescan.classification.owned_stale
-        blocked = await components.apply.apply(
+        blocked = await components.use_cases.applier.apply(
             rescan.scan_id, actor="alice", confirmation=confirmation_text(rescan.scan_id, 0)
         )
         assert blocked.status is ApplyStatus.BLOCKED
         assert set(hand_made) <= await orphan.mediamtx.names()
-        await MetricsRefresher(components.uow, metrics).refresh()
+        await components.use_cases.metrics_refresher.refresh()
         metrics_text = render_latest(registry)[0].decode()
         assert 'orphan_last_scan_paths{class="unowned",media_server="default"} 4.0' in metrics_text
         assert "orphan_paths_deleted_total 2.0" in metrics_text
         assert "orphan_apply_blocked_total 1.0" in metrics_text
     finally:
-        await components.mediamtx.aclose()
+        await components.fleet.aclose()
 
     events = await decoded_events(orphan, admin)
     assert [e["envelope"]["event_type"] for e in events] == [

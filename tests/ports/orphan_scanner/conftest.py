@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import asyncpg
 import pytest
 
-from orphan_scanner.adapters.memory import InMemoryOrphanUnitOfWork
+from orphan_scanner.adapters.memory import MemoryOrphanUnitOfWork
 from orphan_scanner.adapters.unit_of_work import PostgresOrphanUnitOfWork
 from orphan_scanner.service_layer.ports import OrphanUnitOfWork
 from tests.conftest import MigratedSchema
@@ -104,7 +104,7 @@ class PostgresBackdoor:
 
 
 class MemoryBackdoor:
-    def __init__(self, uow: InMemoryOrphanUnitOfWork) -> None:
+    def __init__(self, uow: MemoryOrphanUnitOfWork) -> None:
         self._uow = uow
 
     async def age_report(self, scan_id: uuid.UUID, by: timedelta) -> None:
@@ -132,17 +132,17 @@ class OnPostgres:
         return PostgresBackdoor(admin_conn, orphan_schema.name)
 
 
-class InMemory:
+class Memory:
     """Mixin: the contract on the in-memory fakes."""
 
     @pytest.fixture
-    def memory_uow(self) -> InMemoryOrphanUnitOfWork:
-        return InMemoryOrphanUnitOfWork()
+    def memory_uow(self) -> MemoryOrphanUnitOfWork:
+        return MemoryOrphanUnitOfWork()
 
     @pytest.fixture
-    def uow(self, memory_uow: InMemoryOrphanUnitOfWork) -> UnitOfWorkFactory:
+    def uow(self, memory_uow: MemoryOrphanUnitOfWork) -> UnitOfWorkFactory:
         return lambda: memory_uow
 
     @pytest.fixture
-    def backdoor(self, memory_uow: InMemoryOrphanUnitOfWork) -> Backdoor:
+    def backdoor(self, memory_uow: MemoryOrphanUnitOfWork) -> Backdoor:
         return MemoryBackdoor(memory_uow)

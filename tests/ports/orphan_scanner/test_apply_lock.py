@@ -6,7 +6,7 @@ import asyncpg
 import pytest
 
 from orphan_scanner.adapters.apply_lock import PostgresApplyLock
-from orphan_scanner.adapters.memory import InMemoryApplyLock
+from orphan_scanner.adapters.memory import MemoryApplyLock
 from orphan_scanner.domain.errors import ApplyInProgress
 from orphan_scanner.service_layer.ports import ApplyLock
 from tests.conftest import MigratedSchema
@@ -63,7 +63,7 @@ class TestPostgresApplyLock(ApplyLockContract):
             pass
 
 
-class TestInMemoryApplyLock(ApplyLockContract):
+class TestMemoryApplyLock(ApplyLockContract):
     @pytest.fixture
     def lock(self) -> ApplyLock:
-        return InMemoryApplyLock()
+        return MemoryApplyLock()

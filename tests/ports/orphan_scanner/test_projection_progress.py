@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import asyncpg
 import pytest
 
-from orphan_scanner.adapters.memory import InMemoryProjectionProgress
+from orphan_scanner.adapters.memory import MemoryProjectionProgress
 from orphan_scanner.adapters.projection_progress import KafkaProjectionProgress
 from orphan_scanner.domain.gate import BlockReason
 from orphan_scanner.service_layer.ports import ProjectionProgress
@@ -105,20 +105,20 @@ class TestKafkaProjectionProgress(ProjectionProgressContract):
         return on_topic(f"test.{uuid.uuid4().hex[:10]}.missing.v1")  # a topic Kafka does not have
 
 
-class TestInMemoryProjectionProgress(ProjectionProgressContract):
+class TestMemoryProjectionProgress(ProjectionProgressContract):
     @pytest.fixture
-    def progress(self) -> InMemoryProjectionProgress:
-        return InMemoryProjectionProgress()
+    def progress(self) -> MemoryProjectionProgress:
+        return MemoryProjectionProgress()
 
     @pytest.fixture
-    def publish(self, progress: InMemoryProjectionProgress) -> Publish:
+    def publish(self, progress: MemoryProjectionProgress) -> Publish:
         async def publish(count: int) -> None:
             progress.published += count
 
         return publish
 
     @pytest.fixture
-    def apply_all(self, progress: InMemoryProjectionProgress) -> ApplyAll:
+    def apply_all(self, progress: MemoryProjectionProgress) -> ApplyAll:
         async def apply_all() -> None:
             progress.applied = progress.published
 
@@ -126,6 +126,6 @@ class TestInMemoryProjectionProgress(ProjectionProgressContract):
 
     @pytest.fixture
     def unavailable(self) -> ProjectionProgress:
-        progress = InMemoryProjectionProgress()
+        progress = MemoryProjectionProgress()
         progress.unavailable = True
         return progress

@@ -10,7 +10,7 @@ import pytest
 
 from orphan_scanner.domain.classify import ServerPath
 from orphan_scanner.domain.records import DeviceClaim, OwnershipEvidence
-from tests.ports.orphan_scanner.conftest import InMemory, OnPostgres, UnitOfWorkFactory
+from tests.ports.orphan_scanner.conftest import Memory, OnPostgres, UnitOfWorkFactory
 
 T0 = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)
 A = uuid.UUID("00000000-0000-4000-8000-00000000000a")
@@ -142,5 +142,5 @@ class TestPostgresProjectionStore(OnPostgres, ProjectionStoreContract):
     pass
 
 
-class TestInMemoryProjectionStore(InMemory, ProjectionStoreContract):
+class TestMemoryProjectionStore(Memory, ProjectionStoreContract):
     pass

@@ -9,12 +9,12 @@ from datetime import timedelta
 import asyncpg
 import pytest
 
-from orphan_scanner.adapters.memory import InMemoryOrphanUnitOfWork, InMemoryReportReader
+from orphan_scanner.adapters.memory import MemoryOrphanUnitOfWork, MemoryReportReader
 from orphan_scanner.adapters.report_reader import PostgresReportReader
 from orphan_scanner.domain.records import ReportPosition
 from orphan_scanner.service_layer.ports import ReportReader
 from tests.conftest import MigratedSchema
-from tests.ports.orphan_scanner.conftest import Backdoor, InMemory, OnPostgres, UnitOfWorkFactory
+from tests.ports.orphan_scanner.conftest import Backdoor, Memory, OnPostgres, UnitOfWorkFactory
 from tests.ports.orphan_scanner.test_report_store import insert_complete, insert_failed
 
 
@@ -91,7 +91,7 @@ class TestPostgresReportReader(OnPostgres, ReportReaderContract):
         return PostgresReportReader(orphan_pool, orphan_schema.name)
 
 
-class TestInMemoryReportReader(InMemory, ReportReaderContract):
+class TestMemoryReportReader(Memory, ReportReaderContract):
     @pytest.fixture
-    def reader(self, memory_uow: InMemoryOrphanUnitOfWork) -> ReportReader:
-        return InMemoryReportReader(memory_uow.reports)
+    def reader(self, memory_uow: MemoryOrphanUnitOfWork) -> ReportReader:
+        return MemoryReportReader(memory_uow.reports)

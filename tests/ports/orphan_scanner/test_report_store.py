@@ -9,7 +9,7 @@ import pytest
 
 from orphan_scanner.domain.classify import Classification, ServerPath, classify
 from orphan_scanner.domain.records import ApplyEnd, ApplyRun, Disposition, NewReport, PathDisposition
-from tests.ports.orphan_scanner.conftest import Backdoor, InMemory, OnPostgres, UnitOfWorkFactory, message
+from tests.ports.orphan_scanner.conftest import Backdoor, Memory, OnPostgres, UnitOfWorkFactory, message
 
 DEVICE = uuid.UUID("00000000-0000-4000-8000-00000000000a")
 OTHER_DEVICE = uuid.UUID("00000000-0000-4000-8000-00000000000b")
@@ -289,5 +289,5 @@ class TestPostgresReportStore(OnPostgres, ReportStoreContract):
     pass
 
 
-class TestInMemoryReportStore(InMemory, ReportStoreContract):
+class TestMemoryReportStore(Memory, ReportStoreContract):
     pass

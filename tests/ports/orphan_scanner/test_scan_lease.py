@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ports.orphan_scanner.conftest import Backdoor, InMemory, OnPostgres, UnitOfWorkFactory
+from tests.ports.orphan_scanner.conftest import Backdoor, Memory, OnPostgres, UnitOfWorkFactory
 from yovision_platform.errors import LeaseLost
 from yovision_platform.leases import Lease
 
@@ -85,5 +85,5 @@ class TestPostgresScanLease(OnPostgres, ScanLeaseContract):
     pass
 
 
-class TestInMemoryScanLease(InMemory, ScanLeaseContract):
+class TestMemoryScanLease(Memory, ScanLeaseContract):
     pass

@@ -13,7 +13,7 @@ from orphan_scanner.domain.classify import Classification, ServerPath, classify
 from orphan_scanner.domain.gate import BlockReason
 from orphan_scanner.domain.inputs import confirmation_text
 from orphan_scanner.entrypoints import cli
-from orphan_scanner.service_layer.apply import ApplyResult, ApplyStatus, ItemOutcome, Outcome
+from orphan_scanner.service_layer.apply import ApplyItemOutcome, ApplyResult, ApplyStatus, Outcome
 from orphan_scanner.service_layer.scanner import ScanReport
 
 SCAN_ID = uuid.UUID("3f2b9c4e-8a1d-4e5f-9b7c-0d1e2f3a4b5c")
@@ -281,9 +281,9 @@ def test_apply_document_of_a_partial_run() -> None:
         current_total=40,
         current_candidates=3,
         items=[
-            ItemOutcome(on("a"), Outcome.DELETED.value),
-            ItemOutcome(on("b", "mtx-b"), Outcome.FAILED.value, error_code="mediamtx_http_500"),
-            ItemOutcome(on("c"), Outcome.DELETED.value, earlier=True),
+            ApplyItemOutcome(on("a"), Outcome.DELETED.value),
+            ApplyItemOutcome(on("b", "mtx-b"), Outcome.FAILED.value, error_code="mediamtx_http_500"),
+            ApplyItemOutcome(on("c"), Outcome.DELETED.value, earlier=True),
         ],
     )
     document = cli.apply_document(result)

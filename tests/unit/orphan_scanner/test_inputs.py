@@ -8,7 +8,7 @@ import pytest
 
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.inputs import (
-    InvalidInput,
+    InvalidScanInput,
     confirmation_text,
     parse_scan_id,
     validate_actor,
@@ -67,7 +67,7 @@ def test_valid_actors(actor: str) -> None:
     ],
 )
 def test_invalid_actors_are_refused_with_a_stable_code(actor: str) -> None:
-    with pytest.raises(InvalidInput) as caught:
+    with pytest.raises(InvalidScanInput) as caught:
         validate_actor(actor)
     assert caught.value.code == "invalid_actor"
     assert caught.value.field == "actor"
@@ -100,7 +100,7 @@ def test_canonical_scan_id_is_parsed() -> None:
     ],
 )
 def test_non_canonical_scan_ids_are_refused(text: str) -> None:
-    with pytest.raises(InvalidInput) as caught:
+    with pytest.raises(InvalidScanInput) as caught:
         parse_scan_id(text)
     assert caught.value.code == "invalid_scan_id"
     assert caught.value.__cause__ is None
@@ -119,7 +119,7 @@ def test_valid_confirmations(text: str) -> None:
     "text", ["", "a" * 257, "a" * 1000, "delete\n1", "tab\there", "nul\x00", "bell\x07", "\x7f"]
 )
 def test_invalid_confirmations_are_refused(text: str) -> None:
-    with pytest.raises(InvalidInput) as caught:
+    with pytest.raises(InvalidScanInput) as caught:
         validate_confirmation(text)
     assert caught.value.code == "invalid_confirmation"
 

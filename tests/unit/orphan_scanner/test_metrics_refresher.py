@@ -3,8 +3,7 @@ projection lag from the progress port (kept while Kafka cannot tell)."""
 
 from __future__ import annotations
 
-from orphan_scanner.service_layer.metrics_refresher import MetricsRefresher
-from tests.unit.orphan_scanner.world import World, world
+from tests.unit.orphan_scanner.world import Options, World, world
 from yovision_platform.metrics import render_latest
 
 
@@ -24,7 +23,7 @@ async def test_totals_last_scan_and_lag_come_from_the_ports() -> None:
     await w.apply_report(report)  # 2 of 5: blocked
     w.progress.published = 7
     w.progress.applied = 4
-    refresher = MetricsRefresher(w.uow, w.metrics, w.progress)
+    refresher = w.use_cases.metrics_refresher
     await refresher.refresh()
     values = shown(w)
     assert values["orphan_apply_blocked_total"] == 1
@@ -39,7 +38,7 @@ async def test_totals_last_scan_and_lag_come_from_the_ports() -> None:
 
 async def test_nothing_yet_reads_zero() -> None:
     w = world()
-    await MetricsRefresher(w.uow, w.metrics).refresh()
+    await w.bootstrap(Options(projection_enabled=False)).metrics_refresher.refresh()
     values = shown(w)
     assert values["orphan_apply_blocked_total"] == 0
     assert values['orphan_last_scan_paths{class="observed",media_server="default"}'] == 0

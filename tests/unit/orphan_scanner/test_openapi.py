@@ -5,7 +5,7 @@ import json
 import os
 from pathlib import Path
 
-from orphan_scanner.entrypoints.main import openapi_document
+from orphan_scanner.entrypoints.api import openapi_document
 
 OPENAPI_FILE = Path(__file__).resolve().parents[3] / "schemas" / "openapi" / "orphan-scanner.v1.json"
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from orphan_scanner.adapters.memory import InMemoryOrphanUnitOfWork
+from orphan_scanner.adapters.memory import MemoryOrphanUnitOfWork
 from orphan_scanner.domain.classify import ServerPath
-from orphan_scanner.service_layer.projection import OwnershipProjection
+from tests.unit.orphan_scanner.world import world
 from yovision_platform.consumer import EventRejected, InboundEvent
 
 T0 = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)
@@ -63,13 +63,13 @@ def ownership(**changes: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def uow() -> InMemoryOrphanUnitOfWork:
+def uow() -> MemoryOrphanUnitOfWork:
     """The consumer's transaction (its unit of work, joined by the use case)."""
-    return InMemoryOrphanUnitOfWork()
+    return MemoryOrphanUnitOfWork()
 
 
-async def test_device_events_follow_the_latest_version(uow: InMemoryOrphanUnitOfWork) -> None:
-    projection = OwnershipProjection()
+async def test_device_events_follow_the_latest_version(uow: MemoryOrphanUnitOfWork) -> None:
+    projection = world().projection
     await projection.apply(uow, inbound("DeviceRegistered", device("enabled", 1)))
     assert await uow.projection.claimed_paths([CAM]) == {CAM}
     await projection.apply(uow, inbound("DeviceDesiredStateChanged", device("disabled", 2)))
@@ -82,8 +82,8 @@ async def test_device_events_follow_the_latest_version(uow: InMemoryOrphanUnitOf
     }
 
 
-async def test_ownership_events_record_evidence_per_server(uow: InMemoryOrphanUnitOfWork) -> None:
-    projection = OwnershipProjection()
+async def test_ownership_events_record_evidence_per_server(uow: MemoryOrphanUnitOfWork) -> None:
+    projection = world().projection
     await projection.apply(uow, inbound("PathOwnershipRecorded", ownership()))
     await projection.apply(uow, inbound("PathOwnershipRecorded", ownership(media_server_id=None)))
     default = ServerPath("default", "cam-1")
@@ -113,9 +113,9 @@ async def test_ownership_events_record_evidence_per_server(uow: InMemoryOrphanUn
     ],
 )
 async def test_anything_else_is_rejected_and_writes_nothing(
-    uow: InMemoryOrphanUnitOfWork, event_type: str, record: dict[str, Any], source: str, code: str
+    uow: MemoryOrphanUnitOfWork, event_type: str, record: dict[str, Any], source: str, code: str
 ) -> None:
     with pytest.raises(EventRejected) as rejected:
-        await OwnershipProjection().apply(uow, inbound(event_type, record, source))
+        await world().projection.apply(uow, inbound(event_type, record, source))
     assert rejected.value.code == code
     assert (dict(uow.projection.claims), dict(uow.projection.evidence), uow.commits) == ({}, {}, 0)

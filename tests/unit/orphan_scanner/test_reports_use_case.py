@@ -13,10 +13,10 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from orphan_scanner.adapters.memory import InMemoryReportReader
 from orphan_scanner.domain.errors import ReportNotFound, ScanFailed
-from orphan_scanner.entrypoints.http_reports import READ_PERMISSION, install_report_routes
-from orphan_scanner.service_layer.reports import ReportQueries
+from orphan_scanner.entrypoints.api import mount_api
+from orphan_scanner.entrypoints.http_reports import READ_PERMISSION
+from orphan_scanner.service_layer.reports import Reports
 from orphan_scanner.settings import AUDIENCE
 from tests.conftest import problem_code
 from tests.issuers import LocalIssuer
@@ -43,13 +43,13 @@ async def three_reports(w: World) -> list[uuid.UUID]:
 
 
 @pytest.fixture
-def queries_world() -> tuple[World, ReportQueries]:
+def queries_world() -> tuple[World, Reports]:
     w = world()
-    return w, ReportQueries(InMemoryReportReader(w.db.reports))
+    return w, w.use_cases.reports
 
 
 async def test_pages_go_newest_first_and_end_without_a_next_position(
-    queries_world: tuple[World, ReportQueries],
+    queries_world: tuple[World, Reports],
 ) -> None:
     w, queries = queries_world
     made = await three_reports(w)
@@ -63,7 +63,7 @@ async def test_pages_go_newest_first_and_end_without_a_next_position(
     assert len(exact.items) == 3 and exact.next_after is None
 
 
-async def test_the_latest_is_the_newest_complete_report(queries_world: tuple[World, ReportQueries]) -> None:
+async def test_the_latest_is_the_newest_complete_report(queries_world: tuple[World, Reports]) -> None:
     w, queries = queries_world
     with pytest.raises(ReportNotFound):
         await queries.latest()
@@ -86,13 +86,13 @@ def bearer(token: str) -> dict[str, str]:
 
 @pytest.fixture
 async def api(
-    queries_world: tuple[World, ReportQueries], issuer: LocalIssuer
+    queries_world: tuple[World, Reports], issuer: LocalIssuer
 ) -> AsyncIterator[tuple[World, httpx.AsyncClient, dict[str, str]]]:
-    w, queries = queries_world
+    w, _ = queries_world
     verifier = issuer.verifier(AUDIENCE)
     app = create_app("orphan-scanner", "test")
     use_access_token_verifier(app, verifier)
-    install_report_routes(app, reports=queries)
+    mount_api(app, use_cases=w.use_cases)
     headers = bearer(issuer.token("operator", READ_PERMISSION, audience=AUDIENCE))
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://orphan.test") as http:

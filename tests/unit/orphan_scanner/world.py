@@ -1,5 +1,5 @@
 """orphan-scanner's use cases on the in-memory fakes of their ports (proven equal to the real adapters by
-`tests/ports/orphan_scanner/`): the scanner and the apply built as `entrypoints.main.build` builds them,
+`tests/ports/orphan_scanner/`): the use cases built by `bootstrap`, as `entrypoints.main.build` builds them,
 over one fake database, fake MediaMTX servers, a fake projection progress and a fake apply lock.
 
 `World.stale` / `World.live` feed the projection use case the Sense events (Avro-encoded, decoded) of a
@@ -10,26 +10,28 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from orphan_scanner.adapters.memory import (
-    InMemoryApplyLock,
-    InMemoryMediaMtx,
-    InMemoryOrphanUnitOfWork,
-    InMemoryProjectionProgress,
+    MemoryApplyLock,
+    MemoryMediaMtx,
+    MemoryOrphanUnitOfWork,
+    MemoryProjectionProgress,
+    MemoryReportReader,
     StoredApplyRun,
 )
+from orphan_scanner.bootstrap import OrphanUseCases, bootstrap
+from orphan_scanner.domain import limits
 from orphan_scanner.domain.classify import ServerPath
 from orphan_scanner.domain.inputs import confirmation_text
 from orphan_scanner.domain.records import COUNTED_OUTCOMES
-from orphan_scanner.service_layer.apply import ApplyResult, ApplyService
+from orphan_scanner.service_layer.apply import ApplyResult
 from orphan_scanner.service_layer.events import OrphanEvents
 from orphan_scanner.service_layer.metrics import OrphanMetrics, ScanTrigger
-from orphan_scanner.service_layer.projection import OwnershipProjection
 from orphan_scanner.service_layer.scanner import Scanner, ScanReport
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.consumer import InboundEvent
@@ -40,6 +42,18 @@ SERDE = AvroSerde(SchemaRegistry.load())
 LEASE_SECONDS = 30.0
 DEADLINE_SECONDS = 5.0
 CATCH_UP_TIMEOUT_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class Options:
+    """The settings `bootstrap` reads (`UseCaseSettings`)."""
+
+    instance_id: str = "cli-1"
+    scan_lease_seconds: float = LEASE_SECONDS
+    scan_interval_seconds: float = limits.SCAN_INTERVAL_SECONDS_DEFAULT
+    report_retention_hours: int = limits.REPORT_RETENTION_HOURS_DEFAULT
+    catch_up_timeout_seconds: float = CATCH_UP_TIMEOUT_SECONDS
+    projection_enabled: bool = True
 
 
 class SenseEvents:
@@ -113,46 +127,58 @@ class SenseEvents:
 
 @dataclass
 class World(SenseEvents):
-    servers: dict[str, InMemoryMediaMtx]
-    db: InMemoryOrphanUnitOfWork = field(default_factory=InMemoryOrphanUnitOfWork)
-    progress: InMemoryProjectionProgress = field(default_factory=InMemoryProjectionProgress)
-    lock: InMemoryApplyLock = field(default_factory=InMemoryApplyLock)
+    servers: dict[str, MemoryMediaMtx]
+    db: MemoryOrphanUnitOfWork = field(default_factory=MemoryOrphanUnitOfWork)
+    progress: MemoryProjectionProgress = field(default_factory=MemoryProjectionProgress)
+    lock: MemoryApplyLock = field(default_factory=MemoryApplyLock)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
-    projection: OwnershipProjection = field(default_factory=OwnershipProjection)
 
     def __post_init__(self) -> None:
         super().__init__()
-        # the platform's fleet (the `MediaServers` adapter) over fake servers
+        # the platform's fleet (the `PathFleet` adapter) over fake servers
         self.fleet: MediaFleet[Any] = MediaFleet(self.servers)
         self.metrics = OrphanMetrics(self.registry, self.fleet.ids)
+        self.use_cases = self.bootstrap(Options())
         self.scanner = self.new_scanner("scanner-1")
-        self.apply = ApplyService(
-            self.uow,
-            self.lock,
-            OrphanEvents(SERDE),
-            self.fleet,
-            self.progress,
-            instance_id="cli-1",
-            catch_up_timeout_seconds=CATCH_UP_TIMEOUT_SECONDS,
-        )
+        self.apply = self.use_cases.applier
+        self.projection = self.use_cases.projector
 
-    def uow(self) -> InMemoryOrphanUnitOfWork:
+    def uow(self) -> MemoryOrphanUnitOfWork:
         return self.db
 
-    def new_scanner(self, owner: str, **options: Any) -> Scanner:
-        """Another instance's scanner over the same database and servers."""
-        return Scanner(
-            self.uow,
-            OrphanEvents(SERDE),
-            self.fleet,
-            self.metrics,
-            owner=owner,
-            lease_seconds=options.pop("lease_seconds", LEASE_SECONDS),
-            **options,
+    def bootstrap(self, options: Options) -> OrphanUseCases:
+        """The use cases of one instance over this world's fakes."""
+        return bootstrap(
+            options,
+            uow=self.uow,
+            apply_lock=self.lock,
+            fleet=self.fleet,
+            progress=self.progress,
+            report_reader=MemoryReportReader(self.db.reports),
+            events=OrphanEvents(SERDE),
+            metrics=self.metrics,
         )
 
+    def new_scanner(
+        self,
+        owner: str,
+        *,
+        lease_seconds: float = LEASE_SECONDS,
+        interval_seconds: float = limits.SCAN_INTERVAL_SECONDS_DEFAULT,
+        retention_hours: int = limits.REPORT_RETENTION_HOURS_DEFAULT,
+    ) -> Scanner:
+        """Another instance's scanner over the same database and servers."""
+        options = replace(
+            Options(),
+            instance_id=owner,
+            scan_lease_seconds=lease_seconds,
+            scan_interval_seconds=interval_seconds,
+            report_retention_hours=retention_hours,
+        )
+        return self.bootstrap(options).scanner
+
     @property
-    def mediamtx(self) -> InMemoryMediaMtx:
+    def mediamtx(self) -> MemoryMediaMtx:
         """The single server (id `default`)."""
         return self.servers[SINGLE_MEDIA_SERVER_ID]
 
@@ -215,8 +241,8 @@ def run_row(stored: StoredApplyRun) -> dict[str, Any]:
 def world(*servers: str, paths: Iterable[str] = ()) -> World:
     """One server `default` holding `paths`, or the named servers (empty)."""
     if not servers:
-        return World({SINGLE_MEDIA_SERVER_ID: InMemoryMediaMtx(paths, deadline_seconds=DEADLINE_SECONDS)})
-    return World({s: InMemoryMediaMtx(deadline_seconds=DEADLINE_SECONDS) for s in servers})
+        return World({SINGLE_MEDIA_SERVER_ID: MemoryMediaMtx(paths, deadline_seconds=DEADLINE_SECONDS)})
+    return World({s: MemoryMediaMtx(deadline_seconds=DEADLINE_SECONDS) for s in servers})
 
 
 def on(server: str, name: str) -> ServerPath:

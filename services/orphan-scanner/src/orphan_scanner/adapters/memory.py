@@ -46,14 +46,14 @@ from yovision_platform.unit_of_work import InMemoryUnitOfWork
 __all__ = [
     "Clock",
     "DatabaseClock",
-    "InMemoryApplyLock",
-    "InMemoryMediaMtx",
-    "InMemoryOrphanUnitOfWork",
-    "InMemoryProjectionProgress",
-    "InMemoryProjectionStore",
-    "InMemoryReportReader",
-    "InMemoryReportStore",
-    "InMemoryScanLease",
+    "MemoryApplyLock",
+    "MemoryMediaMtx",
+    "MemoryOrphanUnitOfWork",
+    "MemoryProjectionProgress",
+    "MemoryProjectionStore",
+    "MemoryReportReader",
+    "MemoryReportStore",
+    "MemoryScanLease",
 ]
 
 K = TypeVar("K")
@@ -66,7 +66,7 @@ _MS = timedelta(milliseconds=1)
 
 class DatabaseClock:
     """PostgreSQL's `now()` for the fakes: it stands still within a unit of work, is a microsecond later in
-    the next one (`InMemoryOrphanUnitOfWork` moves it on entry) and moves further only when a test says
+    the next one (`MemoryOrphanUnitOfWork` moves it on entry) and moves further only when a test says
     (`advance`)."""
 
     def __init__(self) -> None:
@@ -106,7 +106,7 @@ class Rows(Mapping[K, V], Generic[K, V]):
         return self
 
 
-class InMemoryProjectionStore:
+class MemoryProjectionStore:
     def __init__(self) -> None:
         self.claims: Rows[uuid.UUID, DeviceClaim] = Rows()
         self.evidence: Rows[tuple[str, str, uuid.UUID], OwnershipEvidence] = Rows()
@@ -189,7 +189,7 @@ class StoredApplyRun:
 _COUNT_FIELDS = tuple(f"{cls}_count" for cls in PathClass)
 
 
-class InMemoryReportStore:
+class MemoryReportStore:
     def __init__(self, now: Clock | None = None) -> None:
         self.now = now or DatabaseClock()
         self.scans: Rows[uuid.UUID, _Scan] = Rows()
@@ -308,10 +308,10 @@ class InMemoryReportStore:
         }
 
 
-class InMemoryReportReader:
-    """The read API's view of an `InMemoryReportStore`."""
+class MemoryReportReader:
+    """The read API's view of an `MemoryReportStore`."""
 
-    def __init__(self, reports: InMemoryReportStore) -> None:
+    def __init__(self, reports: MemoryReportStore) -> None:
         self._reports = reports
 
     def _newest_first(self) -> list[_Scan]:
@@ -331,7 +331,7 @@ class InMemoryReportReader:
         return await self._reports.load(scan_id)
 
 
-class InMemoryScanLease:
+class MemoryScanLease:
     def __init__(self, now: Clock | None = None) -> None:
         self.now = now or DatabaseClock()
         self.next_scan_at: datetime | None = None  # None: due from the start (-infinity)
@@ -362,16 +362,16 @@ class InMemoryScanLease:
         self.next_scan_at = now + timedelta(seconds=next_scan_in_seconds)
 
 
-class InMemoryOrphanUnitOfWork(InMemoryUnitOfWork):
+class MemoryOrphanUnitOfWork(InMemoryUnitOfWork):
     """The fake unit of work; one instance is the whole database (`lambda: uow` is its factory), its
     `clock` the database's."""
 
     def __init__(self) -> None:
         super().__init__()
         self.clock = DatabaseClock()
-        self.reports = InMemoryReportStore(self.clock)
-        self.projection = InMemoryProjectionStore()
-        self.scan_lease = InMemoryScanLease(self.clock)
+        self.reports = MemoryReportStore(self.clock)
+        self.projection = MemoryProjectionStore()
+        self.scan_lease = MemoryScanLease(self.clock)
 
     def stores(self) -> Sequence[object]:
         return (self.reports, self.projection, self.scan_lease)
@@ -381,7 +381,7 @@ class InMemoryOrphanUnitOfWork(InMemoryUnitOfWork):
         return await super().__aenter__()
 
 
-class InMemoryApplyLock:
+class MemoryApplyLock:
     def __init__(self) -> None:
         self.held = False
 
@@ -396,7 +396,7 @@ class InMemoryApplyLock:
             self.held = False
 
 
-class InMemoryMediaMtx:
+class MemoryMediaMtx:
     """One MediaMTX server's paths (a fleet of them: the platform's `MediaFleet` holding these).
     `unreachable`: every call fails `mediamtx_unreachable`; a delete of a
     name in `refuse_deletes` fails `mediamtx_http_500`; `delete_requests` lists every DELETE sent."""
@@ -426,7 +426,7 @@ class InMemoryMediaMtx:
         return existed
 
 
-class InMemoryProjectionProgress:
+class MemoryProjectionProgress:
     """`published` messages on the topics, `applied` of them by the projection; `unavailable`: Kafka cannot
     tell. `wait` polls, so a test may apply while an apply waits."""
 

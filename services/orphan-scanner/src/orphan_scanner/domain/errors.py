@@ -1,8 +1,8 @@
 """Every refusal orphan-scanner answers, each a `ServiceError` with a stable code and the HTTP status an API
 answers it with (`yovision_platform.problems`). The `sense-orphan` CLI prints the same codes in its JSON and
-picks its exit code by family (`InvalidInput` 2, `ApplyRefused` and `ScanLeaseBusy` 3, `ScanFailed` 1).
+picks its exit code by family (`InvalidScanInput` 2, `ApplyRefused` and `ScanLeaseBusy` 3, `ScanFailed` 1).
 
-    InvalidInput          invalid_actor | invalid_scan_id | invalid_confirmation      422  (CLI input)
+    InvalidScanInput          invalid_actor | invalid_scan_id | invalid_confirmation      422  (CLI input)
     ApplyRefused                                                                          (before any gate)
     ├── ScanNotFound      scan_not_found                                             404
     ├── ScanNotUsable     scan_not_usable                                            409
@@ -22,7 +22,7 @@ from yovision_platform.errors import ServiceError
 __all__ = [
     "ApplyInProgress",
     "ApplyRefused",
-    "InvalidInput",
+    "InvalidScanInput",
     "ReportNotFound",
     "ScanError",
     "ScanFailed",
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 
-class InvalidInput(ServiceError):
+class InvalidScanInput(ServiceError):
     """`sense-orphan apply` input of the wrong shape; the code names the field, never its value."""
 
     status = 422

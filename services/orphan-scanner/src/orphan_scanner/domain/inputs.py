@@ -10,14 +10,14 @@ import re
 import uuid
 
 from orphan_scanner.domain import limits
-from orphan_scanner.domain.errors import InvalidInput
+from orphan_scanner.domain.errors import InvalidScanInput
 
 ACTOR_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:@-]{{0,{limits.ACTOR_MAX_CHARS - 1}}}")
 
 
 def validate_actor(value: str) -> str:
     if ACTOR_PATTERN.fullmatch(value) is None:
-        raise InvalidInput("actor")
+        raise InvalidScanInput("actor")
     return value
 
 
@@ -26,15 +26,15 @@ def parse_scan_id(value: str) -> uuid.UUID:
     try:
         scan_id = uuid.UUID(value)
     except ValueError:
-        raise InvalidInput("scan_id") from None
+        raise InvalidScanInput("scan_id") from None
     if str(scan_id) != value:
-        raise InvalidInput("scan_id")
+        raise InvalidScanInput("scan_id")
     return scan_id
 
 
 def validate_confirmation(value: str) -> str:
     if not value or len(value) > limits.CONFIRMATION_MAX_CHARS or not value.isprintable():
-        raise InvalidInput("confirmation")
+        raise InvalidScanInput("confirmation")
     return value
 
 

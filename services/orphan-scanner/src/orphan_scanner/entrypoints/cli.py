@@ -23,7 +23,7 @@ import asyncpg
 
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.classify import PathClass, ServerPath
-from orphan_scanner.domain.errors import ApplyRefused, InvalidInput, ScanError, ScanLeaseBusy
+from orphan_scanner.domain.errors import ApplyRefused, InvalidScanInput, ScanError, ScanLeaseBusy
 from orphan_scanner.domain.gate import FleetGateInput, check_fleet_gate
 from orphan_scanner.domain.inputs import (
     APPLY_PROGRAM,
@@ -171,7 +171,7 @@ async def _run(
         try:
             if apply_input is None:
                 try:
-                    report = await components.scanner.scan(ScanTrigger.MANUAL)
+                    report = await components.use_cases.scanner.scan(ScanTrigger.MANUAL)
                 except ScanError as exc:
                     _emit({"status": "failed", "error_code": exc.code})
                     return EXIT_REFUSED if isinstance(exc, ScanLeaseBusy) else EXIT_FAILED
@@ -180,14 +180,14 @@ async def _run(
                 return EXIT_OK
             scan_id, actor, confirm = apply_input
             try:
-                result = await components.apply.apply(scan_id, actor=actor, confirmation=confirm)
+                result = await components.use_cases.applier.apply(scan_id, actor=actor, confirmation=confirm)
             except ApplyRefused as exc:
                 _emit({"status": "refused", "error_code": exc.code, "deleted_nothing": True})
                 return EXIT_REFUSED
             _emit(apply_document(result))
             return APPLY_EXIT[result.status]
         finally:
-            await components.mediamtx.aclose()
+            await components.fleet.aclose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -200,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 validate_actor(args.actor),
                 validate_confirmation(args.confirm),
             )
-        except InvalidInput as exc:
+        except InvalidScanInput as exc:
             _emit({"status": "invalid", "error_code": exc.code, "deleted_nothing": True})
             return EXIT_INVALID
     try:

@@ -14,14 +14,14 @@ from collections import Counter
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, FastAPI, Query
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.gate import FleetGateInput, check_fleet_gate, ratio_allows, report_expired
 from orphan_scanner.domain.inputs import apply_command, confirmation_text
 from orphan_scanner.domain.records import ReportPosition, ReportSummary, StoredReport
-from orphan_scanner.service_layer.reports import ReportQueries
+from orphan_scanner.entrypoints.dependencies import UseCases
 from yovision_platform import paging
 from yovision_platform.access_tokens import AccessTokenCaller
 from yovision_platform.problems import Problem
@@ -227,39 +227,40 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def install_report_routes(app: FastAPI, *, reports: ReportQueries) -> None:
-    """The read routes; the caller's token is checked with the app's verifier (`use_access_tokens`)."""
-    router = APIRouter(prefix="/v1/reports", tags=["reports"], responses=ERRORS)
+# The caller's token is checked with the app's verifier (`use_access_tokens`).
+router = APIRouter(prefix="/v1/reports", tags=["reports"], responses=ERRORS)
 
-    @router.get("", response_model=ReportPage, responses={400: {"description": "invalid_cursor"}})
-    async def list_reports(
-        caller: AccessTokenCaller,
-        limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
-        cursor: Annotated[str | None, paging.cursor_query(uuid.UUID, max_length=MAX_CURSOR_CHARS)] = None,
-    ) -> ReportPage:
-        caller.require(READ_PERMISSION)
-        listing = await reports.page(limit, decode_cursor(cursor) if cursor is not None else None)
-        return ReportPage(
-            items=[_summary(r) for r in listing.items],
-            next_cursor=encode_cursor(listing.next_after) if listing.next_after else None,
-        )
 
-    @router.get(
-        "/latest",
-        response_model=ReportOut,
-        responses={404: {"model": Problem, "description": "not_found: no complete report yet"}},
+@router.get("", response_model=ReportPage, responses={400: {"description": "invalid_cursor"}})
+async def list_reports(
+    caller: AccessTokenCaller,
+    use_cases: UseCases,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+    cursor: Annotated[str | None, paging.cursor_query(uuid.UUID, max_length=MAX_CURSOR_CHARS)] = None,
+) -> ReportPage:
+    caller.require(READ_PERMISSION)
+    listing = await use_cases.reports.page(limit, decode_cursor(cursor) if cursor is not None else None)
+    return ReportPage(
+        items=[_summary(r) for r in listing.items],
+        next_cursor=encode_cursor(listing.next_after) if listing.next_after else None,
     )
-    async def latest_report(caller: AccessTokenCaller) -> ReportOut:
-        caller.require(READ_PERMISSION)
-        return report_out(await reports.latest())
 
-    @router.get(
-        "/{scan_id}",
-        response_model=ReportOut,
-        responses={404: {"model": Problem, "description": "not_found"}},
-    )
-    async def get_report(caller: AccessTokenCaller, scan_id: uuid.UUID) -> ReportOut:
-        caller.require(READ_PERMISSION)
-        return report_out(await reports.get(scan_id))
 
-    app.include_router(router)
+@router.get(
+    "/latest",
+    response_model=ReportOut,
+    responses={404: {"model": Problem, "description": "not_found: no complete report yet"}},
+)
+async def latest_report(caller: AccessTokenCaller, use_cases: UseCases) -> ReportOut:
+    caller.require(READ_PERMISSION)
+    return report_out(await use_cases.reports.latest())
+
+
+@router.get(
+    "/{scan_id}",
+    response_model=ReportOut,
+    responses={404: {"model": Problem, "description": "not_found"}},
+)
+async def get_report(caller: AccessTokenCaller, use_cases: UseCases, scan_id: uuid.UUID) -> ReportOut:
+    caller.require(READ_PERMISSION)
+    return report_out(await use_cases.reports.get(scan_id))

@@ -1,5 +1,5 @@
-"""Composition root of orphan-scanner: `orphan-scanner serve | migrate | check-config`, and `build`, which
-wires the use cases to their adapters for `serve` and the `sense-orphan` CLI alike.
+"""Production wiring of orphan-scanner: `orphan-scanner serve | migrate | check-config`, and `build`, which
+builds the real adapters and calls `bootstrap` for `serve` and the `sense-orphan` CLI alike.
 
 `serve` runs the projection consumer, the periodic read-only scanner, the metrics refresher and (from the
 platform shell) the outbox relay. Deletion happens only through `sense-orphan apply` (entrypoints.cli).
@@ -10,23 +10,22 @@ from __future__ import annotations
 import functools
 import sys
 from dataclasses import dataclass
-from typing import Any, cast
 
 import asyncpg
+from prometheus_client import CollectorRegistry
 
 from orphan_scanner.adapters.apply_lock import PostgresApplyLock
 from orphan_scanner.adapters.projection_progress import KafkaProjectionProgress
 from orphan_scanner.adapters.report_reader import PostgresReportReader
 from orphan_scanner.adapters.unit_of_work import PostgresOrphanUnitOfWork
-from orphan_scanner.entrypoints.http_reports import install_report_routes
+from orphan_scanner.bootstrap import OrphanUseCases, bootstrap
+from orphan_scanner.entrypoints.api import SERVICE_NAME, mount_api
+from orphan_scanner.entrypoints.metrics_refresher_worker import metrics_refresher_worker
 from orphan_scanner.entrypoints.projection_consumer import projection_consumer
-from orphan_scanner.service_layer.apply import ApplyService
+from orphan_scanner.entrypoints.scanner_worker import scanner_worker
 from orphan_scanner.service_layer.events import OrphanEvents
 from orphan_scanner.service_layer.metrics import OrphanMetrics
-from orphan_scanner.service_layer.metrics_refresher import MetricsRefresher
-from orphan_scanner.service_layer.ports import MediaServers, ProjectionProgress, UnitOfWorkFactory
-from orphan_scanner.service_layer.reports import ReportQueries
-from orphan_scanner.service_layer.scanner import Scanner
+from orphan_scanner.service_layer.ports import PathFleet, ProjectionProgress, UnitOfWorkFactory
 from orphan_scanner.settings import OrphanScannerSettings
 from yovision_platform.access_tokens import use_access_tokens
 from yovision_platform.avro import AvroSerde, SchemaRegistry
@@ -36,17 +35,17 @@ from yovision_platform.media_servers import MediaFleet
 from yovision_platform.mediamtx import MediaMtxApi
 from yovision_platform.service import ServiceContext, ServiceSpec
 from yovision_platform.service import main as run
-from yovision_platform.web import create_app
 
 
 @dataclass(frozen=True)
 class Components:
+    """The adapters `build` made (the fleet is the caller's to close) and the use cases on them."""
+
     uow: UnitOfWorkFactory
     serde: AvroSerde
-    mediamtx: MediaServers
-    scanner: Scanner
+    fleet: PathFleet
     progress: ProjectionProgress
-    apply: ApplyService
+    use_cases: OrphanUseCases
 
 
 def media_fleet(settings: OrphanScannerSettings) -> MediaFleet[MediaMtxApi]:
@@ -67,22 +66,13 @@ def build(
     *,
     client_id: str,
     metrics: OrphanMetrics | None = None,
-    mediamtx: MediaServers | None = None,
+    fleet: PathFleet | None = None,
 ) -> Components:
+    """The use cases on PostgreSQL, Kafka and MediaMTX (`fleet`: the registered servers unless given);
+    without `metrics`, on a registry of their own (the CLI exports none)."""
     serde = AvroSerde(SchemaRegistry.load())
-    events = OrphanEvents(serde)
-    fleet = media_fleet(settings) if mediamtx is None else mediamtx
+    paths = media_fleet(settings) if fleet is None else fleet
     uow = functools.partial(PostgresOrphanUnitOfWork, pool, schema)
-    scanner = Scanner(
-        uow,
-        events,
-        fleet,
-        metrics,
-        owner=settings.instance_id,
-        lease_seconds=settings.scan_lease_seconds,
-        interval_seconds=settings.scan_interval_seconds,
-        retention_hours=settings.report_retention_hours,
-    )
     progress = KafkaProjectionProgress(
         pool,
         schema,
@@ -91,16 +81,17 @@ def build(
         consumer_group=settings.projection_group,
         client_id=client_id,
     )
-    apply = ApplyService(
-        uow,
-        PostgresApplyLock(pool, schema),
-        events,
-        fleet,
-        progress,
-        instance_id=settings.instance_id,
-        catch_up_timeout_seconds=settings.catch_up_timeout_seconds,
+    use_cases = bootstrap(
+        settings,
+        uow=uow,
+        apply_lock=PostgresApplyLock(pool, schema),
+        fleet=paths,
+        progress=progress,
+        report_reader=PostgresReportReader(pool, schema),
+        events=OrphanEvents(serde),
+        metrics=OrphanMetrics(CollectorRegistry(), settings.media_server_ids) if metrics is None else metrics,
     )
-    return Components(uow, serde, fleet, scanner, progress, apply)
+    return Components(uow, serde, paths, progress, use_cases)
 
 
 async def configure(ctx: ServiceContext[OrphanScannerSettings]) -> None:
@@ -108,11 +99,13 @@ async def configure(ctx: ServiceContext[OrphanScannerSettings]) -> None:
     client_id = f"{ctx.spec.name}-{settings.instance_id}"
     metrics = OrphanMetrics(ctx.registry, settings.media_server_ids)
     components = build(ctx.pool, ctx.plan.schema, settings, client_id=client_id, metrics=metrics)
+    use_cases = components.use_cases
     if settings.projection_enabled:
         consumer = projection_consumer(
             ctx.pool,
             ctx.plan.schema,
             components.serde,
+            use_cases.projector,
             consumer_group=settings.projection_group,
             metrics=ConsumerMetrics(ctx.registry),
         )
@@ -126,20 +119,17 @@ async def configure(ctx: ServiceContext[OrphanScannerSettings]) -> None:
             consumer_group=settings.projection_group, topics=settings.projection_topics
         )
     if settings.scan_enabled:
-        ctx.add_worker("scanner", components.scanner.run)
-    refresher = MetricsRefresher(
-        components.uow,
-        metrics,
-        components.progress if settings.projection_enabled else None,
-        interval_seconds=settings.metrics_refresh_seconds,
+        ctx.add_worker("scanner", scanner_worker(use_cases.scanner))
+    ctx.add_worker(
+        "metrics-refresher",
+        metrics_refresher_worker(use_cases.metrics_refresher, settings.metrics_refresh_seconds),
     )
-    ctx.add_worker("metrics-refresher", refresher.run)
     use_access_tokens(ctx)
-    install_report_routes(ctx.app, reports=ReportQueries(PostgresReportReader(ctx.pool, ctx.plan.schema)))
+    mount_api(ctx.app, use_cases=use_cases)
 
 
 SPEC = ServiceSpec.for_package(
-    "orphan-scanner",
+    SERVICE_NAME,
     package="orphan_scanner",
     schema="orphan",
     settings_cls=OrphanScannerSettings,
@@ -149,12 +139,3 @@ SPEC = ServiceSpec.for_package(
 
 def main() -> None:
     sys.exit(run(SPEC))
-
-
-def openapi_document(version: str) -> dict[str, object]:
-    """The read API's document (schemas/openapi/orphan-scanner.v1.json); builds routes, calls none (so no
-    verifier, no issuer and no reader are needed)."""
-
-    app = create_app("orphan-scanner", version)
-    install_report_routes(app, reports=ReportQueries(cast(Any, None)))
-    return app.openapi()

@@ -1,12 +1,13 @@
 """The projection consumer: the platform's IdempotentConsumer over Sense's device and path-ownership topics,
-each event applied by the projection use case in the consumer's own transaction (a joined unit of work)."""
+each event applied by the `OwnershipProjector` use case in the consumer's own transaction (a joined unit of
+work)."""
 
 from __future__ import annotations
 
 import asyncpg
 
 from orphan_scanner.adapters.unit_of_work import PostgresOrphanUnitOfWork
-from orphan_scanner.service_layer.projection import OwnershipProjection
+from orphan_scanner.service_layer.projection import OwnershipProjector
 from yovision_platform.avro import AvroSerde
 from yovision_platform.consumer import ConsumerMetrics, IdempotentConsumer, InboundEvent
 from yovision_platform.db import DbConnection, Identifier
@@ -16,15 +17,15 @@ def projection_consumer(
     pool: asyncpg.Pool,
     schema: Identifier,
     serde: AvroSerde,
+    projector: OwnershipProjector,
     *,
     consumer_group: str,
     metrics: ConsumerMetrics | None = None,
 ) -> IdempotentConsumer:
     """Run it with `consume_topics(kafka, topics, stop, client_id=...)`."""
-    projection = OwnershipProjection()
 
     async def handle(conn: DbConnection, event: InboundEvent) -> None:
-        await projection.apply(PostgresOrphanUnitOfWork.joining(conn, schema), event)
+        await projector.apply(PostgresOrphanUnitOfWork.joining(conn, schema), event)
 
     return IdempotentConsumer(
         pool, schema, consumer_group=consumer_group, decode=serde.decode, handler=handle, metrics=metrics

@@ -41,8 +41,8 @@ from orphan_scanner.domain.records import ApplyEnd, ApplyRun, Outcome, PathDispo
 from orphan_scanner.service_layer.events import OrphanEvents
 from orphan_scanner.service_layer.ports import (
     ApplyLock,
-    MediaServers,
     OrphanUnitOfWork,
+    PathFleet,
     ProjectionProgress,
     UnitOfWorkFactory,
 )
@@ -51,7 +51,7 @@ from yovision_platform.mediamtx import MediaMtxError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ApplyResult", "ApplyService", "ApplyStatus", "ItemOutcome", "Outcome"]
+__all__ = ["Applier", "ApplyItemOutcome", "ApplyResult", "ApplyStatus", "Outcome"]
 
 
 class ApplyStatus(enum.StrEnum):
@@ -61,7 +61,7 @@ class ApplyStatus(enum.StrEnum):
 
 
 @dataclass(frozen=True)
-class ItemOutcome:
+class ApplyItemOutcome:
     path: ServerPath
     outcome: str
     error_code: str | None = None
@@ -79,7 +79,7 @@ class ApplyResult:
     report_candidates: int = 0
     current_total: int | None = None
     current_candidates: int | None = None
-    items: list[ItemOutcome] = field(default_factory=list)
+    items: list[ApplyItemOutcome] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(i.outcome for i in self.items if not i.earlier))
@@ -96,13 +96,13 @@ class ApplyResult:
         )
 
 
-class ApplyService:
+class Applier:
     def __init__(
         self,
         uow: UnitOfWorkFactory,
         lock: ApplyLock,
         events: OrphanEvents,
-        mediamtx: MediaServers,
+        mediamtx: PathFleet,
         progress: ProjectionProgress,
         *,
         instance_id: str,
@@ -134,7 +134,7 @@ class ApplyService:
                 return await self._block(result, actor, GateBlock(BlockReason.CONFIRMATION_MISMATCH))
             pending = {p for p in report.candidates if not (p in earlier and earlier[p].final)}
             result.items = [
-                ItemOutcome(p, d.outcome, d.error_code, earlier=True)
+                ApplyItemOutcome(p, d.outcome, d.error_code, earlier=True)
                 for p, d in sorted(earlier.items())
                 if d.final
             ]
@@ -237,7 +237,7 @@ class ApplyService:
             else:  # committed before the DELETE is sent: a crash after it leaves `attempting` behind
                 await uow.reports.record_disposition(item)
         if claimed:
-            result.items.append(ItemOutcome(path, item.outcome))
+            result.items.append(ApplyItemOutcome(path, item.outcome))
             return
         try:
             existed = await self._mediamtx.client(path.media_server_id).delete_path(path.path_name)
@@ -262,7 +262,7 @@ class ApplyService:
         item = PathDisposition(report.scan_id, result.apply_id, actor, path, outcome.value, error_code)
         async with self._uow() as uow:
             await self._write_outcome(uow, report, item)
-        result.items.append(ItemOutcome(path, item.outcome, error_code))
+        result.items.append(ApplyItemOutcome(path, item.outcome, error_code))
 
     async def _write_outcome(
         self, uow: OrphanUnitOfWork, report: StoredReport, item: PathDisposition

@@ -1,10 +1,10 @@
 """The ports orphan-scanner's use cases take. Each has a PostgreSQL, Kafka or HTTP adapter in `adapters/` (or
 the platform's MediaMTX client) and an in-memory fake in `adapters/memory.py`, proven equal by one contract
-suite per port (`tests/ports/orphan_scanner/`). `MediaServers` is the platform's `MediaFleet` in both
+suite per port (`tests/ports/orphan_scanner/`). `PathFleet` is the platform's `MediaFleet` in both
 cases, holding real clients or fakes.
 
 A use case writes through a unit of work (`OrphanUnitOfWork`: the stores and the outbox in one
-transaction) made by a `UnitOfWorkFactory`; it reads MediaMTX through `MediaServers`, asks
+transaction) made by a `UnitOfWorkFactory`; it reads MediaMTX through `PathFleet`, asks
 `ProjectionProgress` whether the projection has caught up with Kafka, and runs apply under `ApplyLock`.
 """
 
@@ -25,8 +25,8 @@ from yovision_platform.unit_of_work import UnitOfWork
 __all__ = [
     "ApplyLock",
     "MediaMtxPaths",
-    "MediaServers",
     "OrphanUnitOfWork",
+    "PathFleet",
     "ProjectionProgress",
     "ProjectionStore",
     "ReportReader",
@@ -169,8 +169,10 @@ class MediaMtxPaths(Protocol):
         ...
 
 
-class MediaServers(Protocol):
-    """The registered MediaMTX servers (`yovision_platform.media_servers.MediaFleet`)."""
+class PathFleet(Protocol):
+    """The registered MediaMTX servers as this service uses them: each server's configured paths, listed and
+    deleted (`MediaMtxPaths`). The adapter is the platform's `yovision_platform.media_servers.MediaFleet`;
+    Sense's port of that fleet (`MediaServers`) asks more of each server."""
 
     @property
     def ids(self) -> tuple[str, ...]:

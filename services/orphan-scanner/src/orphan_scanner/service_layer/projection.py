@@ -24,7 +24,7 @@ from yovision_platform.media_servers import MEDIA_SERVER_ID_PATTERN, SINGLE_MEDI
 DESIRED_STATES = frozenset({"enabled", "disabled"})
 
 
-class OwnershipProjection:
+class OwnershipProjector:
     def __init__(self, catalog: EventCatalog | None = None) -> None:
         self._catalog = catalog or default_catalog()
 

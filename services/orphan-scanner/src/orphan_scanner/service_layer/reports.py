@@ -18,7 +18,7 @@ class ReportListing:
     next_after: ReportPosition | None
 
 
-class ReportQueries:
+class Reports:
     def __init__(self, reader: ReportReader) -> None:
         self._reader = reader
 

@@ -21,12 +21,11 @@ from datetime import datetime
 
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.classify import Classification, PathClass, ServerPath, classify
-from orphan_scanner.domain.errors import ScanError, ScanFailed, ScanLeaseBusy
+from orphan_scanner.domain.errors import ScanFailed, ScanLeaseBusy
 from orphan_scanner.domain.records import NewReport
 from orphan_scanner.service_layer.events import OrphanEvents
 from orphan_scanner.service_layer.metrics import OrphanMetrics, ScanResult, ScanTrigger
-from orphan_scanner.service_layer.ports import MediaServers, OrphanUnitOfWork, UnitOfWorkFactory
-from yovision_platform.backoff import wait_for_stop
+from orphan_scanner.service_layer.ports import OrphanUnitOfWork, PathFleet, UnitOfWorkFactory
 from yovision_platform.errors import LeaseLost
 from yovision_platform.leases import Lease
 from yovision_platform.mediamtx import MediaMtxError
@@ -36,7 +35,7 @@ log = logging.getLogger(__name__)
 MANUAL_SCAN_POLL_SECONDS = 0.5
 
 
-async def enumerate_fleet(fleet: MediaServers, servers: tuple[str, ...]) -> list[ServerPath]:
+async def enumerate_fleet(fleet: PathFleet, servers: tuple[str, ...]) -> list[ServerPath]:
     """Every configured path of `servers`, enumerated concurrently (each under its client's deadline).
     Raises the first server's MediaMtxError (in server order) when any enumeration failed."""
     results = await asyncio.gather(
@@ -64,7 +63,7 @@ class Scanner:
         self,
         uow: UnitOfWorkFactory,
         events: OrphanEvents,
-        mediamtx: MediaServers,
+        mediamtx: PathFleet,
         metrics: OrphanMetrics | None,
         *,
         owner: str,
@@ -83,14 +82,10 @@ class Scanner:
         self._interval = interval_seconds
         self._retention_hours = retention_hours
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """The periodic scan: try every few seconds; the lease's `next_scan_at` makes it one per interval
-        across all instances."""
-        poll = min(self._interval, 5.0)
-        while not stop.is_set():
-            with contextlib.suppress(ScanError):  # counted and logged by scan(); the next interval retries
-                await self.scan(ScanTrigger.PERIODIC)
-            await wait_for_stop(stop, poll)
+    @property
+    def interval_seconds(self) -> float:
+        """How long after a scan the next periodic one is due."""
+        return self._interval
 
     async def scan(self, trigger: ScanTrigger) -> ScanReport | None:
         """Periodic: None when no scan is due or another instance holds the lease. Manual: waits for a
