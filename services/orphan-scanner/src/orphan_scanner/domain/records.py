@@ -67,13 +67,20 @@ class NewReport:
 
 
 @dataclass(frozen=True)
-class ReportSummary:
+class ReportHead:
+    """What every view of a report starts with (the read API's summaries too): the scan, its trigger, how
+    it ended, when it was made and when it stops being usable for apply."""
+
     scan_id: uuid.UUID
     trigger: str
     status: str
     error_code: str | None
     created_at: datetime
     expires_at: datetime
+
+
+@dataclass(frozen=True)
+class ReportSummary(ReportHead):
     observed_total: int | None
     owned_stale_count: int | None
     unowned_count: int | None

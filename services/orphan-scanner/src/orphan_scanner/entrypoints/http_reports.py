@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -20,7 +21,7 @@ from pydantic import BaseModel, Field
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.gate import FleetGateInput, check_fleet_gate, ratio_allows, report_expired
 from orphan_scanner.domain.inputs import apply_command, confirmation_text
-from orphan_scanner.domain.records import ReportPosition, ReportSummary, StoredReport
+from orphan_scanner.domain.records import ReportHead, ReportPosition, ReportSummary, StoredReport
 from orphan_scanner.entrypoints.dependencies import UseCases
 from yovision_platform import paging
 from yovision_platform.access_tokens import AccessTokenCaller
@@ -99,13 +100,8 @@ class ReportOut(BaseModel):
     apply_command: str | None = Field(description="The command to run; the console never deletes.")
 
 
-class ReportSummaryOut(BaseModel):
-    scan_id: uuid.UUID
-    trigger: str
-    status: str
-    error_code: str | None
-    created_at: datetime
-    expires_at: datetime
+@dataclass(frozen=True)
+class ReportSummaryOut(ReportHead):
     observed: int | None
     owned_stale: int | None
     unowned: int | None
