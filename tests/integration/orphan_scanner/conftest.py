@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -238,16 +240,27 @@ async def orphan_harness(
         await components.fleet.aclose()
 
 
+OrphanFactory = Callable[..., AbstractAsyncContextManager[Orphan]]
+
+
 @pytest.fixture
-async def orphan(
+def orphan_with(
     stack: Stack,
     orphan_schema: MigratedSchema,
     orphan_pool: asyncpg.Pool,
     mediamtx: PrivateMediaMtx,
     sense_topics: tuple[str, str],
     tmp_path: Path,
-) -> AsyncIterator[Orphan]:
-    async with orphan_harness(stack, orphan_schema, orphan_pool, mediamtx, sense_topics, tmp_path) as harness:
+) -> OrphanFactory:
+    """`orphan_harness` on this test's stack, schema, server and topics; call it with setting overrides."""
+    return functools.partial(
+        orphan_harness, stack, orphan_schema, orphan_pool, mediamtx, sense_topics, tmp_path
+    )
+
+
+@pytest.fixture
+async def orphan(orphan_with: OrphanFactory) -> AsyncIterator[Orphan]:
+    async with orphan_with() as harness:
         yield harness
 
 

@@ -7,32 +7,18 @@ tests/ports/orphan_scanner proves equal to PostgreSQL and MediaMTX.)"""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
-
-import asyncpg
 
 from orphan_scanner.domain.gate import BlockReason
 from orphan_scanner.service_layer.apply import ApplyResult, ApplyStatus
-from tests.conftest import MigratedSchema, Stack
-from tests.integration.orphan_scanner.conftest import orphan_harness
-from tests.integration.orphan_scanner.private_mediamtx import PrivateMediaMtx
+from tests.integration.orphan_scanner.conftest import OrphanFactory
 
 
 def outcomes(result: ApplyResult) -> dict[str, str]:
     return {i.path.path_name: i.outcome for i in result.items if not i.earlier}
 
 
-async def test_lagging_projection_blocks_apply_until_it_catches_up(
-    stack: Stack,
-    orphan_schema: MigratedSchema,
-    orphan_pool: asyncpg.Pool,
-    mediamtx: PrivateMediaMtx,
-    sense_topics: tuple[str, str],
-    tmp_path: Path,
-) -> None:
-    async with orphan_harness(
-        stack, orphan_schema, orphan_pool, mediamtx, sense_topics, tmp_path, catch_up_timeout_seconds=2.0
-    ) as orphan:
+async def test_lagging_projection_blocks_apply_until_it_catches_up(orphan_with: OrphanFactory) -> None:
+    async with orphan_with(catch_up_timeout_seconds=2.0) as orphan:
         await orphan.feed.stale("stale-1")
         await orphan.feed.stale("stale-2")
         await orphan.mediamtx.add_many(["stale-1", "stale-2", *[f"hand-{i}" for i in range(18)]])
