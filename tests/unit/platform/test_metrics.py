@@ -181,3 +181,38 @@ def test_instance_id_validation_boundaries() -> None:
     assert validate_instance_id("0" + "a" * 62) == "0" + "a" * 62
     with pytest.raises(ValueError, match="instance id"):
         validate_instance_id("0" + "a" * 63)
+
+
+def test_a_renamed_metric_is_exported_under_its_former_name_too() -> None:
+    registry = create_registry(include_process_metrics=False)
+    counter = labeled_counter(
+        registry,
+        "new_things_total",
+        "Things.",
+        {"outcome": frozenset({"ok", "bad"})},
+        former_name="old_things",
+    )
+    gauge = labeled_gauge(registry, "new_level", "Level.", {}, former_name="old_level")
+    histogram = labeled_histogram(
+        registry, "new_seconds", "Time.", {}, buckets=(1.0,), former_name="old_seconds"
+    )
+    counter.labels(outcome="ok").inc(3)
+    gauge.labels().set(7)
+    histogram.labels().observe(0.5)
+
+    def value(name: str, **labels: str) -> float | None:
+        return registry.get_sample_value(name, labels)
+
+    assert value("new_things_total", outcome="ok") == value("old_things_total", outcome="ok") == 3
+    assert value("new_level") == value("old_level") == 7
+    assert value("new_seconds_count") == value("old_seconds_count") == 1
+    assert value("old_seconds_bucket", le="1.0") == 1
+    text = render_latest(registry)[0].decode()
+    assert "# HELP old_things_total Former name of new_things, exported until the next release." in text
+    assert "# TYPE old_level gauge" in text
+
+
+def test_a_metric_without_a_former_name_is_exported_once() -> None:
+    registry = create_registry(include_process_metrics=False)
+    labeled_gauge(registry, "only_level", "Level.", {}).labels().set(1)
+    assert render_latest(registry)[0].decode().count("# TYPE ") == 1

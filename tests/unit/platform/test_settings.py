@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -19,6 +21,7 @@ from yovision_platform.settings import (
     process_instance_id,
     read_dsn_file,
     read_secret_file,
+    renamed_settings_in_use,
     validate_postgres_dsn,
 )
 
@@ -310,3 +313,39 @@ def test_the_database_schema_is_an_identifier(
 )
 def test_plain_http_is_for_loopback_hosts_only(host: str | None, loopback: bool) -> None:
     assert is_loopback_host(host) is loopback
+
+
+class RenamedDemoSettings(DemoSettings):
+    renamed_settings: ClassVar[Mapping[str, str]] = {"DEMO_OLD_LOG_LEVEL": "DEMO_LOG_LEVEL"}
+
+
+def test_a_renamed_setting_is_read_by_its_former_name(demo_env: pytest.MonkeyPatch) -> None:
+    demo_env.setenv("DEMO_OLD_LOG_LEVEL", "DEBUG")
+    assert load_settings(RenamedDemoSettings).log_level == "DEBUG"
+    assert renamed_settings_in_use(RenamedDemoSettings) == ["DEMO_OLD_LOG_LEVEL"]
+
+
+def test_the_new_name_wins_when_both_agree_and_neither_is_in_use_without_the_former(
+    demo_env: pytest.MonkeyPatch,
+) -> None:
+    demo_env.setenv("DEMO_LOG_LEVEL", "WARNING")
+    assert load_settings(RenamedDemoSettings).log_level == "WARNING"
+    assert renamed_settings_in_use(RenamedDemoSettings) == []
+    demo_env.setenv("DEMO_OLD_LOG_LEVEL", "WARNING")
+    assert load_settings(RenamedDemoSettings).log_level == "WARNING"
+
+
+def test_a_setting_given_by_both_names_with_different_values_is_refused(demo_env: pytest.MonkeyPatch) -> None:
+    demo_env.setenv("DEMO_LOG_LEVEL", "WARNING")
+    demo_env.setenv("DEMO_OLD_LOG_LEVEL", "DEBUG")
+    with pytest.raises(ConfigError) as refused:
+        load_settings(RenamedDemoSettings)
+    assert [(p.setting, p.reason) for p in refused.value.problems] == [
+        ("DEMO_LOG_LEVEL", "renamed_setting_conflict")
+    ]
+    assert "DEBUG" not in str(refused.value) and "WARNING" not in str(refused.value)
+
+
+def test_a_former_name_means_nothing_to_a_class_that_did_not_rename_it(demo_env: pytest.MonkeyPatch) -> None:
+    demo_env.setenv("DEMO_OLD_LOG_LEVEL", "DEBUG")
+    assert load_settings(DemoSettings).log_level == "INFO"

@@ -33,6 +33,8 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.metrics import MetricWrapperBase
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 __all__ = [
     "DEFAULT_LATENCY_BUCKETS_SECONDS",
@@ -162,6 +164,42 @@ class LabeledMetric(Generic[M]):
             yield {**fixed, **dict(zip(names, values, strict=True))}
 
 
+class _FormerName(Collector):
+    """A renamed metric's samples under its former name too, until the next release (docs/migrating.md):
+    dashboards and alerts move to the new name at their own pace."""
+
+    def __init__(self, metric: MetricWrapperBase, name: str, former_name: str) -> None:
+        if METRIC_NAME_PATTERN.fullmatch(former_name) is None:
+            raise ValueError(f"metric name {former_name!r} must match {METRIC_NAME_PATTERN.pattern}")
+        self._metric = metric
+        # A counter's family drops `_total` (its samples carry it again): rename the stem.
+        self._stem = name.removesuffix("_total")
+        self._former_stem = former_name.removesuffix("_total")
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self._metric.collect():
+            former = Metric(
+                self._former_stem + family.name.removeprefix(self._stem),
+                f"Former name of {self._stem}, exported until the next release. {family.documentation}",
+                family.type,
+            )
+            former.samples = [
+                sample._replace(name=self._former_stem + sample.name.removeprefix(self._stem))
+                for sample in family.samples
+            ]
+            yield former
+
+
+def _former_name(
+    registry: CollectorRegistry, metric: MetricWrapperBase, name: str, former: str | None
+) -> None:
+    if former is not None:
+        registry.register(_FormerName(metric, name, former))
+
+
 def _declare(name: str, labels: Mapping[str, LabelSpec]) -> list[_Label]:
     if METRIC_NAME_PATTERN.fullmatch(name) is None:
         raise ValueError(f"metric name {name!r} must match {METRIC_NAME_PATTERN.pattern}")
@@ -169,18 +207,30 @@ def _declare(name: str, labels: Mapping[str, LabelSpec]) -> list[_Label]:
 
 
 def labeled_counter(
-    registry: CollectorRegistry, name: str, documentation: str, labels: Mapping[str, LabelSpec]
+    registry: CollectorRegistry,
+    name: str,
+    documentation: str,
+    labels: Mapping[str, LabelSpec],
+    *,
+    former_name: str | None = None,
 ) -> LabeledMetric[Counter]:
     declared = _declare(name, labels)
     metric = Counter(name, documentation, [label.name for label in declared], registry=registry)
+    _former_name(registry, metric, name, former_name)
     return LabeledMetric(metric, declared)
 
 
 def labeled_gauge(
-    registry: CollectorRegistry, name: str, documentation: str, labels: Mapping[str, LabelSpec]
+    registry: CollectorRegistry,
+    name: str,
+    documentation: str,
+    labels: Mapping[str, LabelSpec],
+    *,
+    former_name: str | None = None,
 ) -> LabeledMetric[Gauge]:
     declared = _declare(name, labels)
     metric = Gauge(name, documentation, [label.name for label in declared], registry=registry)
+    _former_name(registry, metric, name, former_name)
     return LabeledMetric(metric, declared)
 
 
@@ -190,11 +240,14 @@ def labeled_histogram(
     documentation: str,
     labels: Mapping[str, LabelSpec],
     buckets: Sequence[float] = DEFAULT_LATENCY_BUCKETS_SECONDS,
+    *,
+    former_name: str | None = None,
 ) -> LabeledMetric[Histogram]:
     declared = _declare(name, labels)
     metric = Histogram(
         name, documentation, [label.name for label in declared], registry=registry, buckets=buckets
     )
+    _former_name(registry, metric, name, former_name)
     return LabeledMetric(metric, declared)
 
 

@@ -58,7 +58,12 @@ from yovision_platform.outbox_publisher import (
 )
 from yovision_platform.problems import BROKER_UNAVAILABLE_ERRORS
 from yovision_platform.processed_events import ProcessedEventsPruner
-from yovision_platform.settings import BaseServiceSettings, BaseWebSettings, load_settings
+from yovision_platform.settings import (
+    BaseServiceSettings,
+    BaseWebSettings,
+    load_settings,
+    renamed_settings_in_use,
+)
 from yovision_platform.tracing import configure_tracing, instrument_app
 from yovision_platform.txn_producer import confluent_publisher_factory
 from yovision_platform.web import create_app
@@ -488,6 +493,11 @@ def main(spec: ServiceSpec[Any] | WebServiceSpec[Any], argv: Sequence[str] | Non
         print(f"{spec.name}: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     configure_logging(spec.name, settings.instance_id, settings.log_level)
+    for former in renamed_settings_in_use(spec.settings_cls):
+        log.warning(
+            "setting read by its former name",
+            extra={"setting": spec.settings_cls.renamed_settings[former], "former_name": former},
+        )
     try:
         if args.command == "check-config":
             print(json.dumps({"service": spec.name, "config": "ok", "instance_id": settings.instance_id}))

@@ -22,12 +22,19 @@ import secrets
 import socket
 import ssl
 import stat
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BeforeValidator, Field, PrivateAttr, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
 
 from yovision_platform.db import Identifier
 from yovision_platform.errors import ConfigError, ConfigProblem
@@ -224,6 +231,10 @@ class BaseWebSettings(BaseSettings):
     caller's decision)."""
 
     model_config = SettingsConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+    # A setting renamed in this release, by its former env var name -> its name now. The former name is
+    # still read until the next release (docs/migrating.md); given both with different values, start-up
+    # is refused (`renamed_setting_conflict`) rather than one picked silently.
+    renamed_settings: ClassVar[Mapping[str, str]] = {}
 
     http_host: str = "127.0.0.1"
     http_port: Port
@@ -267,6 +278,24 @@ class BaseWebSettings(BaseSettings):
         return value
 
     @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        if not cls.renamed_settings:
+            return init_settings, env_settings, dotenv_settings, file_secret_settings
+        return (
+            init_settings,
+            _RenamedEnvSource(settings_cls, cls.renamed_settings),
+            dotenv_settings,
+            file_secret_settings,
+        )
+
+    @classmethod
     def env_var_name(cls, field_name: str) -> str:
         """The environment variable that sets ``field_name`` (e.g. ``SENSE_DATABASE_DSN_FILE``)."""
         return f"{cls.model_config.get('env_prefix', '')}{field_name}".upper()
@@ -298,6 +327,42 @@ class BaseWebSettings(BaseSettings):
             raise ConfigError(
                 cert_setting, "tls_invalid", "certificate and key do not load as a pair"
             ) from None
+
+
+class _RenamedEnvSource(EnvSettingsSource):
+    """The environment, with each renamed setting's former name read as its new one when only the former
+    is set."""
+
+    def __init__(self, settings_cls: type[BaseSettings], renamed: Mapping[str, str]) -> None:
+        self._renamed = renamed
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        env = dict(super()._load_env_vars())
+        fold = (lambda name: name) if self.case_sensitive else str.lower
+        for former, current in self._renamed.items():
+            if fold(former) in env and fold(current) not in env:
+                env[fold(current)] = env[fold(former)]
+        return env
+
+
+def renamed_settings_in_use(
+    cls: type[BaseWebSettings], environ: Mapping[str, str] | None = None
+) -> list[str]:
+    """The former names of renamed settings the environment still uses (the shell logs each at start).
+
+    Raises ConfigError when a setting is given by both names with different values."""
+    environ = os.environ if environ is None else environ
+    in_use = []
+    for former, current in cls.renamed_settings.items():
+        if former not in environ:
+            continue
+        if current in environ and environ[current] != environ[former]:
+            raise ConfigError(
+                current, "renamed_setting_conflict", f"set by both {current} and its former name {former}"
+            )
+        in_use.append(former)
+    return in_use
 
 
 class BaseServiceSettings(BaseWebSettings):
@@ -436,6 +501,7 @@ def load_settings(cls: type[S], /, **overrides: Any) -> S:
     """
     if not cls.model_config.get("env_prefix"):
         raise TypeError(f"{cls.__name__} must set model_config env_prefix (e.g. 'SENSE_')")
+    renamed_settings_in_use(cls)
     try:
         settings = cls(**overrides)
     except ValidationError as exc:
