@@ -105,10 +105,10 @@ def secret_items(workload: Obj) -> set[str]:
     return {item["key"] for v in volumes if "secret" in v for item in v["secret"]["items"]}
 
 
-def test_the_relay_key_files_of_bell_are_files_of_its_secret(name: str) -> None:
+def test_the_audit_push_key_files_of_bell_are_files_of_its_secret(name: str) -> None:
     bell = rendered(name).deployments()["bell-receiver"]
     (container,) = containers(bell)
-    key_files = yaml.safe_load(env_of(container)["BELL_RELAY_KEY_FILES"]["value"])
+    key_files = yaml.safe_load(env_of(container)["BELL_AUDIT_PUSH_KEY_FILES"]["value"])
     assert set(key_files) == set(values_of(name)["services"]["bell-receiver"]["relayKeyIds"])
     assert {Path(p).name for p in key_files.values()} <= secret_items(bell)
 

@@ -103,10 +103,10 @@ async def credential(env: LocalEnvironment, contract: Contract) -> str | None:
     return None
 
 
-def relay_keyring(env: LocalEnvironment) -> KeyRing:
+def audit_push_keyring(env: LocalEnvironment) -> KeyRing:
     """The key ring Sense signs its batches with, from Bell's env file (as devsecrets wrote it)."""
-    files = json.loads(env.env_of("bell-receiver")["BELL_RELAY_KEY_FILES"])
-    return KeyRing.from_key_files(files, "BELL_RELAY_KEY_FILES", active_key_id=BELL_RELAY_KEY_ID)
+    files = json.loads(env.env_of("bell-receiver")["BELL_AUDIT_PUSH_KEY_FILES"])
+    return KeyRing.from_key_files(files, "BELL_AUDIT_PUSH_KEY_FILES", active_key_id=BELL_RELAY_KEY_ID)
 
 
 def sign_relay_batches(schema: BaseSchema, keyring: KeyRing) -> None:
@@ -239,7 +239,7 @@ async def test_the_contract_holds_against_the_live_service(
     token = await credential(env, contract)
     if token is not None:
         witness.secrets.add(token)
-    keyring = relay_keyring(env) if contract.service == "bell-receiver" else None
+    keyring = audit_push_keyring(env) if contract.service == "bell-receiver" else None
     problems, responses = await asyncio.to_thread(
         run_schemathesis, OPENAPI_DIR / contract.document, env.url(contract.service), token, run, keyring
     )

@@ -138,7 +138,9 @@ def test_fakes_are_memory_and_use_cases_carry_no_service_suffix() -> None:
             if node.name.startswith("InMemory"):
                 offenders.append(f"{module.where}:{node.lineno} {node.name}: a fake is Memory<Port>")
             if module.part == "service_layer" and node.name.endswith("Service"):
-                offenders.append(f"{module.where}:{node.lineno} {node.name}: a use case is named for its work")
+                offenders.append(
+                    f"{module.where}:{node.lineno} {node.name}: a use case is named for its work"
+                )
     assert offenders == []
 
 
@@ -198,5 +200,7 @@ def test_log_messages_are_literal_strings() -> None:
 def test_every_service_has_the_layer(layer: str) -> None:
     services = sorted(path.parent for path in (ROOT / "services").glob("*/src/*/__init__.py"))
     assert services, "no service found"
-    missing = [str(path.relative_to(ROOT)) for path in services if not (path / layer / "__init__.py").exists()]
+    missing = [
+        str(path.relative_to(ROOT)) for path in services if not (path / layer / "__init__.py").exists()
+    ]
     assert missing == []

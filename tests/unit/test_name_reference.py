@@ -31,7 +31,16 @@ SETTINGS_CLASSES = {
     "console": "console.settings:ConsoleSettings",
 }
 METRIC_FACTORIES = frozenset(
-    {"labeled_counter", "labeled_gauge", "labeled_histogram", "Counter", "Gauge", "Histogram", "Summary", "Info"}
+    {
+        "labeled_counter",
+        "labeled_gauge",
+        "labeled_histogram",
+        "Counter",
+        "Gauge",
+        "Histogram",
+        "Summary",
+        "Info",
+    }
 )
 METRIC_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 SAMPLE_SUFFIXES = ("_total", "_bucket", "_sum", "_count", "_created")
@@ -58,7 +67,11 @@ def settings_rows() -> Iterator[tuple[str, str, str]]:
         prefix = str(cls.model_config.get("env_prefix", ""))
         for field_name in sorted(cls.model_fields):
             owner = next(base for base in cls.__mro__ if field_name in getattr(base, "__annotations__", {}))
-            yield f"{prefix}{field_name}".upper(), service, f"`{_where(owner)}` ({owner.__name__}.{field_name})"
+            yield (
+                f"{prefix}{field_name}".upper(),
+                service,
+                f"`{_where(owner)}` ({owner.__name__}.{field_name})",
+            )
 
 
 def _production_files() -> Iterator[Path]:
@@ -74,11 +87,21 @@ def metric_rows() -> dict[str, str]:
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            name = (
+                func.attr
+                if isinstance(func, ast.Attribute)
+                else func.id
+                if isinstance(func, ast.Name)
+                else ""
+            )
             if name not in METRIC_FACTORIES:
                 continue
             for arg in node.args[:2]:
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and METRIC_NAME.fullmatch(arg.value):
+                if (
+                    isinstance(arg, ast.Constant)
+                    and isinstance(arg.value, str)
+                    and METRIC_NAME.fullmatch(arg.value)
+                ):
                     rows.setdefault(arg.value, str(path.relative_to(ROOT)))
                     break
     return rows
@@ -107,7 +130,9 @@ def test_the_reference_page_is_written_from_the_code() -> None:
     text = render()
     if os.environ.get("YOVISION_WRITE_REFERENCE") == "1":
         REFERENCE.write_text(text, encoding="utf-8")
-    assert REFERENCE.read_text(encoding="utf-8") == text, "docs/reference.md differs: rewrite it (see docstring)"
+    assert REFERENCE.read_text(encoding="utf-8") == text, (
+        "docs/reference.md differs: rewrite it (see docstring)"
+    )
 
 
 def _base_name(sample: str, known: dict[str, str]) -> str:
@@ -132,5 +157,7 @@ def test_every_metric_an_alert_uses_is_found_by_its_name() -> None:
         if "_" in match
     }
     assert used, "no metric found in the alert rules: the pattern no longer reads them"
-    missing = sorted(name for name in used if _base_name(name, known) not in known and not name.startswith("up"))
+    missing = sorted(
+        name for name in used if _base_name(name, known) not in known and not name.startswith("up")
+    )
     assert missing == []

@@ -132,7 +132,7 @@ class BellServer:
             "BELL_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
             "BELL_DATABASE_DSN_FILE": str(write_private_file(secrets_dir / "runtime.dsn", dsn)),
             "BELL_MIGRATION_DSN_FILE": str(write_private_file(secrets_dir / "admin.dsn", stack.admin_dsn)),
-            "BELL_RELAY_KEY_FILES": json.dumps({KEY_ID: str(self.relay_key_file)}),
+            "BELL_AUDIT_PUSH_KEY_FILES": json.dumps({KEY_ID: str(self.relay_key_file)}),
             "BELL_AUTH_ISSUER": issuer,
         }
         self.process: subprocess.Popen[bytes] | None = None

@@ -54,7 +54,7 @@ class BellProcess:
                 )
             ),
             "BELL_MIGRATION_DSN_FILE": str(private_file(tmp_path / "admin.dsn", stack.admin_dsn)),
-            "BELL_RELAY_KEY_FILES": json.dumps({KEY_ID: str(keys.relay_file)}),
+            "BELL_AUDIT_PUSH_KEY_FILES": json.dumps({KEY_ID: str(keys.relay_file)}),
             "BELL_AUTH_ISSUER": issuer,
         }
         self.instance_id = f"bell-test-{uuid.uuid4().hex[:8]}"
@@ -98,7 +98,9 @@ def bell(
         process.process.wait(timeout=10)
 
 
-@pytest.mark.parametrize("missing", ["BELL_DATABASE_DSN_FILE", "BELL_RELAY_KEY_FILES", "BELL_AUTH_ISSUER"])
+@pytest.mark.parametrize(
+    "missing", ["BELL_DATABASE_DSN_FILE", "BELL_AUDIT_PUSH_KEY_FILES", "BELL_AUTH_ISSUER"]
+)
 def test_refuses_to_start_without_dsn_keys_or_issuer(bell: BellProcess, missing: str) -> None:
     env = {k: v for k, v in bell.env.items() if k != missing}
     result = bell.run("serve", env=env)
@@ -164,8 +166,8 @@ async def test_the_signed_push_end_to_end_across_a_sigkill_restart(
         tokens, read = await read_apis_take_hydras_tokens(http, hydra)
 
         metrics = (await http.get("/metrics")).text
-        assert 'bell_relay_requests_total{outcome="replayed"} 1.0' in metrics
-        assert 'bell_relay_signature_rejections_total{reason="signature_mismatch"} 1.0' in metrics
+        assert 'bell_audit_push_requests_total{outcome="replayed"} 1.0' in metrics
+        assert 'bell_audit_push_signature_rejections_total{reason="signature_mismatch"} 1.0' in metrics
         assert 'access_token_refusals_total{reason="invalid"} 1.0' in metrics
         responses = first.text + again.text + conflict.text + refused.text + read + metrics
     assert bell.stop(signal.SIGTERM) == 0

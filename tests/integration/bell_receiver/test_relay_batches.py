@@ -62,7 +62,7 @@ async def test_one_mib_plus_one_is_refused(served: Served) -> None:
         served, request_head(served, body, f"Content-Length: {len(body)}\r\n"), [body]
     )
     assert status.startswith(b"HTTP/1.1 413")
-    assert served.metric("bell_relay_requests_total", outcome="body_too_large") == 1
+    assert served.metric("bell_audit_push_requests_total", outcome="body_too_large") == 1
 
 
 async def test_a_declared_oversized_body_is_refused_before_it_is_sent(served: Served) -> None:
@@ -91,7 +91,7 @@ async def test_a_content_length_larger_than_the_body_times_out_at_the_deadline(s
     head = request_head(served, body, f"Content-Length: {len(body) + 10}\r\n")
     answer = await raw_exchange(served, head, [body], wait_seconds=TEST_DEADLINE_SECONDS + 3)
     assert answer.startswith(b"HTTP/1.1 408")
-    assert served.metric("bell_relay_requests_total", outcome="request_timeout") == 1
+    assert served.metric("bell_audit_push_requests_total", outcome="request_timeout") == 1
 
 
 async def test_a_streamed_body_is_signed_and_accepted(served: Served) -> None:

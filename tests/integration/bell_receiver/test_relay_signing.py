@@ -29,7 +29,7 @@ async def test_clock_skew_boundary_in_both_directions(
     assert await audit_count(served) == (1 if accepted else 0)
     if not accepted:
         assert response.content == UNAUTHORIZED
-        assert served.metric("bell_relay_signature_rejections_total", reason="stale_timestamp") == 1
+        assert served.metric("bell_audit_push_signature_rejections_total", reason="stale_timestamp") == 1
 
 
 @pytest.mark.parametrize(("signed_at", "accepted"), [(-300, True), (-301, False), (300, True), (301, False)])

@@ -88,7 +88,7 @@ async def test_each_answer_counts_its_request_outcome(api: Api) -> None:
     )
     assert (unsigned.status_code, unsigned.content) == (401, b'{"error":"unauthorized"}')
     counts = {
-        outcome: api.fakes.metric("bell_relay_requests_total", outcome=outcome)
+        outcome: api.fakes.metric("bell_audit_push_requests_total", outcome=outcome)
         for outcome in ("processed", "replayed", "replay_conflict", "invalid_batch", "unauthorized")
     }
     assert counts == {
@@ -98,7 +98,7 @@ async def test_each_answer_counts_its_request_outcome(api: Api) -> None:
         "invalid_batch": 1,
         "unauthorized": 1,
     }
-    assert api.fakes.metric("bell_relay_signature_rejections_total", reason="missing_header") == 1
+    assert api.fakes.metric("bell_audit_push_signature_rejections_total", reason="missing_header") == 1
 
 
 async def test_a_replay_with_the_same_request_gets_the_original_bytes(api: Api) -> None:
@@ -110,7 +110,7 @@ async def test_a_replay_with_the_same_request_gets_the_original_bytes(api: Api) 
     assert second.content == first.content
     assert [r["status"] for r in first.json()["results"]] == ["accepted", "accepted"]
     assert len(await api.fakes.stored()) == 2
-    assert api.fakes.metric("bell_relay_requests_total", outcome="replayed") == 1
+    assert api.fakes.metric("bell_audit_push_requests_total", outcome="replayed") == 1
 
 
 async def test_a_replayed_nonce_with_another_request_is_a_replay_conflict(api: Api) -> None:

@@ -57,9 +57,9 @@ async def test_one_batch_mixes_accepted_duplicate_and_rejected_items_in_input_or
         (known["event_id"], "operator:alice", "http_relay"),
         (fresh["event_id"], "operator:alice", "http_relay"),
     ]
-    assert fakes.metric("bell_relay_item_results_total", outcome="accepted") == 2
-    assert fakes.metric("bell_relay_item_results_total", outcome="duplicate") == 2
-    assert fakes.metric("bell_relay_item_rejections_total", reason="id_conflict") == 2
+    assert fakes.metric("bell_audit_push_item_results_total", outcome="accepted") == 2
+    assert fakes.metric("bell_audit_push_item_results_total", outcome="duplicate") == 2
+    assert fakes.metric("bell_audit_push_item_rejections_total", reason="id_conflict") == 2
 
 
 async def test_the_same_request_again_gets_the_original_bytes_and_changes_nothing(fakes: Fakes) -> None:
@@ -70,7 +70,7 @@ async def test_the_same_request_again_gets_the_original_bytes_and_changes_nothin
     again = await receiver.receive(request, body)
     assert (again.status, again.body, again.kind) == (first.status, first.body, AnswerKind.REPLAYED)
     assert again.results == [] and len(await fakes.stored()) == 2
-    assert fakes.metric("bell_relay_item_results_total", outcome="accepted") == 2  # counted once
+    assert fakes.metric("bell_audit_push_item_results_total", outcome="accepted") == 2  # counted once
 
 
 async def test_another_request_with_a_used_nonce_is_a_replay_conflict_and_stores_nothing(
@@ -135,7 +135,7 @@ async def test_a_failure_before_the_receipt_is_stored_leaves_no_fact_and_no_coun
     with pytest.raises(Broken):
         await fakes.use_cases().audit_batches.receive(verified(body), body)
     assert await fakes.stored() == []
-    assert fakes.metric("bell_relay_item_results_total", outcome="accepted") == 0
+    assert fakes.metric("bell_audit_push_item_results_total", outcome="accepted") == 0
 
 
 async def test_each_fact_is_stored_with_its_own_items_trace_and_none_without_one(fakes: Fakes) -> None:

@@ -58,7 +58,7 @@ def test_service_specific_secrets_are_generated_once_and_shared_where_needed(tmp
     bell_env = (local / "env" / "bell-receiver.env").read_text()
     relay_key = local / "secrets" / "bell-relay-dev-1.key"
     assert f"SENSE_BELL_KEY_FILE={relay_key}" in sense_env
-    assert f"""BELL_RELAY_KEY_FILES='{{"relay-dev-1":"{relay_key}"}}'""" in bell_env
+    assert f"""BELL_AUDIT_PUSH_KEY_FILES='{{"relay-dev-1":"{relay_key}"}}'""" in bell_env
     assert len(bytes.fromhex(relay_key.read_text().strip())) == 32
     before = relay_key.read_text()
     generate(local)

@@ -295,7 +295,7 @@ same settings and reads the same secret files), plus the admin DSN for the Job o
 {{- if eq .name "bell-receiver" }}
 {{- $files := dict }}
 {{- range $id := .values.relayKeyIds }}{{- $_ := set $files $id (printf "%s/relay-key-%s" $secretDir $id) }}{{- end }}
-- name: BELL_RELAY_KEY_FILES
+- name: BELL_AUDIT_PUSH_KEY_FILES
   value: {{ toJson $files | quote }}
 {{- end }}
 {{- if eq .name "media-worker" }}

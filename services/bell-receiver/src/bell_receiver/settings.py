@@ -2,14 +2,17 @@
 
 Besides the shared settings, Bell refuses to start without:
 
-- ``BELL_RELAY_KEY_FILES``: JSON ``{"key_id": "/path/to/key"}``, the HMAC keys Sense may sign with. Several
-  key ids are allowed at once so a key can be rotated without downtime (docs/runbooks/rotating-keys.md).
+- ``BELL_AUDIT_PUSH_KEY_FILES``: JSON ``{"key_id": "/path/to/key"}``, the audit push keys (HMAC) Sense may
+  sign with. Several key ids are allowed at once so a key can be rotated without downtime
+  (docs/runbooks/rotating-keys.md). Its former name ``BELL_RELAY_KEY_FILES`` is read until the next release
+  (docs/migrating.md).
 - ``BELL_AUTH_ISSUER``: the OpenID provider whose access tokens (audience ``bell-receiver``) the read APIs
   take (``AccessTokenSettings``: the JWKS, algorithms, leeway and permission mapping settings).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
@@ -31,20 +34,23 @@ class BellReceiverSettings(AccessTokenSettings):
     )
 
     audience: ClassVar[str] = AUDIENCE
+    renamed_settings: ClassVar[Mapping[str, str]] = {"BELL_RELAY_KEY_FILES": "BELL_AUDIT_PUSH_KEY_FILES"}
     http_port: Port = DEFAULT_HTTP_PORT
-    relay_key_files: dict[str, Path] = Field(min_length=1)
+    audit_push_key_files: dict[str, Path] = Field(min_length=1)
 
-    _relay_keyring: KeyRing | None = PrivateAttr(default=None)
+    _audit_push_keyring: KeyRing | None = PrivateAttr(default=None)
 
     def load_secret_files(self) -> None:
         super().load_secret_files()
-        self._relay_keyring = KeyRing.from_key_files(
-            self.relay_key_files, self.env_var_name("relay_key_files")
+        self._audit_push_keyring = KeyRing.from_key_files(
+            self.audit_push_key_files, self.env_var_name("audit_push_key_files")
         )
 
     @property
-    def relay_keyring(self) -> KeyRing:
-        """The verify-only ring of Sense's relay keys (loaded by :meth:`load_secret_files`)."""
-        if self._relay_keyring is None:
-            raise ConfigError(self.env_var_name("relay_key_files"), "not_loaded", "key files not read yet")
-        return self._relay_keyring
+    def audit_push_keyring(self) -> KeyRing:
+        """The verify-only ring of Sense's audit push keys (loaded by :meth:`load_secret_files`)."""
+        if self._audit_push_keyring is None:
+            raise ConfigError(
+                self.env_var_name("audit_push_key_files"), "not_loaded", "key files not read yet"
+            )
+        return self._audit_push_keyring

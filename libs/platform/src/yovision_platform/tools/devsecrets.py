@@ -174,7 +174,7 @@ def _extra_secrets(
     if service.schema == "bell":
         files[relay_key] = secrets.token_hex(32)
         # single-quoted: the env file is sourced by bash, and the value is JSON
-        lines.append(f"""{p}RELAY_KEY_FILES='{{"{BELL_RELAY_KEY_ID}":"{relay_key}"}}'""")
+        lines.append(f"""{p}AUDIT_PUSH_KEY_FILES='{{"{BELL_RELAY_KEY_ID}":"{relay_key}"}}'""")
     if service.schema == "signal":
         aes_key = secret_dir / "signal-secrets-aes.key"
         files[aes_key] = secrets.token_hex(32)

@@ -53,7 +53,7 @@ def build_spec(
         read = topics if topics is not None else kafka.topics(audit_topics(default_catalog()))
         metrics = BellMetrics.create(ctx.registry)
         use_cases = postgres_use_cases(ctx.pool, ctx.plan.schema, metrics)
-        mount_api(ctx.app, use_cases=use_cases, checks=BatchChecks(settings.relay_keyring, metrics))
+        mount_api(ctx.app, use_cases=use_cases, checks=BatchChecks(settings.audit_push_keyring, metrics))
         use_access_tokens(ctx)
         group = kafka.group(consumer_group)
         ingest = ingest_consumer(

@@ -14,7 +14,7 @@ from yovision_platform.metrics import LabeledMetric, labeled_counter, labeled_hi
 
 
 class RequestOutcome(enum.StrEnum):
-    """How one signed batch request ended (label ``outcome`` of ``bell_relay_requests_total``)."""
+    """How one signed batch request ended (label ``outcome`` of ``bell_audit_push_requests_total``)."""
 
     PROCESSED = "processed"
     INVALID_BATCH = "invalid_batch"
@@ -60,30 +60,38 @@ class BellMetrics:
         metrics = cls(
             requests=labeled_counter(
                 registry,
-                "bell_relay_requests_total",
-                "Relay requests by outcome.",
+                "bell_audit_push_requests_total",
+                "Audit push requests by outcome.",
                 {"outcome": RequestOutcome},
+                former_name="bell_relay_requests_total",
             ),
             request_seconds=labeled_histogram(
-                registry, "bell_relay_request_seconds", "Relay request handling time.", {}
+                registry,
+                "bell_audit_push_request_seconds",
+                "Audit push request handling time.",
+                {},
+                former_name="bell_relay_request_seconds",
             ),
             item_results=labeled_counter(
                 registry,
-                "bell_relay_item_results_total",
-                "Relay batch items by result.",
+                "bell_audit_push_item_results_total",
+                "Audit push batch items by result.",
                 {"outcome": ItemStatus},
+                former_name="bell_relay_item_results_total",
             ),
             item_rejections=labeled_counter(
                 registry,
-                "bell_relay_item_rejections_total",
-                "Rejected relay batch items by stable code.",
+                "bell_audit_push_item_rejections_total",
+                "Rejected audit push batch items by stable code.",
                 {"reason": ItemRejectCode},
+                former_name="bell_relay_item_rejections_total",
             ),
             signature_rejections=labeled_counter(
                 registry,
-                "bell_relay_signature_rejections_total",
+                "bell_audit_push_signature_rejections_total",
                 "Refused signatures by internal reason (callers only see unauthorized).",
                 {"reason": SignatureRejectReason},
+                former_name="bell_relay_signature_rejections_total",
             ),
             ingest_events=labeled_counter(
                 registry,
