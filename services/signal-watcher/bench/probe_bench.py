@@ -51,8 +51,8 @@ from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.model import CompareMode, Method, WatcherSpec
 from signal_watcher.domain.ssrf import AddressGuard, IpAddress, parse_networks
 from signal_watcher.entrypoints.main import MIGRATIONS_DIR
+from signal_watcher.entrypoints.scheduler_worker import Scheduler
 from signal_watcher.service_layer.checks import CheckRunner
-from signal_watcher.service_layer.scheduler import Scheduler
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
 from yovision_platform.encryption import EncryptionKeyRing
@@ -137,7 +137,7 @@ async def main(watchers: int, concurrency: int, rounds: int, port: int) -> dict[
             "b", "agent", url, Method.GET, (), None, 5, CompareMode.STATUS_CODE, None, "{diff}"
         )
         runner = CheckRunner(units_of_work, probe, AvroSerde(SchemaRegistry.load()))
-        scheduler = Scheduler(units_of_work, runner, "bench", max_in_flight=concurrency)
+        scheduler = Scheduler(runner, "bench", max_in_flight=concurrency)
         raw_seconds: list[float] = []
         check_seconds: list[float] = []
 

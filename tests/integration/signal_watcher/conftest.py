@@ -18,14 +18,14 @@ import signal_watcher
 from signal_watcher.adapters.crypto import SecretCipher
 from signal_watcher.adapters.probe_client import GuardedNetworkBackend, ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
+from signal_watcher.bootstrap import UseCaseLimits, bootstrap
 from signal_watcher.domain.checking import CheckDecision
 from signal_watcher.domain.model import CompareMode, Method, WatcherSpec
 from signal_watcher.domain.records import CheckRow, WatcherRecord
 from signal_watcher.domain.ssrf import STRICT_GUARD, AddressGuard, IpAddress, parse_networks
-from signal_watcher.entrypoints.api import ApiDeps, install_api
+from signal_watcher.entrypoints.api import include_api
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.ports import Probe, UnitOfWorkFactory
-from signal_watcher.service_layer.watchers import Watchers
 from signal_watcher.settings import AUDIENCE
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema
 from tests.integration.signal_watcher.fixture_server import FixtureServer
@@ -197,10 +197,14 @@ def api_client(
     """The user API as served (the platform app, its problem handlers), on `units` and `probe`, taking the
     access tokens of `ISSUER` for this service (`Bearer`)."""
     app = create_app("test", "0")
-    watchers = Watchers(
-        units, probe, max_watchers_per_user=max_watchers_per_user, check_requested=check_requested
+    use_cases = bootstrap(
+        UseCaseLimits(max_watchers_per_user=max_watchers_per_user),
+        units_of_work=units,
+        probe=probe,
+        serde=AvroSerde(SchemaRegistry.load()),
+        check_requested=check_requested,
     )
-    install_api(app, ApiDeps(watchers))
+    include_api(app, use_cases)
     use_access_token_verifier(app, ISSUER.verifier(AUDIENCE))
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api")
 

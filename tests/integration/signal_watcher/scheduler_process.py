@@ -15,8 +15,8 @@ import asyncpg
 
 from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
+from signal_watcher.entrypoints.scheduler_worker import Scheduler
 from signal_watcher.service_layer.checks import CheckRunner
-from signal_watcher.service_layer.scheduler import Scheduler
 from tests.integration.signal_watcher.conftest import (
     FIXTURE_HOST,
     LOOPBACK_FOR_TESTS,
@@ -33,7 +33,7 @@ async def main(dsn: str, schema: str, key_hex: str, owner: str) -> None:
     try:
         units = PostgresUnitsOfWork(pool, Identifier(schema), cipher_for(bytes.fromhex(key_hex)))
         runner = CheckRunner(units, probe, AvroSerde(SchemaRegistry.load()))
-        scheduler = Scheduler(units, runner, owner, max_in_flight=100)
+        scheduler = Scheduler(runner, owner, max_in_flight=100)
         print("ready", flush=True)
         sys.stdin.readline()  # both processes start scanning at the same moment
         started = await scheduler.scan()

@@ -17,9 +17,9 @@ from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.errors import NetworkConfined
 from signal_watcher.domain.probes import ProbeFailed
 from signal_watcher.domain.ssrf import AddressGuard
+from signal_watcher.entrypoints.scheduler_worker import Scheduler
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.metrics import SignalMetrics
-from signal_watcher.service_layer.scheduler import Scheduler
 from tests.conftest import problem_code
 from tests.integration.signal_watcher.conftest import (
     FIXTURE_HOST,
@@ -143,7 +143,7 @@ async def test_a_stored_watcher_outside_the_confinement_fails_its_checks_with_th
     name = await insert(units, "alice", make_spec(fixture_server.url("public.example.com", "/echo")))
     registry = CollectorRegistry()
     runner = CheckRunner(units, confined_probe, serde, metrics=SignalMetrics.create(registry))
-    scheduler = Scheduler(units, runner, "instance-a")
+    scheduler = Scheduler(runner, "instance-a")
     await make_due(units.pool, units.schema)
     assert await scheduler.scan() == 2
     await scheduler.drain(30)
@@ -168,7 +168,7 @@ async def test_a_name_inside_the_confinement_is_probed_and_judged(
 ) -> None:
     fixture_server.state["text"] = "inside"
     record = await insert(units, "alice", make_spec(fixture_server.url(FIXTURE_HOST, "/text")))
-    scheduler = Scheduler(units, CheckRunner(units, confined_probe, serde), "instance-a")
+    scheduler = Scheduler(CheckRunner(units, confined_probe, serde), "instance-a")
     await make_due(units.pool, units.schema, record.id)
     assert await scheduler.scan() == 1
     await scheduler.drain(30)

@@ -151,14 +151,15 @@ def test_the_key_from_before_the_ring_joins_it_as_legacy_and_reads_old_ciphertex
     before_the_ring = nonce + AESGCM(legacy).encrypt(nonce, b"pw=1", b"signal:watcher:w1:body")
     settings = load_settings(SignalWatcherSettings)
     assert settings.key_ring.active_key_id == "legacy"
-    assert settings.cipher.decrypt_body(before_the_ring, watcher_id="w1") == "pw=1"
+    assert SecretCipher(settings.key_ring).decrypt_body(before_the_ring, watcher_id="w1") == "pw=1"
     new = write_private_file(tmp_path / "k2", os.urandom(32).hex())
     monkeypatch.setenv("SIGNAL_SECRETS_KEY_FILES", json.dumps({"k2": str(new)}))
     monkeypatch.setenv("SIGNAL_SECRETS_ACTIVE_KEY_ID", "k2")
     rotated = load_settings(SignalWatcherSettings)
     assert rotated.key_ring.key_ids == {"legacy", "k2"} and rotated.key_ring.active_key_id == "k2"
-    assert rotated.cipher.decrypt_body(before_the_ring, watcher_id="w1") == "pw=1"
-    assert rotated.key_ring.key_id_of(rotated.cipher.encrypt_body("x", watcher_id="w1")) == "k2"
+    cipher = SecretCipher(rotated.key_ring)
+    assert cipher.decrypt_body(before_the_ring, watcher_id="w1") == "pw=1"
+    assert rotated.key_ring.key_id_of(cipher.encrypt_body("x", watcher_id="w1")) == "k2"
 
 
 def test_without_any_key_start_up_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ import pytest
 
 from signal_watcher.adapters.memory import MemoryProbe, MemorySignalDatabase
 from signal_watcher.domain.model import AUTO_DISABLE_FAILURES, CompareMode, Status
+from signal_watcher.entrypoints.scheduler_worker import Scheduler
 from signal_watcher.service_layer.checks import CheckRunner
-from signal_watcher.service_layer.scheduler import Scheduler
 from tests.unit.signal_watcher.conftest import checks_of, decoded, insert, make_due, make_spec, stored, url
 from yovision_platform.avro import AvroSerde
 
@@ -27,7 +27,7 @@ async def test_a_backlog_drains_in_full_batches_and_each_watcher_is_checked_once
         ).id
         for _ in range(7)
     ]
-    scheduler = Scheduler(database, runner, "instance-a", batch_size=3, max_in_flight=5)
+    scheduler = Scheduler(runner, "instance-a", batch_size=3, max_in_flight=5)
     assert await scheduler.scan() == 7
     await scheduler.drain(5)
     assert scheduler.checks_done == 7 and probe.requests[url("/status/200")] == 7
@@ -43,7 +43,7 @@ async def test_a_stored_watcher_with_a_bad_port_fails_each_scheduled_check_until
     """A watcher whose URL skipped validation, as rows written before a rule existed can."""
     spec = dataclasses.replace(make_spec(url("/")), url=f"https://site.example.com:{port}/")
     record = await insert(database, "user-1", spec)
-    scheduler = Scheduler(database, runner, "instance-a")
+    scheduler = Scheduler(runner, "instance-a")
     for round_number in range(1, AUTO_DISABLE_FAILURES + 1):
         make_due(database, record.id)
         assert await scheduler.scan() == 1

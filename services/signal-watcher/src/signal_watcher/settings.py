@@ -38,8 +38,7 @@ from typing import Annotated, ClassVar
 from pydantic import BeforeValidator, Field
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from signal_watcher.adapters.crypto import SecretCipher
-from signal_watcher.adapters.resolvers import HOSTS_FILE, ProbeResolver, Resolver, resolver_of
+from signal_watcher.domain.probes import HOSTS_FILE, ProbeResolver
 from signal_watcher.domain.ssrf import AddressGuard, IpNetwork, parse_networks
 from yovision_platform.access_tokens import AccessTokenSettings
 from yovision_platform.encryption import EncryptionSettings
@@ -91,12 +90,3 @@ class SignalWatcherSettings(AccessTokenSettings, EncryptionSettings):
         """The address guard of every probe and of create/update/test: the SSRF rule, strict unless networks
         are allow-listed, then the confinement to `probe_only_networks` when set."""
         return AddressGuard(self.probe_allowed_networks, self.probe_only_networks)
-
-    @property
-    def resolver(self) -> Resolver:
-        """How probes resolve host names (`probe_resolver`)."""
-        return resolver_of(self.probe_resolver, self.probe_hosts_file)
-
-    @property
-    def cipher(self) -> SecretCipher:
-        return SecretCipher(self.key_ring)

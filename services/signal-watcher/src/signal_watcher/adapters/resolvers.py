@@ -11,26 +11,19 @@ up, leaves the machine.
 from __future__ import annotations
 
 import asyncio
-import enum
 import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+from signal_watcher.domain.probes import HOSTS_FILE, ProbeResolver
 from signal_watcher.domain.ssrf import IpAddress
 
 __all__ = ["HOSTS_FILE", "ProbeResolver", "Resolver", "hosts_file_resolver", "resolver_of", "system_resolver"]
 
-HOSTS_FILE = Path("/etc/hosts")
-
 # The port: every address of a host name (for a port), in the order to try them; any exception is "no
 # usable answer" (the probe failure `dns`).
 Resolver = Callable[[str, int], Awaitable[Sequence[IpAddress]]]
-
-
-class ProbeResolver(enum.StrEnum):
-    SYSTEM = "system"
-    HOSTS_FILE = "hosts_file"
 
 
 async def system_resolver(host: str, port: int) -> list[IpAddress]:

@@ -3,11 +3,22 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
+from pathlib import Path
 
 from yovision_platform.errors import PlatformError
 
-__all__ = ["ProbeFailed", "ProbeResponse"]
+__all__ = ["HOSTS_FILE", "ProbeFailed", "ProbeResolver", "ProbeResponse"]
+
+HOSTS_FILE = Path("/etc/hosts")
+
+
+class ProbeResolver(enum.StrEnum):
+    """How a probe resolves a host name (`SIGNAL_PROBE_RESOLVER`; `adapters.resolvers.resolver_of`)."""
+
+    SYSTEM = "system"
+    HOSTS_FILE = "hosts_file"
 
 
 class ProbeFailed(PlatformError):

@@ -10,11 +10,11 @@ with a stable `code`.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, FastAPI, Query, Response
+from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 
+from signal_watcher.bootstrap import SignalUseCases
 from signal_watcher.domain.errors import CHECK_NOW_MIN_SPACING_SECONDS
 from signal_watcher.domain.model import Header, Status, WatcherSpec
 from signal_watcher.domain.records import Position
@@ -34,20 +34,22 @@ from yovision_platform.access_tokens import AccessTokenCaller
 from yovision_platform.paging import cursor_query, decode_cursor, encode_cursor
 from yovision_platform.web import create_app
 
-__all__ = ["ADMIN_PERMISSION", "PAGE_MAX_ITEMS", "ApiDeps", "install_api", "openapi_document"]
+__all__ = ["ADMIN_PERMISSION", "PAGE_MAX_ITEMS", "include_api", "openapi_document", "router", "watchers_of"]
 
 ADMIN_PERMISSION = "signal:read"
 PAGE_MAX_ITEMS = 100
 PAGE_DEFAULT_ITEMS = 50
 
 
-@dataclass(frozen=True)
-class ApiDeps:
-    """The use cases the routes call. Who calls them is `AccessTokenCaller`'s: the app's verifier
-    (`use_access_tokens` in the entrypoint, `use_access_token_verifier` in tests)."""
+def watchers_of(request: Request) -> Watchers:
+    """The use case the routes call, from the app's use cases (`include_api`). Who calls is
+    `AccessTokenCaller`'s: the app's verifier (`use_access_tokens` in the entrypoint,
+    `use_access_token_verifier` in tests)."""
+    use_cases: SignalUseCases = request.app.state.use_cases
+    return use_cases.watchers
 
-    watchers: Watchers
 
+UseCase = Annotated[Watchers, Depends(watchers_of)]
 
 Limit = Annotated[int, Query(ge=1, le=PAGE_MAX_ITEMS)]
 OFFSET_MAX_ITEMS = 1_000_000
@@ -115,156 +117,176 @@ def _spec(body: WatcherIn) -> WatcherSpec:
     )
 
 
-def install_api(app: FastAPI, deps: ApiDeps) -> None:
-    watchers = deps.watchers
-    router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1")
 
-    @router.get("/signal-watchers", response_model=WatcherPage, responses=PAGING_ERRORS)
-    async def list_watchers(
-        caller: AccessTokenCaller,
-        limit: Limit = PAGE_DEFAULT_ITEMS,
-        offset: Offset = 0,
-        cursor: Cursor = None,
-    ) -> WatcherPage:
-        """The caller's watchers, oldest first, keyset-paged (`next_cursor`)."""
-        page = await watchers.list_own(caller.subject, limit=limit, offset=offset, after=_position(cursor))
-        return WatcherPage(
-            items=[WatcherOut.of(r) for r in page.items],
-            limit=limit,
-            offset=offset,
-            next_cursor=_cursor(page.next_position),
-        )
 
-    @router.post(
-        "/signal-watchers",
-        response_model=WatcherOut,
-        status_code=201,
-        responses={**SSRF_REFUSED, 409: {"description": "watcher_limit_reached"}},
+@router.get("/signal-watchers", response_model=WatcherPage, responses=PAGING_ERRORS)
+async def list_watchers(
+    watchers: UseCase,
+    caller: AccessTokenCaller,
+    limit: Limit = PAGE_DEFAULT_ITEMS,
+    offset: Offset = 0,
+    cursor: Cursor = None,
+) -> WatcherPage:
+    """The caller's watchers, oldest first, keyset-paged (`next_cursor`)."""
+    page = await watchers.list_own(caller.subject, limit=limit, offset=offset, after=_position(cursor))
+    return WatcherPage(
+        items=[WatcherOut.of(r) for r in page.items],
+        limit=limit,
+        offset=offset,
+        next_cursor=_cursor(page.next_position),
     )
-    async def create_watcher(caller: AccessTokenCaller, body: WatcherIn) -> WatcherOut:
-        return WatcherOut.of(await watchers.create(caller.subject, _spec(body)))
 
-    # Before every `/signal-watchers/{watcher_id}...` route (the path has no `/` after the collection, so no
-    # such route could match it anyway; tests/integration/signal_watcher/test_test_definition.py checks it).
-    @router.post(
-        "/signal-watchers:test",
-        response_model=TestResultOut,
-        responses={
-            **SSRF_REFUSED,
-            404: {"description": "not_found: `edit_of` names no watcher of the caller."},
-            409: {"description": "stored_body_requires_post: with `edit_of`, the kept body needs POST"},
-        },
+
+@router.post(
+    "/signal-watchers",
+    response_model=WatcherOut,
+    status_code=201,
+    responses={**SSRF_REFUSED, 409: {"description": "watcher_limit_reached"}},
+)
+async def create_watcher(watchers: UseCase, caller: AccessTokenCaller, body: WatcherIn) -> WatcherOut:
+    return WatcherOut.of(await watchers.create(caller.subject, _spec(body)))
+
+
+# Before every `/signal-watchers/{watcher_id}...` route (the path has no `/` after the collection, so no
+# such route could match it anyway; tests/integration/signal_watcher/test_test_definition.py checks it).
+@router.post(
+    "/signal-watchers:test",
+    response_model=TestResultOut,
+    responses={
+        **SSRF_REFUSED,
+        404: {"description": "not_found: `edit_of` names no watcher of the caller."},
+        409: {"description": "stored_body_requires_post: with `edit_of`, the kept body needs POST"},
+    },
+)
+async def test_definition(
+    watchers: UseCase,
+    caller: AccessTokenCaller,
+    body: WatcherIn,
+    edit_of: EditOf = None,  # noqa: PT028 (a route, not a test)
+) -> TestResultOut:
+    """Test a definition before saving it: validated as create validates it (the SSRF policy and the
+    name resolved now included), then probed and judged once exactly as `/{watcher_id}/test` does.
+    Nothing is written, nothing is published, no run is triggered."""
+    preview = await watchers.preview_definition(
+        caller.subject, _spec(body), edit_of=edit_of, body_sent="body" in body.model_fields_set
     )
-    async def test_definition(
-        caller: AccessTokenCaller, body: WatcherIn, edit_of: EditOf = None
-    ) -> TestResultOut:
-        """Test a definition before saving it: validated as create validates it (the SSRF policy and the
-        name resolved now included), then probed and judged once exactly as `/{watcher_id}/test` does.
-        Nothing is written, nothing is published, no run is triggered."""
-        preview = await watchers.preview_definition(
-            caller.subject, _spec(body), edit_of=edit_of, body_sent="body" in body.model_fields_set
-        )
-        return TestResultOut.of(preview)
+    return TestResultOut.of(preview)
 
-    @router.get("/signal-watchers/{watcher_id}", response_model=WatcherOut, responses=NOT_FOUND)
-    async def get_watcher(caller: AccessTokenCaller, watcher_id: uuid.UUID) -> WatcherOut:
-        return WatcherOut.of(await watchers.get(caller.subject, watcher_id))
 
-    @router.put(
-        "/signal-watchers/{watcher_id}",
-        response_model=WatcherOut,
-        responses={
-            **NOT_FOUND,
-            **SSRF_REFUSED,
-            409: {"description": "stored_body_requires_post: the kept body needs POST; send `body: null`"},
-        },
+@router.get("/signal-watchers/{watcher_id}", response_model=WatcherOut, responses=NOT_FOUND)
+async def get_watcher(watchers: UseCase, caller: AccessTokenCaller, watcher_id: uuid.UUID) -> WatcherOut:
+    return WatcherOut.of(await watchers.get(caller.subject, watcher_id))
+
+
+@router.put(
+    "/signal-watchers/{watcher_id}",
+    response_model=WatcherOut,
+    responses={
+        **NOT_FOUND,
+        **SSRF_REFUSED,
+        409: {"description": "stored_body_requires_post: the kept body needs POST; send `body: null`"},
+    },
+)
+async def update_watcher(
+    watchers: UseCase, caller: AccessTokenCaller, watcher_id: uuid.UUID, body: WatcherIn
+) -> WatcherOut:
+    body_sent = "body" in body.model_fields_set
+    return WatcherOut.of(await watchers.update(caller.subject, watcher_id, _spec(body), body_sent=body_sent))
+
+
+@router.delete("/signal-watchers/{watcher_id}", status_code=204, responses=NOT_FOUND)
+async def delete_watcher(watchers: UseCase, caller: AccessTokenCaller, watcher_id: uuid.UUID) -> Response:
+    await watchers.delete(caller.subject, watcher_id)
+    return Response(status_code=204)
+
+
+@router.post("/signal-watchers/{watcher_id}/status", response_model=WatcherOut, responses=NOT_FOUND)
+async def set_status(
+    watchers: UseCase, caller: AccessTokenCaller, watcher_id: uuid.UUID, body: StatusIn
+) -> WatcherOut:
+    return WatcherOut.of(await watchers.set_status(caller.subject, watcher_id, Status(body.status)))
+
+
+@router.get(
+    "/signal-watchers/{watcher_id}/checks",
+    response_model=CheckPage,
+    responses={**PAGING_ERRORS, **NOT_FOUND},
+)
+async def list_checks(
+    watchers: UseCase,
+    caller: AccessTokenCaller,
+    watcher_id: uuid.UUID,
+    limit: Limit = PAGE_DEFAULT_ITEMS,
+    offset: Offset = 0,
+    cursor: Cursor = None,
+) -> CheckPage:
+    """The watcher's check rows, newest first, keyset-paged (`next_cursor`)."""
+    page = await watchers.list_checks(
+        caller.subject, watcher_id, limit=limit, offset=offset, before=_position(cursor)
     )
-    async def update_watcher(caller: AccessTokenCaller, watcher_id: uuid.UUID, body: WatcherIn) -> WatcherOut:
-        body_sent = "body" in body.model_fields_set
-        return WatcherOut.of(
-            await watchers.update(caller.subject, watcher_id, _spec(body), body_sent=body_sent)
-        )
-
-    @router.delete("/signal-watchers/{watcher_id}", status_code=204, responses=NOT_FOUND)
-    async def delete_watcher(caller: AccessTokenCaller, watcher_id: uuid.UUID) -> Response:
-        await watchers.delete(caller.subject, watcher_id)
-        return Response(status_code=204)
-
-    @router.post("/signal-watchers/{watcher_id}/status", response_model=WatcherOut, responses=NOT_FOUND)
-    async def set_status(caller: AccessTokenCaller, watcher_id: uuid.UUID, body: StatusIn) -> WatcherOut:
-        return WatcherOut.of(await watchers.set_status(caller.subject, watcher_id, Status(body.status)))
-
-    @router.get(
-        "/signal-watchers/{watcher_id}/checks",
-        response_model=CheckPage,
-        responses={**PAGING_ERRORS, **NOT_FOUND},
+    return CheckPage(
+        items=[CheckOut.of(r) for r in page.items],
+        limit=limit,
+        offset=offset,
+        next_cursor=_cursor(page.next_position),
     )
-    async def list_checks(
-        caller: AccessTokenCaller,
-        watcher_id: uuid.UUID,
-        limit: Limit = PAGE_DEFAULT_ITEMS,
-        offset: Offset = 0,
-        cursor: Cursor = None,
-    ) -> CheckPage:
-        """The watcher's check rows, newest first, keyset-paged (`next_cursor`)."""
-        page = await watchers.list_checks(
-            caller.subject, watcher_id, limit=limit, offset=offset, before=_position(cursor)
-        )
-        return CheckPage(
-            items=[CheckOut.of(r) for r in page.items],
-            limit=limit,
-            offset=offset,
-            next_cursor=_cursor(page.next_position),
-        )
 
-    @router.post(
-        "/signal-watchers/{watcher_id}/check",
-        response_model=WatcherOut,
-        status_code=202,
-        responses={
-            **NOT_FOUND,
-            409: {"description": "watcher_not_active: only an ACTIVE watcher is checked"},
-            429: {"description": f"check_too_soon: last check under {CHECK_NOW_MIN_SPACING_SECONDS} s ago"},
-        },
+
+@router.post(
+    "/signal-watchers/{watcher_id}/check",
+    response_model=WatcherOut,
+    status_code=202,
+    responses={
+        **NOT_FOUND,
+        409: {"description": "watcher_not_active: only an ACTIVE watcher is checked"},
+        429: {"description": f"check_too_soon: last check under {CHECK_NOW_MIN_SPACING_SECONDS} s ago"},
+    },
+)
+async def check_now(watchers: UseCase, caller: AccessTokenCaller, watcher_id: uuid.UUID) -> WatcherOut:
+    """Run a real check as soon as possible (recorded, may trigger, counts failures), like a due one.
+    Overrides the interval and a failure backoff; at most one per watcher every
+    CHECK_NOW_MIN_SPACING_SECONDS, so the API cannot be used to hammer a target."""
+    return WatcherOut.of(await watchers.request_check(caller.subject, watcher_id))
+
+
+@router.post("/signal-watchers/{watcher_id}/test", response_model=TestResultOut, responses=NOT_FOUND)
+async def test_now(watchers: UseCase, caller: AccessTokenCaller, watcher_id: uuid.UUID) -> TestResultOut:
+    return TestResultOut.of(await watchers.preview(caller.subject, watcher_id))
+
+
+@router.get(
+    "/admin/signal-watchers",
+    response_model=AdminWatcherPage,
+    responses={**PAGING_ERRORS, 403: {"description": f"forbidden: the token lacks `{ADMIN_PERMISSION}`"}},
+)
+async def admin_list(
+    watchers: UseCase,
+    caller: AccessTokenCaller,
+    limit: Limit = PAGE_DEFAULT_ITEMS,
+    offset: Offset = 0,
+    cursor: Cursor = None,
+) -> AdminWatcherPage:
+    """Every user's watchers, oldest first, keyset-paged (`next_cursor`); needs `signal:read`."""
+    caller.require(ADMIN_PERMISSION)
+    page = await watchers.list_all(limit=limit, offset=offset, after=_position(cursor))
+    return AdminWatcherPage(
+        items=[WatcherAdminOut.of(r) for r in page.items],
+        limit=limit,
+        offset=offset,
+        next_cursor=_cursor(page.next_position),
     )
-    async def check_now(caller: AccessTokenCaller, watcher_id: uuid.UUID) -> WatcherOut:
-        """Run a real check as soon as possible (recorded, may trigger, counts failures), like a due one.
-        Overrides the interval and a failure backoff; at most one per watcher every
-        CHECK_NOW_MIN_SPACING_SECONDS, so the API cannot be used to hammer a target."""
-        return WatcherOut.of(await watchers.request_check(caller.subject, watcher_id))
 
-    @router.post("/signal-watchers/{watcher_id}/test", response_model=TestResultOut, responses=NOT_FOUND)
-    async def test_now(caller: AccessTokenCaller, watcher_id: uuid.UUID) -> TestResultOut:
-        return TestResultOut.of(await watchers.preview(caller.subject, watcher_id))
 
-    @router.get(
-        "/admin/signal-watchers",
-        response_model=AdminWatcherPage,
-        responses={**PAGING_ERRORS, 403: {"description": f"forbidden: the token lacks `{ADMIN_PERMISSION}`"}},
-    )
-    async def admin_list(
-        caller: AccessTokenCaller,
-        limit: Limit = PAGE_DEFAULT_ITEMS,
-        offset: Offset = 0,
-        cursor: Cursor = None,
-    ) -> AdminWatcherPage:
-        """Every user's watchers, oldest first, keyset-paged (`next_cursor`); needs `signal:read`."""
-        caller.require(ADMIN_PERMISSION)
-        page = await watchers.list_all(limit=limit, offset=offset, after=_position(cursor))
-        return AdminWatcherPage(
-            items=[WatcherAdminOut.of(r) for r in page.items],
-            limit=limit,
-            offset=offset,
-            next_cursor=_cursor(page.next_position),
-        )
-
+def include_api(app: FastAPI, use_cases: SignalUseCases) -> None:
+    """Serve the routes on `app`, calling `use_cases`."""
+    app.state.use_cases = use_cases
     app.include_router(router)
 
 
 def openapi_document(version: str) -> dict[str, Any]:
-    """The API's OpenAPI document (published as schemas/openapi/signal-watcher.v1.json). Building it calls
-    no route, so the use cases are a placeholder, no verifier is installed and nothing connects anywhere."""
+    """The API's OpenAPI document (published as schemas/openapi/signal-watcher.v1.json), of the production
+    router. Building it calls no route: no use case, no verifier, nothing connects anywhere."""
     app = create_app("signal-watcher", version)
-    placeholder: Any = None
-    install_api(app, ApiDeps(watchers=placeholder))
+    app.include_router(router)
     return app.openapi()

@@ -9,20 +9,23 @@ warning at every start, a confinement at INFO.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import sys
 
+from signal_watcher.adapters.crypto import SecretCipher
 from signal_watcher.adapters.probe_client import ProbeClient
-from signal_watcher.adapters.resolvers import ProbeResolver
+from signal_watcher.adapters.resolvers import resolver_of
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.adapters.watcher_secrets import WatcherSecrets
-from signal_watcher.entrypoints.api import ApiDeps, install_api
-from signal_watcher.service_layer.checks import CheckRunner
+from signal_watcher.bootstrap import bootstrap
+from signal_watcher.domain.probes import ProbeResolver
+from signal_watcher.entrypoints.api import include_api
+from signal_watcher.entrypoints.retention_worker import run_check_retention
+from signal_watcher.entrypoints.scheduler_worker import Scheduler
 from signal_watcher.service_layer.metrics import SignalMetrics
-from signal_watcher.service_layer.retention import RetentionCleaner
-from signal_watcher.service_layer.scheduler import Scheduler
-from signal_watcher.service_layer.watchers import Watchers
-from signal_watcher.settings import SignalWatcherSettings, effective_retention_days
+from signal_watcher.settings import SignalWatcherSettings
 from yovision_platform.access_tokens import use_access_tokens
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.key_rotation import rotate_keys_command
@@ -37,7 +40,6 @@ log = logging.getLogger(__name__)
 
 async def configure(ctx: ServiceContext[SignalWatcherSettings]) -> None:
     settings = ctx.settings
-    units_of_work = PostgresUnitsOfWork(ctx.pool, ctx.plan.schema, settings.cipher)
     guard = settings.probe_guard
     if guard.allowed_networks:
         log.warning(
@@ -51,27 +53,23 @@ async def configure(ctx: ServiceContext[SignalWatcherSettings]) -> None:
         )
     if settings.probe_resolver is ProbeResolver.HOSTS_FILE:
         log.info("probes resolve host names from the hosts file only (no DNS query)")
-    probe = ProbeClient(guard=guard, resolver=settings.resolver)
-    scheduler: Scheduler | None = None
+    scheduler_woken = asyncio.Event()
+    use_cases = bootstrap(
+        settings,
+        units_of_work=PostgresUnitsOfWork(ctx.pool, ctx.plan.schema, SecretCipher(settings.key_ring)),
+        probe=ProbeClient(
+            guard=guard, resolver=resolver_of(settings.probe_resolver, settings.probe_hosts_file)
+        ),
+        serde=AvroSerde(SchemaRegistry.load()),
+        metrics=SignalMetrics.create(ctx.registry) if settings.scheduler_enabled else None,
+        check_requested=scheduler_woken.set if settings.scheduler_enabled else lambda: None,
+    )
     if settings.scheduler_enabled:
-        metrics = SignalMetrics.create(ctx.registry)
-        runner = CheckRunner(units_of_work, probe, AvroSerde(SchemaRegistry.load()), metrics=metrics)
-        scheduler = Scheduler(units_of_work, runner, settings.instance_id)
+        scheduler = Scheduler(use_cases.check_runner, settings.instance_id, woken=scheduler_woken)
         ctx.add_worker("scheduler", scheduler.run)
     use_access_tokens(ctx)
-    install_api(
-        ctx.app,
-        ApiDeps(
-            watchers=Watchers(
-                units_of_work,
-                probe,
-                max_watchers_per_user=settings.max_watchers_per_user,
-                check_requested=scheduler.wake if scheduler is not None else lambda: None,
-            )
-        ),
-    )
-    cleaner = RetentionCleaner(units_of_work, effective_retention_days(settings.check_retention_days))
-    ctx.add_worker("check-retention", cleaner.run)
+    include_api(ctx.app, use_cases)
+    ctx.add_worker("check-retention", functools.partial(run_check_retention, use_cases.retention))
 
 
 SPEC = ServiceSpec.for_package(

@@ -31,6 +31,7 @@ from yovision_platform.tracing import tracer
 
 __all__ = [
     "JUDGE_INTERNAL_ERROR",
+    "LEASE_SECONDS",
     "PROBE_INTERNAL_ERROR",
     "CheckRunner",
     "ProbeResult",
@@ -45,6 +46,7 @@ PREVIEW_SAMPLE_CHARS = 200
 UTF8_MAX_BYTES_PER_CHAR = 4
 PROBE_INTERNAL_ERROR = "probe_internal_error"  # an unexpected exception while checking/resolving/connecting
 JUDGE_INTERNAL_ERROR = "judge_internal_error"  # an unexpected exception while judging a response
+LEASE_SECONDS = 120.0  # a claim's lease: > the probe's 60 s overall deadline plus the write
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,12 @@ class CheckRunner:
         self._serde = serde
         self._topics = dict(topic_overrides or {})
         self._metrics = metrics if metrics is not None else SignalMetrics.create(CollectorRegistry())
+
+    async def claim_due(self, owner: str, *, limit: int) -> list[ClaimedWatcher]:
+        """Claim up to `limit` due ACTIVE watchers for `owner` (`FOR UPDATE SKIP LOCKED` plus a DB-clock
+        lease of LEASE_SECONDS), so no other instance claims them until their check is written."""
+        async with self._units_of_work() as uow:
+            return list(await uow.watchers.claim_due(owner, limit=limit, lease_seconds=LEASE_SECONDS))
 
     async def run(self, claim: ClaimedWatcher) -> CheckDecision | None:
         """One check of the claimed watcher, as the claim read it; returns the decision written, or None

@@ -1,15 +1,12 @@
-"""Check-row retention: rows older than the retention are deleted in bounded batches."""
+"""Check-row retention: rows older than the retention are deleted in bounded batches (the loop that runs it
+every hour is `entrypoints/retention_worker.py`)."""
 
 from __future__ import annotations
 
-import asyncio
-
 from signal_watcher.service_layer.ports import UnitOfWorkFactory
-from yovision_platform.backoff import wait_for_stop
 
-__all__ = ["CLEANUP_BATCH_ROWS", "CLEANUP_INTERVAL_SECONDS", "CLEANUP_MAX_BATCHES", "RetentionCleaner"]
+__all__ = ["CLEANUP_BATCH_ROWS", "CLEANUP_MAX_BATCHES", "RetentionCleaner"]
 
-CLEANUP_INTERVAL_SECONDS = 3600.0
 CLEANUP_BATCH_ROWS = 1000
 CLEANUP_MAX_BATCHES = 20
 
@@ -38,8 +35,3 @@ class RetentionCleaner:
             if count < self._batch_rows:
                 break
         return deleted
-
-    async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            await self.clean_once()
-            await wait_for_stop(stop, CLEANUP_INTERVAL_SECONDS)

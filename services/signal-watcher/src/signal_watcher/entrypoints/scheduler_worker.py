@@ -1,4 +1,5 @@
-"""The due scan: claims due watchers and runs their checks concurrently, safe across instances.
+"""The scheduler worker (the due scan): claims due watchers and runs their checks concurrently, safe across
+instances. The loop only: the claim and the check are the `CheckRunner` use case's.
 
 Due-ness lives only in the database (`next_check_at`). Every SCAN_INTERVAL_SECONDS the scheduler claims
 up to SCAN_BATCH_SIZE due ACTIVE watchers with `FOR UPDATE SKIP LOCKED` plus a DB-clock lease (LeaseTable),
@@ -15,8 +16,8 @@ import asyncio
 import logging
 import uuid
 
-from signal_watcher.service_layer.checks import CheckRunner
-from signal_watcher.service_layer.ports import ClaimedWatcher, UnitOfWorkFactory
+from signal_watcher.service_layer.checks import LEASE_SECONDS, CheckRunner
+from signal_watcher.service_layer.ports import ClaimedWatcher
 
 __all__ = ["LEASE_SECONDS", "MAX_IN_FLIGHT", "SCAN_BATCH_SIZE", "SCAN_INTERVAL_SECONDS", "Scheduler"]
 
@@ -24,7 +25,6 @@ log = logging.getLogger(__name__)
 
 SCAN_INTERVAL_SECONDS = 30.0
 SCAN_BATCH_SIZE = 50
-LEASE_SECONDS = 120.0  # > the probe's 60 s overall deadline plus the write
 MAX_IN_FLIGHT = 500
 STOP_GRACE_SECONDS = 10.0
 
@@ -32,22 +32,21 @@ STOP_GRACE_SECONDS = 10.0
 class Scheduler:
     def __init__(
         self,
-        units_of_work: UnitOfWorkFactory,
         runner: CheckRunner,
         owner: str,
         *,
         scan_interval_seconds: float = SCAN_INTERVAL_SECONDS,
         batch_size: int = SCAN_BATCH_SIZE,
         max_in_flight: int = MAX_IN_FLIGHT,
+        woken: asyncio.Event | None = None,
     ) -> None:
-        self._units_of_work = units_of_work
         self._runner = runner
         self._owner = owner
         self._interval = scan_interval_seconds
         self._batch = batch_size
         self._max_in_flight = max_in_flight
         self._in_flight: dict[uuid.UUID, asyncio.Task[None]] = {}
-        self._woken = asyncio.Event()
+        self._woken = woken if woken is not None else asyncio.Event()  # `wake`, or whoever holds it
         self.checks_done = 0
 
     def wake(self) -> None:
@@ -82,8 +81,7 @@ class Scheduler:
                 await asyncio.wait(list(self._in_flight.values()), return_when=asyncio.FIRST_COMPLETED)
                 continue
             limit = min(self._batch, capacity)
-            async with self._units_of_work() as uow:
-                claimed = await uow.watchers.claim_due(self._owner, limit=limit, lease_seconds=LEASE_SECONDS)
+            claimed = await self._runner.claim_due(self._owner, limit=limit)
             for claim in claimed:
                 watcher_id = claim.watcher_id
                 if watcher_id in self._in_flight:
