@@ -8,6 +8,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import httpx
@@ -19,16 +20,13 @@ from media_worker.adapters.ffmpeg import FfmpegTools
 from media_worker.adapters.locks import AdvisoryLocks
 from media_worker.adapters.storage import FreeSpaceProbe, LocalStorage
 from media_worker.adapters.unit_of_work import PostgresMediaUnitOfWork
+from media_worker.bootstrap import MediaUseCases, UseCaseTimings, bootstrap
 from media_worker.domain.limits import MIB, Limits
-from media_worker.entrypoints.api import DRAIN_PERMISSION, MediaApi, install_routes
+from media_worker.entrypoints.api import DRAIN_PERMISSION, include_api
 from media_worker.service_layer.activity import Activity
-from media_worker.service_layer.drain import Drain
-from media_worker.service_layer.events import EventWriter
-from media_worker.service_layer.materials import Materials
 from media_worker.service_layer.metrics import MediaMetrics
 from media_worker.service_layer.ports import UnitOfWorkFactory
-from media_worker.service_layer.transcoder import TranscodeWorker, WorkerTiming
-from media_worker.service_layer.uploads import UploadService
+from media_worker.service_layer.transcoder import Transcoder
 from media_worker.settings import AUDIENCE
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema
 from tests.issuers import LocalIssuer
@@ -116,12 +114,25 @@ class Media:
     locks: AdvisoryLocks
     storage: LocalStorage
     free_space: FreeSpace
-    events: EventWriter
     activity: Activity
-    uploads: UploadService
-    materials: Materials
-    drain: Drain
+    use_cases: MediaUseCases
     capability_file: Path
+
+    def use_cases_of(
+        self, settings: UseCaseTimings, ffmpeg: str = "ffmpeg", limits: Limits = TEST_LIMITS
+    ) -> MediaUseCases:
+        """The use cases on this schema and storage (`ffmpeg`: the ffmpeg program the transcoder runs)."""
+        return bootstrap(
+            settings,
+            uow=self.uow,
+            locks=self.locks,
+            storage=self.storage,
+            tools=FfmpegTools(ffmpeg, "ffprobe"),
+            capability=CapabilityFile(self.capability_file),
+            serde=AvroSerde(SchemaRegistry.load()),
+            activity=self.activity,
+            limits=limits,
+        )
 
     def worker(
         self,
@@ -130,17 +141,11 @@ class Media:
         instance_id: str = INSTANCE,
         lease_seconds: float = 30.0,
         rescan_seconds: float = 0.5,
-    ) -> TranscodeWorker:
-        return TranscodeWorker(
-            self.uow,
-            self.locks,
-            self.storage,
-            self.events,
-            self.activity,
-            FfmpegTools(ffmpeg, "ffprobe"),
-            instance_id=instance_id,
-            timing=WorkerTiming(lease_seconds=lease_seconds, rescan_seconds=rescan_seconds),
-        )
+    ) -> Transcoder:
+        """The transcode use case of an instance `instance_id`, running `ffmpeg`."""
+        return self.use_cases_of(
+            UseCaseTimings(instance_id, lease_seconds, rescan_seconds), ffmpeg
+        ).transcoder
 
     def auth(self, subject: str = "user-1", *permissions: str, audience: str = AUDIENCE) -> dict[str, str]:
         """The headers of `subject`'s access token from `ISSUER`, for `audience` (default this service)."""
@@ -173,27 +178,20 @@ def build_media(pool: asyncpg.Pool, schema: Identifier, root: Path, limits: Limi
     free_space = FreeSpace()
     probe: FreeSpaceProbe = free_space
     storage = LocalStorage(root / "storage", probe)
-    uow = functools.partial(PostgresMediaUnitOfWork, pool, schema)
-    locks = AdvisoryLocks(pool, schema)
-    events = EventWriter(AvroSerde(SchemaRegistry.load()))
-    activity = Activity()
-    uploads = UploadService(uow, locks, storage, events, activity, instance_id=INSTANCE, limits=limits)
-    capability_file = root / "capability"
-    drain = Drain(uow, activity, CapabilityFile(capability_file), instance_id=INSTANCE)
-    return Media(
+    placeholder: Any = None  # the use cases are made below, on these adapters
+    media = Media(
         pool,
         schema,
-        uow,
-        locks,
+        functools.partial(PostgresMediaUnitOfWork, pool, schema),
+        AdvisoryLocks(pool, schema),
         storage,
         free_space,
-        events,
-        activity,
-        uploads,
-        Materials(uow, storage),
-        drain,
-        capability_file,
+        Activity(),
+        placeholder,
+        root / "capability",
     )
+    media.use_cases = media.use_cases_of(UseCaseTimings(INSTANCE), limits=limits)
+    return media
 
 
 @pytest.fixture
@@ -203,7 +201,7 @@ def media(pool: asyncpg.Pool, media_schema: MigratedSchema, tmp_path: Path) -> M
 
 def build_app(media: Media, metrics: MediaMetrics | None = None) -> FastAPI:
     app = create_app("media-worker", "test")
-    install_routes(app, MediaApi(media.uploads, media.materials, media.drain, metrics))
+    include_api(app, media.use_cases, metrics)
     use_access_token_verifier(app, ISSUER.verifier(AUDIENCE))
     return app
 

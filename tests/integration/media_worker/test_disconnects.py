@@ -139,7 +139,7 @@ async def test_any_failed_body_read_releases_its_slot_and_partial_file_at_once(
 ) -> None:
     slots = MAX_CONCURRENT_CHUNK_WRITES
     session = (
-        await media.uploads.init("user-1", "k", (slots + 1) * CHUNK_BYTES, CHUNK_BYTES, "t", None)
+        await media.use_cases.uploads.init("user-1", "k", (slots + 1) * CHUNK_BYTES, CHUNK_BYTES, "t", None)
     ).session
     stalled = asyncio.Event()
 
@@ -156,7 +156,7 @@ async def test_any_failed_body_read_releases_its_slot_and_partial_file_at_once(
     for index in range(slots):  # as many failures as there are slots: one leak would show
         stalled.clear()
         attempt = asyncio.ensure_future(
-            media.uploads.put_chunk("user-1", session.session_id, index, None, failing_body(), None)
+            media.use_cases.uploads.put_chunk("user-1", session.session_id, index, None, failing_body(), None)
         )
         await stalled.wait()
         if ending == "cancelled":
@@ -168,5 +168,7 @@ async def test_any_failed_body_read_releases_its_slot_and_partial_file_at_once(
     async def whole_chunk() -> AsyncIterator[bytes]:
         yield b"n" * CHUNK_BYTES
 
-    stored = await media.uploads.put_chunk("user-1", session.session_id, slots, None, whole_chunk(), None)
+    stored = await media.use_cases.uploads.put_chunk(
+        "user-1", session.session_id, slots, None, whole_chunk(), None
+    )
     assert stored.received == frozenset({slots})

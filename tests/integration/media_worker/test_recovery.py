@@ -13,6 +13,7 @@ from pathlib import Path
 import asyncpg
 
 from media_worker.domain.keys import output_key, work_folder_name
+from media_worker.entrypoints.transcode_worker import TranscodeWorker
 from media_worker.service_layer.transcoder import RESCAN_SECONDS
 from tests.integration.media_worker.conftest import INSTANCE, Media
 from tests.integration.media_worker.test_transcoder import media, upload
@@ -85,7 +86,7 @@ async def until_done(media: Media, material_id: uuid.UUID) -> asyncpg.Record:
 class Running:
     def __init__(self, media: Media, **kwargs: object) -> None:
         self.stop = asyncio.Event()
-        self.task = asyncio.ensure_future(media.worker(**kwargs).run(self.stop))  # type: ignore[arg-type]
+        self.task = asyncio.ensure_future(TranscodeWorker(media.worker(**kwargs)).run(self.stop))  # type: ignore[arg-type]
 
     async def close(self) -> None:
         self.stop.set()

@@ -20,6 +20,7 @@ import pytest
 
 from media_worker.adapters.unit_of_work import PostgresMediaUnitOfWork
 from media_worker.domain.keys import source_key
+from media_worker.entrypoints.transcode_worker import TranscodeWorker
 from tests.conftest import MigratedSchema, problem_code
 from tests.integration.media_worker.conftest import VIDEO_LIMITS, Media, build_media, sha256_of
 from tests.integration.media_worker.test_uploads import files_under
@@ -36,7 +37,7 @@ async def upload(media: Media, video: Path) -> uuid.UUID:
     async def body() -> AsyncIterator[bytes]:
         yield data
 
-    return await media.uploads.upload_plain(
+    return await media.use_cases.uploads.upload_plain(
         "user-1", "sample", "video/mp4", body(), request_length=str(len(data))
     )
 
@@ -164,7 +165,7 @@ async def test_start_up_recovery_picks_up_a_job_abandoned_by_a_dead_instance(
         )
         await conn.execute(f"UPDATE {media.schema}.materials SET status = 'processing', progress = 72")
     stop = asyncio.Event()
-    runner = asyncio.ensure_future(media.worker().run(stop))
+    runner = asyncio.ensure_future(TranscodeWorker(media.worker()).run(stop))
     for _ in range(200):
         row = await media.fetchrow("SELECT status FROM {s}.materials WHERE id = $1", material_id)
         if row["status"] == "done":
@@ -182,7 +183,7 @@ async def test_stopping_the_worker_kills_ffmpeg_and_hands_the_job_back(
     pid_file = tmp_path / "ffmpeg.pid"
     slow = script(tmp_path / "ffmpeg-slow", f"echo $$ > {pid_file}\nexec sleep 60\n")
     stop = asyncio.Event()
-    runner = asyncio.ensure_future(media.worker(slow).run(stop))
+    runner = asyncio.ensure_future(TranscodeWorker(media.worker(slow)).run(stop))
     for _ in range(100):
         if pid_file.exists() and pid_file.read_text().strip():
             break
@@ -214,7 +215,7 @@ async def test_a_database_outage_only_waits_for_the_next_round(
             1 for r in caplog.records if r.getMessage() == "transcode round failed; waiting for the next"
         )
 
-    runner = asyncio.ensure_future(worker.run(stop))
+    runner = asyncio.ensure_future(TranscodeWorker(worker).run(stop))
     deadline = time.monotonic() + 20
     while failed_rounds() < 2:  # two rounds met the outage and the worker carried on
         assert not runner.done() and time.monotonic() < deadline

@@ -15,7 +15,7 @@ import asyncpg
 import pytest
 
 from media_worker.adapters.locks import AdvisoryLocks
-from media_worker.adapters.memory import InMemoryLocks, InMemoryMedia
+from media_worker.adapters.memory import MemoryLocks, MemoryMedia
 from media_worker.adapters.unit_of_work import PostgresMediaUnitOfWork
 from media_worker.service_layer.ports import MediaLocks, UnitOfWorkFactory
 from tests.conftest import Stack, drop_schema_and_roles, migrate_test_schema, unique_name
@@ -76,12 +76,12 @@ async def postgres_backend(media_schema: MediaSchema) -> Backend:
 
 @pytest.fixture
 def memory_backend() -> Backend:
-    media = InMemoryMedia()
+    media = MemoryMedia()
 
     async def committed_events() -> list[str]:
         return [m.event_type for m in media.outbox.committed]
 
-    return Backend(media.unit_of_work, InMemoryLocks(), committed_events)
+    return Backend(media.unit_of_work, MemoryLocks(), committed_events)
 
 
 class BackendContract:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from media_worker.adapters.capability import CapabilityFile
-from media_worker.adapters.memory import InMemoryCapability
+from media_worker.adapters.memory import MemoryCapability
 from media_worker.service_layer.ports import Capability
 
 
@@ -47,4 +47,4 @@ class TestCapabilityFile(CapabilityContract):
 class TestInMemoryCapability(CapabilityContract):
     @pytest.fixture
     def capability(self, tmp_path: Path) -> Capability:
-        return InMemoryCapability()
+        return MemoryCapability()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from media_worker.adapters.memory import InMemoryStorage
+from media_worker.adapters.memory import MemoryStorage
 from media_worker.adapters.storage import LocalStorage
 from media_worker.domain.errors import InvalidUpload
 from media_worker.domain.keys import output_key, source_key, work_folder_name
@@ -194,5 +194,5 @@ class TestLocalStorage(StorageContract):
 class TestInMemoryStorage(StorageContract):
     @pytest.fixture
     def under_test(self, tmp_path: Path) -> StorageUnderTest:
-        storage = InMemoryStorage()
+        storage = MemoryStorage()
         return StorageUnderTest(storage, lambda: sorted(storage.files), storage.write_local)

@@ -14,20 +14,20 @@ from pathlib import Path
 import pytest
 
 from media_worker.adapters.ffmpeg import FfmpegTools
-from media_worker.adapters.memory import FakeTranscoder, InMemoryStorage
+from media_worker.adapters.memory import MemoryMediaTools, MemoryStorage
 from media_worker.adapters.storage import LocalStorage
 from media_worker.domain.keys import output_key, source_key, work_folder_name
 from media_worker.domain.outputs import OUTPUT_BY_KIND, OUTPUTS, Aborted, TranscodeFailure
-from media_worker.service_layer.ports import Storage, Transcoder
+from media_worker.service_layer.ports import MediaTools, Storage
 from tests.integration.media_worker.conftest import make_test_video
 
 
 @dataclass
 class TranscoderUnderTest:
-    transcoder: Transcoder
+    transcoder: MediaTools
     storage: Storage
     write_work_file: Callable[[Path, bytes], None]
-    without_ffmpeg: Transcoder  # the same adapter where ffmpeg is not installed
+    without_ffmpeg: MediaTools  # the same adapter where ffmpeg is not installed
 
 
 @pytest.fixture(scope="module")
@@ -139,10 +139,10 @@ class TestFfmpegTranscoder(TranscoderContract):
         )
 
 
-class TestFakeTranscoder(TranscoderContract):
+class TestMemoryMediaTools(TranscoderContract):
     @pytest.fixture
     def under_test(self, tmp_path: Path) -> TranscoderUnderTest:
-        storage = InMemoryStorage()
-        without_ffmpeg = FakeTranscoder(storage)
+        storage = MemoryStorage()
+        without_ffmpeg = MemoryMediaTools(storage)
         without_ffmpeg.missing_tool = True
-        return TranscoderUnderTest(FakeTranscoder(storage), storage, storage.write_local, without_ffmpeg)
+        return TranscoderUnderTest(MemoryMediaTools(storage), storage, storage.write_local, without_ffmpeg)

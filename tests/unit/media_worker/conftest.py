@@ -17,25 +17,22 @@ from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
 from media_worker.adapters.memory import (
-    FakeTranscoder,
-    InMemoryCapability,
-    InMemoryLocks,
-    InMemoryMedia,
-    InMemoryStorage,
     ManualClock,
+    MemoryCapability,
+    MemoryLocks,
+    MemoryMedia,
+    MemoryMediaTools,
+    MemoryStorage,
 )
+from media_worker.bootstrap import MediaUseCases, UseCaseTimings, bootstrap
 from media_worker.domain.keys import source_key
 from media_worker.domain.limits import Limits
 from media_worker.domain.material import Material
-from media_worker.entrypoints.api import DRAIN_PERMISSION, MediaApi, install_routes
+from media_worker.entrypoints.api import DRAIN_PERMISSION, include_api
 from media_worker.service_layer.activity import Activity
-from media_worker.service_layer.drain import Drain
-from media_worker.service_layer.events import EventWriter
-from media_worker.service_layer.materials import Materials
 from media_worker.service_layer.metrics import MediaMetrics
 from media_worker.service_layer.ports import MediaUnitOfWork
-from media_worker.service_layer.transcoder import TranscodeWorker, WorkerTiming
-from media_worker.service_layer.uploads import UploadService
+from media_worker.service_layer.transcoder import Transcoder
 from media_worker.settings import AUDIENCE
 from tests.issuers import LocalIssuer
 from tests.unit.media_worker.uploading import SMALL_LIMITS
@@ -75,33 +72,38 @@ async def body_of(*pieces: bytes) -> AsyncIterator[bytes]:
 @dataclass
 class Fakes:
     clock: ManualClock
-    db: InMemoryMedia
-    locks: InMemoryLocks
-    storage: InMemoryStorage
-    transcoder: FakeTranscoder
-    capability: InMemoryCapability
+    db: MemoryMedia
+    locks: MemoryLocks
+    storage: MemoryStorage
+    tools: MemoryMediaTools
+    capability: MemoryCapability
     activity: Activity
-    uploads: UploadService
-    materials: Materials
-    drain: Drain
+    use_cases: MediaUseCases
     registry: CollectorRegistry
     metrics: MediaMetrics
     woken: list[str] = field(default_factory=list)
 
+    def use_cases_of(self, settings: UseCaseTimings, limits: Limits = TEST_LIMITS) -> MediaUseCases:
+        """The use cases on these fakes (a job queued is noted in `woken`)."""
+        return bootstrap(
+            settings,
+            uow=self.db.unit_of_work,
+            locks=self.locks,
+            storage=self.storage,
+            tools=self.tools,
+            capability=self.capability,
+            serde=serde(),
+            activity=self.activity,
+            metrics=self.metrics,
+            job_queued=lambda: self.woken.append("job"),
+            limits=limits,
+        )
+
     def worker(
         self, *, instance_id: str = INSTANCE, lease_seconds: float = 30.0, rescan_seconds: float = 60.0
-    ) -> TranscodeWorker:
-        return TranscodeWorker(
-            self.db.unit_of_work,
-            self.locks,
-            self.storage,
-            EventWriter(serde()),
-            self.activity,
-            self.transcoder,
-            instance_id=instance_id,
-            timing=WorkerTiming(lease_seconds=lease_seconds, rescan_seconds=rescan_seconds),
-            metrics=self.metrics,
-        )
+    ) -> Transcoder:
+        """The transcode use case of an instance `instance_id` on these fakes."""
+        return self.use_cases_of(UseCaseTimings(instance_id, lease_seconds, rescan_seconds)).transcoder
 
     def uow(self) -> MediaUnitOfWork:
         return self.db.unit_of_work()
@@ -123,10 +125,10 @@ class Fakes:
         return self.auth("ops", DRAIN_PERMISSION)
 
     async def material(self, material_id: uuid.UUID, owner: str = OWNER) -> Material:
-        return await self.materials.status(owner, material_id)
+        return await self.use_cases.materials.status(owner, material_id)
 
     async def upload(self, data: bytes = VIDEO, owner: str = OWNER) -> uuid.UUID:
-        return await self.uploads.upload_plain(
+        return await self.use_cases.uploads.upload_plain(
             owner, "clip", "video/mp4", body_of(data), request_length="100"
         )
 
@@ -135,46 +137,29 @@ class Fakes:
 
     def app(self) -> FastAPI:
         app = create_app("media-worker", "test")
-        install_routes(app, MediaApi(self.uploads, self.materials, self.drain, self.metrics))
+        include_api(app, self.use_cases, self.metrics)
         use_access_token_verifier(app, ISSUER.verifier(AUDIENCE))
         return app
 
 
 def build_fakes(limits: Limits = TEST_LIMITS) -> Fakes:
     clock = ManualClock()
-    db = InMemoryMedia(clock)
-    locks, storage, activity = InMemoryLocks(), InMemoryStorage(PLENTY_FREE_BYTES), Activity()
-    capability = InMemoryCapability()
-    woken: list[str] = []
-    events = EventWriter(serde())
-    uploads = UploadService(
-        db.unit_of_work,
-        locks,
-        storage,
-        events,
-        activity,
-        instance_id=INSTANCE,
-        limits=limits,
-        job_queued=lambda: woken.append("upload"),
-    )
-    materials = Materials(db.unit_of_work, storage, job_queued=lambda: woken.append("retry"))
-    drain = Drain(db.unit_of_work, activity, capability, instance_id=INSTANCE)
-    registry = CollectorRegistry()
-    return Fakes(
+    storage, activity, registry = MemoryStorage(PLENTY_FREE_BYTES), Activity(), CollectorRegistry()
+    placeholder: Any = None  # the use cases are made below, on these fakes
+    fakes = Fakes(
         clock,
-        db,
-        locks,
+        MemoryMedia(clock),
+        MemoryLocks(),
         storage,
-        FakeTranscoder(storage),
-        capability,
+        MemoryMediaTools(storage),
+        MemoryCapability(),
         activity,
-        uploads,
-        materials,
-        drain,
+        placeholder,
         registry,
         MediaMetrics(registry, activity),
-        woken,
     )
+    fakes.use_cases = fakes.use_cases_of(UseCaseTimings(INSTANCE), limits)
+    return fakes
 
 
 @pytest.fixture

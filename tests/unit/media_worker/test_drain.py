@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from media_worker.adapters.memory import InMemoryMediaUnitOfWork
+from media_worker.adapters.memory import MemoryMediaUnitOfWork
+from media_worker.entrypoints.transcode_worker import TranscodeWorker
 from tests.conftest import problem_code
 from tests.unit.media_worker.conftest import INSTANCE, OWNER, Fakes, wait_until
 from tests.unit.media_worker.uploading import multipart_body, multipart_headers
@@ -26,7 +27,7 @@ async def test_drain_needs_the_drain_permission(client: httpx.AsyncClient, fakes
 async def test_drain_stops_new_uploads_and_is_safe_only_when_idle(
     client: httpx.AsyncClient, fakes: Fakes
 ) -> None:
-    await fakes.drain.register()
+    await fakes.use_cases.drain.register()
     before = (await client.get("/internal/drain", headers=fakes.operator)).json()
     assert (before["safe_to_stop"], before["reason"], before["capability_instance_id"]) == (
         False,
@@ -65,8 +66,8 @@ async def test_drain_stops_new_uploads_and_is_safe_only_when_idle(
 async def test_an_active_upload_is_not_safe_to_stop_and_no_new_chunk_starts(
     client: httpx.AsyncClient, fakes: Fakes
 ) -> None:
-    await fakes.drain.register()
-    session = (await fakes.uploads.init(OWNER, "k", 2000, 1000, "t", None)).session
+    await fakes.use_cases.drain.register()
+    session = (await fakes.use_cases.uploads.init(OWNER, "k", 2000, 1000, "t", None)).session
     release = asyncio.Event()
 
     async def slow_body() -> AsyncIterator[bytes]:
@@ -75,7 +76,7 @@ async def test_an_active_upload_is_not_safe_to_stop_and_no_new_chunk_starts(
         yield b"a" * 500
 
     put = asyncio.ensure_future(
-        fakes.uploads.put_chunk(OWNER, session.session_id, 0, 1000, slow_body(), None)
+        fakes.use_cases.uploads.put_chunk(OWNER, session.session_id, 0, 1000, slow_body(), None)
     )
     await wait_until(lambda: fakes.activity.uploads == 1)
     busy = (await client.post("/internal/drain", headers=fakes.operator)).json()
@@ -92,16 +93,16 @@ async def test_an_active_upload_is_not_safe_to_stop_and_no_new_chunk_starts(
 async def test_an_active_job_is_not_safe_to_stop_until_it_ends(
     client: httpx.AsyncClient, fakes: Fakes
 ) -> None:
-    await fakes.drain.register()
+    await fakes.use_cases.drain.register()
     await fakes.upload()
-    fakes.transcoder.hold = asyncio.Event()
+    fakes.tools.hold = asyncio.Event()
     job = asyncio.ensure_future(fakes.worker().run_once())
-    await wait_until(fakes.transcoder.rendering.is_set)
+    await wait_until(fakes.tools.rendering.is_set)
     busy = (await client.post("/internal/drain", headers=fakes.operator)).json()
     assert (busy["active_jobs"], busy["safe_to_stop"], busy["reason"]) == (1, False, "work_active")
     listed = (await client.get("/internal/instances", headers=fakes.operator)).json()["items"]
     assert [i["leased_jobs"] for i in listed] == [1]
-    fakes.transcoder.hold.set()  # a draining instance finishes what it runs
+    fakes.tools.hold.set()  # a draining instance finishes what it runs
     assert await job is True
     idle = (await client.get("/internal/drain", headers=fakes.operator)).json()
     assert (idle["active_jobs"], idle["safe_to_stop"]) == (0, True)
@@ -110,22 +111,22 @@ async def test_an_active_job_is_not_safe_to_stop_until_it_ends(
 async def test_a_draining_worker_takes_no_new_job(fakes: Fakes) -> None:
     await fakes.upload()
     fakes.activity.draining = True
-    opened: list[InMemoryMediaUnitOfWork] = []
+    opened: list[MemoryMediaUnitOfWork] = []
 
-    def counted() -> InMemoryMediaUnitOfWork:
+    def counted() -> MemoryMediaUnitOfWork:
         opened.append(fakes.db.unit_of_work())
         return opened[-1]
 
     worker = fakes.worker(rescan_seconds=0.01)
     worker.uow = counted
     stop = asyncio.Event()
-    runner = asyncio.ensure_future(worker.run(stop))
+    runner = asyncio.ensure_future(TranscodeWorker(worker).run(stop))
     await wait_until(
         lambda: len(opened) >= 4
     )  # two rounds: recovery's lease query, then the next-round query
     stop.set()
     await asyncio.wait_for(runner, 5)
-    assert fakes.transcoder.renders == []
+    assert fakes.tools.renders == []
     async with fakes.uow() as uow:
         assert await uow.jobs.claim("probe", 60.0) is not None  # still pending, never claimed
 

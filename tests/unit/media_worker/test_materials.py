@@ -66,7 +66,7 @@ async def test_the_source_location_is_shown_once_the_protection_window_ended(
 async def test_an_output_is_found_only_once_recorded(fakes: Fakes) -> None:
     material_id = await fakes.upload()
     with pytest.raises(NotFound):
-        await fakes.materials.output(OWNER, material_id, "preview_720p")
+        await fakes.use_cases.materials.output(OWNER, material_id, "preview_720p")
     async with fakes.uow() as uow:
         await uow.materials.complete(
             material_id,
@@ -76,15 +76,15 @@ async def test_an_output_is_found_only_once_recorded(fakes: Fakes) -> None:
                 "clip_10s": "outputs/m/t/clip.mp4",
             },
         )
-    found = await fakes.materials.output(OWNER, material_id, "preview_720p")
+    found = await fakes.use_cases.materials.output(OWNER, material_id, "preview_720p")
     assert (found.path, found.media_type) == (
         fakes.storage.local_path("outputs/m/t/preview.mp4"),
         "video/mp4",
     )
-    assert (await fakes.materials.output(OWNER, material_id, "cover")).media_type == "image/jpeg"
+    assert (await fakes.use_cases.materials.output(OWNER, material_id, "cover")).media_type == "image/jpeg"
     for owner, kind in (("user-2", "cover"), (OWNER, "source"), (OWNER, "../cover")):
         with pytest.raises(NotFound):
-            await fakes.materials.output(owner, material_id, kind)
+            await fakes.use_cases.materials.output(owner, material_id, kind)
 
 
 async def test_only_a_failed_material_is_retried(client: httpx.AsyncClient, fakes: Fakes) -> None:
@@ -104,7 +104,7 @@ async def test_only_a_failed_material_is_retried(client: httpx.AsyncClient, fake
     async with fakes.uow() as uow:
         claimed = await uow.jobs.claim("media-a", 60.0)
     assert claimed is not None and claimed.material_id == material_id
-    assert fakes.woken == ["upload", "retry"]
+    assert fakes.woken == ["job", "job"]  # the upload, then the retry
 
 
 async def test_a_user_lists_only_own_materials_newest_first_in_pages(
@@ -114,7 +114,11 @@ async def test_a_user_lists_only_own_materials_newest_first_in_pages(
     for n in range(3):
         fakes.clock.advance(1)
         mine.append(
-            str(await fakes.uploads.upload_plain(OWNER, f"m{n}", None, body_of(b"v"), request_length="1"))
+            str(
+                await fakes.use_cases.uploads.upload_plain(
+                    OWNER, f"m{n}", None, body_of(b"v"), request_length="1"
+                )
+            )
         )
     await fakes.upload(owner="user-2")
     first = (await client.get("/v1/materials", params={"limit": 2}, headers=fakes.auth())).json()

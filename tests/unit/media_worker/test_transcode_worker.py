@@ -12,6 +12,7 @@ import pytest
 
 from media_worker.domain.keys import output_key, source_key, work_folder_name
 from media_worker.domain.material import MaterialStatus
+from media_worker.entrypoints.transcode_worker import TranscodeWorker
 from tests.unit.media_worker.conftest import INSTANCE, OWNER, Fakes, wait_until
 
 OUTPUT_KINDS = ["clip_10s", "cover", "preview_720p"]
@@ -78,7 +79,7 @@ async def test_a_failed_transcode_is_recorded_with_its_code_and_keeps_the_source
 ) -> None:
     material_id = await fakes.upload()
     source = fakes.source(material_id)
-    setattr(fakes.transcoder, breakage, True)
+    setattr(fakes.tools, breakage, True)
     await fakes.worker().run_once()
     material = await fakes.material(material_id)
     assert (material.status, material.error_code, dict(material.outputs)) == (MaterialStatus.FAILED, code, {})
@@ -100,10 +101,10 @@ async def test_a_missing_source_fails_the_job(fakes: Fakes) -> None:
 
 async def test_a_failed_material_can_be_retried_and_then_succeeds(fakes: Fakes) -> None:
     material_id = await fakes.upload()
-    fakes.transcoder.missing_tool = True
+    fakes.tools.missing_tool = True
     await fakes.worker().run_once()
-    await fakes.materials.retry(OWNER, material_id)
-    fakes.transcoder.missing_tool = False
+    await fakes.use_cases.materials.retry(OWNER, material_id)
+    fakes.tools.missing_tool = False
     await fakes.worker().run_once()
     assert (await fakes.material(material_id)).status == MaterialStatus.DONE
     assert job_of(fakes, material_id) == ("done", 2, None, None)
@@ -111,9 +112,9 @@ async def test_a_failed_material_can_be_retried_and_then_succeeds(fakes: Fakes) 
 
 async def test_a_stolen_lease_aborts_the_render_and_writes_nothing(fakes: Fakes) -> None:
     material_id = await fakes.upload()
-    fakes.transcoder.hold = asyncio.Event()
+    fakes.tools.hold = asyncio.Event()
     task = asyncio.ensure_future(fakes.worker(lease_seconds=0.03).run_once())
-    await wait_until(fakes.transcoder.rendering.is_set)
+    await wait_until(fakes.tools.rendering.is_set)
     (job,) = fakes.db.tables.jobs.values()
     assert job.lease is not None
     job.lease = replace(job.lease, owner="thief", token=uuid.uuid4())
@@ -128,12 +129,12 @@ async def test_a_stolen_lease_aborts_the_render_and_writes_nothing(fakes: Fakes)
 
 async def test_a_worker_paused_past_its_lease_is_fenced_and_a_successor_finishes(fakes: Fakes) -> None:
     material_id = await fakes.upload()
-    fakes.transcoder.hold = asyncio.Event()
+    fakes.tools.hold = asyncio.Event()
     task = asyncio.ensure_future(fakes.worker(lease_seconds=0.03).run_once())
-    await wait_until(fakes.transcoder.rendering.is_set)
+    await wait_until(fakes.tools.rendering.is_set)
     fakes.clock.advance(1.0)  # as if paused: the lease expired without a renewal
     await asyncio.wait_for(task, 5)
-    fakes.transcoder.hold = None
+    fakes.tools.hold = None
     assert await fakes.worker(instance_id="media-test-b").run_once() is True
     assert (await fakes.material(material_id)).status == MaterialStatus.DONE
     assert job_of(fakes, material_id) == ("done", 2, None, None)
@@ -147,10 +148,10 @@ async def test_a_worker_paused_past_its_lease_is_fenced_and_a_successor_finishes
 
 async def test_stopping_the_worker_aborts_the_render_and_hands_the_job_back(fakes: Fakes) -> None:
     material_id = await fakes.upload()
-    fakes.transcoder.hold = asyncio.Event()
+    fakes.tools.hold = asyncio.Event()
     stop = asyncio.Event()
-    runner = asyncio.ensure_future(fakes.worker().run(stop))
-    await wait_until(fakes.transcoder.rendering.is_set)
+    runner = asyncio.ensure_future(TranscodeWorker(fakes.worker()).run(stop))
+    await wait_until(fakes.tools.rendering.is_set)
     stop.set()
     await asyncio.wait_for(runner, 5)
     assert job_of(fakes, material_id) == ("pending", 1, None, None)
@@ -164,7 +165,7 @@ async def test_a_material_locked_by_another_executor_is_handed_back(fakes: Fakes
         assert other_executor
         assert await fakes.worker().run_once() is True
     assert job_of(fakes, material_id) == ("pending", 0, None, None)
-    assert fakes.events() == ["MaterialUploaded"] and fakes.transcoder.renders == []
+    assert fakes.events() == ["MaterialUploaded"] and fakes.tools.renders == []
 
 
 async def test_start_up_recovery_takes_over_a_job_whose_executor_died(fakes: Fakes) -> None:
@@ -172,7 +173,7 @@ async def test_start_up_recovery_takes_over_a_job_whose_executor_died(fakes: Fak
     await abandon(fakes, material_id, owner="media-dead", lease_seconds=30.0)
     fakes.clock.advance(31.0)
     stop = asyncio.Event()
-    runner = asyncio.ensure_future(fakes.worker().run(stop))
+    runner = asyncio.ensure_future(TranscodeWorker(fakes.worker()).run(stop))
     await wait_until(lambda: "TranscodeCompleted" in fakes.events())
     stop.set()
     await asyncio.wait_for(runner, 5)

@@ -73,7 +73,7 @@ async def test_a_plain_upload_at_the_request_limit_is_recorded_with_its_job_and_
         2047,
         OWNER,
     )
-    assert fakes.woken == ["upload"]
+    assert fakes.woken == ["job"]
 
 
 async def test_a_plain_upload_one_byte_over_the_request_limit_is_refused_before_it_is_read(
@@ -94,7 +94,7 @@ async def test_a_plain_upload_without_a_valid_declared_length_is_refused(
     fakes: Fakes, length: str | None
 ) -> None:
     with pytest.raises(LengthRequired):
-        await fakes.uploads.upload_plain(OWNER, "t", None, body_of(b"v"), request_length=length)
+        await fakes.use_cases.uploads.upload_plain(OWNER, "t", None, body_of(b"v"), request_length=length)
 
 
 @pytest.mark.parametrize(
@@ -137,9 +137,11 @@ async def test_a_failed_recording_keeps_the_stored_source_and_records_nothing(fa
         async def emit(self, *_: object) -> None:
             raise RuntimeError("outbox down")
 
-    fakes.uploads._events = BrokenEvents()  # type: ignore[assignment]
+    fakes.use_cases.uploads._events = BrokenEvents()  # type: ignore[assignment]
     with pytest.raises(RuntimeError):
-        await fakes.uploads.upload_plain(OWNER, "t", None, body_of(b"source bytes"), request_length="12")
+        await fakes.use_cases.uploads.upload_plain(
+            OWNER, "t", None, body_of(b"source bytes"), request_length="12"
+        )
     (source,) = stored_sources(fakes)
     assert fakes.storage.files[source] == b"source bytes"
     async with fakes.uow() as uow:
@@ -204,14 +206,16 @@ async def test_a_chunk_of_another_size_than_its_layout_is_refused_and_leaves_not
 async def test_a_declared_chunk_length_is_checked_before_the_body(
     fakes: Fakes, declared: int, code: str
 ) -> None:
-    session = (await fakes.uploads.init(OWNER, "k", 2500, 1000, "t", None)).session
+    session = (await fakes.use_cases.uploads.init(OWNER, "k", 2500, 1000, "t", None)).session
 
     async def must_not_be_read() -> AsyncIterator[bytes]:
         raise AssertionError("the body was read")
         yield b""  # pragma: no cover
 
     with pytest.raises(MediaRefusal) as refused:
-        await fakes.uploads.put_chunk(OWNER, session.session_id, 0, declared, must_not_be_read(), None)
+        await fakes.use_cases.uploads.put_chunk(
+            OWNER, session.session_id, 0, declared, must_not_be_read(), None
+        )
     assert refused.value.code == code
 
 
@@ -239,24 +243,28 @@ async def test_a_chunk_with_a_wrong_checksum_is_refused(client: httpx.AsyncClien
 
 
 async def test_a_chunk_that_already_landed_is_not_written_again(fakes: Fakes) -> None:
-    session = (await fakes.uploads.init(OWNER, "k", 1000, 1000, "t", None)).session
-    await fakes.uploads.put_chunk(OWNER, session.session_id, 0, 1000, body_of(b"a" * 1000), None)
+    session = (await fakes.use_cases.uploads.init(OWNER, "k", 1000, 1000, "t", None)).session
+    await fakes.use_cases.uploads.put_chunk(OWNER, session.session_id, 0, 1000, body_of(b"a" * 1000), None)
 
     async def must_not_be_read() -> AsyncIterator[bytes]:
         raise AssertionError("the body was read")
         yield b""  # pragma: no cover
 
-    again = await fakes.uploads.put_chunk(OWNER, session.session_id, 0, 1000, must_not_be_read(), None)
+    again = await fakes.use_cases.uploads.put_chunk(
+        OWNER, session.session_id, 0, 1000, must_not_be_read(), None
+    )
     assert again.received == frozenset({0})
 
 
 async def test_no_chunk_is_taken_once_the_session_merges_or_completed(fakes: Fakes) -> None:
-    session = (await fakes.uploads.init(OWNER, "k", 2000, 1000, "t", None)).session
-    await fakes.uploads.put_chunk(OWNER, session.session_id, 0, 1000, body_of(b"a" * 1000), None)
-    await fakes.uploads.put_chunk(OWNER, session.session_id, 1, 1000, body_of(b"b" * 1000), None)
-    await fakes.uploads.complete(OWNER, session.session_id)
+    session = (await fakes.use_cases.uploads.init(OWNER, "k", 2000, 1000, "t", None)).session
+    await fakes.use_cases.uploads.put_chunk(OWNER, session.session_id, 0, 1000, body_of(b"a" * 1000), None)
+    await fakes.use_cases.uploads.put_chunk(OWNER, session.session_id, 1, 1000, body_of(b"b" * 1000), None)
+    await fakes.use_cases.uploads.complete(OWNER, session.session_id)
     with pytest.raises(UploadConflict) as refused:
-        await fakes.uploads.put_chunk(OWNER, session.session_id, 1, 1000, body_of(b"c" * 1000), None)
+        await fakes.use_cases.uploads.put_chunk(
+            OWNER, session.session_id, 1, 1000, body_of(b"c" * 1000), None
+        )
     assert refused.value.code == "upload_not_open"
 
 
@@ -378,24 +386,24 @@ async def test_a_merge_slot_held_by_another_instance_answers_409_with_retry_afte
 
 
 async def test_a_merge_abandoned_by_a_dead_instance_is_taken_over_once_stale(fakes: Fakes) -> None:
-    session = (await fakes.uploads.init(OWNER, "k", 1000, 1000, "t", None)).session
-    await fakes.uploads.put_chunk(OWNER, session.session_id, 0, 1000, body_of(b"a" * 1000), None)
+    session = (await fakes.use_cases.uploads.init(OWNER, "k", 1000, 1000, "t", None)).session
+    await fakes.use_cases.uploads.put_chunk(OWNER, session.session_id, 0, 1000, body_of(b"a" * 1000), None)
     async with fakes.uow() as uow:  # a dead instance began merging it
         assert await uow.sessions.begin_merge(session.session_id, OWNER, "media-dead", MERGE_STALE_SECONDS)
     with pytest.raises(MergeInProgress):
-        await fakes.uploads.complete(OWNER, session.session_id)
+        await fakes.use_cases.uploads.complete(OWNER, session.session_id)
     fakes.clock.advance(MERGE_STALE_SECONDS + 1)
-    assert await fakes.uploads.complete(OWNER, session.session_id) == session.material_id
-    assert (await fakes.uploads.session(OWNER, session.session_id)).state == SessionState.COMPLETED
+    assert await fakes.use_cases.uploads.complete(OWNER, session.session_id) == session.material_id
+    assert (await fakes.use_cases.uploads.session(OWNER, session.session_id)).state == SessionState.COMPLETED
 
 
 async def test_a_failed_merge_reopens_the_session(fakes: Fakes) -> None:
-    session = (await fakes.uploads.init(OWNER, "k", 1000, 1000, "t", None)).session
-    await fakes.uploads.put_chunk(OWNER, session.session_id, 0, 1000, body_of(b"a" * 1000), None)
+    session = (await fakes.use_cases.uploads.init(OWNER, "k", 1000, 1000, "t", None)).session
+    await fakes.use_cases.uploads.put_chunk(OWNER, session.session_id, 0, 1000, body_of(b"a" * 1000), None)
     fakes.storage.free = None
     with pytest.raises(InsufficientStorage):
-        await fakes.uploads.complete(OWNER, session.session_id)
-    assert (await fakes.uploads.session(OWNER, session.session_id)).state == SessionState.OPEN
+        await fakes.use_cases.uploads.complete(OWNER, session.session_id)
+    assert (await fakes.use_cases.uploads.session(OWNER, session.session_id)).state == SessionState.OPEN
     assert fakes.activity.merges == 0
 
 

@@ -40,19 +40,19 @@ from yovision_platform.unit_of_work import InMemoryOutbox, InMemoryUnitOfWork
 
 __all__ = [
     "Clock",
-    "FakeTranscoder",
-    "InMemoryCapability",
-    "InMemoryLocks",
-    "InMemoryMedia",
-    "InMemoryMediaUnitOfWork",
-    "InMemoryStorage",
     "ManualClock",
+    "MemoryCapability",
+    "MemoryLocks",
+    "MemoryMedia",
+    "MemoryMediaTools",
+    "MemoryMediaUnitOfWork",
+    "MemoryStorage",
     "StrictClock",
 ]
 
 Clock = Callable[[], datetime]
 PLENTY_FREE_BYTES = 1 << 50
-STORAGE_ROOT = Path("/in-memory-storage")  # never touched: paths name entries of `InMemoryStorage.files`
+STORAGE_ROOT = Path("/in-memory-storage")  # never touched: paths name entries of `MemoryStorage.files`
 
 
 def utc_now() -> datetime:
@@ -61,7 +61,7 @@ def utc_now() -> datetime:
 
 class StrictClock:
     """The wall clock, but every reading later than the one before (as every later transaction's `now()`
-    in PostgreSQL): the default clock of `InMemoryMedia`."""
+    in PostgreSQL): the default clock of `MemoryMedia`."""
 
     def __init__(self) -> None:
         self._last = datetime.min.replace(tzinfo=UTC)
@@ -124,7 +124,7 @@ class _InstanceRow:
 
 
 @dataclass
-class MemoryTables:
+class MemoryMediaTables:
     """Every row of the fake database: the one object a unit of work snapshots and restores."""
 
     materials: dict[uuid.UUID, _MaterialRow] = field(default_factory=dict)
@@ -150,12 +150,12 @@ def _material_of(row: _MaterialRow, read_at: datetime) -> Material:
 class _Rows:
     """A store on the fake tables; `clock` is its unit of work's transaction time (as `now()`)."""
 
-    def __init__(self, tables: MemoryTables, clock: Clock) -> None:
+    def __init__(self, tables: MemoryMediaTables, clock: Clock) -> None:
         self._tables = tables
         self._clock = clock
 
 
-class InMemoryMaterials(_Rows):
+class MemoryMaterials(_Rows):
     def _row(self, material_id: uuid.UUID) -> _MaterialRow:
         row = self._tables.materials.get(material_id)
         assert row is not None, "no such material"
@@ -207,7 +207,7 @@ class InMemoryMaterials(_Rows):
         return True
 
 
-class InMemorySessions(_Rows):
+class MemorySessions(_Rows):
     async def find(self, owner: str, upload_key: str) -> UploadSession | None:
         for row in self._tables.sessions.values():
             if (row.session.owner, row.session.upload_key) == (owner, upload_key):
@@ -265,7 +265,7 @@ class InMemorySessions(_Rows):
             row.merge_started_at = None
 
 
-class InMemoryJobs(_Rows):
+class MemoryJobs(_Rows):
     def _current(self, job_id: uuid.UUID, lease: Lease) -> _JobRow:
         """The job, if `lease` is still its current lease by the clock; LeaseLost otherwise."""
         row = self._tables.jobs.get(job_id)
@@ -373,7 +373,7 @@ class InMemoryJobs(_Rows):
         return live
 
 
-class InMemoryInstances(_Rows):
+class MemoryInstances(_Rows):
     async def register(self, instance_id: str) -> None:
         now = self._clock()
         row = self._tables.instances.get(instance_id)
@@ -388,7 +388,7 @@ class InMemoryInstances(_Rows):
         row.seen_at, row.draining = now, True
 
 
-class InMemoryListing(_Rows):
+class MemoryListing(_Rows):
     async def materials(
         self, owner: str, limit: int, after: tuple[datetime, uuid.UUID] | None
     ) -> list[Material]:
@@ -414,20 +414,20 @@ class InMemoryListing(_Rows):
         ]
 
 
-class InMemoryMediaUnitOfWork(InMemoryUnitOfWork):
+class MemoryMediaUnitOfWork(InMemoryUnitOfWork):
     """One fake transaction: its stores read the clock once, at its start (PostgreSQL's `now()`)."""
 
-    def __init__(self, media: InMemoryMedia) -> None:
+    def __init__(self, media: MemoryMedia) -> None:
         super().__init__()
         self.outbox = media.outbox
         self._media = media
         self._started_at: datetime | None = None
         tables, now = media.tables, self._transaction_time
-        self.materials = InMemoryMaterials(tables, now)
-        self.sessions = InMemorySessions(tables, now)
-        self.jobs = InMemoryJobs(tables, now)
-        self.instances = InMemoryInstances(tables, now)
-        self.listing = InMemoryListing(tables, now)
+        self.materials = MemoryMaterials(tables, now)
+        self.sessions = MemorySessions(tables, now)
+        self.jobs = MemoryJobs(tables, now)
+        self.instances = MemoryInstances(tables, now)
+        self.listing = MemoryListing(tables, now)
 
     def _transaction_time(self) -> datetime:
         if self._started_at is None:
@@ -449,17 +449,17 @@ class InMemoryMediaUnitOfWork(InMemoryUnitOfWork):
         await super().__aexit__(exc_type, exc, tb)
 
 
-class InMemoryMedia:
+class MemoryMedia:
     """The fake media schema: its rows, its committed outbox and its clock (the "database clock").
     `unit_of_work` is the factory use cases take."""
 
     def __init__(self, clock: Clock | None = None) -> None:
-        self.tables = MemoryTables()
+        self.tables = MemoryMediaTables()
         self.outbox = InMemoryOutbox()
         self.clock: Clock = clock or StrictClock()
 
-    def unit_of_work(self) -> InMemoryMediaUnitOfWork:
-        return InMemoryMediaUnitOfWork(self)
+    def unit_of_work(self) -> MemoryMediaUnitOfWork:
+        return MemoryMediaUnitOfWork(self)
 
     def committed_events(self) -> list[OutboxMessage]:
         return list(self.outbox.committed)
@@ -468,7 +468,7 @@ class InMemoryMedia:
 # --- locks, storage, transcoder, capability -------------------------------------------------------------
 
 
-class InMemoryLocks:
+class MemoryLocks:
     def __init__(self) -> None:
         self.held: set[str] = set()
 
@@ -490,7 +490,7 @@ class InMemoryLocks:
             self.held.discard(key)
 
 
-class InMemoryStorage:
+class MemoryStorage:
     """Files by key in `files`; paths under `root` name them (the transcoder reads and writes through
     `read_local` / `write_local`). A write stores its file only once its whole body was read."""
 
@@ -620,7 +620,7 @@ VIDEO_SIGNATURE = b"ftyp"
 RENDERED_MARK = b"rendered:"
 
 
-class FakeTranscoder:
+class MemoryMediaTools:
     """Renders marked files into `storage`'s work folders: a source that is no MP4 (or missing) fails with
     `ffmpeg_failed`, and `verify` accepts only what `render` wrote for that output.
 
@@ -628,7 +628,7 @@ class FakeTranscoder:
     verification refuses), `hold` (a render waits for it, or for `abort`) and `rendering` (set while a
     render waits)."""
 
-    def __init__(self, storage: InMemoryStorage) -> None:
+    def __init__(self, storage: MemoryStorage) -> None:
         self._storage = storage
         self.missing_tool = False
         self.broken_outputs = False
@@ -665,7 +665,7 @@ class FakeTranscoder:
             raise TranscodeFailure(f"{output.kind}_invalid")
 
 
-class InMemoryCapability:
+class MemoryCapability:
     def __init__(self) -> None:
         self.instance_id: str | None = None
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
@@ -22,6 +21,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import ClientDisconnect
 
+from media_worker.bootstrap import MediaUseCases
 from media_worker.domain.errors import (
     ChunkSlotsBusy,
     Draining,
@@ -40,10 +40,9 @@ from media_worker.domain.limits import CHUNK_COUNT_MAX, CHUNK_MAX_BYTES, CHUNK_M
 from media_worker.domain.material import Material
 from media_worker.domain.sessions import SessionState, UploadSession
 from media_worker.entrypoints.multipart import file_part_stream
-from media_worker.service_layer.drain import Drain, DrainReport
-from media_worker.service_layer.materials import MATERIAL_PAGE_MAX_ITEMS, Materials
+from media_worker.service_layer.drain import DrainReport
+from media_worker.service_layer.materials import MATERIAL_PAGE_MAX_ITEMS
 from media_worker.service_layer.metrics import DisconnectedUpload, MediaMetrics
-from media_worker.service_layer.uploads import UploadService
 from yovision_platform.access_tokens import AccessTokenCaller
 from yovision_platform.auth import Identity
 from yovision_platform.errors import ServiceError
@@ -52,22 +51,11 @@ from yovision_platform.paging import InvalidCursor, cursor_query
 from yovision_platform.problems import problem_response
 from yovision_platform.web import JsonInt, create_app, guard_policy
 
-__all__ = ["DRAIN_PERMISSION", "MediaApi", "install_routes", "openapi_document", "router"]
+__all__ = ["DRAIN_PERMISSION", "include_api", "openapi_document", "router", "use_cases_of"]
 
 log = logging.getLogger(__name__)
 
 DRAIN_PERMISSION = "media:drain"
-
-
-@dataclass
-class MediaApi:
-    """The use cases the routes call, and what counts their refusals (who calls is `AccessTokenCaller`'s:
-    the app's verifier, `use_access_tokens` in the entrypoint, `use_access_token_verifier` in tests)."""
-
-    uploads: UploadService
-    materials: Materials
-    drain: Drain
-    metrics: MediaMetrics | None = None
 
 
 class InitUpload(BaseModel):
@@ -135,12 +123,20 @@ def _drain_view(report: DrainReport) -> dict[str, Any]:
     }
 
 
-def _api(request: Request) -> MediaApi:
-    api: MediaApi = request.app.state.media_api
-    return api
+def use_cases_of(request: Request) -> MediaUseCases:
+    """The use cases the routes call (`include_api`). Who calls is `AccessTokenCaller`'s: the app's verifier,
+    `use_access_tokens` in the entrypoint, `use_access_token_verifier` in tests."""
+    use_cases: MediaUseCases = request.app.state.use_cases
+    return use_cases
 
 
-Api = Annotated[MediaApi, Depends(_api)]
+def _metrics(request: Request) -> MediaMetrics | None:
+    """What counts the refusals and the disconnects (`include_api`; None: nothing counts)."""
+    metrics: MediaMetrics | None = request.app.state.media_metrics
+    return metrics
+
+
+UseCases = Annotated[MediaUseCases, Depends(use_cases_of)]
 
 
 class RefusalCountingRoute(APIRoute):
@@ -154,7 +150,7 @@ class RefusalCountingRoute(APIRoute):
             try:
                 return await handler(request)
             except (MediaRefusal, InvalidCursor) as refusal:
-                metrics = _api(request).metrics
+                metrics = _metrics(request)
                 if metrics is not None:
                     metrics.refusals.labels(code=refusal.code).inc()
                 raise
@@ -218,11 +214,11 @@ PLAIN_UPLOAD_BODY = {
     ),
 )
 async def upload_plain(
-    api: Api, request: Request, user: AccessTokenCaller, title: str = Query("", max_length=200)
+    use_cases: UseCases, request: Request, user: AccessTokenCaller, title: str = Query("", max_length=200)
 ) -> dict[str, Any]:
     """Plain multipart upload (one part named `file`); the declared length is checked before parsing."""
     body: AsyncIterator[bytes] = file_part_stream(request.headers.get("content-type"), request.stream())
-    material_id = await api.uploads.upload_plain(
+    material_id = await use_cases.uploads.upload_plain(
         user.subject, title, None, body, request_length=request.headers.get("content-length")
     )
     return {"material_id": str(material_id), "status": "pending"}
@@ -246,11 +242,11 @@ async def upload_plain(
     },
 )
 async def init_upload(
-    api: Api, spec: InitUpload, user: AccessTokenCaller, response: Response
+    use_cases: UseCases, spec: InitUpload, user: AccessTokenCaller, response: Response
 ) -> dict[str, Any]:
     """Start a chunked upload, or resume the caller's session of the same `upload_key` (same layout only,
     else 409 `layout_conflict`)."""
-    outcome = await api.uploads.init(
+    outcome = await use_cases.uploads.init(
         user.subject, spec.upload_key, spec.total_bytes, spec.chunk_bytes, spec.title, spec.content_type
     )
     if not outcome.created:
@@ -259,8 +255,8 @@ async def init_upload(
 
 
 @router.get("/v1/uploads/{session_id}", responses=refusals(NotFound()))
-async def upload_state(api: Api, session_id: uuid.UUID, user: AccessTokenCaller) -> dict[str, Any]:
-    return _session_view(await api.uploads.session(user.subject, session_id))
+async def upload_state(use_cases: UseCases, session_id: uuid.UUID, user: AccessTokenCaller) -> dict[str, Any]:
+    return _session_view(await use_cases.uploads.session(user.subject, session_id))
 
 
 @router.put(
@@ -278,11 +274,11 @@ async def upload_state(api: Api, session_id: uuid.UUID, user: AccessTokenCaller)
     ),
 )
 async def put_chunk(
-    api: Api, session_id: uuid.UUID, index: int, request: Request, user: AccessTokenCaller
+    use_cases: UseCases, session_id: uuid.UUID, index: int, request: Request, user: AccessTokenCaller
 ) -> dict[str, Any]:
     """Raw chunk body; it must be exactly the layout's size for `index` (optional `X-Chunk-Sha256`)."""
     declared = request.headers.get("content-length")
-    session = await api.uploads.put_chunk(
+    session = await use_cases.uploads.put_chunk(
         user.subject,
         session_id,
         index,
@@ -303,62 +299,68 @@ async def put_chunk(
         *STORAGE,
     ),
 )
-async def complete_upload(api: Api, session_id: uuid.UUID, user: AccessTokenCaller) -> dict[str, Any]:
-    material_id = await api.uploads.complete(user.subject, session_id)
+async def complete_upload(
+    use_cases: UseCases, session_id: uuid.UUID, user: AccessTokenCaller
+) -> dict[str, Any]:
+    material_id = await use_cases.uploads.complete(user.subject, session_id)
     return {"material_id": str(material_id)}
 
 
 @router.get("/v1/materials", responses=refusals(InvalidCursor()))
 async def list_materials(
-    api: Api,
+    use_cases: UseCases,
     user: AccessTokenCaller,
     limit: Annotated[int, Query(ge=1, le=MATERIAL_PAGE_MAX_ITEMS)] = 20,
     cursor: Annotated[str | None, cursor_query(uuid.UUID)] = None,
 ) -> dict[str, Any]:
     """The caller's materials, newest first, keyset-paged (`next_cursor`)."""
-    page = await api.materials.page(user.subject, limit, cursor)
+    page = await use_cases.materials.page(user.subject, limit, cursor)
     return {"items": [_material_view(m) for m in page.items], "next_cursor": page.next_cursor}
 
 
 @router.get("/v1/materials/{material_id}", responses=refusals(NotFound()))
-async def material_status(api: Api, material_id: uuid.UUID, user: AccessTokenCaller) -> dict[str, Any]:
-    return _material_view(await api.materials.status(user.subject, material_id))
+async def material_status(
+    use_cases: UseCases, material_id: uuid.UUID, user: AccessTokenCaller
+) -> dict[str, Any]:
+    return _material_view(await use_cases.materials.status(user.subject, material_id))
 
 
 @router.get("/v1/materials/{material_id}/outputs/{kind}", response_model=None, responses=refusals(NotFound()))
 async def material_output(
-    api: Api, material_id: uuid.UUID, kind: str, user: AccessTokenCaller
+    use_cases: UseCases, material_id: uuid.UUID, kind: str, user: AccessTokenCaller
 ) -> FileResponse:
     """Streams one output (`cover`, `preview_720p`, `clip_10s`) from the storage."""
-    output = await api.materials.output(user.subject, material_id, kind)
+    output = await use_cases.materials.output(user.subject, material_id, kind)
     return FileResponse(output.path, media_type=output.media_type)
 
 
 @router.post(
     "/v1/materials/{material_id}/retry", status_code=202, responses=refusals(NotFound(), NotRetryable())
 )
-async def retry_material(api: Api, material_id: uuid.UUID, user: AccessTokenCaller) -> dict[str, Any]:
-    await api.materials.retry(user.subject, material_id)
+async def retry_material(
+    use_cases: UseCases, material_id: uuid.UUID, user: AccessTokenCaller
+) -> dict[str, Any]:
+    await use_cases.materials.retry(user.subject, material_id)
     return {"material_id": str(material_id), "status": "pending"}
 
 
 @router.post("/internal/drain", responses=FORBIDDEN)
-async def request_drain(api: Api, _: Operator) -> dict[str, Any]:
+async def request_drain(use_cases: UseCases, _: Operator) -> dict[str, Any]:
     """Stop taking new jobs and uploads; in-flight work finishes."""
-    return _drain_view(await api.drain.request())
+    return _drain_view(await use_cases.drain.request())
 
 
 @router.get("/internal/drain", responses=FORBIDDEN)
-async def drain_state(api: Api, _: Operator) -> dict[str, Any]:
-    return _drain_view(api.drain.report())
+async def drain_state(use_cases: UseCases, _: Operator) -> dict[str, Any]:
+    return _drain_view(use_cases.drain.report())
 
 
 @router.get("/internal/instances", responses=FORBIDDEN)
-async def worker_instances(api: Api, _: Operator) -> dict[str, Any]:
+async def worker_instances(use_cases: UseCases, _: Operator) -> dict[str, Any]:
     """Every instance that registered, with its recorded drain request and the jobs it holds leases on.
     Whether one may be stopped is only its own `/internal/drain` answer: this list is what the database
     knows."""
-    this_instance = api.drain.instance_id
+    this_instance = use_cases.drain.instance_id
     return {
         "items": [
             {
@@ -369,7 +371,7 @@ async def worker_instances(api: Api, _: Operator) -> dict[str, Any]:
                 "leased_jobs": i.leased_jobs,
                 "this_instance": i.instance_id == this_instance,
             }
-            for i in await api.drain.instances()
+            for i in await use_cases.drain.instances()
         ]
     }
 
@@ -380,20 +382,22 @@ DISCONNECTED_UPLOADS: dict[object, DisconnectedUpload] = {
 }
 
 
-def install_routes(app: FastAPI, api: MediaApi) -> None:
+async def client_disconnected(request: Request, _: Exception) -> JSONResponse:
+    """An expected event: the upload use case already released its slot and removed its partial file.
+    Counted and logged at info without a traceback; the answer reaches nobody."""
+    upload = DISCONNECTED_UPLOADS.get(request.scope.get("endpoint"), DisconnectedUpload.OTHER)
+    metrics = _metrics(request)
+    if metrics is not None:
+        metrics.client_disconnects.labels(upload=upload).inc()
+    log.info("client disconnected before sending the whole body", extra={"upload": upload.value})
+    return problem_response(400, "client_disconnected")
 
-    async def client_disconnected(request: Request, _: Exception) -> JSONResponse:
-        """An expected event: the upload use case already released its slot and removed its partial file.
-        Counted and logged at info without a traceback; the answer reaches nobody."""
-        upload = DISCONNECTED_UPLOADS.get(request.scope.get("endpoint"), DisconnectedUpload.OTHER)
-        if api.metrics is not None:
-            api.metrics.client_disconnects.labels(upload=upload).inc()
-        log.info("client disconnected before sending the whole body", extra={"upload": upload.value})
-        return problem_response(400, "client_disconnected")
 
+def include_api(app: FastAPI, use_cases: MediaUseCases, metrics: MediaMetrics | None = None) -> None:
+    """Serve the routes on `app`, calling `use_cases`; `metrics` counts refusals and disconnects."""
+    app.state.use_cases = use_cases
+    app.state.media_metrics = metrics
     app.add_exception_handler(ClientDisconnect, client_disconnected)
-
-    app.state.media_api = api
     app.include_router(router)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import sys
 
@@ -10,15 +11,12 @@ from media_worker.adapters.ffmpeg import FfmpegTools
 from media_worker.adapters.locks import AdvisoryLocks
 from media_worker.adapters.storage import LocalStorage
 from media_worker.adapters.unit_of_work import PostgresMediaUnitOfWork
+from media_worker.bootstrap import bootstrap
 from media_worker.domain.errors import InsufficientStorage
-from media_worker.entrypoints.api import MediaApi, install_routes, set_upload_body_rule
+from media_worker.entrypoints.api import include_api, set_upload_body_rule
+from media_worker.entrypoints.transcode_worker import TranscodeWorker
 from media_worker.service_layer.activity import Activity
-from media_worker.service_layer.drain import Drain
-from media_worker.service_layer.events import EventWriter
-from media_worker.service_layer.materials import Materials
 from media_worker.service_layer.metrics import MediaMetrics
-from media_worker.service_layer.transcoder import TranscodeWorker, WorkerTiming
-from media_worker.service_layer.uploads import UploadService
 from media_worker.settings import MediaWorkerSettings
 from yovision_platform.access_tokens import use_access_tokens
 from yovision_platform.avro import AvroSerde, SchemaRegistry
@@ -30,31 +28,25 @@ __all__ = ["SPEC", "main"]
 
 async def configure(ctx: ServiceContext[MediaWorkerSettings]) -> None:
     settings = ctx.settings
-    uow = functools.partial(PostgresMediaUnitOfWork, ctx.pool, ctx.plan.schema)
-    locks = AdvisoryLocks(ctx.pool, ctx.plan.schema)
     storage = LocalStorage(settings.storage_dir)
-    events = EventWriter(AvroSerde(SchemaRegistry.load()))
     activity = Activity()
     metrics = MediaMetrics(ctx.registry, activity)
-    worker = TranscodeWorker(
-        uow,
-        locks,
-        storage,
-        events,
-        activity,
-        FfmpegTools(settings.ffmpeg_path, settings.ffprobe_path),
-        instance_id=settings.instance_id,
-        timing=WorkerTiming(settings.job_lease_seconds, settings.rescan_seconds),
+    transcode_woken = asyncio.Event()
+    use_cases = bootstrap(
+        settings,
+        uow=functools.partial(PostgresMediaUnitOfWork, ctx.pool, ctx.plan.schema),
+        locks=AdvisoryLocks(ctx.pool, ctx.plan.schema),
+        storage=storage,
+        tools=FfmpegTools(settings.ffmpeg_path, settings.ffprobe_path),
+        capability=CapabilityFile(settings.capability_file),
+        serde=AvroSerde(SchemaRegistry.load()),
+        activity=activity,
         metrics=metrics,
+        job_queued=transcode_woken.set,
     )
-    uploads = UploadService(
-        uow, locks, storage, events, activity, instance_id=settings.instance_id, job_queued=worker.wake.set
-    )
-    drain = Drain(uow, activity, CapabilityFile(settings.capability_file), instance_id=settings.instance_id)
-    await drain.register()
-    materials = Materials(uow, storage, job_queued=worker.wake.set)
+    await use_cases.drain.register()
     use_access_tokens(ctx)
-    install_routes(ctx.app, MediaApi(uploads, materials, drain, metrics))
+    include_api(ctx.app, use_cases, metrics)
     set_upload_body_rule(ctx.app, settings.upload_body_rule)
 
     async def storage_ready() -> None:
@@ -62,7 +54,7 @@ async def configure(ctx: ServiceContext[MediaWorkerSettings]) -> None:
             raise InsufficientStorage("free_space_unknown")
 
     ctx.add_readiness_check("storage", storage_ready)
-    ctx.add_worker("transcode", worker.run)
+    ctx.add_worker("transcode", TranscodeWorker(use_cases.transcoder, woken=transcode_woken).run)
 
 
 SPEC = ServiceSpec.for_package(

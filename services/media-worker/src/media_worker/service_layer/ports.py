@@ -38,11 +38,11 @@ __all__ = [
     "MaterialStore",
     "MediaListing",
     "MediaLocks",
+    "MediaTools",
     "MediaUnitOfWork",
     "SessionStore",
     "Storage",
     "StoredFile",
-    "Transcoder",
     "UnitOfWorkFactory",
 ]
 
@@ -321,7 +321,7 @@ class Storage(Protocol):
         ...
 
 
-class Transcoder(Protocol):
+class MediaTools(Protocol):
     """Renders and verifies one output of a source (ffmpeg and ffprobe): `TranscodeFailure` with a stable
     code on a definite failure, `Aborted` once `abort` is set."""
 

@@ -1,4 +1,5 @@
-"""The transcode worker: claims durable jobs, runs ffmpeg under a fenced lease, records the outcome.
+"""The transcode use case: claims durable jobs, runs ffmpeg under a fenced lease, records the outcome (the
+loop that drives it, the transcode worker, is `entrypoints/transcode_worker.py`).
 
 One material has at most one live executor across instances: the job row's lease (owner, random token,
 DB-clock expiry) plus a session advisory lock on the material held for the whole run. While ffmpeg runs, a
@@ -30,8 +31,8 @@ from media_worker.service_layer.metrics import MediaMetrics, TranscodeOutcome
 from media_worker.service_layer.ports import (
     ClaimedJob,
     MediaLocks,
+    MediaTools,
     Storage,
-    Transcoder,
     UnitOfWorkFactory,
 )
 from media_worker.service_layer.recovery import AttemptRecovery
@@ -39,7 +40,7 @@ from yovision_platform.db import STORE_ERRORS
 from yovision_platform.errors import LeaseLost
 from yovision_platform.tracing import context_of, tracer
 
-__all__ = ["JOB_LEASE_SECONDS", "RESCAN_SECONDS", "TranscodeWorker", "WorkerTiming"]
+__all__ = ["JOB_LEASE_SECONDS", "RESCAN_SECONDS", "Transcoder", "WorkerTiming"]
 
 log = logging.getLogger(__name__)
 _tracer = tracer(__name__)
@@ -75,7 +76,7 @@ class WorkerTiming:
 class _LeaseKeeper:
     """Renews the lease (with the progress reached) in the background; sets `lost` on any failure."""
 
-    def __init__(self, worker: TranscodeWorker, job: ClaimedJob) -> None:
+    def __init__(self, worker: Transcoder, job: ClaimedJob) -> None:
         self._worker = worker
         self.job = job
         self.progress = 0
@@ -97,7 +98,10 @@ class _LeaseKeeper:
                 await self.renew()
 
 
-class TranscodeWorker:
+class Transcoder:
+    """The transcode use case: claims one due job and runs it (`run_once`), recovers dead attempts; the loop
+    that drives it is `entrypoints/transcode_worker.py`."""
+
     def __init__(
         self,
         uow: UnitOfWorkFactory,
@@ -105,7 +109,7 @@ class TranscodeWorker:
         storage: Storage,
         events: EventWriter,
         activity: Activity,
-        transcoder: Transcoder,
+        tools: MediaTools,
         *,
         instance_id: str,
         timing: WorkerTiming | None = None,
@@ -116,42 +120,32 @@ class TranscodeWorker:
         self.storage = storage
         self.events = events
         self.activity = activity
-        self.transcoder = transcoder
+        self.tools = tools
         self.instance_id = instance_id
         self.timing = timing or WorkerTiming()
         self.metrics = metrics
-        self.wake = asyncio.Event()
 
     @property
     def recovery(self) -> AttemptRecovery:
         return AttemptRecovery(self.uow, self.locks, self.storage, self.instance_id)
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Recover, process due jobs now, then again at the next lease expiry or rescan (or when woken)
-        until `stop`."""
-        recovered = False
-        while not stop.is_set():
-            self.wake.clear()  # a wake-up during the round below makes the wait return at once
-            try:
-                if not recovered:  # before the first claim, so no lease of this process is taken for dead
-                    await self.recovery.release_predecessor_leases()
-                    await self.recovery.sweep_output_folders()
-                    recovered = True
-                await self.recovery.sweep_work_folders()
-                while not stop.is_set() and not self.activity.draining and await self.run_once(stop):
-                    pass
-            except STORE_ERRORS as exc:
-                log.warning(
-                    "transcode round failed; waiting for the next", extra={"error_code": type(exc).__name__}
-                )
-            waiters = {asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self.wake.wait())}
-            await asyncio.wait(
-                waiters, timeout=await self._next_round_in(), return_when=asyncio.FIRST_COMPLETED
-            )
-            for waiter in waiters:
-                waiter.cancel()
+    @property
+    def draining(self) -> bool:
+        """This instance takes no new job (a drain was requested)."""
+        return self.activity.draining
 
-    async def _next_round_in(self) -> float:
+    async def recover_at_start(self) -> None:
+        """Release this instance id's predecessor's leases and sweep dead attempts' `outputs/` folders: before
+        the first claim, so no lease of this process is taken for dead."""
+        await self.recovery.release_predecessor_leases()
+        await self.recovery.sweep_output_folders()
+
+    async def sweep_work_folders(self) -> None:
+        """Remove the `work/` folders of dead attempts (every round)."""
+        await self.recovery.sweep_work_folders()
+
+    async def next_round_in(self) -> float:
+        """Seconds until the next round: just after the earliest known lease expiry, at most the rescan."""
         try:
             async with self.uow() as uow:
                 expiry = await uow.jobs.next_lease_expiry_in()
@@ -268,8 +262,8 @@ class TranscodeWorker:
         rendered: list[tuple[Output, Path]] = []
         for output in OUTPUTS:
             target = work / output.file_name
-            await self.transcoder.render(source, output, target, abort)
-            await self.transcoder.verify(output, target)
+            await self.tools.render(source, output, target, abort)
+            await self.tools.verify(output, target)
             keeper.progress = output.progress_after
             rendered.append((output, target))
         await keeper.renew()

@@ -40,7 +40,7 @@ from media_worker.service_layer.events import EventWriter
 from media_worker.service_layer.ports import ChunkTarget, MediaLocks, Storage, StoredFile, UnitOfWorkFactory
 from yovision_platform.tracing import context_of, current_traceparent, tracer
 
-__all__ = ["MERGE_STALE_SECONDS", "InitOutcome", "UploadService"]
+__all__ = ["MERGE_STALE_SECONDS", "InitOutcome", "Uploads"]
 
 _tracer = tracer(__name__)
 MERGE_STALE_SECONDS = 900.0  # a `merging` session untouched this long was abandoned by a dead instance
@@ -52,7 +52,7 @@ class InitOutcome:
     created: bool  # False: an existing session of the same upload key and layout was resumed
 
 
-class UploadService:
+class Uploads:
     def __init__(
         self,
         uow: UnitOfWorkFactory,

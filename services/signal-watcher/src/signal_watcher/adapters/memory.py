@@ -75,7 +75,7 @@ class _StoredWatcher:
     lease: Lease | None = None
 
 
-class MemoryTables:
+class MemoryWatcherTables:
     """The rows of the fake database; the unit of work snapshots them and restores them on rollback."""
 
     def __init__(self) -> None:
@@ -84,7 +84,7 @@ class MemoryTables:
 
 
 class MemoryWatcherStore:
-    def __init__(self, tables: MemoryTables, cipher: SecretCipher, clock: MemoryClock) -> None:
+    def __init__(self, tables: MemoryWatcherTables, cipher: SecretCipher, clock: MemoryClock) -> None:
         self._tables = tables
         self._cipher = cipher
         self._clock = clock
@@ -255,7 +255,7 @@ class MemoryWatcherStore:
 
 
 class MemoryCheckStore:
-    def __init__(self, tables: MemoryTables, clock: MemoryClock) -> None:
+    def __init__(self, tables: MemoryWatcherTables, clock: MemoryClock) -> None:
         self._tables = tables
         self._clock = clock
 
@@ -319,7 +319,7 @@ class MemorySignalDatabase:
     def __init__(self, cipher: SecretCipher, clock: MemoryClock | None = None) -> None:
         self.cipher = cipher
         self.clock = clock or MemoryClock()
-        self.tables = MemoryTables()
+        self.tables = MemoryWatcherTables()
         self.committed: list[OutboxMessage] = []
 
     def __call__(self) -> MemorySignalUnitOfWork:
