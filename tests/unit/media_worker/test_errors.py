@@ -63,7 +63,7 @@ def test_each_code_is_answered_with_its_status_and_retry_after(code: str) -> Non
 def test_single_code_classes_need_no_argument() -> None:
     single = [
         errors.LengthRequired,
-        errors.NotFound,
+        errors.MaterialNotFound,
         errors.MergeInProgress,
         errors.NotRetryable,
     ]

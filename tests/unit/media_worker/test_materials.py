@@ -8,7 +8,7 @@ import uuid
 import httpx
 import pytest
 
-from media_worker.domain.errors import NotFound
+from media_worker.domain.errors import MaterialNotFound
 from media_worker.domain.limits import PROTECTION_WINDOW
 from media_worker.domain.material import MaterialStatus
 from tests.conftest import problem_code
@@ -65,7 +65,7 @@ async def test_the_source_location_is_shown_once_the_protection_window_ended(
 
 async def test_an_output_is_found_only_once_recorded(fakes: Fakes) -> None:
     material_id = await fakes.upload()
-    with pytest.raises(NotFound):
+    with pytest.raises(MaterialNotFound):
         await fakes.use_cases.materials.output(OWNER, material_id, "preview_720p")
     async with fakes.uow() as uow:
         await uow.materials.complete(
@@ -83,7 +83,7 @@ async def test_an_output_is_found_only_once_recorded(fakes: Fakes) -> None:
     )
     assert (await fakes.use_cases.materials.output(OWNER, material_id, "cover")).media_type == "image/jpeg"
     for owner, kind in (("user-2", "cover"), (OWNER, "source"), (OWNER, "../cover")):
-        with pytest.raises(NotFound):
+        with pytest.raises(MaterialNotFound):
             await fakes.use_cases.materials.output(owner, material_id, kind)
 
 

@@ -138,7 +138,7 @@ async def test_everything_of_another_user_is_not_found(
         watchers.list_checks("bob", mine.id, limit=10, offset=0, before=None),
     ]
     for call in calls:
-        with pytest.raises(errors.NotFound) as refused:
+        with pytest.raises(errors.WatcherNotFound) as refused:
             await call
         assert refusal(refused) == (404, "not_found")
     assert (await watchers.list_own("bob", limit=10, offset=0, after=None)).items == []
@@ -201,9 +201,9 @@ async def test_the_url_is_checked_again_only_when_it_changes(
 async def test_a_deleted_watcher_is_not_found_afterwards(watchers: Watchers) -> None:
     created = await watchers.create("alice", DRAFT)
     await watchers.delete("alice", created.id)
-    with pytest.raises(errors.NotFound):
+    with pytest.raises(errors.WatcherNotFound):
         await watchers.delete("alice", created.id)
-    with pytest.raises(errors.NotFound):
+    with pytest.raises(errors.WatcherNotFound):
         await watchers.get("alice", created.id)
 
 

@@ -40,9 +40,9 @@ __all__ = [
     "InvalidUpload",
     "LayoutRefused",
     "LengthRequired",
+    "MaterialNotFound",
     "MediaRefusal",
     "MergeInProgress",
-    "NotFound",
     "NotRetryable",
     "UploadConflict",
     "UploadTooLarge",
@@ -111,8 +111,9 @@ class InvalidUpload(MediaRefusal):
     )
 
 
-class NotFound(MediaRefusal):
-    """No such material, session or output of the caller (another user's answers the same)."""
+class MaterialNotFound(MediaRefusal):
+    """No such material of the caller, upload session of one, or output of one (yet); another user's
+    answers the same."""
 
     code = "not_found"
     status = 404
@@ -167,7 +168,7 @@ REFUSALS: tuple[type[MediaRefusal], ...] = (
     UploadTooLarge,
     LayoutRefused,
     InvalidUpload,
-    NotFound,
+    MaterialNotFound,
     UploadConflict,
     MergeInProgress,
     NotRetryable,

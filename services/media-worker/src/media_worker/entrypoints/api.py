@@ -29,9 +29,9 @@ from media_worker.domain.errors import (
     InvalidUpload,
     LayoutRefused,
     LengthRequired,
+    MaterialNotFound,
     MediaRefusal,
     MergeInProgress,
-    NotFound,
     NotRetryable,
     UploadConflict,
     UploadTooLarge,
@@ -254,7 +254,7 @@ async def init_upload(
     return _session_view(outcome.session)
 
 
-@router.get("/v1/uploads/{session_id}", responses=refusals(NotFound()))
+@router.get("/v1/uploads/{session_id}", responses=refusals(MaterialNotFound()))
 async def upload_state(use_cases: UseCases, session_id: uuid.UUID, user: AccessTokenCaller) -> dict[str, Any]:
     return _session_view(await use_cases.uploads.session(user.subject, session_id))
 
@@ -262,7 +262,7 @@ async def upload_state(use_cases: UseCases, session_id: uuid.UUID, user: AccessT
 @router.put(
     "/v1/uploads/{session_id}/chunks/{index}",
     responses=refusals(
-        NotFound(),
+        MaterialNotFound(),
         InvalidUpload("chunk_index_out_of_range"),
         InvalidUpload("chunk_size_mismatch"),
         InvalidUpload("chunk_checksum_mismatch"),
@@ -292,7 +292,7 @@ async def put_chunk(
 @router.post(
     "/v1/uploads/{session_id}/complete",
     responses=refusals(
-        NotFound(),
+        MaterialNotFound(),
         UploadConflict("upload_incomplete"),
         MergeInProgress(),
         InvalidUpload("chunk_size_mismatch"),
@@ -318,14 +318,16 @@ async def list_materials(
     return {"items": [_material_view(m) for m in page.items], "next_cursor": page.next_cursor}
 
 
-@router.get("/v1/materials/{material_id}", responses=refusals(NotFound()))
+@router.get("/v1/materials/{material_id}", responses=refusals(MaterialNotFound()))
 async def material_status(
     use_cases: UseCases, material_id: uuid.UUID, user: AccessTokenCaller
 ) -> dict[str, Any]:
     return _material_view(await use_cases.materials.status(user.subject, material_id))
 
 
-@router.get("/v1/materials/{material_id}/outputs/{kind}", response_model=None, responses=refusals(NotFound()))
+@router.get(
+    "/v1/materials/{material_id}/outputs/{kind}", response_model=None, responses=refusals(MaterialNotFound())
+)
 async def material_output(
     use_cases: UseCases, material_id: uuid.UUID, kind: str, user: AccessTokenCaller
 ) -> FileResponse:
@@ -335,7 +337,9 @@ async def material_output(
 
 
 @router.post(
-    "/v1/materials/{material_id}/retry", status_code=202, responses=refusals(NotFound(), NotRetryable())
+    "/v1/materials/{material_id}/retry",
+    status_code=202,
+    responses=refusals(MaterialNotFound(), NotRetryable()),
 )
 async def retry_material(
     use_cases: UseCases, material_id: uuid.UUID, user: AccessTokenCaller

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from media_worker.domain.errors import NotFound, NotRetryable
+from media_worker.domain.errors import MaterialNotFound, NotRetryable
 from media_worker.domain.material import Material
 from media_worker.domain.outputs import OUTPUT_BY_KIND
 from media_worker.service_layer.ports import Storage, UnitOfWorkFactory
@@ -41,23 +41,23 @@ class Materials:
     async def status(self, owner: str, material_id: uuid.UUID) -> Material:
         """The owner's material; `not_found` for an unknown one and for another owner's."""
         async with self._uow() as uow:
-            return NotFound.unless_found(await uow.materials.get(material_id, owner))
+            return MaterialNotFound.unless_found(await uow.materials.get(material_id, owner))
 
     async def output(self, owner: str, material_id: uuid.UUID, kind: str) -> OutputFile:
         """Where one recorded output of the owner's material is; `not_found` until it is recorded."""
         output = OUTPUT_BY_KIND.get(kind)
         if output is None:
-            raise NotFound()
+            raise MaterialNotFound()
         key = (await self.status(owner, material_id)).outputs.get(kind)
         if key is None:
-            raise NotFound()
+            raise MaterialNotFound()
         return OutputFile(self._storage.local_path(key), output.media_type)
 
     async def retry(self, owner: str, material_id: uuid.UUID) -> None:
         """failed -> pending, the material and its job; `not_retryable` in any other status."""
         async with self._uow() as uow:
             if await uow.materials.get(material_id, owner) is None:
-                raise NotFound()
+                raise MaterialNotFound()
             retried = await uow.materials.reset_failed(material_id, owner)
             if retried:
                 await uow.jobs.reset_failed(material_id)

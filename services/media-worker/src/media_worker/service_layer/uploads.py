@@ -25,8 +25,8 @@ from opentelemetry.trace import Span
 from media_worker.domain.errors import (
     ChunkSlotsBusy,
     InvalidUpload,
+    MaterialNotFound,
     MergeInProgress,
-    NotFound,
     UploadConflict,
     UploadTooLarge,
 )
@@ -169,7 +169,7 @@ class Uploads:
 
     async def session(self, owner: str, session_id: uuid.UUID) -> UploadSession:
         async with self._uow() as uow:
-            return NotFound.unless_found(await uow.sessions.get(session_id, owner))
+            return MaterialNotFound.unless_found(await uow.sessions.get(session_id, owner))
 
     async def put_chunk(
         self,

@@ -6,7 +6,7 @@ Retry-After) the platform's problem handlers answer them with.
     │   └── UrlRefused           422  url_*
     │       └── TargetForbidden  403  ssrf_*: the SSRF guard
     │           └── NetworkConfined   403  probe_network_confined: SIGNAL_PROBE_ONLY_NETWORKS
-    ├── NotFound                 404  not_found
+    ├── WatcherNotFound          404  not_found
     ├── Conflict                 409
     │   ├── LimitReached              watcher_limit_reached
     │   ├── NotActive                 watcher_not_active
@@ -26,12 +26,12 @@ __all__ = [
     "LimitReached",
     "NetworkConfined",
     "NotActive",
-    "NotFound",
     "SecretsUnreadable",
     "StoredBodyNeedsPost",
     "TargetForbidden",
     "UrlRefused",
     "ValidationFailed",
+    "WatcherNotFound",
 ]
 
 # A check requested through the API waits at least this long after the watcher's last check (database
@@ -70,7 +70,7 @@ class NetworkConfined(TargetForbidden):
     code = "probe_network_confined"
 
 
-class NotFound(ServiceError):
+class WatcherNotFound(ServiceError):
     """The caller has no watcher with this id; another user's watcher is not found either, never 403."""
 
     code = "not_found"

@@ -1,7 +1,7 @@
 """The user's watchers: create (under the per-user cap), read, list, update, delete, pause/resume, check
 now, test now, and test a definition before it is saved. One use case per API operation, on the ports;
 every one refuses with a `ServiceError` of `domain.errors` and never returns another user's watcher
-(`NotFound`)."""
+(`WatcherNotFound`)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from signal_watcher.domain.errors import (
     LimitReached,
     NetworkConfined,
     NotActive,
-    NotFound,
     StoredBodyNeedsPost,
     TargetForbidden,
+    WatcherNotFound,
 )
 from signal_watcher.domain.masking import unmask_headers
 from signal_watcher.domain.model import Method, Status, WatcherSpec, resets_baseline
@@ -27,13 +27,15 @@ from signal_watcher.domain.records import CheckRow, Position, WatcherRecord
 from signal_watcher.service_layer.checks import ProbeResult, probe_and_judge
 from signal_watcher.service_layer.ports import Probe, SignalUnitOfWork, UnitOfWorkFactory
 
-__all__ = ["Page", "Preview", "Watchers"]
+__all__ = ["KeysetPage", "Preview", "Watchers"]
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class Page(Generic[T]):
+class KeysetPage(Generic[T]):
+    """A page of a keyset-paged list: the items, and the position the next page starts after."""
+
     items: list[T]
     next_position: Position | None  # where the next page starts; None on the last page
 
@@ -57,10 +59,10 @@ class Preview:
         )
 
 
-def _page(rows: Sequence[T], limit: int, position: Callable[[T], Position]) -> Page[T]:
+def _page(rows: Sequence[T], limit: int, position: Callable[[T], Position]) -> KeysetPage[T]:
     """`rows` fetched with one more than `limit`: that extra row means another page follows."""
     items = list(rows[:limit])
-    return Page(items, position(items[-1]) if len(rows) > limit else None)
+    return KeysetPage(items, position(items[-1]) if len(rows) > limit else None)
 
 
 def _created(record: WatcherRecord) -> Position:
@@ -101,12 +103,12 @@ class Watchers:
 
     async def list_own(
         self, user_id: str, *, limit: int, offset: int, after: Position | None
-    ) -> Page[WatcherRecord]:
+    ) -> KeysetPage[WatcherRecord]:
         async with self._units_of_work() as uow:
             rows = await uow.watchers.list_for_user(user_id, limit=limit + 1, offset=offset, after=after)
         return _page(rows, limit, _created)
 
-    async def list_all(self, *, limit: int, offset: int, after: Position | None) -> Page[WatcherRecord]:
+    async def list_all(self, *, limit: int, offset: int, after: Position | None) -> KeysetPage[WatcherRecord]:
         """Every user's watchers (the admin list; the caller's permission is checked by the route)."""
         async with self._units_of_work() as uow:
             rows = await uow.watchers.list_all(limit=limit + 1, offset=offset, after=after)
@@ -129,19 +131,19 @@ class Watchers:
             reset = resets_baseline(current.spec, spec)
             record = await uow.watchers.update_spec(user_id, watcher_id, spec, reset_baseline=reset)
         if record is None:
-            raise NotFound()
+            raise WatcherNotFound()
         return record
 
     async def delete(self, user_id: str, watcher_id: uuid.UUID) -> None:
         async with self._units_of_work() as uow:
             if not await uow.watchers.delete(user_id, watcher_id):
-                raise NotFound()
+                raise WatcherNotFound()
 
     async def set_status(self, user_id: str, watcher_id: uuid.UUID, status: Status) -> WatcherRecord:
         async with self._units_of_work() as uow:
             record = await uow.watchers.set_status(user_id, watcher_id, status)
         if record is None:
-            raise NotFound()
+            raise WatcherNotFound()
         return record
 
     async def request_check(self, user_id: str, watcher_id: uuid.UUID) -> WatcherRecord:
@@ -186,7 +188,7 @@ class Watchers:
 
     async def list_checks(
         self, user_id: str, watcher_id: uuid.UUID, *, limit: int, offset: int, before: Position | None
-    ) -> Page[CheckRow]:
+    ) -> KeysetPage[CheckRow]:
         async with self._units_of_work() as uow:
             await _owned(uow, user_id, watcher_id)
             rows = await uow.checks.list_for_watcher(
@@ -222,5 +224,5 @@ class Watchers:
 async def _owned(uow: SignalUnitOfWork, user_id: str, watcher_id: uuid.UUID) -> WatcherRecord:
     record = await uow.watchers.get(user_id, watcher_id)
     if record is None:
-        raise NotFound()
+        raise WatcherNotFound()
     return record
