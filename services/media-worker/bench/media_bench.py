@@ -30,7 +30,7 @@ from pathlib import Path
 import asyncpg
 import httpx
 
-from media_worker.adapters.ffmpeg import FFMPEG_ARGS
+from media_worker.adapters.ffmpeg import lavfi_video_argv, render_argv
 from media_worker.domain.limits import CHUNK_MAX_BYTES, MIB
 from media_worker.domain.outputs import OUTPUTS
 from yovision_platform.db import Identifier
@@ -58,46 +58,13 @@ SERVE = (
 
 
 def make_video(path: Path, seconds: int) -> None:
-    subprocess.run(
-        [
-            "ffmpeg",
-            "-nostdin",
-            "-loglevel",
-            "error",
-            "-f",
-            "lavfi",
-            "-i",
-            f"testsrc=duration={seconds}:size=640x360:rate=25",
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-pix_fmt",
-            "yuv420p",
-            str(path),
-        ],
-        check=True,
-    )
+    subprocess.run(lavfi_video_argv(path, seconds=seconds, size="640x360", rate=25), check=True)
 
 
 def direct_transcode_seconds(video: Path, work: Path) -> float:
     started = time.monotonic()
     for output in OUTPUTS:
-        subprocess.run(
-            [
-                "ffmpeg",
-                "-nostdin",
-                "-hide_banner",
-                "-loglevel",
-                "error",
-                "-y",
-                "-i",
-                str(video),
-                *FFMPEG_ARGS[output.kind],
-                str(work / output.file_name),
-            ],
-            check=True,
-        )
+        subprocess.run(render_argv("ffmpeg", video, output, work / output.file_name), check=True)
     return time.monotonic() - started
 
 

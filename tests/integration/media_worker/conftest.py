@@ -16,7 +16,7 @@ import pytest
 from fastapi import FastAPI
 
 from media_worker.adapters.capability import CapabilityFile
-from media_worker.adapters.ffmpeg import FfmpegTools
+from media_worker.adapters.ffmpeg import FfmpegTools, lavfi_video_argv
 from media_worker.adapters.locks import AdvisoryLocks
 from media_worker.adapters.storage import FreeSpaceProbe, LocalStorage
 from media_worker.adapters.unit_of_work import PostgresMediaUnitOfWork
@@ -52,26 +52,7 @@ def sha256_of(path: Path) -> str:
 
 def make_test_video(path: Path, *, seconds: int, size: str, rate: int) -> Path:
     """A video from ffmpeg's lavfi test source."""
-    subprocess.run(
-        [
-            "ffmpeg",
-            "-nostdin",
-            "-loglevel",
-            "error",
-            "-f",
-            "lavfi",
-            "-i",
-            f"testsrc=duration={seconds}:size={size}:rate={rate}",
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-pix_fmt",
-            "yuv420p",
-            str(path),
-        ],
-        check=True,
-    )
+    subprocess.run(lavfi_video_argv(path, seconds=seconds, size=size, rate=rate), check=True)
     return path
 
 

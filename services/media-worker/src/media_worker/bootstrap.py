@@ -11,6 +11,7 @@ from typing import Protocol
 
 from media_worker.domain.limits import Limits
 from media_worker.service_layer.activity import Activity
+from media_worker.service_layer.dependencies import InstanceDependencies
 from media_worker.service_layer.drain import Drain
 from media_worker.service_layer.events import EventWriter
 from media_worker.service_layer.materials import Materials
@@ -69,29 +70,14 @@ def bootstrap(
 ) -> MediaUseCases:
     """`activity`: what this process is doing (the metrics read it too); `job_queued`: wakes the transcode
     worker (an upload or a retry queued a job)."""
-    events = EventWriter(serde)
-    instance_id = settings.instance_id
+    instance = InstanceDependencies(uow, locks, storage, EventWriter(serde), activity, settings.instance_id)
     return MediaUseCases(
-        uploads=Uploads(
-            uow,
-            locks,
-            storage,
-            events,
-            activity,
-            instance_id=instance_id,
-            limits=limits,
-            job_queued=job_queued,
-        ),
+        uploads=Uploads(instance, limits=limits, job_queued=job_queued),
         materials=Materials(uow, storage, job_queued=job_queued),
-        drain=Drain(uow, activity, capability, instance_id=instance_id),
+        drain=Drain(uow, activity, capability, instance_id=settings.instance_id),
         transcoder=Transcoder(
-            uow,
-            locks,
-            storage,
-            events,
-            activity,
+            instance,
             tools,
-            instance_id=instance_id,
             timing=WorkerTiming(settings.job_lease_seconds, settings.rescan_seconds),
             metrics=metrics,
         ),

@@ -19,7 +19,7 @@ from typing import Any
 
 from media_worker.domain.outputs import Aborted, Output, TranscodeFailure
 
-__all__ = ["FFMPEG_ARGS", "FfmpegTools"]
+__all__ = ["FFMPEG_ARGS", "FfmpegTools", "lavfi_video_argv", "render_argv"]
 
 PREVIEW_HEIGHT_PX = 720
 CLIP_SECONDS = 10
@@ -46,6 +46,46 @@ FFMPEG_ARGS: dict[str, tuple[str, ...]] = {
     "preview_720p": _H264_720P,
     "clip_10s": ("-t", str(CLIP_SECONDS), *_H264_720P),
 }
+
+
+def render_argv(ffmpeg_path: str, source: Path, output: Output, target: Path) -> list[str]:
+    """The ffmpeg command that renders `output` of `source` into `target`."""
+    return [
+        ffmpeg_path,
+        "-nostdin",
+        "-hide_banner",
+        "-loglevel",
+        "error",
+        "-y",
+        "-i",
+        str(source),
+        *FFMPEG_ARGS[output.kind],
+        str(target),
+    ]
+
+
+def lavfi_video_argv(
+    path: Path, *, seconds: int, size: str, rate: int, ffmpeg_path: str = "ffmpeg"
+) -> list[str]:
+    """The ffmpeg command that writes an H.264 video of its lavfi test source to `path` (for the tests and
+    the bench: a source to transcode)."""
+    return [
+        ffmpeg_path,
+        "-nostdin",
+        "-loglevel",
+        "error",
+        "-f",
+        "lavfi",
+        "-i",
+        f"testsrc=duration={seconds}:size={size}:rate={rate}",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        "-pix_fmt",
+        "yuv420p",
+        str(path),
+    ]
 
 
 def _non_empty_file(path: Path) -> bool:
@@ -76,19 +116,7 @@ class FfmpegTools:
 
     async def render(self, source: Path, output: Output, target: Path, abort: asyncio.Event) -> None:
         """Run ffmpeg for one output; kill it when `abort` is set (then raise Aborted)."""
-        argv = [
-            self.ffmpeg_path,
-            "-nostdin",
-            "-hide_banner",
-            "-loglevel",
-            "error",
-            "-y",
-            "-i",
-            str(source),
-            *FFMPEG_ARGS[output.kind],
-            str(target),
-        ]
-        proc = await self._spawn(argv, "ffmpeg_missing")
+        proc = await self._spawn(render_argv(self.ffmpeg_path, source, output, target), "ffmpeg_missing")
         waiter = asyncio.ensure_future(proc.wait())
         aborter = asyncio.ensure_future(abort.wait())
         try:

@@ -25,15 +25,11 @@ from pathlib import Path
 
 from media_worker.domain.keys import output_key, work_folder_name
 from media_worker.domain.outputs import OUTPUTS, RETRYABLE_FAILURES, Aborted, Output, TranscodeFailure
-from media_worker.service_layer.activity import Activity
-from media_worker.service_layer.events import EventWriter
+from media_worker.service_layer.dependencies import InstanceDependencies
 from media_worker.service_layer.metrics import MediaMetrics, TranscodeOutcome
 from media_worker.service_layer.ports import (
     ClaimedJob,
-    MediaLocks,
     MediaTools,
-    Storage,
-    UnitOfWorkFactory,
 )
 from media_worker.service_layer.recovery import AttemptRecovery
 from yovision_platform.db import STORE_ERRORS
@@ -104,24 +100,19 @@ class Transcoder:
 
     def __init__(
         self,
-        uow: UnitOfWorkFactory,
-        locks: MediaLocks,
-        storage: Storage,
-        events: EventWriter,
-        activity: Activity,
+        dependencies: InstanceDependencies,
         tools: MediaTools,
         *,
-        instance_id: str,
         timing: WorkerTiming | None = None,
         metrics: MediaMetrics | None = None,
     ) -> None:
-        self.uow = uow
-        self.locks = locks
-        self.storage = storage
-        self.events = events
-        self.activity = activity
+        self.uow = dependencies.uow
+        self.locks = dependencies.locks
+        self.storage = dependencies.storage
+        self.events = dependencies.events
+        self.activity = dependencies.activity
         self.tools = tools
-        self.instance_id = instance_id
+        self.instance_id = dependencies.instance_id
         self.timing = timing or WorkerTiming()
         self.metrics = metrics
 

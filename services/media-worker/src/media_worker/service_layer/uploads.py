@@ -35,9 +35,8 @@ from media_worker.domain.layout import ChunkLayout
 from media_worker.domain.limits import Limits
 from media_worker.domain.material import NewMaterial, UploadMode
 from media_worker.domain.sessions import SessionState, UploadSession
-from media_worker.service_layer.activity import Activity
-from media_worker.service_layer.events import EventWriter
-from media_worker.service_layer.ports import ChunkTarget, MediaLocks, Storage, StoredFile, UnitOfWorkFactory
+from media_worker.service_layer.dependencies import InstanceDependencies
+from media_worker.service_layer.ports import ChunkTarget, StoredFile
 from yovision_platform.tracing import context_of, current_traceparent, tracer
 
 __all__ = ["MERGE_STALE_SECONDS", "InitOutcome", "Uploads"]
@@ -55,22 +54,17 @@ class InitOutcome:
 class Uploads:
     def __init__(
         self,
-        uow: UnitOfWorkFactory,
-        locks: MediaLocks,
-        storage: Storage,
-        events: EventWriter,
-        activity: Activity,
+        dependencies: InstanceDependencies,
         *,
-        instance_id: str,
         limits: Limits | None = None,
         job_queued: Callable[[], None] | None = None,
     ) -> None:
-        self._uow = uow
-        self._locks = locks
-        self._storage = storage
-        self._events = events
-        self._activity = activity
-        self._instance_id = instance_id
+        self._uow = dependencies.uow
+        self._locks = dependencies.locks
+        self._storage = dependencies.storage
+        self._events = dependencies.events
+        self._activity = dependencies.activity
+        self._instance_id = dependencies.instance_id
         self.limits = limits or Limits()
         self._job_queued = job_queued
         self._chunk_slots = asyncio.Semaphore(self.limits.max_concurrent_chunk_writes)
