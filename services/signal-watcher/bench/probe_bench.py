@@ -48,11 +48,11 @@ import httpx
 from signal_watcher.adapters.crypto import SecretCipher
 from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
+from signal_watcher.bootstrap import UseCaseLimits, bootstrap
 from signal_watcher.domain.model import CompareMode, Method, WatcherSpec
 from signal_watcher.domain.ssrf import AddressGuard, IpAddress, parse_networks
 from signal_watcher.entrypoints.main import MIGRATIONS_DIR
 from signal_watcher.entrypoints.scheduler_worker import Scheduler
-from signal_watcher.service_layer.checks import CheckRunner
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
 from yovision_platform.encryption import EncryptionKeyRing
@@ -136,8 +136,10 @@ async def main(watchers: int, concurrency: int, rounds: int, port: int) -> dict[
         spec = WatcherSpec(
             "b", "agent", url, Method.GET, (), None, 5, CompareMode.STATUS_CODE, None, "{diff}"
         )
-        runner = CheckRunner(units_of_work, probe, AvroSerde(SchemaRegistry.load()))
-        scheduler = Scheduler(runner, "bench", max_in_flight=concurrency)
+        use_cases = bootstrap(
+            UseCaseLimits(), units_of_work=units_of_work, probe=probe, serde=AvroSerde(SchemaRegistry.load())
+        )
+        scheduler = Scheduler(use_cases.check_runner, "bench", max_in_flight=concurrency)
         raw_seconds: list[float] = []
         check_seconds: list[float] = []
 

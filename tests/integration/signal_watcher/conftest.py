@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 import uuid
@@ -18,13 +19,14 @@ import signal_watcher
 from signal_watcher.adapters.crypto import SecretCipher
 from signal_watcher.adapters.probe_client import GuardedNetworkBackend, ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
-from signal_watcher.bootstrap import UseCaseLimits, bootstrap
+from signal_watcher.bootstrap import SignalUseCases, UseCaseLimits, bootstrap
 from signal_watcher.domain.checking import CheckDecision
 from signal_watcher.domain.model import CompareMode, Method, WatcherSpec
 from signal_watcher.domain.records import CheckRow, WatcherRecord
 from signal_watcher.domain.ssrf import STRICT_GUARD, AddressGuard, IpAddress, parse_networks
 from signal_watcher.entrypoints.api import include_api
 from signal_watcher.service_layer.checks import CheckRunner
+from signal_watcher.service_layer.metrics import SignalMetrics
 from signal_watcher.service_layer.ports import Probe, UnitOfWorkFactory
 from signal_watcher.settings import AUDIENCE
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema
@@ -184,7 +186,33 @@ def serde() -> AvroSerde:
 
 @pytest.fixture
 def runner(units: PostgresUnitsOfWork, local_probe: ProbeClient, serde: AvroSerde) -> CheckRunner:
-    return CheckRunner(units, local_probe, serde)
+    return use_cases_on(units, local_probe).check_runner
+
+
+@functools.cache
+def shared_serde() -> AvroSerde:
+    return AvroSerde(SchemaRegistry.load())
+
+
+def use_cases_on(
+    units: UnitOfWorkFactory,
+    probe: Probe,
+    *,
+    max_watchers_per_user: int = 10,
+    check_requested: Callable[[], None] = lambda: None,
+    metrics: SignalMetrics | None = None,
+    topic_overrides: Mapping[str, str] | None = None,
+) -> SignalUseCases:
+    """The use cases as `bootstrap` makes them, on `units` and `probe`."""
+    return bootstrap(
+        UseCaseLimits(max_watchers_per_user=max_watchers_per_user),
+        units_of_work=units,
+        probe=probe,
+        serde=shared_serde(),
+        metrics=metrics,
+        check_requested=check_requested,
+        topic_overrides=topic_overrides,
+    )
 
 
 def api_client(
@@ -197,12 +225,8 @@ def api_client(
     """The user API as served (the platform app, its problem handlers), on `units` and `probe`, taking the
     access tokens of `ISSUER` for this service (`Bearer`)."""
     app = create_app("test", "0")
-    use_cases = bootstrap(
-        UseCaseLimits(max_watchers_per_user=max_watchers_per_user),
-        units_of_work=units,
-        probe=probe,
-        serde=AvroSerde(SchemaRegistry.load()),
-        check_requested=check_requested,
+    use_cases = use_cases_on(
+        units, probe, max_watchers_per_user=max_watchers_per_user, check_requested=check_requested
     )
     include_api(app, use_cases)
     use_access_token_verifier(app, ISSUER.verifier(AUDIENCE))

@@ -16,14 +16,13 @@ import asyncpg
 from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.entrypoints.scheduler_worker import Scheduler
-from signal_watcher.service_layer.checks import CheckRunner
 from tests.integration.signal_watcher.conftest import (
     FIXTURE_HOST,
     LOOPBACK_FOR_TESTS,
     cipher_for,
     fake_resolver,
+    use_cases_on,
 )
-from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
 
 
@@ -32,7 +31,7 @@ async def main(dsn: str, schema: str, key_hex: str, owner: str) -> None:
     probe = ProbeClient(resolver=fake_resolver({FIXTURE_HOST: ["127.0.0.1"]}), guard=LOOPBACK_FOR_TESTS)
     try:
         units = PostgresUnitsOfWork(pool, Identifier(schema), cipher_for(bytes.fromhex(key_hex)))
-        runner = CheckRunner(units, probe, AvroSerde(SchemaRegistry.load()))
+        runner = use_cases_on(units, probe).check_runner
         scheduler = Scheduler(runner, owner, max_in_flight=100)
         print("ready", flush=True)
         sys.stdin.readline()  # both processes start scanning at the same moment

@@ -16,7 +16,6 @@ from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.probes import ProbeFailed
 from signal_watcher.domain.ssrf import STRICT_GUARD, AddressGuard, IpAddress
 from signal_watcher.entrypoints.api import openapi_document
-from signal_watcher.service_layer.checks import CheckRunner
 from tests.conftest import problem_code
 from tests.integration.signal_watcher.conftest import (
     LOOPBACK_FOR_TESTS,
@@ -24,6 +23,7 @@ from tests.integration.signal_watcher.conftest import (
     Bearer,
     api_client,
     check_now,
+    use_cases_on,
 )
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.avro import AvroSerde
@@ -60,7 +60,7 @@ async def test_an_allowed_loopback_literal_is_accepted_at_create_and_probed_at_c
         assert created.status_code == 201, created.text
         tested = await api.post(f"/v1/signal-watchers/{created.json()['id']}/test", headers=ALICE)
     assert (tested.json()["ok"], tested.json()["sample"]) == (True, "v1")
-    runner = CheckRunner(units, allowing_probe, serde)
+    runner = use_cases_on(units, allowing_probe).check_runner
     decision = await check_now(units, runner, uuid.UUID(created.json()["id"]))
     assert decision is not None and decision.error_code is None
     assert fixture_server.requests["/text"] == 2

@@ -18,7 +18,6 @@ from signal_watcher.domain.errors import NetworkConfined
 from signal_watcher.domain.probes import ProbeFailed
 from signal_watcher.domain.ssrf import AddressGuard
 from signal_watcher.entrypoints.scheduler_worker import Scheduler
-from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.metrics import SignalMetrics
 from tests.conftest import problem_code
 from tests.integration.signal_watcher.conftest import (
@@ -34,6 +33,7 @@ from tests.integration.signal_watcher.conftest import (
     make_due,
     make_spec,
     stored,
+    use_cases_on,
 )
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.avro import AvroSerde
@@ -142,7 +142,7 @@ async def test_a_stored_watcher_outside_the_confinement_fails_its_checks_with_th
     literal = await insert(units, "alice", make_spec(fixture_server.url("93.184.216.34", "/echo")))
     name = await insert(units, "alice", make_spec(fixture_server.url("public.example.com", "/echo")))
     registry = CollectorRegistry()
-    runner = CheckRunner(units, confined_probe, serde, metrics=SignalMetrics.create(registry))
+    runner = use_cases_on(units, confined_probe, metrics=SignalMetrics.create(registry)).check_runner
     scheduler = Scheduler(runner, "instance-a")
     await make_due(units.pool, units.schema)
     assert await scheduler.scan() == 2
@@ -168,7 +168,7 @@ async def test_a_name_inside_the_confinement_is_probed_and_judged(
 ) -> None:
     fixture_server.state["text"] = "inside"
     record = await insert(units, "alice", make_spec(fixture_server.url(FIXTURE_HOST, "/text")))
-    scheduler = Scheduler(CheckRunner(units, confined_probe, serde), "instance-a")
+    scheduler = Scheduler(use_cases_on(units, confined_probe).check_runner, "instance-a")
     await make_due(units.pool, units.schema, record.id)
     assert await scheduler.scan() == 1
     await scheduler.drain(30)

@@ -5,10 +5,9 @@ from __future__ import annotations
 from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.model import AUTO_DISABLE_FAILURES
-from signal_watcher.service_layer.checks import CheckRunner
 from tests.conftest import Stack
 from tests.integration.platform.kafka_helpers import publish_outbox, read_topic
-from tests.integration.signal_watcher.conftest import FIXTURE_HOST, check_now, insert, make_spec
+from tests.integration.signal_watcher.conftest import FIXTURE_HOST, check_now, insert, make_spec, use_cases_on
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.avro import AvroSerde
 
@@ -21,9 +20,9 @@ async def test_trigger_and_disable_events_are_published_once(
     local_probe: ProbeClient,
     serde: AvroSerde,
 ) -> None:
-    runner = CheckRunner(
-        units, local_probe, serde, topic_overrides={"WatcherTriggered": topic, "WatcherDisabled": topic}
-    )
+    runner = use_cases_on(
+        units, local_probe, topic_overrides={"WatcherTriggered": topic, "WatcherDisabled": topic}
+    ).check_runner
     changing = await insert(units, "user-1", make_spec(fixture_server.url(FIXTURE_HOST, "/text")))
     failing = await insert(units, "user-2", make_spec(fixture_server.url(FIXTURE_HOST, "/redirect")))
     for text in ("a", "b"):

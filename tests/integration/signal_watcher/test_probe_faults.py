@@ -11,7 +11,6 @@ from prometheus_client import CollectorRegistry
 from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.ssrf import IpAddress
-from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.metrics import SignalMetrics
 from tests.integration.signal_watcher.conftest import (
     FIXTURE_HOST,
@@ -21,6 +20,7 @@ from tests.integration.signal_watcher.conftest import (
     insert,
     make_spec,
     stored,
+    use_cases_on,
 )
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.avro import AvroSerde
@@ -38,7 +38,7 @@ async def test_a_crashing_resolver_is_a_recorded_dns_failure(
 ) -> None:
     probe = ProbeClient(resolver=_crashing_resolver, guard=LOOPBACK_FOR_TESTS)
     registry = CollectorRegistry()
-    runner = CheckRunner(units, probe, serde, metrics=SignalMetrics.create(registry))
+    runner = use_cases_on(units, probe, metrics=SignalMetrics.create(registry)).check_runner
     record = await insert(units, "user-1", make_spec(fixture_server.url(FIXTURE_HOST, "/text")))
     try:
         decision = await check_now(units, runner, record.id)

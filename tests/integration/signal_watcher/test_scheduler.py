@@ -13,7 +13,6 @@ from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.model import CompareMode
 from signal_watcher.entrypoints.scheduler_worker import SCAN_BATCH_SIZE, SCAN_INTERVAL_SECONDS, Scheduler
-from signal_watcher.service_layer.checks import CheckRunner
 from tests.conftest import MigratedSchema
 from tests.integration.signal_watcher.conftest import (
     FIXTURE_HOST,
@@ -23,6 +22,7 @@ from tests.integration.signal_watcher.conftest import (
     fake_resolver,
     make_due,
     make_spec,
+    use_cases_on,
 )
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.avro import AvroSerde
@@ -52,7 +52,7 @@ async def test_two_schedulers_probe_each_due_watcher_exactly_once(
                 await uow.watchers.insert(f"user-{i % 7}", spec)
         instances = [PostgresUnitsOfWork(pool, units.schema, units.cipher) for pool in pools]
         schedulers = [
-            Scheduler(CheckRunner(own, probe, serde), f"instance-{n}", max_in_flight=100)
+            Scheduler(use_cases_on(own, probe).check_runner, f"instance-{n}", max_in_flight=100)
             for n, (own, probe) in enumerate(zip(instances, probes, strict=True))
         ]
         for _round in range(2):
@@ -144,7 +144,7 @@ async def test_misbehaving_targets_do_not_delay_other_watchers(
                 fixture_server.url(FIXTURE_HOST, path), name=name, compare_mode=CompareMode.STATUS_CODE
             )
             ids[name] = (await uow.watchers.insert("user-1", spec)).id
-    scheduler = Scheduler(CheckRunner(units, probe, serde), "instance-a", scan_interval_seconds=0.1)
+    scheduler = Scheduler(use_cases_on(units, probe).check_runner, "instance-a", scan_interval_seconds=0.1)
     stop = asyncio.Event()
     worker = asyncio.create_task(scheduler.run(stop))
     try:

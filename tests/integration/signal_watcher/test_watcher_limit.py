@@ -12,7 +12,7 @@ from signal_watcher.adapters.memory import MemoryProbe
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.errors import LimitReached
 from signal_watcher.domain.model import CompareMode, Method, WatcherSpec
-from signal_watcher.service_layer.watchers import Watchers
+from tests.integration.signal_watcher.conftest import use_cases_on
 
 CAP = 3
 CONCURRENT_CREATES = 12
@@ -23,9 +23,9 @@ DRAFT = WatcherSpec(
 
 @pytest.mark.parametrize("existing", [0, CAP - 1])
 async def test_concurrent_creates_never_pass_the_cap(units: PostgresUnitsOfWork, existing: int) -> None:
-    watchers = Watchers(
+    watchers = use_cases_on(
         units, MemoryProbe(names={"example.com": ["93.184.216.34"]}), max_watchers_per_user=CAP
-    )
+    ).watchers
     for _ in range(existing):
         await watchers.create("alice", DRAFT)
     gate = asyncio.Event()

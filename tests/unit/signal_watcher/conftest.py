@@ -24,6 +24,7 @@ from tests.integration.signal_watcher.conftest import (
     insert,
     make_spec,
     stored,
+    use_cases_on,
     wakes,
 )
 from yovision_platform.avro import AvroSerde, SchemaRegistry
@@ -62,7 +63,7 @@ def registry() -> CollectorRegistry:
 def runner(
     database: MemorySignalDatabase, probe: MemoryProbe, serde: AvroSerde, registry: CollectorRegistry
 ) -> CheckRunner:
-    return CheckRunner(database, probe, serde, metrics=SignalMetrics.create(registry))
+    return use_cases_on(database, probe, metrics=SignalMetrics.create(registry)).check_runner
 
 
 def make_due(database: MemorySignalDatabase, watcher_id: uuid.UUID, *, days_ago: int = 0) -> None:

@@ -21,6 +21,7 @@ from signal_watcher.domain.ssrf import STRICT_GUARD, parse_networks
 from signal_watcher.service_layer import checks
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.metrics import SignalMetrics
+from tests.integration.signal_watcher.conftest import use_cases_on
 from tests.unit.signal_watcher.conftest import (
     NAMES,
     SITE,
@@ -283,7 +284,7 @@ async def test_a_probe_outside_the_confinement_is_a_recorded_failure_with_its_ow
     `probe_network_confined`, counted under that fixed label; nothing reaches the target."""
     confined = MemoryProbe(guard=STRICT_GUARD.confined_to(parse_networks("127.0.0.0/8")), names=NAMES)
     confined.answer(url("/text"), body=b"a")
-    runner = CheckRunner(database, confined, serde, metrics=SignalMetrics.create(registry))
+    runner = use_cases_on(database, confined, metrics=SignalMetrics.create(registry)).check_runner
     watcher = await insert(database, "user-1", make_spec(url("/text")))
     decision = await check_now(database, runner, watcher.id)
     assert decision is not None and decision.error_code == "probe_network_confined"
@@ -303,7 +304,7 @@ async def test_unreadable_secrets_are_a_recorded_failure_that_disables_the_watch
     watcher = await insert(database, "user-1", spec)
     # the key that wrote the secrets is no longer in the ring: no probe, a failure with a stable code
     other = database.reading_with(cipher_for(os.urandom(32), key_id="k9"))
-    runner = CheckRunner(other, probe, serde)
+    runner = use_cases_on(other, probe).check_runner
     for _ in range(AUTO_DISABLE_FAILURES):
         decision = await check_now(other, runner, watcher.id)
         assert decision is not None and decision.error_code == "secret_key_unknown"
@@ -350,7 +351,7 @@ async def test_unexpected_exceptions_while_probing_or_judging_are_recorded_failu
 
         monkeypatch.setattr(checks, "judge", crashing_judge)
     registry = CollectorRegistry()
-    runner = CheckRunner(database, probe, serde, metrics=SignalMetrics.create(registry))
+    runner = use_cases_on(database, probe, metrics=SignalMetrics.create(registry)).check_runner
     record = await insert(database, "user-1", make_spec(url("/text")))
     decision = await check_now(database, runner, record.id)
     assert decision is not None and decision.error_code == expected

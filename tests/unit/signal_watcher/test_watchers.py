@@ -18,6 +18,7 @@ from signal_watcher.domain.model import INTERVAL_MAX_MINUTES, CompareMode, Heade
 from signal_watcher.domain.ssrf import STRICT_GUARD, parse_networks
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.watchers import Watchers
+from tests.integration.signal_watcher.conftest import use_cases_on
 from tests.unit.signal_watcher.conftest import NAMES, Wakes, check_now, checks_of, url
 from yovision_platform.errors import ServiceError
 
@@ -40,7 +41,7 @@ DRAFT = WatcherSpec(
 
 @pytest.fixture
 def watchers(database: MemorySignalDatabase, probe: MemoryProbe, wakes: Wakes) -> Watchers:
-    return Watchers(database, probe, max_watchers_per_user=MAX_PER_USER, check_requested=wakes)
+    return use_cases_on(database, probe, max_watchers_per_user=MAX_PER_USER, check_requested=wakes).watchers
 
 
 def draft(**changes: Any) -> WatcherSpec:
@@ -111,7 +112,7 @@ async def test_a_confined_probe_refuses_create_and_update_outside_its_networks(
     database: MemorySignalDatabase, target: str, code: str
 ) -> None:
     probe = MemoryProbe(guard=STRICT_GUARD.confined_to(parse_networks("127.0.0.0/8")), names=NAMES)
-    watchers = Watchers(database, probe, max_watchers_per_user=MAX_PER_USER)
+    watchers = use_cases_on(database, probe, max_watchers_per_user=MAX_PER_USER).watchers
     with pytest.raises(errors.TargetForbidden) as refused:
         await watchers.create("alice", draft(url=target))
     assert refusal(refused) == (403, code)  # type: ignore[arg-type]
@@ -187,7 +188,7 @@ async def test_the_url_is_checked_again_only_when_it_changes(
     blocked = MemoryProbe(
         names={"later-private.example.com": ["10.0.0.7"], "private.example.com": ["10.1.2.3"]}
     )
-    editing = Watchers(database, blocked, max_watchers_per_user=MAX_PER_USER)
+    editing = use_cases_on(database, blocked, max_watchers_per_user=MAX_PER_USER).watchers
     renamed = await editing.update(
         "alice", created.id, draft(url=created.spec.url, name="renamed"), body_sent=True
     )
@@ -285,7 +286,7 @@ async def test_test_now_previews_without_writing_or_publishing(
 async def test_pages_end_exactly_when_the_rows_do(
     database: MemorySignalDatabase, probe: MemoryProbe, count: int, pages: list[int]
 ) -> None:
-    watchers = Watchers(database, probe, max_watchers_per_user=100)
+    watchers = use_cases_on(database, probe, max_watchers_per_user=100).watchers
     ids = [(await watchers.create("alice", DRAFT)).id for _ in range(count)]
     walked: list[list[uuid.UUID]] = []
     after = None
@@ -344,7 +345,7 @@ async def test_a_definition_outside_the_confinement_is_refused_before_any_probe(
 ) -> None:
     probe = MemoryProbe(guard=STRICT_GUARD.confined_to(parse_networks("127.0.0.0/8")), names=NAMES)
     probe.echo(url("/text"))
-    watchers = Watchers(database, probe, max_watchers_per_user=MAX_PER_USER)
+    watchers = use_cases_on(database, probe, max_watchers_per_user=MAX_PER_USER).watchers
     for target in (url("/text"), "https://93.184.216.34/"):
         with pytest.raises(errors.NetworkConfined):
             await watchers.preview_definition("alice", draft(url=target))
