@@ -21,10 +21,10 @@ from media_worker.service_layer.transcoder import JOB_LEASE_SECONDS, RESCAN_SECO
 from media_worker.service_layer.uploads import Uploads
 from yovision_platform.avro import AvroSerde
 
-__all__ = ["MediaUseCases", "UseCaseSettings", "UseCaseTimings", "bootstrap"]
+__all__ = ["MediaUseCaseSettings", "MediaUseCases", "UseCaseTimings", "bootstrap"]
 
 
-class UseCaseSettings(Protocol):
+class MediaUseCaseSettings(Protocol):
     """What the use cases read of the settings (`MediaWorkerSettings` has it)."""
 
     @property
@@ -39,7 +39,7 @@ class UseCaseSettings(Protocol):
 
 @dataclass(frozen=True)
 class UseCaseTimings:
-    """`UseCaseSettings` without the environment (tests, the bench)."""
+    """`MediaUseCaseSettings` without the environment (tests, the bench)."""
 
     instance_id: str
     job_lease_seconds: float = JOB_LEASE_SECONDS
@@ -55,7 +55,7 @@ class MediaUseCases:
 
 
 def bootstrap(
-    settings: UseCaseSettings,
+    settings: MediaUseCaseSettings,
     *,
     uow: UnitOfWorkFactory,
     locks: MediaLocks,

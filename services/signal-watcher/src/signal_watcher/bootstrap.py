@@ -20,10 +20,10 @@ from signal_watcher.settings import (
 )
 from yovision_platform.avro import AvroSerde
 
-__all__ = ["SignalUseCases", "UseCaseLimits", "UseCaseSettings", "bootstrap"]
+__all__ = ["SignalUseCaseSettings", "SignalUseCases", "UseCaseLimits", "bootstrap"]
 
 
-class UseCaseSettings(Protocol):
+class SignalUseCaseSettings(Protocol):
     """What the use cases read of the settings (`SignalWatcherSettings` has it)."""
 
     @property
@@ -35,7 +35,7 @@ class UseCaseSettings(Protocol):
 
 @dataclass(frozen=True)
 class UseCaseLimits:
-    """`UseCaseSettings` without the environment (tests, the bench)."""
+    """`SignalUseCaseSettings` without the environment (tests, the bench)."""
 
     max_watchers_per_user: int = DEFAULT_MAX_WATCHERS_PER_USER
     check_retention_days: int = DEFAULT_CHECK_RETENTION_DAYS
@@ -49,7 +49,7 @@ class SignalUseCases:
 
 
 def bootstrap(
-    settings: UseCaseSettings,
+    settings: SignalUseCaseSettings,
     *,
     units_of_work: UnitOfWorkFactory,
     probe: Probe,
