@@ -32,11 +32,13 @@ from prometheus_client import CollectorRegistry
 
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
 from sense_reconciler.adapters.unit_of_work import postgres_units
+from sense_reconciler.bootstrap import SenseUseCases
 from sense_reconciler.domain.reconcile import PathConfig
 from sense_reconciler.entrypoints.api import install
 from sense_reconciler.entrypoints.device_consumer import DeviceEventConsumer
 from sense_reconciler.entrypoints.main import SPEC
-from sense_reconciler.service_layer.devices import DeviceService
+from sense_reconciler.entrypoints.reconciler_worker import ReconcilerWorker
+from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.metrics import ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
@@ -246,7 +248,7 @@ class SenseUnderTest:
     schema: Identifier
     pool: asyncpg.Pool
     api: httpx.AsyncClient
-    service: DeviceService
+    service: Devices
     fleet: MediaFleet[TimedClient]
     registry: CollectorRegistry
     applied: dict[str, asyncio.Event]
@@ -435,7 +437,7 @@ async def sense_under_test(
         sources = SourceUris(EncryptionKeyRing({"bench": os.urandom(32)}, "bench"))
         units = postgres_units(pool, schema)
         owned = OwnedPartitions(names.topic("sense.device.v1"))
-        service = DeviceService(
+        service = Devices(
             units,
             serde,
             device_topic="sense.device.v1",
@@ -469,7 +471,7 @@ async def sense_under_test(
         app = create_app("sense-reconciler-bench", "0")
         if on_app is not None:
             on_app(app)
-        install(app, service)
+        install(app, SenseUseCases(devices=service, sites=service.sites, reconciler=reconciler))
         issuer = identity.instance.issuer
         jwks = await cleanup.enter_async_context(httpx.AsyncClient(follow_redirects=False))
         verifier = AccessTokenVerifier(
@@ -493,7 +495,8 @@ async def sense_under_test(
             config=config,
             names=names,
         )
-        tasks = [asyncio.create_task(worker.run(stop)) for worker in (reconciler, consumer, relay)]
+        loops = (ReconcilerWorker(reconciler).run, consumer.run, relay.run)
+        tasks = [asyncio.create_task(loop(stop)) for loop in loops]
         cleanup.push_async_callback(_stop_all, stop, tasks)
         while len(owned.snapshot()) < catalog.topics["sense.device.v1"].partitions:  # noqa: ASYNC110
             await asyncio.sleep(0.05)

@@ -24,7 +24,7 @@ from orphan_scanner.service_layer.metrics import OrphanMetrics, ScanTrigger
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
 from sense_reconciler.adapters.unit_of_work import postgres_units
 from sense_reconciler.domain.model import DesiredState
-from sense_reconciler.service_layer.devices import DeviceService
+from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.metrics import ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
@@ -76,7 +76,7 @@ class Sense:
         servers = fleet or {SINGLE_MEDIA_SERVER_ID: orphan.mediamtx}
         sources = SourceUris(EncryptionKeyRing({"k1": os.urandom(32)}, "k1"))
         units = postgres_units(pool, schema.name)
-        self.devices = DeviceService(
+        self.devices = Devices(
             units,
             serde,
             device_topic=device_topic,

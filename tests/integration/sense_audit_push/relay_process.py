@@ -17,7 +17,8 @@ import asyncpg
 
 from sense_reconciler.adapters.audit_push_store import PostgresAuditPushStore
 from sense_reconciler.adapters.bell_client import BellClient
-from sense_reconciler.service_layer.audit_pusher import PIPELINE_DEPTH, AuditPusher
+from sense_reconciler.entrypoints.audit_push_worker import PIPELINE_DEPTH, AuditPushWorker
+from sense_reconciler.service_layer.audit_pusher import AuditPusher
 from sense_reconciler.settings import load_audit_push_config
 from yovision_platform.db import Identifier
 from yovision_platform.logging import configure_logging
@@ -51,10 +52,8 @@ async def relay() -> None:
     )
     try:
         async with BellClient(config) as bell:
-            worker = AuditPusher(
-                store,
-                bell,
-                config,
+            worker = AuditPushWorker(
+                AuditPusher(store, bell, config),
                 pipeline_depth=int(os.environ.get("YOVISION_TEST_PIPELINE_DEPTH", PIPELINE_DEPTH)),
             )
             await worker.run(stop)

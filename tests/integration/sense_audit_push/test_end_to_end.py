@@ -17,7 +17,7 @@ import pytest
 
 from sense_reconciler.adapters.audit_push_store import PostgresAuditPushStore
 from sense_reconciler.adapters.bell_client import BellClient
-from sense_reconciler.domain.audit_push_outcome import BatchErrorCode, ItemResults, ItemStatus
+from sense_reconciler.domain.audit_push_outcome import ItemResults, ItemStatus, PushFailureCode
 from tests.conftest import MigratedSchema, private_file
 from tests.integration.bell_receiver.conftest import KEY_ID, Keys
 from tests.integration.bell_receiver.relay_client import RelayClient, fact
@@ -124,7 +124,7 @@ async def test_a_key_bell_does_not_know_fails_the_whole_batch_as_unauthorized(
     )
     async with BellClient(wrong) as client:
         round_ = await claiming_round(pusher(sense_pool, sense_schema.name, wrong, client, owner="relay-a"))
-    assert round_.failure is BatchErrorCode.UNAUTHORIZED
+    assert round_.failure is PushFailureCode.UNAUTHORIZED
     cursor = await outbox.cursor()
     assert (cursor["attempts"], cursor["last_error_code"]) == (1, "unauthorized")
     assert await outbox.undelivered() == 3 and await outbox.dead_letters() == {}
@@ -179,7 +179,7 @@ async def test_facts_reach_a_bell_behind_tls_that_sense_trusts_through_ssl_cert_
     async with BellClient(config) as untrusting:
         bell_now.client = untrusting
         refused = await claiming_round(worker)
-    assert (refused.delivered, refused.failure) == (0, BatchErrorCode.NETWORK_ERROR)
+    assert (refused.delivered, refused.failure) == (0, PushFailureCode.NETWORK_ERROR)
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
     async with BellClient(config) as trusting:
         bell_now.client = trusting

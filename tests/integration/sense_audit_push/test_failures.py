@@ -16,7 +16,8 @@ import pytest
 from sense_reconciler.adapters.audit_push_store import PostgresAuditPushStore
 from sense_reconciler.adapters.bell_client import BellClient
 from sense_reconciler.domain.audit_push import BACKOFF_CAP_SECONDS
-from sense_reconciler.domain.audit_push_outcome import BatchErrorCode
+from sense_reconciler.domain.audit_push_outcome import PushFailureCode
+from sense_reconciler.entrypoints.audit_push_worker import AuditPushWorker
 from tests.conftest import MigratedSchema, free_port
 from tests.integration.bell_receiver.conftest import Keys
 from tests.integration.platform.kafka_helpers import wait_until
@@ -86,7 +87,7 @@ async def test_server_errors_back_off_exponentially_to_the_cap_and_deliver_nothi
                 before = await db_now(sense_pool)
                 round_ = await claiming_round(worker)
                 after = await db_now(sense_pool)
-                assert round_.failure is BatchErrorCode.SERVER_ERROR and round_.claimed == 2
+                assert round_.failure is PushFailureCode.SERVER_ERROR and round_.claimed == 2
                 row = await outbox.cursor()
                 assert row["attempts"] == attempts_before + 1
                 assert row["last_error_code"] == "server_error"
@@ -101,10 +102,10 @@ async def test_server_errors_back_off_exponentially_to_the_cap_and_deliver_nothi
 @pytest.mark.parametrize(
     ("handler", "code"),
     [
-        (hang(5.0), BatchErrorCode.TIMEOUT),
-        (missing_items(), BatchErrorCode.RESULT_COUNT_MISMATCH),
-        (status_only(503), BatchErrorCode.SERVER_ERROR),
-        (status_only(401), BatchErrorCode.UNAUTHORIZED),
+        (hang(5.0), PushFailureCode.TIMEOUT),
+        (missing_items(), PushFailureCode.RESULT_COUNT_MISMATCH),
+        (status_only(503), PushFailureCode.SERVER_ERROR),
+        (status_only(401), PushFailureCode.UNAUTHORIZED),
     ],
 )
 async def test_a_whole_batch_failure_retries_every_fact_after_one_second(
@@ -113,7 +114,7 @@ async def test_a_whole_batch_failure_retries_every_fact_after_one_second(
     sense_pool: asyncpg.Pool,
     sense_schema: MigratedSchema,
     handler: Handler,
-    code: BatchErrorCode,
+    code: PushFailureCode,
 ) -> None:
     await outbox.add(3)
     async with fake_bell(handler) as fake:
@@ -135,7 +136,7 @@ async def test_an_unreachable_bell_is_a_network_error(
     config = relay_config(f"http://127.0.0.1:{free_port()}", keys)
     async with BellClient(config) as client:
         worker = pusher(sense_pool, sense_schema.name, config, client, owner="relay-a")
-        assert (await claiming_round(worker)).failure is BatchErrorCode.NETWORK_ERROR
+        assert (await claiming_round(worker)).failure is PushFailureCode.NETWORK_ERROR
     row = await outbox.cursor()
     assert (row["attempts"], row["last_error_code"]) == (1, "network_error")
 
@@ -230,7 +231,7 @@ async def test_two_workers_never_send_the_same_fact_at_the_same_time(
                 pusher(sense_pool, sense_schema.name, config, client, owner=owner)
                 for owner, client in (("relay-a", client_a), ("relay-b", client_b))
             ]
-            tasks = [asyncio.create_task(w.run(stop)) for w in workers]
+            tasks = [asyncio.create_task(AuditPushWorker(w).run(stop)) for w in workers]
             try:
                 await wait_until(lambda: _all_delivered(outbox), timeout_seconds=60, interval=0.1)
             finally:

@@ -8,7 +8,7 @@ import asyncpg
 import pytest
 
 from sense_reconciler.adapters.unit_of_work import postgres_units
-from sense_reconciler.service_layer.devices import DeviceService
+from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema
 from yovision_platform.avro import AvroSerde, SchemaRegistry
@@ -53,8 +53,8 @@ def sources() -> SourceUris:
 @pytest.fixture
 def devices(
     sense_pool: asyncpg.Pool, sense_schema: MigratedSchema, serde: AvroSerde, sources: SourceUris
-) -> DeviceService:
-    return DeviceService(
+) -> Devices:
+    return Devices(
         postgres_units(sense_pool, sense_schema.name),
         serde,
         device_topic="sense.device.v1",

@@ -15,9 +15,10 @@ import asyncpg
 import httpx
 import pytest
 
+from sense_reconciler.bootstrap import SenseUseCases
 from sense_reconciler.domain import limits
 from sense_reconciler.entrypoints.api import install, openapi_document
-from sense_reconciler.service_layer.devices import DeviceService
+from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.settings import AUDIENCE
 from tests.conftest import MigratedSchema, problem_code
 from tests.issuers import LocalIssuer
@@ -36,10 +37,10 @@ def bearer(token: str) -> dict[str, str]:
 
 
 @pytest.fixture
-async def api(devices: DeviceService) -> AsyncIterator[httpx.AsyncClient]:
+async def api(devices: Devices) -> AsyncIterator[httpx.AsyncClient]:
     """The Control API with an operator's token (`sense:operate` and `sense:read`) on every request."""
     app = create_app("test", "0")
-    install(app, devices)
+    install(app, SenseUseCases(devices=devices, sites=devices.sites))
     verifier = ISSUER.verifier(AUDIENCE)
     use_access_token_verifier(app, verifier)
     token = ISSUER.token(OPERATOR, "sense:operate", "sense:read", audience=AUDIENCE)
@@ -313,8 +314,8 @@ async def test_batch_size_limit(api: httpx.AsyncClient, count: int, status: int)
     assert response.status_code == status
 
 
-async def test_published_openapi_matches_the_app(devices: DeviceService) -> None:
-    document = openapi_document(devices)
+async def test_published_openapi_matches_the_app() -> None:
+    document = openapi_document()
     rendered = json.dumps(document, indent=2, sort_keys=True) + "\n"
     if os.environ.get("SENSE_WRITE_OPENAPI") == "1":
         OPENAPI_FILE.write_text(rendered, encoding="utf-8")

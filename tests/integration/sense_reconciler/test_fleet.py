@@ -23,7 +23,8 @@ from sense_reconciler.domain import limits
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.domain.reconcile import PathConfig
 from sense_reconciler.domain.records import DeviceRow
-from sense_reconciler.service_layer.devices import DeviceService
+from sense_reconciler.entrypoints.reconciler_worker import ReconcilerWorker
+from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.metrics import ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
@@ -93,8 +94,8 @@ async def fleet(
 @pytest.fixture
 def fleet_devices(
     sense_pool: asyncpg.Pool, sense_schema: MigratedSchema, serde: AvroSerde, sources: SourceUris
-) -> DeviceService:
-    return DeviceService(
+) -> Devices:
+    return Devices(
         postgres_units(sense_pool, sense_schema.name),
         serde,
         device_topic="sense.device.v1",
@@ -129,9 +130,7 @@ def reconciler_of(
     )
 
 
-async def create(
-    devices: DeviceService, path: str, *, site: str = "site-1", enabled: bool = True
-) -> DeviceRow:
+async def create(devices: Devices, path: str, *, site: str = "site-1", enabled: bool = True) -> DeviceRow:
     return await devices.create_device(
         tenant_id="tenant-a",
         site_id=site,
@@ -157,7 +156,7 @@ async def placements(pool: asyncpg.Pool, schema: MigratedSchema, device: DeviceR
 async def test_a_site_move_creates_on_the_new_server_then_deletes_exactly_on_the_old(
     sense_pool: asyncpg.Pool,
     sense_schema: MigratedSchema,
-    fleet_devices: DeviceService,
+    fleet_devices: Devices,
     fleet: MediaFleet[RecordingClient],
     journal: list[tuple[str, str, str]],
     serde: AvroSerde,
@@ -205,7 +204,7 @@ async def test_a_site_move_creates_on_the_new_server_then_deletes_exactly_on_the
 async def test_a_move_whose_old_delete_fails_is_retried_and_a_move_back_leaves_nothing_behind(
     sense_pool: asyncpg.Pool,
     sense_schema: MigratedSchema,
-    fleet_devices: DeviceService,
+    fleet_devices: Devices,
     sandboxes: dict[str, MediaMtxSandbox],
     journal: list[tuple[str, str, str]],
     serde: AvroSerde,
@@ -253,7 +252,7 @@ async def test_a_move_whose_old_delete_fails_is_retried_and_a_move_back_leaves_n
 async def test_disabling_deletes_the_path_on_every_server_it_was_placed_on(
     sense_pool: asyncpg.Pool,
     sense_schema: MigratedSchema,
-    fleet_devices: DeviceService,
+    fleet_devices: Devices,
     fleet: MediaFleet[RecordingClient],
     serde: AvroSerde,
     sources: SourceUris,
@@ -284,7 +283,7 @@ async def test_disabling_deletes_the_path_on_every_server_it_was_placed_on(
 async def test_slash_names_and_the_maximum_length_round_trip_through_the_real_mediamtx(
     sense_pool: asyncpg.Pool,
     sense_schema: MigratedSchema,
-    fleet_devices: DeviceService,
+    fleet_devices: Devices,
     fleet: MediaFleet[RecordingClient],
     serde: AvroSerde,
     sources: SourceUris,
@@ -309,7 +308,7 @@ async def test_slash_names_and_the_maximum_length_round_trip_through_the_real_me
 async def test_each_server_gets_one_call_at_a_time_and_no_failure_of_our_own(
     sense_pool: asyncpg.Pool,
     sense_schema: MigratedSchema,
-    fleet_devices: DeviceService,
+    fleet_devices: Devices,
     fleet: MediaFleet[RecordingClient],
     serde: AvroSerde,
     sources: SourceUris,
@@ -322,7 +321,7 @@ async def test_each_server_gets_one_call_at_a_time_and_no_failure_of_our_own(
     registry = CollectorRegistry()
     worker = reconciler_of(sense_pool, sense_schema, fleet, serde, sources, registry)
     stop = asyncio.Event()
-    task = asyncio.create_task(worker.run(stop))
+    task = asyncio.create_task(ReconcilerWorker(worker).run(stop))
     try:
         for _ in range(600):
             statuses = [await fleet_devices.reconcile_status(d.id) for d in devices]
@@ -345,7 +344,7 @@ async def test_each_server_gets_one_call_at_a_time_and_no_failure_of_our_own(
 async def test_source_uris_are_encrypted_at_rest_and_an_unreadable_one_makes_no_call(
     sense_pool: asyncpg.Pool,
     sense_schema: MigratedSchema,
-    fleet_devices: DeviceService,
+    fleet_devices: Devices,
     fleet: MediaFleet[RecordingClient],
     journal: list[tuple[str, str, str]],
     serde: AvroSerde,

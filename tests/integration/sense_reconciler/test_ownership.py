@@ -17,7 +17,8 @@ from sense_reconciler.adapters.mediamtx import MediaMtxClient
 from sense_reconciler.adapters.unit_of_work import postgres_units
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.entrypoints.device_consumer import DeviceEventConsumer
-from sense_reconciler.service_layer.devices import DeviceService
+from sense_reconciler.entrypoints.reconciler_worker import ReconcilerWorker
+from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.metrics import ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
@@ -62,7 +63,7 @@ async def relay_device_events(pool: asyncpg.Pool, schema: str, topic: str, boots
 
 
 async def test_the_due_row_partition_is_the_producer_partition(
-    stack: Stack, devices: DeviceService, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
+    stack: Stack, devices: Devices, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
 ) -> None:
     topic = f"test.device.{uuid.uuid4().hex[:10]}.v1"
     await create_topic(stack.kafka_bootstrap, topic, partitions=DEVICE_TOPIC_PARTITIONS)
@@ -86,7 +87,7 @@ async def test_two_instances_split_partitions_and_reconcile_each_device_once(
     device_topic: str,
 ) -> None:
     units = postgres_units(sense_pool, sense_schema.name)
-    service = DeviceService(
+    service = Devices(
         units,
         serde,
         device_topic=device_topic,
@@ -124,7 +125,10 @@ async def test_two_instances_split_partitions_and_reconcile_each_device_once(
             client_id=name,
         )
         instances.append((owned, registry))
-        tasks += [asyncio.create_task(worker.run(stop)), asyncio.create_task(consumer.run(stop))]
+        tasks += [
+            asyncio.create_task(ReconcilerWorker(worker).run(stop)),
+            asyncio.create_task(consumer.run(stop)),
+        ]
     paths: list[str] = []
     try:
 

@@ -20,8 +20,8 @@ from sense_reconciler.domain import limits
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.domain.reconcile import ClaimedItem, PathConfig, WorkItem
 from sense_reconciler.domain.records import DeviceRow
-from sense_reconciler.service_layer.devices import DeviceService
-from sense_reconciler.service_layer.metrics import ItemResult, ReconcileMetrics
+from sense_reconciler.service_layer.devices import Devices
+from sense_reconciler.service_layer.metrics import ReconcileItemResult, ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.ports import UnitOfWorkFactory
 from sense_reconciler.service_layer.reconcile_item import _LeaseClock
@@ -82,7 +82,7 @@ class Rig:
 
     pool: asyncpg.Pool
     schema: MigratedSchema
-    devices: DeviceService
+    devices: Devices
     mediamtx: CountingMediaMtx
     serde: AvroSerde
     sources: SourceUris
@@ -116,7 +116,7 @@ class Rig:
 async def rig(
     sense_pool: asyncpg.Pool,
     sense_schema: MigratedSchema,
-    devices: DeviceService,
+    devices: Devices,
     mediamtx: CountingMediaMtx,
     serde: AvroSerde,
     sources: SourceUris,
@@ -157,7 +157,7 @@ def reconciler(
     )
 
 
-async def new_device(devices: DeviceService, paths: list[str], *, site: str = "site-1") -> DeviceRow:
+async def new_device(devices: Devices, paths: list[str], *, site: str = "site-1") -> DeviceRow:
     path = f"t-{uuid.uuid4().hex[:12]}"
     paths.append(path)
     return await devices.create_device(
@@ -250,7 +250,7 @@ async def test_a_change_committed_while_an_item_loads_is_worked_whole_in_a_later
             "inst-a", list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=30, limit=1
         )
     done, commit = asyncio.Event(), asyncio.Event()
-    held = DeviceService(
+    held = Devices(
         lambda: CommitHeld(rig.pool, rig.schema.name, done, commit),
         rig.serde,
         device_topic="sense.device.v1",
@@ -271,7 +271,7 @@ async def test_a_change_committed_while_an_item_loads_is_worked_whole_in_a_later
     await wait_for(load_waits_for_the_change)
     commit.set()
     await enabling
-    assert await working is ItemResult.CONVERGED
+    assert await working is ReconcileItemResult.CONVERGED
     status = await rig.devices.reconcile_status(device.id)
     assert (status.status, status.observed_generation, status.desired_generation) == ("pending", 2, 3)
     assert await worker.run_once() == 1
@@ -361,7 +361,7 @@ async def test_a_stale_worker_cannot_complete_or_touch_mediamtx_after_takeover(r
     # A worker whose renewal fails records lease_lost and calls nothing.
     registry = CollectorRegistry()
     late = rig.worker(owner="late", registry=registry)
-    assert await late._one(stale, SERVER, stopping=False) is ItemResult.LEASE_LOST
+    assert await late._one(stale, SERVER, stopping=False) is ReconcileItemResult.LEASE_LOST
     assert rig.mediamtx.calls == calls
     assert (await rig.devices.reconcile_status(device.id)).status == "converged"
 
@@ -475,7 +475,7 @@ async def test_items_of_revoked_partitions_and_items_after_stop_are_released_unt
             "x", list(ALL_PARTITIONS), media_server=SERVER, lease_seconds=30, limit=1
         )
     worker._owned.revoke([claimed.partition])
-    assert await worker._one(claimed, SERVER, stopping=False) is ItemResult.RELEASED
+    assert await worker._one(claimed, SERVER, stopping=False) is ReconcileItemResult.RELEASED
     assert rig.mediamtx.calls == 0
     status = await rig.devices.reconcile_status(device.id)
     assert (status.status, status.attempts) == ("pending", 0)

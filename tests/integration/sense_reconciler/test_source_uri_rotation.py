@@ -12,7 +12,7 @@ import pytest
 from sense_reconciler.adapters.source_uri_secrets import SourceUriSecrets
 from sense_reconciler.adapters.unit_of_work import PostgresSenseUnitOfWork, postgres_units
 from sense_reconciler.domain.model import DesiredState
-from sense_reconciler.service_layer.devices import DeviceService
+from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import MigratedSchema
 from tests.integration.sense_reconciler.conftest import DEVICE_TOPIC_PARTITIONS
@@ -21,10 +21,8 @@ from yovision_platform.encryption import EncryptionKeyRing, SecretUnreadable
 from yovision_platform.key_rotation import rotate_keys
 
 
-def service(
-    pool: asyncpg.Pool, schema: MigratedSchema, serde: AvroSerde, ring: EncryptionKeyRing
-) -> DeviceService:
-    return DeviceService(
+def service(pool: asyncpg.Pool, schema: MigratedSchema, serde: AvroSerde, ring: EncryptionKeyRing) -> Devices:
+    return Devices(
         postgres_units(pool, schema.name),
         serde,
         device_topic="sense.device.v1",

@@ -7,7 +7,7 @@ accepts that MediaMTX refuses would be stored, then fail at every reconcile. So:
   `PUBLISHED_PATH_NAME`) is accepted by the real MediaMTX as a path's configuration;
 - for near misses (URI-shaped strings over an alphabet of the characters that matter: other schemes and
   cases, bad escapes, backslashes, brackets, `@`, `#`, `$G1`, spaces, non-ASCII), every value the real
-  MediaMTX refuses, Sense refuses (`validate_*` raises `InvalidInput`, which the API answers 422
+  MediaMTX refuses, Sense refuses (`validate_*` raises `InvalidDeviceInput`, which the API answers 422
   `invalid_<field>`).
 
 Each example is one `POST /v3/config/paths/replace/<name>` to a private MediaMTX of this module (the real
@@ -28,7 +28,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from sense_reconciler.domain import model
-from sense_reconciler.domain.errors import InvalidInput
+from sense_reconciler.domain.errors import InvalidDeviceInput
 from sense_reconciler.domain.limits import SOURCE_URI_MAX_CHARS
 from sense_reconciler.domain.reconcile import PathConfig
 from sense_reconciler.domain.source_uri import PUBLISHED_SOURCE_URI
@@ -67,7 +67,7 @@ def sense_accepts(validator: object, value: str) -> bool:
     assert callable(validator)
     try:
         validator(value)
-    except InvalidInput:
+    except InvalidDeviceInput:
         return False
     return True
 

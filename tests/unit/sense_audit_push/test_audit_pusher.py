@@ -17,9 +17,10 @@ from prometheus_client import CollectorRegistry
 from sense_reconciler.adapters.memory import MemoryBell, MemorySense
 from sense_reconciler.domain.audit_facts import OutboxFact
 from sense_reconciler.domain.audit_push import AuditPushConfig
-from sense_reconciler.domain.audit_push_outcome import BatchErrorCode, BatchFailure, ItemResults
+from sense_reconciler.domain.audit_push_outcome import BatchFailure, ItemResults, PushFailureCode
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.domain.records import AuditFact, NewDevice
+from sense_reconciler.entrypoints.audit_push_worker import AuditPushWorker
 from sense_reconciler.service_layer.audit_pusher import AuditPusher
 from sense_reconciler.service_layer.metrics import AuditPushMetrics
 from sense_reconciler.service_layer.ports import BellPort
@@ -129,9 +130,9 @@ async def test_rejected_facts_are_dead_lettered_with_bells_code_and_the_rest_del
     assert registry.get_sample_value("sense_bell_relay_items_total", {"fate": "dead_lettered"}) == 2
 
 
-@pytest.mark.parametrize("code", list(BatchErrorCode))
+@pytest.mark.parametrize("code", list(PushFailureCode))
 async def test_a_whole_batch_failure_backs_off_and_retries_every_fact(
-    sense: MemorySense, clock: ManualClock, code: BatchErrorCode
+    sense: MemorySense, clock: ManualClock, code: PushFailureCode
 ) -> None:
     event_ids = await add_facts(sense, 3)
     bell = MemoryBell()
@@ -160,8 +161,8 @@ async def test_a_backoff_is_capped_at_300_seconds(sense: MemorySense, clock: Man
     worker = pusher(sense, bell)
     waits = []
     for _ in range(11):
-        bell.failures.append(BatchErrorCode.SERVER_ERROR)
-        assert (await worker.run_once()).failure is BatchErrorCode.SERVER_ERROR
+        bell.failures.append(PushFailureCode.SERVER_ERROR)
+        assert (await worker.run_once()).failure is PushFailureCode.SERVER_ERROR
         waits.append((sense.state.cursor.next_attempt_at - clock.now).total_seconds())
         clock.advance(waits[-1])
     assert waits == [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300]
@@ -206,7 +207,7 @@ async def test_the_pipelined_loop_delivers_a_backlog_exactly_once_in_order(sense
         poll_interval_seconds=0.01,
     )
     stop = asyncio.Event()
-    task = asyncio.create_task(pusher(sense, bell, config=config).run(stop))
+    task = asyncio.create_task(AuditPushWorker(pusher(sense, bell, config=config)).run(stop))
     store = sense.audit_push_store("reader", lease_seconds=1)
     deadline = time.monotonic() + 10
     try:

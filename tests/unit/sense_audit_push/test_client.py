@@ -13,7 +13,7 @@ import httpx
 from sense_reconciler.adapters.bell_client import BellClient
 from sense_reconciler.domain.audit_facts import OutboxFact
 from sense_reconciler.domain.audit_push import AuditPushConfig
-from sense_reconciler.domain.audit_push_outcome import BatchErrorCode, BatchFailure, ItemResults
+from sense_reconciler.domain.audit_push_outcome import BatchFailure, ItemResults, PushFailureCode
 from yovision_platform.audit_relay import BATCH_PATH
 from yovision_platform.signing import HEADER_NONCE, HEADER_TIMESTAMP, KeyRing, SigningKey, verify_request
 
@@ -82,7 +82,7 @@ async def test_a_redirect_is_not_followed() -> None:
         return httpx.Response(307, headers={"location": "https://elsewhere.example/"})
 
     async with client(httpx.MockTransport(redirect)) as bell:
-        assert await bell.send(facts(1)) == BatchFailure(BatchErrorCode.REQUEST_REFUSED)
+        assert await bell.send(facts(1)) == BatchFailure(PushFailureCode.REQUEST_REFUSED)
 
 
 async def test_transport_errors_become_batch_failure_codes() -> None:
@@ -93,9 +93,9 @@ async def test_transport_errors_become_batch_failure_codes() -> None:
         raise httpx.ReadTimeout("slow")
 
     async with client(httpx.MockTransport(refuse)) as bell:
-        assert await bell.send(facts(1)) == BatchFailure(BatchErrorCode.NETWORK_ERROR)
+        assert await bell.send(facts(1)) == BatchFailure(PushFailureCode.NETWORK_ERROR)
     async with client(httpx.MockTransport(slow)) as bell:
-        assert await bell.send(facts(1)) == BatchFailure(BatchErrorCode.TIMEOUT)
+        assert await bell.send(facts(1)) == BatchFailure(PushFailureCode.TIMEOUT)
 
 
 async def test_an_oversized_answer_is_malformed() -> None:
@@ -103,4 +103,4 @@ async def test_an_oversized_answer_is_malformed() -> None:
         return httpx.Response(200, content=b" " * (1024 * 1024 + 1))
 
     async with client(httpx.MockTransport(huge)) as bell:
-        assert await bell.send(facts(1)) == BatchFailure(BatchErrorCode.MALFORMED_RESPONSE)
+        assert await bell.send(facts(1)) == BatchFailure(PushFailureCode.MALFORMED_RESPONSE)

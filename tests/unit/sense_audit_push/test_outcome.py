@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from sense_reconciler.domain.audit_push_outcome import (
-    BatchErrorCode,
     BatchFailure,
     ItemResults,
     ItemStatus,
+    PushFailureCode,
     parse_batch_response,
 )
 
@@ -42,17 +42,17 @@ def test_a_complete_answer_yields_one_outcome_per_item_in_order() -> None:
 @pytest.mark.parametrize(
     ("status", "code"),
     [
-        (401, BatchErrorCode.UNAUTHORIZED),
-        (409, BatchErrorCode.REPLAY_CONFLICT),
-        (400, BatchErrorCode.REQUEST_REFUSED),
-        (413, BatchErrorCode.REQUEST_REFUSED),
-        (499, BatchErrorCode.REQUEST_REFUSED),
-        (500, BatchErrorCode.SERVER_ERROR),
-        (503, BatchErrorCode.SERVER_ERROR),
-        (302, BatchErrorCode.REQUEST_REFUSED),
+        (401, PushFailureCode.UNAUTHORIZED),
+        (409, PushFailureCode.REPLAY_CONFLICT),
+        (400, PushFailureCode.REQUEST_REFUSED),
+        (413, PushFailureCode.REQUEST_REFUSED),
+        (499, PushFailureCode.REQUEST_REFUSED),
+        (500, PushFailureCode.SERVER_ERROR),
+        (503, PushFailureCode.SERVER_ERROR),
+        (302, PushFailureCode.REQUEST_REFUSED),
     ],
 )
-def test_a_non_200_status_fails_the_whole_batch(status: int, code: BatchErrorCode) -> None:
+def test_a_non_200_status_fails_the_whole_batch(status: int, code: PushFailureCode) -> None:
     assert parse_batch_response(status, body([result(0), result(1), result(2)]), SENT) == BatchFailure(code)
 
 
@@ -60,7 +60,7 @@ def test_a_non_200_status_fails_the_whole_batch(status: int, code: BatchErrorCod
 def test_missing_or_extra_results_fail_the_whole_batch(count: int) -> None:
     results = [result(i % 3) | {"index": i} for i in range(count)]
     answer = parse_batch_response(200, body(results), SENT)
-    assert answer == BatchFailure(BatchErrorCode.RESULT_COUNT_MISMATCH)
+    assert answer == BatchFailure(PushFailureCode.RESULT_COUNT_MISMATCH)
 
 
 @pytest.mark.parametrize(
@@ -85,4 +85,4 @@ def test_missing_or_extra_results_fail_the_whole_batch(count: int) -> None:
     ],
 )
 def test_a_malformed_answer_fails_the_whole_batch(payload: bytes) -> None:
-    assert parse_batch_response(200, payload, SENT) == BatchFailure(BatchErrorCode.MALFORMED_RESPONSE)
+    assert parse_batch_response(200, payload, SENT) == BatchFailure(PushFailureCode.MALFORMED_RESPONSE)

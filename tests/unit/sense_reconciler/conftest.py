@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from sense_reconciler.adapters.memory import MemorySense
-from sense_reconciler.service_layer.devices import DeviceService
+from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.source_uris import SourceUris
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.encryption import EncryptionKeyRing
@@ -60,8 +60,8 @@ def device_service(
     *,
     media_servers: frozenset[str] = frozenset({SINGLE_MEDIA_SERVER_ID}),
     default_media_server: str = SINGLE_MEDIA_SERVER_ID,
-) -> DeviceService:
-    return DeviceService(
+) -> Devices:
+    return Devices(
         sense.units(),
         serde,
         device_topic=DEVICE_TOPIC,
@@ -73,5 +73,5 @@ def device_service(
 
 
 @pytest.fixture
-def devices(sense: MemorySense, serde: AvroSerde, sources: SourceUris) -> DeviceService:
+def devices(sense: MemorySense, serde: AvroSerde, sources: SourceUris) -> Devices:
     return device_service(sense, serde, sources)

@@ -12,7 +12,7 @@ import random
 import pytest
 
 from sense_reconciler.domain import limits
-from sense_reconciler.domain.errors import InvalidInput
+from sense_reconciler.domain.errors import InvalidDeviceInput
 from sense_reconciler.domain.model import validate_actor
 from yovision_platform.audit_relay import facts
 from yovision_platform.auth import SUBJECT_PATTERN
@@ -47,7 +47,7 @@ def verifier_accepts(subject: str) -> bool:
 def sense_records(subject: str) -> bool:
     try:
         validate_actor(subject)
-    except InvalidInput:
+    except InvalidDeviceInput:
         return False
     return True
 

@@ -15,10 +15,11 @@ import httpx
 import pytest
 
 from sense_reconciler.adapters.memory import MemoryBell, MemorySense
+from sense_reconciler.bootstrap import SenseUseCases
 from sense_reconciler.domain.audit_push import AuditPushConfig
 from sense_reconciler.entrypoints.api import SATISFIED_BY, install, openapi_document
 from sense_reconciler.service_layer.audit_pusher import AuditPusher
-from sense_reconciler.service_layer.devices import DeviceService
+from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.source_uris import SourceUris
 from sense_reconciler.settings import AUDIENCE
 from tests.conftest import problem_code
@@ -95,15 +96,15 @@ def issuer() -> LocalIssuer:
 
 
 @pytest.fixture
-def fleet_devices(sense: MemorySense, serde: AvroSerde, sources: SourceUris) -> DeviceService:
+def fleet_devices(sense: MemorySense, serde: AvroSerde, sources: SourceUris) -> Devices:
     """Two MediaMTX servers, so a site move (a change with audit facts) is one of the operations."""
     return device_service(sense, serde, sources, media_servers=SERVERS, default_media_server="mtx-a")
 
 
 @pytest.fixture
-async def api(fleet_devices: DeviceService, issuer: LocalIssuer) -> AsyncIterator[httpx.AsyncClient]:
+async def api(fleet_devices: Devices, issuer: LocalIssuer) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app("test", "0")
-    install(app, fleet_devices)
+    install(app, SenseUseCases(devices=fleet_devices, sites=fleet_devices.sites))
     verifier = issuer.verifier(AUDIENCE)
     use_access_token_verifier(app, verifier)
     transport = httpx.ASGITransport(app=app)
@@ -146,8 +147,8 @@ def test_sense_checks_the_platforms_permissions() -> None:
     assert set(SATISFIED_BY) == {OPERATE, READ} and set().union(*SATISFIED_BY.values()) <= set(PERMISSIONS)
 
 
-def test_the_operations_are_every_route(fleet_devices: DeviceService) -> None:
-    paths: dict[str, dict[str, object]] = openapi_document(fleet_devices)["paths"]  # type: ignore[assignment]
+def test_the_operations_are_every_route(fleet_devices: Devices) -> None:
+    paths: dict[str, dict[str, object]] = openapi_document()["paths"]  # type: ignore[assignment]
     routes = {(method.upper(), path) for path, item in paths.items() for method in item}
     assert routes == {(op.method, op.template) for op in OPERATIONS}
 
@@ -295,8 +296,8 @@ async def test_a_machine_tokens_actor_is_its_client_id(
     assert one_actor(await actors(sense, serde), "bench", 5)
 
 
-def test_the_published_document_says_how_every_operation_authenticates(fleet_devices: DeviceService) -> None:
-    document: Any = openapi_document(fleet_devices)
+def test_the_published_document_says_how_every_operation_authenticates(fleet_devices: Devices) -> None:
+    document: Any = openapi_document()
     assert set(document["components"]["securitySchemes"]) == {"bearerJwt"}
     for path, item in document["paths"].items():
         for method, operation in item.items():

@@ -8,10 +8,10 @@ from collections.abc import Iterable
 import pytest
 
 from sense_reconciler.adapters.memory import MemorySense
-from sense_reconciler.domain.errors import DeviceNotFound, InvalidInput, PathNameTaken, SiteLimitReached
+from sense_reconciler.domain.errors import DeviceNotFound, InvalidDeviceInput, PathNameTaken, SiteLimitReached
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.domain.records import DeviceRow
-from sense_reconciler.service_layer.devices import DeviceService
+from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.unit.sense_reconciler.conftest import DEVICE_TOPIC, DEVICE_TOPIC_PARTITIONS
 from yovision_platform.avro import AvroSerde
@@ -22,7 +22,7 @@ ENABLED, DISABLED = DesiredState.ENABLED, DesiredState.DISABLED
 
 
 async def create(
-    devices: DeviceService, n: int, *, site: str = "site-1", state: DesiredState = ENABLED
+    devices: Devices, n: int, *, site: str = "site-1", state: DesiredState = ENABLED
 ) -> DeviceRow:
     return await devices.create_device(
         tenant_id="tenant-a",
@@ -35,7 +35,7 @@ async def create(
     )
 
 
-async def set_site_limit(devices: DeviceService, tenant_id: str, site_id: str, limit: int) -> int:
+async def set_site_limit(devices: Devices, tenant_id: str, site_id: str, limit: int) -> int:
     site = await devices.sites.configure_site(
         tenant_id, site_id, max_video_channels=limit, media_server_id=None, actor="control-api"
     )
@@ -54,7 +54,7 @@ def counts(sense: MemorySense) -> dict[str, int]:
 
 
 async def test_create_writes_device_fact_events_and_due_row_together(
-    devices: DeviceService, sense: MemorySense, serde: AvroSerde
+    devices: Devices, sense: MemorySense, serde: AvroSerde
 ) -> None:
     device = await create(devices, 1)
     assert counts(sense) == {
@@ -79,7 +79,7 @@ async def test_create_writes_device_fact_events_and_due_row_together(
     assert SECRET not in repr(fact)
 
 
-async def test_failed_mutation_leaves_nothing_behind(devices: DeviceService, sense: MemorySense) -> None:
+async def test_failed_mutation_leaves_nothing_behind(devices: Devices, sense: MemorySense) -> None:
     device = await create(devices, 1)
     before = counts(sense)
     with pytest.raises(PathNameTaken):
@@ -100,7 +100,7 @@ async def test_failed_mutation_leaves_nothing_behind(devices: DeviceService, sen
 
 @pytest.mark.parametrize(("limit", "enabled_before", "allowed"), [(16, 15, True), (16, 16, False)])
 async def test_default_site_limit_boundary(
-    devices: DeviceService, limit: int, enabled_before: int, allowed: bool
+    devices: Devices, limit: int, enabled_before: int, allowed: bool
 ) -> None:
     for n in range(enabled_before):
         await create(devices, n)
@@ -114,9 +114,9 @@ async def test_default_site_limit_boundary(
             await create(devices, 100)
 
 
-async def test_site_limit_can_be_raised_to_128_and_no_further(devices: DeviceService) -> None:
+async def test_site_limit_can_be_raised_to_128_and_no_further(devices: Devices) -> None:
     assert await set_site_limit(devices, "tenant-a", "big", 128) == 128
-    with pytest.raises(InvalidInput):
+    with pytest.raises(InvalidDeviceInput):
         await set_site_limit(devices, "tenant-a", "big", 129)
     drafts = [await create(devices, n, site="big", state=DISABLED) for n in range(129)]
     await devices.set_desired_states([(d.id, ENABLED) for d in drafts[:128]], actor="op")
@@ -126,7 +126,7 @@ async def test_site_limit_can_be_raised_to_128_and_no_further(devices: DeviceSer
         await set_site_limit(devices, "tenant-a", "big", 127)
 
 
-async def test_batch_is_all_or_nothing_and_counts_the_whole_batch(devices: DeviceService) -> None:
+async def test_batch_is_all_or_nothing_and_counts_the_whole_batch(devices: Devices) -> None:
     await set_site_limit(devices, "tenant-a", "small", 2)
     drafts = [await create(devices, n, site="small", state=DISABLED) for n in range(3)]
     with pytest.raises(SiteLimitReached):
@@ -148,7 +148,7 @@ async def test_batch_is_all_or_nothing_and_counts_the_whole_batch(devices: Devic
 
 
 async def test_config_change_bumps_version_and_generation_without_echoing_the_uri(
-    devices: DeviceService, sense: MemorySense, serde: AvroSerde
+    devices: Devices, sense: MemorySense, serde: AvroSerde
 ) -> None:
     device = await create(devices, 1)
     unchanged = await devices.change_config(device.id, name=device.name, source_uri=None, actor="op")
@@ -164,7 +164,7 @@ async def test_config_change_bumps_version_and_generation_without_echoing_the_ur
     assert SECRET.encode() not in bytes(value)
 
 
-async def test_list_pages_through_every_device_once(devices: DeviceService) -> None:
+async def test_list_pages_through_every_device_once(devices: Devices) -> None:
     created = {(await create(devices, n)).id for n in range(5)}
     seen: list[uuid.UUID] = []
     after = None
@@ -178,7 +178,7 @@ async def test_list_pages_through_every_device_once(devices: DeviceService) -> N
 
 
 async def test_a_batch_writes_each_device_s_two_events_in_order_in_one_outbox_write(
-    devices: DeviceService, sense: MemorySense
+    devices: Devices, sense: MemorySense
 ) -> None:
     drafts = [await create(devices, n, state=DISABLED) for n in range(3)]
     before, writes = len(sense.outbox.committed), sense.outbox.writes
@@ -201,7 +201,7 @@ async def test_the_reconciler_is_woken_after_each_commit_that_made_devices_due(
     def wake(partitions: Iterable[int]) -> None:
         woken.append((sorted(partitions), len(sense.outbox.committed)))
 
-    devices = DeviceService(
+    devices = Devices(
         sense.units(),
         serde,
         device_topic=DEVICE_TOPIC,

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from sense_reconciler.domain import limits
-from sense_reconciler.domain.errors import InvalidInput, SiteLimitReached
+from sense_reconciler.domain.errors import InvalidDeviceInput, SiteLimitReached
 from sense_reconciler.domain.model import (
     check_site_capacity,
     validate_actor,
@@ -27,7 +27,7 @@ def test_site_limit_allows_1_to_128_and_defaults_to_16() -> None:
     assert validate_max_video_channels(1) == 1
     assert validate_max_video_channels(128) == 128
     for bad in (0, 129):
-        with pytest.raises(InvalidInput) as err:
+        with pytest.raises(InvalidDeviceInput) as err:
             validate_max_video_channels(bad)
         assert err.value.code == "invalid_max_video_channels"
 
@@ -55,22 +55,22 @@ def test_path_name_charset_and_length() -> None:
     assert limits.PATH_NAME_MAX_CHARS == 255
     bad_names = ("", "a" * (limits.PATH_NAME_MAX_CHARS + 1), "a//b", "/a", "a/", "a/../b", "sp ace", "ü")
     for bad in (*bad_names, "~regex", "all_others"):
-        with pytest.raises(InvalidInput):
+        with pytest.raises(InvalidDeviceInput):
             validate_path_name(bad)
 
 
 def test_ids_names_and_actor() -> None:
     assert validate_id("a" * limits.ID_MAX_CHARS, "tenant_id")
-    with pytest.raises(InvalidInput) as err:
+    with pytest.raises(InvalidDeviceInput) as err:
         validate_id("a" * (limits.ID_MAX_CHARS + 1), "tenant_id")
     assert err.value.code == "invalid_tenant_id"
     assert validate_name("  Lobby  ") == "Lobby"
     assert validate_name("x" * limits.DEVICE_NAME_MAX_CHARS)
     for bad in ("", "   ", "x" * (limits.DEVICE_NAME_MAX_CHARS + 1), "a\nb"):
-        with pytest.raises(InvalidInput):
+        with pytest.raises(InvalidDeviceInput):
             validate_name(bad)
     assert validate_actor("operator:alice")
-    with pytest.raises(InvalidInput):
+    with pytest.raises(InvalidDeviceInput):
         validate_actor("a" * (limits.ACTOR_MAX_CHARS + 1))
 
 
@@ -80,7 +80,7 @@ def test_source_uri_must_be_rtsp_with_host_and_never_echoed() -> None:
     long_ok = "rtsp://h/" + "a" * (limits.SOURCE_URI_MAX_CHARS - len("rtsp://h/"))
     assert validate_source_uri(long_ok)
     for bad in ("http://h/x", "rtsp:///nohost", "rtsp://h/ x", long_ok + "a", "rtsp://h:99999/x", ""):
-        with pytest.raises(InvalidInput) as err:
+        with pytest.raises(InvalidDeviceInput) as err:
             validate_source_uri(bad)
         assert "pw" not in str(err.value) and err.value.code == "invalid_source_uri"
 
@@ -146,7 +146,7 @@ def test_a_source_uri_mediamtx_accepts_and_can_pull_is_accepted(uri: str) -> Non
     ],
 )
 def test_a_source_uri_mediamtx_refuses_or_cannot_pull_is_refused(uri: str) -> None:
-    with pytest.raises(InvalidInput) as err:
+    with pytest.raises(InvalidDeviceInput) as err:
         validate_source_uri(uri)
     assert err.value.code == "invalid_source_uri" and str(err.value) == "invalid_source_uri"
 
@@ -199,10 +199,10 @@ def test_batch_and_page_limits() -> None:
     assert validate_batch_size(limits.SET_DESIRED_STATE_BATCH_MAX_ITEMS)
     assert validate_page_size(limits.LIST_PAGE_SIZE_MAX)
     for bad in (0, limits.SET_DESIRED_STATE_BATCH_MAX_ITEMS + 1):
-        with pytest.raises(InvalidInput):
+        with pytest.raises(InvalidDeviceInput):
             validate_batch_size(bad)
     for bad in (0, limits.LIST_PAGE_SIZE_MAX + 1):
-        with pytest.raises(InvalidInput):
+        with pytest.raises(InvalidDeviceInput):
             validate_page_size(bad)
 
 

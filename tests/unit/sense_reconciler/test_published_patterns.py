@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from sense_reconciler.domain import limits, model
-from sense_reconciler.domain.errors import InvalidInput
+from sense_reconciler.domain.errors import InvalidDeviceInput
 from sense_reconciler.domain.source_uri import PUBLISHED_SOURCE_URI
 from yovision_platform.patterns import json_schema_match
 
@@ -25,7 +25,7 @@ SAMPLES = 4000
 def accepts(validator: Callable[[str], object], value: str) -> bool:
     try:
         validator(value)
-    except InvalidInput:
+    except InvalidDeviceInput:
         return False
     return True
 

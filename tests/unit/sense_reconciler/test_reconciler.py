@@ -15,8 +15,8 @@ from sense_reconciler.domain import limits
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.domain.reconcile import PathConfig
 from sense_reconciler.domain.records import DeviceRow
-from sense_reconciler.service_layer.devices import DeviceService
-from sense_reconciler.service_layer.metrics import ItemResult, ReconcileMetrics
+from sense_reconciler.service_layer.devices import Devices
+from sense_reconciler.service_layer.metrics import ReconcileItemResult, ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
@@ -81,7 +81,7 @@ def reconciler(
 
 
 async def new_device(
-    devices: DeviceService, path: str | None = None, *, site: str = "site-1", enabled: bool = True
+    devices: Devices, path: str | None = None, *, site: str = "site-1", enabled: bool = True
 ) -> DeviceRow:
     path = path or f"t-{uuid.uuid4().hex[:12]}"
     return await devices.create_device(
@@ -100,7 +100,7 @@ def source_of(device: DeviceRow) -> PathConfig:
 
 
 async def test_enable_configures_the_path_and_disable_deletes_exactly_it(
-    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris
+    sense: MemorySense, devices: Devices, serde: AvroSerde, sources: SourceUris
 ) -> None:
     fleet = fleet_of("default")
     mediamtx = fleet.client("default")
@@ -131,7 +131,7 @@ async def test_enable_configures_the_path_and_disable_deletes_exactly_it(
 
 
 async def test_an_unchanged_path_is_left_alone(
-    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris
+    sense: MemorySense, devices: Devices, serde: AvroSerde, sources: SourceUris
 ) -> None:
     fleet = fleet_of("default")
     device = await new_device(devices)
@@ -144,7 +144,7 @@ async def test_an_unchanged_path_is_left_alone(
 
 
 async def test_a_new_source_is_replaced_at_once_until_a_completion_observes_it(
-    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris, clock: ManualClock
+    sense: MemorySense, devices: Devices, serde: AvroSerde, sources: SourceUris, clock: ManualClock
 ) -> None:
     fleet = fleet_of("default")
     mediamtx = fleet.client("default")
@@ -170,7 +170,7 @@ async def test_a_new_source_is_replaced_at_once_until_a_completion_observes_it(
 
 
 async def test_a_writer_works_the_next_items_database_work_while_its_server_answers_one_call_at_a_time(
-    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris
+    sense: MemorySense, devices: Devices, serde: AvroSerde, sources: SourceUris
 ) -> None:
     class GatedMediaMtx(JournaledMediaMtx):
         """Holds every add until the test opens the gate; counts the calls in flight at once."""
@@ -214,7 +214,7 @@ async def test_a_writer_works_the_next_items_database_work_while_its_server_answ
 
 
 async def test_a_failure_persists_its_backoff_and_a_stable_code(
-    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris, clock: ManualClock
+    sense: MemorySense, devices: Devices, serde: AvroSerde, sources: SourceUris, clock: ManualClock
 ) -> None:
     fleet = fleet_of("default")
     fleet.client("default").failures.extend(["mediamtx_unreachable", "mediamtx_unreachable"])
@@ -238,7 +238,7 @@ async def test_a_failure_persists_its_backoff_and_a_stable_code(
 
 
 async def test_only_owned_partitions_are_claimed(
-    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris
+    sense: MemorySense, devices: Devices, serde: AvroSerde, sources: SourceUris
 ) -> None:
     device = await new_device(devices)
     partition = devices.partition_of(device.id)
@@ -254,7 +254,7 @@ async def test_only_owned_partitions_are_claimed(
 
 
 async def test_a_path_that_already_exists_is_adopted_not_failed(
-    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris
+    sense: MemorySense, devices: Devices, serde: AvroSerde, sources: SourceUris
 ) -> None:
     fleet = fleet_of("default")
     mediamtx = fleet.client("default")
@@ -268,7 +268,7 @@ async def test_a_path_that_already_exists_is_adopted_not_failed(
 
 
 async def test_a_stale_worker_calls_nothing_and_cannot_record_after_a_takeover(
-    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris, clock: ManualClock
+    sense: MemorySense, devices: Devices, serde: AvroSerde, sources: SourceUris, clock: ManualClock
 ) -> None:
     device = await new_device(devices)
     fleet = fleet_of("default")
@@ -281,13 +281,13 @@ async def test_a_stale_worker_calls_nothing_and_cannot_record_after_a_takeover(
     calls = list(fleet.client("default").calls)
     registry = CollectorRegistry()
     late = reconciler(sense, fleet, serde, sources, owner="late", registry=registry)
-    assert await late._one(stale, "default", stopping=False) is ItemResult.LEASE_LOST
+    assert await late._one(stale, "default", stopping=False) is ReconcileItemResult.LEASE_LOST
     assert fleet.client("default").calls == calls
     assert (await devices.reconcile_status(device.id)).status == "converged"
 
 
 async def test_items_of_revoked_partitions_and_items_after_stop_are_released_untouched(
-    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris
+    sense: MemorySense, devices: Devices, serde: AvroSerde, sources: SourceUris
 ) -> None:
     device = await new_device(devices)
     fleet = fleet_of("default")
@@ -303,7 +303,7 @@ async def test_items_of_revoked_partitions_and_items_after_stop_are_released_unt
             "x", list(ALL_PARTITIONS), media_server="default", lease_seconds=30, limit=1
         )
     worker._owned.revoke([claimed.partition])
-    assert await worker._one(claimed, "default", stopping=False) is ItemResult.RELEASED
+    assert await worker._one(claimed, "default", stopping=False) is ReconcileItemResult.RELEASED
     assert fleet.client("default").calls == []
     status = await devices.reconcile_status(device.id)
     assert (status.status, status.attempts) == ("pending", 0)
@@ -315,7 +315,7 @@ async def test_items_of_revoked_partitions_and_items_after_stop_are_released_unt
 
 
 async def test_the_drift_check_repairs_a_path_changed_behind_senses_back(
-    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris, clock: ManualClock
+    sense: MemorySense, devices: Devices, serde: AvroSerde, sources: SourceUris, clock: ManualClock
 ) -> None:
     fleet = fleet_of("default")
     mediamtx = fleet.client("default")
@@ -409,7 +409,7 @@ async def test_a_server_removed_from_the_settings_is_a_recorded_failure_without_
 
 
 async def test_an_unreadable_source_uri_is_a_stable_code_and_no_call(
-    sense: MemorySense, devices: DeviceService, serde: AvroSerde
+    sense: MemorySense, devices: Devices, serde: AvroSerde
 ) -> None:
     device = await new_device(devices)
     stored = sense.state.devices[device.id]
@@ -423,7 +423,7 @@ async def test_an_unreadable_source_uri_is_a_stable_code_and_no_call(
 
 
 async def test_a_legacy_cleartext_source_is_still_configured(
-    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris
+    sense: MemorySense, devices: Devices, serde: AvroSerde, sources: SourceUris
 ) -> None:
     device = await new_device(devices)
     sense.store_cleartext_source(device.id, "rtsp://127.0.0.1:1/legacy")
@@ -433,7 +433,7 @@ async def test_a_legacy_cleartext_source_is_still_configured(
 
 
 async def test_a_configuration_mediamtx_refuses_waits_for_a_change_and_a_valid_one_converges(
-    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris, clock: ManualClock
+    sense: MemorySense, devices: Devices, serde: AvroSerde, sources: SourceUris, clock: ManualClock
 ) -> None:
     """A device stored before the stricter validation, whose source MediaMTX refuses: failed once, with
     MediaMTX's redacted reason, counted, and never claimed again until the device changes."""
@@ -471,7 +471,7 @@ async def test_a_configuration_mediamtx_refuses_waits_for_a_change_and_a_valid_o
 
 @pytest.mark.parametrize("http_status", [401, 403, 404, 408, 409, 425, 429, 500, 503])
 async def test_answers_that_do_not_refuse_the_configuration_are_retried_with_backoff(
-    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris, http_status: int
+    sense: MemorySense, devices: Devices, serde: AvroSerde, sources: SourceUris, http_status: int
 ) -> None:
     fleet = fleet_of("default")
     code = f"mediamtx_http_{http_status}"
@@ -486,7 +486,7 @@ async def test_answers_that_do_not_refuse_the_configuration_are_retried_with_bac
 
 @pytest.mark.parametrize("http_status", [400, 405, 410, 413, 415, 422])
 async def test_every_other_client_error_is_a_refusal(
-    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris, http_status: int
+    sense: MemorySense, devices: Devices, serde: AvroSerde, sources: SourceUris, http_status: int
 ) -> None:
     fleet = fleet_of("default")
     code = f"mediamtx_http_{http_status}"
@@ -499,7 +499,7 @@ async def test_every_other_client_error_is_a_refusal(
 
 
 async def test_metrics_carry_only_enum_labels(
-    sense: MemorySense, devices: DeviceService, serde: AvroSerde, sources: SourceUris
+    sense: MemorySense, devices: Devices, serde: AvroSerde, sources: SourceUris
 ) -> None:
     device = await new_device(devices)
     registry = CollectorRegistry()

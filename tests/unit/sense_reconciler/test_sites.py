@@ -9,10 +9,10 @@ import pytest
 
 from sense_reconciler.adapters.memory import MemorySense
 from sense_reconciler.domain import limits
-from sense_reconciler.domain.errors import InvalidInput, MediaServerNotRegistered, SiteLimitReached
+from sense_reconciler.domain.errors import InvalidDeviceInput, MediaServerNotRegistered, SiteLimitReached
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.domain.records import DeviceRow
-from sense_reconciler.service_layer.devices import DeviceService
+from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.unit.sense_reconciler.conftest import device_service
 from yovision_platform.avro import AvroSerde
@@ -21,11 +21,11 @@ SERVERS = frozenset({"mtx-a", "mtx-b"})
 
 
 @pytest.fixture
-def fleet_devices(sense: MemorySense, serde: AvroSerde, sources: SourceUris) -> DeviceService:
+def fleet_devices(sense: MemorySense, serde: AvroSerde, sources: SourceUris) -> Devices:
     return device_service(sense, serde, sources, media_servers=SERVERS, default_media_server="mtx-a")
 
 
-async def create(devices: DeviceService, *, site: str = "site-1", enabled: bool = True) -> DeviceRow:
+async def create(devices: Devices, *, site: str = "site-1", enabled: bool = True) -> DeviceRow:
     return await devices.create_device(
         tenant_id="tenant-a",
         site_id=site,
@@ -37,9 +37,7 @@ async def create(devices: DeviceService, *, site: str = "site-1", enabled: bool 
     )
 
 
-async def test_a_site_sense_never_saw_has_the_defaults(
-    fleet_devices: DeviceService, sense: MemorySense
-) -> None:
+async def test_a_site_sense_never_saw_has_the_defaults(fleet_devices: Devices, sense: MemorySense) -> None:
     site = await fleet_devices.sites.get_site("tenant-a", "new-site")
     assert (site.max_video_channels, site.media_server_id, site.enabled_devices) == (
         limits.SITE_MAX_VIDEO_CHANNELS_DEFAULT,
@@ -51,7 +49,7 @@ async def test_a_site_sense_never_saw_has_the_defaults(
 
 @pytest.mark.parametrize(("limit", "allowed"), [(3, True), (4, True), (2, False)])
 async def test_a_limit_below_the_enabled_devices_is_refused(
-    fleet_devices: DeviceService, limit: int, allowed: bool
+    fleet_devices: Devices, limit: int, allowed: bool
 ) -> None:
     for _ in range(3):
         await create(fleet_devices)
@@ -78,13 +76,13 @@ async def test_a_limit_below_the_enabled_devices_is_refused(
     ],
 )
 async def test_a_change_that_sets_nothing_or_something_invalid_is_refused(
-    fleet_devices: DeviceService,
+    fleet_devices: Devices,
     sense: MemorySense,
     limit: int | None,
     media_server_id: str | None,
     code: str,
 ) -> None:
-    with pytest.raises(InvalidInput) as refused:
+    with pytest.raises(InvalidDeviceInput) as refused:
         await fleet_devices.sites.configure_site(
             "tenant-a", "site-1", max_video_channels=limit, media_server_id=media_server_id, actor="op"
         )
@@ -92,7 +90,7 @@ async def test_a_change_that_sets_nothing_or_something_invalid_is_refused(
     assert sense.state.sites == {}
 
 
-async def test_an_unregistered_server_is_refused(fleet_devices: DeviceService, sense: MemorySense) -> None:
+async def test_an_unregistered_server_is_refused(fleet_devices: Devices, sense: MemorySense) -> None:
     await create(fleet_devices)
     before = len(sense.outbox.committed)
     with pytest.raises(MediaServerNotRegistered):
@@ -103,7 +101,7 @@ async def test_an_unregistered_server_is_refused(fleet_devices: DeviceService, s
 
 
 async def test_a_move_changes_every_device_of_the_site_in_one_transaction(
-    fleet_devices: DeviceService, sense: MemorySense, serde: AvroSerde
+    fleet_devices: Devices, sense: MemorySense, serde: AvroSerde
 ) -> None:
     moved = [await create(fleet_devices), await create(fleet_devices, enabled=False)]
     stays = await create(fleet_devices, site="site-2")
@@ -134,7 +132,7 @@ async def test_a_move_changes_every_device_of_the_site_in_one_transaction(
 
 
 async def test_a_move_to_the_current_server_changes_nothing(
-    fleet_devices: DeviceService, sense: MemorySense
+    fleet_devices: Devices, sense: MemorySense
 ) -> None:
     device = await create(fleet_devices)
     commits = len(sense.outbox.committed)
@@ -146,7 +144,7 @@ async def test_a_move_to_the_current_server_changes_nothing(
 
 
 async def test_a_refused_move_leaves_the_site_and_its_devices_as_they_were(
-    fleet_devices: DeviceService, sense: MemorySense
+    fleet_devices: Devices, sense: MemorySense
 ) -> None:
     for _ in range(2):
         await create(fleet_devices)

@@ -23,9 +23,9 @@ from opentelemetry.trace import Span, SpanKind
 from sense_reconciler.domain.audit_facts import OutboxFact, batch_body
 from sense_reconciler.domain.audit_push import AuditPushConfig
 from sense_reconciler.domain.audit_push_outcome import (
-    BatchErrorCode,
     BatchFailure,
     ItemResults,
+    PushFailureCode,
     parse_batch_response,
 )
 from yovision_platform.audit_relay import BATCH_PATH, ITEM_TRACEPARENTS_HEADER, item_traceparents_header
@@ -114,9 +114,9 @@ class BellClient:
                 async with asyncio.timeout(self._config.request_deadline_seconds):
                     status_code, payload = await self._post(body, headers)
             except (TimeoutError, httpx.TimeoutException):
-                return BatchFailure(BatchErrorCode.TIMEOUT)
+                return BatchFailure(PushFailureCode.TIMEOUT)
             except httpx.HTTPError:
-                return BatchFailure(BatchErrorCode.NETWORK_ERROR)
+                return BatchFailure(PushFailureCode.NETWORK_ERROR)
             return parse_batch_response(status_code, payload, sent)
 
     async def _post(self, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:

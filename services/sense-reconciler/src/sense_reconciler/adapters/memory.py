@@ -22,10 +22,10 @@ from typing import Any, Self, TypeVar
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.audit_facts import OutboxFact, fact_document
 from sense_reconciler.domain.audit_push_outcome import (
-    BatchErrorCode,
     BatchFailure,
-    ItemOutcome,
     ItemResults,
+    PushFailureCode,
+    PushItemOutcome,
 )
 from sense_reconciler.domain.errors import PathNameTaken
 from sense_reconciler.domain.reconcile import ClaimedItem, Convergence, Ownership, PathConfig, WorkItem
@@ -776,7 +776,7 @@ class MemoryBell:
     def __init__(self) -> None:
         self.stored: dict[uuid.UUID, dict[str, Any]] = {}
         self.batches: list[list[uuid.UUID]] = []
-        self.failures: deque[BatchErrorCode] = deque()
+        self.failures: deque[PushFailureCode] = deque()
 
     async def send(self, facts: Sequence[OutboxFact]) -> ItemResults | BatchFailure:
         self.batches.append([fact.event_id for fact in facts])
@@ -784,15 +784,15 @@ class MemoryBell:
             return BatchFailure(self.failures.popleft())
         return ItemResults(tuple(self._one(fact) for fact in facts))
 
-    def _one(self, fact: OutboxFact) -> ItemOutcome:
+    def _one(self, fact: OutboxFact) -> PushItemOutcome:
         checked = validate_item(fact_document(fact))
         if isinstance(checked, RejectedItem):
-            return ItemOutcome(fact.event_id, ItemStatus.REJECTED, checked.code)
+            return PushItemOutcome(fact.event_id, ItemStatus.REJECTED, checked.code)
         document = dict(checked.document)
         stored = self.stored.get(fact.event_id)
         if stored is None:
             self.stored[fact.event_id] = document
-            return ItemOutcome(fact.event_id, ItemStatus.ACCEPTED, None)
+            return PushItemOutcome(fact.event_id, ItemStatus.ACCEPTED, None)
         if stored != document:
-            return ItemOutcome(fact.event_id, ItemStatus.REJECTED, ItemRejectCode.ID_CONFLICT)
-        return ItemOutcome(fact.event_id, ItemStatus.DUPLICATE, None)
+            return PushItemOutcome(fact.event_id, ItemStatus.REJECTED, ItemRejectCode.ID_CONFLICT)
+        return PushItemOutcome(fact.event_id, ItemStatus.DUPLICATE, None)

@@ -20,7 +20,7 @@ from yovision_platform import audit_relay
 __all__ = ["OutboxFact", "batch_body", "fact_document"]
 
 
-class Row(Protocol):
+class FactRecord(Protocol):
     """A row by column name: a mapping, or the database driver's record as it was read."""
 
     def __getitem__(self, column: str, /) -> Any: ...
@@ -45,7 +45,7 @@ class OutboxFact:
     trace_parent: str | None = None
 
     @classmethod
-    def from_row(cls, row: Row) -> OutboxFact:
+    def from_row(cls, row: FactRecord) -> OutboxFact:
         return cls(
             row_id=row["id"],
             event_id=row["event_id"],

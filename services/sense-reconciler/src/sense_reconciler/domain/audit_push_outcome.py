@@ -1,7 +1,7 @@
 """Bell's answer to one batch, reduced to what the audit push acts on. Pure: no I/O.
 
 Either every item has a result (:class:`ItemResults`) or the whole batch failed and is retried
-(:class:`BatchFailure` with a stable :class:`BatchErrorCode`). A response is trusted only when it is
+(:class:`BatchFailure` with a stable :class:`PushFailureCode`). A response is trusted only when it is
 exactly the contract's ``BatchResult``: ``contract`` = ``sense-audit-relay-v1``, one result per item in
 input order with the item's ``index`` and ``event_id``; anything else is ``malformed_response`` or
 ``result_count_mismatch`` and nothing is acknowledged.
@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from yovision_platform.audit_relay import CONTRACT_NAME, ItemStatus
 
 __all__ = [
-    "BatchErrorCode",
     "BatchFailure",
-    "ItemOutcome",
     "ItemResults",
     "ItemStatus",
+    "PushFailureCode",
+    "PushItemOutcome",
     "parse_batch_response",
 ]
 
@@ -34,7 +34,7 @@ HTTP_SERVER_ERROR_MIN = 500
 REJECT_CODE_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
-class BatchErrorCode(enum.StrEnum):
+class PushFailureCode(enum.StrEnum):
     """Why a whole batch is retried; persisted as ``last_error_code`` and used as a metric label."""
 
     NETWORK_ERROR = "network_error"
@@ -48,7 +48,7 @@ class BatchErrorCode(enum.StrEnum):
 
 
 @dataclass(frozen=True)
-class ItemOutcome:
+class PushItemOutcome:
     event_id: uuid.UUID
     status: ItemStatus
     code: str | None
@@ -60,25 +60,25 @@ class ItemOutcome:
 
 @dataclass(frozen=True)
 class ItemResults:
-    items: tuple[ItemOutcome, ...]
+    items: tuple[PushItemOutcome, ...]
 
 
 @dataclass(frozen=True)
 class BatchFailure:
-    code: BatchErrorCode
+    code: PushFailureCode
 
 
 def failure_for_status(status_code: int) -> BatchFailure:
     if status_code == HTTP_UNAUTHORIZED:
-        return BatchFailure(BatchErrorCode.UNAUTHORIZED)
+        return BatchFailure(PushFailureCode.UNAUTHORIZED)
     if status_code == HTTP_CONFLICT:
-        return BatchFailure(BatchErrorCode.REPLAY_CONFLICT)
+        return BatchFailure(PushFailureCode.REPLAY_CONFLICT)
     if status_code >= HTTP_SERVER_ERROR_MIN:
-        return BatchFailure(BatchErrorCode.SERVER_ERROR)
-    return BatchFailure(BatchErrorCode.REQUEST_REFUSED)
+        return BatchFailure(PushFailureCode.SERVER_ERROR)
+    return BatchFailure(PushFailureCode.REQUEST_REFUSED)
 
 
-def _item(raw: object, index: int, sent: uuid.UUID) -> ItemOutcome | None:
+def _item(raw: object, index: int, sent: uuid.UUID) -> PushItemOutcome | None:
     if not isinstance(raw, dict) or set(raw) != {"index", "status", "event_id", "code"}:
         return None
     if raw["index"] != index or type(raw["index"]) is not int or raw["event_id"] != str(sent):
@@ -93,7 +93,7 @@ def _item(raw: object, index: int, sent: uuid.UUID) -> ItemOutcome | None:
             return None
     elif code is not None:
         return None
-    return ItemOutcome(sent, status, code)
+    return PushItemOutcome(sent, status, code)
 
 
 def parse_batch_response(
@@ -105,20 +105,20 @@ def parse_batch_response(
     try:
         document = json.loads(body)
     except (UnicodeDecodeError, ValueError, RecursionError):
-        return BatchFailure(BatchErrorCode.MALFORMED_RESPONSE)
+        return BatchFailure(PushFailureCode.MALFORMED_RESPONSE)
     if (
         not isinstance(document, dict)
         or document.get("contract") != CONTRACT_NAME
         or not isinstance(document.get("results"), list)
     ):
-        return BatchFailure(BatchErrorCode.MALFORMED_RESPONSE)
+        return BatchFailure(PushFailureCode.MALFORMED_RESPONSE)
     results = document["results"]
     if len(results) != len(sent):
-        return BatchFailure(BatchErrorCode.RESULT_COUNT_MISMATCH)
-    items: list[ItemOutcome] = []
+        return BatchFailure(PushFailureCode.RESULT_COUNT_MISMATCH)
+    items: list[PushItemOutcome] = []
     for index, (raw, event_id) in enumerate(zip(results, sent, strict=True)):
         item = _item(raw, index, event_id)
         if item is None:
-            return BatchFailure(BatchErrorCode.MALFORMED_RESPONSE)
+            return BatchFailure(PushFailureCode.MALFORMED_RESPONSE)
         items.append(item)
     return ItemResults(tuple(items))

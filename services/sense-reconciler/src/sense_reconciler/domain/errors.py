@@ -2,7 +2,7 @@
 metrics and audit rows) and the HTTP status the Control API answers them with (yovision_platform.problems).
 
 SenseError                      code = "sense_error"                        400
-├── InvalidInput                code = "invalid_<field>"                    422  (.field: the input field)
+├── InvalidDeviceInput          code = "invalid_<field>"                    422  (.field: the input field)
 ├── DeviceNotFound              code = "device_not_found"                   404
 ├── PathNameTaken               code = "path_name_taken"                    409
 ├── SiteLimitReached            code = "site_video_channel_limit_reached"   409
@@ -21,7 +21,7 @@ class SenseError(ServiceError):
     status = 400
 
 
-class InvalidInput(SenseError):
+class InvalidDeviceInput(SenseError):
     status = 422
 
     def __init__(self, field: str) -> None:

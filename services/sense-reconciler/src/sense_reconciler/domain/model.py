@@ -1,4 +1,5 @@
-"""Device input validation. Every check raises `InvalidInput(field)`; the value never appears in errors."""
+"""Device input validation. Every check raises `InvalidDeviceInput(field)`; the value never appears in
+errors."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import enum
 import re
 
 from sense_reconciler.domain import limits
-from sense_reconciler.domain.errors import InvalidInput, MediaServerNotRegistered, SiteLimitReached
+from sense_reconciler.domain.errors import InvalidDeviceInput, MediaServerNotRegistered, SiteLimitReached
 from sense_reconciler.domain.source_uri import is_source_uri
 from yovision_platform.media_servers import MEDIA_SERVER_ID_PATTERN
 from yovision_platform.mediamtx import MANAGED_PATH_NAME_PATTERN, RESERVED_PATH_NAMES, is_managed_path_name
@@ -34,29 +35,29 @@ class DesiredState(enum.StrEnum):
 
 def validate_id(value: str, field: str) -> str:
     if ID_PATTERN.fullmatch(value) is None:
-        raise InvalidInput(field)
+        raise InvalidDeviceInput(field)
     return value
 
 
 def validate_name(value: str) -> str:
     stripped = value.strip()
     if not stripped or len(stripped) > limits.DEVICE_NAME_MAX_CHARS:
-        raise InvalidInput("name")
+        raise InvalidDeviceInput("name")
     if any(ord(char) < 0x20 or ord(char) == 0x7F for char in stripped):
-        raise InvalidInput("name")
+        raise InvalidDeviceInput("name")
     return stripped
 
 
 def validate_path_name(value: str) -> str:
     if not is_managed_path_name(value):
-        raise InvalidInput("path_name")
+        raise InvalidDeviceInput("path_name")
     return value
 
 
 def validate_media_server_id(value: str, registered: frozenset[str]) -> str:
     """An operator-defined server id (format), and one this deployment registered."""
     if MEDIA_SERVER_ID_PATTERN.fullmatch(value) is None:
-        raise InvalidInput("media_server_id")
+        raise InvalidDeviceInput("media_server_id")
     if value not in registered:
         raise MediaServerNotRegistered()
     return value
@@ -65,31 +66,31 @@ def validate_media_server_id(value: str, registered: frozenset[str]) -> str:
 def validate_source_uri(value: str) -> str:
     """An RTSP(S) URL that MediaMTX accepts and can pull (`domain/source_uri.py`)."""
     if not is_source_uri(value):
-        raise InvalidInput("source_uri")
+        raise InvalidDeviceInput("source_uri")
     return value
 
 
 def validate_actor(value: str) -> str:
     if ACTOR_PATTERN.fullmatch(value) is None:
-        raise InvalidInput("actor")
+        raise InvalidDeviceInput("actor")
     return value
 
 
 def validate_max_video_channels(value: int) -> int:
     if not limits.SITE_MAX_VIDEO_CHANNELS_MIN <= value <= limits.SITE_MAX_VIDEO_CHANNELS_MAX:
-        raise InvalidInput("max_video_channels")
+        raise InvalidDeviceInput("max_video_channels")
     return value
 
 
 def validate_batch_size(count: int) -> int:
     if not 1 <= count <= limits.SET_DESIRED_STATE_BATCH_MAX_ITEMS:
-        raise InvalidInput("items")
+        raise InvalidDeviceInput("items")
     return count
 
 
 def validate_page_size(value: int) -> int:
     if not 1 <= value <= limits.LIST_PAGE_SIZE_MAX:
-        raise InvalidInput("limit")
+        raise InvalidDeviceInput("limit")
     return value
 
 

@@ -28,12 +28,13 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from sense_reconciler.bootstrap import SenseUseCases
 from sense_reconciler.domain import limits, model
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.domain.records import DeviceRow, ReconcileState
 from sense_reconciler.domain.source_uri import PUBLISHED_SOURCE_URI
-from sense_reconciler.service_layer.devices import DeviceService
-from sense_reconciler.service_layer.sites import SiteView
+from sense_reconciler.service_layer.devices import Devices
+from sense_reconciler.service_layer.sites import Sites, SiteView
 from yovision_platform.access_tokens import AccessTokenCaller
 from yovision_platform.auth import AuthError, Forbidden, Identity
 from yovision_platform.media_servers import MEDIA_SERVER_ID_PATTERN
@@ -276,113 +277,142 @@ READS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def build_router(service: DeviceService) -> APIRouter:
-    router = APIRouter(prefix="/v1", dependencies=[Depends(refuse_actor_header)], responses=ERRORS)
-
-    @router.post("/devices", status_code=201, response_model=Device, responses=CHANGES)
-    async def create_device(caller: AccessTokenCaller, body: DeviceCreate) -> Device:
-        authorize(caller, OPERATE)
-        row = await service.create_device(
-            tenant_id=body.tenant_id,
-            site_id=body.site_id,
-            name=body.name,
-            path_name=body.path_name,
-            source_uri=body.source_uri,
-            desired_state=DesiredState(body.desired_state),
-            actor=caller.subject,
-        )
-        return Device.of(row)
-
-    @router.get("/devices", response_model=DevicePage, responses=READS)
-    async def list_devices(
-        caller: AccessTokenCaller,
-        tenant_id: IdFilter = None,
-        site_id: IdFilter = None,
-        after: uuid.UUID | None = None,
-        limit: Annotated[int, Query(ge=1, le=limits.LIST_PAGE_SIZE_MAX)] = limits.LIST_PAGE_SIZE_DEFAULT,
-    ) -> DevicePage:
-        authorize(caller, READ)
-        page = await service.list_devices(tenant_id=tenant_id, site_id=site_id, after=after, limit=limit)
-        return DevicePage(items=[Device.of(r) for r in page.items], next_after=page.next_after)
-
-    @router.get("/devices/{device_id}", response_model=Device, responses=READS)
-    async def get_device(caller: AccessTokenCaller, device_id: uuid.UUID) -> Device:
-        authorize(caller, READ)
-        return Device.of(await service.get_device(device_id))
-
-    @router.patch("/devices/{device_id}", response_model=Device, responses=CHANGES)
-    async def change_config(
-        caller: AccessTokenCaller, device_id: uuid.UUID, body: DeviceConfigChange
-    ) -> Device:
-        authorize(caller, OPERATE)
-        row = await service.change_config(
-            device_id, name=body.name, source_uri=body.source_uri, actor=caller.subject
-        )
-        return Device.of(row)
-
-    @router.put("/devices/{device_id}/desired-state", response_model=Device, responses=CHANGES)
-    async def set_desired_state(
-        caller: AccessTokenCaller, device_id: uuid.UUID, body: DesiredStateChange
-    ) -> Device:
-        authorize(caller, OPERATE)
-        row = await service.set_desired_state(
-            device_id, DesiredState(body.desired_state), actor=caller.subject
-        )
-        return Device.of(row)
-
-    @router.post("/devices:set-desired-state", response_model=DeviceList, responses=CHANGES)
-    async def set_desired_state_batch(caller: AccessTokenCaller, body: DesiredStateBatch) -> DeviceList:
-        authorize(caller, OPERATE)
-        items = [(item.device_id, DesiredState(item.desired_state)) for item in body.items]
-        rows = await service.set_desired_states(items, actor=caller.subject)
-        return DeviceList(items=[Device.of(r) for r in rows])
-
-    @router.get("/devices/{device_id}/reconcile-status", response_model=ReconcileStatus, responses=READS)
-    async def reconcile_status(caller: AccessTokenCaller, device_id: uuid.UUID) -> ReconcileStatus:
-        authorize(caller, READ)
-        return ReconcileStatus.of(await service.reconcile_status(device_id))
-
-    @router.get("/reconcile-statuses", response_model=ReconcileStatusList, responses=READS)
-    async def reconcile_statuses(
-        caller: AccessTokenCaller,
-        device_id: Annotated[list[uuid.UUID], Query(min_length=1, max_length=limits.LIST_PAGE_SIZE_MAX)],
-    ) -> ReconcileStatusList:
-        """The reconcile state of several devices at once (a list page's ids); unknown ids are left out."""
-        authorize(caller, READ)
-        rows = await service.reconcile_statuses(device_id)
-        return ReconcileStatusList(items=[ReconcileStatus.of(r) for r in rows])
-
-    @router.get("/sites/{tenant_id}/{site_id}", response_model=Site, responses=READS)
-    async def get_site(caller: AccessTokenCaller, tenant_id: SiteKey, site_id: SiteKey) -> Site:
-        """The site's limit, enabled devices and MediaMTX server; a site Sense never saw has the defaults."""
-        authorize(caller, READ)
-        return Site.of(await service.sites.get_site(tenant_id, site_id))
-
-    @router.put("/sites/{tenant_id}/{site_id}", response_model=Site, responses=CHANGES)
-    async def configure_site(
-        caller: AccessTokenCaller, tenant_id: SiteKey, site_id: SiteKey, body: SiteChange
-    ) -> Site:
-        authorize(caller, OPERATE)
-        row = await service.sites.configure_site(
-            tenant_id,
-            site_id,
-            max_video_channels=body.max_video_channels,
-            media_server_id=body.media_server_id,
-            actor=caller.subject,
-        )
-        return Site.of(row)
-
-    return router
+router = APIRouter(prefix="/v1", dependencies=[Depends(refuse_actor_header)], responses=ERRORS)
 
 
-def install(app: FastAPI, service: DeviceService) -> None:
-    """The Control API's routes on `app`, whose access token verifier is set apart: `use_access_tokens` in
-    the composition root, `use_access_token_verifier` in tests and the benchmark."""
-    app.include_router(build_router(service))
+def _use_cases(request: Request) -> SenseUseCases:
+    use_cases: SenseUseCases = request.app.state.use_cases
+    return use_cases
 
 
-def openapi_document(service: DeviceService) -> dict[str, object]:
+def _devices(request: Request) -> Devices:
+    return _use_cases(request).devices
+
+
+def _sites(request: Request) -> Sites:
+    return _use_cases(request).sites
+
+
+DevicesDep = Annotated[Devices, Depends(_devices)]
+SitesDep = Annotated[Sites, Depends(_sites)]
+
+
+@router.post("/devices", status_code=201, response_model=Device, responses=CHANGES)
+async def create_device(caller: AccessTokenCaller, body: DeviceCreate, devices: DevicesDep) -> Device:
+    authorize(caller, OPERATE)
+    row = await devices.create_device(
+        tenant_id=body.tenant_id,
+        site_id=body.site_id,
+        name=body.name,
+        path_name=body.path_name,
+        source_uri=body.source_uri,
+        desired_state=DesiredState(body.desired_state),
+        actor=caller.subject,
+    )
+    return Device.of(row)
+
+
+@router.get("/devices", response_model=DevicePage, responses=READS)
+async def list_devices(
+    caller: AccessTokenCaller,
+    devices: DevicesDep,
+    tenant_id: IdFilter = None,
+    site_id: IdFilter = None,
+    after: uuid.UUID | None = None,
+    limit: Annotated[int, Query(ge=1, le=limits.LIST_PAGE_SIZE_MAX)] = limits.LIST_PAGE_SIZE_DEFAULT,
+) -> DevicePage:
+    authorize(caller, READ)
+    page = await devices.list_devices(tenant_id=tenant_id, site_id=site_id, after=after, limit=limit)
+    return DevicePage(items=[Device.of(r) for r in page.items], next_after=page.next_after)
+
+
+@router.get("/devices/{device_id}", response_model=Device, responses=READS)
+async def get_device(caller: AccessTokenCaller, device_id: uuid.UUID, devices: DevicesDep) -> Device:
+    authorize(caller, READ)
+    return Device.of(await devices.get_device(device_id))
+
+
+@router.patch("/devices/{device_id}", response_model=Device, responses=CHANGES)
+async def change_config(
+    caller: AccessTokenCaller, device_id: uuid.UUID, body: DeviceConfigChange, devices: DevicesDep
+) -> Device:
+    authorize(caller, OPERATE)
+    row = await devices.change_config(
+        device_id, name=body.name, source_uri=body.source_uri, actor=caller.subject
+    )
+    return Device.of(row)
+
+
+@router.put("/devices/{device_id}/desired-state", response_model=Device, responses=CHANGES)
+async def set_desired_state(
+    caller: AccessTokenCaller, device_id: uuid.UUID, body: DesiredStateChange, devices: DevicesDep
+) -> Device:
+    authorize(caller, OPERATE)
+    row = await devices.set_desired_state(device_id, DesiredState(body.desired_state), actor=caller.subject)
+    return Device.of(row)
+
+
+@router.post("/devices:set-desired-state", response_model=DeviceList, responses=CHANGES)
+async def set_desired_state_batch(
+    caller: AccessTokenCaller, body: DesiredStateBatch, devices: DevicesDep
+) -> DeviceList:
+    authorize(caller, OPERATE)
+    items = [(item.device_id, DesiredState(item.desired_state)) for item in body.items]
+    rows = await devices.set_desired_states(items, actor=caller.subject)
+    return DeviceList(items=[Device.of(r) for r in rows])
+
+
+@router.get("/devices/{device_id}/reconcile-status", response_model=ReconcileStatus, responses=READS)
+async def reconcile_status(
+    caller: AccessTokenCaller, device_id: uuid.UUID, devices: DevicesDep
+) -> ReconcileStatus:
+    authorize(caller, READ)
+    return ReconcileStatus.of(await devices.reconcile_status(device_id))
+
+
+@router.get("/reconcile-statuses", response_model=ReconcileStatusList, responses=READS)
+async def reconcile_statuses(
+    caller: AccessTokenCaller,
+    device_id: Annotated[list[uuid.UUID], Query(min_length=1, max_length=limits.LIST_PAGE_SIZE_MAX)],
+    devices: DevicesDep,
+) -> ReconcileStatusList:
+    """The reconcile state of several devices at once (a list page's ids); unknown ids are left out."""
+    authorize(caller, READ)
+    rows = await devices.reconcile_statuses(device_id)
+    return ReconcileStatusList(items=[ReconcileStatus.of(r) for r in rows])
+
+
+@router.get("/sites/{tenant_id}/{site_id}", response_model=Site, responses=READS)
+async def get_site(caller: AccessTokenCaller, tenant_id: SiteKey, site_id: SiteKey, sites: SitesDep) -> Site:
+    """The site's limit, enabled devices and MediaMTX server; a site Sense never saw has the defaults."""
+    authorize(caller, READ)
+    return Site.of(await sites.get_site(tenant_id, site_id))
+
+
+@router.put("/sites/{tenant_id}/{site_id}", response_model=Site, responses=CHANGES)
+async def configure_site(
+    caller: AccessTokenCaller, tenant_id: SiteKey, site_id: SiteKey, body: SiteChange, sites: SitesDep
+) -> Site:
+    authorize(caller, OPERATE)
+    row = await sites.configure_site(
+        tenant_id,
+        site_id,
+        max_video_channels=body.max_video_channels,
+        media_server_id=body.media_server_id,
+        actor=caller.subject,
+    )
+    return Site.of(row)
+
+
+def install(app: FastAPI, use_cases: SenseUseCases) -> None:
+    """The Control API's routes on `app`, serving `use_cases`; the access token verifier is set apart:
+    `use_access_tokens` in the composition root, `use_access_token_verifier` in tests and the benchmark."""
+    app.state.use_cases = use_cases
+    app.include_router(router)
+
+
+def openapi_document() -> dict[str, object]:
     """The published contract (schemas/openapi/sense-reconciler.v1.json): the Control API routes only."""
     app = create_app(API_TITLE, API_VERSION)
-    install(app, service)
+    app.include_router(router)
     return app.openapi()

@@ -1,8 +1,14 @@
-"""The `bell-relay` worker: the audit pusher on PostgreSQL with one Bell connection pool for its life."""
+"""The `bell-relay` worker: the audit push loop. It drives the `AuditPusher` use case
+(service_layer.audit_pusher): a standby checks the cursor every third of a lease; the pusher that holds it
+pushes batches, `PIPELINE_DEPTH` requests in flight, settling the answers in request order."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -11,11 +17,106 @@ import asyncpg
 from sense_reconciler.adapters.audit_push_store import PostgresAuditPushStore
 from sense_reconciler.adapters.bell_client import BellClient
 from sense_reconciler.domain.audit_push import AuditPushConfig
-from sense_reconciler.service_layer.audit_pusher import AuditPusher
+from sense_reconciler.service_layer.audit_pusher import Answer, AuditPusher
 from sense_reconciler.service_layer.metrics import AuditPushMetrics
-from yovision_platform.db import Identifier
+from sense_reconciler.service_layer.ports import FactBatch
+from yovision_platform.db import STORE_ERRORS, Identifier
 
 WORKER_NAME = "bell-relay"  # the name /readyz and the doctor report (dashboards rely on it)
+# Bell takes ~5-15 ms per 100-fact batch; this many requests in flight keep it busy while answers return.
+PIPELINE_DEPTH = 4
+
+log = logging.getLogger(__name__)
+
+
+class AuditPushWorker:
+    """Pushes until stopped; closes `bell` (the pusher's connection pool to Bell, if given) at the end."""
+
+    def __init__(
+        self, pusher: AuditPusher, bell: BellClient | None = None, *, pipeline_depth: int = PIPELINE_DEPTH
+    ) -> None:
+        self._pusher = pusher
+        self._bell = bell
+        self._depth = pipeline_depth
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Push until ``stop`` is set; a standby checks the cursor every third of a lease."""
+        pusher = self._pusher
+        try:
+            while not stop.is_set():
+                try:
+                    held = await pusher.hold()
+                except STORE_ERRORS as exc:
+                    log.warning(
+                        "bell relay cannot reach the database", extra={"error_code": type(exc).__name__}
+                    )
+                    held = False
+                if not held:
+                    await _wait(stop, pusher.config.lease_seconds / 3)
+                    continue
+                await self._pipeline(stop)
+        finally:
+            await pusher.release()
+            if self._bell is not None:
+                await self._bell.aclose()
+
+    async def _pipeline(self, stop: asyncio.Event) -> None:
+        """Push batches, `self._depth` in flight, until stopped or the cursor is lost."""
+        pusher = self._pusher
+        config = pusher.config
+        inflight: deque[tuple[FactBatch, asyncio.Task[Answer]]] = deque()
+        assert pusher.lease is not None
+        retry_at = time.monotonic() + pusher.lease.retry_in_seconds
+        renew_at = time.monotonic() + config.lease_seconds / 3
+        try:
+            while not stop.is_set() and pusher.lease is not None:
+                now = time.monotonic()
+                if now >= renew_at:
+                    if not await pusher.renew():
+                        return
+                    renew_at = now + config.lease_seconds / 3
+                if now < retry_at:
+                    await _wait(stop, min(retry_at, renew_at) - now)
+                    continue
+                window_done = False
+                while len(inflight) < self._depth and not window_done:
+                    batch = await pusher.read()
+                    if not batch.facts:
+                        break
+                    inflight.append((batch, asyncio.create_task(pusher.send(batch))))
+                    window_done = batch.after.window_done
+                if not inflight:
+                    await _wait(stop, config.poll_interval_seconds)
+                    continue
+                batch, task = inflight.popleft()
+                result = await pusher.settle(batch, await task)
+                if result.failure is not None or result.lease_lost:
+                    await _drop(inflight)
+                    if result.failure is not None:
+                        retry_at = time.monotonic() + await pusher.retry_in()
+        except STORE_ERRORS as exc:
+            log.warning("bell relay database call failed", extra={"error_code": type(exc).__name__})
+            await _drop(inflight)
+            pusher.rewind()
+            await _wait(stop, config.backoff_base_seconds)
+        finally:
+            await _drop(inflight)
+
+
+async def _drop(inflight: deque[tuple[FactBatch, asyncio.Task[Answer]]]) -> None:
+    """Cancel requests whose answers no longer count (the cursor goes back before them)."""
+    for _, task in inflight:
+        task.cancel()
+    for _, task in inflight:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+    inflight.clear()
+
+
+async def _wait(stop: asyncio.Event, seconds: float) -> None:
+    if seconds > 0:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), seconds)
 
 
 def audit_push_worker(
@@ -26,10 +127,8 @@ def audit_push_worker(
     owner: str,
     metrics: AuditPushMetrics | None = None,
 ) -> Callable[[asyncio.Event], Coroutine[Any, Any, None]]:
+    """A standalone audit push worker on PostgreSQL (for bell-receiver's benchmark, which runs several
+    without a whole Sense): the production process wires its pusher through `bootstrap` instead."""
     store = PostgresAuditPushStore(pool, schema, owner, lease_seconds=config.lease_seconds)
-
-    async def run(stop: asyncio.Event) -> None:
-        async with BellClient(config) as bell:
-            await AuditPusher(store, bell, config, metrics=metrics).run(stop)
-
-    return run
+    bell = BellClient(config)
+    return AuditPushWorker(AuditPusher(store, bell, config, metrics=metrics), bell).run

@@ -18,27 +18,21 @@ stored once. A worker whose cursor was taken over gets `CursorFenced` and writes
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import time
-from collections import deque
 from dataclasses import dataclass
 
 from sense_reconciler.domain.audit_push import AuditPushConfig
-from sense_reconciler.domain.audit_push_outcome import BatchErrorCode, BatchFailure, ItemResults
+from sense_reconciler.domain.audit_push_outcome import BatchFailure, ItemResults, PushFailureCode
 from sense_reconciler.service_layer.metrics import AuditPushMetrics, ItemFate
 from sense_reconciler.service_layer.ports import AuditFactReader, AuditPushStore, BellPort, FactBatch
 from yovision_platform.db import STORE_ERRORS
 from yovision_platform.outbox_windows import WindowPosition
 from yovision_platform.shard_cursors import CursorFenced, ShardLease
 
-__all__ = ["PIPELINE_DEPTH", "AuditPusher", "RoundResult"]
+__all__ = ["Answer", "AuditPusher", "RoundResult"]
 
 log = logging.getLogger(__name__)
-
-# Bell takes ~5-15 ms per 100-fact batch; this many requests in flight keep it busy while answers return.
-PIPELINE_DEPTH = 4
 
 Answer = ItemResults | BatchFailure
 
@@ -48,7 +42,7 @@ class RoundResult:
     claimed: int
     delivered: int = 0
     dead_lettered: int = 0
-    failure: BatchErrorCode | None = None
+    failure: PushFailureCode | None = None
     lease_lost: bool = False
 
 
@@ -63,20 +57,27 @@ class AuditPusher:
         config: AuditPushConfig,
         *,
         metrics: AuditPushMetrics | None = None,
-        pipeline_depth: int = PIPELINE_DEPTH,
     ) -> None:
         self._store = store
         self._bell = bell
         self._config = config
         self._metrics = metrics
-        self._depth = pipeline_depth
         self._lease: ShardLease | None = None
         self._reader: AuditFactReader | None = None
         self._persisted: WindowPosition | None = None
 
     # -- holding the cursor ------------------------------------------------------------------------------
 
-    async def _hold(self) -> bool:
+    @property
+    def config(self) -> AuditPushConfig:
+        return self._config
+
+    @property
+    def lease(self) -> ShardLease | None:
+        """The cursor's lease while this pusher holds it."""
+        return self._lease
+
+    async def hold(self) -> bool:
         """Hold the cursor (take it if free or expired); False while another worker holds it."""
         if self._lease is not None:
             return True
@@ -95,7 +96,24 @@ class AuditPusher:
         self._lease = self._reader = self._persisted = None
         return RoundResult(claimed=rows, lease_lost=True)
 
-    async def _release(self) -> None:
+    async def renew(self) -> bool:
+        """Renew the cursor's lease; False (and the cursor dropped) when another pusher took it over."""
+        assert self._lease is not None
+        if await self._store.renew(self._lease):
+            return True
+        self._lost(0)
+        return False
+
+    async def retry_in(self) -> float:
+        """Seconds until the cursor's backoff ends (by the store's clock); 0 when it is not backing off."""
+        return await self._store.retry_in()
+
+    def rewind(self) -> None:
+        """Read again from the last recorded position (answers to the batches after it no longer count)."""
+        if self._reader is not None and self._persisted is not None:
+            self._reader.reset(self._persisted)
+
+    async def release(self) -> None:
         lease, self._lease = self._lease, None
         if lease is not None:
             with contextlib.suppress(*STORE_ERRORS):
@@ -103,11 +121,14 @@ class AuditPusher:
 
     # -- one batch ---------------------------------------------------------------------------------------
 
-    async def _read(self) -> FactBatch:
+    async def read(self) -> FactBatch:
         assert self._reader is not None
         return await self._reader.next_batch()
 
-    async def _settle(self, batch: FactBatch, answer: Answer) -> RoundResult:
+    async def send(self, batch: FactBatch) -> Answer:
+        return await self._bell.send(batch.facts)
+
+    async def settle(self, batch: FactBatch, answer: Answer) -> RoundResult:
         """Record Bell's answer to `batch`: move the cursor (dead letters included) or back off."""
         assert self._lease is not None
         assert self._reader is not None
@@ -150,90 +171,11 @@ class AuditPusher:
     async def run_once(self) -> RoundResult:
         """One batch, not pipelined: read, push, settle. Nothing happens while the cursor is backing off
         (by the store's clock) or held by another pusher."""
-        if not await self._hold():
+        if not await self.hold():
             return RoundResult(claimed=0)
         if await self._store.retry_in() > 0:
             return RoundResult(claimed=0)
-        batch = await self._read()
+        batch = await self.read()
         if not batch.facts:
             return RoundResult(claimed=0)
-        return await self._settle(batch, await self._bell.send(batch.facts))
-
-    # -- the loop ----------------------------------------------------------------------------------------
-
-    async def run(self, stop: asyncio.Event) -> None:
-        """Push until ``stop`` is set; a standby checks the cursor every third of a lease."""
-        try:
-            while not stop.is_set():
-                try:
-                    held = await self._hold()
-                except STORE_ERRORS as exc:
-                    log.warning(
-                        "bell relay cannot reach the database", extra={"error_code": type(exc).__name__}
-                    )
-                    held = False
-                if not held:
-                    await _wait(stop, self._config.lease_seconds / 3)
-                    continue
-                await self._pipeline(stop)
-        finally:
-            await self._release()
-
-    async def _pipeline(self, stop: asyncio.Event) -> None:
-        """Push batches, `self._depth` in flight, until stopped or the cursor is lost."""
-        config = self._config
-        inflight: deque[tuple[FactBatch, asyncio.Task[Answer]]] = deque()
-        assert self._lease is not None
-        retry_at = time.monotonic() + self._lease.retry_in_seconds
-        renew_at = time.monotonic() + config.lease_seconds / 3
-        try:
-            while not stop.is_set() and self._lease is not None:
-                now = time.monotonic()
-                if now >= renew_at:
-                    if not await self._store.renew(self._lease):
-                        self._lost(0)
-                        return
-                    renew_at = now + config.lease_seconds / 3
-                if now < retry_at:
-                    await _wait(stop, min(retry_at, renew_at) - now)
-                    continue
-                window_done = False
-                while len(inflight) < self._depth and not window_done:
-                    batch = await self._read()
-                    if not batch.facts:
-                        break
-                    inflight.append((batch, asyncio.create_task(self._bell.send(batch.facts))))
-                    window_done = batch.after.window_done
-                if not inflight:
-                    await _wait(stop, config.poll_interval_seconds)
-                    continue
-                batch, task = inflight.popleft()
-                result = await self._settle(batch, await task)
-                if result.failure is not None or result.lease_lost:
-                    await _drop(inflight)
-                    if result.failure is not None:
-                        retry_at = time.monotonic() + await self._store.retry_in()
-        except STORE_ERRORS as exc:
-            log.warning("bell relay database call failed", extra={"error_code": type(exc).__name__})
-            await _drop(inflight)
-            if self._reader is not None and self._persisted is not None:
-                self._reader.reset(self._persisted)
-            await _wait(stop, config.backoff_base_seconds)
-        finally:
-            await _drop(inflight)
-
-
-async def _drop(inflight: deque[tuple[FactBatch, asyncio.Task[Answer]]]) -> None:
-    """Cancel requests whose answers no longer count (the cursor goes back before them)."""
-    for _, task in inflight:
-        task.cancel()
-    for _, task in inflight:
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
-    inflight.clear()
-
-
-async def _wait(stop: asyncio.Event, seconds: float) -> None:
-    if seconds > 0:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), seconds)
+        return await self.settle(batch, await self.send(batch))

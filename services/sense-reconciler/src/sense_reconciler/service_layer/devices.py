@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from sense_reconciler.domain import limits
-from sense_reconciler.domain.errors import DeviceNotFound, InvalidInput
+from sense_reconciler.domain.errors import DeviceNotFound, InvalidDeviceInput
 from sense_reconciler.domain.model import (
     DesiredState,
     check_site_capacity,
@@ -41,7 +41,7 @@ from sense_reconciler.domain.model import (
 from sense_reconciler.domain.records import DeviceRow, NewDevice, ReconcileState, SiteRow
 from sense_reconciler.service_layer.device_facts import DeviceFacts
 from sense_reconciler.service_layer.ports import SenseUnitOfWork, UnitOfWorkFactory
-from sense_reconciler.service_layer.sites import SiteService
+from sense_reconciler.service_layer.sites import Sites
 from sense_reconciler.service_layer.source_uris import SourceUris
 from yovision_platform.avro import AvroSerde
 from yovision_platform.encryption import SecretUnreadable
@@ -57,12 +57,12 @@ def _no_wake(partitions: Iterable[int]) -> None:
 
 
 @dataclass(frozen=True)
-class DevicePage:
+class DeviceRowPage:
     items: list[DeviceRow]
     next_after: uuid.UUID | None
 
 
-class DeviceService:
+class Devices:
     def __init__(
         self,
         units: UnitOfWorkFactory,
@@ -82,7 +82,7 @@ class DeviceService:
         self._sources = sources
         self._facts = DeviceFacts(serde, device_topic=device_topic)
         self._wake = wake_reconciler
-        self.sites = SiteService(
+        self.sites = Sites(
             units,
             self._facts,
             media_servers=media_servers,
@@ -148,7 +148,7 @@ class DeviceService:
         after: uuid.UUID | None,
         limit: int = limits.LIST_PAGE_SIZE_DEFAULT,
         site_id: str | None = None,
-    ) -> DevicePage:
+    ) -> DeviceRowPage:
         validate_page_size(limit)
         if tenant_id is not None:
             validate_id(tenant_id, "tenant_id")
@@ -160,14 +160,14 @@ class DeviceService:
             )
         more = len(rows) > limit
         items = rows[:limit]
-        return DevicePage(items=items, next_after=items[-1].id if more else None)
+        return DeviceRowPage(items=items, next_after=items[-1].id if more else None)
 
     async def change_config(
         self, device_id: uuid.UUID, *, name: str | None, source_uri: str | None, actor: str
     ) -> DeviceRow:
         """Change the name and/or source URI. The path name is fixed at creation (the ledger path)."""
         if name is None and source_uri is None:
-            raise InvalidInput("body")
+            raise InvalidDeviceInput("body")
         new_name = validate_name(name) if name is not None else None
         new_uri = validate_source_uri(source_uri) if source_uri is not None else None
         actor = validate_actor(actor)

@@ -10,14 +10,14 @@ from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry
 
-from sense_reconciler.domain.audit_push_outcome import BatchErrorCode
+from sense_reconciler.domain.audit_push_outcome import PushFailureCode
 from yovision_platform.metrics import labeled_counter, labeled_gauge, labeled_histogram
 
 # Items claimed for a server that is no longer registered carry this media_server label value.
 UNREGISTERED_SERVER_LABEL = "unregistered"
 
 
-class ItemResult(enum.StrEnum):
+class ReconcileItemResult(enum.StrEnum):
     CONVERGED = "converged"
     FAILED = "failed"  # retried with backoff
     REFUSED = "refused"  # MediaMTX refused the configuration: retried only after the device changes
@@ -41,13 +41,13 @@ class ReconcileMetrics:
             registry,
             "sense_reconcile_items_total",
             "Reconciled items by result and MediaMTX server.",
-            {"result": ItemResult, **per_server},
+            {"result": ReconcileItemResult, **per_server},
         )
         self.item_seconds = labeled_histogram(
             registry,
             "sense_reconcile_item_seconds",
             "Time per reconciled item.",
-            {"result": ItemResult, **per_server},
+            {"result": ReconcileItemResult, **per_server},
         )
         self.unconverged = labeled_gauge(
             registry,
@@ -87,7 +87,7 @@ class AuditPushMetrics:
             registry,
             "sense_bell_relay_batch_failures",
             "Batches retried as a whole",
-            {"reason": BatchErrorCode},
+            {"reason": PushFailureCode},
         )
         self.batch_failures.initialize_all()
         self.lease_lost = labeled_counter(

@@ -37,7 +37,7 @@ __all__ = [
     "DeviceStore",
     "FactBatch",
     "MediaMtxPort",
-    "MediaServers",
+    "MediaServerFleet",
     "ReconcileStore",
     "SenseUnitOfWork",
     "SiteStore",
@@ -224,7 +224,7 @@ class MediaMtxPort(Protocol):
         ...
 
 
-class MediaServers(Protocol):
+class MediaServerFleet(Protocol):
     """The registered MediaMTX servers (yovision_platform.media_servers.MediaFleet)."""
 
     @property

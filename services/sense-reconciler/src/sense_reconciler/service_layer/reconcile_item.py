@@ -43,10 +43,10 @@ from sense_reconciler.domain.reconcile import (
     plan_ensure,
     retry_backoff_seconds,
 )
-from sense_reconciler.service_layer.metrics import ItemResult
+from sense_reconciler.service_layer.metrics import ReconcileItemResult
 from sense_reconciler.service_layer.ports import (
     MediaMtxPort,
-    MediaServers,
+    MediaServerFleet,
     SenseUnitOfWork,
     UnitOfWorkFactory,
 )
@@ -122,7 +122,7 @@ class ItemReconciler:
     def __init__(
         self,
         units: UnitOfWorkFactory,
-        fleet: MediaServers,
+        fleet: MediaServerFleet,
         lanes: ServerLanes,
         sources: SourceUris,
         serde: AvroSerde,
@@ -138,13 +138,13 @@ class ItemReconciler:
         self._lease_seconds = lease_seconds
         self._ownership_topic = ownership_topic  # None: the catalogue's topic (sense.path-ownership.v1)
 
-    async def process(self, item: ClaimedItem) -> ItemResult:
+    async def process(self, item: ClaimedItem) -> ReconcileItemResult:
         try:
             async with self._units() as uow:
                 work = await uow.reconcile.renew_and_load(item, lease_seconds=self._lease_seconds)
         except LeaseLost:
             log.info("lease lost before reconcile", extra={"partition": item.partition})
-            return ItemResult.LEASE_LOST
+            return ReconcileItemResult.LEASE_LOST
         with _tracer.start_as_current_span(
             "reconcile",
             context=context_of(work.trace_parent),
@@ -158,7 +158,7 @@ class ItemReconciler:
             span.set_attribute("yovision.outcome", result.value)
             return result
 
-    async def _converge(self, item: ClaimedItem, work: WorkItem) -> ItemResult:
+    async def _converge(self, item: ClaimedItem, work: WorkItem) -> ReconcileItemResult:
         clock = _LeaseClock(
             work.lease,
             self._lease_seconds,
@@ -171,7 +171,7 @@ class ItemReconciler:
             log.info(
                 "lease would expire during a MediaMTX call; skipped", extra={"partition": item.partition}
             )
-            return ItemResult.LEASE_LOST
+            return ReconcileItemResult.LEASE_LOST
         except MediaMtxError as exc:
             if is_refusal(exc.status):
                 return await self._refuse(item, work, clock.lease, exc)
@@ -185,38 +185,38 @@ class ItemReconciler:
                     await self._record_ownership(uow, work)
         except LeaseLost:
             log.info("completion rejected: lease lost", extra={"partition": item.partition})
-            return ItemResult.LEASE_LOST
-        return ItemResult.CONVERGED
+            return ReconcileItemResult.LEASE_LOST
+        return ReconcileItemResult.CONVERGED
 
     async def _renew(self, work: WorkItem, lease: Lease) -> Lease:
         async with self._units() as uow:
             return await uow.reconcile.renew(work, lease, lease_seconds=self._lease_seconds)
 
-    async def fail(self, item: ClaimedItem, lease: Lease, code: str) -> ItemResult:
+    async def fail(self, item: ClaimedItem, lease: Lease, code: str) -> ReconcileItemResult:
         """Fenced: count the failure, keep the stable code, schedule the next attempt (persisted backoff)."""
         delay = retry_backoff_seconds(item.attempts + 1)
         try:
             async with self._units() as uow:
                 await uow.reconcile.fail(item, lease, error_code=code, retry_in_seconds=delay)
         except LeaseLost:
-            return ItemResult.LEASE_LOST
+            return ReconcileItemResult.LEASE_LOST
         log.warning("reconcile failed", extra={"error_code": code, "partition": item.partition})
-        return ItemResult.FAILED
+        return ReconcileItemResult.FAILED
 
     async def _refuse(
         self, item: ClaimedItem, work: WorkItem, lease: Lease, refusal: MediaMtxError
-    ) -> ItemResult:
+    ) -> ReconcileItemResult:
         """Fenced: failed for good with MediaMTX's (redacted) reason; due again only after a change."""
         try:
             async with self._units() as uow:
                 await uow.reconcile.refuse(work, lease, error_code=refusal.code, reason=refusal.reason)
         except LeaseLost:
-            return ItemResult.LEASE_LOST
+            return ReconcileItemResult.LEASE_LOST
         log.warning(
             "MediaMTX refused the configuration: not retried until the device changes",
             extra={"error_code": refusal.code, "partition": item.partition},
         )
-        return ItemResult.REFUSED
+        return ReconcileItemResult.REFUSED
 
     async def _apply(self, work: WorkItem, clock: _LeaseClock) -> None:
         if work.desired_state == DesiredState.ENABLED:

@@ -1,6 +1,7 @@
-"""The reconcile loop: one writer per MediaMTX server, each claiming the due rows of that server from the
-partitions this instance owns and working them in claim order (service_layer.reconcile_item), a few at a
-time so that the database work of one item overlaps the MediaMTX calls of another.
+"""The reconcile use case: one writer per MediaMTX server (its loop: entrypoints.reconciler_worker), each
+claiming the due rows of that server from the partitions this instance owns and working them in claim order
+(service_layer.reconcile_item), a few at a time so that the database work of one item overlaps the MediaMTX
+calls of another.
 
 Why one writer per server: MediaMTX applies every config change by itself, one after the other, re-applying
 its whole configuration each time; concurrent calls from one process would only queue inside MediaMTX and
@@ -10,46 +11,35 @@ of a fleet are worked in parallel. What a writer overlaps is only its own databa
 next item, record the previous one's result): the server never waits between two calls on it. Across
 instances, the partition ownership keeps every device with one instance.
 
-Besides the writers, a housekeeping loop marks converged devices for re-verification (drift check) and
+Besides the writers' rounds, housekeeping marks converged devices for re-verification (drift check) and
 fails, with the stable code `media_server_not_registered`, rows of servers removed from the settings.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
-from collections.abc import Awaitable
 
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.reconcile import ClaimedItem
 from sense_reconciler.service_layer.metrics import (
     UNREGISTERED_SERVER_LABEL,
-    ItemResult,
+    ReconcileItemResult,
     ReconcileMetrics,
-    RunResult,
 )
 from sense_reconciler.service_layer.ownership import OwnedPartitions
-from sense_reconciler.service_layer.ports import MediaServers, UnitOfWorkFactory
+from sense_reconciler.service_layer.ports import MediaServerFleet, UnitOfWorkFactory
 from sense_reconciler.service_layer.reconcile_item import NOT_REGISTERED, ItemReconciler, ServerLanes
 from sense_reconciler.service_layer.source_uris import SourceUris
 from yovision_platform.avro import AvroSerde
-from yovision_platform.backoff import wait_for_stop
-from yovision_platform.db import STORE_ERRORS
 from yovision_platform.errors import ConfigError, LeaseLost
-
-log = logging.getLogger(__name__)
-# How often per drift interval the loop looks for converged devices to re-verify.
-DRIFT_MARKS_PER_INTERVAL = 10
-# While a writer keeps claiming, its server's unconverged/refused gauges are counted at most this often.
-GAUGE_REFRESH_SECONDS = 1.0
 
 
 class Reconciler:
     def __init__(
         self,
         units: UnitOfWorkFactory,
-        fleet: MediaServers,
+        fleet: MediaServerFleet,
         owned: OwnedPartitions,
         metrics: ReconcileMetrics,
         serde: AvroSerde,
@@ -87,51 +77,33 @@ class Reconciler:
         self._lease_seconds = lease_seconds
         self._batch = batch
         self._scan_interval = scan_interval_seconds
-        # 0: off. Else converged devices are re-verified against MediaMTX once their last result is older.
         self._drift_check = drift_check_seconds
-        self._next_drift_mark = 0.0
 
     @property
     def media_servers(self) -> tuple[str, ...]:
         return self._fleet.ids
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """One writer per server plus the housekeeping loop, until `stop`."""
-        loops = [self._writer(server, stop) for server in self._fleet.ids] + [self._housekeeping(stop)]
-        await asyncio.gather(*loops)
+    @property
+    def owned(self) -> OwnedPartitions:
+        return self._owned
 
-    async def _writer(self, server: str, stop: asyncio.Event) -> None:
-        """Rounds of `server` right after a wake-up or a full batch, else every scan interval. The server's
-        gauges are counted after a round that claimed nothing, else at most every GAUGE_REFRESH_SECONDS (a
-        burst of wake-ups would otherwise add a count of the server's due rows to every claim)."""
-        signal = self._owned.new_signal()
-        claimed, counted_at = 0, 0.0
-        while not stop.is_set():
-            count = claimed == 0 or time.monotonic() - counted_at >= GAUGE_REFRESH_SECONDS
-            claimed = await self._counted_round(self.run_server_once(server, stop, refresh_gauges=count))
-            counted_at = time.monotonic() if count else counted_at
-            if claimed < self._batch and not stop.is_set():
-                await self._owned.wait(self._scan_interval, signal)
+    @property
+    def metrics(self) -> ReconcileMetrics:
+        return self._metrics
 
-    async def _housekeeping(self, stop: asyncio.Event) -> None:
-        """Drift marks and the rows of unregistered servers, every scan interval (or at once after a full
-        batch). Device wake-ups are the writers': a server leaves the settings only with a restart, and the
-        drift marks keep their own pace, so a round per wake-up would find nothing."""
-        while not stop.is_set():
-            await self._mark_drift_checks_when_due()
-            claimed = await self._counted_round(self.run_unregistered_once(stop))
-            if claimed < self._batch:
-                await wait_for_stop(stop, self._scan_interval)
+    @property
+    def batch(self) -> int:
+        """The most rows one round claims: a round that claimed fewer found no more due rows."""
+        return self._batch
 
-    async def _counted_round(self, round_: Awaitable[int]) -> int:
-        try:
-            claimed = await round_
-        except STORE_ERRORS as exc:
-            self._metrics.runs.labels(result=RunResult.ERROR).inc()
-            log.warning("reconcile round failed", extra={"error_code": type(exc).__name__})
-            return 0
-        self._metrics.runs.labels(result=RunResult.OK).inc()
-        return claimed
+    @property
+    def scan_interval_seconds(self) -> float:
+        return self._scan_interval
+
+    @property
+    def drift_check_seconds(self) -> float:
+        """0: off. Else converged devices are re-verified against MediaMTX once their last result is older."""
+        return self._drift_check
 
     async def mark_drift_checks(self) -> int:
         """Mark converged devices of the owned partitions that are due for re-verification (see run)."""
@@ -141,16 +113,6 @@ class Reconciler:
             return await uow.reconcile.mark_drift_checks(
                 sorted(self._owned.snapshot()), older_than_seconds=self._drift_check, limit=self._batch
             )
-
-    async def _mark_drift_checks_when_due(self) -> None:
-        if self._drift_check <= 0 or time.monotonic() < self._next_drift_mark:
-            return
-        self._next_drift_mark = time.monotonic() + max(1.0, self._drift_check / DRIFT_MARKS_PER_INTERVAL)
-        try:
-            if await self.mark_drift_checks():
-                self._owned.wake()
-        except STORE_ERRORS as exc:
-            log.warning("drift check marking failed", extra={"error_code": type(exc).__name__})
 
     async def run_once(self, stop: asyncio.Event | None = None) -> int:
         """One round of every server's writer (one after the other) and of the unregistered rows; returns
@@ -230,17 +192,17 @@ class Reconciler:
             time.monotonic() - started
         )
 
-    async def _one(self, item: ClaimedItem, label: str, *, stopping: bool) -> ItemResult:
+    async def _one(self, item: ClaimedItem, label: str, *, stopping: bool) -> ReconcileItemResult:
         if stopping or not self._owned.owns(item.partition):
             return await self._release(item)
         if label == UNREGISTERED_SERVER_LABEL:
             return await self._items.fail(item, item.lease, NOT_REGISTERED)
         return await self._items.process(item)
 
-    async def _release(self, item: ClaimedItem) -> ItemResult:
+    async def _release(self, item: ClaimedItem) -> ReconcileItemResult:
         try:
             async with self._units() as uow:
                 await uow.reconcile.release(item)
         except LeaseLost:
-            return ItemResult.LEASE_LOST
-        return ItemResult.RELEASED
+            return ReconcileItemResult.LEASE_LOST
+        return ReconcileItemResult.RELEASED

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from sense_reconciler.domain import limits
-from sense_reconciler.domain.errors import InvalidInput, SiteLimitReached
+from sense_reconciler.domain.errors import InvalidDeviceInput, SiteLimitReached
 from sense_reconciler.domain.model import (
     validate_actor,
     validate_id,
@@ -36,7 +36,7 @@ class SiteView:
     enabled_devices: int
 
 
-class SiteService:
+class Sites:
     def __init__(
         self,
         units: UnitOfWorkFactory,
@@ -85,7 +85,7 @@ class SiteService:
         The limit is refused below the number of devices enabled now; an unknown server is refused."""
         tenant_id, site_id = validate_id(tenant_id, "tenant_id"), validate_id(site_id, "site_id")
         if max_video_channels is None and media_server_id is None:
-            raise InvalidInput("body")
+            raise InvalidDeviceInput("body")
         if max_video_channels is not None:
             validate_max_video_channels(max_video_channels)
         if media_server_id is not None:
