@@ -9,7 +9,7 @@ import pytest
 
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.errors import PathNameTaken
-from sense_reconciler.domain.records import AuditFact, NewDevice, SiteRow, StoredSource
+from sense_reconciler.domain.records import AuditFact, DeviceUpdate, NewDevice, SiteRow, StoredSource
 from tests.ports.sense_reconciler.backends import Backend, new_device, register
 from yovision_platform.outbox import OutboxMessage
 
@@ -30,7 +30,9 @@ async def write_everything_then_fail(backend: Backend, kept: uuid.UUID, new: New
         device = await uow.devices.add(new)
         await uow.devices.insert_due_row(device.id, 0, "default")
         await uow.devices.mark_due(kept, "mtx-b")
-        await uow.devices.update(kept, name="lost", source_uri_ciphertext=None, desired_state="disabled")
+        await uow.devices.update(
+            kept, DeviceUpdate(name="lost", source_uri_ciphertext=None, desired_state="disabled")
+        )
         await uow.devices.insert_fact(AuditFact(uuid.uuid4(), "device.created", "op", device, []))
         await uow.outbox.enqueue(announcement())
         raise Failure
@@ -117,7 +119,7 @@ class DeviceStoreContract:
         device_id = await register(backend)
         async with backend.units() as uow:
             kept = await uow.devices.update(
-                device_id, name="renamed", source_uri_ciphertext=None, desired_state="disabled"
+                device_id, DeviceUpdate(name="renamed", source_uri_ciphertext=None, desired_state="disabled")
             )
             assert await uow.devices.stored_source(device_id) == StoredSource(b"sealed", None)
         assert (kept.name, kept.desired_state, kept.media_server_id, kept.config_version) == (
@@ -132,10 +134,12 @@ class DeviceStoreContract:
             assert await uow.devices.stored_source(device_id) == StoredSource(None, "rtsp://legacy/1")
             moved = await uow.devices.update(
                 device_id,
-                name="renamed",
-                source_uri_ciphertext=b"sealed-2",
-                desired_state="disabled",
-                media_server_id="mtx-b",
+                DeviceUpdate(
+                    name="renamed",
+                    source_uri_ciphertext=b"sealed-2",
+                    desired_state="disabled",
+                    media_server_id="mtx-b",
+                ),
             )
             assert await uow.devices.stored_source(device_id) == StoredSource(b"sealed-2", None)
         assert (moved.media_server_id, moved.config_version) == ("mtx-b", 3)

@@ -10,7 +10,7 @@ import pytest
 
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.reconcile import ClaimedItem, Convergence, WorkItem
-from sense_reconciler.domain.records import StoredSource
+from sense_reconciler.domain.records import DeviceUpdate, StoredSource
 from tests.ports.sense_reconciler.backends import Backend, new_device, register, wait_for
 from yovision_platform.errors import LeaseLost
 from yovision_platform.leases import Lease
@@ -156,7 +156,7 @@ class ReconcileStoreContract:
         assert renewed.token == work.lease.token and renewed.expires_at >= work.lease.expires_at
         async with backend.units() as uow:
             await uow.devices.update(
-                item.device_id, name="cam", source_uri_ciphertext=None, desired_state="disabled"
+                item.device_id, DeviceUpdate(name="cam", source_uri_ciphertext=None, desired_state="disabled")
             )
         async with backend.units() as uow:
             disabled = await uow.reconcile.renew_and_load(item, lease_seconds=30)

@@ -11,6 +11,7 @@ from typing import Any, cast
 import pytest
 
 from sense_reconciler.adapters.source_uri_secrets import FIELD
+from sense_reconciler.domain.records import DeviceUpdate
 from sense_reconciler.service_layer.source_uris import SourceUris, source_uri_context
 from tests.ports.sense_reconciler.backends import Backend, MemoryBackend, PostgresBackend, register
 from yovision_platform.encryption import EncryptionKeyRing
@@ -58,7 +59,7 @@ class SourceUriSecretsContract:
         store = backend.source_uri_secrets()
         async with backend.units() as uow:
             await uow.devices.update(
-                device_id, name="cam", source_uri_ciphertext=b"changed", desired_state="enabled"
+                device_id, DeviceUpdate(name="cam", source_uri_ciphertext=b"changed", desired_state="enabled")
             )
         async with backend.connection() as conn:
             assert not await store.swap(conn, row, {FIELD: b"rotated"})
@@ -89,7 +90,7 @@ class SourceUriSecretsContract:
         async with backend.units() as uow:
             ciphertext = SourceUris(old).seal(sealed, "rtsp://u:pw@cam/sealed")
             await uow.devices.update(
-                sealed, name="cam", source_uri_ciphertext=ciphertext, desired_state="enabled"
+                sealed, DeviceUpdate(name="cam", source_uri_ciphertext=ciphertext, desired_state="enabled")
             )
         await backend.store_cleartext_source(legacy, "rtsp://u:pw@cam/legacy")
         report = await rotate_keys(pool_of(backend), backend.source_uri_secrets(), new, batch_rows=1)

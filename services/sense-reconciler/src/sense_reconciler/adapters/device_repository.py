@@ -25,6 +25,7 @@ from sense_reconciler.domain.errors import PathNameTaken
 from sense_reconciler.domain.records import (
     AuditFact,
     DeviceRow,
+    DeviceUpdate,
     NewDevice,
     ReconcileState,
     SiteRow,
@@ -172,15 +173,7 @@ class PostgresDeviceStore:
         )
         return count
 
-    async def update(
-        self,
-        device_id: uuid.UUID,
-        *,
-        name: str,
-        source_uri_ciphertext: bytes | None,
-        desired_state: str,
-        media_server_id: str | None = None,
-    ) -> DeviceRow:
+    async def update(self, device_id: uuid.UUID, change: DeviceUpdate) -> DeviceRow:
         record = await self._conn.fetchrow(
             f"UPDATE {self._s}.devices SET name = $2, "
             "source_uri = CASE WHEN $3::bytea IS NULL THEN source_uri END, "
@@ -189,10 +182,10 @@ class PostgresDeviceStore:
             "config_version = config_version + 1, updated_at = now() "
             f"WHERE id = $1 RETURNING {DEVICE_COLUMNS}",
             device_id,
-            name,
-            source_uri_ciphertext,
-            desired_state,
-            media_server_id,
+            change.name,
+            change.source_uri_ciphertext,
+            change.desired_state,
+            change.media_server_id,
         )
         return _device(record)
 

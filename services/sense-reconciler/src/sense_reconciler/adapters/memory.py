@@ -32,6 +32,7 @@ from sense_reconciler.domain.reconcile import ClaimedItem, Convergence, Ownershi
 from sense_reconciler.domain.records import (
     AuditFact,
     DeviceRow,
+    DeviceUpdate,
     NewDevice,
     ReconcileState,
     SiteRow,
@@ -265,26 +266,18 @@ class MemoryDeviceStore(_OnDatabase):
             if (d.row.tenant_id, d.row.site_id, d.row.desired_state) == (tenant_id, site_id, "enabled")
         )
 
-    async def update(
-        self,
-        device_id: uuid.UUID,
-        *,
-        name: str,
-        source_uri_ciphertext: bytes | None,
-        desired_state: str,
-        media_server_id: str | None = None,
-    ) -> DeviceRow:
+    async def update(self, device_id: uuid.UUID, change: DeviceUpdate) -> DeviceRow:
         device = self._state.devices[device_id]
         device.row = replace(
             device.row,
-            name=name,
-            desired_state=desired_state,
-            media_server_id=media_server_id or device.row.media_server_id,
+            name=change.name,
+            desired_state=change.desired_state,
+            media_server_id=change.media_server_id or device.row.media_server_id,
             config_version=device.row.config_version + 1,
             updated_at=self._clock(),
         )
-        if source_uri_ciphertext is not None:
-            device.ciphertext, device.plaintext = source_uri_ciphertext, None
+        if change.source_uri_ciphertext is not None:
+            device.ciphertext, device.plaintext = change.source_uri_ciphertext, None
         return device.row
 
     async def stored_source(self, device_id: uuid.UUID) -> StoredSource:

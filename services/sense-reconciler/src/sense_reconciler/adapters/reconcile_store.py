@@ -197,63 +197,59 @@ class PostgresReconcileStore:
 
     async def complete(self, item: WorkItem, lease: Lease) -> None:
         """Record `item.generation` as observed; converged unless a newer generation arrived meanwhile."""
-        status = await self._conn.execute(
-            f"""
-            UPDATE {self._s}.reconcile_state
-               SET observed_generation = greatest(observed_generation, $4),
+        await self._finish(
+            item,
+            lease,
+            """observed_generation = greatest(observed_generation, $4),
                    status = CASE WHEN desired_generation <= $4 THEN 'converged' ELSE 'pending' END,
                    replace_due = replace_due AND desired_generation > $4,
                    attempts = 0, last_error_code = NULL, last_error_reason = NULL, last_result_at = now(),
-                   next_attempt_at = now(),
-                   lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
-             WHERE device_id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at > now()
-            """,
-            item.device_id,
-            lease.owner,
-            lease.token,
+                   next_attempt_at = now()""",
             item.generation,
         )
-        if status != "UPDATE 1":
-            raise LeaseLost()
 
     async def fail(
         self, item: ClaimedItem, lease: Lease, *, error_code: str, retry_in_seconds: float
     ) -> None:
-        status = await self._conn.execute(
-            f"""
-            UPDATE {self._s}.reconcile_state
-               SET status = 'failed', attempts = attempts + 1, last_error_code = $4, last_error_reason = NULL,
-                   last_result_at = now(), next_attempt_at = now() + make_interval(secs => $5),
-                   lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
-             WHERE device_id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at > now()
-            """,
-            item.device_id,
-            lease.owner,
-            lease.token,
+        await self._finish(
+            item,
+            lease,
+            """status = 'failed', attempts = attempts + 1, last_error_code = $4, last_error_reason = NULL,
+                   last_result_at = now(), next_attempt_at = now() + make_interval(secs => $5)""",
             error_code,
             float(retry_in_seconds),
         )
-        if status != "UPDATE 1":
-            raise LeaseLost()
 
     async def refuse(self, item: WorkItem, lease: Lease, *, error_code: str, reason: str | None) -> None:
         """Failed for good: not due again until a change; a change made meanwhile (a newer generation than
         `item.generation`) keeps the row due now."""
+        await self._finish(
+            item,
+            lease,
+            """status = 'failed', attempts = attempts + 1, last_error_code = $4, last_error_reason = $5,
+                   last_result_at = now(),
+                   next_attempt_at = CASE WHEN desired_generation <= $6 THEN 'infinity' ELSE now() END""",
+            error_code,
+            reason,
+            item.generation,
+        )
+
+    async def _finish(
+        self, item: ClaimedItem | WorkItem, lease: Lease, assignments: str, *args: object
+    ) -> None:
+        """One fenced result: `assignments` (their parameters from $4 on) and the lease cleared, only while
+        `lease` still holds the row; else LeaseLost."""
         status = await self._conn.execute(
             f"""
             UPDATE {self._s}.reconcile_state
-               SET status = 'failed', attempts = attempts + 1, last_error_code = $4, last_error_reason = $5,
-                   last_result_at = now(),
-                   next_attempt_at = CASE WHEN desired_generation <= $6 THEN 'infinity' ELSE now() END,
+               SET {assignments},
                    lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
              WHERE device_id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at > now()
             """,
             item.device_id,
             lease.owner,
             lease.token,
-            error_code,
-            reason,
-            item.generation,
+            *args,
         )
         if status != "UPDATE 1":
             raise LeaseLost()

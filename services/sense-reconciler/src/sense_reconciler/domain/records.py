@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-__all__ = ["AuditFact", "DeviceRow", "NewDevice", "ReconcileState", "SiteRow", "StoredSource"]
+__all__ = ["AuditFact", "DeviceRow", "DeviceUpdate", "NewDevice", "ReconcileState", "SiteRow", "StoredSource"]
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,17 @@ class DeviceRow:
     config_version: int
     created_at: datetime
     updated_at: datetime
+
+
+@dataclass(frozen=True)
+class DeviceUpdate:
+    """A new config version of a device: a new source replaces any stored form of the old one (None keeps
+    it); `media_server_id` None keeps the server."""
+
+    name: str
+    source_uri_ciphertext: bytes | None
+    desired_state: str
+    media_server_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from sense_reconciler.domain.model import (
     validate_path_name,
     validate_source_uri,
 )
-from sense_reconciler.domain.records import DeviceRow, NewDevice, ReconcileState, SiteRow
+from sense_reconciler.domain.records import DeviceRow, DeviceUpdate, NewDevice, ReconcileState, SiteRow
 from sense_reconciler.service_layer.device_facts import DeviceFacts
 from sense_reconciler.service_layer.ports import SenseUnitOfWork, UnitOfWorkFactory
 from sense_reconciler.service_layer.sites import Sites
@@ -185,9 +185,11 @@ class Devices:
                 sealed = self._sources.seal(device_id, new_uri)
             device = await uow.devices.update(
                 device_id,
-                name=new_name or current.name,
-                source_uri_ciphertext=sealed,
-                desired_state=current.desired_state,
+                DeviceUpdate(
+                    name=new_name or current.name,
+                    source_uri_ciphertext=sealed,
+                    desired_state=current.desired_state,
+                ),
             )
             await uow.devices.mark_due(device_id, device.media_server_id, replace_due="source_uri" in changed)
             await self._facts.publish(
@@ -237,9 +239,9 @@ class Devices:
                     continue
                 device = await uow.devices.update(
                     device_id,
-                    name=before.name,
-                    source_uri_ciphertext=None,
-                    desired_state=wanted[device_id].value,
+                    DeviceUpdate(
+                        name=before.name, source_uri_ciphertext=None, desired_state=wanted[device_id].value
+                    ),
                 )
                 await uow.devices.mark_due(device_id, device.media_server_id)
                 due.append(device_id)

@@ -20,6 +20,7 @@ from sense_reconciler.domain.reconcile import ClaimedItem, Convergence, Ownershi
 from sense_reconciler.domain.records import (
     AuditFact,
     DeviceRow,
+    DeviceUpdate,
     NewDevice,
     ReconcileState,
     SiteRow,
@@ -66,17 +67,8 @@ class DeviceStore(Protocol):
 
     async def count_enabled(self, tenant_id: str, site_id: str) -> int: ...
 
-    async def update(
-        self,
-        device_id: uuid.UUID,
-        *,
-        name: str,
-        source_uri_ciphertext: bytes | None,
-        desired_state: str,
-        media_server_id: str | None = None,
-    ) -> DeviceRow:
-        """A new config version; a new source replaces any stored form of the old one, None keeps it;
-        `media_server_id` None keeps the server."""
+    async def update(self, device_id: uuid.UUID, change: DeviceUpdate) -> DeviceRow:
+        """A new config version (`DeviceUpdate`)."""
         ...
 
     async def stored_source(self, device_id: uuid.UUID) -> StoredSource: ...

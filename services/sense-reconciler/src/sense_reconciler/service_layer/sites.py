@@ -21,7 +21,7 @@ from sense_reconciler.domain.model import (
     validate_max_video_channels,
     validate_media_server_id,
 )
-from sense_reconciler.domain.records import SiteRow
+from sense_reconciler.domain.records import DeviceUpdate, SiteRow
 from sense_reconciler.service_layer.device_facts import DeviceFacts
 from sense_reconciler.service_layer.ports import SenseUnitOfWork, UnitOfWorkFactory
 from yovision_platform.outbox import OutboxMessage
@@ -115,10 +115,12 @@ class Sites:
         for current in await uow.devices.of_site(tenant_id, site_id):
             device = await uow.devices.update(
                 current.id,
-                name=current.name,
-                source_uri_ciphertext=None,
-                desired_state=current.desired_state,
-                media_server_id=media_server_id,
+                DeviceUpdate(
+                    name=current.name,
+                    source_uri_ciphertext=None,
+                    desired_state=current.desired_state,
+                    media_server_id=media_server_id,
+                ),
             )
             await uow.devices.mark_due(device.id, media_server_id)
             moved.append(device.id)
