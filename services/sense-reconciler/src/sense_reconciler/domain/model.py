@@ -15,8 +15,8 @@ from yovision_platform.patterns import anchored
 
 ID_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{limits.ID_MAX_CHARS - 1}}}")
 # The audit actor: the subject of a verified access token (a user's `sub`, or a machine client's id), so
-# exactly the platform's subject rule, 1..128 of [A-Za-z0-9._:@-]; the relay contract to Bell takes the same
-# (tests/unit/sense_reconciler/test_actor.py proves all three equal).
+# exactly the platform's subject rule, 1..128 of [A-Za-z0-9._:@-]; the audit push contract to Bell takes the
+# same (tests/unit/sense_reconciler/test_actor.py proves all three equal).
 ACTOR_PATTERN = re.compile(rf"[A-Za-z0-9._:@-]{{1,{limits.ACTOR_MAX_CHARS}}}")
 
 # What the validators below accept, as the published (JSON Schema) patterns of the Control API; the unit

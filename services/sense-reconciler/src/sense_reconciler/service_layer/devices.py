@@ -11,8 +11,8 @@ Sites, and moving a site to another MediaMTX server, are service_layer.sites.
 
 After the commit of a change that made devices due, `wake_reconciler` gets their partitions: wired to
 `OwnedPartitions.wake_for`, it starts this instance's writer at once when it owns one of them, without
-waiting for the device event to come back through the relay, Kafka and the consumer. The event still wakes
-the owner wherever it runs; a lost wake-up is covered by the due-row scan.
+waiting for the device event to come back through the outbox relay, Kafka and the consumer. The event still
+wakes the owner wherever it runs; a lost wake-up is covered by the due-row scan.
 
 Source URIs go into the device row only, encrypted (service_layer.source_uris): never into events, facts,
 errors or return values.
