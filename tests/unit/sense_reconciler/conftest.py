@@ -5,20 +5,24 @@ The fake database runs on a `ManualClock`: time moves only when a test says so (
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from sense_reconciler.adapters.memory import MemorySense
 from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.source_uris import SourceUris
+from tests.conftest import private_file
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID
 
 DEVICE_TOPIC = "sense.device.v1"
 DEVICE_TOPIC_PARTITIONS = 12
+ISSUER = "http://127.0.0.1:14444"
 
 
 class ManualClock:
@@ -75,3 +79,18 @@ def device_service(
 @pytest.fixture
 def devices(sense: MemorySense, serde: AvroSerde, sources: SourceUris) -> Devices:
     return device_service(sense, serde, sources)
+
+
+@pytest.fixture
+def sense_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The environment of a minimal valid `SenseReconcilerSettings` (no other SENSE_ variable)."""
+    for name in list(os.environ):
+        if name.startswith("SENSE_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("SENSE_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
+    monkeypatch.setenv("SENSE_MEDIAMTX_API_URL", "http://127.0.0.1:19997/")
+    dsn = "postgresql://sense_app:pw@127.0.0.1:55432/yovision\n"
+    monkeypatch.setenv("SENSE_DATABASE_DSN_FILE", str(private_file(tmp_path / "dsn", dsn)))
+    monkeypatch.setenv("SENSE_AUTH_ISSUER", ISSUER)
+    key = private_file(tmp_path / "k1.key", os.urandom(32).hex() + "\n")
+    monkeypatch.setenv("SENSE_SECRETS_KEY_FILES", json.dumps({"k1": str(key)}))

@@ -9,26 +9,13 @@ import pytest
 from sense_reconciler.domain import limits
 from sense_reconciler.settings import SenseReconcilerSettings
 from tests.conftest import private_file
+from tests.unit.sense_reconciler.conftest import ISSUER
 from yovision_platform.access_tokens import AccessTokenSettings
 from yovision_platform.errors import ConfigError
 from yovision_platform.permissions import AUDIENCES
 from yovision_platform.settings import load_settings
 
-ISSUER = "http://127.0.0.1:14444"
-
-
-@pytest.fixture(autouse=True)
-def sense_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in list(os.environ):
-        if name.startswith("SENSE_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("SENSE_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
-    monkeypatch.setenv("SENSE_MEDIAMTX_API_URL", "http://127.0.0.1:19997/")
-    dsn = "postgresql://sense_app:pw@127.0.0.1:55432/yovision\n"
-    monkeypatch.setenv("SENSE_DATABASE_DSN_FILE", str(private_file(tmp_path / "dsn", dsn)))
-    monkeypatch.setenv("SENSE_AUTH_ISSUER", ISSUER)
-    key = private_file(tmp_path / "k1.key", os.urandom(32).hex() + "\n")
-    monkeypatch.setenv("SENSE_SECRETS_KEY_FILES", json.dumps({"k1": str(key)}))
+pytestmark = pytest.mark.usefixtures("sense_env")
 
 
 def refused(**overrides: object) -> ConfigError:
