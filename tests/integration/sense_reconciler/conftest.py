@@ -14,6 +14,7 @@ from tests.conftest import MigratedSchema, Stack, migrate_test_schema
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
 from yovision_platform.encryption import EncryptionKeyRing
+from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID
 from yovision_platform.migrations import SchemaPlan
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "services/sense-reconciler/src/sense_reconciler/migrations"
@@ -50,14 +51,29 @@ def sources() -> SourceUris:
     return SourceUris(EncryptionKeyRing({"k1": os.urandom(32)}, "k1"))
 
 
-@pytest.fixture
-def devices(
-    sense_pool: asyncpg.Pool, sense_schema: MigratedSchema, serde: AvroSerde, sources: SourceUris
+def devices_on(
+    pool: asyncpg.Pool,
+    schema: MigratedSchema,
+    serde: AvroSerde,
+    sources: SourceUris,
+    *,
+    media_servers: frozenset[str] = frozenset({SINGLE_MEDIA_SERVER_ID}),
+    default_media_server: str = SINGLE_MEDIA_SERVER_ID,
 ) -> Devices:
+    """The device commands on `schema` (the device topic of the catalogue)."""
     return Devices(
-        postgres_units(sense_pool, sense_schema.name),
+        postgres_units(pool, schema.name),
         serde,
         device_topic="sense.device.v1",
         partitions=DEVICE_TOPIC_PARTITIONS,
         sources=sources,
+        media_servers=media_servers,
+        default_media_server=default_media_server,
     )
+
+
+@pytest.fixture
+def devices(
+    sense_pool: asyncpg.Pool, sense_schema: MigratedSchema, serde: AvroSerde, sources: SourceUris
+) -> Devices:
+    return devices_on(sense_pool, sense_schema, serde, sources)

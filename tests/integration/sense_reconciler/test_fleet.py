@@ -30,7 +30,7 @@ from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import MEDIAMTX_BIN, MigratedSchema
-from tests.integration.sense_reconciler.conftest import DEVICE_TOPIC_PARTITIONS
+from tests.integration.sense_reconciler.conftest import DEVICE_TOPIC_PARTITIONS, devices_on
 from tests.mediamtx_proxy import MediaMtxProxy
 from yovision_platform.avro import AvroSerde
 from yovision_platform.encryption import EncryptionKeyRing
@@ -95,12 +95,11 @@ async def fleet(
 def fleet_devices(
     sense_pool: asyncpg.Pool, sense_schema: MigratedSchema, serde: AvroSerde, sources: SourceUris
 ) -> Devices:
-    return Devices(
-        postgres_units(sense_pool, sense_schema.name),
+    return devices_on(
+        sense_pool,
+        sense_schema,
         serde,
-        device_topic="sense.device.v1",
-        partitions=DEVICE_TOPIC_PARTITIONS,
-        sources=sources,
+        sources,
         media_servers=frozenset(SERVERS),
         default_media_server="mtx-a",
     )

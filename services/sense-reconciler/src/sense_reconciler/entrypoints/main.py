@@ -11,6 +11,7 @@ from sense_reconciler.adapters.mediamtx import MediaMtxClient
 from sense_reconciler.adapters.source_uri_secrets import SourceUriSecrets
 from sense_reconciler.adapters.unit_of_work import postgres_units
 from sense_reconciler.bootstrap import AuditPushPorts, bootstrap, device_topic
+from sense_reconciler.domain.audit_push import AuditPushConfig
 from sense_reconciler.entrypoints import api
 from sense_reconciler.entrypoints.audit_push_worker import WORKER_NAME as AUDIT_PUSH_WORKER
 from sense_reconciler.entrypoints.audit_push_worker import AuditPushWorker
@@ -18,6 +19,7 @@ from sense_reconciler.entrypoints.device_consumer import DeviceEventConsumer
 from sense_reconciler.entrypoints.reconciler_worker import ReconcilerWorker
 from sense_reconciler.service_layer.metrics import AuditPushMetrics, ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
+from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
 from sense_reconciler.settings import SenseReconcilerSettings
 from yovision_platform.access_tokens import use_access_tokens
@@ -42,62 +44,70 @@ def media_fleet(settings: SenseReconcilerSettings) -> MediaFleet[MediaMtxClient]
     return MediaFleet.connect(settings.media_server_list, client)
 
 
+def audit_push_ports(
+    ctx: ServiceContext[SenseReconcilerSettings], config: AuditPushConfig, bell: BellClient
+) -> AuditPushPorts:
+    """The audit push's cursor store on this instance's database, `bell` and the push's metrics."""
+    owner, lease = ctx.settings.instance_id, config.lease_seconds
+    store = PostgresAuditPushStore(ctx.pool, ctx.plan.schema, owner, lease_seconds=lease)
+    return AuditPushPorts(store, bell, AuditPushMetrics(ctx.registry))
+
+
+def add_reconcile_workers(
+    ctx: ServiceContext[SenseReconcilerSettings], reconciler: Reconciler, serde: AvroSerde
+) -> None:
+    """The `reconciler` worker, the `device-consumer` worker that feeds and wakes it, and the consumer
+    group's processed-events pruner."""
+    settings = ctx.settings
+    group = settings.kafka_names.group(settings.consumer_group)
+    consumer = DeviceEventConsumer(
+        ctx.pool,
+        ctx.plan.schema,
+        serde,
+        reconciler.owned,
+        kafka=settings.kafka,
+        group_id=group,
+        client_id=f"{ctx.spec.name}-{settings.instance_id}",
+        metrics=ConsumerMetrics(ctx.registry),
+    )
+    ctx.add_worker("reconciler", ReconcilerWorker(reconciler).run)
+    ctx.add_worker("device-consumer", consumer.run)
+    ctx.add_processed_events_pruner(consumer_group=group, topics=[reconciler.owned.topic])
+
+
 async def configure(ctx: ServiceContext[SenseReconcilerSettings]) -> None:
     settings = ctx.settings
     serde = AvroSerde(SchemaRegistry.load())
-    schema = ctx.plan.schema
-    kafka = settings.kafka_names
-    # The partitions this instance's writers claim (fed by the consumer group): the API wakes them at once
-    # for a change of a device they own.
-    owned = OwnedPartitions(
-        kafka.topic(device_topic(settings, serde)), drain_timeout_seconds=settings.lease_seconds
-    )
     fleet = media_fleet(settings) if settings.reconciler_enabled else None
-    audit_push = settings.audit_push
-    bell = BellClient(audit_push) if audit_push is not None else None
+    push = settings.audit_push
+    bell = BellClient(push) if push is not None else None
     use_cases = bootstrap(
         settings,
-        units=postgres_units(ctx.pool, schema),
+        units=postgres_units(ctx.pool, ctx.plan.schema),
         serde=serde,
         sources=SourceUris(settings.key_ring),
-        owned=owned,
+        # The partitions this instance's writers claim (fed by the consumer group): the API wakes them at
+        # once for a change of a device they own.
+        owned=OwnedPartitions(
+            settings.kafka_names.topic(device_topic(settings, serde)),
+            drain_timeout_seconds=settings.lease_seconds,
+        ),
         fleet=fleet,
         reconcile_metrics=ReconcileMetrics(ctx.registry, fleet.ids) if fleet is not None else None,
-        audit_push=None
-        if audit_push is None or bell is None
-        else AuditPushPorts(
-            PostgresAuditPushStore(
-                ctx.pool, schema, settings.instance_id, lease_seconds=audit_push.lease_seconds
-            ),
-            bell,
-            AuditPushMetrics(ctx.registry),
-        ),
+        audit_push=audit_push_ports(ctx, push, bell) if push is not None and bell is not None else None,
     )
 
     async def encrypt_legacy_source_uris(_: object) -> None:
         """Once per start: encrypt the source URIs stored in cleartext before encryption (migration 0007)."""
-        await rotate_keys(ctx.pool, SourceUriSecrets(schema, legacy_only=True), settings.key_ring)
+        await rotate_keys(ctx.pool, SourceUriSecrets(ctx.plan.schema, legacy_only=True), settings.key_ring)
 
     ctx.add_worker("encrypt-legacy-source-uris", encrypt_legacy_source_uris)
     use_access_tokens(ctx)  # the Control API's access tokens: issuer, JWKS, audience sense-reconciler
     api.install(ctx.app, use_cases)
     if use_cases.audit_pusher is not None and bell is not None:
         ctx.add_worker(AUDIT_PUSH_WORKER, AuditPushWorker(use_cases.audit_pusher, bell).run)
-    if use_cases.reconciler is None:
-        return
-    consumer = DeviceEventConsumer(
-        ctx.pool,
-        schema,
-        serde,
-        owned,
-        kafka=settings.kafka,
-        group_id=kafka.group(settings.consumer_group),
-        client_id=f"{ctx.spec.name}-{settings.instance_id}",
-        metrics=ConsumerMetrics(ctx.registry),
-    )
-    ctx.add_worker("reconciler", ReconcilerWorker(use_cases.reconciler).run)
-    ctx.add_worker("device-consumer", consumer.run)
-    ctx.add_processed_events_pruner(consumer_group=kafka.group(settings.consumer_group), topics=[owned.topic])
+    if use_cases.reconciler is not None:
+        add_reconcile_workers(ctx, use_cases.reconciler, serde)
 
 
 SPEC = ServiceSpec.for_package(
