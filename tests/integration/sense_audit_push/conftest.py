@@ -1,5 +1,5 @@
-"""Fixtures for the Sense → Bell relay: a migrated unique Sense schema with devices, key files, the real
-Bell as its own process (tests/integration/bell_receiver/bell_process.py), and relay configs."""
+"""Fixtures for the Sense → Bell audit push: a migrated unique Sense schema with devices, key files, the real
+Bell as its own process (tests/integration/bell_receiver/bell_process.py), and audit push configs."""
 
 from __future__ import annotations
 
@@ -155,7 +155,7 @@ def pusher(
     return AuditPusher(store, bell, config)
 
 
-def relay_config(url: str, keys: Keys, **overrides: float) -> AuditPushConfig:
+def push_config(url: str, keys: Keys, **overrides: float) -> AuditPushConfig:
     config = load_audit_push_config(enabled=True, bell_url=url, key_file=keys.relay_file, key_id=KEY_ID)
     assert config is not None
     values: dict[str, float] = {

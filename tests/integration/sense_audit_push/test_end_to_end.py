@@ -1,4 +1,4 @@
-"""The relay against the real Bell process: delivered exactly once, duplicates acknowledged, per-item
+"""The audit push against the real Bell process: delivered exactly once, duplicates acknowledged, per-item
 rejections dead-lettered, a wrong key retried as a whole, oldest facts first, no secret in any log line."""
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from tests.integration.sense_audit_push.conftest import (
     Outbox,
     bell_event_counts,
     claiming_round,
+    push_config,
     pusher,
-    relay_config,
 )
 from tests.tls import self_signed
 from yovision_platform.db import Identifier
@@ -47,10 +47,10 @@ async def test_facts_reach_bell_once_and_a_resend_is_acknowledged_as_duplicate(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     event_ids = await outbox.add(3, version=1) + await outbox.add(2, version=2)
-    config = relay_config(bell_url, keys)
+    config = push_config(bell_url, keys)
     before = await outbox.rows()
     async with BellClient(config) as client:
-        worker = pusher(sense_pool, sense_schema.name, config, client, owner="relay-a")
+        worker = pusher(sense_pool, sense_schema.name, config, client, owner="pusher-a")
         # A batch whose answer is never recorded (a crash before the cursor moves): Bell stores it.
         crashed = PostgresAuditPushStore(sense_pool, sense_schema.name, "crashed", lease_seconds=1.0)
         lease = await crashed.acquire()
@@ -96,9 +96,9 @@ async def test_rejected_items_are_dead_lettered_with_their_code_and_the_rest_del
         stored = await RelayClient(http, keys.signing_ring).post_items([fact(event_id=str(conflicting[0]))])
         assert stored.json()["results"][0]["status"] == "accepted"
 
-    config = relay_config(bell_url, keys)
+    config = push_config(bell_url, keys)
     async with BellClient(config) as client:
-        worker = pusher(sense_pool, sense_schema.name, config, client, owner="relay-a")
+        worker = pusher(sense_pool, sense_schema.name, config, client, owner="pusher-a")
         round_ = await claiming_round(worker)
         assert (round_.delivered, round_.dead_lettered) == (2, 2)
         assert (await worker.run_once()).claimed == 0
@@ -118,12 +118,12 @@ async def test_a_key_bell_does_not_know_fails_the_whole_batch_as_unauthorized(
 ) -> None:
     await outbox.add(3)
     other_key = private_file(tmp_path / "other.key", secrets.token_hex(32))
-    config = relay_config(bell_url, keys)
+    config = push_config(bell_url, keys)
     wrong = dataclasses.replace(
         config, keyring=KeyRing.from_key_files({KEY_ID: other_key}, "test", active_key_id=KEY_ID)
     )
     async with BellClient(wrong) as client:
-        round_ = await claiming_round(pusher(sense_pool, sense_schema.name, wrong, client, owner="relay-a"))
+        round_ = await claiming_round(pusher(sense_pool, sense_schema.name, wrong, client, owner="pusher-a"))
     assert round_.failure is PushFailureCode.UNAUTHORIZED
     cursor = await outbox.cursor()
     assert (cursor["attempts"], cursor["last_error_code"]) == (1, "unauthorized")
@@ -140,9 +140,9 @@ async def test_a_backlog_goes_out_oldest_first_in_batches_of_100(
     schema_name: Identifier,
 ) -> None:
     event_ids = await outbox.add(150)
-    config = relay_config(bell_url, keys)
+    config = push_config(bell_url, keys)
     async with BellClient(config) as client:
-        worker = pusher(sense_pool, sense_schema.name, config, client, owner="relay-a")
+        worker = pusher(sense_pool, sense_schema.name, config, client, owner="pusher-a")
         assert (await claiming_round(worker)).delivered == 100
         assert set(await bell_event_counts(admin_conn, schema_name)) == set(event_ids[:100])
         assert await outbox.undelivered() == 50
@@ -171,9 +171,9 @@ async def test_facts_reach_a_bell_behind_tls_that_sense_trusts_through_ssl_cert_
     async with httpx.AsyncClient(base_url=url, verify=ssl.create_default_context(cafile=str(cert))) as http:
         await wait_healthy(http, bell)
     event_ids = await outbox.add(2)
-    config = relay_config(url, keys, backoff_base_seconds=0.05, backoff_cap_seconds=0.05)
+    config = push_config(url, keys, backoff_base_seconds=0.05, backoff_cap_seconds=0.05)
     bell_now = CurrentBell()
-    worker = pusher(sense_pool, sense_schema.name, config, bell_now, owner="relay-tls")
+    worker = pusher(sense_pool, sense_schema.name, config, bell_now, owner="pusher-tls")
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
     async with BellClient(config) as untrusting:

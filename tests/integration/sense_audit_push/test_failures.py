@@ -25,8 +25,8 @@ from tests.integration.sense_audit_push.conftest import (
     Outbox,
     bell_event_counts,
     claiming_round,
+    push_config,
     pusher,
-    relay_config,
 )
 from tests.integration.sense_audit_push.fake_bell import (
     FakeBell,
@@ -70,9 +70,9 @@ async def test_server_errors_back_off_exponentially_to_the_cap_and_deliver_nothi
 ) -> None:
     await outbox.add(2)
     async with fake_bell(status_only(500)) as fake:
-        config = relay_config(fake.url, keys)
+        config = push_config(fake.url, keys)
         async with BellClient(config) as client:
-            worker = pusher(sense_pool, sense_schema.name, config, client, owner="relay-a")
+            worker = pusher(sense_pool, sense_schema.name, config, client, owner="pusher-a")
             # attempts before the round -> expected delay: 1, 2, 4 s, then the cap around 2**8 = 256 s.
             for attempts_before, delay in [
                 (0, 1),
@@ -118,9 +118,9 @@ async def test_a_whole_batch_failure_retries_every_fact_after_one_second(
 ) -> None:
     await outbox.add(3)
     async with fake_bell(handler) as fake:
-        config = relay_config(fake.url, keys, request_deadline_seconds=0.3)
+        config = push_config(fake.url, keys, request_deadline_seconds=0.3)
         async with BellClient(config) as client:
-            worker = pusher(sense_pool, sense_schema.name, config, client, owner="relay-a")
+            worker = pusher(sense_pool, sense_schema.name, config, client, owner="pusher-a")
             round_ = await claiming_round(worker)
     assert round_.failure is code
     row = await outbox.cursor()
@@ -133,9 +133,9 @@ async def test_an_unreachable_bell_is_a_network_error(
     keys: Keys, outbox: Outbox, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
 ) -> None:
     await outbox.add(1)
-    config = relay_config(f"http://127.0.0.1:{free_port()}", keys)
+    config = push_config(f"http://127.0.0.1:{free_port()}", keys)
     async with BellClient(config) as client:
-        worker = pusher(sense_pool, sense_schema.name, config, client, owner="relay-a")
+        worker = pusher(sense_pool, sense_schema.name, config, client, owner="pusher-a")
         assert (await claiming_round(worker)).failure is PushFailureCode.NETWORK_ERROR
     row = await outbox.cursor()
     assert (row["attempts"], row["last_error_code"]) == (1, "network_error")
@@ -145,8 +145,8 @@ async def test_an_expired_lease_passes_to_a_second_worker_and_the_stale_one_cann
     outbox: Outbox, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
 ) -> None:
     await outbox.add(3)
-    stale_repo = PostgresAuditPushStore(sense_pool, sense_schema.name, "relay-a", lease_seconds=0.3)
-    fresh_repo = PostgresAuditPushStore(sense_pool, sense_schema.name, "relay-b", lease_seconds=30)
+    stale_repo = PostgresAuditPushStore(sense_pool, sense_schema.name, "pusher-a", lease_seconds=0.3)
+    fresh_repo = PostgresAuditPushStore(sense_pool, sense_schema.name, "pusher-b", lease_seconds=30)
     stale = await stale_repo.acquire()
     assert stale is not None
     batch = await stale_repo.reader(stale, 100).next_batch()
@@ -160,7 +160,7 @@ async def test_an_expired_lease_passes_to_a_second_worker_and_the_stale_one_cann
     with pytest.raises(CursorFenced):
         await stale_repo.fail_batch(stale, "timeout", base_seconds=1, cap_seconds=300)
     row = await outbox.cursor()
-    assert (row["owner"], row["attempts"], row["last_id"]) == ("relay-b", 0, 0)
+    assert (row["owner"], row["attempts"], row["last_id"]) == ("pusher-b", 0, 0)
     assert await outbox.undelivered() == 3 and await outbox.dead_letters() == {}
     await fresh_repo.record_results(fresh, batch.after, [])
     assert await outbox.undelivered() == 0
@@ -170,7 +170,7 @@ async def test_a_worker_whose_lease_was_taken_during_the_request_records_nothing
     keys: Keys, outbox: Outbox, sense_pool: asyncpg.Pool, sense_schema: MigratedSchema
 ) -> None:
     await outbox.add(2)
-    successor = PostgresAuditPushStore(sense_pool, sense_schema.name, "relay-b", lease_seconds=30)
+    successor = PostgresAuditPushStore(sense_pool, sense_schema.name, "pusher-b", lease_seconds=30)
     taken_over: list[object] = []
 
     async def take_over_then_accept(number: int, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
@@ -188,12 +188,12 @@ async def test_a_worker_whose_lease_was_taken_during_the_request_records_nothing
         return 200, json.dumps({"contract": "sense-audit-relay-v1", "results": results}).encode()
 
     async with fake_bell(take_over_then_accept) as fake:
-        config = relay_config(fake.url, keys)
+        config = push_config(fake.url, keys)
         async with BellClient(config) as client:
-            worker = pusher(sense_pool, sense_schema.name, config, client, owner="relay-a")
+            worker = pusher(sense_pool, sense_schema.name, config, client, owner="pusher-a")
             round_ = await claiming_round(worker)
     assert round_.lease_lost and round_.delivered == 0
-    assert (await outbox.cursor())["owner"] == "relay-b"
+    assert (await outbox.cursor())["owner"] == "pusher-b"
     assert await outbox.undelivered() == 2
     assert len(taken_over) == 1 and taken_over[0] is not None
 
@@ -224,12 +224,12 @@ async def test_two_workers_never_send_the_same_fact_at_the_same_time(
             in_flight.difference_update(ids)
 
     async with fake_bell(watch) as fake:
-        config = relay_config(fake.url, keys, batch_size=20)
+        config = push_config(fake.url, keys, batch_size=20)
         stop = asyncio.Event()
         async with BellClient(config) as client_a, BellClient(config) as client_b:
             workers = [
                 pusher(sense_pool, sense_schema.name, config, client, owner=owner)
-                for owner, client in (("relay-a", client_a), ("relay-b", client_b))
+                for owner, client in (("pusher-a", client_a), ("pusher-b", client_b))
             ]
             tasks = [asyncio.create_task(AuditPushWorker(w).run(stop)) for w in workers]
             try:

@@ -1,5 +1,6 @@
-"""The relay killed with SIGKILL mid-batch (Bell has stored the batch, the relay has not recorded it), and
-Bell killed and restarted too: after a restart every fact is in Bell exactly once, none dead-lettered."""
+"""The audit pusher killed with SIGKILL mid-batch (Bell has stored the batch, the pusher has not recorded
+it), and Bell killed and restarted too: after a restart every fact is in Bell exactly once, none
+dead-lettered."""
 
 from __future__ import annotations
 
@@ -23,11 +24,11 @@ from tests.integration.sense_audit_push.conftest import Outbox, bell_event_count
 from tests.integration.sense_audit_push.fake_bell import FakeBell, forward
 from yovision_platform.db import Identifier
 
-LAUNCHER = Path(__file__).with_name("relay_process.py")
+LAUNCHER = Path(__file__).with_name("push_process.py")
 HANG_SECONDS = 3600.0
 
 
-class RelayProcess:
+class PushProcess:
     def __init__(self, env: dict[str, str], log_path: Path) -> None:
         self.env = env
         self.log_path = log_path
@@ -46,7 +47,7 @@ class RelayProcess:
 
 
 @pytest.fixture
-def relay_env(sense_schema: MigratedSchema, keys: Keys, tmp_path: Path) -> dict[str, str]:
+def push_env(sense_schema: MigratedSchema, keys: Keys, tmp_path: Path) -> dict[str, str]:
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith("SENSE_")},
         "SENSE_BELL_RELAY_ENABLED": "true",
@@ -62,12 +63,12 @@ def relay_env(sense_schema: MigratedSchema, keys: Keys, tmp_path: Path) -> dict[
     }
 
 
-async def test_every_fact_reaches_bell_exactly_once_across_relay_and_bell_sigkills(
+async def test_every_fact_reaches_bell_exactly_once_across_pusher_and_bell_sigkills(
     bell_url: str,
     bell: BellProcess,
     keys: Keys,
     outbox: Outbox,
-    relay_env: dict[str, str],
+    push_env: dict[str, str],
     admin_conn: asyncpg.Connection,
     schema_name: Identifier,
     sense_schema: MigratedSchema,
@@ -95,26 +96,26 @@ async def test_every_fact_reaches_bell_exactly_once_across_relay_and_bell_sigkil
 
     proxy = FakeBell(hang_after_the_second_is_stored)
     await proxy.start()
-    relay = RelayProcess({**relay_env, "SENSE_BELL_URL": proxy.url}, tmp_path / "relay.log")
+    pusher = PushProcess({**push_env, "SENSE_BELL_URL": proxy.url}, tmp_path / "push.log")
     try:
-        relay.start()
+        pusher.start()
         await asyncio.wait_for(second_forwarded.wait(), timeout=30)
-        assert relay.stop(signal.SIGKILL) == -signal.SIGKILL
+        assert pusher.stop(signal.SIGKILL) == -signal.SIGKILL
         assert await outbox.undelivered() == 150, "the cursor stands after the first batch"
         assert len(hung_batch) == 100
 
         await restart_bell(bell, signal.SIGKILL)
-        relay.start()
+        pusher.start()
 
         async def all_delivered() -> bool:
             return await outbox.undelivered() == 0
 
         await wait_until(all_delivered, timeout_seconds=60, interval=0.2)
-        assert relay.stop(signal.SIGTERM) == 0
+        assert pusher.stop(signal.SIGTERM) == 0
     finally:
-        if relay.process is not None and relay.process.poll() is None:
-            relay.process.kill()
-            relay.process.wait(timeout=10)
+        if pusher.process is not None and pusher.process.poll() is None:
+            pusher.process.kill()
+            pusher.process.wait(timeout=10)
         await proxy.stop()
 
     assert await bell_event_counts(admin_conn, schema_name) == dict.fromkeys(event_ids, 1)
@@ -123,7 +124,7 @@ async def test_every_fact_reaches_bell_exactly_once_across_relay_and_bell_sigkil
         {("accepted",): 150, ("accepted", "duplicate"): 100}
     )
     assert {event_id for event_id, s in statuses.items() if len(s) == 2} == set(hung_batch)
-    log_text = (tmp_path / "relay.log").read_text()
+    log_text = (tmp_path / "push.log").read_text()
     assert keys.relay_hex not in log_text and sense_schema.runtime_password not in log_text
     assert len(signatures) >= 4 and not any(signature[3:] in log_text for signature in signatures)
     assert not any(str(event_id) in log_text for event_id in event_ids)

@@ -21,8 +21,8 @@ from tests.integration.sense_audit_push.conftest import (
     SENSE_MIGRATIONS,
     Outbox,
     claiming_round,
+    push_config,
     pusher,
-    relay_config,
 )
 from tests.integration.sense_audit_push.fake_bell import FakeBell
 from yovision_platform.db import Identifier
@@ -81,9 +81,9 @@ async def test_facts_pending_at_the_upgrade_are_pushed_after_it_and_no_delivered
         assert await outbox.dead_letters() == {
             e: "invalid_field" for e, f in state.items() if f == "dead_lettered"
         }
-        config = relay_config(fake.url, keys)
+        config = push_config(fake.url, keys)
         async with BellClient(config) as client:
-            worker = pusher(pool, schema_name, config, client, owner="relay-a")
+            worker = pusher(pool, schema_name, config, client, owner="pusher-a")
             round_ = await claiming_round(worker)
             assert (await worker.run_once()).claimed == 0
     finally:
@@ -178,7 +178,7 @@ async def test_the_first_read_finds_the_facts_when_a_transaction_ends_while_0005
     assert pool is not None
     try:
         event_ids = await Outbox(pool, schema_name).add(3)
-        store = PostgresAuditPushStore(pool, schema_name, "relay-a", lease_seconds=30)
+        store = PostgresAuditPushStore(pool, schema_name, "pusher-a", lease_seconds=30)
         lease = await store.acquire()
         assert lease is not None
         first = await store.reader(lease, 100).next_batch()

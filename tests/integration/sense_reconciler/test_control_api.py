@@ -81,7 +81,7 @@ async def recorded_actors(
     pool: asyncpg.Pool, schema: MigratedSchema, serde: AvroSerde
 ) -> tuple[list[str], list[str]]:
     """The actor of every change: in the device-audit facts the signed push sends Bell, and in the
-    DeviceAuditRecorded events the relay publishes to Kafka."""
+    DeviceAuditRecorded events the outbox relay publishes to Kafka."""
     s = schema.name.quoted
     facts = [
         r["actor"] for r in await pool.fetch(f"SELECT actor FROM {s}.device_operation_outbox ORDER BY id")

@@ -137,8 +137,8 @@ async def sense_env(
             "SENSE_DEVICE_TOPIC": topic,
             "SENSE_DEVICE_TOPIC_PARTITIONS": str(PARTITIONS),
             "SENSE_CONSUMER_GROUP": f"sense-reconciler-test-{uuid.uuid4().hex[:8]}",
-            # The relay would also publish audit/ownership events to the shared topics; wake-ups come from
-            # the due-row scan here (the Kafka wake-up path is covered by test_ownership.py).
+            # The outbox relay would also publish audit/ownership events to the shared topics; wake-ups come
+            # from the due-row scan here (the Kafka wake-up path is covered by test_ownership.py).
             "SENSE_OUTBOX_RELAY_ENABLED": "false",
             "SENSE_SCAN_INTERVAL_SECONDS": "0.2",
             "SENSE_LEASE_SECONDS": "3",

@@ -47,8 +47,8 @@ class AuditPushStoreContract:
         raise NotImplementedError
 
     async def test_one_holder_at_a_time_and_a_release_frees_the_cursor(self, backend: Backend) -> None:
-        a = backend.audit_push_store("relay-a", lease_seconds=30)
-        b = backend.audit_push_store("relay-b", lease_seconds=30)
+        a = backend.audit_push_store("pusher-a", lease_seconds=30)
+        b = backend.audit_push_store("pusher-b", lease_seconds=30)
         held = await a.acquire()
         assert held is not None and held.attempts == 0 and held.retry_in_seconds == 0
         assert await b.acquire() is None
@@ -60,7 +60,7 @@ class AuditPushStoreContract:
 
     async def test_facts_come_in_id_order_in_batches_then_an_empty_batch(self, backend: Backend) -> None:
         event_ids = await add_facts(backend, 5)
-        store = backend.audit_push_store("relay-a", lease_seconds=30)
+        store = backend.audit_push_store("pusher-a", lease_seconds=30)
         lease = await store.acquire()
         assert lease is not None
         reader = store.reader(lease, 2)
@@ -86,7 +86,7 @@ class AuditPushStoreContract:
 
     async def test_a_reset_reads_the_same_facts_again(self, backend: Backend) -> None:
         event_ids = await add_facts(backend, 3)
-        store = backend.audit_push_store("relay-a", lease_seconds=30)
+        store = backend.audit_push_store("pusher-a", lease_seconds=30)
         lease = await store.acquire()
         assert lease is not None
         reader = store.reader(lease, 100)
@@ -97,7 +97,7 @@ class AuditPushStoreContract:
 
     async def test_a_moved_cursor_is_where_the_next_holder_starts(self, backend: Backend) -> None:
         event_ids = await add_facts(backend, 3)
-        store = backend.audit_push_store("relay-a", lease_seconds=30)
+        store = backend.audit_push_store("pusher-a", lease_seconds=30)
         assert await store.pending() == 3
         lease = await store.acquire()
         assert lease is not None
@@ -107,13 +107,13 @@ class AuditPushStoreContract:
         await store.release(lease)
         later = await add_facts(backend, 2)
         assert await store.pending() == 3
-        assert await drain(backend.audit_push_store("relay-b", lease_seconds=30)) == event_ids[2:] + later
+        assert await drain(backend.audit_push_store("pusher-b", lease_seconds=30)) == event_ids[2:] + later
         assert await store.pending() == 0
         assert await drain(store) == []
 
     async def test_facts_recorded_after_a_window_opened_come_in_a_later_one(self, backend: Backend) -> None:
         early = await add_facts(backend, 2)
-        store = backend.audit_push_store("relay-a", lease_seconds=30)
+        store = backend.audit_push_store("pusher-a", lease_seconds=30)
         lease = await store.acquire()
         assert lease is not None
         reader = store.reader(lease, 100)
@@ -126,7 +126,7 @@ class AuditPushStoreContract:
         self, backend: Backend
     ) -> None:
         event_ids = await add_facts(backend, 3)
-        store = backend.audit_push_store("relay-a", lease_seconds=30)
+        store = backend.audit_push_store("pusher-a", lease_seconds=30)
         lease = await store.acquire()
         assert lease is not None
         batch = await store.reader(lease, 100).next_batch()
@@ -139,7 +139,7 @@ class AuditPushStoreContract:
         self, backend: Backend
     ) -> None:
         await add_facts(backend, 1)
-        store = backend.audit_push_store("relay-a", lease_seconds=30)
+        store = backend.audit_push_store("pusher-a", lease_seconds=30)
         lease = await store.acquire()
         assert lease is not None
         waits = [
@@ -159,8 +159,8 @@ class AuditPushStoreContract:
 
     async def test_a_taken_over_holder_writes_nothing(self, backend: Backend) -> None:
         await add_facts(backend, 2)
-        stale_store = backend.audit_push_store("relay-a", lease_seconds=0.2)
-        fresh_store = backend.audit_push_store("relay-b", lease_seconds=30)
+        stale_store = backend.audit_push_store("pusher-a", lease_seconds=0.2)
+        fresh_store = backend.audit_push_store("pusher-b", lease_seconds=30)
         stale = await stale_store.acquire()
         assert stale is not None
         batch = await stale_store.reader(stale, 100).next_batch()
@@ -180,8 +180,8 @@ class AuditPushStoreContract:
             await stale_store.fail_batch(stale, "timeout", base_seconds=1, cap_seconds=300)
         assert not await stale_store.renew(stale)
         await stale_store.release(stale)
-        assert await backend.audit_push_store("relay-c", lease_seconds=30).acquire() is None, (
-            "still relay-b's"
+        assert await backend.audit_push_store("pusher-c", lease_seconds=30).acquire() is None, (
+            "still pusher-b's"
         )
         assert await stale_store.pending() == 2 and await backend.dead_letters() == {}
         assert await fresh_store.retry_in() == 0

@@ -17,7 +17,7 @@ from sense_reconciler.domain.audit_facts import OutboxFact
 from sense_reconciler.domain.audit_push_outcome import ItemResults, ItemStatus
 from sense_reconciler.service_layer.ports import BellPort
 from tests.integration.bell_receiver.conftest import Keys
-from tests.integration.sense_audit_push.conftest import relay_config
+from tests.integration.sense_audit_push.conftest import push_config
 
 ACCEPTED, DUPLICATE, REJECTED = ItemStatus.ACCEPTED, ItemStatus.DUPLICATE, ItemStatus.REJECTED
 
@@ -78,7 +78,7 @@ class BellContract:
 class TestRealBell(BellContract):
     @pytest.fixture
     async def bell_port(self, bell_url: str, keys: Keys) -> AsyncIterator[BellPort]:
-        async with BellClient(relay_config(bell_url, keys)) as client:
+        async with BellClient(push_config(bell_url, keys)) as client:
             yield client
 
 

@@ -57,7 +57,7 @@ def pusher(
     sense: MemorySense,
     bell: BellPort,
     *,
-    owner: str = "relay-a",
+    owner: str = "pusher-a",
     config: AuditPushConfig = CONFIG,
     metrics: AuditPushMetrics | None = None,
 ) -> AuditPusher:
@@ -173,7 +173,7 @@ class TakeOverDuringTheRequest:
 
     def __init__(self, sense: MemorySense, clock: ManualClock) -> None:
         self.sense, self.clock, self.bell = sense, clock, MemoryBell()
-        self.successor = sense.audit_push_store("relay-b", lease_seconds=30)
+        self.successor = sense.audit_push_store("pusher-b", lease_seconds=30)
         self.taken = False
 
     async def send(self, facts: Sequence[OutboxFact]) -> ItemResults | BatchFailure:
@@ -190,7 +190,7 @@ async def test_a_pusher_whose_cursor_was_taken_during_the_request_records_nothin
     registry = CollectorRegistry()
     round_ = await pusher(sense, bell, metrics=AuditPushMetrics(registry)).run_once()
     assert bell.taken and round_.lease_lost and round_.delivered == 0
-    assert sense.state.cursor.owner == "relay-b"
+    assert sense.state.cursor.owner == "pusher-b"
     assert await sense.audit_push_store("reader", lease_seconds=1).pending() == 2
     assert registry.get_sample_value("sense_bell_relay_lease_lost_total") == 1
 
@@ -226,9 +226,9 @@ async def test_the_pipelined_loop_delivers_a_backlog_exactly_once_in_order(sense
 async def test_two_pushers_take_turns_on_one_cursor(sense: MemorySense) -> None:
     await add_facts(sense, 3)
     bell = MemoryBell()
-    first, second = pusher(sense, bell, owner="relay-a"), pusher(sense, bell, owner="relay-b")
+    first, second = pusher(sense, bell, owner="pusher-a"), pusher(sense, bell, owner="pusher-b")
     assert (await first.run_once()).delivered == 3
-    assert (await second.run_once()).claimed == 0, "the standby waits while relay-a holds the cursor"
+    assert (await second.run_once()).claimed == 0, "the standby waits while pusher-a holds the cursor"
     later = await add_facts(sense, 1)
     assert (await first.run_once()).delivered == 1
     assert sent(bell)[-1:] == later

@@ -1,4 +1,4 @@
-"""Relay settings: off by default, HTTPS unless loopback, key file of at least 32 bytes, and errors that
+"""Audit push settings: off by default, HTTPS unless loopback, key file of at least 32 bytes, and errors that
 name the setting but never its value."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def load(
     return load_audit_push_config(enabled=enabled, bell_url=url, key_file=key, key_id=key_id)
 
 
-def test_the_relay_is_off_unless_enabled_even_without_any_other_setting() -> None:
+def test_the_audit_push_is_off_unless_enabled_even_without_any_other_setting() -> None:
     assert load_audit_push_config(enabled=False, bell_url=None, key_file=None, key_id=None) is None
 
 

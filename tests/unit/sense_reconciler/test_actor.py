@@ -1,8 +1,9 @@
 """The audit actor is the access token's subject, unchanged: every subject the platform's verifier accepts
-is an actor Sense records and an actor the relay contract to Bell (and so Bell) takes, and nothing else is.
+is an actor Sense records and an actor the audit push contract to Bell (and so Bell) takes, and nothing else
+is.
 
 Checked on the boundaries and on a fixed-seed sample over an alphabet of the characters that matter, as
-each rule reads it: the verifier's `SUBJECT_PATTERN`, Sense's `validate_actor`, and the relay contract's
+each rule reads it: the verifier's `SUBJECT_PATTERN`, Sense's `validate_actor`, and the audit push contract's
 `actor` schema (JSON Schema semantics, with its `maxLength`)."""
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def sense_records(subject: str) -> bool:
     return True
 
 
-def relay_takes(subject: str) -> bool:
+def push_takes(subject: str) -> bool:
     return facts.MAX_ACTOR_CHARS >= len(subject) >= 1 and json_schema_match(facts.ACTOR_PATTERN, subject)
 
 
@@ -68,6 +69,6 @@ def test_the_limits_are_the_subjects() -> None:
 
 @pytest.mark.parametrize("values", [EDGES, sample(23)], ids=["edges", "sample"])
 def test_sense_and_bell_take_exactly_the_subjects_the_verifier_accepts(values: list[str]) -> None:
-    differing = [v for v in values if len({verifier_accepts(v), sense_records(v), relay_takes(v)}) > 1]
+    differing = [v for v in values if len({verifier_accepts(v), sense_records(v), push_takes(v)}) > 1]
     assert not differing
     assert any(sense_records(v) for v in values) and not all(sense_records(v) for v in values)

@@ -259,7 +259,7 @@ async def actors(sense: MemorySense, serde: AvroSerde) -> tuple[list[str], list[
         if message.event_type == "DeviceAuditRecorded"
     ]
     bell = MemoryBell()
-    store = sense.audit_push_store("relay", lease_seconds=PUSH.lease_seconds)
+    store = sense.audit_push_store("pusher", lease_seconds=PUSH.lease_seconds)
     assert (await AuditPusher(store, bell, PUSH).run_once()).delivered == len(facts)
     return facts, events, [document["actor"] for document in bell.stored.values()]
 

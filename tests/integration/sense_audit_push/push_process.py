@@ -25,7 +25,7 @@ from yovision_platform.logging import configure_logging
 from yovision_platform.settings import read_dsn_file
 
 
-async def relay() -> None:
+async def push() -> None:
     config = load_audit_push_config(
         enabled=os.environ["SENSE_BELL_RELAY_ENABLED"] == "true",
         bell_url=os.environ["SENSE_BELL_URL"],
@@ -47,7 +47,7 @@ async def relay() -> None:
     store = PostgresAuditPushStore(
         pool,
         Identifier(os.environ["YOVISION_TEST_SENSE_SCHEMA"]),
-        f"relay-{os.getpid()}",
+        f"pusher-{os.getpid()}",
         lease_seconds=config.lease_seconds,
     )
     try:
@@ -63,4 +63,4 @@ async def relay() -> None:
 
 if __name__ == "__main__":
     configure_logging("sense-bell-relay-test", "relay-test", "INFO")
-    asyncio.run(relay())
+    asyncio.run(push())
