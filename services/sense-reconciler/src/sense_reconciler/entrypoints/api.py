@@ -280,21 +280,22 @@ READS: dict[int | str, dict[str, Any]] = {
 router = APIRouter(prefix="/v1", dependencies=[Depends(refuse_actor_header)], responses=ERRORS)
 
 
-def _use_cases(request: Request) -> SenseUseCases:
-    use_cases: SenseUseCases = request.app.state.use_cases
-    return use_cases
+def use_cases(request: Request) -> SenseUseCases:
+    """The process's use cases, as `install` put them on the app (a route reaches them only this way)."""
+    installed: SenseUseCases = request.app.state.use_cases
+    return installed
 
 
-def _devices(request: Request) -> Devices:
-    return _use_cases(request).devices
+def devices_of(request: Request) -> Devices:
+    return use_cases(request).devices
 
 
-def _sites(request: Request) -> Sites:
-    return _use_cases(request).sites
+def sites_of(request: Request) -> Sites:
+    return use_cases(request).sites
 
 
-DevicesDep = Annotated[Devices, Depends(_devices)]
-SitesDep = Annotated[Sites, Depends(_sites)]
+DevicesDep = Annotated[Devices, Depends(devices_of)]
+SitesDep = Annotated[Sites, Depends(sites_of)]
 
 
 @router.post("/devices", status_code=201, response_model=Device, responses=CHANGES)
@@ -404,10 +405,10 @@ async def configure_site(
     return Site.of(row)
 
 
-def install(app: FastAPI, use_cases: SenseUseCases) -> None:
-    """The Control API's routes on `app`, serving `use_cases`; the access token verifier is set apart:
+def install(app: FastAPI, cases: SenseUseCases) -> None:
+    """The Control API's routes on `app`, serving `cases`; the access token verifier is set apart:
     `use_access_tokens` in the composition root, `use_access_token_verifier` in tests and the benchmark."""
-    app.state.use_cases = use_cases
+    app.state.use_cases = cases
     app.include_router(router)
 
 
