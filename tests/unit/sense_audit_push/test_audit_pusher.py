@@ -232,3 +232,44 @@ async def test_two_pushers_take_turns_on_one_cursor(sense: MemorySense) -> None:
     later = await add_facts(sense, 1)
     assert (await first.run_once()).delivered == 1
     assert sent(bell)[-1:] == later
+
+
+class CrashingOnce:
+    """Bell whose first request raises a bug (no batch failure: the run crashes)."""
+
+    def __init__(self, bell: MemoryBell) -> None:
+        self.bell = bell
+        self.crashed = False
+
+    async def send(self, facts: Sequence[OutboxFact]) -> ItemResults | BatchFailure:
+        if not self.crashed:
+            self.crashed = True
+            raise RuntimeError("bug")
+        return await self.bell.send(facts)
+
+
+async def test_a_crashed_run_restarts_on_the_same_pusher_and_bell_which_close_only_when_the_process_stops(
+    sense: MemorySense,
+) -> None:
+    event_ids = await add_facts(sense, 3)
+    bell = MemoryBell()
+    closed: list[bool] = []
+
+    async def close() -> None:
+        closed.append(True)
+
+    worker = AuditPushWorker(pusher(sense, CrashingOnce(bell)), close_on_stop=close)
+    stop = asyncio.Event()
+    with pytest.raises(RuntimeError):
+        await asyncio.wait_for(worker.run(stop), 10)
+    assert closed == [] and sense.state.cursor.owner is None, "released, Bell's pool kept for the restart"
+    task = asyncio.create_task(worker.run(stop))
+    deadline = time.monotonic() + 10
+    try:
+        while sent(bell) != event_ids:
+            assert time.monotonic() < deadline and not task.done()
+            await asyncio.sleep(0.01)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+    assert closed == [True]

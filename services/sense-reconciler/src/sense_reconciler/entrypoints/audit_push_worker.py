@@ -9,7 +9,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import asyncpg
@@ -30,13 +30,18 @@ log = logging.getLogger(__name__)
 
 
 class AuditPushWorker:
-    """Pushes until stopped; closes `bell` (the pusher's connection pool to Bell, if given) at the end."""
+    """Pushes until stopped. `close_on_stop` (closes the pusher's connection pool to Bell) is awaited once
+    the process stops, not when a run crashes: the platform restarts a crashed worker on the same pusher."""
 
     def __init__(
-        self, pusher: AuditPusher, bell: BellClient | None = None, *, pipeline_depth: int = PIPELINE_DEPTH
+        self,
+        pusher: AuditPusher,
+        *,
+        close_on_stop: Callable[[], Awaitable[None]] | None = None,
+        pipeline_depth: int = PIPELINE_DEPTH,
     ) -> None:
         self._pusher = pusher
-        self._bell = bell
+        self._close_on_stop = close_on_stop
         self._depth = pipeline_depth
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -57,8 +62,8 @@ class AuditPushWorker:
                 await self._pipeline(stop)
         finally:
             await pusher.release()
-            if self._bell is not None:
-                await self._bell.aclose()
+            if self._close_on_stop is not None and stop.is_set():
+                await self._close_on_stop()
 
     async def _pipeline(self, stop: asyncio.Event) -> None:
         """Push batches, `self._depth` in flight, until stopped or the cursor is lost."""
@@ -131,4 +136,4 @@ def audit_push_worker(
     without a whole Sense): the production process wires its pusher through `bootstrap` instead."""
     store = PostgresAuditPushStore(pool, schema, owner, lease_seconds=config.lease_seconds)
     bell = BellClient(config)
-    return AuditPushWorker(AuditPusher(store, bell, config, metrics=metrics), bell).run
+    return AuditPushWorker(AuditPusher(store, bell, config, metrics=metrics), close_on_stop=bell.aclose).run

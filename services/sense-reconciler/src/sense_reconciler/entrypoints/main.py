@@ -105,7 +105,9 @@ async def configure(ctx: ServiceContext[SenseReconcilerSettings]) -> None:
     use_access_tokens(ctx)  # the Control API's access tokens: issuer, JWKS, audience sense-reconciler
     api.install(ctx.app, use_cases)
     if use_cases.audit_pusher is not None and bell is not None:
-        ctx.add_worker(AUDIT_PUSH_WORKER, AuditPushWorker(use_cases.audit_pusher, bell).run)
+        ctx.add_worker(
+            AUDIT_PUSH_WORKER, AuditPushWorker(use_cases.audit_pusher, close_on_stop=bell.aclose).run
+        )
     if use_cases.reconciler is not None:
         add_reconcile_workers(ctx, use_cases.reconciler, serde)
 
