@@ -11,6 +11,8 @@ from sense_reconciler.adapters.unit_of_work import postgres_units
 from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema
+from tests.unit.sense_reconciler.conftest import DEVICE_TOPIC_PARTITIONS as DEVICE_TOPIC_PARTITIONS
+from tests.unit.sense_reconciler.conftest import devices_with
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
 from yovision_platform.encryption import EncryptionKeyRing
@@ -18,7 +20,6 @@ from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID
 from yovision_platform.migrations import SchemaPlan
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "services/sense-reconciler/src/sense_reconciler/migrations"
-DEVICE_TOPIC_PARTITIONS = 12
 
 
 def sense_plan(schema: Identifier, migrations: Path = MIGRATIONS) -> SchemaPlan:
@@ -60,15 +61,10 @@ def devices_on(
     media_servers: frozenset[str] = frozenset({SINGLE_MEDIA_SERVER_ID}),
     default_media_server: str = SINGLE_MEDIA_SERVER_ID,
 ) -> Devices:
-    """The device commands on `schema` (the device topic of the catalogue)."""
-    return Devices(
-        postgres_units(pool, schema.name),
-        serde,
-        device_topic="sense.device.v1",
-        partitions=DEVICE_TOPIC_PARTITIONS,
-        sources=sources,
-        media_servers=media_servers,
-        default_media_server=default_media_server,
+    """The device commands on `schema`."""
+    units = postgres_units(pool, schema.name)
+    return devices_with(
+        units, serde, sources, media_servers=media_servers, default_media_server=default_media_server
     )
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from sense_reconciler.adapters.memory import MemorySense
 from sense_reconciler.service_layer.devices import Devices
+from sense_reconciler.service_layer.ports import UnitOfWorkFactory
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import private_file
 from yovision_platform.avro import AvroSerde, SchemaRegistry
@@ -65,8 +66,22 @@ def device_service(
     media_servers: frozenset[str] = frozenset({SINGLE_MEDIA_SERVER_ID}),
     default_media_server: str = SINGLE_MEDIA_SERVER_ID,
 ) -> Devices:
+    return devices_with(
+        sense.units(), serde, sources, media_servers=media_servers, default_media_server=default_media_server
+    )
+
+
+def devices_with(
+    units: UnitOfWorkFactory,
+    serde: AvroSerde,
+    sources: SourceUris,
+    *,
+    media_servers: frozenset[str] = frozenset({SINGLE_MEDIA_SERVER_ID}),
+    default_media_server: str = SINGLE_MEDIA_SERVER_ID,
+) -> Devices:
+    """The device commands on `units` (the fakes' or PostgreSQL's), on the catalogue's device topic."""
     return Devices(
-        sense.units(),
+        units,
         serde,
         device_topic=DEVICE_TOPIC,
         partitions=DEVICE_TOPIC_PARTITIONS,
