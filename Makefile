@@ -137,7 +137,7 @@ bench-platform: ## Platform benchmarks: relay (1/2/4, aiokafka vs confluent) vs 
 bench-services: ## Service benchmarks: Sense convergence, Sense→Bell relay, Signal probes, media uploads/transcodes, console pages and sign-in
 	$(STACK) up pg kafka mediamtx
 	$(PY) services/sense-reconciler/bench/converge_bench.py
-	$(PY) services/bell-receiver/bench/relay_bench.py
+	$(PY) services/bell-receiver/bench/audit_push_bench.py
 	$(PY) services/signal-watcher/bench/probe_bench.py
 	$(PY) services/orphan-scanner/bench/scan_bench.py
 	$(PY) services/media-worker/bench/media_bench.py

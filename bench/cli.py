@@ -219,7 +219,7 @@ async def _paced_runs(
     return runs
 
 
-async def _relay_benchmark(
+async def _audit_push_benchmark(
     stack: Stack, args: argparse.Namespace, summary: dict[str, object], counts: Counts
 ) -> None:
     async with bench_topics(stack) as topics:
@@ -321,7 +321,7 @@ async def _run(args: argparse.Namespace, counts: Counts) -> dict[str, object]:
         f"load average at start {os.getloadavg()[0]:.2f}; shared stack: figures are noisy"
     )
     if not args.skip_relay:
-        await _relay_benchmark(stack, args, summary, counts)
+        await _audit_push_benchmark(stack, args, summary, counts)
     if not args.skip_leases:
         await _lease_benchmark(stack, args, summary, counts)
     return summary

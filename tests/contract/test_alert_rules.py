@@ -59,12 +59,12 @@ def test_metric_names_are_read_from_expressions(expr: str, names: set[str]) -> N
 def test_every_alert_names_the_metrics_it_watches() -> None:
     assert metric_names_in_rules(RULES.read_text()) == {
         "consumer_dead_letters",
-        "sense_bell_relay_items_total",
+        "sense_audit_push_items_total",
         "sense_reconcile_refused",
         "outbox_relay_backlog",
         "consumer_lag_messages",
         "consumer_last_poll_timestamp_seconds",
         "sense_reconcile_items_total",
-        "sense_bell_relay_lease_lost_total",
+        "sense_audit_push_lease_lost_total",
         "signal_watchers_disabled_total",
     }

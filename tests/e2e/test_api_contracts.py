@@ -52,7 +52,7 @@ from tests.conftest import Stack
 from tests.e2e.conftest import E2E_SETTINGS, MEDIA_SERVERS, Witness, user_token
 from yovision_platform.audit_relay.batch import BATCH_PATH
 from yovision_platform.signing import KeyRing, sign_request
-from yovision_platform.tools.devsecrets import BELL_RELAY_KEY_ID
+from yovision_platform.tools.devsecrets import AUDIT_PUSH_KEY_ID
 from yovision_platform.tools.environment import LocalEnvironment, local_environment
 
 OPENAPI_DIR = Path(__file__).resolve().parents[2] / "schemas" / "openapi"
@@ -106,7 +106,7 @@ async def credential(env: LocalEnvironment, contract: Contract) -> str | None:
 def audit_push_keyring(env: LocalEnvironment) -> KeyRing:
     """The key ring Sense signs its batches with, from Bell's env file (as devsecrets wrote it)."""
     files = json.loads(env.env_of("bell-receiver")["BELL_AUDIT_PUSH_KEY_FILES"])
-    return KeyRing.from_key_files(files, "BELL_AUDIT_PUSH_KEY_FILES", active_key_id=BELL_RELAY_KEY_ID)
+    return KeyRing.from_key_files(files, "BELL_AUDIT_PUSH_KEY_FILES", active_key_id=AUDIT_PUSH_KEY_ID)
 
 
 def sign_relay_batches(schema: BaseSchema, keyring: KeyRing) -> None:

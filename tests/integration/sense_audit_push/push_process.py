@@ -1,6 +1,6 @@
 """The Sense → Bell audit pusher alone, as its own process, until SIGTERM (SIGKILL tests).
 
-Env: the real settings ``SENSE_BELL_RELAY_ENABLED``, ``SENSE_BELL_URL``, ``SENSE_BELL_KEY_FILE``,
+Env: the real settings ``SENSE_AUDIT_PUSH_ENABLED``, ``SENSE_BELL_URL``, ``SENSE_BELL_KEY_FILE``,
 ``SENSE_BELL_KEY_ID``, plus ``YOVISION_TEST_SENSE_SCHEMA``, ``YOVISION_TEST_SENSE_DSN_FILE`` (runtime DSN),
 ``YOVISION_TEST_LEASE_SECONDS``, ``YOVISION_TEST_DEADLINE_SECONDS`` and optionally
 ``YOVISION_TEST_PIPELINE_DEPTH``.
@@ -27,7 +27,7 @@ from yovision_platform.settings import read_dsn_file
 
 async def push() -> None:
     config = load_audit_push_config(
-        enabled=os.environ["SENSE_BELL_RELAY_ENABLED"] == "true",
+        enabled=os.environ["SENSE_AUDIT_PUSH_ENABLED"] == "true",
         bell_url=os.environ["SENSE_BELL_URL"],
         key_file=os.environ["SENSE_BELL_KEY_FILE"],
         key_id=os.environ["SENSE_BELL_KEY_ID"],
@@ -62,5 +62,5 @@ async def push() -> None:
 
 
 if __name__ == "__main__":
-    configure_logging("sense-bell-relay-test", "relay-test", "INFO")
+    configure_logging("sense-audit-push-test", "relay-test", "INFO")
     asyncio.run(push())

@@ -50,7 +50,7 @@ class PushProcess:
 def push_env(sense_schema: MigratedSchema, keys: Keys, tmp_path: Path) -> dict[str, str]:
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith("SENSE_")},
-        "SENSE_BELL_RELAY_ENABLED": "true",
+        "SENSE_AUDIT_PUSH_ENABLED": "true",
         "SENSE_BELL_KEY_FILE": str(keys.relay_file),
         "SENSE_BELL_KEY_ID": KEY_ID,
         "YOVISION_TEST_SENSE_SCHEMA": sense_schema.name,

@@ -80,7 +80,7 @@ async def test_facts_reach_bell_once_oldest_first_in_batches_of_100(sense: Memor
     assert (await worker.run_once()).claimed == 0
     assert sent(bell) == event_ids and [len(b) for b in bell.batches] == [100, 50]
     assert await sense.audit_push_store("reader", lease_seconds=1).pending() == 0
-    assert registry.get_sample_value("sense_bell_relay_items_total", {"fate": "delivered"}) == 150
+    assert registry.get_sample_value("sense_audit_push_items_total", {"fate": "delivered"}) == 150
 
 
 async def test_a_devices_changes_are_pushed_as_the_api_recorded_them(sense: MemorySense) -> None:
@@ -127,7 +127,7 @@ async def test_rejected_facts_are_dead_lettered_with_bells_code_and_the_rest_del
     }
     assert set(bell.stored) == {*good, conflicting[0]}
     assert await sense.audit_push_store("reader", lease_seconds=1).pending() == 0
-    assert registry.get_sample_value("sense_bell_relay_items_total", {"fate": "dead_lettered"}) == 2
+    assert registry.get_sample_value("sense_audit_push_items_total", {"fate": "dead_lettered"}) == 2
 
 
 @pytest.mark.parametrize("code", list(PushFailureCode))
@@ -152,7 +152,7 @@ async def test_a_whole_batch_failure_backs_off_and_retries_every_fact(
     assert (delivered.claimed, delivered.delivered, delivered.failure) == (3, 3, None)
     assert bell.batches == [event_ids] * 3 and set(bell.stored) == set(event_ids)
     assert sense.state.cursor.attempts == 0 and sense.state.dead_letters == {}
-    assert registry.get_sample_value("sense_bell_relay_batch_failures_total", {"reason": code.value}) == 2
+    assert registry.get_sample_value("sense_audit_push_batch_failures_total", {"reason": code.value}) == 2
 
 
 async def test_a_backoff_is_capped_at_300_seconds(sense: MemorySense, clock: ManualClock) -> None:
@@ -192,7 +192,7 @@ async def test_a_pusher_whose_cursor_was_taken_during_the_request_records_nothin
     assert bell.taken and round_.lease_lost and round_.delivered == 0
     assert sense.state.cursor.owner == "pusher-b"
     assert await sense.audit_push_store("reader", lease_seconds=1).pending() == 2
-    assert registry.get_sample_value("sense_bell_relay_lease_lost_total") == 1
+    assert registry.get_sample_value("sense_audit_push_lease_lost_total") == 1
 
 
 async def test_the_pipelined_loop_delivers_a_backlog_exactly_once_in_order(sense: MemorySense) -> None:

@@ -146,3 +146,16 @@ def test_several_media_servers_need_a_registered_default(monkeypatch: pytest.Mon
 def test_one_server_is_the_default_of_new_sites() -> None:
     settings = load_settings(SenseReconcilerSettings)
     assert settings.default_media_server == "default" and settings.media_server_ids == {"default"}
+
+
+@pytest.mark.parametrize("name", ["SENSE_AUDIT_PUSH_ENABLED", "SENSE_BELL_RELAY_ENABLED"])
+def test_the_audit_push_is_turned_on_by_its_name_or_its_former_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str
+) -> None:
+    monkeypatch.setenv(name, "true")
+    monkeypatch.setenv("SENSE_BELL_URL", "http://127.0.0.1:18083")
+    monkeypatch.setenv("SENSE_BELL_KEY_ID", "sense-1")
+    monkeypatch.setenv("SENSE_BELL_KEY_FILE", str(private_file(tmp_path / "bell.key", os.urandom(32).hex())))
+    settings = load_settings(SenseReconcilerSettings)
+    assert settings.audit_push_enabled
+    assert settings.audit_push is not None

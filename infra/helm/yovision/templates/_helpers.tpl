@@ -267,7 +267,7 @@ same settings and reads the same secret files), plus the admin DSN for the Job o
 {{- if eq .name "sense-reconciler" }}
 {{- with .values.bellRelay }}
 {{- if .enabled }}
-- name: SENSE_BELL_RELAY_ENABLED
+- name: SENSE_AUDIT_PUSH_ENABLED
   value: "true"
 - name: SENSE_BELL_URL
   value: {{ include "yovision.bellRelayUrl" $ | quote }}

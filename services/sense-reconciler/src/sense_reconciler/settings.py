@@ -7,8 +7,9 @@ ring of `yovision_platform.encryption` (`SENSE_SECRETS_KEY_FILES`, `SENSE_SECRET
 key, start-up is refused.
 
 The audit push to Bell is off by default; `load_audit_push_config` checks its settings
-(``SENSE_BELL_RELAY_ENABLED``, ``SENSE_BELL_URL``, ``SENSE_BELL_KEY_FILE``, ``SENSE_BELL_KEY_ID``: names
-operators rely on) with ConfigErrors naming the setting, never its value.
+(``SENSE_AUDIT_PUSH_ENABLED``, formerly ``SENSE_BELL_RELAY_ENABLED`` and read by that name until the next
+release (docs/migrating.md); ``SENSE_BELL_URL``, ``SENSE_BELL_KEY_FILE``, ``SENSE_BELL_KEY_ID``) with
+ConfigErrors naming the setting, never its value.
 
 The Control API takes the OpenID provider's access tokens for the audience `sense-reconciler`
 (`yovision_platform.access_tokens.AccessTokenSettings`: `SENSE_AUTH_ISSUER` required, `SENSE_AUTH_JWKS_URL`,
@@ -19,6 +20,7 @@ The Control API takes the OpenID provider's access tokens for the audience `sens
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 from urllib.parse import urlsplit
@@ -39,7 +41,7 @@ DEFAULT_HTTP_PORT = 18081
 AUDIENCE = "sense-reconciler"  # the `aud` of the access tokens the Control API takes
 CONSUMER_GROUP = "sense-reconciler"
 
-SETTING_AUDIT_PUSH_ENABLED = "SENSE_BELL_RELAY_ENABLED"
+SETTING_AUDIT_PUSH_ENABLED = "SENSE_AUDIT_PUSH_ENABLED"
 SETTING_BELL_URL = "SENSE_BELL_URL"
 SETTING_BELL_KEY_FILE = "SENSE_BELL_KEY_FILE"
 SETTING_BELL_KEY_ID = "SENSE_BELL_KEY_ID"
@@ -100,6 +102,7 @@ class SenseReconcilerSettings(MediaServerSettings, EncryptionSettings, AccessTok
     )
 
     audience: ClassVar[str] = AUDIENCE
+    renamed_settings: ClassVar[Mapping[str, str]] = {"SENSE_BELL_RELAY_ENABLED": SETTING_AUDIT_PUSH_ENABLED}
 
     http_port: Port = DEFAULT_HTTP_PORT
     media_server_default: str | None = None
@@ -117,7 +120,7 @@ class SenseReconcilerSettings(MediaServerSettings, EncryptionSettings, AccessTok
     device_topic_partitions: int = Field(default=0, ge=0, le=10_000)
     reconciler_enabled: bool = True
     # The signed audit push to Bell: off by default; validated by load_audit_push_config when enabled.
-    bell_relay_enabled: bool = False
+    audit_push_enabled: bool = False
     bell_url: str | None = None
     bell_key_file: Path | None = None
     bell_key_id: str | None = None
@@ -153,7 +156,7 @@ class SenseReconcilerSettings(MediaServerSettings, EncryptionSettings, AccessTok
     def load_secret_files(self) -> None:
         super().load_secret_files()
         self._audit_push = load_audit_push_config(
-            enabled=self.bell_relay_enabled,
+            enabled=self.audit_push_enabled,
             bell_url=self.bell_url,
             key_file=self.bell_key_file,
             key_id=self.bell_key_id,
@@ -161,5 +164,5 @@ class SenseReconcilerSettings(MediaServerSettings, EncryptionSettings, AccessTok
 
     @property
     def audit_push(self) -> AuditPushConfig | None:
-        """The validated audit push configuration; None when SENSE_BELL_RELAY_ENABLED is false."""
+        """The validated audit push configuration; None when SENSE_AUDIT_PUSH_ENABLED is false."""
         return self._audit_push

@@ -128,7 +128,7 @@ class Environment:
 
 
 DEFAULT_ENVIRONMENT = Environment()
-BELL_RELAY_KEY_ID = "relay-dev-1"
+AUDIT_PUSH_KEY_ID = "relay-dev-1"
 # The stack's Prometheus (infra/scripts/stack/prometheus.sh): the alerts the console of `make up` lists.
 STACK_PROMETHEUS_URL = "http://127.0.0.1:19090"
 SENSE_SECRETS_KEY_ID = "k1"
@@ -156,7 +156,7 @@ def _extra_secrets(
     if service.schema is not None:
         # every API takes the access tokens of the environment's OpenID provider (audience: the service)
         lines.append(f"{p}AUTH_ISSUER={environment.issuer}")
-    relay_key = secret_dir / f"bell-{BELL_RELAY_KEY_ID}.key"
+    relay_key = secret_dir / f"bell-{AUDIT_PUSH_KEY_ID}.key"
     if service.schema == "sense":
         files[relay_key] = secrets.token_hex(32)
         # the key ring that encrypts source URIs at rest (docs/runbooks/rotating-keys.md adds keys)
@@ -166,15 +166,15 @@ def _extra_secrets(
             f"""{p}SECRETS_KEY_FILES='{{"{SENSE_SECRETS_KEY_ID}":"{source_key}"}}'""",
             f"{p}SECRETS_ACTIVE_KEY_ID={SENSE_SECRETS_KEY_ID}",
             # the signed audit push to the local bell-receiver (plain HTTP is allowed on loopback only)
-            f"{p}BELL_RELAY_ENABLED=true",
+            f"{p}AUDIT_PUSH_ENABLED=true",
             f"{p}BELL_URL=http://127.0.0.1:{environment.port(SERVICE_BY_NAME['bell-receiver'])}",
             f"{p}BELL_KEY_FILE={relay_key}",
-            f"{p}BELL_KEY_ID={BELL_RELAY_KEY_ID}",
+            f"{p}BELL_KEY_ID={AUDIT_PUSH_KEY_ID}",
         ]
     if service.schema == "bell":
         files[relay_key] = secrets.token_hex(32)
         # single-quoted: the env file is sourced by bash, and the value is JSON
-        lines.append(f"""{p}AUDIT_PUSH_KEY_FILES='{{"{BELL_RELAY_KEY_ID}":"{relay_key}"}}'""")
+        lines.append(f"""{p}AUDIT_PUSH_KEY_FILES='{{"{AUDIT_PUSH_KEY_ID}":"{relay_key}"}}'""")
     if service.schema == "signal":
         aes_key = secret_dir / "signal-secrets-aes.key"
         files[aes_key] = secrets.token_hex(32)

@@ -108,6 +108,11 @@ MAX_DETAIL_CHARS = 200
 CONSUMER_GAUGES = ("consumer_lag_messages", "consumer_last_poll_timestamp_seconds")
 
 
+def _flag(env: Mapping[str, str], name: str, *, former: str) -> bool:
+    """A boolean setting of an env file, read by its former name too until the next release."""
+    return env.get(name, env.get(former, "false")).lower() == "true"
+
+
 @dataclass(frozen=True)
 class Finding:
     check: str
@@ -143,7 +148,7 @@ class ServiceConfig:
     schema: Identifier | None  # None: a service without a database (only its log and /metrics are read)
     kafka_prefix: str
     instances: tuple[tuple[str, int], ...]  # (name, HTTP port) of each process: `<service>`, `<service>@2`...
-    bell_relay: bool
+    audit_push: bool
 
 
 def _configs(env_dir: Path) -> list[ServiceConfig]:
@@ -162,7 +167,7 @@ def _configs(env_dir: Path) -> list[ServiceConfig]:
                 else Identifier(env.get(f"{p}DATABASE_SCHEMA", service.schema)),
                 kafka_prefix=env.get(f"{p}KAFKA_PREFIX", ""),
                 instances=_instances(env_dir, service, int(env.get(f"{p}HTTP_PORT", str(service.http_port)))),
-                bell_relay=env.get(f"{p}BELL_RELAY_ENABLED", "false").lower() == "true",
+                audit_push=_flag(env, f"{p}AUDIT_PUSH_ENABLED", former=f"{p}BELL_RELAY_ENABLED"),
             )
         )
     return configs
@@ -259,7 +264,7 @@ async def _backlog(conn: asyncpg.Connection, config: ServiceConfig) -> list[Find
     unpublished: int = await conn.fetchval(unpassed_count_sql(config.schema, "outbox"))
     if unpublished:
         findings.append(Finding("outbox_backlog", where, "outbox rows not published to Kafka", unpublished))
-    if config.service.schema == "sense" and config.bell_relay:
+    if config.service.schema == "sense" and config.audit_push:
         pending: int = await conn.fetchval(
             unpassed_count_sql(config.schema, "device_operation_outbox", sharded=False)
         )

@@ -1,6 +1,6 @@
 """The audit push to Bell (contract ``sense-audit-relay-v1``): its limits and its validated configuration.
 
-The settings (``SENSE_BELL_RELAY_ENABLED``, ``SENSE_BELL_URL``, ``SENSE_BELL_KEY_FILE``,
+The settings (``SENSE_AUDIT_PUSH_ENABLED``, ``SENSE_BELL_URL``, ``SENSE_BELL_KEY_FILE``,
 ``SENSE_BELL_KEY_ID``) are read and checked by `sense_reconciler.settings`, which builds the
 `AuditPushConfig`.
 """

@@ -1,4 +1,4 @@
-"""The `bell-relay` worker: the audit push loop. It drives the `AuditPusher` use case
+"""The `audit-push` worker: the audit push loop. It drives the `AuditPusher` use case
 (service_layer.audit_pusher): a standby checks the cursor every third of a lease; the pusher that holds it
 pushes batches, `PIPELINE_DEPTH` requests in flight, settling the answers in request order."""
 
@@ -22,7 +22,7 @@ from sense_reconciler.service_layer.metrics import AuditPushMetrics
 from sense_reconciler.service_layer.ports import FactBatch
 from yovision_platform.db import STORE_ERRORS, Identifier
 
-WORKER_NAME = "bell-relay"  # the name /readyz and the doctor report (dashboards rely on it)
+WORKER_NAME = "audit-push"  # the name /readyz and the doctor report (formerly `bell-relay`)
 # Bell takes ~5-15 ms per 100-fact batch; this many requests in flight keep it busy while answers return.
 PIPELINE_DEPTH = 4
 

@@ -1,4 +1,4 @@
-"""The audit push: Sense's device-audit facts, pushed to Bell as signed batches (the `bell-relay` worker).
+"""The audit push: Sense's device-audit facts, pushed to Bell as signed batches (the `audit-push` worker).
 
 The pusher that holds the fact cursor (`AuditPushStore.acquire`; the others wait as standbys) reads the next
 facts of the window, at most 100, in id order, and pushes them as one signed request. Up to

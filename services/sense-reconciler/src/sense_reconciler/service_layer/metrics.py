@@ -1,7 +1,7 @@
 """The metrics of sense-reconciler: the reconcile loop's and the audit push's. Labels come only from the
 enums below and from the operator-registered media server ids (validated at start-up): never device, path,
-URI, URL, tenant or site. The audit push keeps the names of its first release (`sense_bell_relay_*`):
-dashboards and the alert rules (infra/prometheus/alerts.yml) read them."""
+URI, URL, tenant or site. The audit push's former names (`sense_bell_relay_*`) are exported beside its own
+until the next release (docs/migrating.md)."""
 
 from __future__ import annotations
 
@@ -80,16 +80,25 @@ class ItemFate(enum.StrEnum):
 class AuditPushMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.items = labeled_counter(
-            registry, "sense_bell_relay_items", "Outbox facts settled by Bell's answer", {"fate": ItemFate}
+            registry,
+            "sense_audit_push_items",
+            "Outbox facts settled by Bell's answer",
+            {"fate": ItemFate},
+            former_name="sense_bell_relay_items",
         )
         self.items.initialize_all()
         self.batch_failures = labeled_counter(
             registry,
-            "sense_bell_relay_batch_failures",
+            "sense_audit_push_batch_failures",
             "Batches retried as a whole",
             {"reason": PushFailureCode},
+            former_name="sense_bell_relay_batch_failures",
         )
         self.batch_failures.initialize_all()
         self.lease_lost = labeled_counter(
-            registry, "sense_bell_relay_lease_lost", "Rounds whose acknowledgement was fenced off", {}
+            registry,
+            "sense_audit_push_lease_lost",
+            "Rounds whose acknowledgement was fenced off",
+            {},
+            former_name="sense_bell_relay_lease_lost",
         )

@@ -1,6 +1,6 @@
 """Benchmark: Sense outbox → Bell stored, end to end, against a raw multi-row INSERT; Bell batch latency.
 
-    .venv/bin/python services/bell-receiver/bench/relay_bench.py [--facts 20000] [--batches 200]
+    .venv/bin/python services/bell-receiver/bench/audit_push_bench.py [--facts 20000] [--batches 200]
 
 On the local stack: migrates a fresh Sense schema and a fresh Bell schema (`bench_<hex>` each), starts a
 private ORY Hydra (`tools.hydra.private_hydra`, the environment's clients) as Bell's issuer and the real Bell
@@ -518,7 +518,7 @@ def report(results: dict[str, Any], counts: Counts) -> None:
     )
     print(
         "BENCH_JSON "
-        + json.dumps({"bench": "sense_bell_relay", **results, "wrong_counts": counts.short}, sort_keys=True)
+        + json.dumps({"bench": "sense_audit_push", **results, "wrong_counts": counts.short}, sort_keys=True)
     )
 
 
@@ -530,7 +530,7 @@ def main() -> None:
     args = parser.parse_args()
     counts = Counts()
     report(run_cleanly(bench(LocalStack.load(args.stack_dir), args.facts, args.batches, counts)), counts)
-    counts.exit_if_short("relay_bench")
+    counts.exit_if_short("audit_push_bench")
 
 
 if __name__ == "__main__":
