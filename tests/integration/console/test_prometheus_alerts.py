@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from console.adapters.apis import PROMETHEUS, Apis
+from console.adapters.apis import PROMETHEUS, Apis, PrometheusAlerts
 from console.domain.alerts import Alert, AlertState
 from console.service_layer.overview import alerts
 from tests.prometheus_server import alert_entry, alerts_answer, private_prometheus
@@ -45,7 +45,7 @@ async def test_firing_and_pending_alerts_are_read_with_their_labels_and_since(tm
         answer = await prometheus.until("a firing and a pending alert", both, ALERTS_WITHIN_SECONDS)
         apis = Apis(urls={PROMETHEUS: prometheus.url})
         try:
-            read = await alerts(apis)
+            read = await alerts(PrometheusAlerts(apis))
         finally:
             await apis.aclose()
     instance = prometheus.url.removeprefix("http://")

@@ -16,7 +16,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from console.entrypoints.web import Console, build_console, install
+from console.entrypoints.dependencies import Console
+from console.entrypoints.main import build_console
+from console.entrypoints.web import install
 from console.settings import ConsoleSettings
 from tests.conftest import free_port, private_file
 from tests.served_app import serve_app

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from console.domain.trace_fields import shown_attributes
-from console.domain.waterfall import Span
+from console.domain.waterfall import Span, Trace, TracesUnavailable
 
 # A trace of MAX_SPANS_DRAWN spans with its tags is about 2 MB of Jaeger JSON; beyond this the page would be
 # slow to build for nobody's benefit.
@@ -27,22 +27,10 @@ SEARCH_LIMIT = 20
 TIMEOUT_SECONDS = 5.0
 
 
-class TracesUnavailable(Exception):
-    """Jaeger did not answer, or not with a trace; `reason` is a stable code."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class Trace:
-    trace_id: str
-    spans: tuple[Span, ...]
-
-
 @dataclass
 class JaegerQuery:
+    """The `TraceStore` over Jaeger's query API."""
+
     base_url: str
     timeout_seconds: float = TIMEOUT_SECONDS
     _http: httpx.AsyncClient = field(init=False)
@@ -54,7 +42,6 @@ class JaegerQuery:
         await self._http.aclose()
 
     async def trace(self, trace_id: str) -> Trace | None:
-        """The trace (`trace_id` already validated), or None when Jaeger has none of that id."""
         status, body = await self._get(f"/api/traces/{trace_id}", {})
         if status == httpx.codes.NOT_FOUND:
             return None
@@ -62,8 +49,7 @@ class JaegerQuery:
         return traces[0] if traces else None
 
     async def search(self, service: str, attributes: Mapping[str, str]) -> list[Trace]:
-        """The newest `SEARCH_LIMIT` traces of the last `SEARCH_LOOKBACK_SECONDS` with a span of `service`
-        carrying every one of `attributes`."""
+        # the newest SEARCH_LIMIT traces of the last SEARCH_LOOKBACK_SECONDS
         now_us = int(time.time() * 1_000_000)
         params = {
             "service": service,

@@ -51,7 +51,23 @@ class Span:
 
 
 @dataclass(frozen=True)
-class Row:
+class Trace:
+    """A stored trace: its id and its spans (attributes already cut to the shown ones)."""
+
+    trace_id: str
+    spans: tuple[Span, ...]
+
+
+class TracesUnavailable(Exception):
+    """The trace store did not answer, or not with a trace; `reason` is a stable code."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class WaterfallRow:
     span: Span
     depth: int
     offset_us: int  # the span's start, from the trace's first start
@@ -73,7 +89,7 @@ class Tick:
 
 @dataclass(frozen=True)
 class Waterfall:
-    rows: tuple[Row, ...]
+    rows: tuple[WaterfallRow, ...]
     services: tuple[tuple[str, int], ...]  # each service of the trace and its colour, by first row
     start_us: int
     duration_us: int
@@ -167,7 +183,7 @@ def layout(spans: Sequence[Span], *, max_rows: int = MAX_SPANS_DRAWN) -> Waterfa
         skewed = parent is not None and (span.start_us < parent.start_us or span.end_us > parent.end_us)
         offset = span.start_us - start
         rows.append(
-            Row(
+            WaterfallRow(
                 span=span,
                 depth=depth,
                 offset_us=offset,

@@ -16,13 +16,13 @@ login page's challenge waits in the encrypted session until the form is sent.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
 from console.adapters.login_admin import ChallengeRefused, LoginAdmin
 from console.domain.sign_in import CHALLENGE_PATTERN, OPENID_SCOPES, granted_scopes
+from console.entrypoints.dependencies import Console, ConsoleDep, form_of
 from console.entrypoints.session import SESSION_MAX_AGE_SECONDS, SUBJECT_MAX_CHARS, LoginInProgress, Session
-from console.entrypoints.web import Console, ConsoleDep, form_of
 from yovision_platform.auth import PERMISSION_PATTERN, SUBJECT_PATTERN
 from yovision_platform.permissions import PERMISSIONS
 
@@ -122,7 +122,3 @@ async def logout(request: Request, console: ConsoleDep) -> Response:
     except ChallengeRefused:
         return console.error(request, 400, "challenge_refused")
     return RedirectResponse(target, status_code=303)
-
-
-def install(app: FastAPI) -> None:
-    app.include_router(router)

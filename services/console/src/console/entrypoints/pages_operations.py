@@ -5,14 +5,15 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
 
-from console.adapters.apis import SENSE, ApiError, concurrently
-from console.domain.identity import AUDIT_READ, ORPHAN_READ, SENSE_OPERATE
+from console.domain.identity import AUDIT_READ, ORPHAN_READ, SENSE_OPERATE, User
+from console.entrypoints.dependencies import Console, ConsoleDep, CurrentUser, form_of, require
 from console.entrypoints.pages_traces import device_trace_list, traces_shown
-from console.entrypoints.web import ConsoleDep, CurrentUser, form_of, require
-from console.service_layer.overview import SERVICES, health_of, overview
+from console.service_layer.overview import SERVICES
+from console.service_layer.ports import ApiError
+from console.service_layer.reads import concurrently
 
 router = APIRouter(include_in_schema=False)
 DEVICE_PAGE_ITEMS = 50
@@ -35,7 +36,7 @@ def _uuid(value: object) -> uuid.UUID | None:
 
 @router.get("/", response_class=HTMLResponse)
 async def overview_page(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
-    services, alerts = await overview(console.apis)
+    services, alerts = await console.use_cases.overview.everything()
     return console.render(request, "overview.html", services=services, alerts=alerts)
 
 
@@ -43,16 +44,15 @@ async def overview_page(request: Request, console: ConsoleDep, user: CurrentUser
 async def service_page(request: Request, console: ConsoleDep, user: CurrentUser, name: str) -> Response:
     if name not in SERVICES:
         return console.error(request, 404, "not_found")
-    return console.render(request, "service.html", health=await health_of(console.apis, name))
+    return console.render(request, "service.html", health=await console.use_cases.overview.service(name))
 
 
 # --- devices ---------------------------------------------------------------------------------------------
 
 
-async def _device_page(console: Any, user: Any, params: dict[str, Any]) -> dict[str, Any]:
-    page = await console.apis.get(
-        SENSE,
-        "/v1/devices",
+async def _device_page(console: Console, user: User, params: dict[str, Any]) -> dict[str, Any]:
+    sense = console.use_cases.sense
+    page = await sense.devices(
         user,
         tenant_id=params.get("tenant_id"),
         site_id=params.get("site_id"),
@@ -62,9 +62,7 @@ async def _device_page(console: Any, user: Any, params: dict[str, Any]) -> dict[
     devices = page["items"]
     statuses: dict[str, dict[str, Any]] = {}
     if devices:
-        found = await console.apis.call(
-            SENSE, "GET", "/v1/reconcile-statuses", user, params=[("device_id", d["id"]) for d in devices]
-        )
+        found = await sense.reconcile_statuses(user, [d["id"] for d in devices])
         statuses = {s["device_id"]: s for s in found["items"]}
     rows = [{**d, "reconcile": statuses.get(d["id"])} for d in devices]
     converging = any(r["reconcile"] and r["reconcile"]["status"] == "pending" for r in rows)
@@ -111,10 +109,7 @@ async def devices_batch(request: Request, console: ConsoleDep, user: CurrentUser
     if not ids:
         return console.redirect(request, back, flash="Select at least one device.")
     try:
-        await console.apis.call(
-            SENSE, "POST", "/v1/devices:set-desired-state", user,
-            json={"items": [{"device_id": i, "desired_state": state} for i in ids]},
-        )  # fmt: skip
+        await console.use_cases.sense.set_desired_states(user, ids, state)
     except ApiError as exc:
         return console.redirect(request, back, flash=f"Nothing changed: {exc.code}")
     return console.redirect(request, back, flash=f"{len(ids)} device(s) set to {state}.")
@@ -134,7 +129,7 @@ async def create_device(request: Request, console: ConsoleDep, user: CurrentUser
     body = {**values, "source_uri": str(form.get("source_uri", "")).strip()}
     body["desired_state"] = "enabled" if form.get("desired_state") == "enabled" else "disabled"
     try:
-        created = await console.apis.call(SENSE, "POST", "/v1/devices", user, json=body)
+        created = await console.use_cases.sense.create_device(user, body)
     except ApiError as exc:
         # The source URI is never put back into the form: it is write-only.
         errors = {f: exc.code for f in exc.fields} or {"form": exc.code}
@@ -150,8 +145,8 @@ async def device_page(
 ) -> Response:
     require(user, SENSE_OPERATE)
     device, reconcile, traces = await concurrently(
-        console.apis.get(SENSE, f"/v1/devices/{device_id}", user),
-        console.apis.get(SENSE, f"/v1/devices/{device_id}/reconcile-status", user),
+        console.use_cases.sense.device(user, device_id),
+        console.use_cases.sense.reconcile_status(user, device_id),
         device_trace_list(console, user, str(device_id)),
     )
     return console.render(request, "device.html", device=device, reconcile=reconcile, traces=traces)
@@ -162,7 +157,7 @@ async def device_status(
     request: Request, console: ConsoleDep, user: CurrentUser, device_id: uuid.UUID
 ) -> Response:
     require(user, SENSE_OPERATE)
-    status = await console.apis.get(SENSE, f"/v1/devices/{device_id}/reconcile-status", user)
+    status = await console.use_cases.sense.reconcile_status(user, device_id)
     return console.render(request, "partials/device_status.html", reconcile=status, device_id=device_id)
 
 
@@ -180,7 +175,7 @@ async def change_device(
     if not body:
         return console.redirect(request, f"/devices/{device_id}", flash="Nothing to change.")
     try:
-        await console.apis.call(SENSE, "PATCH", f"/v1/devices/{device_id}", user, json=body)
+        await console.use_cases.sense.change_device(user, device_id, body)
     except ApiError as exc:
         return console.redirect(request, f"/devices/{device_id}", flash=f"Not changed: {exc.code}")
     return console.redirect(request, f"/devices/{device_id}", flash="Device changed.")
@@ -194,9 +189,7 @@ async def set_state(
     form = await form_of(request)
     state = "enabled" if form.get("desired_state") == "enabled" else "disabled"
     try:
-        await console.apis.call(
-            SENSE, "PUT", f"/v1/devices/{device_id}/desired-state", user, json={"desired_state": state}
-        )
+        await console.use_cases.sense.set_desired_state(user, device_id, state)
     except ApiError as exc:
         return console.redirect(request, f"/devices/{device_id}", flash=f"Not changed: {exc.code}")
     return console.redirect(request, f"/devices/{device_id}", flash=f"Device set to {state}.")
@@ -211,7 +204,7 @@ async def site_page(request: Request, console: ConsoleDep, user: CurrentUser) ->
     )
     limit = None
     if tenant and site:
-        limit = await console.apis.get(SENSE, f"/v1/sites/{tenant}/{site}", user)
+        limit = await console.use_cases.sense.site(user, tenant, site)
     return console.render(request, "site.html", tenant_id=tenant, site_id=site, limit=limit)
 
 
@@ -225,9 +218,7 @@ async def set_site_limit(request: Request, console: ConsoleDep, user: CurrentUse
         return console.redirect(request, "/sites", flash="Give a tenant, a site and a number 1..128.")
     back = f"/sites?tenant_id={tenant}&site_id={site}"
     try:
-        await console.apis.call(
-            SENSE, "PUT", f"/v1/sites/{tenant}/{site}", user, json={"max_video_channels": int(raw)}
-        )
+        await console.use_cases.sense.set_site_limit(user, tenant, site, int(raw))
     except ApiError as exc:
         return console.redirect(request, back, flash=f"Not changed: {exc.code}")
     return console.redirect(request, back, flash="Site limit saved.")
@@ -239,12 +230,7 @@ async def set_site_limit(request: Request, console: ConsoleDep, user: CurrentUse
 @router.get("/orphans", response_class=HTMLResponse)
 async def orphans_page(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
     require(user, ORPHAN_READ)
-    try:
-        report = await console.apis.get("orphan-scanner", "/v1/reports/latest", user)
-    except ApiError as exc:
-        if exc.status != 404:
-            raise
-        report = None
+    report = await console.use_cases.orphans.latest_report(user)
     return console.render(request, "orphans.html", report=report)
 
 
@@ -261,13 +247,8 @@ async def audit_page(request: Request, console: ConsoleDep, user: CurrentUser) -
         if value and len(value) == 16:
             filters[moment] = value + ":00+00:00"
     try:
-        page = await console.apis.get(
-            "bell-receiver",
-            "/v1/audit-events",
-            user,
-            **filters,
-            cursor=_text(q.get("cursor"), 64),
-            limit=AUDIT_PAGE_ITEMS,
+        page = await console.use_cases.bell.audit_events(
+            user, filters, cursor=_text(q.get("cursor"), 64), limit=AUDIT_PAGE_ITEMS
         )
     except ApiError as exc:
         if exc.status not in (400, 422):
@@ -276,7 +257,3 @@ async def audit_page(request: Request, console: ConsoleDep, user: CurrentUser) -
     return console.render(
         request, "audit.html", page=page, filters=filters, trace_links=traces_shown(console, user)
     )
-
-
-def install(app: FastAPI) -> None:
-    app.include_router(router)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from starlette.background import BackgroundTask
 
-from console.adapters.apis import ApiError, concurrently, optional
 from console.domain.identity import MEDIA_DRAIN, SIGNAL_ADMIN_READ, User
 from console.domain.watcher_form import (
     FIELDS,
@@ -20,12 +20,13 @@ from console.domain.watcher_form import (
     headers_again,
     typed_secrets,
 )
+from console.entrypoints.dependencies import Console, ConsoleDep, CurrentUser, form_of, require
 from console.entrypoints.pages_traces import material_trace_list
-from console.entrypoints.web import Console, ConsoleDep, CurrentUser, form_of, require
 from console.service_layer.charts import HEIGHT, WIDTH, check_bars
+from console.service_layer.ports import ApiError
+from console.service_layer.reads import concurrently, optional
 
 router = APIRouter(include_in_schema=False)
-BELL, SIGNAL, MEDIA = "bell-receiver", "signal-watcher", "media-worker"
 CHECK_PAGE_ITEMS = 25
 WATCHER_PAGE_ITEMS = 50
 OUTPUT_KINDS = ("cover", "preview_720p", "clip_10s")
@@ -42,15 +43,14 @@ def _cursor(request: Request) -> str | None:
 
 @router.get("/inbox", response_class=HTMLResponse)
 async def inbox_page(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
-    page = await console.apis.get(BELL, "/v1/notifications", user, cursor=_cursor(request))
+    page = await console.use_cases.bell.notifications(user, cursor=_cursor(request))
     return console.render(request, "inbox.html", page=page)
 
 
 @router.post("/inbox/{notification_id}", response_class=HTMLResponse)
 async def mark(request: Request, console: ConsoleDep, user: CurrentUser, notification_id: int) -> Response:
     form = await form_of(request)
-    method = "PUT" if form.get("read") == "true" else "DELETE"
-    await console.apis.call(BELL, method, f"/v1/notifications/{notification_id}/read", user)
+    await console.use_cases.bell.mark_read(user, notification_id, read=form.get("read") == "true")
     return console.redirect(request, "/inbox")
 
 
@@ -60,9 +60,7 @@ async def mark(request: Request, console: ConsoleDep, user: CurrentUser, notific
 @router.get("/watchers", response_class=HTMLResponse)
 async def watchers_page(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
     cursor = _cursor(request)
-    page = await console.apis.get(
-        SIGNAL, "/v1/signal-watchers", user, limit=WATCHER_PAGE_ITEMS, cursor=cursor
-    )
+    page = await console.use_cases.watchers.watchers(user, limit=WATCHER_PAGE_ITEMS, cursor=cursor)
     return console.render(request, "watchers.html", page=page, admin=False, paged=cursor is not None)
 
 
@@ -70,9 +68,7 @@ async def watchers_page(request: Request, console: ConsoleDep, user: CurrentUser
 async def all_watchers_page(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
     require(user, SIGNAL_ADMIN_READ)
     cursor = _cursor(request)
-    page = await console.apis.get(
-        SIGNAL, "/v1/admin/signal-watchers", user, limit=WATCHER_PAGE_ITEMS, cursor=cursor
-    )
+    page = await console.use_cases.watchers.all_watchers(user, limit=WATCHER_PAGE_ITEMS, cursor=cursor)
     return console.render(request, "watchers.html", page=page, admin=True, paged=cursor is not None)
 
 
@@ -113,7 +109,6 @@ async def new_watcher_page(request: Request, console: ConsoleDep, user: CurrentU
 # limit, a kept body that needs POST), 403 (the SSRF policy `ssrf_*`, the confinement
 # `probe_network_confined`).
 WATCHER_FORM_REFUSALS = (403, 409, 422)
-TEST_DEFINITION = "/v1/signal-watchers:test"
 
 
 @router.post("/watchers", response_class=HTMLResponse)
@@ -121,7 +116,7 @@ async def create_watcher(request: Request, console: ConsoleDep, user: CurrentUse
     form = await form_of(request)
     body = body_of(form, _header_pairs(form))
     try:
-        created = await console.apis.call(SIGNAL, "POST", "/v1/signal-watchers", user, json=body)
+        created = await console.use_cases.watchers.create_watcher(user, body)
     except ApiError as exc:
         if exc.status not in WATCHER_FORM_REFUSALS:
             raise
@@ -157,10 +152,9 @@ async def test_watcher_edit(
 async def _test_definition(
     request: Request, console: Console, user: User, body: dict[str, Any], edit_of: uuid.UUID | None
 ) -> Response:
-    params = {"edit_of": str(edit_of)} if edit_of is not None else None
     errors: dict[str, str] = {}
     try:
-        result = await console.apis.call(SIGNAL, "POST", TEST_DEFINITION, user, json=body, params=params)
+        result = await console.use_cases.watchers.test_definition(user, body, edit_of)
         preview = FormPreview(result=result)
     except ApiError as exc:
         if exc.status not in WATCHER_FORM_REFUSALS:
@@ -170,7 +164,7 @@ async def _test_definition(
         return console.render(request, "partials/watcher_form_preview.html", preview=preview)
     watcher = None
     if edit_of is not None:
-        watcher = await console.apis.get(SIGNAL, f"/v1/signal-watchers/{edit_of}", user)
+        watcher = await console.use_cases.watchers.watcher(user, edit_of)
     return _form_page(
         request, console, 422 if preview.refused else 200, values=_posted_values(body), errors=errors,
         watcher=watcher, headers=headers_again(body),
@@ -179,12 +173,12 @@ async def _test_definition(
 
 
 async def _watcher_context(
-    console: Any, user: Any, watcher_id: uuid.UUID, cursor: str | None
+    console: Console, user: User, watcher_id: uuid.UUID, cursor: str | None
 ) -> dict[str, Any]:
-    path = f"/v1/signal-watchers/{watcher_id}"
+    watchers = console.use_cases.watchers
     watcher, checks = await concurrently(
-        console.apis.get(SIGNAL, path, user),
-        console.apis.get(SIGNAL, f"{path}/checks", user, limit=CHECK_PAGE_ITEMS, cursor=cursor),
+        watchers.watcher(user, watcher_id),
+        watchers.checks(user, watcher_id, limit=CHECK_PAGE_ITEMS, cursor=cursor),
     )
     items = checks["items"]
     changed_at = next((i for i, c in enumerate(items) if c["changed"]), None)
@@ -215,7 +209,7 @@ async def watcher_page(
 async def edit_watcher_page(
     request: Request, console: ConsoleDep, user: CurrentUser, watcher_id: uuid.UUID
 ) -> Response:
-    watcher = await console.apis.get(SIGNAL, f"/v1/signal-watchers/{watcher_id}", user)
+    watcher = await console.use_cases.watchers.watcher(user, watcher_id)
     values = {k: watcher.get(k) for k in FIELDS}
     return _form_page(request, console, values=values, watcher=watcher, headers=watcher["headers"])
 
@@ -227,11 +221,11 @@ async def update_watcher(
     form = await form_of(request)
     body = body_of(form, _header_pairs(form))
     try:
-        await console.apis.call(SIGNAL, "PUT", f"/v1/signal-watchers/{watcher_id}", user, json=body)
+        await console.use_cases.watchers.update_watcher(user, watcher_id, body)
     except ApiError as exc:
         if exc.status not in WATCHER_FORM_REFUSALS:
             raise
-        watcher = await console.apis.get(SIGNAL, f"/v1/signal-watchers/{watcher_id}", user)
+        watcher = await console.use_cases.watchers.watcher(user, watcher_id)
         return _form_page(
             request, console, 422, values=_posted_values(body), errors=field_of(exc.code, exc.fields),
             watcher=watcher, headers=watcher["headers"],
@@ -243,7 +237,7 @@ async def update_watcher(
 async def test_watcher(
     request: Request, console: ConsoleDep, user: CurrentUser, watcher_id: uuid.UUID
 ) -> Response:
-    preview = await console.apis.call(SIGNAL, "POST", f"/v1/signal-watchers/{watcher_id}/test", user)
+    preview = await console.use_cases.watchers.test_watcher(user, watcher_id)
     if request.headers.get("hx-request") == "true":
         return console.render(request, "partials/test_preview.html", preview=preview)
     context = await _watcher_context(console, user, watcher_id, None)
@@ -255,7 +249,7 @@ async def check_watcher(
     request: Request, console: ConsoleDep, user: CurrentUser, watcher_id: uuid.UUID
 ) -> Response:
     try:
-        await console.apis.call(SIGNAL, "POST", f"/v1/signal-watchers/{watcher_id}/check", user)
+        await console.use_cases.watchers.check_now(user, watcher_id)
     except ApiError as exc:
         if exc.status not in (409, 429):
             raise
@@ -269,9 +263,7 @@ async def watcher_status(
 ) -> Response:
     form = await form_of(request)
     status = "PAUSED" if form.get("status") == "PAUSED" else "ACTIVE"
-    await console.apis.call(
-        SIGNAL, "POST", f"/v1/signal-watchers/{watcher_id}/status", user, json={"status": status}
-    )
+    await console.use_cases.watchers.set_status(user, watcher_id, status)
     return console.redirect(request, f"/watchers/{watcher_id}", flash=f"Watcher {status.lower()}.")
 
 
@@ -286,13 +278,12 @@ def _media_context(page: dict[str, Any], cursor: str | None) -> dict[str, Any]:
 @router.get("/media", response_class=HTMLResponse)
 async def media_page(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
     cursor = _cursor(request)
-    materials = console.apis.get(MEDIA, "/v1/materials", user, cursor=cursor)
+    media = console.use_cases.media
+    materials = media.materials(user, cursor=cursor)
     drain: dict[str, Any] | None = None
     if user.may(MEDIA_DRAIN):
         page, instances, answering = await concurrently(
-            materials,
-            console.apis.get(MEDIA, "/internal/instances", user),
-            optional(console.apis.get(MEDIA, "/internal/drain", user)),
+            materials, media.instances(user), optional(media.drain(user))
         )
         drain = {"instances": instances["items"], "answering": answering}
     else:
@@ -304,7 +295,7 @@ async def media_page(request: Request, console: ConsoleDep, user: CurrentUser) -
 async def media_rows(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
     """The table body alone: htmx polls it while a material is pending or processing."""
     cursor = _cursor(request)
-    page = await console.apis.get(MEDIA, "/v1/materials", user, cursor=cursor)
+    page = await console.use_cases.media.materials(user, cursor=cursor)
     return console.render(request, "partials/material_rows.html", **_media_context(page, cursor))
 
 
@@ -313,7 +304,7 @@ async def material_page(
     request: Request, console: ConsoleDep, user: CurrentUser, material_id: uuid.UUID
 ) -> Response:
     material, traces = await concurrently(
-        console.apis.get(MEDIA, f"/v1/materials/{material_id}", user),
+        console.use_cases.media.material(user, material_id),
         material_trace_list(console, user, str(material_id)),
     )
     return console.render(request, "material.html", material=material, traces=traces)
@@ -324,7 +315,7 @@ async def retry_material(
     request: Request, console: ConsoleDep, user: CurrentUser, material_id: uuid.UUID
 ) -> Response:
     try:
-        await console.apis.call(MEDIA, "POST", f"/v1/materials/{material_id}/retry", user)
+        await console.use_cases.media.retry(user, material_id)
     except ApiError as exc:
         return console.redirect(request, f"/media/{material_id}", flash=f"Not retried: {exc.code}")
     return console.redirect(request, f"/media/{material_id}", flash="Retry queued.")
@@ -338,13 +329,11 @@ async def material_output(
     if kind not in OUTPUT_KINDS:
         return Response(status_code=404)
     wanted = {k: v for k, v in request.headers.items() if k in ("range", "if-range")}
-    upstream, body = await console.apis.stream(
-        MEDIA, f"/v1/materials/{material_id}/outputs/{kind}", user, wanted
-    )
-    headers = {k: v for k, v in upstream.headers.items() if k in PASSED_HEADERS}
+    output = await console.use_cases.media.output(user, material_id, kind, wanted)
+    headers = {k: v for k, v in output.headers.items() if k in PASSED_HEADERS}
     headers["Cache-Control"] = "private, max-age=300"
     return StreamingResponse(
-        body, status_code=upstream.status_code, headers=headers, background=BackgroundTask(upstream.aclose)
+        output.body, status_code=output.status, headers=headers, background=BackgroundTask(output.close)
     )
 
 
@@ -352,9 +341,9 @@ async def material_output(
 # added here); each answer is media-worker's JSON (or its problem code) as is.
 
 
-async def _proxied(console: Any, method: str, path: str, user: Any, **kwargs: Any) -> Response:
+async def _proxied(answer: Awaitable[Any]) -> Response:
     try:
-        return JSONResponse(await console.apis.call(MEDIA, method, path, user, **kwargs))
+        return JSONResponse(await answer)
     except ApiError as exc:
         return JSONResponse({"code": exc.code}, status_code=exc.status)
 
@@ -362,7 +351,7 @@ async def _proxied(console: Any, method: str, path: str, user: Any, **kwargs: An
 @router.post("/media/uploads")
 async def init_upload(request: Request, console: ConsoleDep, user: CurrentUser) -> Response:
     body = await request.json()
-    return await _proxied(console, "POST", "/v1/uploads", user, json=body)
+    return await _proxied(console.use_cases.media.start_upload(user, body))
 
 
 @router.put("/media/uploads/{session_id}/chunks/{index}")
@@ -370,14 +359,9 @@ async def put_chunk(
     request: Request, console: ConsoleDep, user: CurrentUser, session_id: uuid.UUID, index: int
 ) -> Response:
     length = request.headers.get("content-length", "")
-    headers = {"Content-Length": length} if length.isdigit() else {}
+    media = console.use_cases.media
     return await _proxied(
-        console,
-        "PUT",
-        f"/v1/uploads/{session_id}/chunks/{index}",
-        user,
-        content=request.stream(),
-        headers=headers,
+        media.put_chunk(user, session_id, index, request.stream(), length if length.isdigit() else None)
     )
 
 
@@ -385,8 +369,4 @@ async def put_chunk(
 async def complete_upload(
     request: Request, console: ConsoleDep, user: CurrentUser, session_id: uuid.UUID
 ) -> Response:
-    return await _proxied(console, "POST", f"/v1/uploads/{session_id}/complete", user)
-
-
-def install(app: FastAPI) -> None:
-    app.include_router(router)
+    return await _proxied(console.use_cases.media.complete_upload(user, session_id))

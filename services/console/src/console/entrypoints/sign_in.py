@@ -14,13 +14,13 @@ from __future__ import annotations
 import hmac
 import logging
 
-from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
 from console.adapters.openid import GrantRefused, IdTokenInvalid, ProviderUnavailable
 from console.domain.sign_in import CODE_MAX_CHARS, STATE_MAX_CHARS, PendingSignIn, still_pending
+from console.entrypoints.dependencies import ConsoleDep, SignInOutcome
 from console.entrypoints.session import Session
-from console.entrypoints.web import ConsoleDep, SignInOutcome
 
 router = APIRouter(include_in_schema=False)
 CALLBACK_PATH = "/oidc/callback"
@@ -117,7 +117,3 @@ async def sign_out(request: Request, console: ConsoleDep) -> Response:
             target = None
     request.state.session = Session(changed=True, ended=True)
     return RedirectResponse(target or "/", status_code=303)
-
-
-def install(app: FastAPI) -> None:
-    app.include_router(router)

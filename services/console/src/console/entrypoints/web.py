@@ -1,7 +1,8 @@
 """The console's FastAPI app: identity, sessions, CSRF, rendering and error pages. Pages live in
 ``pages_operations`` (overview, devices, orphans, audit), ``pages_user`` (inbox, watchers, media) and
 ``pages_traces`` (a trace's waterfall); signing in and out in ``sign_in``; the provider's login, consent and
-logout pages of the local stack in ``dev_login``.
+logout pages of the local stack in ``dev_login``; static files in ``assets``. Each is a module-level router
+`install` includes; what they share (the `Console`, the user dependency, rendering) is in ``dependencies``.
 
 Every page request resolves the user first, from the encrypted session: a user the callback signed in, whose
 access token is refreshed here once it is due (`console.service_layer.sign_in`). Without one, or once the
@@ -12,192 +13,27 @@ a redirect, a stream), so a refreshed token is never lost.
 
 from __future__ import annotations
 
-import enum
 import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Annotated, Any
 
-import httpx
-from fastapi import Depends, FastAPI, Request, Response
+from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
-from jinja2 import Environment
-from prometheus_client import CollectorRegistry, Counter
-from starlette.datastructures import FormData
+from fastapi.responses import RedirectResponse
 from starlette.exceptions import HTTPException
 
-from console.adapters.apis import PROMETHEUS, ApiError, Apis
-from console.adapters.jaeger import JaegerQuery
-from console.adapters.login_admin import LoginAdmin
-from console.adapters.openid import OpenIdProvider, ProviderUnavailable, claimed_permissions, origin_of
-from console.domain.identity import NotPermitted, User
-from console.domain.sign_in import granted_permissions
-from console.entrypoints.session import CSRF_FIELD, CSRF_HEADER, Session, Sessions, csrf_matches
-from console.entrypoints.templating import page_templates
-from console.service_layer.sign_in import RefreshOutcome, SessionEnded, SignIns
-from console.settings import ConsoleSettings
+from console.adapters.openid import ProviderUnavailable
+from console.domain.identity import NotPermitted
+from console.entrypoints import assets, dev_login, pages_operations, pages_traces, pages_user, sign_in
+from console.entrypoints.dependencies import Console, SignInOutcome, SignInRequired
+from console.entrypoints.session import CSRF_FIELD, CSRF_HEADER, csrf_matches
+from console.service_layer.ports import ApiError
 from yovision_platform.auth import AuthError
-from yovision_platform.errors import ConfigError
-from yovision_platform.metrics import LabeledMetric, labeled_counter
-from yovision_platform.permissions import PERMISSIONS
 
 log = logging.getLogger(__name__)
 
-PACKAGE_DIR = Path(__file__).resolve().parents[1]
-VENDOR_FILES = {"htmx.min.js": Path("htmx.org/dist/htmx.min.js")}  # axe-core (npm) is the tests' alone
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-
-
-class SignInRequired(Exception):
-    pass
-
-
-class SignInOutcome(enum.Enum):
-    """How a sign-in at the callback ended: `signed_in`, or the stable code of the error page it showed."""
-
-    SIGNED_IN = "signed_in"
-    STATE_MISMATCH = "sign_in_state_mismatch"
-    EXPIRED = "sign_in_expired"
-    DENIED = "sign_in_denied"
-    REFUSED = "sign_in_refused"
-    ID_TOKEN_INVALID = "id_token_invalid"  # noqa: S105 (an error code)
-    UNAVAILABLE = "identity_provider_unavailable"
-    TOO_LARGE = "session_too_large"
-
-
-@dataclass(frozen=True)
-class SignInMetrics:
-    """`console_sign_ins_total{outcome}` and `console_token_refreshes_total{outcome}`."""
-
-    sign_ins: LabeledMetric[Counter]
-    refreshes: LabeledMetric[Counter]
-
-    @classmethod
-    def register(cls, registry: CollectorRegistry) -> SignInMetrics:
-        metrics = cls(
-            labeled_counter(
-                registry, "console_sign_ins_total", "Sign-ins at the callback, by outcome",
-                {"outcome": SignInOutcome},
-            ),
-            labeled_counter(
-                registry, "console_token_refreshes_total",
-                "Access tokens refreshed before expiry, by outcome (shared: another request's refresh)",
-                {"outcome": RefreshOutcome},
-            ),
-        )  # fmt: skip
-        metrics.sign_ins.initialize_all()
-        metrics.refreshes.initialize_all()
-        return metrics
-
-    def signed_in(self, outcome: SignInOutcome) -> None:
-        self.sign_ins.labels(outcome=outcome).inc()
-
-    def refreshed(self, outcome: RefreshOutcome) -> None:
-        self.refreshes.labels(outcome=outcome).inc()
-
-
-@dataclass
-class Console:
-    settings: ConsoleSettings
-    apis: Apis
-    sessions: Sessions
-    templates: Environment
-    provider: OpenIdProvider
-    sign_ins: SignIns
-    metrics: SignInMetrics
-    login_admin: LoginAdmin | None = None  # the dev login (local stack only)
-    jaeger: JaegerQuery | None = None  # CONSOLE_JAEGER_URL: the trace pages and links
-    closing: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-
-    def render(self, request: Request, name: str, http_status: int = 200, **context: Any) -> HTMLResponse:
-        session: Session = request.state.session
-        user: User | None = getattr(request.state, "user", None)
-        flash, session.flash = session.flash, None
-        if flash:
-            session.changed = True
-        html = self.templates.get_template(name).render(
-            request=request, user=user, csrf=session.csrf, flash=flash, path=request.url.path, **context
-        )
-        return HTMLResponse(html, status_code=http_status)
-
-    def error(
-        self,
-        request: Request,
-        status: int,
-        code: str,
-        *,
-        service: str | None = None,
-        permission: str | None = None,
-    ) -> HTMLResponse:
-        return self.render(
-            request, "error.html", status, status=status, code=code, service=service, permission=permission
-        )
-
-    def redirect(self, request: Request, url: str, flash: str | None = None) -> RedirectResponse:
-        session: Session = request.state.session
-        if flash:
-            session.flash, session.changed = flash, True
-        return RedirectResponse(url, status_code=303)
-
-    def url_of(self, request: Request, path: str) -> str:
-        """The console's own URL of `path`, as the browser reaches it (`CONSOLE_PUBLIC_URL`, else the
-        request's): the callback and post-logout URLs registered at the provider."""
-        base = self.settings.public_url or str(request.base_url).rstrip("/")
-        return base + path
-
-    def form_targets(self) -> str:
-        """`form-action` sources: the console, and the provider a form's redirect leads to (the dev
-        login's accepted login, sign-out's RP-initiated logout)."""
-        return " ".join(["'self'", *sorted(self.provider.origins())])
-
-    async def aclose(self) -> None:
-        for close in self.closing:
-            await close()
-
-
-def console_of(request: Request) -> Console:
-    console: Console = request.app.state.console
-    return console
-
-
-async def current_user(request: Request) -> User:
-    """The signed-in user, the access token refreshed when due (a refreshed session is written back)."""
-    console = console_of(request)
-    session: Session = request.state.session
-    if session.user is None:
-        raise SignInRequired()
-    try:
-        fresh = await console.sign_ins.fresh(session.user)
-    except SessionEnded:
-        request.state.session = Session(changed=True)
-        raise SignInRequired() from None
-    if fresh is not session.user:
-        session.user, session.changed = fresh, True
-    user = User(fresh.subject, fresh.permissions, fresh.tokens.access_token)
-    request.state.user = user
-    return user
-
-
-CurrentUser = Annotated[User, Depends(current_user)]
-ConsoleDep = Annotated[Console, Depends(console_of)]
-
-
-def require(user: User, permission: str) -> None:
-    if not user.may(permission):
-        raise NotPermitted(permission)
-
-
-async def form_of(request: Request) -> FormData:
-    """The parsed form (read once: by the CSRF check, or here when the token came as a header)."""
-    form: FormData | None = getattr(request.state, "form", None)
-    if form is None:
-        form = await request.form()
-        request.state.form = form
-    return form
 
 
 def _install_middleware(app: FastAPI, console: Console) -> None:
@@ -287,68 +123,14 @@ def _answer_browsers_with_the_error_page(app: FastAPI, console: Console, refusal
     app.add_exception_handler(refusal, error_page)
 
 
-def _install_assets(app: FastAPI, console: Console) -> None:
-    static_dir = PACKAGE_DIR / "static"
-
-    @app.get("/static/{name}", include_in_schema=False)
-    async def static(name: str) -> Response:
-        path = static_dir / name
-        if name not in {p.name for p in static_dir.iterdir()}:
-            return Response(status_code=404)
-        return FileResponse(path, headers={"Cache-Control": "public, max-age=300"})
-
-    @app.get("/static/vendor/{name}", include_in_schema=False)
-    async def vendor(name: str) -> Response:
-        relative = VENDOR_FILES.get(name)
-        if relative is None or not (console.settings.assets_dir / relative).is_file():
-            return Response(status_code=404)
-        return FileResponse(
-            console.settings.assets_dir / relative, headers={"Cache-Control": "public, max-age=3600"}
-        )
-
-
-def build_console(settings: ConsoleSettings, registry: CollectorRegistry | None = None) -> Console:
-    """The console and its adapters (the composition root's part; `registry` takes its metrics)."""
-    if not (settings.assets_dir / VENDOR_FILES["htmx.min.js"]).is_file():
-        raise ConfigError(settings.env_var_name("assets_dir"), "missing", "htmx not found: run `make setup`")
-    urls = settings.service_urls()
-    if settings.prometheus_url is not None:
-        urls[PROMETHEUS] = settings.prometheus_url
-    apis = Apis(urls=urls, timeout_seconds=settings.api_timeout_seconds)
-    http = httpx.AsyncClient(timeout=settings.api_timeout_seconds, follow_redirects=False)
-    provider = OpenIdProvider(settings.oidc_issuer, settings.oidc_client_id, settings.client_secret, http)
-    metrics = SignInMetrics.register(registry if registry is not None else CollectorRegistry())
-    mapping = settings.permission_mapping()
-    sign_ins = SignIns(
-        provider,
-        scopes=PERMISSIONS,
-        audiences=settings.oidc_audiences,
-        refresh_margin_seconds=settings.refresh_margin_seconds,
-        permissions_of=granted_permissions if mapping is None else claimed_permissions(mapping),
-        on_refresh=metrics.refreshed,
-    )
-    login_admin = None
-    if settings.dev_login_admin_url is not None:
-        login_admin = LoginAdmin(settings.dev_login_admin_url, origin_of(settings.oidc_issuer), http)
-    sessions = Sessions(settings.session_key, always_secure=not settings.dev_login)
-    console = Console(settings, apis, sessions, page_templates(), provider, sign_ins, metrics, login_admin)
-    console.closing += [apis.aclose, provider.aclose, http.aclose]
-    if settings.jaeger_url is not None:
-        console.jaeger = JaegerQuery(settings.jaeger_url)
-        console.closing.append(console.jaeger.aclose)
-    return console
-
-
 def install(app: FastAPI, console: Console) -> None:
-    from console.entrypoints import dev_login, pages_operations, pages_traces, pages_user, sign_in
-
+    """The console's middleware, error pages, assets and routers on `app` (the console in its state)."""
     app.state.console = console
     _install_middleware(app, console)
     _install_error_pages(app, console)
-    _install_assets(app, console)
-    sign_in.install(app)
+    app.include_router(assets.router)
+    app.include_router(sign_in.router)
     if console.login_admin is not None:
-        dev_login.install(app)
-    pages_operations.install(app)
-    pages_user.install(app)
-    pages_traces.install(app)
+        app.include_router(dev_login.router)
+    for pages in (pages_operations, pages_user, pages_traces):
+        app.include_router(pages.router)

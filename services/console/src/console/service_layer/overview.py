@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from console.adapters.apis import PROMETHEUS, Apis
-from console.domain.alerts import Alert, AlertState, alerts_of
+from console.domain.alerts import Alert, AlertState
+from console.service_layer.ports import AlertsPort, HealthPort
 
 FIGURES = ("outbox_relay_backlog", "consumer_lag_messages", "consumer_dead_letters")
 SERVICES = ("sense-reconciler", "orphan-scanner", "bell-receiver", "signal-watcher", "media-worker")
@@ -46,23 +46,12 @@ def figures_of(page: str) -> dict[str, float | None]:
     return found
 
 
-async def health_of(apis: Apis, name: str) -> ServiceHealth:
-    ready_response, metrics_response = await asyncio.gather(
-        apis.raw(name, "/readyz"), apis.raw(name, "/metrics")
-    )
-    if ready_response is None:
+async def health_of(health: HealthPort, name: str) -> ServiceHealth:
+    readiness, page = await asyncio.gather(health.readiness(name), health.metrics(name))
+    if readiness is None:
         return ServiceHealth(name, reachable=False, ready=False, figures=dict.fromkeys(FIGURES))
-    try:
-        body = ready_response.json()
-        checks = {str(k): str(v) for k, v in body.get("checks", {}).items()}
-    except ValueError:
-        checks = {}
-    figures = (
-        figures_of(metrics_response.text)
-        if metrics_response is not None and metrics_response.status_code == 200
-        else dict.fromkeys(FIGURES)
-    )
-    return ServiceHealth(name, True, ready_response.status_code == 200, checks, figures)
+    figures = figures_of(page) if page is not None else dict.fromkeys(FIGURES)
+    return ServiceHealth(name, True, readiness.status == 200, dict(readiness.checks), figures)
 
 
 @dataclass(frozen=True)
@@ -81,21 +70,26 @@ class Alerts:
         return [alert for alert in self.alerts if alert.state is AlertState.PENDING]
 
 
-async def alerts(apis: Apis) -> Alerts | None:
+async def alerts(prometheus: AlertsPort | None) -> Alerts | None:
     """Prometheus's alerts; None when the console has no Prometheus configured."""
-    if PROMETHEUS not in apis.urls:
+    if prometheus is None:
         return None
-    response = await apis.raw(PROMETHEUS, "/api/v1/alerts")
-    if response is None or response.status_code != 200:
-        return Alerts(reachable=False)
-    try:
-        return Alerts(reachable=True, alerts=tuple(alerts_of(response.json())))
-    except ValueError:
-        return Alerts(reachable=False)
+    found = await prometheus.alerts()
+    return Alerts(reachable=False) if found is None else Alerts(reachable=True, alerts=tuple(found))
 
 
-async def overview(apis: Apis) -> tuple[list[ServiceHealth], Alerts | None]:
-    healths, found = await asyncio.gather(
-        asyncio.gather(*(health_of(apis, name) for name in SERVICES)), alerts(apis)
-    )
-    return list(healths), found
+@dataclass(frozen=True)
+class Overview:
+    """The overview's use case: every service's health, and the alerts when a Prometheus is configured."""
+
+    health: HealthPort
+    prometheus: AlertsPort | None = None
+
+    async def service(self, name: str) -> ServiceHealth:
+        return await health_of(self.health, name)
+
+    async def everything(self) -> tuple[list[ServiceHealth], Alerts | None]:
+        healths, found = await asyncio.gather(
+            asyncio.gather(*(health_of(self.health, name) for name in SERVICES)), alerts(self.prometheus)
+        )
+        return list(healths), found

@@ -10,8 +10,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from console.adapters.jaeger import JaegerQuery, TracesUnavailable
-from console.domain.waterfall import TraceSummary, Waterfall, layout, summary_of
+from console.domain.waterfall import TraceSummary, TracesUnavailable, Waterfall, layout, summary_of
+from console.service_layer.ports import TraceStore
 
 DEVICE_ATTRIBUTE = "yovision.device_id"
 MATERIAL_ATTRIBUTE = "yovision.material_id"
@@ -40,7 +40,7 @@ class TraceList:
     reason: str | None = None
 
 
-async def trace_view(jaeger: JaegerQuery, trace_id: str) -> TraceView:
+async def trace_view(jaeger: TraceStore, trace_id: str) -> TraceView:
     try:
         trace = await jaeger.trace(trace_id)
     except TracesUnavailable as exc:
@@ -50,7 +50,7 @@ async def trace_view(jaeger: JaegerQuery, trace_id: str) -> TraceView:
     return TraceView(trace_id, TraceState.FOUND, layout(trace.spans))
 
 
-async def traces_of(jaeger: JaegerQuery, service: str, attribute: str, value: str) -> TraceList:
+async def traces_of(jaeger: TraceStore, service: str, attribute: str, value: str) -> TraceList:
     """The recent traces where `service` recorded `attribute=value`, newest first."""
     try:
         found = await jaeger.search(service, {attribute: value})
@@ -60,9 +60,26 @@ async def traces_of(jaeger: JaegerQuery, service: str, attribute: str, value: st
     return TraceList(TraceState.FOUND if summaries else TraceState.NOT_FOUND, tuple(summaries))
 
 
-async def device_traces(jaeger: JaegerQuery, device_id: str) -> TraceList:
+async def device_traces(jaeger: TraceStore, device_id: str) -> TraceList:
     return await traces_of(jaeger, DEVICE_SERVICE, DEVICE_ATTRIBUTE, device_id)
 
 
-async def material_traces(jaeger: JaegerQuery, material_id: str) -> TraceList:
+async def material_traces(jaeger: TraceStore, material_id: str) -> TraceList:
     return await traces_of(jaeger, MATERIAL_SERVICE, MATERIAL_ATTRIBUTE, material_id)
+
+
+@dataclass(frozen=True)
+class Traces:
+    """The trace pages' use case, over the trace store: a trace's waterfall, a device's or a material's
+    recent traces."""
+
+    store: TraceStore
+
+    async def view(self, trace_id: str) -> TraceView:
+        return await trace_view(self.store, trace_id)
+
+    async def of_device(self, device_id: str) -> TraceList:
+        return await device_traces(self.store, device_id)
+
+    async def of_material(self, material_id: str) -> TraceList:
+        return await material_traces(self.store, material_id)
