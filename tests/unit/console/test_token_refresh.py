@@ -62,7 +62,7 @@ class RotatingProvider:
             f"access-{self.issued}", LIFETIME, f"refresh-{self.issued}", None, "openid signal:read"
         )
 
-    async def authorization_url(self, **_: object) -> str:
+    async def authorization_url(self, request: object) -> str:
         raise NotImplementedError
 
     async def exchange_code(self, code: str, *, redirect_uri: str, verifier: str) -> TokenAnswer:

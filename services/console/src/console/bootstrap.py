@@ -15,11 +15,12 @@ from console.service_layer.ports import (
     HealthPort,
     MediaWorkerPort,
     OrphanScannerPort,
+    Provider,
     SensePort,
     SignalWatcherPort,
     TraceStore,
 )
-from console.service_layer.sign_in import Provider, RefreshOutcome, SignIns
+from console.service_layer.sign_in import RefreshOutcome, SignIns
 from console.service_layer.traces import Traces
 from console.settings import ConsoleSettings
 from yovision_platform.permissions import PERMISSIONS

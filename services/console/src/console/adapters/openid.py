@@ -20,7 +20,7 @@ import asyncio
 import hmac
 import json
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -28,7 +28,7 @@ from urllib.parse import urlencode, urlsplit
 import httpx
 import jwt
 
-from console.domain.sign_in import TokenAnswer
+from console.domain.sign_in import AuthorizationRequest, TokenAnswer
 from yovision_platform.access_tokens import PermissionMapping, TokenRefused, checked_url, verified_claims
 from yovision_platform.auth import JWT_LEEWAY_SECONDS_DEFAULT
 from yovision_platform.jwks import IssuerKeys
@@ -176,27 +176,18 @@ class OpenIdProvider:
 
     # --- the browser's way there and back ---------------------------------------------------------------
 
-    async def authorization_url(
-        self,
-        *,
-        redirect_uri: str,
-        state: str,
-        nonce: str,
-        code_challenge: str,
-        scopes: Sequence[str],
-        audiences: Sequence[str],
-    ) -> str:
+    async def authorization_url(self, request: AuthorizationRequest) -> str:
         metadata = await self.metadata()
         query = urlencode(
             {
                 "response_type": "code",
                 "client_id": self.client_id,
-                "redirect_uri": redirect_uri,
-                "scope": " ".join(scopes),
-                "audience": " ".join(audiences),
-                "state": state,
-                "nonce": nonce,
-                "code_challenge": code_challenge,
+                "redirect_uri": request.redirect_uri,
+                "scope": " ".join(request.scopes),
+                "audience": " ".join(request.audiences),
+                "state": request.state,
+                "nonce": request.nonce,
+                "code_challenge": request.code_challenge,
                 "code_challenge_method": "S256",
             }
         )

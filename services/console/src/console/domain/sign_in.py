@@ -138,3 +138,16 @@ def granted_scopes(requested: Sequence[str], allowed: Iterable[str]) -> list[str
     order requested; never a scope nobody requested."""
     permitted = set(allowed)
     return [s for s in dict.fromkeys(requested) if s in OPENID_SCOPES or s in permitted]
+
+
+@dataclass(frozen=True)
+class AuthorizationRequest:
+    """What a sign-in asks the provider for (authorization code with PKCE): where to come back, the
+    session's `state`, `nonce` and PKCE challenge, the scopes and the audiences of the access token."""
+
+    redirect_uri: str
+    state: str
+    nonce: str
+    code_challenge: str
+    scopes: tuple[str, ...]
+    audiences: tuple[str, ...]

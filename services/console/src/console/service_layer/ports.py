@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from console.domain.alerts import Alert
 from console.domain.identity import User
+from console.domain.sign_in import AuthorizationRequest, TokenAnswer
 from console.domain.waterfall import Trace
 
 Json = Any  # a service's JSON answer, rendered by the pages as it is
@@ -147,3 +148,22 @@ class TraceStore(Protocol):
 
     async def search(self, service: str, attributes: Mapping[str, str]) -> list[Trace]:
         """The newest traces with a span of `service` carrying every one of `attributes`."""
+
+
+class Provider(Protocol):
+    """What sign-in needs of the provider (`console.adapters.openid.OpenIdProvider`)."""
+
+    async def authorization_url(self, request: AuthorizationRequest) -> str:
+        """The provider's URL to send the browser to, for `request`'s sign-in."""
+
+    async def exchange_code(self, code: str, *, redirect_uri: str, verifier: str) -> TokenAnswer: ...
+
+    async def verify_id_token(self, id_token: str, *, nonce: str) -> dict[str, object]: ...
+
+    async def refresh(self, refresh_token: str) -> TokenAnswer: ...
+
+    async def revoke(self, refresh_token: str) -> bool: ...
+
+    async def end_session_url(
+        self, *, id_token_hint: str, post_logout_redirect_uri: str, state: str
+    ) -> str | None: ...

@@ -36,17 +36,18 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from console.adapters.openid import GrantRefused, IdTokenInvalid, ProviderUnavailable
 from console.domain.sign_in import (
     OPENID_SCOPES,
+    AuthorizationRequest,
     PendingSignIn,
     SignedIn,
     TokenAnswer,
     Tokens,
     granted_permissions,
 )
+from console.service_layer.ports import Provider
 from yovision_platform.auth import SUBJECT_PATTERN
 
 __all__ = ["RefreshOutcome", "SessionEnded", "SignIns"]
@@ -67,33 +68,6 @@ class RefreshOutcome(enum.Enum):
     SHARED = "shared"  # it got the answer of another request's refresh
     REFUSED = "refused"  # the provider refused the refresh token: the session ended
     FAILED = "failed"  # the provider did not answer
-
-
-class Provider(Protocol):
-    """What sign-in needs of the provider (`console.adapters.openid.OpenIdProvider`)."""
-
-    async def authorization_url(
-        self,
-        *,
-        redirect_uri: str,
-        state: str,
-        nonce: str,
-        code_challenge: str,
-        scopes: Sequence[str],
-        audiences: Sequence[str],
-    ) -> str: ...
-
-    async def exchange_code(self, code: str, *, redirect_uri: str, verifier: str) -> TokenAnswer: ...
-
-    async def verify_id_token(self, id_token: str, *, nonce: str) -> dict[str, object]: ...
-
-    async def refresh(self, refresh_token: str) -> TokenAnswer: ...
-
-    async def revoke(self, refresh_token: str) -> bool: ...
-
-    async def end_session_url(
-        self, *, id_token_hint: str, post_logout_redirect_uri: str, state: str
-    ) -> str | None: ...
 
 
 def _digest(token: str) -> bytes:
@@ -123,12 +97,14 @@ class SignIns:
         """A new sign-in (kept in the session by the caller) and the provider's URL to send the browser to."""
         pending = PendingSignIn.start(self.clock())
         url = await self.provider.authorization_url(
-            redirect_uri=redirect_uri,
-            state=pending.state,
-            nonce=pending.nonce,
-            code_challenge=pending.code_challenge,
-            scopes=[*OPENID_SCOPES, *self.scopes],
-            audiences=self.audiences,
+            AuthorizationRequest(
+                redirect_uri=redirect_uri,
+                state=pending.state,
+                nonce=pending.nonce,
+                code_challenge=pending.code_challenge,
+                scopes=(*OPENID_SCOPES, *self.scopes),
+                audiences=tuple(self.audiences),
+            )
         )
         return pending, url
 
