@@ -17,21 +17,21 @@ import pytest
 
 from console.adapters.apis import (
     Apis,
-    BellApi,
+    BellReceiverApi,
     MediaWorkerApi,
     OrphanScannerApi,
-    SenseApi,
+    SenseReconcilerApi,
     ServiceHealthApi,
     SignalWatcherApi,
 )
 from console.adapters.jaeger import JaegerQuery
 from console.domain.identity import PERMISSIONS, User
 from console.service_layer.ports import (
-    BellPort,
+    BellReceiverPort,
     HealthPort,
     MediaWorkerPort,
     OrphanScannerPort,
-    SensePort,
+    SenseReconcilerPort,
     SignalWatcherPort,
     TraceStore,
 )
@@ -39,12 +39,12 @@ from tests.conftest import free_port
 from tests.e2e.conftest import Witness, camera_source, device_body
 from tests.e2e.test_watchers import Target, price_watcher, target
 from tests.ports.console.contracts import (
-    BellPortContract,
+    BellReceiverPortContract,
     DeviceBody,
     HealthPortContract,
     MediaWorkerPortContract,
     OrphanScannerPortContract,
-    SensePortContract,
+    SenseReconcilerPortContract,
     SignalWatcherPortContract,
     TraceStoreContract,
 )
@@ -81,10 +81,10 @@ class RealUser:
         return operator_user
 
 
-class TestApiSense(RealUser, SensePortContract):
+class TestApiSenseReconciler(RealUser, SenseReconcilerPortContract):
     @pytest.fixture
-    def port(self, apis: Apis) -> SensePort:
-        return SenseApi(apis)
+    def port(self, apis: Apis) -> SenseReconcilerPort:
+        return SenseReconcilerApi(apis)
 
     @pytest.fixture
     def device_body(self, witness: Witness) -> DeviceBody:
@@ -100,10 +100,10 @@ class TestApiOrphanScanner(RealUser, OrphanScannerPortContract):
         return OrphanScannerApi(apis)
 
 
-class TestApiBell(RealUser, BellPortContract):
+class TestApiBellReceiver(RealUser, BellReceiverPortContract):
     @pytest.fixture
-    def port(self, apis: Apis) -> BellPort:
-        return BellApi(apis)
+    def port(self, apis: Apis) -> BellReceiverPort:
+        return BellReceiverApi(apis)
 
 
 class TestApiSignalWatcher(RealUser, SignalWatcherPortContract):

@@ -19,11 +19,11 @@ from console.domain.identity import User
 from console.service_layer.overview import figures_of
 from console.service_layer.ports import (
     ApiError,
-    BellPort,
+    BellReceiverPort,
     HealthPort,
     MediaWorkerPort,
     OrphanScannerPort,
-    SensePort,
+    SenseReconcilerPort,
     SignalWatcherPort,
     TraceStore,
 )
@@ -43,9 +43,9 @@ async def refused(answer: Any) -> ApiError:
     return caught.value
 
 
-class SensePortContract:
+class SenseReconcilerPortContract:
     @pytest.fixture
-    def port(self) -> SensePort:
+    def port(self) -> SenseReconcilerPort:
         raise NotImplementedError
 
     @pytest.fixture
@@ -57,7 +57,7 @@ class SensePortContract:
         raise NotImplementedError
 
     async def test_a_created_device_is_read_back_listed_and_has_a_reconcile_status(
-        self, port: SensePort, user: User, device_body: DeviceBody
+        self, port: SenseReconcilerPort, user: User, device_body: DeviceBody
     ) -> None:
         tenant, path = unique("tenant"), unique("path")
         created = await port.create_device(user, device_body(tenant, "site-1", path))
@@ -74,7 +74,7 @@ class SensePortContract:
         assert [s["device_id"] for s in statuses["items"]] == [created["id"]]
 
     async def test_the_console_s_changes_are_read_back(
-        self, port: SensePort, user: User, device_body: DeviceBody
+        self, port: SenseReconcilerPort, user: User, device_body: DeviceBody
     ) -> None:
         tenant = unique("tenant")
         created = await port.create_device(user, device_body(tenant, "site-1", unique("path")))
@@ -90,14 +90,14 @@ class SensePortContract:
         assert (site["tenant_id"], site["site_id"], site["max_video_channels"]) == (tenant, "site-1", 7)
 
     async def test_a_path_name_taken_is_refused_with_its_code(
-        self, port: SensePort, user: User, device_body: DeviceBody
+        self, port: SenseReconcilerPort, user: User, device_body: DeviceBody
     ) -> None:
         path = unique("path")
         await port.create_device(user, device_body(unique("tenant"), "site-1", path))
         refusal = await refused(port.create_device(user, device_body(unique("tenant"), "site-1", path)))
         assert (refusal.service, refusal.status, refusal.code) == ("sense-reconciler", 409, "path_name_taken")
 
-    async def test_an_unknown_device_is_device_not_found(self, port: SensePort, user: User) -> None:
+    async def test_an_unknown_device_is_device_not_found(self, port: SenseReconcilerPort, user: User) -> None:
         for read in (port.device(user, UNKNOWN), port.reconcile_status(user, UNKNOWN)):
             refusal = await refused(read)
             assert (refusal.status, refusal.code) == (404, "device_not_found")
@@ -117,28 +117,32 @@ class OrphanScannerPortContract:
         assert report is None or isinstance(report, dict)
 
 
-class BellPortContract:
+class BellReceiverPortContract:
     @pytest.fixture
-    def port(self) -> BellPort:
+    def port(self) -> BellReceiverPort:
         raise NotImplementedError
 
     @pytest.fixture
     def user(self) -> User:
         raise NotImplementedError
 
-    async def test_the_inbox_is_a_page(self, port: BellPort, user: User) -> None:
+    async def test_the_inbox_is_a_page(self, port: BellReceiverPort, user: User) -> None:
         page = await port.notifications(user, cursor=None)
         assert isinstance(page["items"], list) and "next_cursor" in page
 
-    async def test_the_audit_trail_is_a_page_of_at_most_the_limit(self, port: BellPort, user: User) -> None:
+    async def test_the_audit_trail_is_a_page_of_at_most_the_limit(
+        self, port: BellReceiverPort, user: User
+    ) -> None:
         page = await port.audit_events(user, {"device_id": None}, cursor=None, limit=2)
         assert len(page["items"]) <= 2 and "next_cursor" in page
 
-    async def test_a_time_that_is_no_time_is_refused(self, port: BellPort, user: User) -> None:
+    async def test_a_time_that_is_no_time_is_refused(self, port: BellReceiverPort, user: User) -> None:
         refusal = await refused(port.audit_events(user, {"occurred_from": "soon"}, cursor=None, limit=2))
         assert refusal.service == "bell-receiver" and refusal.status in (400, 422)
 
-    async def test_marking_an_unknown_notification_is_not_found(self, port: BellPort, user: User) -> None:
+    async def test_marking_an_unknown_notification_is_not_found(
+        self, port: BellReceiverPort, user: User
+    ) -> None:
         refusal = await refused(port.mark_read(user, 987_654_321, True))
         assert (refusal.status, refusal.code) == (404, "not_found")
 

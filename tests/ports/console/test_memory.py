@@ -8,32 +8,32 @@ from typing import Any
 import pytest
 
 from console.adapters.memory import (
-    MemoryBell,
+    MemoryBellReceiver,
     MemoryHealth,
     MemoryMediaWorker,
     MemoryOrphanScanner,
-    MemorySense,
+    MemorySenseReconciler,
     MemorySignalWatcher,
     MemoryTraceStore,
 )
 from console.domain.identity import PERMISSIONS, User
 from console.service_layer.ports import (
-    BellPort,
+    BellReceiverPort,
     HealthPort,
     MediaWorkerPort,
     OrphanScannerPort,
     Readiness,
-    SensePort,
+    SenseReconcilerPort,
     SignalWatcherPort,
     TraceStore,
 )
 from tests.ports.console.contracts import (
-    BellPortContract,
+    BellReceiverPortContract,
     DeviceBody,
     HealthPortContract,
     MediaWorkerPortContract,
     OrphanScannerPortContract,
-    SensePortContract,
+    SenseReconcilerPortContract,
     SignalWatcherPortContract,
     TraceStoreContract,
 )
@@ -54,10 +54,10 @@ def fake_device_body(tenant: str, site: str, path: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-class TestMemorySense(MemoryUser, SensePortContract):
+class TestMemorySenseReconciler(MemoryUser, SenseReconcilerPortContract):
     @pytest.fixture
-    def port(self) -> SensePort:
-        return MemorySense()
+    def port(self) -> SenseReconcilerPort:
+        return MemorySenseReconciler()
 
     @pytest.fixture
     def device_body(self) -> DeviceBody:
@@ -70,10 +70,10 @@ class TestMemoryOrphanScanner(MemoryUser, OrphanScannerPortContract):
         return MemoryOrphanScanner()
 
 
-class TestMemoryBell(MemoryUser, BellPortContract):
+class TestMemoryBellReceiver(MemoryUser, BellReceiverPortContract):
     @pytest.fixture
-    def port(self) -> BellPort:
-        return MemoryBell()
+    def port(self) -> BellReceiverPort:
+        return MemoryBellReceiver()
 
 
 class TestMemorySignalWatcher(MemoryUser, SignalWatcherPortContract):

@@ -11,12 +11,12 @@ from console.domain.sign_in import TokenAnswer, granted_permissions
 from console.service_layer.overview import Overview
 from console.service_layer.ports import (
     AlertsPort,
-    BellPort,
+    BellReceiverPort,
     HealthPort,
     MediaWorkerPort,
     OrphanScannerPort,
     Provider,
-    SensePort,
+    SenseReconcilerPort,
     SignalWatcherPort,
     TraceStore,
 )
@@ -31,9 +31,9 @@ class ConsoleUseCases:
     """What the pages call: the five services' ports (the pages render their answers), the overview, the
     traces (None without a trace store) and the sign-ins."""
 
-    sense: SensePort
+    sense: SenseReconcilerPort
     orphans: OrphanScannerPort
-    bell: BellPort
+    bell: BellReceiverPort
     watchers: SignalWatcherPort
     media: MediaWorkerPort
     overview: Overview
@@ -44,9 +44,9 @@ class ConsoleUseCases:
 def bootstrap(
     settings: ConsoleSettings,
     *,
-    sense: SensePort,
+    sense: SenseReconcilerPort,
     orphans: OrphanScannerPort,
-    bell: BellPort,
+    bell: BellReceiverPort,
     watchers: SignalWatcherPort,
     media: MediaWorkerPort,
     health: HealthPort,

@@ -18,7 +18,7 @@ import httpx
 
 from console.domain.alerts import Alert, alerts_of
 from console.domain.identity import User
-from console.service_layer.ports import ApiError, Json, Output, Readiness
+from console.service_layer.ports import ApiError, Json, Readiness, StreamedOutput
 
 SENSE, ORPHANS, BELL, SIGNAL, MEDIA = (
     "sense-reconciler", "orphan-scanner", "bell-receiver", "signal-watcher", "media-worker"
@@ -122,8 +122,8 @@ def _error(service: str, response: httpx.Response) -> ApiError:
 
 
 @dataclass(frozen=True)
-class SenseApi:
-    """The `SensePort` over sense-reconciler's API."""
+class SenseReconcilerApi:
+    """The `SenseReconcilerPort` over sense-reconciler's API."""
 
     apis: Apis
 
@@ -182,8 +182,8 @@ class OrphanScannerApi:
 
 
 @dataclass(frozen=True)
-class BellApi:
-    """The `BellPort` over bell-receiver's API."""
+class BellReceiverApi:
+    """The `BellReceiverPort` over bell-receiver's API."""
 
     apis: Apis
 
@@ -259,10 +259,10 @@ class MediaWorkerApi:
 
     async def output(
         self, user: User, material_id: uuid.UUID, kind: str, headers: Mapping[str, str]
-    ) -> Output:
+    ) -> StreamedOutput:
         path = f"/v1/materials/{material_id}/outputs/{kind}"
         response, body = await self.apis.stream(MEDIA, path, user, headers)
-        return Output(response.status_code, response.headers, body, response.aclose)
+        return StreamedOutput(response.status_code, response.headers, body, response.aclose)
 
     async def instances(self, user: User) -> Json:
         return await self.apis.get(MEDIA, "/internal/instances", user)

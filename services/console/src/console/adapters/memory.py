@@ -14,7 +14,7 @@ from typing import Any
 from console.domain.alerts import Alert
 from console.domain.identity import User
 from console.domain.waterfall import Trace
-from console.service_layer.ports import ApiError, Json, Output, Readiness
+from console.service_layer.ports import ApiError, Json, Readiness, StreamedOutput
 
 SITE_DEFAULT_CHANNELS = 16
 MEDIA_SERVER = "mtx-a"
@@ -33,7 +33,7 @@ def _page(items: list[Any], cursor: str | None, limit: int, key: str = "next_cur
 
 
 @dataclass
-class MemorySense:
+class MemorySenseReconciler:
     """sense-reconciler: devices, their reconcile status (converged at once), site limits."""
 
     devices_by_id: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -145,7 +145,7 @@ class MemoryOrphanScanner:
 
 
 @dataclass
-class MemoryBell:
+class MemoryBellReceiver:
     """bell-receiver: `audit` rows (newest first) and each user's notifications (by subject)."""
 
     audit: list[dict[str, Any]] = field(default_factory=list)
@@ -269,7 +269,7 @@ class MemoryMediaWorker:
 
     async def output(
         self, user: User, material_id: uuid.UUID, kind: str, headers: Mapping[str, str]
-    ) -> Output:
+    ) -> StreamedOutput:
         self._owned(user, material_id)
         data = self.outputs.get((str(material_id), kind))
         if data is None:
@@ -282,7 +282,7 @@ class MemoryMediaWorker:
             return None
 
         answer = {"content-type": "application/octet-stream", "content-length": str(len(data))}
-        return Output(200, answer, body(), close)
+        return StreamedOutput(200, answer, body(), close)
 
     async def instances(self, user: User) -> Json:
         return {"items": list(self.instances_table)}

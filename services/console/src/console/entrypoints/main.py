@@ -13,11 +13,11 @@ from prometheus_client import CollectorRegistry
 from console.adapters.apis import (
     PROMETHEUS,
     Apis,
-    BellApi,
+    BellReceiverApi,
     MediaWorkerApi,
     OrphanScannerApi,
     PrometheusAlerts,
-    SenseApi,
+    SenseReconcilerApi,
     ServiceHealthApi,
     SignalWatcherApi,
 )
@@ -58,9 +58,9 @@ def build_console(settings: ConsoleSettings, registry: CollectorRegistry | None 
     jaeger = JaegerQuery(settings.jaeger_url) if settings.jaeger_url is not None else None
     use_cases = bootstrap(
         settings,
-        sense=SenseApi(apis),
+        sense=SenseReconcilerApi(apis),
         orphans=OrphanScannerApi(apis),
-        bell=BellApi(apis),
+        bell=BellReceiverApi(apis),
         watchers=SignalWatcherApi(apis),
         media=MediaWorkerApi(apis),
         health=ServiceHealthApi(apis),

@@ -36,7 +36,7 @@ class ApiError(Exception):
         return f"{self.service}: {self.status} {self.code}"
 
 
-class SensePort(Protocol):
+class SenseReconcilerPort(Protocol):
     """sense-reconciler: devices, their reconcile status, site limits."""
 
     async def devices(
@@ -62,7 +62,7 @@ class OrphanScannerPort(Protocol):
         """The latest report, None before the first scan."""
 
 
-class BellPort(Protocol):
+class BellReceiverPort(Protocol):
     """bell-receiver: the audit trail and the user's inbox."""
 
     async def audit_events(
@@ -90,7 +90,7 @@ class SignalWatcherPort(Protocol):
 
 
 @dataclass(frozen=True)
-class Output:
+class StreamedOutput:
     """A streamed material output: the upstream status and headers, its bytes, and `close` (once sent)."""
 
     status: int
@@ -107,7 +107,7 @@ class MediaWorkerPort(Protocol):
     async def retry(self, user: User, material_id: uuid.UUID) -> None: ...
     async def output(
         self, user: User, material_id: uuid.UUID, kind: str, headers: Mapping[str, str]
-    ) -> Output: ...
+    ) -> StreamedOutput: ...
     async def instances(self, user: User) -> Json: ...
     async def drain(self, user: User) -> Json: ...
     async def start_upload(self, user: User, body: Any) -> Json: ...
