@@ -6,10 +6,12 @@ answers these tests expect."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -86,6 +88,12 @@ def console_app() -> FastAPI:
     app = create_app("console", "0")
     install(app, build_console(settings))
     return app
+
+
+def with_fakes(client: ConsoleClient, **ports: Any) -> None:
+    """The console of `client` calling the given fakes (`console.adapters.memory`) instead of the services,
+    e.g. ``with_fakes(client, sense=MemorySenseReconciler())``: the page tests that need no HTTP detail."""
+    client.console.use_cases = dataclasses.replace(client.console.use_cases, **ports)
 
 
 class ConsoleClient(httpx.AsyncClient):
