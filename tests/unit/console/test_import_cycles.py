@@ -91,3 +91,20 @@ def test_the_consoles_modules_import_no_cycle() -> None:
 def test_a_cycle_is_named() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c", "a"]]
+
+
+def test_the_layers_import_inward_and_nothing_imports_the_fakes() -> None:
+    """The domain imports no other layer, the service layer neither adapters nor entrypoints; no module
+    imports `console.adapters.memory` (the fakes are the tests' and the benches')."""
+    inner: dict[str, tuple[str, ...]] = {
+        "console.domain": ("console.service_layer", "console.adapters", "console.entrypoints"),
+        "console.service_layer": ("console.adapters", "console.entrypoints"),
+    }
+    wrong = [
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        for target in targets
+        if target == "console.adapters.memory"
+        or any(module.startswith(layer) and target.startswith(outer) for layer, outer in inner.items())
+    ]
+    assert not wrong, wrong

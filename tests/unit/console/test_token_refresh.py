@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from console.adapters.openid import GrantRefused, ProviderUnavailable
 from console.domain.sign_in import SignedIn, TokenAnswer, Tokens
 from console.entrypoints.session import COOKIE_NAME
+from console.service_layer.ports import GrantRefused, ProviderUnavailable
 from console.service_layer.sign_in import RefreshOutcome, SessionEnded, SignIns
 from tests.unit.console.conftest import ClientFactory, ConsoleClient, signed_in
 from tests.unit.console.provider import ACCESS_TOKEN_TTL_SECONDS, FakeProvider

@@ -15,7 +15,8 @@ from typing import Any
 
 import httpx
 
-from console.adapters.openid import ProviderUnavailable, origin_of
+from console.adapters.openid import origin_of
+from console.service_layer.ports import ProviderUnavailable
 from yovision_platform.tools.hydra import HydraAdmin, HydraAdminError
 
 __all__ = ["ChallengeRefused", "ConsentRequest", "LoginAdmin", "LoginRequest"]

@@ -29,6 +29,7 @@ import httpx
 import jwt
 
 from console.domain.sign_in import AuthorizationRequest, TokenAnswer
+from console.service_layer.ports import GrantRefused, IdTokenInvalid, ProviderUnavailable
 from yovision_platform.access_tokens import PermissionMapping, TokenRefused, checked_url, verified_claims
 from yovision_platform.auth import JWT_LEEWAY_SECONDS_DEFAULT
 from yovision_platform.jwks import IssuerKeys
@@ -52,23 +53,6 @@ ID_TOKEN_ALGORITHMS = frozenset({"RS256", "ES256"})
 KNOWN_ERRORS = frozenset(
     {"invalid_grant", "invalid_client", "invalid_request", "unauthorized_client", "unsupported_grant_type"}
 )
-
-
-class ProviderUnavailable(Exception):
-    """The provider did not answer, answered 5xx, or answered something that is no valid answer."""
-
-
-class GrantRefused(Exception):
-    """The provider refused the grant (a code, a refresh token): `code` is its OAuth 2.0 error code when
-    that is a known one, else `refused`."""
-
-    def __init__(self, code: str) -> None:
-        super().__init__(code)
-        self.code = code
-
-
-class IdTokenInvalid(Exception):
-    """The ID token failed a check (see the module docstring)."""
 
 
 def origin_of(url: str) -> str:

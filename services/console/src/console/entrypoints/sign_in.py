@@ -17,10 +17,10 @@ import logging
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
-from console.adapters.openid import GrantRefused, IdTokenInvalid, ProviderUnavailable
 from console.domain.sign_in import CODE_MAX_CHARS, STATE_MAX_CHARS, PendingSignIn, still_pending
 from console.entrypoints.dependencies import ConsoleDep, SignInOutcome
 from console.entrypoints.session import Session
+from console.service_layer.ports import GrantRefused, IdTokenInvalid, ProviderUnavailable
 
 router = APIRouter(include_in_schema=False)
 CALLBACK_PATH = "/oidc/callback"

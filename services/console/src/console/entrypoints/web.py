@@ -23,12 +23,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
 from starlette.exceptions import HTTPException
 
-from console.adapters.openid import ProviderUnavailable
 from console.domain.identity import NotPermitted
 from console.entrypoints import assets, dev_login, pages_operations, pages_traces, pages_user, sign_in
 from console.entrypoints.dependencies import Console, SignInOutcome, SignInRequired
 from console.entrypoints.session import CSRF_FIELD, CSRF_HEADER, csrf_matches
-from console.service_layer.ports import ApiError
+from console.service_layer.ports import ApiError, ProviderUnavailable
 from yovision_platform.auth import AuthError
 
 log = logging.getLogger(__name__)

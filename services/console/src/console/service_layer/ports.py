@@ -150,6 +150,23 @@ class TraceStore(Protocol):
         """The newest traces with a span of `service` carrying every one of `attributes`."""
 
 
+class ProviderUnavailable(Exception):
+    """The provider did not answer, answered 5xx, or answered something that is no valid answer."""
+
+
+class GrantRefused(Exception):
+    """The provider refused the grant (a code, a refresh token): `code` is its OAuth 2.0 error code when
+    that is a known one, else `refused`."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class IdTokenInvalid(Exception):
+    """The ID token failed a check (`console.adapters.openid` lists the checks)."""
+
+
 class Provider(Protocol):
     """What sign-in needs of the provider (`console.adapters.openid.OpenIdProvider`)."""
 

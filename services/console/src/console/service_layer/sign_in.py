@@ -37,7 +37,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from console.adapters.openid import GrantRefused, IdTokenInvalid, ProviderUnavailable
 from console.domain.sign_in import (
     OPENID_SCOPES,
     AuthorizationRequest,
@@ -47,7 +46,7 @@ from console.domain.sign_in import (
     Tokens,
     granted_permissions,
 )
-from console.service_layer.ports import Provider
+from console.service_layer.ports import GrantRefused, IdTokenInvalid, Provider, ProviderUnavailable
 from yovision_platform.auth import SUBJECT_PATTERN
 
 __all__ = ["RefreshOutcome", "SessionEnded", "SignIns"]
