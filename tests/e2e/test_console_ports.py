@@ -26,15 +26,6 @@ from console.adapters.apis import (
 )
 from console.adapters.jaeger import JaegerQuery
 from console.domain.identity import PERMISSIONS, User
-from console.service_layer.ports import (
-    BellReceiverPort,
-    HealthPort,
-    MediaWorkerPort,
-    OrphanScannerPort,
-    SenseReconcilerPort,
-    SignalWatcherPort,
-    TraceStore,
-)
 from tests.conftest import free_port
 from tests.e2e.conftest import Witness, camera_source, device_body
 from tests.e2e.test_watchers import Target, price_watcher, target
@@ -83,7 +74,7 @@ class RealUser:
 
 class TestApiSenseReconciler(RealUser, SenseReconcilerPortContract):
     @pytest.fixture
-    def port(self, apis: Apis) -> SenseReconcilerPort:
+    def port(self, apis: Apis) -> SenseReconcilerApi:
         return SenseReconcilerApi(apis)
 
     @pytest.fixture
@@ -96,19 +87,19 @@ class TestApiSenseReconciler(RealUser, SenseReconcilerPortContract):
 
 class TestApiOrphanScanner(RealUser, OrphanScannerPortContract):
     @pytest.fixture
-    def port(self, apis: Apis) -> OrphanScannerPort:
+    def port(self, apis: Apis) -> OrphanScannerApi:
         return OrphanScannerApi(apis)
 
 
 class TestApiBellReceiver(RealUser, BellReceiverPortContract):
     @pytest.fixture
-    def port(self, apis: Apis) -> BellReceiverPort:
+    def port(self, apis: Apis) -> BellReceiverApi:
         return BellReceiverApi(apis)
 
 
 class TestApiSignalWatcher(RealUser, SignalWatcherPortContract):
     @pytest.fixture
-    def port(self, apis: Apis) -> SignalWatcherPort:
+    def port(self, apis: Apis) -> SignalWatcherApi:
         return SignalWatcherApi(apis)
 
     @pytest.fixture
@@ -119,13 +110,13 @@ class TestApiSignalWatcher(RealUser, SignalWatcherPortContract):
 
 class TestApiMediaWorker(RealUser, MediaWorkerPortContract):
     @pytest.fixture
-    def port(self, apis: Apis) -> MediaWorkerPort:
+    def port(self, apis: Apis) -> MediaWorkerApi:
         return MediaWorkerApi(apis)
 
 
 class TestApiHealth(HealthPortContract):
     @pytest.fixture
-    def port(self, apis: Apis) -> HealthPort:
+    def port(self, apis: Apis) -> ServiceHealthApi:
         return ServiceHealthApi(apis)
 
     @pytest.fixture
@@ -139,7 +130,7 @@ class TestApiHealth(HealthPortContract):
 
 class TestJaegerTraceStore(TraceStoreContract):
     @pytest.fixture
-    async def port(self, jaeger: PrivateJaeger) -> AsyncIterator[TraceStore]:
+    async def port(self, jaeger: PrivateJaeger) -> AsyncIterator[JaegerQuery]:
         store = JaegerQuery(jaeger.query_url)
         yield store
         await store.aclose()

@@ -17,16 +17,7 @@ from console.adapters.memory import (
     MemoryTraceStore,
 )
 from console.domain.identity import PERMISSIONS, User
-from console.service_layer.ports import (
-    BellReceiverPort,
-    HealthPort,
-    MediaWorkerPort,
-    OrphanScannerPort,
-    Readiness,
-    SenseReconcilerPort,
-    SignalWatcherPort,
-    TraceStore,
-)
+from console.service_layer.ports import Readiness
 from tests.ports.console.contracts import (
     BellReceiverPortContract,
     DeviceBody,
@@ -56,7 +47,7 @@ def fake_device_body(tenant: str, site: str, path: str) -> dict[str, Any]:
 
 class TestMemorySenseReconciler(MemoryUser, SenseReconcilerPortContract):
     @pytest.fixture
-    def port(self) -> SenseReconcilerPort:
+    def port(self) -> MemorySenseReconciler:
         return MemorySenseReconciler()
 
     @pytest.fixture
@@ -66,19 +57,19 @@ class TestMemorySenseReconciler(MemoryUser, SenseReconcilerPortContract):
 
 class TestMemoryOrphanScanner(MemoryUser, OrphanScannerPortContract):
     @pytest.fixture
-    def port(self) -> OrphanScannerPort:
+    def port(self) -> MemoryOrphanScanner:
         return MemoryOrphanScanner()
 
 
 class TestMemoryBellReceiver(MemoryUser, BellReceiverPortContract):
     @pytest.fixture
-    def port(self) -> BellReceiverPort:
+    def port(self) -> MemoryBellReceiver:
         return MemoryBellReceiver()
 
 
 class TestMemorySignalWatcher(MemoryUser, SignalWatcherPortContract):
     @pytest.fixture
-    def port(self) -> SignalWatcherPort:
+    def port(self) -> MemorySignalWatcher:
         return MemorySignalWatcher()
 
     @pytest.fixture
@@ -91,13 +82,13 @@ class TestMemorySignalWatcher(MemoryUser, SignalWatcherPortContract):
 
 class TestMemoryMediaWorker(MemoryUser, MediaWorkerPortContract):
     @pytest.fixture
-    def port(self) -> MediaWorkerPort:
+    def port(self) -> MemoryMediaWorker:
         return MemoryMediaWorker()
 
 
 class TestMemoryHealth(HealthPortContract):
     @pytest.fixture
-    def port(self) -> HealthPort:
+    def port(self) -> MemoryHealth:
         return MemoryHealth(
             ready={"sense-reconciler": Readiness(200, {"database": "ok"})},
             pages={"sense-reconciler": FIGURES_PAGE},
@@ -114,5 +105,5 @@ class TestMemoryHealth(HealthPortContract):
 
 class TestMemoryTraceStore(TraceStoreContract):
     @pytest.fixture
-    def port(self) -> TraceStore:
+    def port(self) -> MemoryTraceStore:
         return MemoryTraceStore()
