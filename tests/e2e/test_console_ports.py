@@ -29,16 +29,7 @@ from console.domain.identity import PERMISSIONS, User
 from tests.conftest import free_port
 from tests.e2e.conftest import Witness, camera_source, device_body
 from tests.e2e.test_watchers import Target, price_watcher, target
-from tests.ports.console.contracts import (
-    BellReceiverPortContract,
-    DeviceBody,
-    HealthPortContract,
-    MediaWorkerPortContract,
-    OrphanScannerPortContract,
-    SenseReconcilerPortContract,
-    SignalWatcherPortContract,
-    TraceStoreContract,
-)
+from tests.ports.console import contracts
 from yovision_platform.tools.devtoken import user_access_token
 from yovision_platform.tools.environment import LocalEnvironment
 from yovision_platform.tools.jaeger import PrivateJaeger
@@ -72,32 +63,32 @@ class RealUser:
         return operator_user
 
 
-class TestApiSenseReconciler(RealUser, SenseReconcilerPortContract):
+class TestApiSenseReconciler(RealUser, contracts.SenseReconcilerPortContract):
     @pytest.fixture
     def port(self, apis: Apis) -> SenseReconcilerApi:
         return SenseReconcilerApi(apis)
 
     @pytest.fixture
-    def device_body(self, witness: Witness) -> DeviceBody:
+    def device_body(self, witness: Witness) -> contracts.DeviceBody:
         def body(tenant: str, site: str, path: str) -> dict[str, Any]:
             return device_body(tenant, site, path, camera_source(witness, "10.28.0.1"), "disabled")
 
         return body
 
 
-class TestApiOrphanScanner(RealUser, OrphanScannerPortContract):
+class TestApiOrphanScanner(RealUser, contracts.OrphanScannerPortContract):
     @pytest.fixture
     def port(self, apis: Apis) -> OrphanScannerApi:
         return OrphanScannerApi(apis)
 
 
-class TestApiBellReceiver(RealUser, BellReceiverPortContract):
+class TestApiBellReceiver(RealUser, contracts.BellReceiverPortContract):
     @pytest.fixture
     def port(self, apis: Apis) -> BellReceiverApi:
         return BellReceiverApi(apis)
 
 
-class TestApiSignalWatcher(RealUser, SignalWatcherPortContract):
+class TestApiSignalWatcher(RealUser, contracts.SignalWatcherPortContract):
     @pytest.fixture
     def port(self, apis: Apis) -> SignalWatcherApi:
         return SignalWatcherApi(apis)
@@ -108,13 +99,13 @@ class TestApiSignalWatcher(RealUser, SignalWatcherPortContract):
         return price_watcher("ports watch", "agent-ports", target.url)
 
 
-class TestApiMediaWorker(RealUser, MediaWorkerPortContract):
+class TestApiMediaWorker(RealUser, contracts.MediaWorkerPortContract):
     @pytest.fixture
     def port(self, apis: Apis) -> MediaWorkerApi:
         return MediaWorkerApi(apis)
 
 
-class TestApiHealth(HealthPortContract):
+class TestApiHealth(contracts.HealthPortContract):
     @pytest.fixture
     def port(self, apis: Apis) -> ServiceHealthApi:
         return ServiceHealthApi(apis)
@@ -128,7 +119,7 @@ class TestApiHealth(HealthPortContract):
         return SILENT
 
 
-class TestJaegerTraceStore(TraceStoreContract):
+class TestJaegerTraceStore(contracts.TraceStoreContract):
     @pytest.fixture
     async def port(self, jaeger: PrivateJaeger) -> AsyncIterator[JaegerQuery]:
         store = JaegerQuery(jaeger.query_url)
