@@ -5,7 +5,7 @@
   refuses the deletes a test names);
 - the same client over `tests/fake_mediamtx.FakeMediaMtx` (the HTTP-level fake of the Control API the
   client's unit tests use);
-- the in-memory fake of the port (`orphan_scanner.adapters.memory.MemoryMediaMtx`), which the use-case
+- the in-memory fake of the port (`orphan_scanner.adapters.memory.MemoryMediaMtxPaths`), which the use-case
   tests use.
 
 MediaMTX applies a change asynchronously: a list right after a delete may still show the name, so a test
@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from orphan_scanner.adapters.memory import MemoryMediaMtx
+from orphan_scanner.adapters.memory import MemoryMediaMtxPaths
 from orphan_scanner.service_layer.ports import MediaMtxPaths
 from tests.fake_mediamtx import PREFIX, FakeMediaMtx
 from tests.integration.orphan_scanner.private_mediamtx import private_mediamtx, read_until
@@ -164,11 +164,11 @@ class TestHttpFakeMediaMtx(MediaMtxContract):
         )
 
 
-class TestMemoryMediaMtx(MediaMtxContract):
+class TestMemoryMediaMtxPaths(MediaMtxContract):
     @pytest.fixture
     def serve(self) -> Serve:
         async def serve(names: Iterable[str], refuse_deletes: Collection[str] = ()) -> MediaMtxPaths:
-            paths = MemoryMediaMtx(names, deadline_seconds=DEADLINE_SECONDS)
+            paths = MemoryMediaMtxPaths(names, deadline_seconds=DEADLINE_SECONDS)
             paths.refuse_deletes = set(refuse_deletes)
             return paths
 
@@ -176,6 +176,6 @@ class TestMemoryMediaMtx(MediaMtxContract):
 
     @pytest.fixture
     def unreachable(self) -> MediaMtxPaths:
-        paths = MemoryMediaMtx(["cam-1"], deadline_seconds=DEADLINE_SECONDS)
+        paths = MemoryMediaMtxPaths(["cam-1"], deadline_seconds=DEADLINE_SECONDS)
         paths.unreachable = True
         return paths

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 
-from orphan_scanner.adapters.memory import MemoryMediaMtx
+from orphan_scanner.adapters.memory import MemoryMediaMtxPaths
 from orphan_scanner.domain.errors import ApplyInProgress, ScanFailed, ScanNotFound, ScanNotUsable
 from orphan_scanner.domain.gate import BlockReason
 from orphan_scanner.domain.inputs import confirmation_text
@@ -216,7 +216,7 @@ async def test_reclaimed_candidate_and_new_stale_path_are_not_deleted() -> None:
 
 
 async def test_a_candidate_claimed_while_apply_runs_is_skipped_at_its_recheck() -> None:
-    class ReclaimOnFirstDelete(MemoryMediaMtx):
+    class ReclaimOnFirstDelete(MemoryMediaMtxPaths):
         async def delete_path(self, name: str) -> bool:
             if not self.delete_requests:
                 await w.live("stale-2")  # Sense's event arrives while the first delete is under way
@@ -397,7 +397,7 @@ async def test_a_candidate_on_a_server_no_longer_registered_blocks() -> None:
     await w.stale("cam", server="mtx-a")
     w.servers["mtx-a"].paths |= {"cam", *(f"hand-{n}" for n in range(9))}
     report = await w.report()
-    moved = World({"mtx-b": MemoryMediaMtx(["cam"])}, db=w.db)  # the operator removed mtx-a
+    moved = World({"mtx-b": MemoryMediaMtxPaths(["cam"])}, db=w.db)  # the operator removed mtx-a
     result = await moved.apply_report(report)
     assert (result.status, result.reason_code) == (ApplyStatus.BLOCKED, BlockReason.ENUMERATION_FAILED)
     assert w.servers["mtx-a"].delete_requests == []

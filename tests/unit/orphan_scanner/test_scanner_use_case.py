@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 
-from orphan_scanner.adapters.memory import MemoryMediaMtx
+from orphan_scanner.adapters.memory import MemoryMediaMtxPaths
 from orphan_scanner.domain.errors import ScanError, ScanFailed, ScanLeaseBusy, ScanNotUsable
 from orphan_scanner.service_layer import scanner as scanner_module
 from orphan_scanner.service_layer.apply import ApplyStatus
@@ -100,7 +100,7 @@ async def test_a_periodic_scan_is_due_again_after_the_interval() -> None:
     assert await periodic.scan(ScanTrigger.PERIODIC) is not None
 
 
-class PausedPastTheLease(MemoryMediaMtx):
+class PausedPastTheLease(MemoryMediaMtxPaths):
     """Its first enumeration outlives the scan's lease: meanwhile the lease expires and another instance
     (`successor`) scans."""
 

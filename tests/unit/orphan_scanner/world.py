@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from orphan_scanner.adapters.memory import (
     MemoryApplyLock,
-    MemoryMediaMtx,
+    MemoryMediaMtxPaths,
     MemoryOrphanUnitOfWork,
     MemoryProjectionProgress,
     MemoryReportReader,
@@ -127,7 +127,7 @@ class SenseEvents:
 
 @dataclass
 class World(SenseEvents):
-    servers: dict[str, MemoryMediaMtx]
+    servers: dict[str, MemoryMediaMtxPaths]
     db: MemoryOrphanUnitOfWork = field(default_factory=MemoryOrphanUnitOfWork)
     progress: MemoryProjectionProgress = field(default_factory=MemoryProjectionProgress)
     lock: MemoryApplyLock = field(default_factory=MemoryApplyLock)
@@ -178,7 +178,7 @@ class World(SenseEvents):
         return self.bootstrap(options).scanner
 
     @property
-    def mediamtx(self) -> MemoryMediaMtx:
+    def mediamtx(self) -> MemoryMediaMtxPaths:
         """The single server (id `default`)."""
         return self.servers[SINGLE_MEDIA_SERVER_ID]
 
@@ -241,8 +241,8 @@ def run_row(stored: StoredApplyRun) -> dict[str, Any]:
 def world(*servers: str, paths: Iterable[str] = ()) -> World:
     """One server `default` holding `paths`, or the named servers (empty)."""
     if not servers:
-        return World({SINGLE_MEDIA_SERVER_ID: MemoryMediaMtx(paths, deadline_seconds=DEADLINE_SECONDS)})
-    return World({s: MemoryMediaMtx(deadline_seconds=DEADLINE_SECONDS) for s in servers})
+        return World({SINGLE_MEDIA_SERVER_ID: MemoryMediaMtxPaths(paths, deadline_seconds=DEADLINE_SECONDS)})
+    return World({s: MemoryMediaMtxPaths(deadline_seconds=DEADLINE_SECONDS) for s in servers})
 
 
 def on(server: str, name: str) -> ServerPath:

@@ -47,7 +47,7 @@ __all__ = [
     "Clock",
     "DatabaseClock",
     "MemoryApplyLock",
-    "MemoryMediaMtx",
+    "MemoryMediaMtxPaths",
     "MemoryOrphanUnitOfWork",
     "MemoryProjectionProgress",
     "MemoryProjectionStore",
@@ -396,7 +396,7 @@ class MemoryApplyLock:
             self.held = False
 
 
-class MemoryMediaMtx:
+class MemoryMediaMtxPaths:
     """One MediaMTX server's paths (a fleet of them: the platform's `MediaFleet` holding these).
     `unreachable`: every call fails `mediamtx_unreachable`; a delete of a
     name in `refuse_deletes` fails `mediamtx_http_500`; `delete_requests` lists every DELETE sent."""

@@ -172,7 +172,7 @@ class MediaMtxPaths(Protocol):
 class PathFleet(Protocol):
     """The registered MediaMTX servers as this service uses them: each server's configured paths, listed and
     deleted (`MediaMtxPaths`). The adapter is the platform's `yovision_platform.media_servers.MediaFleet`;
-    Sense's port of that fleet (`MediaServers`) asks more of each server."""
+    Sense's port of that fleet (`MediaServerFleet`) asks more of each server."""
 
     @property
     def ids(self) -> tuple[str, ...]:
