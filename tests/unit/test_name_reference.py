@@ -72,6 +72,8 @@ def settings_rows() -> Iterator[tuple[str, str, str]]:
                 service,
                 f"`{_where(owner)}` ({owner.__name__}.{field_name})",
             )
+        for former, current in getattr(cls, "renamed_settings", {}).items():
+            yield former, service, f"former name of `{current}`, read until the next release"
 
 
 def _production_files() -> Iterator[Path]:
@@ -79,31 +81,46 @@ def _production_files() -> Iterator[Path]:
     yield from sorted((ROOT / "services").glob("*/src/**/*.py"))
 
 
+def _exported(factory: str, name: str) -> str:
+    """The name a scrape shows: a counter's samples end in `_total` whether or not it was declared so."""
+    counter = factory in {"labeled_counter", "Counter"}
+    return name if not counter or name.endswith("_total") else f"{name}_total"
+
+
 def metric_rows() -> dict[str, str]:
-    """Metric name -> the file that declares it, from every metric factory call with a literal name."""
+    """Exported metric name -> where and how it is declared, from every metric factory call with a literal
+    name (a renamed metric's `former_name` is a row of its own)."""
     rows: dict[str, str] = {}
     for path in _production_files():
+        where = str(path.relative_to(ROOT))
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
-            name = (
+            factory = (
                 func.attr
                 if isinstance(func, ast.Attribute)
                 else func.id
                 if isinstance(func, ast.Name)
                 else ""
             )
-            if name not in METRIC_FACTORIES:
+            if factory not in METRIC_FACTORIES:
                 continue
-            for arg in node.args[:2]:
-                if (
-                    isinstance(arg, ast.Constant)
-                    and isinstance(arg.value, str)
-                    and METRIC_NAME.fullmatch(arg.value)
-                ):
-                    rows.setdefault(arg.value, str(path.relative_to(ROOT)))
-                    break
+            names = [
+                arg.value
+                for arg in node.args[:2]
+                if isinstance(arg, ast.Constant)
+                and isinstance(arg.value, str)
+                and METRIC_NAME.fullmatch(arg.value)
+            ]
+            if not names:
+                continue
+            name = names[0]
+            rows.setdefault(_exported(factory, name), f"`{where}` (`{name}`)")
+            for keyword in node.keywords:
+                if keyword.arg == "former_name" and isinstance(keyword.value, ast.Constant):
+                    former = _exported(factory, str(keyword.value.value))
+                    rows.setdefault(former, f"`{where}` (former name of `{name}`, until the next release)")
     return rows
 
 
@@ -122,7 +139,7 @@ def render() -> str:
     ]
     lines += [f"| `{name}` | {service} | {where} |" for name, service, where in settings_rows()]
     lines += ["", "## Metrics", "", "| metric | declared in |", "|---|---|"]
-    lines += [f"| `{name}` | `{where}` |" for name, where in sorted(metric_rows().items())]
+    lines += [f"| `{name}` | {where} |" for name, where in sorted(metric_rows().items())]
     return "\n".join(lines) + "\n"
 
 
@@ -135,13 +152,10 @@ def test_the_reference_page_is_written_from_the_code() -> None:
     )
 
 
-def _base_name(sample: str, known: dict[str, str]) -> str:
-    if sample in known:
-        return sample
-    for suffix in SAMPLE_SUFFIXES:
-        if sample.endswith(suffix) and sample.removesuffix(suffix) in known:
-            return sample.removesuffix(suffix)
-    return sample
+def _is_declared(sample: str, known: dict[str, str]) -> bool:
+    return sample in known or any(
+        sample.endswith(suffix) and sample.removesuffix(suffix) in known for suffix in SAMPLE_SUFFIXES
+    )
 
 
 def test_every_metric_an_alert_uses_is_found_by_its_name() -> None:
@@ -157,7 +171,5 @@ def test_every_metric_an_alert_uses_is_found_by_its_name() -> None:
         if "_" in match
     }
     assert used, "no metric found in the alert rules: the pattern no longer reads them"
-    missing = sorted(
-        name for name in used if _base_name(name, known) not in known and not name.startswith("up")
-    )
+    missing = sorted(name for name in used if not _is_declared(name, known) and not name.startswith("up"))
     assert missing == []
