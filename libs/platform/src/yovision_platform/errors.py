@@ -18,7 +18,7 @@ e.g. ``SchemaOutdated("schema_missing", ...)``). Add new subclasses here, each w
 
 ``ServiceError`` is the one base of every refusal a service's API answers: each service's
 ``domain/errors.py`` subclasses it with a class-level ``code`` and ``status``, and
-`yovision_platform.problems` answers any of them as a problem-details body with that status and code.
+`yovision_platform.web` answers any of them as a problem-details body with that status and code.
 """
 
 from __future__ import annotations

@@ -36,9 +36,8 @@ from pydantic_settings import (
     SettingsError,
 )
 
-from yovision_platform.db import Identifier
 from yovision_platform.errors import ConfigError, ConfigProblem
-from yovision_platform.kafka_security import (
+from yovision_platform.messaging._kafka_security import (
     SASL_USERNAME_MAX_CHARS,
     KafkaConnection,
     KafkaSecurity,
@@ -46,9 +45,10 @@ from yovision_platform.kafka_security import (
     SecurityProtocol,
     kafka_security,
 )
-from yovision_platform.metrics import INSTANCE_ID_PATTERN
-from yovision_platform.naming import KAFKA_PREFIX_PATTERN, KafkaNames
-from yovision_platform.redaction import REDACTED, redact_text, register_secret
+from yovision_platform.messaging._naming import KAFKA_PREFIX_PATTERN, KafkaNames
+from yovision_platform.observability._metrics import INSTANCE_ID_PATTERN
+from yovision_platform.security._redaction import REDACTED, redact_text, register_secret
+from yovision_platform.storage._db import Identifier
 
 __all__ = [
     "SECRET_FILE_MAX_BYTES",
@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 SECRET_FILE_MAX_BYTES = 64 * 1024
-# How long a consumer remembers processed event ids (yovision_platform.processed_events); longer than the
+# How long a consumer remembers processed event ids (yovision_platform.messaging); longer than the
 # longest topic retention of infra/topics.toml (30 days), checked against the broker before each prune.
 PROCESSED_EVENTS_RETENTION_DAYS_DEFAULT = 60
 PROCESSED_EVENTS_RETENTION_DAYS_MAX = 3650
@@ -225,7 +225,7 @@ class BaseWebSettings(BaseSettings):
     with a PEM certificate chain and its PEM private key (a secret file), for a process reached across
     hosts (Sense's signed push refuses plain HTTP to anything but loopback).
 
-    Tracing (`yovision_platform.tracing`): ``P_TRACING_OTLP_ENDPOINT``, the OTLP/HTTP collector's base URL
+    Tracing (`yovision_platform.observability`): ``P_TRACING_OTLP_ENDPOINT``, the OTLP/HTTP collector's URL
     (spans go to ``<it>/v1/traces``; http or https, no credentials in it; unset: tracing off), and
     ``P_TRACING_SAMPLING_RATIO``, the share of new traces kept (0 to 1; a continued trace follows its
     caller's decision)."""
@@ -373,11 +373,11 @@ class BaseServiceSettings(BaseWebSettings):
     ``P_MIGRATION_DSN_FILE`` (optional, path to the owner DSN used only by ``migrate``),
     ``P_OUTBOX_RELAY_ENABLED``, ``P_DATABASE_SCHEMA`` (default: the service's own schema name, e.g.
     ``sense``) and ``P_KAFKA_PREFIX`` (default empty: prefixed to every topic, consumer group and
-    transactional id, see :mod:`yovision_platform.naming`). The last two let several environments share one
+    transactional id, see :mod:`yovision_platform.messaging`). The last two let several environments share one
     PostgreSQL cluster and one Kafka cluster. ``P_PROCESSED_EVENTS_RETENTION_DAYS`` (default 60, 1..3650):
-    how long consumed event ids are kept for deduplication (:mod:`yovision_platform.processed_events`).
+    how long consumed event ids are kept for deduplication (:mod:`yovision_platform.messaging`).
 
-    Kafka security (:mod:`yovision_platform.kafka_security`): ``P_KAFKA_SECURITY_PROTOCOL`` (``PLAINTEXT``
+    Kafka security (:mod:`yovision_platform.messaging`): ``P_KAFKA_SECURITY_PROTOCOL`` (``PLAINTEXT``
     default, ``SSL``, ``SASL_PLAINTEXT``, ``SASL_SSL``), ``P_KAFKA_SSL_CA_FILE`` (PEM CA bundle; default: the
     system trust store), ``P_KAFKA_SSL_CERT_FILE`` + ``P_KAFKA_SSL_KEY_FILE`` (mTLS; the key is a secret
     file), ``P_KAFKA_SASL_MECHANISM`` (``PLAIN``, ``SCRAM-SHA-256``, ``SCRAM-SHA-512``),

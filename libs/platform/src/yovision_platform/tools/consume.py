@@ -27,8 +27,7 @@ from typing import Any, TextIO
 from aiokafka import AIOKafkaConsumer
 from aiokafka.errors import KafkaError
 
-from yovision_platform.avro import AvroSerde, EventContractError, SchemaRegistry
-from yovision_platform.kafka import plain_consumer
+from yovision_platform.messaging import AvroSerde, EventContractError, SchemaRegistry, plain_consumer
 from yovision_platform.tools import resolve_bootstrap
 
 DEFAULT_IDLE_TIMEOUT_SECONDS = 10.0

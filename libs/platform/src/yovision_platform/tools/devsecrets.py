@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from yovision_platform.localstack import LocalStack, runtime_dsn
-from yovision_platform.permissions import AUDIENCES
 from yovision_platform.tools import identity_provider
 from yovision_platform.tools.localhost import write_private_file
+from yovision_platform.web import AUDIENCES
 
 __all__ = ["DEFAULT_ENVIRONMENT", "LOCAL_SERVICES", "Environment", "generate", "instance_name", "main"]
 

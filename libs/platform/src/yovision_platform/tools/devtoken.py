@@ -20,11 +20,10 @@ from pathlib import Path
 
 import httpx
 
-from yovision_platform.auth import PERMISSION_PATTERN, SUBJECT_PATTERN
-from yovision_platform.permissions import AUDIENCES
 from yovision_platform.tools import hydra
 from yovision_platform.tools.hydra import HydraAdmin, TokenSet
 from yovision_platform.tools.identity_provider import DEV_TOKEN_CLIENT, MACHINE_CLIENTS, IdentityProvider
+from yovision_platform.web import AUDIENCES, PERMISSION_PATTERN, SUBJECT_PATTERN
 
 __all__ = ["machine_access_token", "main", "user_access_token", "user_tokens"]
 

@@ -58,14 +58,18 @@ import httpx
 from aiokafka import TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
-from yovision_platform.db import Identifier
-from yovision_platform.kafka import admin_client, plain_consumer, seek_to_start
-from yovision_platform.kafka_replication import read_replication
 from yovision_platform.localstack import LocalStack, read_env_file
-from yovision_platform.outbox_windows import unpassed_count_sql
-from yovision_platform.permissions import AUDIENCES
+from yovision_platform.messaging import (
+    admin_client,
+    plain_consumer,
+    read_replication,
+    seek_to_start,
+    unpassed_count_sql,
+)
+from yovision_platform.storage import Identifier
 from yovision_platform.tools import identity_provider
 from yovision_platform.tools.devsecrets import LOCAL_SERVICES, LocalService
+from yovision_platform.web import AUDIENCES
 
 __all__ = ["CHECKS", "Finding", "Report", "examine", "main", "secrets_of"]
 

@@ -48,10 +48,9 @@ from pathlib import Path
 
 import asyncpg
 
-from yovision_platform.db import Identifier
-from yovision_platform.kafka import admin_client
 from yovision_platform.localstack import LocalStack, read_env_file
-from yovision_platform.migrations import SchemaPlan, drop
+from yovision_platform.messaging import admin_client
+from yovision_platform.storage import Identifier, SchemaPlan, drop
 from yovision_platform.tools.devsecrets import (
     IDENTITY_PORTS,
     LOCAL_SERVICES,

@@ -33,9 +33,8 @@ from urllib.parse import parse_qs, quote, urlsplit
 import asyncpg
 import httpx
 
-from yovision_platform.db import Identifier
 from yovision_platform.localstack import runtime_dsn
-from yovision_platform.migrations import SchemaPlan, drop
+from yovision_platform.storage import Identifier, SchemaPlan, drop
 from yovision_platform.tools.localhost import free_port, stop_process, write_private_file
 
 __all__ = [

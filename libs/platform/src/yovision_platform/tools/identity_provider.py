@@ -27,11 +27,11 @@ from urllib.parse import unquote, urlsplit
 
 import httpx
 
-from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, read_env_file
-from yovision_platform.permissions import AUDIENCES, PERMISSIONS
+from yovision_platform.storage import Identifier
 from yovision_platform.tools import hydra
 from yovision_platform.tools.hydra import ClientSpec, HydraAdmin, HydraInstance
+from yovision_platform.web import AUDIENCES, PERMISSIONS
 
 __all__ = [
     "CONSOLE_CLIENT",

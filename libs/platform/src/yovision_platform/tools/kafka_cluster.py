@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from yovision_platform.kafka_replication import Replication, read_replication
+from yovision_platform.messaging import Replication, read_replication
 
 __all__ = ["ClusterLayout", "KafkaCluster", "Node"]
 

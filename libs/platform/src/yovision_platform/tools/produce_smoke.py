@@ -18,9 +18,7 @@ from pathlib import Path
 
 from aiokafka.errors import KafkaError
 
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.events import EventRecord, build_event
-from yovision_platform.kafka import start_producer
+from yovision_platform.messaging import AvroSerde, EventRecord, SchemaRegistry, build_event, start_producer
 from yovision_platform.tools import resolve_bootstrap
 
 SMOKE_EVENT_TYPE = "SmokeTestEvent"

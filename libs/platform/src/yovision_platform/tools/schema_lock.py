@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from yovision_platform.avro import (
+from yovision_platform.messaging import (
     FINGERPRINT_ALGORITHM,
     RELEASED_DIR_NAME,
     SAMPLES_DIR_NAME,
