@@ -39,18 +39,19 @@ from cryptography.hazmat.primitives.asymmetric import padding
 
 from bench.infra import ensure_stack
 from bench.stats import Latency
-from yovision_platform.access_tokens import AccessTokenVerifier
-from yovision_platform.auth import (
+from yovision_platform.tools import hydra, identity_provider
+from yovision_platform.tools.bench_runner import Counts, run_cleanly
+from yovision_platform.web import (
+    AUDIENCES,
     DECODE_OPTIONS,
     JWT_LEEWAY_SECONDS_DEFAULT,
+    AccessTokenVerifier,
     AuthError,
+    FetchOutcome,
+    IssuerKeys,
     check_times,
     checked_subject,
 )
-from yovision_platform.jwks import FetchOutcome, IssuerKeys
-from yovision_platform.permissions import AUDIENCES
-from yovision_platform.tools import hydra, identity_provider
-from yovision_platform.tools.bench_runner import Counts, run_cleanly
 
 AUDIENCE = "signal-watcher"
 CLIENTS = identity_provider.clients(hydra.UNSERVED_CONSOLE_URL, AUDIENCES)  # the environment's own

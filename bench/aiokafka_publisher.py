@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError, ProducerFenced
 
-from yovision_platform.kafka import PRODUCER_MAX_BATCH_BYTES, PRODUCER_REQUEST_TIMEOUT_MS
-from yovision_platform.txn_producer import (
+from yovision_platform.messaging import (
+    PRODUCER_MAX_BATCH_BYTES,
+    PRODUCER_REQUEST_TIMEOUT_MS,
     Header,
     PublisherFactory,
     PublishError,

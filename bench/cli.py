@@ -44,7 +44,7 @@ from bench.report import (
     relay_table,
 )
 from bench.stats import per_second
-from yovision_platform.outbox_publisher import RELAY_BATCH_MAX_ROWS, OutboxPublisherConfig
+from yovision_platform.messaging import RELAY_BATCH_MAX_ROWS, OutboxRelayConfig
 from yovision_platform.tools.bench_runner import Counts, run_cleanly
 
 __all__ = ["main"]
@@ -73,7 +73,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--messages", type=int, default=DEFAULT_MESSAGES, help="events per relay/produce run")
     parser.add_argument("--keys", type=int, default=BENCH_KEY_COUNT, help="distinct message keys")
     parser.add_argument(
-        "--batch-size", type=int, default=OutboxPublisherConfig().batch_size, help="relay batch rows"
+        "--batch-size", type=int, default=OutboxRelayConfig().batch_size, help="relay batch rows"
     )
     parser.add_argument(
         "--relays", default=",".join(map(str, DEFAULT_RELAY_COUNTS)), help="relay process counts to run"

@@ -11,7 +11,7 @@ min.insync.replicas 2 (`bench.infra.bench_topics` reads the broker count).
    on the same cluster in the same run: as the main benchmark runs it, before and after the drain, and with
    batch.size 1 MiB (librdkafka's default, so the relay's). Goal: the relay >= 0.3 of the fastest.
 2. **Leader kills**: a steady writer (Avro `SmokeTestEvent`s through `Outbox.enqueue_many`, 10 per
-   transaction, 200/s); the shipped relay (`OutboxPublisher`, shipped configuration, in this process)
+   transaction, 200/s); the shipped relay (`OutboxRelay`, shipped configuration, in this process)
    publishes them; the platform's `IdempotentConsumer` (a consumer group, positions in PostgreSQL) applies
    them. N times, the broker leading partition `i mod 6` is SIGKILLed. The window runs from the SIGKILL to
    the commit of the first Kafka transaction of that partition's relay shard begun after it (with 6
@@ -72,28 +72,34 @@ from bench.relay_throughput import RelayRun, run_relays
 from bench.report import RELAY_GOAL_PERF_RATIO
 from bench.stats import Latency
 from bench.table import Cell, render_table
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.consumer import IdempotentConsumer, InboundEvent, stored_positions
-from yovision_platform.db import DbConnection, Identifier, create_pool
-from yovision_platform.events import HEADER_EVENT_ID, build_event, catalog_for
-from yovision_platform.kafka import plain_consumer
-from yovision_platform.kafka_replication import read_leaders
-from yovision_platform.outbox import OUTBOX_SHARDS, Outbox, OutboxMessage, outbox_shard
-from yovision_platform.outbox_publisher import (
-    OutboxPublisher,
-    OutboxPublisherConfig,
-    OutboxPublisherMetrics,
+from yovision_platform.messaging import (
+    HEADER_EVENT_ID,
+    OUTBOX_SHARDS,
+    AvroSerde,
+    Header,
+    IdempotentConsumer,
+    InboundEvent,
+    Outbox,
+    OutboxMessage,
+    OutboxRelay,
+    OutboxRelayConfig,
+    OutboxRelayMetrics,
+    PublisherFactory,
+    SchemaRegistry,
+    TransactionalPublisher,
+    build_event,
+    catalog_for,
+    confluent_publisher_factory,
     executor_for,
+    outbox_shard,
+    plain_consumer,
+    read_leaders,
+    stored_positions,
 )
+from yovision_platform.storage import DbConnection, Identifier, create_pool
 from yovision_platform.tools.bench_runner import Counts, run_cleanly
 from yovision_platform.tools.kafka_cluster import ClusterLayout, KafkaCluster, Node
 from yovision_platform.tools.localhost import free_port
-from yovision_platform.txn_producer import (
-    Header,
-    PublisherFactory,
-    TransactionalPublisher,
-    confluent_publisher_factory,
-)
 
 __all__ = ["main"]
 
@@ -151,7 +157,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--messages", type=int, default=DEFAULT_MESSAGES, help="rows of the relay drain")
     parser.add_argument("--perf-records", type=int, default=DEFAULT_PERF_RECORDS, help="ProducerPerformance")
-    parser.add_argument("--batch-size", type=int, default=OutboxPublisherConfig().batch_size)
+    parser.add_argument("--batch-size", type=int, default=OutboxRelayConfig().batch_size)
     parser.add_argument("--kills", type=int, default=DEFAULT_KILLS, help="leader SIGKILL/restart cycles")
     parser.add_argument("--rate", type=float, default=DEFAULT_WRITE_RATE, help="steady writer, rows/s")
     parser.add_argument("--quick", action="store_true", help="small sizes, 2 kills: a smoke run")
@@ -501,7 +507,7 @@ class Pipeline:
             if count > before.get(reason, 0.0)
         }
 
-    async def drain_state(self, relay: OutboxPublisher) -> str:
+    async def drain_state(self, relay: OutboxRelay) -> str:
         """Where rows stopped: the outbox backlog, unapplied rows by shard, and each shard's cursor."""
         unapplied: dict[int, int] = defaultdict(int)
         for key, rows in self.writer.written.items():
@@ -666,20 +672,20 @@ async def failover(
             decode=pipeline.writer.serde.decode,
             handler=pipeline.handle,
         )
-        config = OutboxPublisherConfig()  # as shipped
+        config = OutboxRelayConfig()  # as shipped
         stop = asyncio.Event()
         try:
             with executor_for(config) as executor:
                 factory = confluent_publisher_factory(
                     bootstrap, client_id="bench-cluster-relay", executor=executor
                 )
-                relay = OutboxPublisher(
+                relay = OutboxRelay(
                     pool,
                     schema.name,
                     timed(factory, pipeline.commits),
                     owner="bench-cluster-relay",
                     config=config,
-                    metrics=OutboxPublisherMetrics(pipeline.registry),
+                    metrics=OutboxRelayMetrics(pipeline.registry),
                 )
                 tasks = [
                     asyncio.create_task(relay.run(stop)),

@@ -19,9 +19,8 @@ from dataclasses import dataclass
 import asyncpg
 
 from bench.stats import Latency, Stopwatch, per_second
-from yovision_platform.db import DbConnection, Identifier
-from yovision_platform.kafka import partition_for_key
-from yovision_platform.outbox import OUTBOX_SHARDS, Outbox, OutboxMessage
+from yovision_platform.messaging import OUTBOX_SHARDS, Outbox, OutboxMessage, partition_for_key
+from yovision_platform.storage import DbConnection, Identifier
 
 __all__ = ["EnqueueResult", "run_enqueue"]
 

@@ -20,10 +20,9 @@ from pathlib import Path
 import asyncpg
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from yovision_platform.db import Identifier, create_pool
-from yovision_platform.kafka_replication import CLUSTER_REPLICATION_FACTOR
 from yovision_platform.localstack import LocalStack, runtime_dsn
-from yovision_platform.migrations import SchemaPlan, drop, migrate
+from yovision_platform.messaging import CLUSTER_REPLICATION_FACTOR
+from yovision_platform.storage import Identifier, SchemaPlan, create_pool, drop, migrate
 
 __all__ = [
     "BENCH_TOPIC_PARTITIONS",

@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 
 from bench.infra import BenchSchema
 from bench.stats import Latency, Stopwatch, per_second
-from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.errors import LeaseLost
-from yovision_platform.leases import LeaseTable
+from yovision_platform.storage import DbConnection, Identifier, LeaseTable
 
 __all__ = ["LEASE_VARIANTS", "LeaseRun", "run_lease_variant"]
 

@@ -7,9 +7,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.events import build_event, catalog_for
-from yovision_platform.outbox import OutboxMessage
+from yovision_platform.messaging import AvroSerde, OutboxMessage, SchemaRegistry, build_event, catalog_for
 
 __all__ = ["BENCH_KEY_COUNT", "KafkaMessage", "MessageSet", "build_messages"]
 

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 
 from bench.infra import BenchSchema, BenchTopics, Stack
 from bench.relay_throughput import relay_processes, wait_all_passed, wait_split
-from yovision_platform.kafka import partition_for_key
-from yovision_platform.outbox import OUTBOX_SHARDS
+from yovision_platform.messaging import OUTBOX_SHARDS, partition_for_key
 
 __all__ = ["BloatRun", "run_bloat"]
 

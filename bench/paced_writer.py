@@ -20,9 +20,8 @@ from pathlib import Path
 import asyncpg
 
 from bench.relay_worker import DSN_ENV
-from yovision_platform.db import Identifier, create_pool
-from yovision_platform.outbox import Outbox, OutboxMessage
-from yovision_platform.unit_of_work import TransactionalOutbox
+from yovision_platform.messaging import Outbox, OutboxMessage
+from yovision_platform.storage import Identifier, TransactionalOutbox, create_pool
 
 PACED_TRANSACTION_ROWS = 10
 PACED_WRITERS = 4

@@ -15,8 +15,7 @@ from confluent_kafka import Producer
 
 from bench.messages import KafkaMessage
 from bench.stats import Stopwatch, per_second
-from yovision_platform.kafka import seek_to_start, start_producer
-from yovision_platform.txn_producer import KAFKA_PARTITIONER
+from yovision_platform.messaging import KAFKA_PARTITIONER, seek_to_start, start_producer
 
 __all__ = ["ProduceResult", "count_records", "raw_aiokafka", "raw_confluent", "warm_up_topic"]
 

@@ -31,9 +31,14 @@ from bench.paced_writer import dump
 from bench.relay_throughput import relay_processes, wait_split
 from bench.relay_worker import DSN_ENV
 from bench.stats import Latency, per_second
-from yovision_platform.events import HEADER_EVENT_ID
-from yovision_platform.kafka import partition_for_key, seek_to_start
-from yovision_platform.outbox import OUTBOX_SHARDS, Outbox, OutboxMessage
+from yovision_platform.messaging import (
+    HEADER_EVENT_ID,
+    OUTBOX_SHARDS,
+    Outbox,
+    OutboxMessage,
+    partition_for_key,
+    seek_to_start,
+)
 
 __all__ = ["PacedRun", "run_paced"]
 

@@ -19,10 +19,14 @@ from dataclasses import dataclass
 from bench.infra import BenchSchema, BenchTopics, Stack
 from bench.relay_throughput import insert_in_one_transaction, wait_all_passed, wait_split
 from bench.stats import per_second
-from yovision_platform.naming import KafkaNames
-from yovision_platform.outbox import OutboxMessage
-from yovision_platform.outbox_publisher import OutboxPublisher, OutboxPublisherConfig, executor_for
-from yovision_platform.txn_producer import confluent_publisher_factory
+from yovision_platform.messaging import (
+    KafkaNames,
+    OutboxMessage,
+    OutboxRelay,
+    OutboxRelayConfig,
+    confluent_publisher_factory,
+    executor_for,
+)
 
 __all__ = ["RelayProfile", "profile_relay"]
 
@@ -87,13 +91,13 @@ async def profile_relay(
     """One relay in this process (shipped publisher), under cProfile, draining `messages`."""
     prefix = "profile"
     await topics.for_run(prefix)
-    config = OutboxPublisherConfig(batch_size=batch_size, lease_seconds=3)
+    config = OutboxRelayConfig(batch_size=batch_size, lease_seconds=3)
     profiler = cProfile.Profile()
     with executor_for(config) as executor:
         publishers = confluent_publisher_factory(
             stack.kafka_bootstrap, client_id="bench-profile", executor=executor
         )
-        relay = OutboxPublisher(
+        relay = OutboxRelay(
             schema.pool,
             schema.name,
             publishers,

@@ -24,7 +24,7 @@ from bench.infra import BENCH_TOPIC_PARTITIONS, REPO_ROOT, BenchSchema, BenchTop
 from bench.produce import count_records
 from bench.relay_worker import DSN_ENV
 from bench.stats import per_second
-from yovision_platform.outbox import OUTBOX_SHARDS, Outbox, OutboxMessage
+from yovision_platform.messaging import OUTBOX_SHARDS, Outbox, OutboxMessage
 
 __all__ = ["RelayRun", "relay_processes", "run_relays", "wait_all_passed"]
 

@@ -3,7 +3,7 @@
     BENCH_RUNTIME_DSN=... python -m bench.relay_worker SCHEMA BOOTSTRAP OWNER TOPIC_PREFIX
         [--client confluent|aiokafka] [--batch-size N] [--lease-seconds S] [--otlp-endpoint URL]
 
-Runs `OutboxPublisher.run` until SIGTERM, with the shipped settings except those given. The DSN comes from the
+Runs `OutboxRelay.run` until SIGTERM, with the shipped settings except those given. The DSN comes from the
 environment, never the command line. With `--otlp-endpoint` the process traces as `serve` does with
 ``<P>_TRACING_OTLP_ENDPOINT`` set (`configure_tracing`, sampling ratio 1.0, the default), and exports what is
 still queued before it exits.
@@ -18,11 +18,15 @@ import signal
 import sys
 
 from bench.aiokafka_publisher import aiokafka_publisher_factory
-from yovision_platform.db import Identifier, create_pool
-from yovision_platform.naming import KafkaNames
-from yovision_platform.outbox_publisher import OutboxPublisher, OutboxPublisherConfig, executor_for
-from yovision_platform.tracing import configure_tracing
-from yovision_platform.txn_producer import confluent_publisher_factory
+from yovision_platform.messaging import (
+    KafkaNames,
+    OutboxRelay,
+    OutboxRelayConfig,
+    confluent_publisher_factory,
+    executor_for,
+)
+from yovision_platform.observability import configure_tracing
+from yovision_platform.storage import Identifier, create_pool
 
 DSN_ENV = "BENCH_RUNTIME_DSN"
 TRACING_SAMPLING_RATIO = 1.0  # the services' default (`tracing_sampling_ratio`)
@@ -43,7 +47,7 @@ async def main(args: argparse.Namespace) -> None:
 
 
 async def relay(args: argparse.Namespace) -> None:
-    config = OutboxPublisherConfig(batch_size=args.batch_size, lease_seconds=args.lease_seconds)
+    config = OutboxRelayConfig(batch_size=args.batch_size, lease_seconds=args.lease_seconds)
     pool = await create_pool(os.environ[DSN_ENV], application_name=f"bench-{args.owner}", max_size=8)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
@@ -55,7 +59,7 @@ async def relay(args: argparse.Namespace) -> None:
                 publishers = confluent_publisher_factory(
                     args.bootstrap, client_id=args.owner, executor=executor
                 )
-            relay = OutboxPublisher(
+            relay = OutboxRelay(
                 pool,
                 Identifier(args.schema),
                 publishers,
@@ -75,8 +79,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("owner")
     parser.add_argument("topic_prefix")
     parser.add_argument("--client", choices=("confluent", "aiokafka"), default="confluent")
-    parser.add_argument("--batch-size", type=int, default=OutboxPublisherConfig().batch_size)
-    parser.add_argument("--lease-seconds", type=float, default=OutboxPublisherConfig().lease_seconds)
+    parser.add_argument("--batch-size", type=int, default=OutboxRelayConfig().batch_size)
+    parser.add_argument("--lease-seconds", type=float, default=OutboxRelayConfig().lease_seconds)
     parser.add_argument("--otlp-endpoint", default=None, help="trace into this OTLP/HTTP receiver")
     return parser.parse_args(argv)
 

@@ -2,7 +2,7 @@
 `read_committed` consumer, on the shipped relay (issue 25, item 1).
 
 One event at a time (`--events`, `--gap-seconds` apart, so each finds the relay idle), through an
-in-process `OutboxPublisher` with the shipped configuration and confluent-kafka publishers, after a warm-up
+in-process `OutboxRelay` with the shipped configuration and confluent-kafka publishers, after a warm-up
 that has every shard publish once (the first event of a shard waits for its producer to start). Each event's
 moments, on one monotonic clock:
 
@@ -33,15 +33,18 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from bench.infra import BENCH_TOPIC_PARTITIONS, Stack, bench_schema, bench_topics, ensure_stack
 from bench.stats import Latency
-from yovision_platform.kafka import seek_to_start
-from yovision_platform.outbox import OUTBOX_SHARDS, Outbox, OutboxMessage, notify_channel
-from yovision_platform.outbox_publisher import OutboxPublisher
-from yovision_platform.tools.bench_runner import Counts, run_cleanly
-from yovision_platform.txn_producer import (
+from yovision_platform.messaging import (
+    OUTBOX_SHARDS,
     Header,
+    Outbox,
+    OutboxMessage,
+    OutboxRelay,
     TransactionalPublisher,
     confluent_publisher_factory,
+    notify_channel,
+    seek_to_start,
 )
+from yovision_platform.tools.bench_runner import Counts, run_cleanly
 
 STEPS = ("notified", "produced", "committed", "received")
 DEFAULT_EVENTS = 200
@@ -132,7 +135,7 @@ async def run(events: int, gap_seconds: float) -> tuple[dict[str, object], Count
             def factory(transactional_id: str) -> TransactionalPublisher:
                 return TimedPublisher(inner(transactional_id), moments["produced"], moments["committed"])
 
-            relay = OutboxPublisher(schema.pool, schema.name, factory, owner="bench-single")
+            relay = OutboxRelay(schema.pool, schema.name, factory, owner="bench-single")
             stop = asyncio.Event()
             relay_task = asyncio.create_task(relay.run(stop))
             consumer_task = asyncio.create_task(consume(arrived))

@@ -44,13 +44,12 @@ from bench.relay_throughput import RelayRun, run_relays
 from bench.stats import Latency
 from bench.table import Cell, render_table
 from bench.tracing_memory import JSON_PREFIX as MEMORY_JSON_PREFIX
-from yovision_platform.outbox import OutboxMessage
-from yovision_platform.outbox_publisher import OutboxPublisherConfig
+from yovision_platform.messaging import OutboxMessage, OutboxRelayConfig
+from yovision_platform.observability import TRACEPARENT_HEADER
 from yovision_platform.settings import TRACING_SAMPLING_RATIO_DEFAULT
 from yovision_platform.tools.bench_runner import Counts, run_cleanly
 from yovision_platform.tools.jaeger import PrivateJaeger, private_jaeger
 from yovision_platform.tools.localhost import free_port
-from yovision_platform.tracing import TRACEPARENT_HEADER
 
 __all__ = ["main"]
 
@@ -137,7 +136,7 @@ async def relay_pairs(
                         messages,
                         relays=1,
                         client="confluent",
-                        batch_size=OutboxPublisherConfig().batch_size,
+                        batch_size=OutboxRelayConfig().batch_size,
                         run_tag=f"-{_side(traced)}{pair}",
                         otlp_endpoint=jaeger.otlp_http_url if traced else None,
                     )

@@ -3,7 +3,7 @@
     python -m bench.tracing_memory [--otlp-endpoint URL] [--spans 200000]
 
 Run by `python -m bench.tracing` (in a process of its own: the tracer provider is global). The spans are the
-relay's own per-row span, made as `outbox_publisher._record_publish_spans` makes it: a PRODUCER span
+relay's own per-row span, made as `messaging._relay._record_publish_spans` makes it: a PRODUCER span
 recorded after the fact, child of a sampled ``traceparent`` of a trace of its own (each row of a distinct
 request), so the ParentBased sampler records every one. Without `--otlp-endpoint` tracing is off (no
 provider: the API's no-op spans), the baseline. With the endpoint of a closed loopback port, every export
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from opentelemetry.trace import SpanKind
 
-from yovision_platform.tracing import configure_tracing, context_from_headers, record_span, tracer
+from yovision_platform.observability import configure_tracing, context_from_headers, record_span, tracer
 
 __all__ = ["JSON_PREFIX", "WARM_UP_SPANS"]
 

@@ -26,12 +26,10 @@ from aiokafka.admin import NewTopic
 from hypothesis import HealthCheck, settings
 
 from tests.issuers import HydraIssuer, hydra_issuer
-from yovision_platform import redaction
-from yovision_platform.db import Identifier
-from yovision_platform.kafka import admin_client
-from yovision_platform.kafka_security import KafkaTarget
 from yovision_platform.localstack import LocalMediaServer, LocalStack, runtime_dsn
-from yovision_platform.migrations import SchemaPlan, drop, migrate
+from yovision_platform.messaging import KafkaTarget, admin_client
+from yovision_platform.security import _redaction as redaction
+from yovision_platform.storage import Identifier, SchemaPlan, drop, migrate
 from yovision_platform.tools import localhost
 from yovision_platform.tools.mediamtx_sandbox import mediamtx_sandbox
 

@@ -19,11 +19,9 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
-from yovision_platform.access_tokens import AccessTokenVerifier, PermissionMapping
-from yovision_platform.jwks import IssuerKeys
-from yovision_platform.permissions import AUDIENCES
 from yovision_platform.tools import hydra, identity_provider
 from yovision_platform.tools.hydra import ClientSpec, HydraAdmin
+from yovision_platform.web import AUDIENCES, AccessTokenVerifier, IssuerKeys, PermissionMapping
 
 ACCESS_TOKEN_TTL_SECONDS = 15 * 60
 

@@ -23,8 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 import httpx
 
-from yovision_platform.db import Identifier
-from yovision_platform.permissions import AUDIENCES
+from yovision_platform.storage import Identifier
 from yovision_platform.tools.hydra import (
     READY_TIMEOUT_SECONDS,
     HydraAdmin,
@@ -32,6 +31,7 @@ from yovision_platform.tools.hydra import (
     wait_until_ready,
 )
 from yovision_platform.tools.identity_provider import clients
+from yovision_platform.web import AUDIENCES
 
 READY_TIMEOUT_SECONDS_DEFAULT = READY_TIMEOUT_SECONDS
 

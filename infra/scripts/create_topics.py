@@ -21,7 +21,7 @@ from pathlib import Path
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
-from yovision_platform.naming import KAFKA_PREFIX_PATTERN
+from yovision_platform.messaging import KAFKA_PREFIX_PATTERN
 from yovision_platform.tools import resolve_bootstrap
 
 DEFAULT_TOPICS_FILE = Path(__file__).resolve().parents[1] / "topics.toml"

@@ -25,18 +25,20 @@ from tests.integration.platform.kafka_helpers import (
     running,
     wait_until,
 )
-from yovision_platform.kafka import admin_client
-from yovision_platform.kafka_replication import read_leaders
-from yovision_platform.naming import KafkaNames
-from yovision_platform.outbox import OUTBOX_SHARDS, Outbox, OutboxMessage
-from yovision_platform.outbox_publisher import (
+from yovision_platform.messaging import (
+    OUTBOX_SHARDS,
     OUTBOX_TABLE,
-    OutboxPublisher,
-    OutboxPublisherMetrics,
+    KafkaNames,
+    Outbox,
+    OutboxMessage,
+    OutboxRelay,
+    OutboxRelayMetrics,
+    PublisherFactory,
+    admin_client,
+    read_leaders,
     transactional_id,
 )
 from yovision_platform.tools.kafka_cluster import KafkaCluster, Node
-from yovision_platform.txn_producer import PublisherFactory
 
 PARTITIONS = 3
 KEYS = 12
@@ -113,12 +115,10 @@ class SteadyWriter:
 
 def cluster_relay(
     pool: asyncpg.Pool, schema: MigratedSchema, factory: PublisherFactory, registry: CollectorRegistry
-) -> OutboxPublisher:
+) -> OutboxRelay:
     """The shipped relay on the schema's outbox, its metrics in `registry`."""
-    metrics = OutboxPublisherMetrics(registry)
-    return OutboxPublisher(
-        pool, schema.name, factory, owner="cluster-relay", config=FAST_RELAY, metrics=metrics
-    )
+    metrics = OutboxRelayMetrics(registry)
+    return OutboxRelay(pool, schema.name, factory, owner="cluster-relay", config=FAST_RELAY, metrics=metrics)
 
 
 def failures(registry: CollectorRegistry) -> dict[str, float]:

@@ -52,12 +52,17 @@ from tests.e2e.conftest import (
 from tests.e2e.test_console_csrf import signed_in_through_hydra
 from tests.e2e.test_watchers import Target, price_watcher
 from tests.integration.platform.kafka_helpers import wait_until
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.db import Identifier
-from yovision_platform.kafka import plain_consumer, seek_to_start
-from yovision_platform.naming import KafkaNames
-from yovision_platform.outbox import OUTBOX_SHARDS
-from yovision_platform.outbox_publisher import OUTBOX_TABLE, transactional_id
+from yovision_platform.messaging import (
+    OUTBOX_SHARDS,
+    OUTBOX_TABLE,
+    AvroSerde,
+    KafkaNames,
+    SchemaRegistry,
+    plain_consumer,
+    seek_to_start,
+    transactional_id,
+)
+from yovision_platform.storage import Identifier
 from yovision_platform.tools.doctor import Report, examine_until_settled
 from yovision_platform.tools.environment import LocalEnvironment, local_environment
 from yovision_platform.tools.kafka_cluster import KafkaCluster, Node

@@ -12,7 +12,7 @@ from typing import Any
 
 from fastavro import schemaless_reader, schemaless_writer
 
-from yovision_platform.avro import SchemaVersion
+from yovision_platform.messaging import SchemaVersion
 
 SAMPLE_TIMESTAMP_MS = 1_764_460_800_000
 

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.events import EventCatalog
+from yovision_platform.messaging import AvroSerde, EventCatalog, SchemaRegistry
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS_DIR = REPO_ROOT / "schemas" / "avro"

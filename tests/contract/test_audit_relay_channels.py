@@ -1,5 +1,5 @@
 """One device-audit fact, two channels: the signed HTTP item and the DeviceAuditRecorded Kafka event are
-the same canonical fact with one digest, built and read only through `yovision_platform.audit_relay`."""
+the same canonical fact with one digest, built and read only through `yovision_platform.audit_push`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from yovision_platform import audit_relay
-from yovision_platform.audit_relay import (
+from yovision_platform import audit_push
+from yovision_platform.audit_push import (
     ValidFact,
     audit_event_parts,
     epoch_millis,
@@ -18,8 +18,7 @@ from yovision_platform.audit_relay import (
     fact_time,
     validate_item,
 )
-from yovision_platform.avro import AvroSerde
-from yovision_platform.events import EventCatalog, build_event
+from yovision_platform.messaging import AvroSerde, EventCatalog, build_event
 
 EVENT_ID = uuid.UUID("3f0e1c2b-4a5d-4e6f-8a7b-9c0d1e2f3a4b")
 
@@ -43,7 +42,7 @@ def via_kafka(serde: AvroSerde, fact: dict[str, object]) -> ValidFact:
     parts = audit_event_parts(fact)
     record = build_event(
         serde,
-        audit_relay.EVENT_TYPE,
+        audit_push.EVENT_TYPE,
         str(fact["device_id"]),
         parts.payload,
         event_id=parts.event_id,
@@ -95,7 +94,7 @@ def test_epoch_millis_is_exact(moment: datetime, millis: int) -> None:
 
 
 def test_the_contract_source_system_is_the_catalogue_owner_of_the_audit_event(catalog: EventCatalog) -> None:
-    assert catalog.source_system_of(audit_relay.EVENT_TYPE) == audit_relay.SOURCE_SYSTEM
+    assert catalog.source_system_of(audit_push.EVENT_TYPE) == audit_push.SOURCE_SYSTEM
 
 
 def test_a_producer_cannot_put_a_fact_the_contract_refuses_on_kafka() -> None:

@@ -7,8 +7,15 @@ import uuid
 
 import pytest
 
-from yovision_platform.avro import AvroSerde, InvalidEventError, UnknownEventTypeError
-from yovision_platform.events import EventCatalog, build_event, catalog_for, new_envelope
+from yovision_platform.messaging import (
+    AvroSerde,
+    EventCatalog,
+    InvalidEventError,
+    UnknownEventTypeError,
+    build_event,
+    catalog_for,
+    new_envelope,
+)
 
 DEVICE_PAYLOAD = {
     "device_id": "dev-1",

@@ -5,8 +5,7 @@ from __future__ import annotations
 import tomllib
 
 from tests.contract.conftest import TOPICS_TOML
-from yovision_platform.avro import SchemaRegistry
-from yovision_platform.events import EventCatalog
+from yovision_platform.messaging import EventCatalog, SchemaRegistry
 
 ENVELOPE_FULL_NAME = "com.yovision.events.platform.EventEnvelope"
 

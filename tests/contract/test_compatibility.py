@@ -20,7 +20,7 @@ import pytest
 
 from tests.contract._compat import check_can_read
 from tests.contract.conftest import SCHEMAS_DIR
-from yovision_platform.avro import (
+from yovision_platform.messaging import (
     AvroSerde,
     SchemaRegistry,
     build_schema_versions,

@@ -10,7 +10,7 @@ from fastavro.schema import to_parsing_canonical_form
 
 from tests.contract._avro_oracle import crc64_avro, parsing_canonical_form, single_object_fingerprint
 from tests.contract.conftest import SCHEMAS_DIR
-from yovision_platform.avro import (
+from yovision_platform.messaging import (
     SchemaRegistry,
     load_released_versions,
     read_released_documents,

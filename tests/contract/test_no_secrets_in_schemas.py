@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.contract.conftest import SCHEMAS_DIR
-from yovision_platform.avro import SchemaRegistry, SchemaVersion, build_schema_versions
+from yovision_platform.messaging import SchemaRegistry, SchemaVersion, build_schema_versions
 
 # Whole words of a field name (snake_case or camelCase split) that suggest a secret or raw request data.
 FORBIDDEN_WORDS = frozenset(

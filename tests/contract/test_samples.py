@@ -11,8 +11,14 @@ import pytest
 from fastavro.validation import validate
 
 from tests.contract.conftest import SAMPLES_DIR, catalog_event_types, load_sample
-from yovision_platform.avro import SINGLE_OBJECT_MAGIC, AvroSerde, SchemaRegistry, first_invalid_field
-from yovision_platform.events import EventCatalog, build_event
+from yovision_platform.messaging import (
+    SINGLE_OBJECT_MAGIC,
+    AvroSerde,
+    EventCatalog,
+    SchemaRegistry,
+    build_event,
+    first_invalid_field,
+)
 
 EVENT_TYPES = catalog_event_types()
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 from tests.contract.conftest import SCHEMAS_DIR
-from yovision_platform.avro import (
+from yovision_platform.messaging import (
     SCHEMAS_DIR_ENV,
+    SOURCE_SYSTEMS,
     SchemaLoadError,
     SchemaRegistry,
     build_schema_versions,
     default_schemas_dir,
     read_schema_documents,
 )
-from yovision_platform.events import SOURCE_SYSTEMS
 
 ENVELOPE_FULL_NAME = "com.yovision.events.platform.EventEnvelope"
 ENVELOPE_FIELDS = [

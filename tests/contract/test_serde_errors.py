@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from tests.contract.conftest import load_sample
-from yovision_platform.avro import (
+from yovision_platform.errors import PlatformError
+from yovision_platform.messaging import (
     SINGLE_OBJECT_MAGIC,
     AvroSerde,
     DecodeError,
@@ -20,7 +21,6 @@ from yovision_platform.avro import (
     UnknownEventTypeError,
     build_schema_versions,
 )
-from yovision_platform.errors import PlatformError
 
 EVENT_TYPE = "DeviceRegistered"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.contract.conftest import SCHEMAS_DIR, load_sample
-from yovision_platform.avro import AvroSerde
+from yovision_platform.messaging import AvroSerde
 from yovision_platform.tools import BOOTSTRAP_ENV, resolve_bootstrap
 from yovision_platform.tools.consume import message_line, to_jsonable
 from yovision_platform.tools.produce_smoke import build_smoke_event

@@ -30,12 +30,16 @@ from tests.deploy.chart import (
 )
 from tests.deploy.renders import RENDERS, rendered
 from tests.deploy.values import enabled_services, values_of
-from yovision_platform.access_tokens import AccessTokenSettings, PermissionMapping, checked_url
-from yovision_platform.auth import JWT_LEEWAY_SECONDS_MAX
-from yovision_platform.jwks import ASYMMETRIC_ALGORITHMS
-from yovision_platform.permissions import AUDIENCES
 from yovision_platform.settings import Port, load_settings
 from yovision_platform.tools.localhost import write_private_file
+from yovision_platform.web import (
+    ASYMMETRIC_ALGORITHMS,
+    AUDIENCES,
+    AccessTokenSettings,
+    PermissionMapping,
+    checked_url,
+)
+from yovision_platform.web._auth import JWT_LEEWAY_SECONDS_MAX
 
 SECRET_DIR = "/run/secrets/yovision/"
 SCHEMA_REFUSED = "values don't meet the specifications of the schema"

@@ -24,9 +24,9 @@ from tests.deploy.chart import (
 )
 from tests.deploy.renders import rendered
 from tests.deploy.values import values_of
-from yovision_platform.kafka_replication import CLUSTER_REPLICATION_FACTOR
+from yovision_platform.messaging import CLUSTER_REPLICATION_FACTOR
+from yovision_platform.messaging._txn_producer import PUBLISHER_TRANSACTION_TIMEOUT_MS, PublishError
 from yovision_platform.settings import BaseServiceSettings
-from yovision_platform.txn_producer import PUBLISHER_TRANSACTION_TIMEOUT_MS, PublishError
 
 
 class Checked(BaseServiceSettings):

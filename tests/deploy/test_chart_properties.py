@@ -32,7 +32,7 @@ SECRET_WORDS = re.compile(r"DSN|KEY|TOKEN|PASSWORD|SECRET", re.I)
 FILE_SETTING = re.compile(r"_FILES?$")
 MOUNTED_DIRS = (SECRET_DIR, ADMIN_DIR, TLS_DIR, KAFKA_TLS_DIR, "/etc/yovision/")
 LOOKS_SECRET = re.compile(r"://[^/\s]*@|[0-9a-f]{32}|-----BEGIN", re.I)  # URL credentials, hex keys, PEM
-SHUTDOWN_GRACE_SECONDS = 20  # yovision_platform.service: workers' time after the HTTP server stopped
+SHUTDOWN_GRACE_SECONDS = 20  # yovision_platform.web: workers' time after the HTTP server stopped
 
 pytestmark = pytest.mark.parametrize("name", RENDERS)
 

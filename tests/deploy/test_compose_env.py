@@ -18,8 +18,8 @@ import yaml
 from tests.deploy.chart import DATABASE_SETTINGS, REPO_ROOT, SETTINGS, containers, env_of
 from tests.deploy.dockerfiles import dockerfile
 from tests.deploy.renders import rendered
-from yovision_platform.access_tokens import checked_url
 from yovision_platform.settings import is_loopback_host
+from yovision_platform.web import checked_url
 
 # The console is in compose as the local stack runs it (the dev login at the local Hydra, plain http to the
 # five services on loopback), unlike the chart (the organisation's provider, TLS): only its settings are

@@ -21,11 +21,11 @@ from tests.conftest import Stack
 from tests.deploy.alone import Installed
 from tests.deploy.chart import REPO_ROOT
 from tests.deploy.test_service_alone import image_env
-from yovision_platform.db import Identifier
 from yovision_platform.localstack import runtime_dsn
-from yovision_platform.permissions import AUDIENCES
+from yovision_platform.storage import Identifier
 from yovision_platform.tools import hydra, identity_provider
 from yovision_platform.tools.localhost import write_private_file
+from yovision_platform.web import AUDIENCES
 
 pytestmark = pytest.mark.infra
 

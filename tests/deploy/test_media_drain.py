@@ -27,7 +27,7 @@ from tests.deploy.renders import rendered
 from tests.deploy.test_service_alone import POD_NAME, image_env, pod_env
 from tests.issuers import HydraIssuer
 from tests.tls import CertificateAuthority
-from yovision_platform.db import Identifier
+from yovision_platform.storage import Identifier
 from yovision_platform.tools.hydra import ClientSpec
 
 pytestmark = pytest.mark.infra

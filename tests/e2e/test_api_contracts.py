@@ -50,8 +50,8 @@ from schemathesis.schemas import BaseSchema
 
 from tests.conftest import Stack
 from tests.e2e.conftest import E2E_SETTINGS, MEDIA_SERVERS, Witness, user_token
-from yovision_platform.audit_relay.batch import BATCH_PATH
-from yovision_platform.signing import KeyRing, sign_request
+from yovision_platform.audit_push import BATCH_PATH
+from yovision_platform.security import KeyRing, sign_request
 from yovision_platform.tools.devsecrets import AUDIT_PUSH_KEY_ID
 from yovision_platform.tools.environment import LocalEnvironment, local_environment
 

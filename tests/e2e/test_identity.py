@@ -44,12 +44,12 @@ from tests.e2e.conftest import (
     user_token,
 )
 from tests.served_app import serve_app
-from yovision_platform.permissions import AUDIENCES
 from yovision_platform.tools import hydra
 from yovision_platform.tools.devtoken import machine_access_token, user_tokens
 from yovision_platform.tools.environment import LocalEnvironment
 from yovision_platform.tools.hydra import HydraAdmin
 from yovision_platform.tools.identity_provider import DEV_TOKEN_CLIENT, IdentityProvider
+from yovision_platform.web import AUDIENCES
 
 PROVIDER_SCRIPT_SECONDS = 120.0
 ROTATION_SECONDS = 40.0  # the services' JWKS refresh (10 s) and unknown-kid refetch interval (10 s), twice

@@ -64,14 +64,13 @@ from sense_reconciler.domain.audit_push_outcome import ItemResults, ItemStatus
 from sense_reconciler.entrypoints.audit_push_worker import audit_push_worker
 from sense_reconciler.entrypoints.main import SPEC as SENSE_SPEC
 from sense_reconciler.settings import load_audit_push_config
-from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, runtime_dsn
-from yovision_platform.migrations import SchemaPlan, drop, migrate
-from yovision_platform.permissions import AUDIENCES
-from yovision_platform.signing import VerifiedRequest
+from yovision_platform.security import VerifiedRequest
+from yovision_platform.storage import Identifier, SchemaPlan, drop, migrate
 from yovision_platform.tools import hydra, identity_provider
 from yovision_platform.tools.bench_runner import Counts, run_cleanly
 from yovision_platform.tools.localhost import free_port, write_private_file
+from yovision_platform.web import AUDIENCES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the platform benchmarks' package (bench/)
 from bench.infra import create_stack_topics  # topics replicated as the stack's
@@ -104,7 +103,7 @@ BASELINE_INSERT = """
 
 def bell_digest(document: dict[str, Any]) -> bytes:
     """``payload_digest`` as Bell computes it: SHA-256 of the sorted-key compact JSON
-    (yovision_platform.audit_relay.facts.digest_of)."""
+    (yovision_platform.audit_push.digest_of)."""
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).digest()
 

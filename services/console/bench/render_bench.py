@@ -53,11 +53,11 @@ from render_seed import (
     wait_converged,
 )
 
-from yovision_platform.permissions import AUDIENCES, PERMISSIONS
 from yovision_platform.tools.bench_runner import run_cleanly
 from yovision_platform.tools.devtoken import user_access_token
 from yovision_platform.tools.doctor import examine_until_settled
 from yovision_platform.tools.environment import LocalEnvironment, local_environment
+from yovision_platform.web import AUDIENCES, PERMISSIONS
 
 GOAL_P95_MS = 150.0
 WARM_UP = 5

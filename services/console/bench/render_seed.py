@@ -32,8 +32,8 @@ from signal_watcher.adapters.repository import PostgresCheckStore, PostgresWatch
 from signal_watcher.domain.model import CompareMode, Method, Status, WatcherSpec
 from signal_watcher.domain.records import CheckRow
 from signal_watcher.settings import LEGACY_KEY_ID
-from yovision_platform.db import Identifier
-from yovision_platform.encryption import EncryptionKeyRing
+from yovision_platform.security import EncryptionKeyRing
+from yovision_platform.storage import Identifier
 from yovision_platform.tools.environment import LocalEnvironment
 
 REPO_ROOT = Path(__file__).resolve().parents[3]

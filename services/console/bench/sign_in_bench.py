@@ -33,10 +33,10 @@ import httpx
 from browser_sign_in import sign_in
 
 from yovision_platform.localstack import LocalStack
-from yovision_platform.permissions import AUDIENCES, PERMISSIONS
 from yovision_platform.tools import hydra, identity_provider
 from yovision_platform.tools.bench_runner import Counts, run_cleanly
 from yovision_platform.tools.localhost import free_port, stop_process, write_private_file
+from yovision_platform.web import AUDIENCES, PERMISSIONS
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 GOAL_P95_MS = 300.0

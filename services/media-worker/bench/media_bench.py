@@ -33,13 +33,12 @@ import httpx
 from media_worker.adapters.ffmpeg import lavfi_video_argv, render_argv
 from media_worker.domain.limits import CHUNK_MAX_BYTES, MIB
 from media_worker.domain.outputs import OUTPUTS
-from yovision_platform.db import Identifier
 from yovision_platform.localstack import LocalStack, runtime_dsn
-from yovision_platform.migrations import SchemaPlan, drop, migrate
-from yovision_platform.permissions import AUDIENCES
+from yovision_platform.storage import Identifier, SchemaPlan, drop, migrate
 from yovision_platform.tools import hydra, identity_provider
 from yovision_platform.tools.bench_runner import run_cleanly
 from yovision_platform.tools.localhost import free_port, write_private_file
+from yovision_platform.web import AUDIENCES
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 MIGRATIONS = REPO_ROOT / "services/media-worker/src/media_worker/migrations"
@@ -52,7 +51,7 @@ UPLOAD_CONCURRENCY = 4
 SERVE = (
     "import dataclasses, os, sys\n"
     "from media_worker.entrypoints.main import SPEC\n"
-    "from yovision_platform.service import main\n"
+    "from yovision_platform.web import main\n"
     "sys.exit(main(dataclasses.replace(SPEC, schema=os.environ['BENCH_MEDIA_SCHEMA']), ['serve']))\n"
 )
 

@@ -67,16 +67,20 @@ from orphan_scanner.service_layer.metrics import ScanTrigger
 from orphan_scanner.service_layer.projection import OwnershipProjector
 from orphan_scanner.service_layer.scanner import ScanReport
 from orphan_scanner.settings import OrphanScannerSettings
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.consumer import stored_positions
-from yovision_platform.db import Identifier
-from yovision_platform.events import EventRecord, build_event, catalog_for
-from yovision_platform.kafka import fetch_end_offsets, start_producer
 from yovision_platform.localstack import LocalStack, runtime_dsn
-from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
-from yovision_platform.mediamtx import LIST_PAGE_ITEMS, MediaMtxApi
-from yovision_platform.migrations import SchemaPlan, drop, migrate
+from yovision_platform.mediamtx import LIST_PAGE_ITEMS, SINGLE_MEDIA_SERVER_ID, MediaFleet, MediaMtxApi
+from yovision_platform.messaging import (
+    AvroSerde,
+    EventRecord,
+    SchemaRegistry,
+    build_event,
+    catalog_for,
+    fetch_end_offsets,
+    start_producer,
+    stored_positions,
+)
 from yovision_platform.settings import load_settings
+from yovision_platform.storage import Identifier, SchemaPlan, drop, migrate
 from yovision_platform.tools.bench_runner import run_cleanly
 from yovision_platform.tools.localhost import write_private_file
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox

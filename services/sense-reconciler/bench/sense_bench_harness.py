@@ -44,22 +44,29 @@ from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
 from sense_reconciler.settings import AUDIENCE
-from yovision_platform.access_tokens import AccessTokenVerifier, use_access_token_verifier
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.db import Identifier
-from yovision_platform.encryption import EncryptionKeyRing
-from yovision_platform.events import default_catalog
-from yovision_platform.jwks import IssuerKeys
 from yovision_platform.localstack import LocalStack, runtime_dsn
-from yovision_platform.media_servers import MediaFleet
-from yovision_platform.migrations import SchemaPlan, drop, migrate
-from yovision_platform.naming import KafkaNames
-from yovision_platform.outbox_publisher import OutboxPublisher, OutboxPublisherConfig, executor_for
-from yovision_platform.permissions import AUDIENCES
+from yovision_platform.mediamtx import MediaFleet
+from yovision_platform.messaging import (
+    AvroSerde,
+    KafkaNames,
+    OutboxRelay,
+    OutboxRelayConfig,
+    SchemaRegistry,
+    confluent_publisher_factory,
+    default_catalog,
+    executor_for,
+)
+from yovision_platform.security import EncryptionKeyRing
+from yovision_platform.storage import Identifier, SchemaPlan, drop, migrate
 from yovision_platform.tools import hydra, identity_provider
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox
-from yovision_platform.txn_producer import confluent_publisher_factory
-from yovision_platform.web import create_app
+from yovision_platform.web import (
+    AUDIENCES,
+    AccessTokenVerifier,
+    IssuerKeys,
+    create_app,
+    use_access_token_verifier,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the platform benchmarks' package (bench/)
 from bench.infra import create_stack_topics  # topics replicated as the stack's
@@ -485,9 +492,9 @@ async def sense_under_test(
             )
         )
         stop = asyncio.Event()
-        config = OutboxPublisherConfig()
+        config = OutboxRelayConfig()
         executor = cleanup.enter_context(executor_for(config))
-        relay = OutboxPublisher(
+        relay = OutboxRelay(
             pool,
             schema,
             confluent_publisher_factory(stack.kafka_bootstrap, client_id="bench", executor=executor),

@@ -30,10 +30,10 @@ from sense_bench_harness import identity_provider_for_bench, mediamtx_binary, se
 
 from sense_reconciler.entrypoints.main import SPEC
 from yovision_platform.localstack import LocalStack
+from yovision_platform.observability import configure_tracing, instrument_app
 from yovision_platform.settings import TRACING_SAMPLING_RATIO_DEFAULT
 from yovision_platform.tools.bench_runner import run_cleanly
 from yovision_platform.tools.mediamtx_sandbox import mediamtx_sandbox
-from yovision_platform.tracing import configure_tracing, instrument_app
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 JSON_PREFIX = "TRACING_API_JSON "

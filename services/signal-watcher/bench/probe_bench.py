@@ -53,11 +53,10 @@ from signal_watcher.domain.model import CompareMode, Method, WatcherSpec
 from signal_watcher.domain.ssrf import AddressGuard, IpAddress, parse_networks
 from signal_watcher.entrypoints.main import MIGRATIONS_DIR
 from signal_watcher.entrypoints.scheduler_worker import Scheduler
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.db import Identifier
-from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.localstack import LocalStack, runtime_dsn
-from yovision_platform.migrations import SchemaPlan, drop, migrate
+from yovision_platform.messaging import AvroSerde, SchemaRegistry
+from yovision_platform.security import EncryptionKeyRing
+from yovision_platform.storage import Identifier, SchemaPlan, drop, migrate
 from yovision_platform.tools.bench_runner import Counts
 from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS
 

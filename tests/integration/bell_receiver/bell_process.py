@@ -10,7 +10,7 @@ import os
 import sys
 
 from bell_receiver.entrypoints.main import build_spec
-from yovision_platform.service import main
+from yovision_platform.web import main
 
 if __name__ == "__main__":
     spec = build_spec(

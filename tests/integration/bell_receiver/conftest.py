@@ -28,11 +28,9 @@ from tests.conftest import MigratedSchema, Stack, migrate_test_schema, private_f
 from tests.integration.bell_receiver.relay_client import RelayClient
 from tests.issuers import LocalIssuer
 from tests.served_app import serve_app
-from yovision_platform.access_tokens import use_access_token_verifier
-from yovision_platform.db import Identifier
-from yovision_platform.migrations import SchemaPlan
-from yovision_platform.signing import KeyRing
-from yovision_platform.web import create_app
+from yovision_platform.security import KeyRing
+from yovision_platform.storage import Identifier, SchemaPlan
+from yovision_platform.web import create_app, use_access_token_verifier
 
 TEST_DEADLINE_SECONDS = 1.0
 KEY_ID = "relay-test-1"

@@ -1,6 +1,6 @@
 """A small signed client for Bell's relay endpoint, as the Sense relay worker will call it (tests only).
 
-It signs exactly what it sends with yovision_platform.signing; `now`, `nonce`, `path` and the raw body can
+It signs exactly what it sends with yovision_platform.security; `now`, `nonce`, `path` and the raw body can
 be overridden to build tampered, stale and replayed requests.
 """
 
@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
-from yovision_platform.audit_relay.batch import BATCH_PATH
-from yovision_platform.signing import KeyRing, sign_request
+from yovision_platform.audit_push import BATCH_PATH
+from yovision_platform.security import KeyRing, sign_request
 
 
 def fact(schema_version: int = 1, **overrides: Any) -> dict[str, Any]:

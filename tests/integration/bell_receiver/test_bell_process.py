@@ -23,8 +23,8 @@ from tests.integration.bell_receiver.conftest import KEY_ID, Keys
 from tests.integration.bell_receiver.relay_client import RelayClient, batch_body, fact
 from tests.integration.platform.kafka_helpers import wait_until
 from tests.issuers import HydraIssuer
-from yovision_platform.db import Identifier
-from yovision_platform.permissions import AUDIENCES, PERMISSIONS
+from yovision_platform.storage import Identifier
+from yovision_platform.web import AUDIENCES, PERMISSIONS
 
 LAUNCHER = Path(__file__).with_name("bell_process.py")
 

@@ -17,7 +17,7 @@ from typing import Any
 from bell_receiver.entrypoints.api import audit_batch_contract, openapi_document
 from tests.integration.bell_receiver.conftest import Served
 from tests.integration.bell_receiver.relay_client import fact
-from yovision_platform.audit_relay.batch import BatchResult, ErrorBody
+from yovision_platform.audit_push import BatchResult, ErrorBody
 
 OPENAPI_DIR = Path(__file__).resolve().parents[3] / "schemas" / "openapi"
 SERVICE_FILE = OPENAPI_DIR / "bell-receiver.v1.json"

@@ -19,10 +19,8 @@ from tests.conftest import REPO_ROOT, Stack, create_topic, delete_topic, problem
 from tests.integration.bell_receiver.conftest import Served
 from tests.integration.bell_receiver.relay_client import fact, kafka_fields_of
 from tests.integration.platform.kafka_helpers import wait_until
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.db import Identifier
-from yovision_platform.events import build_event
-from yovision_platform.kafka import start_producer
+from yovision_platform.messaging import AvroSerde, SchemaRegistry, build_event, start_producer
+from yovision_platform.storage import Identifier
 
 SAMPLES = REPO_ROOT / "schemas" / "avro" / "samples"
 

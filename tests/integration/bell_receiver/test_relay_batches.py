@@ -14,7 +14,7 @@ import pytest
 
 from tests.integration.bell_receiver.conftest import TEST_DEADLINE_SECONDS, Served
 from tests.integration.bell_receiver.relay_client import batch_body, fact
-from yovision_platform.audit_relay.batch import BATCH_PATH, MAX_BODY_BYTES
+from yovision_platform.audit_push import BATCH_PATH, MAX_BODY_BYTES
 
 
 def padded(items: list[object], size: int) -> bytes:

@@ -7,7 +7,7 @@ import pytest
 
 from tests.integration.bell_receiver.conftest import Served
 from tests.integration.bell_receiver.relay_client import batch_body, fact
-from yovision_platform.signing import HEADER_KEY_ID, HEADER_NONCE, HEADER_SIGNATURE, HEADER_TIMESTAMP
+from yovision_platform.security import HEADER_KEY_ID, HEADER_NONCE, HEADER_SIGNATURE, HEADER_TIMESTAMP
 
 UNAUTHORIZED = b'{"error":"unauthorized"}'
 FIXED_NOW = 1_800_000_000

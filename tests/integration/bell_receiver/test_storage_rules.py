@@ -17,7 +17,7 @@ from bell_receiver.entrypoints.receipt_purge_worker import receipt_purge_worker
 from bell_receiver.service_layer.metrics import BellMetrics
 from tests.conftest import MigratedSchema
 from tests.integration.platform.kafka_helpers import wait_until
-from yovision_platform.db import Identifier
+from yovision_platform.storage import Identifier
 
 APPEND_ONLY = "append-only"
 

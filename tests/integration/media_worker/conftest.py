@@ -31,10 +31,9 @@ from media_worker.settings import AUDIENCE
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema
 from tests.issuers import LocalIssuer
 from tests.unit.media_worker.uploading import SMALL_LIMITS
-from yovision_platform.access_tokens import use_access_token_verifier
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.db import Identifier
-from yovision_platform.web import create_app
+from yovision_platform.messaging import AvroSerde, SchemaRegistry
+from yovision_platform.storage import Identifier
+from yovision_platform.web import create_app, use_access_token_verifier
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "services/media-worker/src/media_worker/migrations"
 INSTANCE = "media-test-a"

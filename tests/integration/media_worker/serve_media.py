@@ -11,7 +11,7 @@ import os
 import sys
 
 from media_worker.entrypoints.main import SPEC
-from yovision_platform.service import main
+from yovision_platform.web import main
 
 if __name__ == "__main__":
     spec = dataclasses.replace(SPEC, schema=os.environ["YOVISION_TEST_MEDIA_SCHEMA"])

@@ -40,13 +40,10 @@ from tests.conftest import (
 from tests.integration.orphan_scanner.private_mediamtx import PrivateMediaMtx, private_mediamtx
 from tests.issuers import LocalIssuer
 from tests.unit.orphan_scanner.world import SenseEvents
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.db import Identifier
-from yovision_platform.events import EventRecord
-from yovision_platform.kafka import start_producer
-from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
-from yovision_platform.mediamtx import MediaMtxApi
+from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID, MediaFleet, MediaMtxApi
+from yovision_platform.messaging import AvroSerde, EventRecord, SchemaRegistry, start_producer
 from yovision_platform.settings import load_settings
+from yovision_platform.storage import Identifier
 
 MIGRATIONS = REPO_ROOT / "services/orphan-scanner/src/orphan_scanner/migrations"
 TOPIC_PARTITIONS = 3

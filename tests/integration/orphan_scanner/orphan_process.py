@@ -9,7 +9,7 @@ import sys
 
 from orphan_scanner.entrypoints import cli
 from orphan_scanner.entrypoints.main import SPEC
-from yovision_platform.service import main
+from yovision_platform.web import main
 
 if __name__ == "__main__":
     spec = dataclasses.replace(SPEC, schema=os.environ["ORPHAN_TEST_SCHEMA"])

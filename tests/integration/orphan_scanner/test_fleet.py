@@ -17,7 +17,7 @@ from orphan_scanner.service_layer.apply import ApplyStatus
 from tests.conftest import MigratedSchema, Stack
 from tests.integration.orphan_scanner.conftest import Orphan, orphan_harness
 from tests.integration.orphan_scanner.private_mediamtx import PrivateMediaMtx, private_mediamtx
-from yovision_platform.avro import AvroSerde
+from yovision_platform.messaging import AvroSerde
 
 SERVERS = ("mtx-a", "mtx-b")
 

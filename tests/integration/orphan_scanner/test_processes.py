@@ -32,7 +32,7 @@ from tests.conftest import (
 )
 from tests.integration.orphan_scanner.conftest import Orphan
 from tests.issuers import HydraIssuer
-from yovision_platform.permissions import AUDIENCES, PERMISSIONS
+from yovision_platform.web import AUDIENCES, PERMISSIONS
 
 SENSE_ORPHAN = REPO_ROOT / ".venv/bin/sense-orphan"
 MODULE = "tests.integration.orphan_scanner.orphan_process"

@@ -7,8 +7,7 @@ import uuid
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from tests.integration.orphan_scanner.conftest import Orphan
-from yovision_platform.consumer import stored_positions
-from yovision_platform.kafka import fetch_end_offsets
+from yovision_platform.messaging import fetch_end_offsets, stored_positions
 
 
 async def claims(orphan: Orphan) -> dict[uuid.UUID, tuple[str, str, int]]:

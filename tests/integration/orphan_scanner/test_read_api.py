@@ -17,8 +17,7 @@ from tests.conftest import problem_code
 from tests.integration.orphan_scanner.conftest import Orphan
 from tests.issuers import LocalIssuer
 from tests.served_app import serve_app
-from yovision_platform.access_tokens import use_access_token_verifier
-from yovision_platform.web import create_app
+from yovision_platform.web import create_app, use_access_token_verifier
 
 
 @pytest.fixture

@@ -16,8 +16,7 @@ from orphan_scanner.service_layer.metrics import ScanTrigger
 from orphan_scanner.service_layer.scanner import Scanner
 from tests.integration.orphan_scanner.conftest import Orphan, orphan_settings
 from tests.integration.orphan_scanner.private_mediamtx import PrivateMediaMtx
-from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
-from yovision_platform.mediamtx import MediaMtxApi
+from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID, MediaFleet, MediaMtxApi
 
 
 async def report_count(orphan: Orphan, status: str = "complete") -> int:

@@ -40,12 +40,11 @@ from tests.conftest import (
 from tests.integration.orphan_scanner.conftest import TOPIC_PARTITIONS, Orphan, names, orphan_harness
 from tests.integration.orphan_scanner.private_mediamtx import HAND_MADE_SOURCE, PrivateMediaMtx
 from tests.integration.platform.kafka_helpers import publish_outbox
-from yovision_platform.avro import AvroSerde
-from yovision_platform.db import Identifier
-from yovision_platform.encryption import EncryptionKeyRing
-from yovision_platform.logging import configure_logging
-from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
-from yovision_platform.metrics import render_latest
+from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID, MediaFleet
+from yovision_platform.messaging import AvroSerde
+from yovision_platform.observability import configure_logging, render_latest
+from yovision_platform.security import EncryptionKeyRing
+from yovision_platform.storage import Identifier
 
 SENSE_MIGRATIONS = REPO_ROOT / "services/sense-reconciler/src/sense_reconciler/migrations"
 SENSE_SECRET = "sense-cam-s3cret"

@@ -25,8 +25,7 @@ from tests.conftest import (
     migrate_test_schema,
     unique_name,
 )
-from yovision_platform.db import Identifier
-from yovision_platform.migrations import SchemaPlan
+from yovision_platform.storage import Identifier, SchemaPlan
 
 FIXTURE_MIGRATIONS = Path(__file__).parent / "fixture_migrations"
 

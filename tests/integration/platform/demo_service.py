@@ -12,9 +12,9 @@ from pathlib import Path
 
 from pydantic_settings import SettingsConfigDict
 
-from yovision_platform.service import ServiceContext, ServiceSpec, main
+from yovision_platform.security import load_key_file
 from yovision_platform.settings import BaseServiceSettings, Port
-from yovision_platform.signing import load_key_file
+from yovision_platform.web import ServiceContext, ServiceSpec, main
 
 
 class DemoSettings(BaseServiceSettings):

@@ -23,11 +23,17 @@ from pathlib import Path
 import asyncpg
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from yovision_platform.db import Identifier
-from yovision_platform.kafka import partition_for_key, seek_to_start
-from yovision_platform.outbox import OUTBOX_SHARDS, Outbox, OutboxMessage
-from yovision_platform.outbox_publisher import OutboxPublisher, OutboxPublisherConfig
-from yovision_platform.txn_producer import confluent_publisher_factory
+from yovision_platform.messaging import (
+    OUTBOX_SHARDS,
+    Outbox,
+    OutboxMessage,
+    OutboxRelay,
+    OutboxRelayConfig,
+    confluent_publisher_factory,
+    partition_for_key,
+    seek_to_start,
+)
+from yovision_platform.storage import Identifier
 
 PROBE_INTERVAL_SECONDS = 0.5
 PARTITIONS = 3
@@ -82,12 +88,12 @@ async def main(result_file: Path) -> None:
         publishers = confluent_publisher_factory(
             os.environ["TEST_BOOTSTRAP"], client_id="held", executor=executor
         )
-        relay = OutboxPublisher(
+        relay = OutboxRelay(
             pool,
             outbox_schema(),
             publishers,
             owner="held-probe",
-            config=OutboxPublisherConfig(lease_seconds=5, poll_interval_seconds=0.2),
+            config=OutboxRelayConfig(lease_seconds=5, poll_interval_seconds=0.2),
         )
         tasks = [asyncio.create_task(relay.run(stop)), asyncio.create_task(consume(consumer, arrived, stop))]
         held = await pool.acquire()

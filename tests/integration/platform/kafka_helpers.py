@@ -12,11 +12,16 @@ from concurrent.futures import ThreadPoolExecutor
 import asyncpg
 from aiokafka import ConsumerRecord, TopicPartition
 
-from yovision_platform.db import Identifier
-from yovision_platform.kafka import plain_consumer, seek_to_start
-from yovision_platform.kafka_security import KafkaTarget
-from yovision_platform.outbox_publisher import OutboxPublisher, OutboxPublisherConfig
-from yovision_platform.txn_producer import PublisherFactory, confluent_publisher_factory
+from yovision_platform.messaging import (
+    KafkaTarget,
+    OutboxRelay,
+    OutboxRelayConfig,
+    PublisherFactory,
+    confluent_publisher_factory,
+    plain_consumer,
+    seek_to_start,
+)
+from yovision_platform.storage import Identifier
 
 TEST_PUBLISHER_THREADS = 8
 
@@ -62,7 +67,7 @@ def publishers(
 
 
 @contextlib.asynccontextmanager
-async def running(*relays: OutboxPublisher) -> AsyncIterator[None]:
+async def running(*relays: OutboxRelay) -> AsyncIterator[None]:
     """The relays' `run` loops, stopped (and awaited) on exit."""
     stop = asyncio.Event()
     tasks = [asyncio.create_task(relay.run(stop)) for relay in relays]
@@ -84,7 +89,7 @@ async def wait_until(  # type: ignore[no-untyped-def]
     raise AssertionError(f"{what} not reached in time ({timeout_seconds:.0f} s)")
 
 
-async def drained(relay: OutboxPublisher, timeout_seconds: float = 30.0) -> None:
+async def drained(relay: OutboxRelay, timeout_seconds: float = 30.0) -> None:
     """Wait until every committed outbox row is past its shard's cursor."""
 
     async def empty() -> bool:
@@ -93,7 +98,7 @@ async def drained(relay: OutboxPublisher, timeout_seconds: float = 30.0) -> None
     await wait_until(empty, timeout_seconds=timeout_seconds)
 
 
-FAST_RELAY = OutboxPublisherConfig(lease_seconds=3, poll_interval_seconds=0.1)
+FAST_RELAY = OutboxRelayConfig(lease_seconds=3, poll_interval_seconds=0.1)
 
 
 async def publish_outbox(
@@ -101,6 +106,6 @@ async def publish_outbox(
 ) -> None:
     """Run a relay on `schema` until every committed outbox row is published, then stop it."""
     with publishers(kafka, owner) as factory:
-        relay = OutboxPublisher(pool, schema, factory, owner=owner, config=FAST_RELAY)
+        relay = OutboxRelay(pool, schema, factory, owner=owner, config=FAST_RELAY)
         async with running(relay):
             await drained(relay)

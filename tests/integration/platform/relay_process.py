@@ -25,14 +25,15 @@ from pathlib import Path
 
 import asyncpg
 
-from yovision_platform.db import Identifier
-from yovision_platform.outbox_publisher import OutboxPublisher, OutboxPublisherConfig
-from yovision_platform.txn_producer import (
+from yovision_platform.messaging import (
+    OutboxRelay,
+    OutboxRelayConfig,
     PublisherFactory,
     PublishFailed,
     TransactionalPublisher,
     confluent_publisher_factory,
 )
+from yovision_platform.storage import Identifier
 
 
 def mark(marker: Path, text: str) -> None:
@@ -96,14 +97,14 @@ def hooked(inner: PublisherFactory, args: argparse.Namespace) -> PublisherFactor
 async def main(args: argparse.Namespace) -> None:
     pool = await asyncpg.create_pool(os.environ["TEST_RUNTIME_DSN"], min_size=1, max_size=8)
     assert pool is not None
-    config = OutboxPublisherConfig(
+    config = OutboxRelayConfig(
         batch_size=args.batch_size,
         lease_seconds=float(os.environ.get("TEST_LEASE_SECONDS", "6")),
         poll_interval_seconds=0.1,
     )
     with ThreadPoolExecutor(max_workers=8) as executor:
         publishers = confluent_publisher_factory(args.bootstrap, client_id=args.owner, executor=executor)
-        relay = OutboxPublisher(
+        relay = OutboxRelay(
             pool, Identifier(args.schema), hooked(publishers, args), owner=args.owner, config=config
         )
         stop = asyncio.Event()

@@ -21,8 +21,7 @@ from pathlib import Path
 
 from tests.conftest import REPO_ROOT, free_port
 from tests.tls import CertificateAuthority
-from yovision_platform.kafka import admin_client
-from yovision_platform.kafka_security import KafkaConnection, KafkaSecurity
+from yovision_platform.messaging import KafkaConnection, KafkaSecurity, admin_client
 from yovision_platform.tools.kafka_cluster import cluster_id
 from yovision_platform.tools.localhost import write_private_file
 

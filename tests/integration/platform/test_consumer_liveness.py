@@ -14,15 +14,16 @@ from prometheus_client import CollectorRegistry
 from tests.conftest import MigratedSchema, Stack, unique_name
 from tests.integration.platform.kafka_helpers import wait_until
 from tests.integration.platform.test_idempotent_consumer import smoke
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.consumer import (
+from yovision_platform.messaging import (
+    AvroSerde,
     ConsumerMetrics,
     IdempotentConsumer,
     InboundEvent,
     PositionRestoringListener,
+    SchemaRegistry,
+    create_consumer,
 )
-from yovision_platform.db import DbConnection
-from yovision_platform.kafka import create_consumer
+from yovision_platform.storage import DbConnection
 
 STILL_SECONDS = 2.0  # how long the stuck loop is watched: well over its ~0.5 s rounds
 

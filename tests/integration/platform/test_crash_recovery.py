@@ -15,13 +15,20 @@ import asyncpg
 
 from tests.conftest import MigratedSchema, Stack, unique_name
 from tests.integration.platform.kafka_helpers import read_topic, wait_until
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.consumer import IdempotentConsumer, InboundEvent, PositionRestoringListener
-from yovision_platform.events import build_event
-from yovision_platform.kafka import create_consumer, fetch_end_offsets
-from yovision_platform.outbox import Outbox, OutboxMessage
-from yovision_platform.outbox_publisher import OutboxPublisher
-from yovision_platform.txn_producer import TransactionalPublisher
+from yovision_platform.messaging import (
+    AvroSerde,
+    IdempotentConsumer,
+    InboundEvent,
+    Outbox,
+    OutboxMessage,
+    OutboxRelay,
+    PositionRestoringListener,
+    SchemaRegistry,
+    TransactionalPublisher,
+    build_event,
+    create_consumer,
+    fetch_end_offsets,
+)
 
 EVENTS = 2000
 KEYS = 50
@@ -71,7 +78,7 @@ async def test_relay_killed_mid_batch_loses_nothing_and_consumer_applies_each_on
         doomed.wait()
 
     survivor = start_relay(migrated, stack, "relay-survivor")
-    pruner = OutboxPublisher(runtime_pool, migrated.name, unusable_publishers, owner="observer")
+    pruner = OutboxRelay(runtime_pool, migrated.name, unusable_publishers, owner="observer")
     try:
 
         async def all_published() -> bool:

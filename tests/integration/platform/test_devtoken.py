@@ -12,11 +12,9 @@ import jwt
 import pytest
 
 from tests.issuers import HydraIssuer
-from yovision_platform.access_tokens import AccessTokenVerifier
-from yovision_platform.auth import Identity
-from yovision_platform.jwks import IssuerKeys
 from yovision_platform.tools import identity_provider
 from yovision_platform.tools.localhost import write_private_file
+from yovision_platform.web import AccessTokenVerifier, Identity, IssuerKeys
 
 EXIT_OK, EXIT_USAGE = 0, 2
 

@@ -28,7 +28,7 @@ from tests.conftest import (
 )
 from tests.integration.platform.conftest import FIXTURE_MIGRATIONS
 from tests.otlp_traces import post_synthetic_trace
-from yovision_platform.db import Identifier
+from yovision_platform.storage import Identifier
 from yovision_platform.tools import identity_provider
 from yovision_platform.tools.doctor import examine, main
 from yovision_platform.tools.jaeger import private_jaeger

@@ -13,10 +13,15 @@ import asyncpg
 
 from tests.conftest import MigratedSchema, Stack, create_topic, delete_topic
 from tests.integration.platform.kafka_helpers import publish_outbox, wait_until
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.consumer import IdempotentConsumer, InboundEvent
-from yovision_platform.events import build_event
-from yovision_platform.outbox import Outbox, OutboxMessage
+from yovision_platform.messaging import (
+    AvroSerde,
+    IdempotentConsumer,
+    InboundEvent,
+    Outbox,
+    OutboxMessage,
+    SchemaRegistry,
+    build_event,
+)
 
 ROUNDS = 6
 EVENTS = 120

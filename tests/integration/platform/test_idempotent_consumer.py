@@ -5,9 +5,15 @@ import pytest
 from aiokafka import ConsumerRecord
 
 from tests.conftest import MigratedSchema
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.consumer import ConsumeOutcome, EventRejected, IdempotentConsumer, InboundEvent
-from yovision_platform.events import build_event
+from yovision_platform.messaging import (
+    AvroSerde,
+    ConsumeOutcome,
+    EventRejected,
+    IdempotentConsumer,
+    InboundEvent,
+    SchemaRegistry,
+    build_event,
+)
 
 
 def record(

@@ -22,15 +22,26 @@ from tests.conftest import MigratedSchema, create_topic, free_port
 from tests.integration.platform.kafka_helpers import publish_outbox, wait_until
 from tests.integration.platform.secure_kafka import SecureBroker, secure_broker
 from tests.tls import CertificateAuthority
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.consumer import IdempotentConsumer, InboundEvent, PositionRestoringListener
-from yovision_platform.events import build_event
-from yovision_platform.kafka import KafkaAccessRefused, create_consumer, start_client, start_producer
-from yovision_platform.kafka_security import KafkaConnection
-from yovision_platform.outbox import Outbox, OutboxMessage
+from yovision_platform.messaging import (
+    AvroSerde,
+    ConfluentPublisher,
+    IdempotentConsumer,
+    InboundEvent,
+    KafkaAccessRefused,
+    KafkaConnection,
+    Outbox,
+    OutboxMessage,
+    PositionRestoringListener,
+    PublishError,
+    PublishFailed,
+    SchemaRegistry,
+    build_event,
+    create_consumer,
+    start_client,
+    start_producer,
+)
 from yovision_platform.settings import BaseServiceSettings, Port, load_settings
 from yovision_platform.tools.localhost import write_private_file
-from yovision_platform.txn_producer import ConfluentPublisher, PublishError, PublishFailed
 
 EVENTS = 5
 REFUSAL_TIMEOUT_SECONDS = 5.0

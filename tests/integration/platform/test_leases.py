@@ -6,9 +6,8 @@ import asyncpg
 import pytest
 
 from tests.conftest import MigratedSchema
-from yovision_platform.db import Identifier
 from yovision_platform.errors import LeaseLost
-from yovision_platform.leases import LeaseTable
+from yovision_platform.storage import Identifier, LeaseTable
 
 
 def jobs(schema: MigratedSchema) -> LeaseTable:

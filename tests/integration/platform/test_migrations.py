@@ -8,9 +8,8 @@ import pytest
 
 from tests.conftest import MigratedSchema, Stack, runtime_dsn_for
 from tests.integration.platform.conftest import FIXTURE_MIGRATIONS, plan_for
-from yovision_platform.db import Identifier
 from yovision_platform.errors import MigrationError, SchemaOutdated, UnsafeRole
-from yovision_platform.migrations import SchemaPlan, migrate, preflight
+from yovision_platform.storage import Identifier, SchemaPlan, migrate, preflight
 
 CATALOG_SNAPSHOT = """
 SELECT 'column' AS kind, table_name || '.' || column_name || ':' || data_type AS item

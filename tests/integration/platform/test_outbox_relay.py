@@ -13,22 +13,27 @@ import pytest
 
 from tests.conftest import MigratedSchema, Stack
 from tests.integration.platform.kafka_helpers import drained, publishers, read_topic, running, wait_until
-from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.errors import OutboxError
-from yovision_platform.kafka import partition_for_key
-from yovision_platform.outbox import MAX_MESSAGE_BYTES, OUTBOX_SHARDS, Outbox, OutboxMessage, notify_channel
-from yovision_platform.outbox_publisher import OutboxPublisher, OutboxPublisherConfig
-from yovision_platform.outbox_windows import WindowPosition
-from yovision_platform.shard_cursors import CursorFenced, ShardCursors
-from yovision_platform.txn_producer import (
+from yovision_platform.messaging import (
+    MAX_MESSAGE_BYTES,
+    OUTBOX_SHARDS,
+    CursorFenced,
+    Outbox,
+    OutboxMessage,
+    OutboxRelay,
+    OutboxRelayConfig,
     PublisherFactory,
     PublishError,
     PublishFailed,
+    ShardCursors,
     TransactionalPublisher,
+    WindowPosition,
+    notify_channel,
+    partition_for_key,
 )
-from yovision_platform.unit_of_work import PostgresUnitOfWork
+from yovision_platform.storage import DbConnection, Identifier, PostgresUnitOfWork
 
-FAST = OutboxPublisherConfig(lease_seconds=3, poll_interval_seconds=0.1)
+FAST = OutboxRelayConfig(lease_seconds=3, poll_interval_seconds=0.1)
 
 
 def message(topic: str, key: str, seq: int) -> OutboxMessage:
@@ -69,7 +74,7 @@ async def test_a_rolled_back_transaction_never_publishes(
         await write_then_fail()
     await enqueue(runtime_pool, outbox, [message(topic, "k", 2)])
     with publishers(stack.kafka_bootstrap) as factory:
-        relay = OutboxPublisher(runtime_pool, migrated.name, factory, owner="r1", config=FAST)
+        relay = OutboxRelay(runtime_pool, migrated.name, factory, owner="r1", config=FAST)
         async with running(relay):
             await drained(relay)
     records = await read_topic(stack.kafka_bootstrap, topic, expected=1, timeout_seconds=5)
@@ -190,11 +195,11 @@ async def test_two_relays_split_the_shards_never_publish_one_at_once_and_keep_pe
     expected: dict[bytes, list[bytes]] = defaultdict(list)
     with publishers(stack.kafka_bootstrap) as inner:
         recording = RecordingPublishers(inner)
-        config = OutboxPublisherConfig(batch_size=37, lease_seconds=3, poll_interval_seconds=0.1)
-        first = OutboxPublisher(
+        config = OutboxRelayConfig(batch_size=37, lease_seconds=3, poll_interval_seconds=0.1)
+        first = OutboxRelay(
             runtime_pool, migrated.name, recording.factory("a"), owner="relay-a", config=config
         )
-        second = OutboxPublisher(
+        second = OutboxRelay(
             runtime_pool, migrated.name, recording.factory("b"), owner="relay-b", config=config
         )
         async with running(first, second):
@@ -232,7 +237,7 @@ async def test_a_late_committing_row_is_published_not_skipped(
         await transaction.start()
         await outbox.enqueue(slow, message(topic, "slow", 1))  # lower id, commits last
         with publishers(stack.kafka_bootstrap) as factory:
-            relay = OutboxPublisher(runtime_pool, migrated.name, factory, owner="r1", config=FAST)
+            relay = OutboxRelay(runtime_pool, migrated.name, factory, owner="r1", config=FAST)
             async with running(relay):
                 await enqueue(runtime_pool, outbox, [message(topic, "fast", 1)])
                 fast = await read_topic(stack.kafka_bootstrap, topic, expected=1, timeout_seconds=15)
@@ -275,7 +280,7 @@ async def test_broker_down_backs_the_shard_off_with_a_stable_code_and_the_key_wa
                             cur_snapshot::text = prev_snapshot::text AND last_id = 0 AS unmoved
                        FROM "{migrated.name}".outbox_cursors WHERE outbox = 'outbox' AND shard = $1"""
     with publishers("127.0.0.1:1", call_timeout_seconds=1.0) as unreachable:
-        relay = OutboxPublisher(runtime_pool, migrated.name, unreachable, owner="r1", config=FAST)
+        relay = OutboxRelay(runtime_pool, migrated.name, unreachable, owner="r1", config=FAST)
         async with running(relay):
 
             async def backing_off() -> bool:
@@ -292,7 +297,7 @@ async def test_broker_down_backs_the_shard_off_with_a_stable_code_and_the_key_wa
     }
     assert await relay.backlog() == 2, "the key's rows wait"
     with publishers(stack.kafka_bootstrap) as factory:
-        relay = OutboxPublisher(runtime_pool, migrated.name, factory, owner="r2", config=FAST)
+        relay = OutboxRelay(runtime_pool, migrated.name, factory, owner="r2", config=FAST)
         async with running(relay):
             await drained(relay)
     records = await read_topic(stack.kafka_bootstrap, topic, expected=2)
@@ -312,7 +317,7 @@ async def test_pruning_removes_only_old_rows_their_cursor_has_passed(
     await enqueue(runtime_pool, outbox, [message(topic, f"k{i}", 1) for i in range(3)])
     table = f'"{migrated.name}".outbox'
     with publishers(stack.kafka_bootstrap) as factory:
-        relay = OutboxPublisher(runtime_pool, migrated.name, factory, owner="r", config=FAST)
+        relay = OutboxRelay(runtime_pool, migrated.name, factory, owner="r", config=FAST)
         async with running(relay):
             await drained(relay)
     await enqueue(runtime_pool, outbox, [message(topic, "k9", 1)])  # not relayed: its cursor is before it
@@ -322,7 +327,7 @@ async def test_pruning_removes_only_old_rows_their_cursor_has_passed(
     await admin_conn.execute(
         f"UPDATE {table} SET created_at = now() - interval '6 days' WHERE value = 'k2:1'"
     )
-    pruner = OutboxPublisher(runtime_pool, migrated.name, factory, owner="p", config=OutboxPublisherConfig())
+    pruner = OutboxRelay(runtime_pool, migrated.name, factory, owner="p", config=OutboxRelayConfig())
     assert await pruner.prune_published(batch_rows=1) == 1
     assert await pruner.prune_published() == 1
     assert await pruner.prune_published() == 0
@@ -520,15 +525,13 @@ async def test_a_row_committed_during_a_kafka_commit_is_published_at_once_not_af
     outbox = Outbox(migrated.name)
     key = "one-key"  # one shard: the held commit and the later row are the same shard's
     held, release = asyncio.Event(), asyncio.Event()
-    slow_poll = OutboxPublisherConfig(lease_seconds=3, poll_interval_seconds=30.0)
+    slow_poll = OutboxRelayConfig(lease_seconds=3, poll_interval_seconds=30.0)
     with publishers(stack.kafka_bootstrap) as factory:
 
         def holding(transactional_id: str) -> TransactionalPublisher:
             return _HeldCommit(factory(transactional_id), held, release)
 
-        relay = OutboxPublisher(
-            runtime_pool, migrated.name, holding, owner="relay-prefetch", config=slow_poll
-        )
+        relay = OutboxRelay(runtime_pool, migrated.name, holding, owner="relay-prefetch", config=slow_poll)
         async with running(relay):
             await enqueue(runtime_pool, outbox, [message(topic, key, 1)])
             await asyncio.wait_for(held.wait(), 20)  # the first batch's commit is in flight
@@ -577,7 +580,7 @@ async def test_the_backoff_counts_from_when_the_failed_attempt_began(
                 return _FailingCommits(inner, plan, calls)
             return inner
 
-        relay = OutboxPublisher(runtime_pool, migrated.name, failing, owner="relay-backoff", config=FAST)
+        relay = OutboxRelay(runtime_pool, migrated.name, failing, owner="relay-backoff", config=FAST)
         async with running(relay):
             await enqueue(runtime_pool, outbox, [message(topic, key, 1)])
             records = await read_topic(stack.kafka_bootstrap, topic, expected=1, timeout_seconds=20)
@@ -596,11 +599,11 @@ async def test_while_rows_flow_the_cursor_is_stored_at_most_once_per_interval_an
     cursor has passed every row once the shard is idle."""
     outbox = Outbox(migrated.name)
     key = "one-key"
-    config = OutboxPublisherConfig(
+    config = OutboxRelayConfig(
         batch_size=10, lease_seconds=20, poll_interval_seconds=0.1, advance_interval_seconds=15
     )
     with publishers(stack.kafka_bootstrap) as factory:
-        relay = OutboxPublisher(runtime_pool, migrated.name, factory, owner="relay-lazy", config=config)
+        relay = OutboxRelay(runtime_pool, migrated.name, factory, owner="relay-lazy", config=config)
         stored: list[int] = []
         store = relay._cursors.advance
 
@@ -631,7 +634,7 @@ async def test_a_lost_listen_connection_is_replaced_so_wake_ups_are_heard_again(
     here, with wake-ups heard or not)."""
     outbox = Outbox(migrated.name)
     key = "one-key"
-    slow_poll = OutboxPublisherConfig(
+    slow_poll = OutboxRelayConfig(
         lease_seconds=3, poll_interval_seconds=30.0, deaf_poll_interval_seconds=30.0
     )
     listen = f'LISTEN "{notify_channel(migrated.name)}"'
@@ -641,7 +644,7 @@ async def test_a_lost_listen_connection_is_replaced_so_wake_ups_are_heard_again(
         return {row["pid"] for row in rows}
 
     with publishers(stack.kafka_bootstrap) as factory:
-        relay = OutboxPublisher(runtime_pool, migrated.name, factory, owner="relisten", config=slow_poll)
+        relay = OutboxRelay(runtime_pool, migrated.name, factory, owner="relisten", config=slow_poll)
         async with running(relay):
             await wait_until(listening_backends, timeout_seconds=10, what="the relay listening")
             [first] = await listening_backends()

@@ -14,11 +14,15 @@ import asyncpg
 from tests.conftest import Stack, runtime_dsn_for
 from tests.integration.platform.conftest import plan_for
 from tests.integration.platform.kafka_helpers import publish_outbox, read_topic
-from yovision_platform.db import Identifier
-from yovision_platform.kafka import partition_for_key
-from yovision_platform.migrations import migrate
-from yovision_platform.outbox import OUTBOX_SHARDS, Outbox, OutboxMessage
-from yovision_platform.outbox_windows import OutboxWindows, WindowPosition
+from yovision_platform.messaging import (
+    OUTBOX_SHARDS,
+    Outbox,
+    OutboxMessage,
+    OutboxWindows,
+    WindowPosition,
+    partition_for_key,
+)
+from yovision_platform.storage import Identifier, migrate
 
 LEGACY_INSERT = """
     INSERT INTO {table} (event_id, event_type, topic, message_key, value, headers, published_at)

@@ -12,9 +12,14 @@ import asyncpg
 import pytest
 
 from tests.conftest import MigratedSchema
-from yovision_platform.outbox import Outbox, OutboxMessage, outbox_shard
-from yovision_platform.outbox_publisher import OUTBOX_TABLE
-from yovision_platform.outbox_windows import OutboxWindows, WindowPosition
+from yovision_platform.messaging import (
+    OUTBOX_TABLE,
+    Outbox,
+    OutboxMessage,
+    OutboxWindows,
+    WindowPosition,
+    outbox_shard,
+)
 
 SHARD_ROWS = 20_000
 # A window of one row reads a few index and heap pages; the shard's 20,000 rows fill several hundred.

@@ -4,7 +4,7 @@ import uuid
 
 from tests.conftest import Stack, create_topic, delete_topic
 from tests.integration.platform.kafka_helpers import read_topic
-from yovision_platform.kafka import partition_for_key, start_producer
+from yovision_platform.messaging import partition_for_key, start_producer
 
 PARTITIONS = 12
 

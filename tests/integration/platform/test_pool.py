@@ -1,5 +1,5 @@
 """The platform's pool on PostgreSQL: what a borrow leaves behind, and the session lock that never goes back
-to the pool held (yovision_platform.db)."""
+to the pool held (yovision_platform.storage)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import MigratedSchema
 from tests.integration.platform.kafka_helpers import wait_until
-from yovision_platform.db import create_pool, session_advisory_lock
+from yovision_platform.storage import create_pool, session_advisory_lock
 
 KEY = "test-pool:apply"
 

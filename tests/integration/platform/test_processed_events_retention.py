@@ -13,9 +13,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from tests.conftest import MigratedSchema, Stack
 from tests.integration.platform.test_idempotent_consumer import consumer_for, record, smoke
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.consumer import ConsumeOutcome
-from yovision_platform.processed_events import ProcessedEventsPruner
+from yovision_platform.messaging import AvroSerde, ConsumeOutcome, ProcessedEventsPruner, SchemaRegistry
 
 HOUR_SECONDS = 3600
 TOPIC_RETENTION_MS = HOUR_SECONDS * 1000

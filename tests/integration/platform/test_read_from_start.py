@@ -16,7 +16,7 @@ import uuid
 from aiokafka import TopicPartition
 
 from tests.conftest import Stack, create_topic, delete_topic
-from yovision_platform.kafka import plain_consumer, seek_to_start, start_producer
+from yovision_platform.messaging import plain_consumer, seek_to_start, start_producer
 
 ROUNDS = 6
 PARTITIONS = 6

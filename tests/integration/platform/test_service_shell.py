@@ -24,8 +24,8 @@ from tests.conftest import Stack, free_port, private_file, runtime_dsn_for
 from tests.integration.bell_receiver.test_bell_process import wait_healthy
 from tests.integration.platform.kafka_helpers import wait_until
 from tests.tls import self_signed
-from yovision_platform.db import Identifier
-from yovision_platform.outbox import Outbox, OutboxMessage
+from yovision_platform.messaging import Outbox, OutboxMessage
+from yovision_platform.storage import Identifier
 from yovision_platform.tools.jaeger import private_jaeger
 
 DEMO = Path(__file__).with_name("demo_service.py")

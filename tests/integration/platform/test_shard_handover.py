@@ -17,9 +17,13 @@ import asyncpg
 
 from tests.conftest import REPO_ROOT, MigratedSchema, Stack
 from tests.integration.platform.kafka_helpers import read_topic, wait_until
-from yovision_platform.outbox import OUTBOX_SHARDS, Outbox, OutboxMessage
-from yovision_platform.outbox_publisher import OutboxPublisher
-from yovision_platform.txn_producer import TransactionalPublisher
+from yovision_platform.messaging import (
+    OUTBOX_SHARDS,
+    Outbox,
+    OutboxMessage,
+    OutboxRelay,
+    TransactionalPublisher,
+)
 
 RELAY_SCRIPT = Path(__file__).with_name("relay_process.py")
 MIN_EVENTS = 1500
@@ -82,7 +86,7 @@ async def test_a_sigstopped_relay_hands_its_shards_over_without_loss_or_reorderi
 
     paused = start_relay(migrated, stack, "relay-a", "--stop-before-commit", "3", str(marker))
     successor = start_relay(migrated, stack, "relay-b")
-    observer = OutboxPublisher(runtime_pool, migrated.name, no_publisher, owner="observer")
+    observer = OutboxRelay(runtime_pool, migrated.name, no_publisher, owner="observer")
     cursors = f'"{migrated.name}".outbox_cursors'
     try:
         writer = asyncio.create_task(write())

@@ -11,8 +11,7 @@ from confluent_kafka import Producer
 
 from tests.conftest import Stack
 from tests.integration.platform.kafka_helpers import publishers, read_topic
-from yovision_platform.kafka import partition_for_key
-from yovision_platform.txn_producer import ConfluentPublisher
+from yovision_platform.messaging import ConfluentPublisher, partition_for_key
 
 
 class _CallThreads:

@@ -32,7 +32,7 @@ from tests.conftest import (
 from tests.integration.bell_receiver.conftest import KEY_ID, Keys, keys
 from tests.integration.bell_receiver.test_bell_process import BellProcess, bell, wait_healthy
 from tests.integration.platform.kafka_helpers import wait_until
-from yovision_platform.db import Identifier
+from yovision_platform.storage import Identifier
 
 __all__ = ["bell", "keys"]  # the bell-receiver tests' fixtures, used here too
 

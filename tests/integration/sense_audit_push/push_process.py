@@ -20,9 +20,9 @@ from sense_reconciler.adapters.bell_client import BellClient
 from sense_reconciler.entrypoints.audit_push_worker import PIPELINE_DEPTH, AuditPushWorker
 from sense_reconciler.service_layer.audit_pusher import AuditPusher
 from sense_reconciler.settings import load_audit_push_config
-from yovision_platform.db import Identifier
-from yovision_platform.logging import configure_logging
+from yovision_platform.observability import configure_logging
 from yovision_platform.settings import read_dsn_file
+from yovision_platform.storage import Identifier
 
 
 async def push() -> None:

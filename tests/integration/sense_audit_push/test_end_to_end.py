@@ -31,8 +31,8 @@ from tests.integration.sense_audit_push.conftest import (
     pusher,
 )
 from tests.tls import self_signed
-from yovision_platform.db import Identifier
-from yovision_platform.signing import KeyRing
+from yovision_platform.security import KeyRing
+from yovision_platform.storage import Identifier
 
 
 async def test_facts_reach_bell_once_and_a_resend_is_acknowledged_as_duplicate(

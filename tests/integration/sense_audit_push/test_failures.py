@@ -36,8 +36,8 @@ from tests.integration.sense_audit_push.fake_bell import (
     missing_items,
     status_only,
 )
-from yovision_platform.db import Identifier
-from yovision_platform.shard_cursors import CursorFenced
+from yovision_platform.messaging import CursorFenced
+from yovision_platform.storage import Identifier
 
 
 @asynccontextmanager

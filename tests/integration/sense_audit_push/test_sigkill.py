@@ -22,7 +22,7 @@ from tests.integration.bell_receiver.test_bell_process import BellProcess
 from tests.integration.platform.kafka_helpers import wait_until
 from tests.integration.sense_audit_push.conftest import Outbox, bell_event_counts, restart_bell
 from tests.integration.sense_audit_push.fake_bell import FakeBell, forward
-from yovision_platform.db import Identifier
+from yovision_platform.storage import Identifier
 
 LAUNCHER = Path(__file__).with_name("push_process.py")
 HANG_SECONDS = 3600.0

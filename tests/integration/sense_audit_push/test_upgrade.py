@@ -25,8 +25,7 @@ from tests.integration.sense_audit_push.conftest import (
     pusher,
 )
 from tests.integration.sense_audit_push.fake_bell import FakeBell
-from yovision_platform.db import Identifier
-from yovision_platform.migrations import SchemaPlan, migrate
+from yovision_platform.storage import Identifier, SchemaPlan, migrate
 
 LEGACY_STATES = ("pending", "delivered", "dead_lettered")
 

@@ -13,11 +13,10 @@ from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema
 from tests.unit.sense_reconciler.conftest import DEVICE_TOPIC_PARTITIONS as DEVICE_TOPIC_PARTITIONS
 from tests.unit.sense_reconciler.conftest import devices_with
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.db import Identifier
-from yovision_platform.encryption import EncryptionKeyRing
-from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID
-from yovision_platform.migrations import SchemaPlan
+from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID
+from yovision_platform.messaging import AvroSerde, SchemaRegistry
+from yovision_platform.security import EncryptionKeyRing
+from yovision_platform.storage import Identifier, SchemaPlan
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "services/sense-reconciler/src/sense_reconciler/migrations"
 

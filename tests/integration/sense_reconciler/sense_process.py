@@ -7,7 +7,7 @@ import os
 import sys
 
 from sense_reconciler.entrypoints.main import SPEC
-from yovision_platform.service import main
+from yovision_platform.web import main
 
 if __name__ == "__main__":
     sys.exit(main(dataclasses.replace(SPEC, schema=os.environ["SENSE_TEST_SCHEMA"])))

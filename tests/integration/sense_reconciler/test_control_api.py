@@ -22,9 +22,8 @@ from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.settings import AUDIENCE
 from tests.conftest import MigratedSchema, problem_code
 from tests.issuers import LocalIssuer
-from yovision_platform.access_tokens import use_access_token_verifier
-from yovision_platform.avro import AvroSerde
-from yovision_platform.web import create_app
+from yovision_platform.messaging import AvroSerde
+from yovision_platform.web import create_app, use_access_token_verifier
 
 SECRET = "s3cr3t-pw"
 OPENAPI_FILE = Path(__file__).resolve().parents[3] / "schemas/openapi/sense-reconciler.v1.json"

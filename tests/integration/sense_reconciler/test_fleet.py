@@ -32,9 +32,9 @@ from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import MEDIAMTX_BIN, MigratedSchema
 from tests.integration.sense_reconciler.conftest import DEVICE_TOPIC_PARTITIONS, devices_on
 from tests.mediamtx_proxy import MediaMtxProxy
-from yovision_platform.avro import AvroSerde
-from yovision_platform.encryption import EncryptionKeyRing
-from yovision_platform.media_servers import MediaFleet
+from yovision_platform.mediamtx import MediaFleet
+from yovision_platform.messaging import AvroSerde
+from yovision_platform.security import EncryptionKeyRing
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox
 
 SERVERS = ("mtx-a", "mtx-b")

@@ -16,10 +16,8 @@ from sense_reconciler.adapters.unit_of_work import PostgresSenseUnitOfWork
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import MigratedSchema, Stack, runtime_dsn_for
 from tests.integration.sense_reconciler.conftest import MIGRATIONS, sense_plan
-from yovision_platform.db import Identifier
-from yovision_platform.encryption import EncryptionKeyRing
-from yovision_platform.key_rotation import rotate_keys
-from yovision_platform.migrations import migrate
+from yovision_platform.security import EncryptionKeyRing, rotate_keys
+from yovision_platform.storage import Identifier, migrate
 
 
 async def test_migrations_apply_once_and_replay_without_change(

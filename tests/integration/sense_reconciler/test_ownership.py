@@ -25,9 +25,8 @@ from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import MigratedSchema, Stack, create_topic, delete_topic
 from tests.integration.sense_reconciler.conftest import DEVICE_TOPIC_PARTITIONS
-from yovision_platform.avro import AvroSerde
-from yovision_platform.kafka import start_producer
-from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
+from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID, MediaFleet
+from yovision_platform.messaging import AvroSerde, start_producer
 
 PARTITIONS = 4
 

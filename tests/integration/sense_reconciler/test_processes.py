@@ -33,7 +33,7 @@ from tests.conftest import (
 )
 from tests.issuers import HydraIssuer
 from tests.mediamtx_proxy import MediaMtxProxy
-from yovision_platform.kafka import partition_for_key
+from yovision_platform.messaging import partition_for_key
 
 SCRIPT = Path(__file__).with_name("sense_process.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]

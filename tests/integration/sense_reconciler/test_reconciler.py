@@ -29,12 +29,11 @@ from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import MigratedSchema, Stack
 from tests.ports.sense_reconciler.backends import wait_for
-from yovision_platform.avro import AvroSerde
-from yovision_platform.db import Identifier
 from yovision_platform.errors import LeaseLost
-from yovision_platform.leases import Lease
-from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
-from yovision_platform.metrics import render_latest
+from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID, MediaFleet
+from yovision_platform.messaging import AvroSerde
+from yovision_platform.observability import render_latest
+from yovision_platform.storage import Identifier, Lease
 
 ALL_PARTITIONS = range(12)
 SECRET = "cam-pw-9"

@@ -16,9 +16,8 @@ from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import MigratedSchema
 from tests.integration.sense_reconciler.conftest import DEVICE_TOPIC_PARTITIONS
-from yovision_platform.avro import AvroSerde
-from yovision_platform.encryption import EncryptionKeyRing, SecretUnreadable
-from yovision_platform.key_rotation import rotate_keys
+from yovision_platform.messaging import AvroSerde
+from yovision_platform.security import EncryptionKeyRing, SecretUnreadable, rotate_keys
 
 
 def service(pool: asyncpg.Pool, schema: MigratedSchema, serde: AvroSerde, ring: EncryptionKeyRing) -> Devices:

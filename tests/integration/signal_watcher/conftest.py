@@ -32,12 +32,11 @@ from signal_watcher.settings import AUDIENCE
 from tests.conftest import MigratedSchema, Stack, migrate_test_schema
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from tests.issuers import LocalIssuer
-from yovision_platform.access_tokens import use_access_token_verifier
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.db import Identifier
-from yovision_platform.encryption import EncryptionKeyRing
+from yovision_platform.messaging import AvroSerde, SchemaRegistry
+from yovision_platform.security import EncryptionKeyRing
+from yovision_platform.storage import Identifier
 from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS
-from yovision_platform.web import create_app
+from yovision_platform.web import create_app, use_access_token_verifier
 
 FIXTURE_HOST = "fixture.example.com"
 LOOPBACK_NETWORK = ipaddress.ip_network("127.0.0.0/8")

@@ -23,7 +23,7 @@ from tests.integration.signal_watcher.conftest import (
     fake_resolver,
     use_cases_on,
 )
-from yovision_platform.db import Identifier
+from yovision_platform.storage import Identifier
 
 
 async def main(dsn: str, schema: str, key_hex: str, owner: str) -> None:

@@ -8,7 +8,7 @@ import os
 import sys
 
 from signal_watcher.entrypoints.main import SPEC
-from yovision_platform.service import main
+from yovision_platform.web import main
 
 if __name__ == "__main__":
     sys.exit(main(dataclasses.replace(SPEC, schema=os.environ["YOVISION_TEST_SIGNAL_SCHEMA"]), sys.argv[1:]))

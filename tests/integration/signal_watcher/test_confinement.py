@@ -36,7 +36,7 @@ from tests.integration.signal_watcher.conftest import (
     use_cases_on,
 )
 from tests.integration.signal_watcher.fixture_server import FixtureServer
-from yovision_platform.avro import AvroSerde
+from yovision_platform.messaging import AvroSerde
 
 ALICE = Bearer("alice")
 NAMES = {

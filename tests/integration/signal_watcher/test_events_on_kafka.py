@@ -9,7 +9,7 @@ from tests.conftest import Stack
 from tests.integration.platform.kafka_helpers import publish_outbox, read_topic
 from tests.integration.signal_watcher.conftest import FIXTURE_HOST, check_now, insert, make_spec, use_cases_on
 from tests.integration.signal_watcher.fixture_server import FixtureServer
-from yovision_platform.avro import AvroSerde
+from yovision_platform.messaging import AvroSerde
 
 
 async def test_trigger_and_disable_events_are_published_once(

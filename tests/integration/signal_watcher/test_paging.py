@@ -18,7 +18,7 @@ from signal_watcher.domain.records import CheckRow
 from signal_watcher.entrypoints.api import PAGE_MAX_ITEMS
 from tests.conftest import problem_code
 from tests.integration.signal_watcher.test_api import ALICE, BOB, api, auth
-from yovision_platform.paging import MAX_CURSOR_CHARS, encode_cursor
+from yovision_platform.web import MAX_CURSOR_CHARS, encode_cursor
 
 __all__ = ["api"]
 

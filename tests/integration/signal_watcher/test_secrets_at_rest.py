@@ -18,8 +18,7 @@ from signal_watcher.domain.model import CompareMode, Header, Method
 from signal_watcher.service_layer.checks import CheckRunner
 from tests.integration.signal_watcher.conftest import FIXTURE_HOST, check_now, insert, make_spec, stored
 from tests.integration.signal_watcher.fixture_server import FixtureServer
-from yovision_platform.encryption import EncryptionKeyRing
-from yovision_platform.key_rotation import rotate_keys
+from yovision_platform.security import EncryptionKeyRing, rotate_keys
 
 HEADER = Header("Authorization", "Bearer sec-" + "7" * 20)
 

@@ -21,7 +21,7 @@ from signal_watcher.settings import AUDIENCE
 from tests.conftest import Stack, free_port, private_file, problem_code, runtime_dsn_for
 from tests.integration.signal_watcher.fixture_server import FixtureServer
 from tests.issuers import HydraIssuer
-from yovision_platform.db import Identifier
+from yovision_platform.storage import Identifier
 from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS, TEST_PROBE_RESOLVER
 
 PROCESS = Path(__file__).with_name("service_process.py")

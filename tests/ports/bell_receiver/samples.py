@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from bell_receiver.domain.audit import AuditRow
-from yovision_platform.audit_relay.facts import digest_of
+from yovision_platform.audit_push import digest_of
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -11,7 +11,7 @@ from bell_receiver.domain.audit import AuditFilter, AuditRow, Channel
 from bell_receiver.domain.paging import PagePosition
 from tests.ports.bell_receiver.harness import Harness, MemoryHarness, PostgresHarness
 from tests.ports.bell_receiver.samples import T0, audit_row
-from yovision_platform.audit_relay.facts import digest_of
+from yovision_platform.audit_push import digest_of
 
 
 def row(

@@ -10,7 +10,7 @@ from media_worker.domain.material import NewMaterial
 from media_worker.domain.sessions import SessionState, UploadSession
 from tests.ports.media_worker.conftest import Backend, BackendContract, InMemory, OnPostgres
 from tests.ports.media_worker.records import OWNER, new_material, new_session
-from yovision_platform.outbox import OutboxMessage
+from yovision_platform.messaging import OutboxMessage
 
 
 class Failure(Exception):

@@ -23,8 +23,8 @@ from orphan_scanner.service_layer.ports import OrphanUnitOfWork
 from tests.conftest import MigratedSchema
 from tests.integration.orphan_scanner import conftest as orphan_integration
 from tests.unit.orphan_scanner.world import run_row
-from yovision_platform.db import Identifier
-from yovision_platform.outbox import OutboxMessage
+from yovision_platform.messaging import OutboxMessage
+from yovision_platform.storage import Identifier
 
 UnitOfWorkFactory = Callable[[], OrphanUnitOfWork]
 

@@ -7,7 +7,7 @@ import pytest
 
 from tests.ports.orphan_scanner.conftest import Backdoor, Memory, OnPostgres, UnitOfWorkFactory
 from yovision_platform.errors import LeaseLost
-from yovision_platform.leases import Lease
+from yovision_platform.storage import Lease
 
 LEASE_SECONDS = 30.0
 

@@ -10,10 +10,8 @@ import pytest
 from tests.conftest import Stack
 from tests.integration.platform.kafka_helpers import wait_until
 from tests.issuers import HydraIssuer, Issuer, LocalIssuer, hydra_issuer
-from yovision_platform.access_tokens import AccessTokenVerifier
-from yovision_platform.auth import AuthError, Identity
-from yovision_platform.jwks import IssuerKeys
 from yovision_platform.tools import hydra
+from yovision_platform.web import AccessTokenVerifier, AuthError, Identity, IssuerKeys
 
 AUDIENCE = "signal-watcher"
 WAIT_SECONDS = 20.0

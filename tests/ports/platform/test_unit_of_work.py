@@ -15,11 +15,10 @@ import asyncpg
 import pytest
 
 from tests.conftest import migrate_test_schema
-from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.errors import OutboxError
 from yovision_platform.localstack import LocalStack
-from yovision_platform.outbox import MAX_MESSAGE_BYTES, OutboxMessage
-from yovision_platform.unit_of_work import InMemoryUnitOfWork, PostgresUnitOfWork
+from yovision_platform.messaging import MAX_MESSAGE_BYTES, OutboxMessage
+from yovision_platform.storage import DbConnection, Identifier, InMemoryUnitOfWork, PostgresUnitOfWork
 
 FIXTURE_MIGRATIONS = Path(__file__).parents[2] / "integration" / "platform" / "fixture_migrations"
 

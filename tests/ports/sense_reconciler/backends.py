@@ -21,8 +21,8 @@ from sense_reconciler.adapters.source_uri_secrets import SourceUriSecrets
 from sense_reconciler.adapters.unit_of_work import postgres_units
 from sense_reconciler.domain.records import NewDevice
 from sense_reconciler.service_layer.ports import AuditPushStore, UnitOfWorkFactory
-from yovision_platform.db import Identifier
-from yovision_platform.key_rotation import SecretRowStore
+from yovision_platform.security import SecretRowStore
+from yovision_platform.storage import Identifier
 
 __all__ = ["SERVER", "Backend", "MemoryBackend", "PostgresBackend", "new_device", "register", "wait_for"]
 

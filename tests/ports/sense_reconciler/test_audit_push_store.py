@@ -11,7 +11,7 @@ import pytest
 from sense_reconciler.domain.records import AuditFact
 from sense_reconciler.service_layer.ports import AuditPushStore
 from tests.ports.sense_reconciler.backends import Backend, register, wait_for
-from yovision_platform.shard_cursors import CursorFenced, ShardLease
+from yovision_platform.messaging import CursorFenced, ShardLease
 
 
 async def add_facts(backend: Backend, count: int) -> list[uuid.UUID]:

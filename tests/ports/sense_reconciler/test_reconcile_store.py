@@ -13,7 +13,7 @@ from sense_reconciler.domain.reconcile import ClaimedItem, Convergence, WorkItem
 from sense_reconciler.domain.records import DeviceUpdate, StoredSource
 from tests.ports.sense_reconciler.backends import Backend, new_device, register, wait_for
 from yovision_platform.errors import LeaseLost
-from yovision_platform.leases import Lease
+from yovision_platform.storage import Lease
 
 PARTITIONS = list(range(12))
 REASON = "invalid source: <redacted>"

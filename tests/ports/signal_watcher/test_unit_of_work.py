@@ -11,7 +11,7 @@ from signal_watcher.domain.records import CheckRow
 from signal_watcher.service_layer.ports import UnitOfWorkFactory
 from tests.ports.signal_watcher.backends import CommittedEvents, MemoryBackend, PostgresBackend, StoreContract
 from tests.ports.signal_watcher.test_watcher_store import SPEC
-from yovision_platform.outbox import OutboxMessage
+from yovision_platform.messaging import OutboxMessage
 
 
 class Failure(Exception):

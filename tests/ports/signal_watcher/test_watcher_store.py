@@ -15,7 +15,7 @@ from signal_watcher.domain.records import WatcherAfterCheck, WatcherRecord
 from signal_watcher.service_layer.ports import ClaimedWatcher, UnitOfWorkFactory
 from tests.ports.signal_watcher.backends import Elapse, MemoryBackend, PostgresBackend, StoreContract
 from yovision_platform.errors import LeaseLost
-from yovision_platform.leases import Lease
+from yovision_platform.storage import Lease
 
 SPEC = WatcherSpec(
     name="watch",

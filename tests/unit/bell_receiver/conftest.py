@@ -26,9 +26,8 @@ from bell_receiver.service_layer.metrics import BellMetrics
 from bell_receiver.settings import AUDIENCE
 from tests.integration.bell_receiver.relay_client import RelayClient
 from tests.issuers import LocalIssuer
-from yovision_platform.access_tokens import use_access_token_verifier
-from yovision_platform.signing import KeyRing, SigningKey, VerifiedRequest
-from yovision_platform.web import create_app
+from yovision_platform.security import KeyRing, SigningKey, VerifiedRequest
+from yovision_platform.web import create_app, use_access_token_verifier
 
 KEY_ID = "relay-unit-1"
 

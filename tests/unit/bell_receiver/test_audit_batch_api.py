@@ -10,7 +10,7 @@ import pytest
 
 from tests.integration.bell_receiver.relay_client import batch_body, fact
 from tests.unit.bell_receiver.conftest import Api
-from yovision_platform.audit_relay.batch import BATCH_PATH, MAX_BATCH_ITEMS
+from yovision_platform.audit_push import BATCH_PATH, MAX_BATCH_ITEMS
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from bell_receiver.domain.errors import ReplayConflict
 from bell_receiver.service_layer.audit_batch_receiver import AnswerKind
 from tests.integration.bell_receiver.relay_client import batch_body, fact
 from tests.unit.bell_receiver.conftest import Fakes, verified
-from yovision_platform.signing import NONCE_RECEIPT_TTL_SECONDS
+from yovision_platform.security import NONCE_RECEIPT_TTL_SECONDS
 
 
 async def test_one_batch_mixes_accepted_duplicate_and_rejected_items_in_input_order(fakes: Fakes) -> None:

@@ -15,9 +15,7 @@ from bell_receiver.service_layer.ingest import INGESTED_EVENT_TYPES
 from tests.conftest import REPO_ROOT
 from tests.integration.bell_receiver.relay_client import batch_body, fact, kafka_fields_of
 from tests.unit.bell_receiver.conftest import Fakes, verified
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.consumer import EventRejected, InboundEvent
-from yovision_platform.events import build_event
+from yovision_platform.messaging import AvroSerde, EventRejected, InboundEvent, SchemaRegistry, build_event
 
 SAMPLES = REPO_ROOT / "schemas" / "avro" / "samples"
 WHEN = datetime(2026, 11, 30, 1, 2, 3, 456000, tzinfo=UTC)

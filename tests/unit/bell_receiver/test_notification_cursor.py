@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bell_receiver.domain.paging import PagePosition, decode_cursor, encode_cursor
-from yovision_platform import paging
+from yovision_platform.web import _paging as paging
 
 
 def test_round_trip_keeps_microseconds() -> None:

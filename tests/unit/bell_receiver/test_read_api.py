@@ -18,7 +18,7 @@ from tests.conftest import problem_code
 from tests.ports.bell_receiver.samples import T0
 from tests.ports.bell_receiver.samples import audit_row as row
 from tests.unit.bell_receiver.conftest import Api
-from yovision_platform.permissions import AUDIENCES, PERMISSIONS
+from yovision_platform.web import AUDIENCES, PERMISSIONS
 
 
 async def seed(api: Api) -> None:

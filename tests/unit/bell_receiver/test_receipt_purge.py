@@ -7,7 +7,7 @@ import hashlib
 
 from bell_receiver.domain.receipts import Receipt
 from tests.unit.bell_receiver.conftest import Fakes
-from yovision_platform.signing import NONCE_RECEIPT_TTL_SECONDS
+from yovision_platform.security import NONCE_RECEIPT_TTL_SECONDS
 
 
 async def test_the_purge_removes_receipts_once_their_lifetime_is_over(fakes: Fakes) -> None:

@@ -17,7 +17,7 @@ from tests.served_app import serve_app
 from tests.unit.console.conftest import ClientFactory, signed_in
 from tests.unit.console.provider import FakeProvider
 from tests.unit.console.test_token_refresh import _due
-from yovision_platform.permissions import AUDIENCES
+from yovision_platform.web import AUDIENCES
 
 
 @dataclass

@@ -28,8 +28,8 @@ from console.entrypoints.session import (
 )
 from tests.unit.console.conftest import ClientFactory, login_page, signed_in
 from tests.unit.console.provider import FakeProvider
-from yovision_platform.permissions import PERMISSIONS as ALL_PERMISSIONS
-from yovision_platform.signing import load_key_file
+from yovision_platform.security import load_key_file
+from yovision_platform.web import PERMISSIONS as ALL_PERMISSIONS
 
 IDENTITY_ONLY_PAGE = "/watchers/new"  # needs a signed-in user, calls no API
 LONGEST_SUBJECT = "s" * 128

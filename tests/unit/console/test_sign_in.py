@@ -24,8 +24,8 @@ from console.domain.sign_in import PENDING_SIGN_IN_SECONDS, PendingSignIn
 from console.entrypoints.session import COOKIE_NAME, Session, Sessions
 from tests.unit.console.conftest import ClientFactory, ConsoleClient, csrf_in, follow, login_page, signed_in
 from tests.unit.console.provider import CLIENT_ID, FakeProvider
-from yovision_platform.permissions import AUDIENCES, PERMISSIONS
-from yovision_platform.signing import load_key_file
+from yovision_platform.security import load_key_file
+from yovision_platform.web import AUDIENCES, PERMISSIONS
 
 MARKER = "x7q-echo"
 

@@ -36,9 +36,8 @@ from media_worker.service_layer.transcoder import Transcoder
 from media_worker.settings import AUDIENCE
 from tests.issuers import LocalIssuer
 from tests.unit.media_worker.uploading import SMALL_LIMITS
-from yovision_platform.access_tokens import use_access_token_verifier
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.web import create_app
+from yovision_platform.messaging import AvroSerde, SchemaRegistry
+from yovision_platform.web import create_app, use_access_token_verifier
 
 INSTANCE = "media-test-a"
 OWNER = "user-1"

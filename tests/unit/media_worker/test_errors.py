@@ -8,7 +8,7 @@ import pytest
 from media_worker.domain import errors
 from media_worker.domain.errors import REFUSAL_CODES, REFUSALS, MediaRefusal
 from yovision_platform.errors import ServiceError
-from yovision_platform.paging import InvalidCursor
+from yovision_platform.web import InvalidCursor
 
 # The wire contract: code -> (status, Retry-After seconds or None).
 ANSWERS: dict[str, tuple[int, int | None]] = {

@@ -8,7 +8,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from orphan_scanner.service_layer.metrics import ObservedClass, OrphanMetrics, ScanResult, ScanTrigger
-from yovision_platform.metrics import create_registry, render_latest
+from yovision_platform.observability import create_registry, render_latest
 
 SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
 LABEL = re.compile(r'(?P<key>[a-zA-Z_][a-zA-Z0-9_]*)="(?P<value>[^"]*)"')

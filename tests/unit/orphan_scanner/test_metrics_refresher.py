@@ -4,7 +4,7 @@ projection lag from the progress port (kept while Kafka cannot tell)."""
 from __future__ import annotations
 
 from tests.unit.orphan_scanner.world import Options, World, world
-from yovision_platform.metrics import render_latest
+from yovision_platform.observability import render_latest
 
 
 def shown(w: World) -> dict[str, float]:

@@ -10,7 +10,7 @@ import pytest
 
 from orphan_scanner.domain.projected_events import DEVICE_EVENT_TYPES, OWNERSHIP_EVENT_TYPE
 from orphan_scanner.service_layer.projection import DESIRED_STATES, device_claim, ownership_evidence
-from yovision_platform.consumer import EventRejected
+from yovision_platform.messaging import EventRejected
 
 EVENT_ID = uuid.UUID("00000000-0000-4000-8000-000000000001")
 DEVICE_ID = uuid.UUID("6c1d2e3f-4a5b-4c6d-8e7f-901a2b3c4d5e")

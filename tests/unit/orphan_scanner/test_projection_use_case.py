@@ -14,7 +14,7 @@ import pytest
 from orphan_scanner.adapters.memory import MemoryOrphanUnitOfWork
 from orphan_scanner.domain.classify import ServerPath
 from tests.unit.orphan_scanner.world import world
-from yovision_platform.consumer import EventRejected, InboundEvent
+from yovision_platform.messaging import EventRejected, InboundEvent
 
 T0 = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)
 DEVICE = uuid.UUID("6c1d2e3f-4a5b-4c6d-8e7f-901a2b3c4d5e")

@@ -21,9 +21,7 @@ from orphan_scanner.settings import AUDIENCE
 from tests.conftest import problem_code
 from tests.issuers import LocalIssuer
 from tests.unit.orphan_scanner.world import World, world
-from yovision_platform.access_tokens import use_access_token_verifier
-from yovision_platform.permissions import AUDIENCES, PERMISSIONS
-from yovision_platform.web import create_app
+from yovision_platform.web import AUDIENCES, PERMISSIONS, create_app, use_access_token_verifier
 
 
 async def three_reports(w: World) -> list[uuid.UUID]:

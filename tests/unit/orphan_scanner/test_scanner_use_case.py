@@ -17,7 +17,7 @@ from orphan_scanner.service_layer.apply import ApplyStatus
 from orphan_scanner.service_layer.metrics import ScanTrigger
 from orphan_scanner.service_layer.scanner import Scanner, ScanReport
 from tests.unit.orphan_scanner.world import World, names, on, world
-from yovision_platform.metrics import render_latest
+from yovision_platform.observability import render_latest
 
 
 def metric(w: World, line_start: str) -> float:

@@ -33,10 +33,8 @@ from orphan_scanner.service_layer.apply import ApplyResult
 from orphan_scanner.service_layer.events import OrphanEvents
 from orphan_scanner.service_layer.metrics import OrphanMetrics, ScanTrigger
 from orphan_scanner.service_layer.scanner import Scanner, ScanReport
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.consumer import InboundEvent
-from yovision_platform.events import EventRecord, build_event
-from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
+from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID, MediaFleet
+from yovision_platform.messaging import AvroSerde, EventRecord, InboundEvent, SchemaRegistry, build_event
 
 SERDE = AvroSerde(SchemaRegistry.load())
 LEASE_SECONDS = 30.0

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from yovision_platform import service
+from yovision_platform.web import _service as service
 
 
 async def supervise_failing(monkeypatch: pytest.MonkeyPatch, failure: Exception, failures: int) -> int:

@@ -8,9 +8,9 @@ from typing import ClassVar
 import pytest
 from pydantic_settings import SettingsConfigDict
 
-from yovision_platform.access_tokens import AccessTokenSettings, PermissionMapping
 from yovision_platform.errors import ConfigError
 from yovision_platform.settings import Port, load_settings
+from yovision_platform.web import AccessTokenSettings, PermissionMapping
 
 
 class DemoTokenSettings(AccessTokenSettings):

@@ -20,10 +20,15 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from tests.issuers import LocalIssuer
-from yovision_platform.access_tokens import AccessTokenCaller, AccessTokenVerifier, PermissionMapping, Refusal
-from yovision_platform.auth import AuthError
-from yovision_platform.jwks import FetchOutcome, IssuerKeys, parse_jwks
-from yovision_platform.web import create_app
+from yovision_platform.web import (
+    AccessTokenCaller,
+    AccessTokenVerifier,
+    AuthError,
+    PermissionMapping,
+    Refusal,
+    create_app,
+)
+from yovision_platform.web._jwks import FetchOutcome, IssuerKeys, parse_jwks
 
 ISSUER = "http://127.0.0.1:4444"
 AUDIENCE = "signal-watcher"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from yovision_platform.audit_relay.batch import (
+from yovision_platform.audit_push import (
     MAX_BATCH_ITEMS,
     BatchErrorCode,
     EnvelopeError,

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from yovision_platform.audit_relay.batch import ItemResult, ItemStatus, result_body
-from yovision_platform.audit_relay.facts import (
+from yovision_platform.audit_push import ItemResult, ItemStatus, result_body
+from yovision_platform.audit_push._facts import (
     ItemRejectCode,
     RejectedItem,
     ValidFact,

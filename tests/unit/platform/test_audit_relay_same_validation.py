@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from yovision_platform.audit_relay.facts import (
+from yovision_platform.audit_push._facts import (
     CANONICAL_UUID,
     DeviceAuditFactV1,
     DeviceAuditFactV2,

@@ -10,7 +10,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from yovision_platform.auth import (
+from yovision_platform.web import install_problem_handlers
+from yovision_platform.web._auth import (
     JWT_MAX_TTL_SECONDS,
     AuthError,
     Forbidden,
@@ -19,7 +20,6 @@ from yovision_platform.auth import (
     check_times,
     checked_subject,
 )
-from yovision_platform.problems import install_problem_handlers
 
 EXPIRES = 1_800_000_000
 

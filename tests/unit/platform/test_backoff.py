@@ -9,7 +9,6 @@ import time
 import pytest
 
 from tests.unit.platform.supervision import supervise_failing
-from yovision_platform import service
 from yovision_platform.backoff import MAX_BACKOFF_EXPONENT, backoff_seconds, wait_for_stop
 
 
@@ -60,5 +59,5 @@ async def test_wait_for_stop_returns_as_soon_as_stop_is_set() -> None:
 async def test_the_supervisor_keeps_restarting_a_worker_past_1024_failures(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.CRITICAL, logger=service.__name__)
+    caplog.set_level(logging.CRITICAL, logger="yovision_platform.service")
     assert await supervise_failing(monkeypatch, RuntimeError("boom"), 1_100) == 1_101

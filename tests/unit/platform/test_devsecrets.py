@@ -8,9 +8,9 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from yovision_platform.localstack import read_env_file
-from yovision_platform.permissions import AUDIENCES
 from yovision_platform.tools import identity_provider
 from yovision_platform.tools.devsecrets import LOCAL_SERVICES, STACK_PROMETHEUS_URL, Environment, generate
+from yovision_platform.web import AUDIENCES
 
 
 def make_stack(tmp_path: Path) -> Path:

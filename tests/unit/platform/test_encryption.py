@@ -8,13 +8,8 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from yovision_platform.encryption import (
-    AES_KEY_BYTES,
-    NONCE_BYTES,
-    EncryptionKeyRing,
-    SecretUnreadable,
-)
 from yovision_platform.errors import ConfigError
+from yovision_platform.security import AES_KEY_BYTES, NONCE_BYTES, EncryptionKeyRing, SecretUnreadable
 from yovision_platform.tools.localhost import write_private_file
 
 CONTEXT = "sense:devices:0b8e:source_uri"

@@ -1,7 +1,7 @@
 """`fetch_end_offsets` against a broker that accepts connections and never answers (a node restarting,
 a SIGSTOPped one): a timeout within its bound, and no connection left open. Its bound cancels the clients'
 start; a cancelled start of aiokafka's admin client left its bootstrap connection open (see
-`yovision_platform.kafka_replication`), this one must not."""
+`yovision_platform.messaging`), this one must not."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from yovision_platform.kafka import fetch_end_offsets
+from yovision_platform.messaging import fetch_end_offsets
 
 BOUND_SECONDS = 2.0
 

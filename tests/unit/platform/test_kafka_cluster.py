@@ -1,11 +1,11 @@
 """The local cluster's layout and node configuration, and what the replication report makes of a cluster's
-metadata (yovision_platform.tools.kafka_cluster, yovision_platform.kafka_replication)."""
+metadata (yovision_platform.tools.kafka_cluster, yovision_platform.messaging)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from yovision_platform.kafka_replication import PartitionReplicas, Replication
+from yovision_platform.messaging import PartitionReplicas, Replication
 from yovision_platform.tools.kafka_cluster import ClusterLayout, cluster_id, render_config
 
 TEMPLATE = """process.roles=broker,controller

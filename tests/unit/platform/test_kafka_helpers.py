@@ -4,10 +4,8 @@ import pytest
 from aiokafka.partitioner import DefaultPartitioner
 from confluent_kafka import KafkaError
 
-from yovision_platform.kafka import partition_for_key
-from yovision_platform.outbox_publisher import OutboxPublisherConfig
-from yovision_platform.shard_cursors import assigned_shards
-from yovision_platform.txn_producer import PublishError, classify
+from yovision_platform.messaging import OutboxRelayConfig, assigned_shards, partition_for_key
+from yovision_platform.messaging._txn_producer import PublishError, classify
 
 
 @pytest.mark.parametrize("partitions", [1, 3, 6, 12, 64])
@@ -44,19 +42,19 @@ def test_publish_errors_map_to_stable_codes(codes: list[int], reason: PublishErr
 @pytest.mark.parametrize(("batch_size", "valid"), [(0, False), (1, True), (10_000, True), (10_001, False)])
 def test_relay_batch_size_bounds(batch_size: int, valid: bool) -> None:
     if valid:
-        assert OutboxPublisherConfig(batch_size=batch_size).batch_size == batch_size
+        assert OutboxRelayConfig(batch_size=batch_size).batch_size == batch_size
     else:
         with pytest.raises(ValueError, match="batch_size"):
-            OutboxPublisherConfig(batch_size=batch_size)
+            OutboxRelayConfig(batch_size=batch_size)
 
 
 @pytest.mark.parametrize(("lease", "valid"), [(0.999, False), (1.0, True)])
 def test_relay_lease_has_a_floor(lease: float, valid: bool) -> None:
     if valid:
-        OutboxPublisherConfig(lease_seconds=lease)
+        OutboxRelayConfig(lease_seconds=lease)
     else:
         with pytest.raises(ValueError, match="lease"):
-            OutboxPublisherConfig(lease_seconds=lease)
+            OutboxRelayConfig(lease_seconds=lease)
 
 
 @pytest.mark.parametrize(

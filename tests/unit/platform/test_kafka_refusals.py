@@ -9,9 +9,8 @@ import pytest
 from confluent_kafka import KafkaError
 
 from tests.unit.platform.supervision import supervise_failing
-from yovision_platform import service
-from yovision_platform.kafka import KafkaAccessRefused
-from yovision_platform.txn_producer import PublishError, classify
+from yovision_platform.messaging import KafkaAccessRefused
+from yovision_platform.messaging._txn_producer import PublishError, classify
 
 
 @pytest.mark.parametrize(
@@ -32,9 +31,11 @@ def test_refusals_classify_before_unavailability_and_timeouts(codes: list[int], 
 async def test_the_supervisor_logs_a_refusal_by_its_code_without_a_traceback(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger=service.__name__)
+    caplog.set_level(logging.INFO, logger="yovision_platform.service")
     assert await supervise_failing(monkeypatch, KafkaAccessRefused("kafka_authentication_failed"), 1) == 2
-    (record,) = [r for r in caplog.records if r.name == service.__name__ and r.levelno >= logging.WARNING]
+    (record,) = [
+        r for r in caplog.records if r.name == "yovision_platform.service" and r.levelno >= logging.WARNING
+    ]
     assert record.levelno == logging.ERROR
     assert record.error_code == "kafka_authentication_failed"  # type: ignore[attr-defined]
     assert record.exc_info is None

@@ -12,8 +12,8 @@ import pytest
 from tests.tls import CertificateAuthority, self_signed
 from tests.unit.platform.demo_settings import DEMO_BOOTSTRAP, DemoSettings, write_secret
 from yovision_platform.errors import ConfigError
-from yovision_platform.kafka_security import SASL_USERNAME_MAX_CHARS, KafkaConnection
-from yovision_platform.redaction import redact_text
+from yovision_platform.messaging import SASL_USERNAME_MAX_CHARS, KafkaConnection
+from yovision_platform.security import redact_text
 from yovision_platform.settings import SECRET_FILE_MAX_BYTES, load_settings
 
 PASSWORD = "kafka-sasl-pw-0815"

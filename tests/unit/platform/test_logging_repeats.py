@@ -6,7 +6,7 @@ import io
 import json
 import logging
 
-from yovision_platform.logging import RepeatFilter, configure_logging
+from yovision_platform.observability import RepeatFilter, configure_logging
 
 
 class Clock:

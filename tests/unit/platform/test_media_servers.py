@@ -10,12 +10,13 @@ import pytest
 from pydantic_settings import SettingsConfigDict
 
 from yovision_platform.errors import ConfigError
-from yovision_platform.media_servers import (
+from yovision_platform.mediamtx import (
     SINGLE_MEDIA_SERVER_ID,
     MediaFleet,
+    MediaMtxApi,
+    MediaMtxError,
     MediaServerSettings,
 )
-from yovision_platform.mediamtx import MediaMtxApi, MediaMtxError
 from yovision_platform.settings import Port, load_settings
 from yovision_platform.tools.localhost import write_private_file
 

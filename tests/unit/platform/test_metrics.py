@@ -5,7 +5,7 @@ import enum
 import pytest
 from prometheus_client import CollectorRegistry
 
-from yovision_platform.metrics import (
+from yovision_platform.observability import (
     INSTANCE_ID,
     build_info,
     create_registry,

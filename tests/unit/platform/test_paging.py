@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from yovision_platform.paging import (
+from yovision_platform.patterns import at_most
+from yovision_platform.web._paging import (
     MAX_CURSOR_CHARS,
     MAX_INT_KEY,
     InvalidCursor,
@@ -18,7 +19,6 @@ from yovision_platform.paging import (
     decode_cursor,
     encode_cursor,
 )
-from yovision_platform.patterns import at_most
 
 MOMENT = datetime(2026, 11, 30, 1, 2, 3, 456789, tzinfo=UTC)
 

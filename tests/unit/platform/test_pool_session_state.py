@@ -1,6 +1,6 @@
 """No code that runs on a pooled connection leaves session state behind it.
 
-The platform's pool hands a connection back without asyncpg's reset query (yovision_platform.db,
+The platform's pool hands a connection back without asyncpg's reset query (yovision_platform.storage,
 `_keep_session`): a round trip per borrow, for state this code never leaves. This scan keeps that true
 over the services' and the platform's sources. Migrations and the operator tools run on connections of
 their own, never a service's pool, and are left out.
@@ -18,8 +18,8 @@ SOURCE_ROOTS = [REPO_ROOT / "libs" / "platform" / "src", *sorted((REPO_ROOT / "s
 OWN_CONNECTIONS = ("migrations", "tools")  # path parts whose code never borrows from a service's pool
 # Where each kind is allowed: the relay's one LISTEN, removed before its connection goes back
 # (`_unlisten`), and the platform's session lock, which ends a session it could not unlock.
-LISTENER_MODULE = "yovision_platform/outbox_publisher.py"
-ALLOWED = {"a LISTEN": LISTENER_MODULE, "a session-level advisory lock": "yovision_platform/db.py"}
+LISTENER_MODULE = "yovision_platform/messaging/_relay.py"
+ALLOWED = {"a LISTEN": LISTENER_MODULE, "a session-level advisory lock": "yovision_platform/storage/_db.py"}
 
 SESSION_STATE = {
     "a session-level advisory lock": re.compile(r"pg_(?:try_)?advisory_lock(?:_shared)?\s*\(", re.I),

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from yovision_platform import redaction
-from yovision_platform.logging import (
+from yovision_platform.observability._logging import (
     ARGS_FAILED_SUFFIX,
     FORMAT_FAILED_MSG,
     REDACTION_FAILED_MSG,
@@ -19,7 +18,7 @@ from yovision_platform.logging import (
     RedactionFilter,
     configure_logging,
 )
-from yovision_platform.redaction import (
+from yovision_platform.security import (
     REDACTED,
     SecretRegistry,
     is_sensitive_field_name,
@@ -28,6 +27,7 @@ from yovision_platform.redaction import (
     redact_value,
     register_secret,
 )
+from yovision_platform.security import _redaction as redaction
 
 DB_PASSWORD = "Sup3r-S3cret!"
 HMAC_KEY = bytes(range(64, 96))

@@ -9,9 +9,9 @@ import pytest
 
 from tests.unit.platform.demo_settings import DB_PASSWORD, GOOD_DSN, DemoSettings, write_secret
 from yovision_platform.errors import ConfigError
-from yovision_platform.metrics import validate_instance_id
-from yovision_platform.naming import KafkaNames
-from yovision_platform.redaction import redact_text
+from yovision_platform.messaging import KafkaNames
+from yovision_platform.observability import validate_instance_id
+from yovision_platform.security import redact_text
 from yovision_platform.settings import (
     SECRET_FILE_MAX_BYTES,
     BaseServiceSettings,

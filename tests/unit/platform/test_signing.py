@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from yovision_platform.errors import ConfigError, SignatureError, SignatureRejectReason
-from yovision_platform.signing import (
+from yovision_platform.security import (
     HEADER_KEY_ID,
     HEADER_NONCE,
     HEADER_SIGNATURE,

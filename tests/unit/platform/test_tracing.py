@@ -1,4 +1,5 @@
-"""`yovision_platform.tracing`: what context is taken in, what leaves in a span, which roots are sampled."""
+"""`yovision_platform.observability`: what context is taken in, what leaves in a span, which roots are
+sampled."""
 
 from __future__ import annotations
 
@@ -15,15 +16,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import ParentBased
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from yovision_platform.audit_relay.batch import (
+from yovision_platform.audit_push import (
     ITEM_TRACEPARENTS_MAX_CHARS,
     MAX_BATCH_ITEMS,
     item_traceparents_header,
     parse_item_traceparents,
 )
-from yovision_platform.logging import configure_logging
-from yovision_platform.redaction import REDACTED, register_secret
-from yovision_platform.tracing import (
+from yovision_platform.observability import configure_logging
+from yovision_platform.observability._tracing import (
     TRACEPARENT_MAX_CHARS,
     TRACESTATE_MAX_CHARS,
     BoundedTraceContext,
@@ -34,6 +34,7 @@ from yovision_platform.tracing import (
     trace_headers,
     trace_id_of,
 )
+from yovision_platform.security import REDACTED, register_secret
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 PARENT = f"00-{TRACE_ID}-b7ad6b7169203331-01"

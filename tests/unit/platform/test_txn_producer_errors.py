@@ -12,7 +12,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from yovision_platform.txn_producer import ConfluentPublisher, PublishError, PublishFailed, classify
+from yovision_platform.messaging._txn_producer import (
+    ConfluentPublisher,
+    PublishError,
+    PublishFailed,
+    classify,
+)
 
 
 class CommittingProducer:

@@ -16,10 +16,10 @@ from fastapi import FastAPI, Request
 from pydantic import BaseModel, Field
 
 from tests.conftest import problem_code
-from yovision_platform.db import DatabaseUnavailable, is_database_unavailable
 from yovision_platform.errors import ServiceError
-from yovision_platform.guards import BodyReadRule, _NulScanner
+from yovision_platform.storage import DatabaseUnavailable, is_database_unavailable
 from yovision_platform.web import JsonInt, Rfc3339DateTime, create_app, guard_policy, with_problem_responses
+from yovision_platform.web._guards import BodyReadRule, _NulScanner
 
 SECRET = "s3cr3t-value-never-echoed"
 HINT = "Write it as a.b or $.a.b."

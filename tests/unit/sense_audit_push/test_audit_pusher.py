@@ -26,9 +26,8 @@ from sense_reconciler.service_layer.metrics import AuditPushMetrics
 from sense_reconciler.service_layer.ports import BellPort
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.unit.sense_reconciler.conftest import ManualClock, device_service
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.encryption import EncryptionKeyRing
-from yovision_platform.signing import KeyRing, SigningKey
+from yovision_platform.messaging import AvroSerde, SchemaRegistry
+from yovision_platform.security import EncryptionKeyRing, KeyRing, SigningKey
 
 RING = KeyRing([SigningKey("sense-1", secrets.token_bytes(32))], active_key_id="sense-1")
 CONFIG = AuditPushConfig(

@@ -14,8 +14,8 @@ from sense_reconciler.adapters.bell_client import BellClient
 from sense_reconciler.domain.audit_facts import OutboxFact
 from sense_reconciler.domain.audit_push import AuditPushConfig
 from sense_reconciler.domain.audit_push_outcome import BatchFailure, ItemResults, PushFailureCode
-from yovision_platform.audit_relay import BATCH_PATH
-from yovision_platform.signing import HEADER_NONCE, HEADER_TIMESTAMP, KeyRing, SigningKey, verify_request
+from yovision_platform.audit_push import BATCH_PATH
+from yovision_platform.security import HEADER_NONCE, HEADER_TIMESTAMP, KeyRing, SigningKey, verify_request
 
 NOW = 1_790_000_000.0
 KEY = secrets.token_bytes(32)

@@ -19,7 +19,7 @@ from sense_reconciler.settings import SETTING_BELL_KEY_ID as SETTING_KEY_ID
 from sense_reconciler.settings import SETTING_BELL_URL as SETTING_URL
 from sense_reconciler.settings import load_audit_push_config, validate_bell_url
 from yovision_platform.errors import ConfigError
-from yovision_platform.signing import MIN_KEY_BYTES
+from yovision_platform.security import MIN_KEY_BYTES
 
 
 def key_file(tmp_path: Path, n_bytes: int) -> Path:

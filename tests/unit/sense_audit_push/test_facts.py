@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sense_reconciler.domain.audit_facts import OutboxFact, batch_body, fact_document
-from yovision_platform.audit_relay.facts import ValidFact, validate_item
+from yovision_platform.audit_push import ValidFact, validate_item
 
 EVENT_ID = uuid.UUID("0b7c5a8e-2f4d-4c1e-9a3b-6d5e4f3a2b1c")
 DEVICE_ID = uuid.UUID("5a1f0c2d-3e4b-4a5c-8d6e-7f8091a2b3c4")

@@ -17,9 +17,9 @@ from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.ports import UnitOfWorkFactory
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.conftest import private_file
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.encryption import EncryptionKeyRing
-from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID
+from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID
+from yovision_platform.messaging import AvroSerde, SchemaRegistry
+from yovision_platform.security import EncryptionKeyRing
 
 DEVICE_TOPIC = "sense.device.v1"
 DEVICE_TOPIC_PARTITIONS = 12

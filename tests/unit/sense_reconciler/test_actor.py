@@ -15,9 +15,9 @@ import pytest
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.errors import InvalidDeviceInput
 from sense_reconciler.domain.model import validate_actor
-from yovision_platform.audit_relay import facts
-from yovision_platform.auth import SUBJECT_PATTERN
+from yovision_platform.audit_push import _facts as facts
 from yovision_platform.patterns import json_schema_match
+from yovision_platform.web import SUBJECT_PATTERN
 
 ALPHABET = "aZ09._:@-/|+ #\\\t\n\x00é"
 SAMPLES = 4000

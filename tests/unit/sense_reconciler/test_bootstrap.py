@@ -17,10 +17,10 @@ from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.source_uris import SourceUris
 from sense_reconciler.settings import SenseReconcilerSettings
 from tests.unit.sense_reconciler.conftest import DEVICE_TOPIC
-from yovision_platform.avro import AvroSerde
-from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
+from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID, MediaFleet
+from yovision_platform.messaging import AvroSerde
+from yovision_platform.security import KeyRing, SigningKey
 from yovision_platform.settings import load_settings
-from yovision_platform.signing import KeyRing, SigningKey
 
 pytestmark = pytest.mark.usefixtures("sense_env")
 

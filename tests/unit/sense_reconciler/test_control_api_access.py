@@ -25,11 +25,9 @@ from sense_reconciler.settings import AUDIENCE
 from tests.conftest import problem_code
 from tests.issuers import LocalIssuer
 from tests.unit.sense_reconciler.conftest import device_service
-from yovision_platform.access_tokens import use_access_token_verifier
-from yovision_platform.avro import AvroSerde
-from yovision_platform.permissions import AUDIENCES, PERMISSIONS
-from yovision_platform.signing import KeyRing, SigningKey
-from yovision_platform.web import create_app
+from yovision_platform.messaging import AvroSerde
+from yovision_platform.security import KeyRing, SigningKey
+from yovision_platform.web import AUDIENCES, PERMISSIONS, create_app, use_access_token_verifier
 
 OPERATE, READ = "sense:operate", "sense:read"
 BOTH = (OPERATE, READ)

@@ -14,8 +14,7 @@ from sense_reconciler.domain.records import DeviceRow
 from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.unit.sense_reconciler.conftest import DEVICE_TOPIC, DEVICE_TOPIC_PARTITIONS
-from yovision_platform.avro import AvroSerde
-from yovision_platform.kafka import partition_for_key
+from yovision_platform.messaging import AvroSerde, partition_for_key
 
 SECRET = "hunter2-secret"
 ENABLED, DISABLED = DesiredState.ENABLED, DesiredState.DISABLED

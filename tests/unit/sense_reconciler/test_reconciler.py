@@ -21,12 +21,11 @@ from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.unit.sense_reconciler.conftest import DEVICE_TOPIC, ManualClock, device_service
-from yovision_platform.avro import AvroSerde
-from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.errors import ConfigError
-from yovision_platform.media_servers import MediaFleet
-from yovision_platform.mediamtx import MediaMtxError
-from yovision_platform.metrics import render_latest
+from yovision_platform.mediamtx import MediaFleet, MediaMtxError
+from yovision_platform.messaging import AvroSerde
+from yovision_platform.observability import render_latest
+from yovision_platform.security import EncryptionKeyRing
 
 SECRET = "cam-pw-9"
 ALL_PARTITIONS = range(12)

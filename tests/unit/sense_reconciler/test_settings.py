@@ -10,10 +10,9 @@ from sense_reconciler.domain import limits
 from sense_reconciler.settings import SenseReconcilerSettings
 from tests.conftest import private_file
 from tests.unit.sense_reconciler.conftest import ISSUER
-from yovision_platform.access_tokens import AccessTokenSettings
 from yovision_platform.errors import ConfigError
-from yovision_platform.permissions import AUDIENCES
 from yovision_platform.settings import load_settings
+from yovision_platform.web import AUDIENCES, AccessTokenSettings
 
 pytestmark = pytest.mark.usefixtures("sense_env")
 

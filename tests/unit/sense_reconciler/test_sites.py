@@ -15,7 +15,7 @@ from sense_reconciler.domain.records import DeviceRow
 from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.unit.sense_reconciler.conftest import device_service
-from yovision_platform.avro import AvroSerde
+from yovision_platform.messaging import AvroSerde
 
 SERVERS = frozenset({"mtx-a", "mtx-b"})
 

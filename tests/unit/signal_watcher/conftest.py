@@ -27,7 +27,7 @@ from tests.integration.signal_watcher.conftest import (
     use_cases_on,
     wakes,
 )
-from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.messaging import AvroSerde, SchemaRegistry
 
 __all__ = ["Wakes", "checks_of", "cipher_for", "insert", "make_spec", "stored", "wakes"]
 

@@ -35,7 +35,7 @@ from tests.unit.signal_watcher.conftest import (
     stored,
     url,
 )
-from yovision_platform.avro import AvroSerde
+from yovision_platform.messaging import AvroSerde
 
 
 async def test_hash_mode_baseline_then_no_change_then_one_trigger(

@@ -19,8 +19,8 @@ from signal_watcher.settings import (
     effective_retention_days,
 )
 from tests.issuers import LocalIssuer
-from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.errors import ConfigError
+from yovision_platform.security import EncryptionKeyRing
 from yovision_platform.settings import load_settings
 from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS
 from yovision_platform.tools.localhost import write_private_file

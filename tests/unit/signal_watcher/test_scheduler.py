@@ -12,7 +12,7 @@ from signal_watcher.domain.model import AUTO_DISABLE_FAILURES, CompareMode, Stat
 from signal_watcher.entrypoints.scheduler_worker import Scheduler
 from signal_watcher.service_layer.checks import CheckRunner
 from tests.unit.signal_watcher.conftest import checks_of, decoded, insert, make_due, make_spec, stored, url
-from yovision_platform.avro import AvroSerde
+from yovision_platform.messaging import AvroSerde
 
 
 async def test_a_backlog_drains_in_full_batches_and_each_watcher_is_checked_once(

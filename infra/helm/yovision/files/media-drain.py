@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from yovision_platform.access_tokens import checked_url
+from yovision_platform.web import checked_url
 
 AUDIENCE = "media-worker"  # the instance's audience unless MEDIA_AUTH_AUDIENCE names another
 SCOPE = "media:drain"  # the permission the drain endpoints require

@@ -19,10 +19,10 @@ from typing import ClassVar
 from pydantic import Field, PrivateAttr
 from pydantic_settings import SettingsConfigDict
 
-from yovision_platform.access_tokens import AccessTokenSettings
 from yovision_platform.errors import ConfigError
+from yovision_platform.security import KeyRing
 from yovision_platform.settings import Port
-from yovision_platform.signing import KeyRing
+from yovision_platform.web import AccessTokenSettings
 
 DEFAULT_HTTP_PORT = 18083
 AUDIENCE = "bell-receiver"

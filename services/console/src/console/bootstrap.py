@@ -23,7 +23,7 @@ from console.service_layer.ports import (
 from console.service_layer.sign_in import RefreshOutcome, SignIns
 from console.service_layer.traces import Traces
 from console.settings import ConsoleSettings
-from yovision_platform.permissions import PERMISSIONS
+from yovision_platform.web import PERMISSIONS
 
 
 @dataclass(frozen=True)

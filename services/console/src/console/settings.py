@@ -3,7 +3,7 @@
 The console keeps no database. Users sign in at an OpenID provider (authorization code + PKCE):
 
 - ``CONSOLE_OIDC_ISSUER``: the provider, exactly as its tokens' ``iss`` (https, or http on a loopback
-  address: `yovision_platform.access_tokens.checked_url`); its endpoints come from its discovery document;
+  address: `yovision_platform.web.checked_url`); its endpoints come from its discovery document;
 - ``CONSOLE_OIDC_CLIENT_ID`` and ``CONSOLE_OIDC_CLIENT_SECRET_FILE``: the console's client there
   (``client_secret_basic``);
 - ``CONSOLE_OIDC_AUDIENCES``: what a sign-in asks the access token to be for (default: the five services'
@@ -49,11 +49,10 @@ from urllib.parse import urlsplit
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from yovision_platform.access_tokens import PermissionMapping, checked_url
 from yovision_platform.errors import ConfigError
-from yovision_platform.permissions import AUDIENCES
+from yovision_platform.security import load_key_file
 from yovision_platform.settings import BaseWebSettings, Port, is_loopback_host, read_secret_file
-from yovision_platform.signing import load_key_file
+from yovision_platform.web import AUDIENCES, PermissionMapping, checked_url
 
 DEFAULT_HTTP_PORT = 18080
 DEFAULT_ASSETS_DIR = Path(__file__).resolve().parents[2] / "node_modules"

@@ -19,7 +19,7 @@ from media_worker.service_layer.metrics import MediaMetrics
 from media_worker.service_layer.ports import Capability, MediaLocks, MediaTools, Storage, UnitOfWorkFactory
 from media_worker.service_layer.transcoder import JOB_LEASE_SECONDS, RESCAN_SECONDS, Transcoder, WorkerTiming
 from media_worker.service_layer.uploads import Uploads
-from yovision_platform.avro import AvroSerde
+from yovision_platform.messaging import AvroSerde
 
 __all__ = ["MediaUseCaseSettings", "MediaUseCases", "UseCaseTimings", "bootstrap"]
 

@@ -8,7 +8,7 @@ that falls behind is answered 408 `request_timeout`. Every other body has the pl
 
 The API takes the access tokens of the OpenID provider ``MEDIA_AUTH_ISSUER`` (verified against its JWKS;
 audience ``media-worker``); the other ``MEDIA_AUTH_*`` settings are those of
-`yovision_platform.access_tokens.AccessTokenSettings`.
+`yovision_platform.web.AccessTokenSettings`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from typing import ClassVar
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from yovision_platform.access_tokens import AccessTokenSettings
-from yovision_platform.guards import BodyReadRule
 from yovision_platform.settings import Port
+from yovision_platform.web import AccessTokenSettings, BodyReadRule
 
 DEFAULT_HTTP_PORT = 18085
 DEFAULT_STORAGE_DIR = Path(".local/media")

@@ -2,7 +2,7 @@
 
 The `sense-orphan` CLI reads the same settings as the service, so an operator runs it with the service's
 environment (`make sense-orphan ARGS=...` locally). MediaMTX servers are registered as
-`yovision_platform.media_servers` describes (`ORPHAN_MEDIA_SERVERS`, or the single-server
+`yovision_platform.mediamtx` describes (`ORPHAN_MEDIA_SERVERS`, or the single-server
 `ORPHAN_MEDIAMTX_API_URL` + `ORPHAN_MEDIAMTX_CREDENTIALS_FILE`); every one is scanned.
 
 The read API of reports takes the OpenID provider's access tokens (`AccessTokenSettings`: `ORPHAN_AUTH_ISSUER`
@@ -18,10 +18,10 @@ from pydantic_settings import SettingsConfigDict
 
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.projected_events import DEVICE_EVENT_TYPE, OWNERSHIP_EVENT_TYPE
-from yovision_platform.access_tokens import AccessTokenSettings
-from yovision_platform.events import default_catalog
-from yovision_platform.media_servers import MediaServerSettings
+from yovision_platform.mediamtx import MediaServerSettings
+from yovision_platform.messaging import default_catalog
 from yovision_platform.settings import Port
+from yovision_platform.web import AccessTokenSettings
 
 DEFAULT_HTTP_PORT = 18082
 AUDIENCE = "orphan-scanner"

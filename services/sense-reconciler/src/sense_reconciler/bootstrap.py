@@ -19,9 +19,8 @@ from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.sites import Sites
 from sense_reconciler.service_layer.source_uris import SourceUris
 from sense_reconciler.settings import SenseReconcilerSettings
-from yovision_platform.avro import AvroSerde
 from yovision_platform.errors import ConfigError
-from yovision_platform.events import catalog_for
+from yovision_platform.messaging import AvroSerde, catalog_for
 
 DEVICE_EVENT_TYPE = "DeviceRegistered"  # names the device topic (every device event shares it)
 

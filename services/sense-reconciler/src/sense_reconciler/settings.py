@@ -1,9 +1,9 @@
 """sense-reconciler settings: environment variables prefixed `SENSE_`, validated at start-up.
 
-MediaMTX servers are registered as `yovision_platform.media_servers` describes (`SENSE_MEDIA_SERVERS`, or
+MediaMTX servers are registered as `yovision_platform.mediamtx` describes (`SENSE_MEDIA_SERVERS`, or
 the single-server `SENSE_MEDIAMTX_API_URL` + `SENSE_MEDIAMTX_CREDENTIALS_FILE`); `SENSE_MEDIA_SERVER_DEFAULT`
 names the server new sites are assigned to (required with several). Source URIs are encrypted with the key
-ring of `yovision_platform.encryption` (`SENSE_SECRETS_KEY_FILES`, `SENSE_SECRETS_ACTIVE_KEY_ID`); without a
+ring of `yovision_platform.security` (`SENSE_SECRETS_KEY_FILES`, `SENSE_SECRETS_ACTIVE_KEY_ID`); without a
 key, start-up is refused.
 
 The audit push to Bell is off by default; `load_audit_push_config` checks its settings
@@ -12,7 +12,7 @@ release (docs/migrating.md); ``SENSE_BELL_URL``, ``SENSE_BELL_KEY_FILE``, ``SENS
 ConfigErrors naming the setting, never its value.
 
 The Control API takes the OpenID provider's access tokens for the audience `sense-reconciler`
-(`yovision_platform.access_tokens.AccessTokenSettings`: `SENSE_AUTH_ISSUER` required, `SENSE_AUTH_JWKS_URL`,
+(`yovision_platform.web.AccessTokenSettings`: `SENSE_AUTH_ISSUER` required, `SENSE_AUTH_JWKS_URL`,
 `SENSE_AUTH_ALGORITHMS`, `SENSE_AUTH_LEEWAY_SECONDS`, `SENSE_AUTH_PERMISSIONS_CLAIM`,
 `SENSE_AUTH_PERMISSIONS_MAP`, `SENSE_AUTH_JWKS_REFRESH_SECONDS`); there is no shared operator token.
 """
@@ -30,12 +30,11 @@ from pydantic_settings import SettingsConfigDict
 
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.audit_push import AuditPushConfig
-from yovision_platform.access_tokens import AccessTokenSettings
-from yovision_platform.encryption import EncryptionSettings
 from yovision_platform.errors import ConfigError
-from yovision_platform.media_servers import MediaServerSettings, validate_media_server_id
+from yovision_platform.mediamtx import MediaServerSettings, validate_media_server_id
+from yovision_platform.security import KEY_ID_PATTERN, EncryptionSettings, KeyRing, SigningKey, load_key_file
 from yovision_platform.settings import Port, is_loopback_host
-from yovision_platform.signing import KEY_ID_PATTERN, KeyRing, SigningKey, load_key_file
+from yovision_platform.web import AccessTokenSettings
 
 DEFAULT_HTTP_PORT = 18081
 AUDIENCE = "sense-reconciler"  # the `aud` of the access tokens the Control API takes

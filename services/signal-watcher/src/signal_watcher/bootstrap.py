@@ -18,7 +18,7 @@ from signal_watcher.settings import (
     DEFAULT_MAX_WATCHERS_PER_USER,
     effective_retention_days,
 )
-from yovision_platform.avro import AvroSerde
+from yovision_platform.messaging import AvroSerde
 
 __all__ = ["SignalUseCaseSettings", "SignalUseCases", "UseCaseLimits", "bootstrap"]
 

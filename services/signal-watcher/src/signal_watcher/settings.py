@@ -2,14 +2,14 @@
 
 Start-up is refused without an encryption key and the OpenID provider's issuer:
 
-- the key ring that encrypts watcher headers and bodies at rest (AES-256-GCM, yovision_platform.encryption):
+- the key ring that encrypts watcher headers and bodies at rest (AES-256-GCM, yovision_platform.security):
   ``SIGNAL_SECRETS_KEY_FILES`` (JSON ``{"<key id>": "/path"}``) and ``SIGNAL_SECRETS_ACTIVE_KEY_ID`` (the key
   new ciphertexts use; may be left out with one key), and/or the setting from before the ring,
   ``SIGNAL_SECRETS_AES_KEY_FILE``, whose key joins the ring with the id ``legacy`` (active when it is the
   only key). Each file holds the hex of exactly 32 random bytes. There is no built-in default key.
 - ``SIGNAL_AUTH_ISSUER``: the issuer whose access tokens the user API takes (verified against its JWKS;
   audience ``signal-watcher``); the other ``SIGNAL_AUTH_*`` settings are those of
-  `yovision_platform.access_tokens.AccessTokenSettings`.
+  `yovision_platform.web.AccessTokenSettings`.
 
 The one setting that loosens the SSRF guard is ``SIGNAL_PROBE_ALLOWED_NETWORKS``: a comma-separated list of
 CIDR networks (e.g. ``127.0.0.0/8``) whose addresses probes may reach although they are not public. It is
@@ -40,9 +40,9 @@ from pydantic_settings import NoDecode, SettingsConfigDict
 
 from signal_watcher.domain.probes import HOSTS_FILE, ProbeResolver
 from signal_watcher.domain.ssrf import AddressGuard, IpNetwork, parse_networks
-from yovision_platform.access_tokens import AccessTokenSettings
-from yovision_platform.encryption import EncryptionSettings
+from yovision_platform.security import EncryptionSettings
 from yovision_platform.settings import Port
+from yovision_platform.web import AccessTokenSettings
 
 DEFAULT_HTTP_PORT = 18084
 AUDIENCE = "signal-watcher"

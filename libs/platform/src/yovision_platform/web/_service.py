@@ -57,7 +57,12 @@ from yovision_platform.messaging._txn_producer import confluent_publisher_factor
 from yovision_platform.observability._logging import configure_logging
 from yovision_platform.observability._metrics import build_info, create_registry, render_latest
 from yovision_platform.observability._tracing import configure_tracing, instrument_app
-from yovision_platform.settings import BaseServiceSettings, BaseWebSettings, load_settings, renamed_settings_in_use
+from yovision_platform.settings import (
+    BaseServiceSettings,
+    BaseWebSettings,
+    load_settings,
+    renamed_settings_in_use,
+)
 from yovision_platform.storage._db import DbConnection, Identifier, create_pool, is_database_unavailable
 from yovision_platform.storage._migrations import SchemaPlan, migrate, preflight
 from yovision_platform.web import create_app

@@ -9,7 +9,7 @@ import asyncpg
 
 from bell_receiver.domain.audit import AuditFilter, Channel, StoredAuditEvent
 from bell_receiver.domain.paging import PagePosition
-from yovision_platform.db import Identifier
+from yovision_platform.storage import Identifier
 
 _COLUMNS = (
     "id, source_system, event_id, event_type, action, actor, tenant_id, site_id, device_id, occurred_at, "

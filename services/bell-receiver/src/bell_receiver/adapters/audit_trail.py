@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import orjson
 
 from bell_receiver.domain.audit import AppendOutcome, AppendResult, AuditRow, Channel, check_appendable
-from yovision_platform.db import DbConnection, Identifier
+from yovision_platform.storage import DbConnection, Identifier
 
 
 class PostgresAuditTrail:

@@ -7,7 +7,7 @@ import json
 
 from bell_receiver.domain.inbox import NewNotification, NotificationRow
 from bell_receiver.domain.paging import PagePosition
-from yovision_platform.db import DbConnection, Identifier
+from yovision_platform.storage import DbConnection, Identifier
 
 
 class PostgresInbox:

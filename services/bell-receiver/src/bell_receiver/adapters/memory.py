@@ -26,8 +26,8 @@ from bell_receiver.domain.audit import (
 from bell_receiver.domain.inbox import NewNotification, NotificationRow
 from bell_receiver.domain.paging import PagePosition
 from bell_receiver.domain.receipts import Receipt
-from yovision_platform.signing import NONCE_RECEIPT_TTL_SECONDS
-from yovision_platform.unit_of_work import InMemoryUnitOfWork
+from yovision_platform.security import NONCE_RECEIPT_TTL_SECONDS
+from yovision_platform.storage import InMemoryUnitOfWork
 
 if TYPE_CHECKING:
     from bell_receiver.service_layer.ports import BellUnitOfWork, UnitOfWorkFactory

@@ -4,7 +4,7 @@ the database clock (the migration's trigger stamps it and refuses to delete an u
 from __future__ import annotations
 
 from bell_receiver.domain.receipts import Receipt
-from yovision_platform.db import DbConnection, Identifier
+from yovision_platform.storage import DbConnection, Identifier
 
 
 class PostgresReceiptStore:

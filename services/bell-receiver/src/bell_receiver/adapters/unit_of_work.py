@@ -12,8 +12,7 @@ from __future__ import annotations
 from bell_receiver.adapters.audit_trail import PostgresAuditTrail
 from bell_receiver.adapters.inbox import PostgresInbox
 from bell_receiver.adapters.receipts import PostgresReceiptStore
-from yovision_platform.db import DbConnection
-from yovision_platform.unit_of_work import PostgresUnitOfWork
+from yovision_platform.storage import DbConnection, PostgresUnitOfWork
 
 
 class PostgresBellUnitOfWork(PostgresUnitOfWork):

@@ -15,14 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from yovision_platform.audit_relay.facts import (
-    EVENT_TYPE,
-    SOURCE_SYSTEM,
-    ValidFact,
-    canonical_timestamp,
-    digest_of,
-)
-from yovision_platform.consumer import InboundEvent
+from yovision_platform.audit_push import EVENT_TYPE, SOURCE_SYSTEM, ValidFact, canonical_timestamp, digest_of
+from yovision_platform.messaging import InboundEvent
 
 
 class Channel(enum.StrEnum):

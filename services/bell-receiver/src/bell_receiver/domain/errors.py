@@ -1,14 +1,14 @@
 """Every refusal bell-receiver answers: `ServiceError`s with a stable code and their HTTP status.
 
 The read APIs answer them (and a cursor no page handed out: the platform's `paging.InvalidCursor`) as the
-platform's problem details (`yovision_platform.problems`). The signed
+platform's problem details (`yovision_platform.web`). The signed
 batch endpoint (frozen contract sense-audit-relay-v1) answers an `AuditBatchRefused` in the contract's own
 body, ``{"error": code}`` as ``application/json``, with the class's status and no further headers.
 """
 
 from __future__ import annotations
 
-from yovision_platform.audit_relay.batch import BatchErrorCode
+from yovision_platform.audit_push import BatchErrorCode
 from yovision_platform.errors import ServiceError
 
 

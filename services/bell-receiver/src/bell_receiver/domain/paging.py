@@ -1,6 +1,6 @@
 """Keyset pages of the read APIs, newest first by ``(occurred_at, id)``, and their cursor text.
 
-The cursor is the platform's codec (`yovision_platform.paging`, ``<epoch µs>.<id>``), at most
+The cursor is the platform's codec (`yovision_platform.web`, ``<epoch µs>.<id>``), at most
 `MAX_CURSOR_CHARS` characters here; anything else is the platform's `paging.InvalidCursor`.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
 
-from yovision_platform import paging
+from yovision_platform import web
 
 MAX_CURSOR_CHARS = 64
 
@@ -46,10 +46,10 @@ def page_of(rows: Sequence[T], limit: int, position: Callable[[T], PagePosition]
 
 
 def encode_cursor(position: PagePosition) -> str:
-    return paging.encode_cursor(position.occurred_at, position.id)
+    return web.encode_cursor(position.occurred_at, position.id)
 
 
 def decode_cursor(cursor: str) -> PagePosition:
     if len(cursor) > MAX_CURSOR_CHARS:
-        raise paging.InvalidCursor
-    return PagePosition(*paging.decode_cursor(cursor, int))
+        raise web.InvalidCursor
+    return PagePosition(*web.decode_cursor(cursor, int))

@@ -1,5 +1,5 @@
 """Nonce receipts: the answer Bell gave one signed request, kept per (key id, nonce) for
-`yovision_platform.signing.NONCE_RECEIPT_TTL_SECONDS` by the database clock."""
+`yovision_platform.security.NONCE_RECEIPT_TTL_SECONDS` by the database clock."""
 
 from __future__ import annotations
 

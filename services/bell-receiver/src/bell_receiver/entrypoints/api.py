@@ -17,21 +17,21 @@ from fastapi.openapi.utils import get_openapi
 from bell_receiver.bootstrap import BellUseCases
 from bell_receiver.entrypoints import http_audit, http_audit_batch, http_notifications
 from bell_receiver.entrypoints.dependencies import BatchChecks
-from yovision_platform import audit_relay
-from yovision_platform.audit_relay.batch import AuditEventBatch
-from yovision_platform.signing import MAX_CLOCK_SKEW_SECONDS, NONCE_RECEIPT_TTL_SECONDS
+from yovision_platform import audit_push
+from yovision_platform.audit_push import AuditEventBatch
+from yovision_platform.security import MAX_CLOCK_SKEW_SECONDS, NONCE_RECEIPT_TTL_SECONDS
 from yovision_platform.web import create_app, guard_policy, with_problem_responses
 
 SERVICE_NAME = "bell-receiver"
 OPENAPI_VERSION = "1.0.0"
 REF_TEMPLATE = "#/components/schemas/{model}"
 
-BATCH_PATH = audit_relay.BATCH_PATH
+BATCH_PATH = audit_push.BATCH_PATH
 AUDIT_BATCH_LIMITS = {
-    "max_body_bytes": audit_relay.MAX_BODY_BYTES,
-    "min_items": audit_relay.MIN_BATCH_ITEMS,
-    "max_items": audit_relay.MAX_BATCH_ITEMS,
-    "request_deadline_seconds": audit_relay.REQUEST_DEADLINE_SECONDS,
+    "max_body_bytes": audit_push.MAX_BODY_BYTES,
+    "min_items": audit_push.MIN_BATCH_ITEMS,
+    "max_items": audit_push.MAX_BATCH_ITEMS,
+    "request_deadline_seconds": audit_push.REQUEST_DEADLINE_SECONDS,
     "max_clock_skew_seconds": MAX_CLOCK_SKEW_SECONDS,
     "nonce_receipt_ttl_seconds": NONCE_RECEIPT_TTL_SECONDS,
 }
@@ -132,7 +132,7 @@ def audit_batch_contract(service: dict[str, Any]) -> dict[str, Any]:
     return {
         "openapi": service["openapi"],
         "info": {
-            "title": audit_relay.CONTRACT_NAME,
+            "title": audit_push.CONTRACT_NAME,
             "version": OPENAPI_VERSION,
             "description": AUDIT_BATCH_DESCRIPTION,
         },

@@ -12,8 +12,8 @@ from fastapi import Depends, Request
 
 from bell_receiver.bootstrap import BellUseCases
 from bell_receiver.service_layer.metrics import BellMetrics
-from yovision_platform.audit_relay.batch import REQUEST_DEADLINE_SECONDS
-from yovision_platform.signing import KeyRing
+from yovision_platform.audit_push import REQUEST_DEADLINE_SECONDS
+from yovision_platform.security import KeyRing
 
 
 @dataclass(frozen=True)

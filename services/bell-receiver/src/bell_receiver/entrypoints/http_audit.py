@@ -19,9 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from bell_receiver.domain.audit import AuditFilter, StoredAuditEvent
 from bell_receiver.domain.paging import MAX_CURSOR_CHARS, decode_cursor
 from bell_receiver.entrypoints.dependencies import UseCases
-from yovision_platform import paging
-from yovision_platform.access_tokens import AccessTokenCaller
-from yovision_platform.web import Rfc3339DateTime
+from yovision_platform import web
+from yovision_platform.web import AccessTokenCaller, Rfc3339DateTime
 
 AUDIT_EVENTS_PATH = "/v1/audit-events"
 AUDIT_READ_PERMISSION = "bell:audit-read"
@@ -98,7 +97,7 @@ async def list_audit_events(
     occurred_from: Rfc3339DateTime | None = None,
     occurred_before: Rfc3339DateTime | None = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
-    cursor: Annotated[str | None, paging.cursor_query(int, max_length=MAX_CURSOR_CHARS)] = None,
+    cursor: Annotated[str | None, web.cursor_query(int, max_length=MAX_CURSOR_CHARS)] = None,
 ) -> AuditEventPage:
     caller.require(AUDIT_READ_PERMISSION)
     after = decode_cursor(cursor) if cursor is not None else None

@@ -32,7 +32,7 @@ from bell_receiver.domain.errors import (
 from bell_receiver.entrypoints.dependencies import BatchChecks, Checks, UseCases
 from bell_receiver.service_layer.audit_batch_receiver import AnswerKind, AuditBatchReceiver, BatchAnswer
 from bell_receiver.service_layer.metrics import BellMetrics, RequestOutcome
-from yovision_platform.audit_relay.batch import (
+from yovision_platform.audit_push import (
     BATCH_PATH,
     CONTRACT_NAME,
     ITEM_TRACEPARENTS_HEADER,
@@ -45,7 +45,7 @@ from yovision_platform.audit_relay.batch import (
     parse_item_traceparents,
 )
 from yovision_platform.errors import SignatureError
-from yovision_platform.signing import (
+from yovision_platform.security import (
     HEADER_KEY_ID,
     HEADER_NONCE,
     HEADER_SIGNATURE,

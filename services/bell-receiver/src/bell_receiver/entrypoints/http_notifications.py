@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from bell_receiver.domain.inbox import NotificationRow
 from bell_receiver.domain.paging import MAX_CURSOR_CHARS, decode_cursor
 from bell_receiver.entrypoints.dependencies import UseCases
-from yovision_platform import paging
-from yovision_platform.access_tokens import AccessTokenCaller
+from yovision_platform import web
+from yovision_platform.web import AccessTokenCaller
 
 NOTIFICATIONS_PATH = "/v1/notifications"
 DEFAULT_PAGE_SIZE = 20
@@ -82,7 +82,7 @@ async def list_notifications(
     user: AccessTokenCaller,
     use_cases: UseCases,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
-    cursor: Annotated[str | None, paging.cursor_query(int, max_length=MAX_CURSOR_CHARS)] = None,
+    cursor: Annotated[str | None, web.cursor_query(int, max_length=MAX_CURSOR_CHARS)] = None,
 ) -> NotificationPage:
     after = decode_cursor(cursor) if cursor is not None else None
     page = await use_cases.notifications.page(user.subject, limit, after)

@@ -7,9 +7,14 @@ import asyncpg
 
 from bell_receiver.adapters.unit_of_work import PostgresBellUnitOfWork
 from bell_receiver.service_layer.ingest import EventIngester
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.consumer import ConsumerMetrics, IdempotentConsumer, InboundEvent
-from yovision_platform.db import DbConnection, Identifier
+from yovision_platform.messaging import (
+    AvroSerde,
+    ConsumerMetrics,
+    IdempotentConsumer,
+    InboundEvent,
+    SchemaRegistry,
+)
+from yovision_platform.storage import DbConnection, Identifier
 
 
 def ingest_consumer(

@@ -20,12 +20,10 @@ from bell_receiver.service_layer.ingest import CONSUMER_GROUP, audit_topics
 from bell_receiver.service_layer.metrics import BellMetrics
 from bell_receiver.service_layer.ports import UnitOfWorkFactory
 from bell_receiver.settings import BellReceiverSettings
-from yovision_platform.access_tokens import use_access_tokens
-from yovision_platform.consumer import ConsumerMetrics
-from yovision_platform.db import Identifier
-from yovision_platform.events import default_catalog
-from yovision_platform.service import ServiceContext, ServiceSpec, migrations_dir_of
-from yovision_platform.service import main as run
+from yovision_platform.messaging import ConsumerMetrics, default_catalog
+from yovision_platform.storage import Identifier
+from yovision_platform.web import ServiceContext, ServiceSpec, migrations_dir_of, use_access_tokens
+from yovision_platform.web import main as run
 
 MIGRATIONS_DIR = migrations_dir_of("bell_receiver")
 

@@ -5,7 +5,7 @@ the new facts appended and the answer stored as the receipt, so a retried reques
 (and gets the original bytes) or finds nothing written at all. Concurrent requests with one (key id,
 nonce) are serialized by the receipt lock.
 
-Each item whose traceparent came with the request (`yovision_platform.audit_relay.batch`, outside the
+Each item whose traceparent came with the request (`yovision_platform.audit_push`, outside the
 signature) is stored with that trace's id and gets an "audit store" span in it.
 """
 
@@ -26,11 +26,17 @@ from bell_receiver.domain.errors import InvalidBatch, ReplayConflict
 from bell_receiver.domain.receipts import Receipt
 from bell_receiver.service_layer.metrics import BellMetrics
 from bell_receiver.service_layer.ports import AuditTrailStore, UnitOfWorkFactory
-from yovision_platform.audit_relay import batch
-from yovision_platform.audit_relay.batch import ItemResult, ItemStatus
-from yovision_platform.audit_relay.facts import ItemRejectCode, RejectedItem, ValidFact, validate_item
-from yovision_platform.signing import VerifiedRequest
-from yovision_platform.tracing import context_of, record_span, trace_id_of, tracer
+from yovision_platform import audit_push
+from yovision_platform.audit_push import (
+    ItemRejectCode,
+    ItemResult,
+    ItemStatus,
+    RejectedItem,
+    ValidFact,
+    validate_item,
+)
+from yovision_platform.observability import context_of, record_span, trace_id_of, tracer
+from yovision_platform.security import VerifiedRequest
 
 HTTP_OK = 200
 _tracer = tracer(__name__)
@@ -89,14 +95,14 @@ class AuditBatchReceiver:
                     raise ReplayConflict
                 return BatchAnswer(existing.response_status, existing.response_body, AnswerKind.REPLAYED)
             try:
-                items = batch.parse_envelope(body)
-            except batch.EnvelopeError as error:
+                items = audit_push.parse_envelope(body)
+            except audit_push.EnvelopeError as error:
                 answer = BatchAnswer(
-                    InvalidBatch.status, batch.error_body(error.code), AnswerKind.INVALID_BATCH
+                    InvalidBatch.status, audit_push.error_body(error.code), AnswerKind.INVALID_BATCH
                 )
             else:
                 results = await self._append(uow.audit_trail, items, traceparents or {})
-                answer = BatchAnswer(HTTP_OK, batch.result_body(results), AnswerKind.PROCESSED, results)
+                answer = BatchAnswer(HTTP_OK, audit_push.result_body(results), AnswerKind.PROCESSED, results)
             receipt = Receipt(digest, answer.status, answer.body)
             await uow.receipts.store(verified.key_id, verified.nonce, receipt)
         self._count_items(answer.results)

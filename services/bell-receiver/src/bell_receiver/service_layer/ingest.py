@@ -15,9 +15,8 @@ from bell_receiver.domain.audit import AppendOutcome, AuditRow, Channel, fact_ro
 from bell_receiver.domain.inbox import KIND_WATCHER_DISABLED, NewNotification
 from bell_receiver.service_layer.metrics import BellMetrics, IngestOutcome
 from bell_receiver.service_layer.ports import BellUnitOfWork
-from yovision_platform.audit_relay.facts import EVENT_TYPE, RejectedItem, fact_from_audit_event
-from yovision_platform.consumer import EventRejected, InboundEvent
-from yovision_platform.events import EventCatalog
+from yovision_platform.audit_push import EVENT_TYPE, RejectedItem, fact_from_audit_event
+from yovision_platform.messaging import EventCatalog, EventRejected, InboundEvent
 
 CONSUMER_GROUP = "bell-receiver-audit"
 

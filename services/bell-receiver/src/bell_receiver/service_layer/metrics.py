@@ -1,4 +1,5 @@
-"""bell-receiver's Prometheus metrics. Every label comes from a fixed enum (yovision_platform.metrics)."""
+"""bell-receiver's Prometheus metrics. Every label comes from a fixed enum
+(yovision_platform.observability)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,9 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from yovision_platform.audit_relay.batch import BatchErrorCode, ItemStatus
-from yovision_platform.audit_relay.facts import ItemRejectCode
+from yovision_platform.audit_push import BatchErrorCode, ItemRejectCode, ItemStatus
 from yovision_platform.errors import SignatureRejectReason
-from yovision_platform.metrics import LabeledMetric, labeled_counter, labeled_histogram
+from yovision_platform.observability import LabeledMetric, labeled_counter, labeled_histogram
 
 
 class RequestOutcome(enum.StrEnum):

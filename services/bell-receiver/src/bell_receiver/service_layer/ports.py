@@ -13,7 +13,7 @@ from bell_receiver.domain.audit import AppendResult, AuditFilter, AuditRow, Chan
 from bell_receiver.domain.inbox import NewNotification, NotificationRow
 from bell_receiver.domain.paging import PagePosition
 from bell_receiver.domain.receipts import Receipt
-from yovision_platform.unit_of_work import UnitOfWork
+from yovision_platform.storage import UnitOfWork
 
 
 class AuditTrailStore(Protocol):

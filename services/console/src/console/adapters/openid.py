@@ -5,7 +5,7 @@
   fetched again after `DISCOVERY_MAX_AGE_SECONDS`; while a new fetch fails, the kept one is used. Its
   `issuer` must be the configured one, and every endpoint https (http on loopback only).
 - ID tokens are verified as every service verifies access tokens (`access_tokens.verified_claims`, against
-  the issuer's JWKS through `yovision_platform.jwks.IssuerKeys`: an allowed asymmetric algorithm, the
+  the issuer's JWKS through `yovision_platform.web.IssuerKeys`: an allowed asymmetric algorithm, the
   `kid`'s own algorithm, no key named by the token itself, `iss`, `sub` and the times), with `aud` = the
   client id (and `azp` when `aud` names others) and the `nonce` of the sign-in.
 
@@ -30,9 +30,14 @@ import jwt
 
 from console.domain.sign_in import AuthorizationRequest, TokenAnswer
 from console.service_layer.ports import GrantRefused, IdTokenInvalid, ProviderUnavailable
-from yovision_platform.access_tokens import PermissionMapping, TokenRefused, checked_url, verified_claims
-from yovision_platform.auth import JWT_LEEWAY_SECONDS_DEFAULT
-from yovision_platform.jwks import IssuerKeys
+from yovision_platform.web import (
+    JWT_LEEWAY_SECONDS_DEFAULT,
+    IssuerKeys,
+    PermissionMapping,
+    TokenRefused,
+    checked_url,
+    verified_claims,
+)
 
 __all__ = [
     "GrantRefused",

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from yovision_platform.auth import SUBJECT_PATTERN
+from yovision_platform.web import SUBJECT_PATTERN
 
 __all__ = ["INPUT_PATTERNS", "InputPattern"]
 
@@ -34,7 +34,7 @@ INPUT_PATTERNS = MappingProxyType(
     {
         # the dev login's user id: a token subject (`POST /oidc/login` refuses any other, 422 invalid_subject)
         "subject": InputPattern(
-            r"[A-Za-z0-9._:@\-]{1,128}", SUBJECT_PATTERN, "yovision_platform.auth.SUBJECT_PATTERN"
+            r"[A-Za-z0-9._:@\-]{1,128}", SUBJECT_PATTERN, "yovision_platform.web.SUBJECT_PATTERN"
         ),
     }
 )

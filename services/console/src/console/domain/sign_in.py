@@ -20,7 +20,7 @@ import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from yovision_platform.auth import PERMISSION_PATTERN
+from yovision_platform.web import PERMISSION_PATTERN
 
 __all__ = [
     "CHALLENGE_PATTERN",

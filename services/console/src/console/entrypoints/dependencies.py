@@ -22,7 +22,7 @@ from console.domain.identity import NotPermitted, User
 from console.entrypoints.session import Session, Sessions
 from console.service_layer.sign_in import RefreshOutcome, SessionEnded, SignIns
 from console.settings import ConsoleSettings
-from yovision_platform.metrics import LabeledMetric, labeled_counter
+from yovision_platform.observability import LabeledMetric, labeled_counter
 
 
 class SignInRequired(Exception):

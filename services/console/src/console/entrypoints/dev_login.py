@@ -23,8 +23,7 @@ from console.adapters.login_admin import ChallengeRefused, LoginAdmin
 from console.domain.sign_in import CHALLENGE_PATTERN, OPENID_SCOPES, granted_scopes
 from console.entrypoints.dependencies import Console, ConsoleDep, form_of
 from console.entrypoints.session import SESSION_MAX_AGE_SECONDS, SUBJECT_MAX_CHARS, LoginInProgress, Session
-from yovision_platform.auth import PERMISSION_PATTERN, SUBJECT_PATTERN
-from yovision_platform.permissions import PERMISSIONS
+from yovision_platform.web import PERMISSION_PATTERN, PERMISSIONS, SUBJECT_PATTERN
 
 router = APIRouter(include_in_schema=False)
 

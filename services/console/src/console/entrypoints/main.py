@@ -33,10 +33,8 @@ from console.entrypoints.templating import page_templates
 from console.entrypoints.web import install
 from console.settings import ConsoleSettings
 from yovision_platform.errors import ConfigError
-from yovision_platform.guards import BodyReadRule
-from yovision_platform.service import WebContext, WebServiceSpec
-from yovision_platform.service import main as run
-from yovision_platform.web import guard_policy
+from yovision_platform.web import BodyReadRule, WebContext, WebServiceSpec, guard_policy
+from yovision_platform.web import main as run
 
 SERVICE_NAME = "console"
 # Upload chunks (at most 20 MiB) are streamed through to media-worker: a minimum rate, not a total bound.

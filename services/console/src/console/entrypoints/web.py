@@ -28,7 +28,7 @@ from console.entrypoints import assets, dev_login, pages_operations, pages_trace
 from console.entrypoints.dependencies import Console, SignInOutcome, SignInRequired
 from console.entrypoints.session import CSRF_FIELD, CSRF_HEADER, csrf_matches
 from console.service_layer.ports import ApiError, ProviderUnavailable
-from yovision_platform.auth import AuthError
+from yovision_platform.web import AuthError
 
 log = logging.getLogger(__name__)
 

@@ -47,7 +47,7 @@ from console.domain.sign_in import (
     granted_permissions,
 )
 from console.service_layer.ports import GrantRefused, IdTokenInvalid, Provider, ProviderUnavailable
-from yovision_platform.auth import SUBJECT_PATTERN
+from yovision_platform.web import SUBJECT_PATTERN
 
 __all__ = ["RefreshOutcome", "SessionEnded", "SignIns"]
 

@@ -9,7 +9,7 @@ from datetime import datetime
 from media_worker.adapters.repository import material_of
 from media_worker.domain.material import Material
 from media_worker.service_layer.ports import InstanceRecord
-from yovision_platform.db import DbConnection, Identifier
+from yovision_platform.storage import DbConnection, Identifier
 
 __all__ = ["PostgresListing"]
 

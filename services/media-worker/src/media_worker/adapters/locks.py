@@ -8,7 +8,7 @@ import uuid
 
 import asyncpg
 
-from yovision_platform.db import Identifier, session_advisory_lock
+from yovision_platform.storage import Identifier, session_advisory_lock
 
 __all__ = ["AdvisoryLocks"]
 

@@ -34,9 +34,8 @@ from media_worker.service_layer.ports import (
     StoredFile,
 )
 from yovision_platform.errors import LeaseLost
-from yovision_platform.leases import Lease
-from yovision_platform.outbox import OutboxMessage
-from yovision_platform.unit_of_work import InMemoryOutbox, InMemoryUnitOfWork
+from yovision_platform.messaging import OutboxMessage
+from yovision_platform.storage import InMemoryOutbox, InMemoryUnitOfWork, Lease
 
 __all__ = [
     "Clock",

@@ -16,9 +16,8 @@ from media_worker.domain.layout import ChunkLayout
 from media_worker.domain.material import Material, MaterialStatus, NewMaterial, UploadMode
 from media_worker.domain.sessions import SessionState, UploadSession
 from media_worker.service_layer.ports import ClaimedJob, HeldLease
-from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.errors import LeaseLost
-from yovision_platform.leases import Lease, LeaseTable
+from yovision_platform.storage import DbConnection, Identifier, Lease, LeaseTable
 
 __all__ = [
     "OUTPUT_COLUMNS",

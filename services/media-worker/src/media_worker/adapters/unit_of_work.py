@@ -12,8 +12,7 @@ from media_worker.adapters.repository import (
     PostgresMaterials,
     PostgresSessions,
 )
-from yovision_platform.db import DbConnection, Identifier
-from yovision_platform.unit_of_work import PostgresUnitOfWork
+from yovision_platform.storage import DbConnection, Identifier, PostgresUnitOfWork
 
 __all__ = ["PostgresMediaUnitOfWork"]
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import ClassVar, TypeVar
 
 from yovision_platform.errors import ServiceError
-from yovision_platform.paging import InvalidCursor
+from yovision_platform.web import InvalidCursor
 
 __all__ = [
     "CHUNK_SLOTS_RETRY_AFTER_SECONDS",
@@ -176,7 +176,7 @@ REFUSALS: tuple[type[MediaRefusal], ...] = (
     Draining,
     InsufficientStorage,
 )
-# Every code a route refuses with: these classes' and the listing cursor's (`yovision_platform.paging`).
+# Every code a route refuses with: these classes' and the listing cursor's (`yovision_platform.web`).
 REFUSAL_CODES: frozenset[str] = frozenset({InvalidCursor.code}).union(
     *(refusal.codes for refusal in REFUSALS)
 )

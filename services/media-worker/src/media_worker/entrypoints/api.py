@@ -43,13 +43,18 @@ from media_worker.entrypoints.multipart import file_part_stream
 from media_worker.service_layer.drain import DrainReport
 from media_worker.service_layer.materials import MATERIAL_PAGE_MAX_ITEMS
 from media_worker.service_layer.metrics import DisconnectedUpload, MediaMetrics
-from yovision_platform.access_tokens import AccessTokenCaller
-from yovision_platform.auth import Identity
 from yovision_platform.errors import ServiceError
-from yovision_platform.guards import BodyReadRule
-from yovision_platform.paging import InvalidCursor, cursor_query
-from yovision_platform.problems import problem_response
-from yovision_platform.web import JsonInt, create_app, guard_policy
+from yovision_platform.web import (
+    AccessTokenCaller,
+    BodyReadRule,
+    Identity,
+    InvalidCursor,
+    JsonInt,
+    create_app,
+    cursor_query,
+    guard_policy,
+    problem_response,
+)
 
 __all__ = ["DRAIN_PERMISSION", "include_api", "openapi_document", "router", "use_cases_of"]
 

@@ -18,10 +18,9 @@ from media_worker.entrypoints.transcode_worker import TranscodeWorker
 from media_worker.service_layer.activity import Activity
 from media_worker.service_layer.metrics import MediaMetrics
 from media_worker.settings import MediaWorkerSettings
-from yovision_platform.access_tokens import use_access_tokens
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.service import ServiceContext, ServiceSpec
-from yovision_platform.service import main as run
+from yovision_platform.messaging import AvroSerde, SchemaRegistry
+from yovision_platform.web import ServiceContext, ServiceSpec, use_access_tokens
+from yovision_platform.web import main as run
 
 __all__ = ["SPEC", "main"]
 

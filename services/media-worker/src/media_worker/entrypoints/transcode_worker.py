@@ -13,7 +13,7 @@ import asyncio
 import logging
 
 from media_worker.service_layer.transcoder import Transcoder
-from yovision_platform.db import STORE_ERRORS
+from yovision_platform.storage import STORE_ERRORS
 
 __all__ = ["TranscodeWorker"]
 

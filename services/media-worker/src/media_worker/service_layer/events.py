@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from yovision_platform.avro import AvroSerde
-from yovision_platform.events import build_event
-from yovision_platform.outbox import OutboxMessage
-from yovision_platform.unit_of_work import OutboxWriter
+from yovision_platform.messaging import AvroSerde, OutboxMessage, build_event
+from yovision_platform.storage import OutboxWriter
 
 __all__ = ["EventWriter"]
 

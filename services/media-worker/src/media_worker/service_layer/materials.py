@@ -11,7 +11,7 @@ from media_worker.domain.errors import MaterialNotFound, NotRetryable
 from media_worker.domain.material import Material
 from media_worker.domain.outputs import OUTPUT_BY_KIND
 from media_worker.service_layer.ports import Storage, UnitOfWorkFactory
-from yovision_platform.paging import decode_cursor, encode_cursor
+from yovision_platform.web import decode_cursor, encode_cursor
 
 __all__ = ["MATERIAL_PAGE_MAX_ITEMS", "MaterialPage", "Materials", "OutputFile"]
 

@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry
 
 from media_worker.domain.errors import REFUSAL_CODES
 from media_worker.service_layer.activity import Activity
-from yovision_platform.metrics import labeled_counter, labeled_gauge
+from yovision_platform.observability import labeled_counter, labeled_gauge
 
 __all__ = ["DisconnectedUpload", "MediaMetrics", "TranscodeOutcome"]
 

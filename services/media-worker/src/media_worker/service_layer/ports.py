@@ -23,8 +23,7 @@ from typing import Protocol
 from media_worker.domain.material import Material, NewMaterial
 from media_worker.domain.outputs import Output
 from media_worker.domain.sessions import UploadSession
-from yovision_platform.leases import Lease
-from yovision_platform.unit_of_work import UnitOfWork
+from yovision_platform.storage import Lease, UnitOfWork
 
 __all__ = [
     "AttemptFolder",

@@ -32,9 +32,9 @@ from media_worker.service_layer.ports import (
     MediaTools,
 )
 from media_worker.service_layer.recovery import AttemptRecovery
-from yovision_platform.db import STORE_ERRORS
 from yovision_platform.errors import LeaseLost
-from yovision_platform.tracing import context_of, tracer
+from yovision_platform.observability import context_of, tracer
+from yovision_platform.storage import STORE_ERRORS
 
 __all__ = ["JOB_LEASE_SECONDS", "RESCAN_SECONDS", "Transcoder", "WorkerTiming"]
 

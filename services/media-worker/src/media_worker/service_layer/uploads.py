@@ -37,7 +37,7 @@ from media_worker.domain.material import NewMaterial, UploadMode
 from media_worker.domain.sessions import SessionState, UploadSession
 from media_worker.service_layer.dependencies import InstanceDependencies
 from media_worker.service_layer.ports import ChunkTarget, StoredFile
-from yovision_platform.tracing import context_of, current_traceparent, tracer
+from yovision_platform.observability import context_of, current_traceparent, tracer
 
 __all__ = ["MERGE_STALE_SECONDS", "InitOutcome", "Uploads"]
 

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 
 from orphan_scanner.domain.errors import ApplyInProgress
-from yovision_platform.db import Identifier, session_advisory_lock
+from yovision_platform.storage import Identifier, session_advisory_lock
 
 
 class PostgresApplyLock:

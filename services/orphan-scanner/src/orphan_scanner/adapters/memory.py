@@ -39,9 +39,8 @@ from orphan_scanner.domain.records import (
     StoredReport,
 )
 from yovision_platform.errors import LeaseLost
-from yovision_platform.leases import Lease
 from yovision_platform.mediamtx import MediaMtxError, is_managed_path_name
-from yovision_platform.unit_of_work import InMemoryUnitOfWork
+from yovision_platform.storage import InMemoryUnitOfWork, Lease
 
 __all__ = [
     "Clock",

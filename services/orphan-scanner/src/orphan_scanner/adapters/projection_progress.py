@@ -13,10 +13,14 @@ import asyncpg
 from aiokafka.errors import KafkaError
 
 from orphan_scanner.domain.gate import BlockReason
-from yovision_platform.consumer import stored_positions
-from yovision_platform.db import Identifier
-from yovision_platform.kafka import KafkaAccessRefused, TopicUnavailable, fetch_end_offsets
-from yovision_platform.kafka_security import KafkaTarget
+from yovision_platform.messaging import (
+    KafkaAccessRefused,
+    KafkaTarget,
+    TopicUnavailable,
+    fetch_end_offsets,
+    stored_positions,
+)
+from yovision_platform.storage import Identifier
 
 log = logging.getLogger(__name__)
 

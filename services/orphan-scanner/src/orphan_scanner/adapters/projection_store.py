@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from orphan_scanner.domain.classify import ServerPath
 from orphan_scanner.domain.records import DeviceClaim, OwnershipEvidence
-from yovision_platform.db import DbConnection, Identifier
+from yovision_platform.storage import DbConnection, Identifier
 
 
 class ProjectionSql:

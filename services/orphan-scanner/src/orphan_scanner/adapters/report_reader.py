@@ -9,7 +9,7 @@ import asyncpg
 
 from orphan_scanner.adapters.report_store import load_report
 from orphan_scanner.domain.records import ReportPosition, ReportSummary, StoredReport
-from yovision_platform.db import Identifier
+from yovision_platform.storage import Identifier
 
 
 class PostgresReportReader:

@@ -17,7 +17,7 @@ from orphan_scanner.domain.records import (
     PathDisposition,
     StoredReport,
 )
-from yovision_platform.db import DbConnection, Identifier
+from yovision_platform.storage import DbConnection, Identifier
 
 # A report's age in whole milliseconds by the database clock, now (not at the start of the transaction).
 AGE_MS_SQL = "floor(extract(epoch FROM (clock_timestamp() - created_at)) * 1000)::bigint"

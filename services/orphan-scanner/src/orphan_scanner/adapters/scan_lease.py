@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from yovision_platform.db import DbConnection, Identifier
-from yovision_platform.leases import Lease, LeaseTable
+from yovision_platform.storage import DbConnection, Identifier, Lease, LeaseTable
 
 SCANNER_LEASE_ID = "scanner"
 _ANY = "id = $4"

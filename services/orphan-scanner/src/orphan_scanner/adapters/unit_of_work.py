@@ -6,8 +6,7 @@ from __future__ import annotations
 from orphan_scanner.adapters.projection_store import PostgresProjectionStore
 from orphan_scanner.adapters.report_store import PostgresReportStore
 from orphan_scanner.adapters.scan_lease import PostgresScanLease
-from yovision_platform.db import DbConnection
-from yovision_platform.unit_of_work import PostgresUnitOfWork
+from yovision_platform.storage import DbConnection, PostgresUnitOfWork
 
 
 class PostgresOrphanUnitOfWork(PostgresUnitOfWork):

@@ -1,5 +1,5 @@
 """Every refusal orphan-scanner answers, each a `ServiceError` with a stable code and the HTTP status an API
-answers it with (`yovision_platform.problems`). The `sense-orphan` CLI prints the same codes in its JSON and
+answers it with (`yovision_platform.web`). The `sense-orphan` CLI prints the same codes in its JSON and
 picks its exit code by family (`InvalidScanInput` 2, `ApplyRefused` and `ScanLeaseBusy` 3, `ScanFailed` 1).
 
     InvalidScanInput          invalid_actor | invalid_scan_id | invalid_confirmation      422  (CLI input)
@@ -12,7 +12,7 @@ picks its exit code by family (`InvalidScanInput` 2, `ApplyRefused` and `ScanLea
     └── ScanFailed        lease_lost | mediamtx_* (the enumeration's code)           503
     ReportNotFound        not_found                                                  404  (read API)
 
-The read API's `400 invalid_cursor` is the platform's `yovision_platform.paging.InvalidCursor`.
+The read API's `400 invalid_cursor` is the platform's `yovision_platform.web.InvalidCursor`.
 """
 
 from __future__ import annotations

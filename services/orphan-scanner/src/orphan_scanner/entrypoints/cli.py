@@ -39,9 +39,9 @@ from orphan_scanner.service_layer.metrics import ScanTrigger
 from orphan_scanner.service_layer.scanner import ScanReport
 from orphan_scanner.settings import OrphanScannerSettings
 from yovision_platform.errors import ConfigError, PlatformError
-from yovision_platform.logging import configure_logging
-from yovision_platform.service import checked_pool
+from yovision_platform.observability import configure_logging
 from yovision_platform.settings import load_settings
+from yovision_platform.web import checked_pool
 
 PROG = APPLY_PROGRAM
 EXIT_OK = 0

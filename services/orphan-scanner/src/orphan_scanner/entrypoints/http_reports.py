@@ -23,9 +23,8 @@ from orphan_scanner.domain.gate import FleetGateInput, check_fleet_gate, ratio_a
 from orphan_scanner.domain.inputs import apply_command, confirmation_text
 from orphan_scanner.domain.records import ReportHead, ReportPosition, ReportSummary, StoredReport
 from orphan_scanner.entrypoints.dependencies import UseCases
-from yovision_platform import paging
-from yovision_platform.access_tokens import AccessTokenCaller
-from yovision_platform.problems import Problem
+from yovision_platform import web
+from yovision_platform.web import AccessTokenCaller, Problem
 
 READ_PERMISSION = "orphan:read"
 DEFAULT_PAGE_SIZE = 20
@@ -113,12 +112,12 @@ class ReportPage(BaseModel):
 
 
 def encode_cursor(position: ReportPosition) -> str:
-    return paging.encode_cursor(position.created_at, position.scan_id)
+    return web.encode_cursor(position.created_at, position.scan_id)
 
 
 def decode_cursor(cursor: str) -> ReportPosition:
     """`paging.InvalidCursor` (400 invalid_cursor) for any text `encode_cursor` did not make."""
-    return ReportPosition(*paging.decode_cursor(cursor, uuid.UUID))
+    return ReportPosition(*web.decode_cursor(cursor, uuid.UUID))
 
 
 def _server_gate(server: str, candidates: int, total: int) -> ServerGate:
@@ -232,7 +231,7 @@ async def list_reports(
     caller: AccessTokenCaller,
     use_cases: UseCases,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
-    cursor: Annotated[str | None, paging.cursor_query(uuid.UUID, max_length=MAX_CURSOR_CHARS)] = None,
+    cursor: Annotated[str | None, web.cursor_query(uuid.UUID, max_length=MAX_CURSOR_CHARS)] = None,
 ) -> ReportPage:
     caller.require(READ_PERMISSION)
     listing = await use_cases.reports.page(limit, decode_cursor(cursor) if cursor is not None else None)

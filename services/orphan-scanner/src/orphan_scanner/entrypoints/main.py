@@ -27,14 +27,11 @@ from orphan_scanner.service_layer.events import OrphanEvents
 from orphan_scanner.service_layer.metrics import OrphanMetrics
 from orphan_scanner.service_layer.ports import PathFleet, ProjectionProgress, UnitOfWorkFactory
 from orphan_scanner.settings import OrphanScannerSettings
-from yovision_platform.access_tokens import use_access_tokens
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.consumer import ConsumerMetrics
-from yovision_platform.db import Identifier
-from yovision_platform.media_servers import MediaFleet
-from yovision_platform.mediamtx import MediaMtxApi
-from yovision_platform.service import ServiceContext, ServiceSpec
-from yovision_platform.service import main as run
+from yovision_platform.mediamtx import MediaFleet, MediaMtxApi
+from yovision_platform.messaging import AvroSerde, ConsumerMetrics, SchemaRegistry
+from yovision_platform.storage import Identifier
+from yovision_platform.web import ServiceContext, ServiceSpec, use_access_tokens
+from yovision_platform.web import main as run
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,8 @@ import asyncpg
 
 from orphan_scanner.adapters.unit_of_work import PostgresOrphanUnitOfWork
 from orphan_scanner.service_layer.projection import OwnershipProjector
-from yovision_platform.avro import AvroSerde
-from yovision_platform.consumer import ConsumerMetrics, IdempotentConsumer, InboundEvent
-from yovision_platform.db import DbConnection, Identifier
+from yovision_platform.messaging import AvroSerde, ConsumerMetrics, IdempotentConsumer, InboundEvent
+from yovision_platform.storage import DbConnection, Identifier
 
 
 def projection_consumer(

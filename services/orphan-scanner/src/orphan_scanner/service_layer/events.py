@@ -7,9 +7,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from yovision_platform.avro import AvroSerde
-from yovision_platform.events import build_event
-from yovision_platform.outbox import OutboxMessage
+from yovision_platform.messaging import AvroSerde, OutboxMessage, build_event
 
 
 class OrphanEvents:

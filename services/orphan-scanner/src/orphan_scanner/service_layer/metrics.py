@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
-from yovision_platform.metrics import labeled_counter, labeled_gauge, labeled_histogram
+from yovision_platform.observability import labeled_counter, labeled_gauge, labeled_histogram
 
 
 class ScanTrigger(enum.StrEnum):

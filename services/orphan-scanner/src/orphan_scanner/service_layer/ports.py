@@ -19,8 +19,7 @@ from typing import Protocol
 from orphan_scanner.domain import records
 from orphan_scanner.domain.classify import Classification, ServerPath
 from orphan_scanner.domain.gate import BlockReason
-from yovision_platform.leases import Lease
-from yovision_platform.unit_of_work import UnitOfWork
+from yovision_platform.storage import Lease, UnitOfWork
 
 __all__ = [
     "ApplyLock",
@@ -171,7 +170,7 @@ class MediaMtxPaths(Protocol):
 
 class PathFleet(Protocol):
     """The registered MediaMTX servers as this service uses them: each server's configured paths, listed and
-    deleted (`MediaMtxPaths`). The adapter is the platform's `yovision_platform.media_servers.MediaFleet`;
+    deleted (`MediaMtxPaths`). The adapter is the platform's `yovision_platform.mediamtx.MediaFleet`;
     Sense's port of that fleet (`MediaServerFleet`) asks more of each server."""
 
     @property

@@ -17,9 +17,8 @@ from typing import Any
 from orphan_scanner.domain.projected_events import DEVICE_EVENT_TYPES, PROJECTED_EVENT_TYPES
 from orphan_scanner.domain.records import DeviceClaim, OwnershipEvidence
 from orphan_scanner.service_layer.ports import OrphanUnitOfWork
-from yovision_platform.consumer import EventRejected, InboundEvent
-from yovision_platform.events import EventCatalog, default_catalog
-from yovision_platform.media_servers import MEDIA_SERVER_ID_PATTERN, SINGLE_MEDIA_SERVER_ID
+from yovision_platform.mediamtx import MEDIA_SERVER_ID_PATTERN, SINGLE_MEDIA_SERVER_ID
+from yovision_platform.messaging import EventCatalog, EventRejected, InboundEvent, default_catalog
 
 DESIRED_STATES = frozenset({"enabled", "disabled"})
 

@@ -27,8 +27,8 @@ from orphan_scanner.service_layer.events import OrphanEvents
 from orphan_scanner.service_layer.metrics import OrphanMetrics, ScanResult, ScanTrigger
 from orphan_scanner.service_layer.ports import OrphanUnitOfWork, PathFleet, UnitOfWorkFactory
 from yovision_platform.errors import LeaseLost
-from yovision_platform.leases import Lease
 from yovision_platform.mediamtx import MediaMtxError
+from yovision_platform.storage import Lease
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,9 @@
 """The audit push's store on ``<schema>.device_operation_outbox`` (the `AuditPushStore` port): the
 platform's snapshot-window cursor and the dead letters.
 
-The outbox is insert-only and read window by window (`yovision_platform.outbox_windows`, one shard: facts
+The outbox is insert-only and read window by window (`yovision_platform.messaging`, one shard: facts
 go out in id order, a late-committing fact is never skipped). Its cursor is the row ``(outbox =
-'device_operation_outbox', shard = 0)`` of ``outbox_cursors`` (`yovision_platform.shard_cursors`): one
+'device_operation_outbox', shard = 0)`` of ``outbox_cursors`` (`yovision_platform.messaging`): one
 worker holds it at a time, and every write -- advance, back off, renew, release -- is fenced on
 (owner, epoch), so a worker whose lease was taken over writes nothing (`CursorFenced`). A rejected fact is
 copied to ``device_operation_dead_letters`` with Bell's code in the transaction that moves the cursor past
@@ -18,9 +18,15 @@ import asyncpg
 
 from sense_reconciler.domain.audit_facts import OutboxFact
 from sense_reconciler.service_layer.ports import FactBatch
-from yovision_platform.db import Identifier
-from yovision_platform.outbox_windows import OutboxWindows, WindowPosition, WindowReader, unpassed_count_sql
-from yovision_platform.shard_cursors import ShardCursors, ShardLease
+from yovision_platform.messaging import (
+    OutboxWindows,
+    ShardCursors,
+    ShardLease,
+    WindowPosition,
+    WindowReader,
+    unpassed_count_sql,
+)
+from yovision_platform.storage import Identifier
 
 __all__ = ["FACT_COLUMNS", "OUTBOX_TABLE", "SHARD", "PostgresAuditPushStore", "PostgresFactReader"]
 
@@ -41,7 +47,7 @@ FACT_COLUMNS = (
 
 
 class PostgresFactReader:
-    """The facts after a cursor position, window by window (`yovision_platform.outbox_windows`)."""
+    """The facts after a cursor position, window by window (`yovision_platform.messaging`)."""
 
     def __init__(self, pool: asyncpg.Pool, reader: WindowReader) -> None:
         self._pool = pool

@@ -4,7 +4,7 @@ the audit push's `BellPort`.
 Every request is signed over the exact bytes sent (docs/signing.md) with a fresh nonce and the current
 time, so a retried batch is a new request to Bell: its facts come back ``duplicate`` when Bell already
 stored them. Each fact's trace context goes in a header of its own, outside the signature
-(`yovision_platform.audit_relay.batch`). TLS is always verified (httpx default); redirects are not
+(`yovision_platform.audit_push`). TLS is always verified (httpx default); redirects are not
 followed. The whole exchange runs under one deadline. Nothing of the request, the key or the signature is
 logged or raised.
 """
@@ -28,14 +28,9 @@ from sense_reconciler.domain.audit_push_outcome import (
     PushFailureCode,
     parse_batch_response,
 )
-from yovision_platform.audit_relay import BATCH_PATH, ITEM_TRACEPARENTS_HEADER, item_traceparents_header
-from yovision_platform.signing import sign_request
-from yovision_platform.tracing import (
-    context_of,
-    current_traceparent_of,
-    tracer,
-    tracing_on,
-)
+from yovision_platform.audit_push import BATCH_PATH, ITEM_TRACEPARENTS_HEADER, item_traceparents_header
+from yovision_platform.observability import context_of, current_traceparent_of, tracer, tracing_on
+from yovision_platform.security import sign_request
 
 __all__ = ["BellClient"]
 

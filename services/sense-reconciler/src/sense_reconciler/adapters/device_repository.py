@@ -31,8 +31,8 @@ from sense_reconciler.domain.records import (
     SiteRow,
     StoredSource,
 )
-from yovision_platform.db import DbConnection, Identifier
-from yovision_platform.tracing import current_traceparent
+from yovision_platform.observability import current_traceparent
+from yovision_platform.storage import DbConnection, Identifier
 
 __all__ = ["PostgresDeviceStore", "PostgresSiteStore"]
 

@@ -40,16 +40,13 @@ from sense_reconciler.domain.records import (
 )
 from sense_reconciler.service_layer.ports import FactBatch, UnitOfWorkFactory
 from sense_reconciler.service_layer.source_uris import source_uri_context
-from yovision_platform.audit_relay import ItemRejectCode, ItemStatus, RejectedItem, validate_item
-from yovision_platform.db import DbConnection
+from yovision_platform.audit_push import ItemRejectCode, ItemStatus, RejectedItem, validate_item
 from yovision_platform.errors import LeaseLost
-from yovision_platform.key_rotation import SecretField, SecretRow
-from yovision_platform.leases import Lease
 from yovision_platform.mediamtx import MediaMtxError
-from yovision_platform.outbox_windows import WindowPosition
-from yovision_platform.shard_cursors import MAX_BACKOFF_EXPONENT, CursorFenced, ShardLease
-from yovision_platform.tracing import current_traceparent
-from yovision_platform.unit_of_work import InMemoryOutbox, InMemoryUnitOfWork
+from yovision_platform.messaging import MAX_BACKOFF_EXPONENT, CursorFenced, ShardLease, WindowPosition
+from yovision_platform.observability import current_traceparent
+from yovision_platform.security import SecretField, SecretRow
+from yovision_platform.storage import DbConnection, InMemoryOutbox, InMemoryUnitOfWork, Lease
 
 __all__ = [
     "Clock",

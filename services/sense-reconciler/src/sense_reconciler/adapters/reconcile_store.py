@@ -18,9 +18,8 @@ from collections.abc import Sequence
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.reconcile import ClaimedItem, Convergence, Ownership, WorkItem
 from sense_reconciler.domain.records import StoredSource
-from yovision_platform.db import DbConnection, Identifier
 from yovision_platform.errors import LeaseLost
-from yovision_platform.leases import Lease, LeaseTable
+from yovision_platform.storage import DbConnection, Identifier, Lease, LeaseTable
 
 DUE = "observed_generation < desired_generation AND next_attempt_at <= now() AND partition = ANY($4::int[])"
 ON_SERVER = f"{DUE} AND media_server_id = $5"

@@ -1,4 +1,4 @@
-"""`devices.source_uri_ciphertext` as rows for the platform's key rotation (yovision_platform.key_rotation).
+"""`devices.source_uri_ciphertext` as rows for the platform's key rotation (yovision_platform.security).
 
 `legacy_only`: just the rows from before encryption (cleartext in `source_uri`), which the service encrypts
 at start-up. The swap is a compare-and-set on both columns, so a concurrent API change is never overwritten.
@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sense_reconciler.service_layer.source_uris import source_uri_context
-from yovision_platform.db import DbConnection, Identifier
-from yovision_platform.key_rotation import SecretField, SecretRow
+from yovision_platform.security import SecretField, SecretRow
+from yovision_platform.storage import DbConnection, Identifier
 
 FIELD = "source_uri"
 

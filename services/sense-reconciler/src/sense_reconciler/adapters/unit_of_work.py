@@ -8,8 +8,7 @@ import asyncpg
 from sense_reconciler.adapters.device_repository import PostgresDeviceStore, PostgresSiteStore
 from sense_reconciler.adapters.reconcile_store import PostgresReconcileStore
 from sense_reconciler.service_layer.ports import UnitOfWorkFactory
-from yovision_platform.db import DbConnection, Identifier
-from yovision_platform.unit_of_work import PostgresUnitOfWork
+from yovision_platform.storage import DbConnection, Identifier, PostgresUnitOfWork
 
 __all__ = ["PostgresSenseUnitOfWork", "postgres_units"]
 

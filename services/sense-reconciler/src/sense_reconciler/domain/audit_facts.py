@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from yovision_platform import audit_relay
+from yovision_platform import audit_push
 
 __all__ = ["OutboxFact", "batch_body", "fact_document"]
 
@@ -65,7 +65,7 @@ class OutboxFact:
 def fact_document(fact: OutboxFact) -> dict[str, Any]:
     """The JSON object of one batch item, in the contract's canonical form. Format 2's ``correlation_id``
     is always null: the outbox records no correlation id."""
-    return audit_relay.fact_document(
+    return audit_push.fact_document(
         fact_version=fact.fact_version,
         event_id=fact.event_id,
         occurred_at=fact.occurred_at,

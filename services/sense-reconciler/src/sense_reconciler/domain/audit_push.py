@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from yovision_platform.audit_relay import MAX_BATCH_ITEMS
-from yovision_platform.signing import KeyRing
+from yovision_platform.audit_push import MAX_BATCH_ITEMS
+from yovision_platform.security import KeyRing
 
 __all__ = [
     "BACKOFF_BASE_SECONDS",

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from yovision_platform.audit_relay import CONTRACT_NAME, ItemStatus
+from yovision_platform.audit_push import CONTRACT_NAME, ItemStatus
 
 __all__ = [
     "BatchFailure",

@@ -1,5 +1,5 @@
 """The refusals of sense-reconciler: `ServiceError`s with a stable snake_case code (safe for API bodies,
-metrics and audit rows) and the HTTP status the Control API answers them with (yovision_platform.problems).
+metrics and audit rows) and the HTTP status the Control API answers them with (yovision_platform.web).
 
 SenseError                      code = "sense_error"                        400
 ├── InvalidDeviceInput          code = "invalid_<field>"                    422  (.field: the input field)

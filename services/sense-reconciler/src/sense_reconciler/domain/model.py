@@ -9,8 +9,12 @@ import re
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.errors import InvalidDeviceInput, MediaServerNotRegistered, SiteLimitReached
 from sense_reconciler.domain.source_uri import is_source_uri
-from yovision_platform.media_servers import MEDIA_SERVER_ID_PATTERN
-from yovision_platform.mediamtx import MANAGED_PATH_NAME_PATTERN, RESERVED_PATH_NAMES, is_managed_path_name
+from yovision_platform.mediamtx import (
+    MANAGED_PATH_NAME_PATTERN,
+    MEDIA_SERVER_ID_PATTERN,
+    RESERVED_PATH_NAMES,
+    is_managed_path_name,
+)
 from yovision_platform.patterns import anchored
 
 ID_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{limits.ID_MAX_CHARS - 1}}}")

@@ -10,7 +10,7 @@ from datetime import datetime
 
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.records import StoredSource
-from yovision_platform.leases import Lease
+from yovision_platform.storage import Lease
 
 # Every path Sense configures pulls its source only while someone reads it.
 SOURCE_ON_DEMAND = True

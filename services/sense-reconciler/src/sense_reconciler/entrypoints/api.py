@@ -12,7 +12,7 @@ missing or invalid token answers 401 `unauthorized`, always with the same body.
   event. A request that still carries an `X-Actor` header is refused with the same 401 as a bad credential,
   before any work (`refuse_actor_header`): no header names the actor any more.
 
-Errors are the platform's problem details (`code`, see yovision_platform.problems); request validation errors
+Errors are the platform's problem details (`code`, see yovision_platform.web); request validation errors
 name the fields only, never the input, so a source URI sent in a bad request is not echoed. Source URIs are
 accepted, never returned.
 """
@@ -35,12 +35,16 @@ from sense_reconciler.domain.records import DeviceRow, ReconcileState
 from sense_reconciler.domain.source_uri import PUBLISHED_SOURCE_URI
 from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.sites import Sites, SiteView
-from yovision_platform.access_tokens import AccessTokenCaller
-from yovision_platform.auth import AuthError, Forbidden, Identity
-from yovision_platform.media_servers import MEDIA_SERVER_ID_PATTERN
-from yovision_platform.mediamtx import REASON_MAX_CHARS
-from yovision_platform.problems import Problem
-from yovision_platform.web import JSON_INTEGER, create_app
+from yovision_platform.mediamtx import MEDIA_SERVER_ID_PATTERN, REASON_MAX_CHARS
+from yovision_platform.web import (
+    JSON_INTEGER,
+    AccessTokenCaller,
+    AuthError,
+    Forbidden,
+    Identity,
+    Problem,
+    create_app,
+)
 
 API_TITLE = "sense-reconciler Control API"
 API_VERSION = "2.0.0"

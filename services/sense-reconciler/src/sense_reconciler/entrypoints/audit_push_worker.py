@@ -20,7 +20,7 @@ from sense_reconciler.domain.audit_push import AuditPushConfig
 from sense_reconciler.service_layer.audit_pusher import Answer, AuditPusher
 from sense_reconciler.service_layer.metrics import AuditPushMetrics
 from sense_reconciler.service_layer.ports import FactBatch
-from yovision_platform.db import STORE_ERRORS, Identifier
+from yovision_platform.storage import STORE_ERRORS, Identifier
 
 WORKER_NAME = "audit-push"  # the name /readyz and the doctor report (formerly `bell-relay`)
 # Bell takes ~5-15 ms per 100-fact batch; this many requests in flight keep it busy while answers return.

@@ -13,10 +13,14 @@ import asyncio
 import asyncpg
 
 from sense_reconciler.service_layer.ownership import OwnedPartitions
-from yovision_platform.avro import AvroSerde
-from yovision_platform.consumer import ConsumerMetrics, IdempotentConsumer, InboundEvent
-from yovision_platform.db import DbConnection, Identifier
-from yovision_platform.kafka_security import KafkaTarget
+from yovision_platform.messaging import (
+    AvroSerde,
+    ConsumerMetrics,
+    IdempotentConsumer,
+    InboundEvent,
+    KafkaTarget,
+)
+from yovision_platform.storage import DbConnection, Identifier
 
 
 class DeviceEventConsumer:

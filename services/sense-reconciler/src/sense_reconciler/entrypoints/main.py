@@ -22,13 +22,11 @@ from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
 from sense_reconciler.settings import SenseReconcilerSettings
-from yovision_platform.access_tokens import use_access_tokens
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.consumer import ConsumerMetrics
-from yovision_platform.key_rotation import rotate_keys, rotate_keys_command
-from yovision_platform.media_servers import MediaFleet, MediaServer
-from yovision_platform.service import ServiceContext, ServiceSpec
-from yovision_platform.service import main as run
+from yovision_platform.mediamtx import MediaFleet, MediaServer
+from yovision_platform.messaging import AvroSerde, ConsumerMetrics, SchemaRegistry
+from yovision_platform.security import rotate_keys, rotate_keys_command
+from yovision_platform.web import ServiceContext, ServiceSpec, use_access_tokens
+from yovision_platform.web import main as run
 
 
 def media_fleet(settings: SenseReconcilerSettings) -> MediaFleet[MediaMtxClient]:

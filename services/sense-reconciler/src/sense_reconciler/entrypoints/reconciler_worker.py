@@ -11,7 +11,7 @@ from collections.abc import Awaitable
 from sense_reconciler.service_layer.metrics import RunResult
 from sense_reconciler.service_layer.reconciler import Reconciler
 from yovision_platform.backoff import wait_for_stop
-from yovision_platform.db import STORE_ERRORS
+from yovision_platform.storage import STORE_ERRORS
 
 log = logging.getLogger(__name__)
 # How often per drift interval the loop looks for converged devices to re-verify.

@@ -26,9 +26,8 @@ from sense_reconciler.domain.audit_push import AuditPushConfig
 from sense_reconciler.domain.audit_push_outcome import BatchFailure, ItemResults, PushFailureCode
 from sense_reconciler.service_layer.metrics import AuditPushMetrics, ItemFate
 from sense_reconciler.service_layer.ports import AuditFactReader, AuditPushStore, BellPort, FactBatch
-from yovision_platform.db import STORE_ERRORS
-from yovision_platform.outbox_windows import WindowPosition
-from yovision_platform.shard_cursors import CursorFenced, ShardLease
+from yovision_platform.messaging import CursorFenced, ShardLease, WindowPosition
+from yovision_platform.storage import STORE_ERRORS
 
 __all__ = ["Answer", "AuditPusher", "RoundResult"]
 

@@ -14,10 +14,8 @@ from typing import Any
 
 from sense_reconciler.domain.records import AuditFact, DeviceRow
 from sense_reconciler.service_layer.ports import SenseUnitOfWork
-from yovision_platform import audit_relay
-from yovision_platform.avro import AvroSerde
-from yovision_platform.events import build_event
-from yovision_platform.outbox import OutboxMessage
+from yovision_platform import audit_push
+from yovision_platform.messaging import AvroSerde, OutboxMessage, build_event
 
 
 class DeviceFacts:
@@ -60,7 +58,7 @@ class DeviceFacts:
             event_id=uuid.uuid4(), action=action, actor=actor, device=device, changed_fields=changed
         )
         occurred_at = await uow.devices.insert_fact(fact)
-        document = audit_relay.fact_document(
+        document = audit_push.fact_document(
             fact_version=fact.fact_version,
             event_id=fact.event_id,
             occurred_at=occurred_at,
@@ -72,10 +70,10 @@ class DeviceFacts:
             changed_fields=changed,
             config_version=device.config_version,
         )
-        parts = audit_relay.audit_event_parts(document)
+        parts = audit_push.audit_event_parts(document)
         event = build_event(
             self._serde,
-            audit_relay.EVENT_TYPE,
+            audit_push.EVENT_TYPE,
             str(device.id),
             parts.payload,
             event_id=parts.event_id,

@@ -43,11 +43,9 @@ from sense_reconciler.service_layer.device_facts import DeviceFacts
 from sense_reconciler.service_layer.ports import SenseUnitOfWork, UnitOfWorkFactory
 from sense_reconciler.service_layer.sites import Sites
 from sense_reconciler.service_layer.source_uris import SourceUris
-from yovision_platform.avro import AvroSerde
-from yovision_platform.encryption import SecretUnreadable
-from yovision_platform.kafka import partition_for_key
-from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID
-from yovision_platform.outbox import OutboxMessage
+from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID
+from yovision_platform.messaging import AvroSerde, OutboxMessage, partition_for_key
+from yovision_platform.security import SecretUnreadable
 
 WakeReconciler = Callable[[Iterable[int]], None]
 

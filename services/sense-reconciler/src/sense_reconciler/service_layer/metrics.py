@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from prometheus_client import CollectorRegistry
 
 from sense_reconciler.domain.audit_push_outcome import PushFailureCode
-from yovision_platform.metrics import labeled_counter, labeled_gauge, labeled_histogram
+from yovision_platform.observability import labeled_counter, labeled_gauge, labeled_histogram
 
 # Items claimed for a server that is no longer registered carry this media_server label value.
 UNREGISTERED_SERVER_LABEL = "unregistered"

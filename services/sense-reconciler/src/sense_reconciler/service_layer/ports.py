@@ -26,10 +26,8 @@ from sense_reconciler.domain.records import (
     SiteRow,
     StoredSource,
 )
-from yovision_platform.leases import Lease
-from yovision_platform.outbox_windows import WindowPosition
-from yovision_platform.shard_cursors import ShardLease
-from yovision_platform.unit_of_work import UnitOfWork
+from yovision_platform.messaging import ShardLease, WindowPosition
+from yovision_platform.storage import Lease, UnitOfWork
 
 __all__ = [
     "AuditFactReader",
@@ -217,7 +215,7 @@ class MediaMtxPort(Protocol):
 
 
 class MediaServerFleet(Protocol):
-    """The registered MediaMTX servers (yovision_platform.media_servers.MediaFleet)."""
+    """The registered MediaMTX servers (yovision_platform.mediamtx.MediaFleet)."""
 
     @property
     def ids(self) -> tuple[str, ...]: ...

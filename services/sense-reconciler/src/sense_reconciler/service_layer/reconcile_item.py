@@ -51,14 +51,12 @@ from sense_reconciler.service_layer.ports import (
     UnitOfWorkFactory,
 )
 from sense_reconciler.service_layer.source_uris import SourceUris
-from yovision_platform.avro import AvroSerde
-from yovision_platform.encryption import SecretUnreadable
 from yovision_platform.errors import LeaseLost
-from yovision_platform.events import build_event
-from yovision_platform.leases import Lease
 from yovision_platform.mediamtx import MediaMtxError
-from yovision_platform.outbox import OutboxMessage
-from yovision_platform.tracing import context_of, tracer
+from yovision_platform.messaging import AvroSerde, OutboxMessage, build_event
+from yovision_platform.observability import context_of, tracer
+from yovision_platform.security import SecretUnreadable
+from yovision_platform.storage import Lease
 
 log = logging.getLogger(__name__)
 _tracer = tracer(__name__)

@@ -31,8 +31,8 @@ from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.ports import MediaServerFleet, UnitOfWorkFactory
 from sense_reconciler.service_layer.reconcile_item import NOT_REGISTERED, ItemReconciler, ServerLanes
 from sense_reconciler.service_layer.source_uris import SourceUris
-from yovision_platform.avro import AvroSerde
 from yovision_platform.errors import ConfigError, LeaseLost
+from yovision_platform.messaging import AvroSerde
 
 
 class Reconciler:

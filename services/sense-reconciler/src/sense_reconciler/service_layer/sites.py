@@ -24,7 +24,7 @@ from sense_reconciler.domain.model import (
 from sense_reconciler.domain.records import DeviceUpdate, SiteRow
 from sense_reconciler.service_layer.device_facts import DeviceFacts
 from sense_reconciler.service_layer.ports import SenseUnitOfWork, UnitOfWorkFactory
-from yovision_platform.outbox import OutboxMessage
+from yovision_platform.messaging import OutboxMessage
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 
 from sense_reconciler.domain.records import StoredSource
-from yovision_platform.encryption import EncryptionKeyRing
+from yovision_platform.security import EncryptionKeyRing
 
 __all__ = ["SourceUris", "source_uri_context"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from signal_watcher.domain.errors import SecretsUnreadable
 from signal_watcher.domain.model import Header
-from yovision_platform.encryption import AES_KEY_BYTES, NONCE_BYTES, EncryptionKeyRing, SecretUnreadable
+from yovision_platform.security import AES_KEY_BYTES, NONCE_BYTES, EncryptionKeyRing, SecretUnreadable
 
 __all__ = [
     "AES_KEY_BYTES",

@@ -33,9 +33,8 @@ from signal_watcher.domain.records import CheckRow, Position, WatcherAfterCheck,
 from signal_watcher.domain.ssrf import STRICT_GUARD, AddressGuard, IpAddress, ProbeTarget, check_url
 from signal_watcher.service_layer.ports import ClaimedWatcher
 from yovision_platform.errors import LeaseLost
-from yovision_platform.leases import MAX_CLAIM_BATCH, Lease
-from yovision_platform.outbox import OutboxMessage
-from yovision_platform.unit_of_work import InMemoryUnitOfWork
+from yovision_platform.messaging import OutboxMessage
+from yovision_platform.storage import MAX_CLAIM_BATCH, InMemoryUnitOfWork, Lease
 
 __all__ = [
     "MemoryCheckStore",

@@ -19,8 +19,7 @@ from signal_watcher.adapters.crypto import SecretCipher
 from signal_watcher.domain.model import CompareMode, Method, Status, WatcherSpec
 from signal_watcher.domain.records import CheckRow, Position, WatcherAfterCheck, WatcherRecord
 from signal_watcher.service_layer.ports import ClaimedWatcher
-from yovision_platform.db import DbConnection, Identifier
-from yovision_platform.leases import Lease, LeaseTable
+from yovision_platform.storage import DbConnection, Identifier, Lease, LeaseTable
 
 __all__ = ["PostgresCheckStore", "PostgresWatcherStore"]
 

@@ -9,8 +9,7 @@ import asyncpg
 
 from signal_watcher.adapters.crypto import SecretCipher
 from signal_watcher.adapters.repository import PostgresCheckStore, PostgresWatcherStore
-from yovision_platform.db import DbConnection, Identifier
-from yovision_platform.unit_of_work import PostgresUnitOfWork
+from yovision_platform.storage import DbConnection, Identifier, PostgresUnitOfWork
 
 __all__ = ["PostgresSignalUnitOfWork", "PostgresUnitsOfWork"]
 

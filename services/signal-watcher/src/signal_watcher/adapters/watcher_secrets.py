@@ -1,5 +1,5 @@
 """`watchers.headers_ciphertext` and `body_ciphertext` as rows for the platform's key rotation
-(yovision_platform.key_rotation). The swap is a compare-and-set on both columns, so a concurrent edit
+(yovision_platform.security). The swap is a compare-and-set on both columns, so a concurrent edit
 through the API is never overwritten (the rotation looks at that row again in its next pass)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from signal_watcher.adapters.crypto import body_context, headers_context
-from yovision_platform.db import DbConnection, Identifier
-from yovision_platform.key_rotation import SecretField, SecretRow
+from yovision_platform.security import SecretField, SecretRow
+from yovision_platform.storage import DbConnection, Identifier
 
 HEADERS = "headers"
 BODY = "body"

@@ -30,9 +30,7 @@ from signal_watcher.entrypoints.api_models import (
     WatcherPage,
 )
 from signal_watcher.service_layer.watchers import Watchers
-from yovision_platform.access_tokens import AccessTokenCaller
-from yovision_platform.paging import cursor_query, decode_cursor, encode_cursor
-from yovision_platform.web import create_app
+from yovision_platform.web import AccessTokenCaller, create_app, cursor_query, decode_cursor, encode_cursor
 
 __all__ = ["ADMIN_PERMISSION", "PAGE_MAX_ITEMS", "include_api", "openapi_document", "router", "watchers_of"]
 

@@ -26,11 +26,10 @@ from signal_watcher.entrypoints.retention_worker import run_check_retention
 from signal_watcher.entrypoints.scheduler_worker import Scheduler
 from signal_watcher.service_layer.metrics import SignalMetrics
 from signal_watcher.settings import SignalWatcherSettings
-from yovision_platform.access_tokens import use_access_tokens
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.key_rotation import rotate_keys_command
-from yovision_platform.service import ServiceContext, ServiceSpec, migrations_dir_of
-from yovision_platform.service import main as run
+from yovision_platform.messaging import AvroSerde, SchemaRegistry
+from yovision_platform.security import rotate_keys_command
+from yovision_platform.web import ServiceContext, ServiceSpec, migrations_dir_of, use_access_tokens
+from yovision_platform.web import main as run
 
 SERVICE_NAME = "signal-watcher"
 MIGRATIONS_DIR = migrations_dir_of("signal_watcher")

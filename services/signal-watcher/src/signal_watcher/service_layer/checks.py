@@ -23,11 +23,9 @@ from signal_watcher.domain.probes import ProbeFailed
 from signal_watcher.domain.records import CheckRow, WatcherAfterCheck, WatcherRecord
 from signal_watcher.service_layer.metrics import CheckOutcome, SignalMetrics
 from signal_watcher.service_layer.ports import ClaimedWatcher, Probe, SignalUnitOfWork, UnitOfWorkFactory
-from yovision_platform.avro import AvroSerde
 from yovision_platform.errors import LeaseLost
-from yovision_platform.events import build_event
-from yovision_platform.outbox import OutboxMessage
-from yovision_platform.tracing import tracer
+from yovision_platform.messaging import AvroSerde, OutboxMessage, build_event
+from yovision_platform.observability import tracer
 
 __all__ = [
     "JUDGE_INTERNAL_ERROR",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from yovision_platform.metrics import LabeledMetric, labeled_counter, labeled_histogram
+from yovision_platform.observability import LabeledMetric, labeled_counter, labeled_histogram
 
 __all__ = ["FAILURE_CODES", "CheckOutcome", "SignalMetrics"]
 

@@ -20,8 +20,7 @@ from signal_watcher.domain.model import Header, Status, WatcherSpec
 from signal_watcher.domain.probes import ProbeResponse
 from signal_watcher.domain.records import CheckRow, Position, WatcherAfterCheck, WatcherRecord
 from signal_watcher.domain.ssrf import AddressGuard
-from yovision_platform.leases import Lease
-from yovision_platform.unit_of_work import UnitOfWork
+from yovision_platform.storage import Lease, UnitOfWork
 
 __all__ = [
     "CheckStore",
