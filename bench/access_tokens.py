@@ -16,7 +16,7 @@ rotation at Hydra, the first token of the new key costs one fetch and no other d
 at Hydra (authorization code with PKCE, the login and consent accepted through its admin API, the code
 exchanged) as p50/p95.
 
-Exits non-zero when a count is wrong (`bench_runner.Counts`): a verification that failed, a fetch other
+Exits non-zero when a count is wrong (`bench_runner.BenchCounts`): a verification that failed, a fetch other
 than one per `kid`, a sign-in that did not yield a token.
 """
 
@@ -40,7 +40,7 @@ from cryptography.hazmat.primitives.asymmetric import padding
 from bench.infra import ensure_stack
 from bench.stats import Latency
 from yovision_platform.tools import hydra, identity_provider
-from yovision_platform.tools.bench_runner import Counts, run_cleanly
+from yovision_platform.tools.bench_runner import BenchCounts, run_cleanly
 from yovision_platform.web import (
     AUDIENCES,
     DECODE_OPTIONS,
@@ -102,7 +102,7 @@ def rsa_floor(token: str, key: object) -> Callable[[], Awaitable[object]]:
     return once
 
 
-async def run(verifications: int, sign_ins: int) -> tuple[dict[str, object], Counts]:
+async def run(verifications: int, sign_ins: int) -> tuple[dict[str, object], BenchCounts]:
     stack = ensure_stack()
     work_dir = Path(tempfile.mkdtemp(prefix="bench-hydra-"))
     async with hydra.private_hydra(stack.admin_dsn, work_dir, CLIENTS) as private:
@@ -185,7 +185,7 @@ async def run(verifications: int, sign_ins: int) -> tuple[dict[str, object], Cou
         "sign_in": Latency.of_seconds(sign_in).as_dict(),
         "signed_in": signed_in,
     }
-    counts = Counts()
+    counts = BenchCounts()
     for name, lat in latency.items():
         counts.expect(f"{name}: verifications", lat.count, (verifications // rounds) * rounds)
     counts.expect("JWKS fetches in steady state (one per kid)", steady_fetches, 1)

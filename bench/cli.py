@@ -45,7 +45,7 @@ from bench.report import (
 )
 from bench.stats import per_second
 from yovision_platform.messaging import RELAY_BATCH_MAX_ROWS, OutboxRelayConfig
-from yovision_platform.tools.bench_runner import Counts, run_cleanly
+from yovision_platform.tools.bench_runner import BenchCounts, run_cleanly
 
 __all__ = ["main"]
 
@@ -220,7 +220,7 @@ async def _paced_runs(
 
 
 async def _audit_push_benchmark(
-    stack: Stack, args: argparse.Namespace, summary: dict[str, object], counts: Counts
+    stack: Stack, args: argparse.Namespace, summary: dict[str, object], counts: BenchCounts
 ) -> None:
     async with bench_topics(stack) as topics:
         _progress(f"building {args.messages:,} events over {args.keys:,} keys with build_event")
@@ -284,7 +284,7 @@ async def _audit_push_benchmark(
 
 
 async def _lease_benchmark(
-    stack: Stack, args: argparse.Namespace, summary: dict[str, object], counts: Counts
+    stack: Stack, args: argparse.Namespace, summary: dict[str, object], counts: BenchCounts
 ) -> None:
     async with bench_schema(stack, purpose="leases") as schema:
         runs: list[LeaseRun] = []
@@ -309,7 +309,7 @@ def _messages_line(messages: MessageSet) -> str:
     )
 
 
-async def _run(args: argparse.Namespace, counts: Counts) -> dict[str, object]:
+async def _run(args: argparse.Namespace, counts: BenchCounts) -> dict[str, object]:
     stack = ensure_stack()
     summary: dict[str, object] = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -336,7 +336,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         cluster.main(arguments)
         return
     args = _parse_args(arguments)
-    counts = Counts()
+    counts = BenchCounts()
     summary = run_cleanly(_run(args, counts))
     summary["short_counts"] = counts.short
     print(JSON_PREFIX + json.dumps(summary, separators=(",", ":"), sort_keys=True), flush=True)

@@ -97,7 +97,7 @@ from yovision_platform.messaging import (
     stored_positions,
 )
 from yovision_platform.storage import DbConnection, Identifier, create_pool
-from yovision_platform.tools.bench_runner import Counts, run_cleanly
+from yovision_platform.tools.bench_runner import BenchCounts, run_cleanly
 from yovision_platform.tools.kafka_cluster import ClusterLayout, KafkaCluster, Node
 from yovision_platform.tools.localhost import free_port
 
@@ -272,7 +272,7 @@ async def throughput(stack: Stack, args: argparse.Namespace) -> Throughput:
     return Throughput(runs, relay)
 
 
-def throughput_text(run: Throughput, counts: Counts) -> str:
+def throughput_text(run: Throughput, counts: BenchCounts) -> str:
     relay_ok = counts.expect(
         f"cluster {run.relay.label}: records on the topic", run.relay.delivered, run.relay.rows
     )
@@ -288,7 +288,7 @@ def throughput_text(run: Throughput, counts: Counts) -> str:
         [
             run.relay.label,
             run.relay.rows,
-            run.relay.delivered if relay_ok else Counts.mark(False, ""),
+            run.relay.delivered if relay_ok else BenchCounts.mark(False, ""),
             run.relay.wall_seconds,
             run.relay.events_per_second,
             ratio(run.relay.events_per_second),
@@ -814,7 +814,7 @@ def _seconds(samples: Sequence[float]) -> dict[str, float]:
     }
 
 
-def kills_text(run: Failover, counts: Counts, *, kills: int) -> str:
+def kills_text(run: Failover, counts: BenchCounts, *, kills: int) -> str:
     counts.expect("leader kills measured", len(run.kills), kills)
     table = render_table(
         "(c) Leader SIGKILL -> first event published after it on that partition (the commit of the relay "
@@ -886,7 +886,7 @@ def rolling_text(run: Failover, pipeline: Pipeline) -> str:
     return f"{restarts}\n\n{lag}\n{line}"
 
 
-def delivery_text(run: Failover, counts: Counts) -> str:
+def delivery_text(run: Failover, counts: BenchCounts) -> str:
     ok = [
         counts.expect("failover: rows on the topic at least once", run.distinct, run.rows),
         counts.expect("failover: records on the topic that no row wrote", run.foreign, 0),
@@ -904,11 +904,11 @@ def delivery_text(run: Failover, counts: Counts) -> str:
             [
                 run.rows,
                 run.on_topic,
-                Counts.mark(ok[0], f"{run.distinct:,}"),
+                BenchCounts.mark(ok[0], f"{run.distinct:,}"),
                 run.duplicates,
-                Counts.mark(ok[1], f"{run.foreign:,}"),
-                Counts.mark(ok[2], f"{run.out_of_order:,}"),
-                Counts.mark(ok[3] and ok[4], f"{run.applied:,}"),
+                BenchCounts.mark(ok[1], f"{run.foreign:,}"),
+                BenchCounts.mark(ok[2], f"{run.out_of_order:,}"),
+                BenchCounts.mark(ok[3] and ok[4], f"{run.applied:,}"),
                 _reasons(run.failed_batches),
             ]
         ],
@@ -951,7 +951,7 @@ def summary_of(run: Throughput, failed: Failover, pipeline: Pipeline) -> dict[st
     }
 
 
-async def _run(args: argparse.Namespace, counts: Counts) -> dict[str, object]:
+async def _run(args: argparse.Namespace, counts: BenchCounts) -> dict[str, object]:
     for name, level in QUIET_LOGGERS.items():
         logging.getLogger(name).setLevel(level)
     shared = ensure_stack(("pg",))  # PostgreSQL only: the stack's Kafka is neither used nor touched
@@ -986,7 +986,7 @@ async def _run(args: argparse.Namespace, counts: Counts) -> dict[str, object]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parse_args(argv)
-    counts = Counts()
+    counts = BenchCounts()
     summary = run_cleanly(_run(args, counts))
     summary["short_counts"] = counts.short
     print(JSON_PREFIX + json.dumps({"cluster": summary}, separators=(",", ":"), sort_keys=True), flush=True)

@@ -15,7 +15,7 @@ from bench.relay_profile import RelayProfile
 from bench.relay_throughput import RelayRun
 from bench.stats import Latency, per_second
 from bench.table import Cell, render_table
-from yovision_platform.tools.bench_runner import Counts
+from yovision_platform.tools.bench_runner import BenchCounts
 
 __all__ = [
     "RELAY_GOAL_EVENTS_PER_SECOND",
@@ -70,7 +70,7 @@ def relay_table(raw: Sequence[ProduceResult], perf: Sequence[PerfRun], runs: Seq
         ]
 
     def delivered(got: int, expected: int) -> Cell:
-        return got if got == expected else Counts.mark(False, "")  # a short count is no figure
+        return got if got == expected else BenchCounts.mark(False, "")  # a short count is no figure
 
     rows: list[list[Cell]] = [
         [

@@ -14,7 +14,7 @@ moments, on one monotonic clock:
 
 Each step's p50/p95/p99 is printed, and the whole. The consumer may receive a record before the relay's
 commit call has returned (the broker writes the markers first): that step is then negative and its share
-is counted in the commit. Exits non-zero when an event is missing (`bench_runner.Counts`).
+is counted in the commit. Exits non-zero when an event is missing (`bench_runner.BenchCounts`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from yovision_platform.messaging import (
     notify_channel,
     seek_to_start,
 )
-from yovision_platform.tools.bench_runner import Counts, run_cleanly
+from yovision_platform.tools.bench_runner import BenchCounts, run_cleanly
 
 STEPS = ("notified", "produced", "committed", "received")
 DEFAULT_EVENTS = 200
@@ -93,7 +93,7 @@ class TimedPublisher:
         await self._inner.close()
 
 
-async def run(events: int, gap_seconds: float) -> tuple[dict[str, object], Counts]:
+async def run(events: int, gap_seconds: float) -> tuple[dict[str, object], BenchCounts]:
     stack: Stack = ensure_stack()
     moments: dict[str, dict[bytes, float]] = {name: {} for name in ("commit", *STEPS)}
     async with bench_topics(stack) as topics, bench_schema(stack, purpose="single-event") as schema:
@@ -181,7 +181,7 @@ async def run(events: int, gap_seconds: float) -> tuple[dict[str, object], Count
                 await asyncio.gather(consumer_task, return_exceptions=True)
                 await consumer.stop()
                 await listener.close()
-    counts = Counts()
+    counts = BenchCounts()
     sent = list(moments["commit"])  # the measured events (the warm-up has no commit moment)
     for step in STEPS:
         counts.expect(f"events with a '{step}' moment", sum(v in moments[step] for v in sent), events)

@@ -17,7 +17,7 @@ tracing off in one run (issue 27), and the exporter's memory while its collector
 Figures are medians over the pairs; each ratio is against the off runs of the same benchmark. The machine is
 shared: alternating the runs spreads a drifting load over both sides alike.
 
-Counts (a wrong one fails the run, exit 1): every row on the run's topic; in the on runs, no more spans
+BenchCounts (a wrong one fails the run, exit 1): every row on the run's topic; in the on runs, no more spans
 accepted by Jaeger (its `otelcol_receiver_accepted_spans`, before and after) than rows (fewer is printed as a
 finding: spans the exporter's bounded queue dropped, see docs/benchmarks.md); every API request
 answered 201 and, when traced, at least one span per request accepted; the RSS growth with the collector
@@ -47,7 +47,7 @@ from bench.tracing_memory import JSON_PREFIX as MEMORY_JSON_PREFIX
 from yovision_platform.messaging import OutboxMessage, OutboxRelayConfig
 from yovision_platform.observability import TRACEPARENT_HEADER
 from yovision_platform.settings import TRACING_SAMPLING_RATIO_DEFAULT
-from yovision_platform.tools.bench_runner import Counts, run_cleanly
+from yovision_platform.tools.bench_runner import BenchCounts, run_cleanly
 from yovision_platform.tools.jaeger import PrivateJaeger, private_jaeger
 from yovision_platform.tools.localhost import free_port
 
@@ -119,7 +119,7 @@ class TracedRelayRun:
 
 
 async def relay_pairs(
-    stack: Stack, jaeger: PrivateJaeger, args: argparse.Namespace, counts: Counts
+    stack: Stack, jaeger: PrivateJaeger, args: argparse.Namespace, counts: BenchCounts
 ) -> list[TracedRelayRun]:
     runs: list[TracedRelayRun] = []
     async with bench_topics(stack) as topics:
@@ -174,7 +174,7 @@ async def _child(command: Sequence[str], prefix: str) -> dict[str, object]:
     return result
 
 
-async def api_pairs(jaeger: PrivateJaeger, args: argparse.Namespace, counts: Counts) -> list[ApiRun]:
+async def api_pairs(jaeger: PrivateJaeger, args: argparse.Namespace, counts: BenchCounts) -> list[ApiRun]:
     runs: list[ApiRun] = []
     for pair in range(args.pairs):
         for traced in (False, True):
@@ -250,7 +250,9 @@ class MemoryRun:
         }
 
 
-async def memory_runs(jaeger: PrivateJaeger, args: argparse.Namespace, counts: Counts) -> list[MemoryRun]:
+async def memory_runs(
+    jaeger: PrivateJaeger, args: argparse.Namespace, counts: BenchCounts
+) -> list[MemoryRun]:
     closed = f"http://127.0.0.1:{free_port()}"  # nothing listens there: every export is refused
     variants = {
         "off": [],
@@ -448,7 +450,7 @@ def memory_report(runs: Sequence[MemoryRun]) -> tuple[str, dict[str, object]]:
     return f"{table}\n{goal}", {"runs": [r.as_dict() for r in runs], "bound_mib": MEMORY_GROWTH_BOUND_MIB}
 
 
-async def bench(args: argparse.Namespace, counts: Counts) -> dict[str, object]:
+async def bench(args: argparse.Namespace, counts: BenchCounts) -> dict[str, object]:
     stack = ensure_stack()
     summary: dict[str, object] = {}
     WORK_DIR.mkdir(parents=True, exist_ok=True)
@@ -489,7 +491,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--skip-api", action="store_true")
     parser.add_argument("--skip-memory", action="store_true")
     args = parser.parse_args(argv)
-    counts = Counts()
+    counts = BenchCounts()
     summary = run_cleanly(bench(args, counts))
     print(JSON_PREFIX + json.dumps({"tracing": summary}), flush=True)
     counts.exit_if_short("bench.tracing")

@@ -131,7 +131,7 @@ def test_a_class_name_is_defined_once_across_the_production_packages() -> None:
 
 def test_fakes_are_memory_and_use_cases_carry_no_service_suffix() -> None:
     offenders = []
-    for module in service_modules():
+    for module in production_modules():
         for node in ast.walk(module.tree):
             if not isinstance(node, ast.ClassDef):
                 continue

@@ -26,7 +26,7 @@ topic for its consumer), then
 Prints a table, the goal lines (``goal: ... met`` / ``NOT met``, for every relay run) and a
 ``BENCH_JSON {...}`` line; stops Bell, deletes the topic and drops both schemas. A short count (a fact not
 delivered, stored twice, still pending; a baseline row missing) is printed instead of the figure it
-invalidates, and the bench exits 1 (`yovision_platform.tools.bench_runner.Counts`).
+invalidates, and the bench exits 1 (`yovision_platform.tools.bench_runner.BenchCounts`).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.security import VerifiedRequest
 from yovision_platform.storage import Identifier, SchemaPlan, drop, migrate
 from yovision_platform.tools import hydra, identity_provider
-from yovision_platform.tools.bench_runner import Counts, run_cleanly
+from yovision_platform.tools.bench_runner import BenchCounts, run_cleanly
 from yovision_platform.tools.localhost import free_port, write_private_file
 from yovision_platform.web import AUDIENCES
 
@@ -220,7 +220,7 @@ async def pending_facts(admin: asyncpg.Connection, schema: Identifier) -> list[O
 
 
 async def baseline(
-    admin: asyncpg.Connection, bell_schema: Identifier, facts: list[OutboxFact], counts: Counts
+    admin: asyncpg.Connection, bell_schema: Identifier, facts: list[OutboxFact], counts: BenchCounts
 ) -> float:
     """The same facts, stored as Bell stores them, by plain 100-row INSERTs into a scratch copy of
     ``audit_events`` (indexes and constraints included, no triggers); returns rows/second."""
@@ -270,7 +270,7 @@ async def relay_run(
     config: AuditPushConfig,
     workers: int,
     facts: list[OutboxFact],
-    counts: Counts,
+    counts: BenchCounts,
 ) -> tuple[float, bool]:
     """Run ``workers`` relay workers until the cursor has passed every pending fact; returns events/second
     and whether every fact was delivered exactly once (a short count is recorded in `counts`)."""
@@ -312,7 +312,7 @@ async def relay_run(
 
 
 async def latency(
-    config: AuditPushConfig, batches: int, device: uuid.UUID, counts: Counts
+    config: AuditPushConfig, batches: int, device: uuid.UUID, counts: BenchCounts
 ) -> tuple[list[float], bool]:
     """Seconds per signed 100-item batch of new facts of `device`, sent one after another, and whether
     Bell accepted every fact."""
@@ -395,7 +395,7 @@ async def handler_seconds(dsn: str, schema: Identifier, batches: int) -> list[fl
     return sorted(seconds)
 
 
-async def bench(stack: LocalStack, fact_count: int, batches: int, counts: Counts) -> dict[str, Any]:
+async def bench(stack: LocalStack, fact_count: int, batches: int, counts: BenchCounts) -> dict[str, Any]:
     sense_plan = SchemaPlan.for_service(
         Identifier(f"bench_{uuid.uuid4().hex[:10]}"), SENSE_SPEC.migrations_dir
     )
@@ -483,7 +483,7 @@ async def bench(stack: LocalStack, fact_count: int, batches: int, counts: Counts
     return results
 
 
-def report(results: dict[str, Any], counts: Counts) -> None:
+def report(results: dict[str, Any], counts: BenchCounts) -> None:
     raw = results["raw_insert_rows_per_s"]
     print(f"Sense outbox -> Bell stored: {results['facts']} facts per run, {results['devices']} devices")
     print(f"{'run':<44} {'events/s':>10} {'vs raw':>8}")
@@ -492,7 +492,7 @@ def report(results: dict[str, Any], counts: Counts) -> None:
         rate = results[f"relay_{workers}w_events_per_s"]
         whole = results[f"relay_{workers}w_whole"]
         label = f"relay, {workers} worker(s), real Bell process"
-        print(f"{label:<44} {Counts.mark(whole, f'{rate:>10.0f} {rate / raw:>8.2f}')}")
+        print(f"{label:<44} {BenchCounts.mark(whole, f'{rate:>10.0f} {rate / raw:>8.2f}')}")
     for workers in WORKER_COUNTS:
         rate = results[f"relay_{workers}w_events_per_s"]
         met = (
@@ -506,7 +506,7 @@ def report(results: dict[str, Any], counts: Counts) -> None:
     figures = f"p50 {ms['p50']:.1f} ms  p95 {ms['p95']:.1f} ms  p99 {ms['p99']:.1f} ms"
     print(
         f"Bell, signed {results['batch_items']}-item batch, {results['latency_batches']} sequential: "
-        f"{Counts.mark(results['latency_whole'], figures)}"
+        f"{BenchCounts.mark(results['latency_whole'], figures)}"
     )
     met = results["latency_whole"] and ms["p99"] <= GOAL_P99_MS
     print(f"goal: batch p99 <= {GOAL_P99_MS:.0f} ms: {'met' if met else 'NOT met'}")
@@ -527,7 +527,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=200, help="100-item batches for the latency run")
     parser.add_argument("--stack-dir", type=Path, default=REPO_ROOT / ".local", help="the stack's .local")
     args = parser.parse_args()
-    counts = Counts()
+    counts = BenchCounts()
     report(run_cleanly(bench(LocalStack.load(args.stack_dir), args.facts, args.batches, counts)), counts)
     counts.exit_if_short("audit_push_bench")
 

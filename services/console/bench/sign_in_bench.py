@@ -34,7 +34,7 @@ from browser_sign_in import sign_in
 
 from yovision_platform.localstack import LocalStack
 from yovision_platform.tools import hydra, identity_provider
-from yovision_platform.tools.bench_runner import Counts, run_cleanly
+from yovision_platform.tools.bench_runner import BenchCounts, run_cleanly
 from yovision_platform.tools.localhost import free_port, stop_process, write_private_file
 from yovision_platform.web import AUDIENCES, PERMISSIONS
 
@@ -94,7 +94,7 @@ async def timed_sign_in(console_url: str, n: int) -> float:
 async def main(args: argparse.Namespace) -> None:
     admin_dsn = LocalStack.load(REPO_ROOT / ".local").admin_dsn
     load_before = os.getloadavg()
-    counts = Counts()
+    counts = BenchCounts()
     with tempfile.TemporaryDirectory(prefix="console-sign-in-bench-") as root:
         work = Path(root)
         console_port = free_port()
@@ -139,7 +139,7 @@ async def main(args: argparse.Namespace) -> None:
     counts.exit_if_short("sign_in_bench")
 
 
-def report(samples: list[float], ok: bool, counts: Counts) -> None:
+def report(samples: list[float], ok: bool, counts: BenchCounts) -> None:
     if not samples:
         return
     p50, p95 = statistics.median(samples), percentile(samples, 0.95)

@@ -56,7 +56,7 @@ from sense_bench_harness import (
 )
 
 from yovision_platform.localstack import LocalStack
-from yovision_platform.tools.bench_runner import Counts, run_cleanly
+from yovision_platform.tools.bench_runner import BenchCounts, run_cleanly
 from yovision_platform.tools.hydra import PrivateHydra
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox
 
@@ -104,7 +104,7 @@ async def configured_paths(servers: Sequence[MediaMtxSandbox]) -> int:
 
 
 async def bench(
-    devices: int, servers: int, changes: int, rounds: int, work_dir: Path, counts: Counts
+    devices: int, servers: int, changes: int, rounds: int, work_dir: Path, counts: BenchCounts
 ) -> None:
     stack = LocalStack.load(REPO_ROOT / ".local")
     admin = await asyncpg.connect(stack.admin_dsn)
@@ -124,7 +124,7 @@ async def measure(
     changes: int,
     rounds: int,
     work_dir: Path,
-    counts: Counts,
+    counts: BenchCounts,
 ) -> None:
     binary = mediamtx_binary(REPO_ROOT)
     async with (
@@ -199,7 +199,8 @@ def show_burst_against_raw(burst: Burst, raw_seconds: list[float], whole: bool) 
     per_round = [raw / r.seconds for raw, r in zip(raw_seconds, burst.rounds, strict=True)]
     print(
         f"1. baseline: raw sequential MediaMTX adds, the same {burst.devices} paths in the same "
-        f"{len(burst.rounds)} rounds: {Counts.mark(whole, f'{raw_rate:.1f}/s')} ({sum(raw_seconds):.1f} s)"
+        f"{len(burst.rounds)} rounds: {BenchCounts.mark(whole, f'{raw_rate:.1f}/s')} "
+        f"({sum(raw_seconds):.1f} s)"
     )
     show_burst("1. burst, one server", burst)
     rounds = ", ".join(
@@ -208,7 +209,7 @@ def show_burst_against_raw(burst: Burst, raw_seconds: list[float], whole: bool) 
     )
     print(f"   per round, raw s / Sense s (of which MediaMTX answering Sense's adds): {rounds}")
     print(
-        f"   ratio to raw adds: {Counts.mark(whole, f'{ratio:.2f}')} (per round "
+        f"   ratio to raw adds: {BenchCounts.mark(whole, f'{ratio:.2f}')} (per round "
         f"{min(per_round):.2f} .. {max(per_round):.2f}); backoffs of our own making: "
         f"{burst.retried_devices} (goal 0)"
     )
@@ -226,7 +227,7 @@ def show_changes(timed: list[Change], floor: list[float], devices: int, whole: b
     figure = f"p50 {ms(totals, 0.5)} ms, p99 {ms(totals, 0.99)} ms, max {max(totals) * 1000:.0f} ms"
     print(
         f"   single change with {devices} converged, API call -> MediaMTX answered the replace: "
-        f"{len(timed)} changes, {Counts.mark(whole, figure)}; p99 {ratio:.2f}x the raw replace's"
+        f"{len(timed)} changes, {BenchCounts.mark(whole, figure)}; p99 {ratio:.2f}x the raw replace's"
     )
     steps = (
         ("API call -> answered", [c.api for c in timed]),
@@ -258,7 +259,7 @@ def main() -> None:
     parser.add_argument("--work-dir", type=Path, default=REPO_ROOT / ".local" / "run" / "converge-bench")
     args = parser.parse_args()
     args.work_dir.mkdir(parents=True, exist_ok=True)
-    counts = Counts()
+    counts = BenchCounts()
     if args.changes is None:
         args.changes = min(100, args.devices)
     if not 1 <= args.rounds <= args.devices or args.changes > args.devices or args.changes < 1:

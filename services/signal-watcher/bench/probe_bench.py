@@ -57,7 +57,7 @@ from yovision_platform.localstack import LocalStack, runtime_dsn
 from yovision_platform.messaging import AvroSerde, SchemaRegistry
 from yovision_platform.security import EncryptionKeyRing
 from yovision_platform.storage import Identifier, SchemaPlan, drop, migrate
-from yovision_platform.tools.bench_runner import Counts
+from yovision_platform.tools.bench_runner import BenchCounts
 from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -209,14 +209,14 @@ if __name__ == "__main__":
         result = asyncio.run(main(args.watchers, args.concurrency, args.rounds, port))
     finally:
         server.terminate()
-    counts = Counts()
+    counts = BenchCounts()
     whole = counts.expect("checks that succeeded, one per watcher", int(result["checks_ok"]), args.watchers)
-    rate = Counts.mark(whole, f"{result['probes_per_second']:>8} probes/s")
+    rate = BenchCounts.mark(whole, f"{result['probes_per_second']:>8} probes/s")
     print(
         f"real check path : {rate} ({result['checks_ok']} ok of {args.watchers}, {result['rounds']} rounds)"
     )
     print(f"raw async GET   : {result['raw_gets_per_second']:>8} GET/s (the same rounds, side by side)")
-    ratio = Counts.mark(whole, f"{result['ratio']:>8}")
+    ratio = BenchCounts.mark(whole, f"{result['ratio']:>8}")
     print(f"ratio           : {ratio} (per round {result['round_ratio_min']} .. {result['round_ratio_max']})")
     met = whole and result["ratio"] >= GOAL_RATIO
     print(f"goal: probes >= {GOAL_RATIO} of raw GET -> {result['ratio']}: {'met' if met else 'NOT met'}")

@@ -41,7 +41,7 @@ def mark(marker: Path, text: str) -> None:
 
 
 class HookedPublisher:
-    """Counts commits of one process's publishers and acts on the N-th."""
+    """BenchCounts commits of one process's publishers and acts on the N-th."""
 
     commits = 0
 

@@ -112,5 +112,5 @@ class TestPostgresAuditReader(PostgresHarness, AuditReaderContract):
     pass
 
 
-class TestInMemoryAuditReader(MemoryHarness, AuditReaderContract):
+class TestMemoryAuditReader(MemoryHarness, AuditReaderContract):
     pass

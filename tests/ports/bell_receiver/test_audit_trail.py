@@ -117,5 +117,5 @@ class TestPostgresAuditTrail(PostgresHarness, AuditTrailContract):
     pass
 
 
-class TestInMemoryAuditTrail(MemoryHarness, AuditTrailContract):
+class TestMemoryAuditTrail(MemoryHarness, AuditTrailContract):
     pass

@@ -116,5 +116,5 @@ class TestPostgresInbox(PostgresHarness, InboxContract):
     pass
 
 
-class TestInMemoryInbox(MemoryHarness, InboxContract):
+class TestMemoryInbox(MemoryHarness, InboxContract):
     pass

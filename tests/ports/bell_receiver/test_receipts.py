@@ -77,5 +77,5 @@ class TestPostgresReceiptStore(PostgresHarness, ReceiptStoreContract):
     pass
 
 
-class TestInMemoryReceiptStore(MemoryHarness, ReceiptStoreContract):
+class TestMemoryReceiptStore(MemoryHarness, ReceiptStoreContract):
     pass

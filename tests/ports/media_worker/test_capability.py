@@ -44,7 +44,7 @@ class TestCapabilityFile(CapabilityContract):
         assert [p.name for p in tmp_path.iterdir()] == ["media-worker.capability"]
 
 
-class TestInMemoryCapability(CapabilityContract):
+class TestMemoryCapability(CapabilityContract):
     @pytest.fixture
     def capability(self, tmp_path: Path) -> Capability:
         return MemoryCapability()

@@ -233,5 +233,5 @@ class TestPostgresJobStore(OnPostgres, JobStoreContract):
     pass
 
 
-class TestInMemoryJobStore(InMemory, JobStoreContract):
+class TestMemoryJobStore(InMemory, JobStoreContract):
     pass

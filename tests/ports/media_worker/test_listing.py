@@ -85,5 +85,5 @@ class TestPostgresListing(OnPostgres, ListingContract):
     pass
 
 
-class TestInMemoryListing(InMemory, ListingContract):
+class TestMemoryListing(InMemory, ListingContract):
     pass

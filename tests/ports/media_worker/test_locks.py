@@ -51,5 +51,5 @@ class TestPostgresLocks(OnPostgres, LocksContract):
     pass
 
 
-class TestInMemoryLocks(InMemory, LocksContract):
+class TestMemoryLocks(InMemory, LocksContract):
     pass

@@ -143,5 +143,5 @@ class TestPostgresMaterialStore(OnPostgres, MaterialStoreContract):
     pass
 
 
-class TestInMemoryMaterialStore(InMemory, MaterialStoreContract):
+class TestMemoryMaterialStore(InMemory, MaterialStoreContract):
     pass

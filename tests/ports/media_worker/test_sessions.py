@@ -115,5 +115,5 @@ class TestPostgresSessionStore(OnPostgres, SessionStoreContract):
     pass
 
 
-class TestInMemorySessionStore(InMemory, SessionStoreContract):
+class TestMemorySessionStore(InMemory, SessionStoreContract):
     pass

@@ -191,7 +191,7 @@ class TestLocalStorage(StorageContract):
         return StorageUnderTest(storage, entries, write_file)
 
 
-class TestInMemoryStorage(StorageContract):
+class TestMemoryStorage(StorageContract):
     @pytest.fixture
     def under_test(self, tmp_path: Path) -> StorageUnderTest:
         storage = MemoryStorage()

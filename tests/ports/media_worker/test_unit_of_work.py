@@ -63,5 +63,5 @@ class TestPostgresMediaUnitOfWork(OnPostgres, MediaUnitOfWorkContract):
     pass
 
 
-class TestInMemoryMediaUnitOfWork(InMemory, MediaUnitOfWorkContract):
+class TestMemoryMediaUnitOfWork(InMemory, MediaUnitOfWorkContract):
     pass

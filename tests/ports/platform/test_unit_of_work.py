@@ -18,7 +18,7 @@ from tests.conftest import migrate_test_schema
 from yovision_platform.errors import OutboxError
 from yovision_platform.localstack import LocalStack
 from yovision_platform.messaging import MAX_MESSAGE_BYTES, OutboxMessage
-from yovision_platform.storage import DbConnection, Identifier, InMemoryUnitOfWork, PostgresUnitOfWork
+from yovision_platform.storage import DbConnection, Identifier, MemoryUnitOfWork, PostgresUnitOfWork
 
 FIXTURE_MIGRATIONS = Path(__file__).parents[2] / "integration" / "platform" / "fixture_migrations"
 
@@ -66,7 +66,7 @@ class MemoryJobs:
         return list(self.rows)
 
 
-class MemoryJobsUnitOfWork(InMemoryUnitOfWork):
+class MemoryJobsUnitOfWork(MemoryUnitOfWork):
     def __init__(self) -> None:
         super().__init__()
         self.jobs = MemoryJobs()
@@ -206,7 +206,7 @@ class TestPostgresUnitOfWork(UnitOfWorkContract):
             _ = uow.connection
 
 
-class TestInMemoryUnitOfWork(UnitOfWorkContract):
+class TestMemoryUnitOfWork(UnitOfWorkContract):
     @pytest.fixture
     async def uow(self) -> JobsUnitOfWork:
         return MemoryJobsUnitOfWork()

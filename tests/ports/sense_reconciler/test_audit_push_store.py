@@ -195,7 +195,7 @@ class TestPostgresAuditPushStore(AuditPushStoreContract):
         return postgres_backend
 
 
-class TestInMemoryAuditPushStore(AuditPushStoreContract):
+class TestMemoryAuditPushStore(AuditPushStoreContract):
     @pytest.fixture
     def backend(self, memory_backend: Backend) -> Backend:
         return memory_backend

@@ -82,7 +82,7 @@ class TestRealBell(BellContract):
             yield client
 
 
-class TestInMemoryBell(BellContract):
+class TestMemoryBell(BellContract):
     @pytest.fixture
     def bell_port(self) -> BellPort:
         return MemoryBell()

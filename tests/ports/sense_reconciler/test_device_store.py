@@ -228,7 +228,7 @@ class TestPostgresDeviceStore(DeviceStoreContract):
         return postgres_backend
 
 
-class TestInMemoryDeviceStore(DeviceStoreContract):
+class TestMemoryDeviceStore(DeviceStoreContract):
     @pytest.fixture
     def backend(self, memory_backend: Backend) -> Backend:
         return memory_backend

@@ -127,7 +127,7 @@ class TestHttpFakeMediaMtx(MediaMtxContract):
         await client.aclose()
 
 
-class TestInMemoryMediaMtx(MediaMtxContract):
+class TestMemoryMediaMtx(MediaMtxContract):
     @pytest.fixture
     def mediamtx(self) -> MediaMtxPort:
         return MemoryMediaMtx()

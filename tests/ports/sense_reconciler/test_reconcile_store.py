@@ -407,7 +407,7 @@ class TestPostgresReconcileStore(ReconcileStoreContract):
         return postgres_backend
 
 
-class TestInMemoryReconcileStore(ReconcileStoreContract):
+class TestMemoryReconcileStore(ReconcileStoreContract):
     @pytest.fixture
     def backend(self, memory_backend: Backend) -> Backend:
         return memory_backend

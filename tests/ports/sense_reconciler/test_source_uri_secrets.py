@@ -124,7 +124,7 @@ class TestPostgresSourceUriSecrets(SourceUriSecretsContract):
         return postgres_backend
 
 
-class TestInMemorySourceUriSecrets(SourceUriSecretsContract):
+class TestMemorySourceUriSecrets(SourceUriSecretsContract):
     @pytest.fixture
     def backend(self, memory_backend: Backend) -> Backend:
         return memory_backend

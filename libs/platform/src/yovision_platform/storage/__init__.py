@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from yovision_platform.storage._migrations import migrate as migrate
     from yovision_platform.storage._migrations import platform_migrations as platform_migrations
     from yovision_platform.storage._migrations import preflight as preflight
-    from yovision_platform.storage._unit_of_work import InMemoryOutbox as InMemoryOutbox
-    from yovision_platform.storage._unit_of_work import InMemoryUnitOfWork as InMemoryUnitOfWork
+    from yovision_platform.storage._unit_of_work import MemoryOutbox as MemoryOutbox
+    from yovision_platform.storage._unit_of_work import MemoryUnitOfWork as MemoryUnitOfWork
     from yovision_platform.storage._unit_of_work import OutboxWriter as OutboxWriter
     from yovision_platform.storage._unit_of_work import PostgresUnitOfWork as PostgresUnitOfWork
     from yovision_platform.storage._unit_of_work import TransactionalOutbox as TransactionalOutbox
@@ -45,10 +45,10 @@ __all__ = [
     "DatabaseUnavailable",
     "DbConnection",
     "Identifier",
-    "InMemoryOutbox",
-    "InMemoryUnitOfWork",
     "Lease",
     "LeaseTable",
+    "MemoryOutbox",
+    "MemoryUnitOfWork",
     "Migration",
     "OutboxWriter",
     "PostgresUnitOfWork",

@@ -14,8 +14,8 @@ with its stores; it has two adapters, proven equal by one contract suite run aga
 - `PostgresUnitOfWork` subclasses: one pooled connection, one transaction, repositories bound to it
   (`bind`), and the outbox as `TransactionalOutbox`; `joining(conn, schema)` works inside a transaction
   the caller owns (an `IdempotentConsumer` handler's: the consumer commits the effect with its position).
-- `InMemoryUnitOfWork` subclasses: fakes for fast use-case tests. Their stores keep plain Python state;
-  the unit of work snapshots it on entry and restores it on rollback, and the outbox is an `InMemoryOutbox`
+- `MemoryUnitOfWork` subclasses: fakes for fast use-case tests. Their stores keep plain Python state;
+  the unit of work snapshots it on entry and restores it on rollback, and the outbox is an `MemoryOutbox`
   whose messages become visible only on commit, like rows of a committed transaction.
 """
 
@@ -34,8 +34,8 @@ from yovision_platform.messaging._outbox import MAX_MESSAGE_BYTES, Outbox, Outbo
 from yovision_platform.storage._db import STORE_ERRORS, DbConnection, Identifier
 
 __all__ = [
-    "InMemoryOutbox",
-    "InMemoryUnitOfWork",
+    "MemoryOutbox",
+    "MemoryUnitOfWork",
     "OutboxWriter",
     "PostgresUnitOfWork",
     "TransactionalOutbox",
@@ -99,7 +99,7 @@ class TransactionalOutbox:
             log.warning("outbox wake-up not sent", extra={"error_code": type(exc).__name__})
 
 
-class InMemoryOutbox:
+class MemoryOutbox:
     """The fake `OutboxWriter`: the same refusals as `Outbox.enqueue`; `committed` holds what committed,
     `writes` counts the calls (each one statement, one round trip, for the PostgreSQL adapter)."""
 
@@ -201,14 +201,14 @@ class PostgresUnitOfWork:
             await self._pool.release(conn)
 
 
-class InMemoryUnitOfWork:
+class MemoryUnitOfWork:
     """The fake unit of work. Subclasses name their fake stores in `stores()`; every attribute of those is
     snapshotted on entry and restored on rollback, so a failed use case leaves no trace, as in PostgreSQL.
 
     Fakes are single-process and serial: they model one transaction at a time, not concurrent isolation."""
 
     def __init__(self) -> None:
-        self.outbox = InMemoryOutbox()
+        self.outbox = MemoryOutbox()
         self.commits = 0
         self._saved: list[dict[str, Any]] = []
 

@@ -4,7 +4,7 @@
 deleting MediaMTX paths) get to run; `run_cleanly` does the same for SIGTERM, which would otherwise kill the
 process in the middle and leave what the benchmark created on the shared stack.
 
-`Counts` is a benchmark's ledger of what must have happened (records delivered, rows present, jobs done):
+`BenchCounts` is a benchmark's ledger of what must have happened (records delivered, rows present, jobs done):
 `expect` records each count against its expectation (fewer is a loss, more a duplicate: both are wrong),
 `exit_if_short` prints every wrong one and exits 1. A figure measured over a wrong count means nothing, so
 the benchmark marks it (`mark`) instead of printing it as a result.
@@ -19,7 +19,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-__all__ = ["Counts", "run_cleanly"]
+__all__ = ["BenchCounts", "run_cleanly"]
 
 T = TypeVar("T")
 
@@ -35,7 +35,7 @@ def run_cleanly(main: Coroutine[Any, Any, T]) -> T:
 
 
 @dataclass
-class Counts:
+class BenchCounts:
     """What a benchmark saw against what it must have seen (see the module docstring)."""
 
     short: list[str] = field(default_factory=list)

@@ -49,9 +49,10 @@ if TYPE_CHECKING:
     from yovision_platform.web._jwks import JWKS_MAX_BYTES as JWKS_MAX_BYTES
     from yovision_platform.web._jwks import FetchOutcome as FetchOutcome
     from yovision_platform.web._jwks import IssuerKeys as IssuerKeys
-    from yovision_platform.web._jwks import SigningKey as SigningKey
+    from yovision_platform.web._jwks import JwksKey as JwksKey
     from yovision_platform.web._paging import MAX_CURSOR_CHARS as MAX_CURSOR_CHARS
     from yovision_platform.web._paging import InvalidCursor as InvalidCursor
+    from yovision_platform.web._paging import KeysetPage as KeysetPage
     from yovision_platform.web._paging import cursor_pattern as cursor_pattern
     from yovision_platform.web._paging import cursor_query as cursor_query
     from yovision_platform.web._paging import decode_cursor as decode_cursor
@@ -104,6 +105,8 @@ __all__ = [
     "InvalidCursor",
     "IssuerKeys",
     "JsonInt",
+    "JwksKey",
+    "KeysetPage",
     "PermissionMapping",
     "Problem",
     "Refusal",
@@ -113,7 +116,6 @@ __all__ = [
     "ServiceCommand",
     "ServiceContext",
     "ServiceSpec",
-    "SigningKey",
     "TokenRefused",
     "WebContext",
     "WebServiceSpec",

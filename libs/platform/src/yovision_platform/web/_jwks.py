@@ -30,7 +30,7 @@ __all__ = [
     "JWKS_MAX_BYTES",
     "FetchOutcome",
     "IssuerKeys",
-    "SigningKey",
+    "JwksKey",
 ]
 
 # What a JWKS key may verify: the issuer signs, the services only hold public keys.
@@ -49,19 +49,19 @@ class FetchOutcome(enum.Enum):
 
 
 @dataclass(frozen=True)
-class SigningKey:
+class JwksKey:
     kid: str
     algorithm: str
     key: Any  # a cryptography public key
 
 
-def parse_jwks(document: object, algorithms: Collection[str]) -> dict[str, SigningKey]:
+def parse_jwks(document: object, algorithms: Collection[str]) -> dict[str, JwksKey]:
     """The usable keys of a JWKS document by `kid`. A key without a `kid`, with another use than `sig`, of
     an algorithm not allowed, or that does not parse is left out; a document that is not a JWKS is a
     ValueError (the caller keeps what it had)."""
     if not isinstance(document, Mapping) or not isinstance(document.get("keys"), list):
         raise ValueError("not a JWK set")
-    keys: dict[str, SigningKey] = {}
+    keys: dict[str, JwksKey] = {}
     for entry in document["keys"]:
         if not isinstance(entry, Mapping) or entry.get("kty") not in ("RSA", "EC"):
             continue
@@ -73,7 +73,7 @@ def parse_jwks(document: object, algorithms: Collection[str]) -> dict[str, Signi
         except PyJWTError:
             continue
         if parsed.algorithm_name in algorithms:
-            keys[kid] = SigningKey(kid, parsed.algorithm_name, parsed.key)
+            keys[kid] = JwksKey(kid, parsed.algorithm_name, parsed.key)
     return keys
 
 
@@ -89,7 +89,7 @@ class IssuerKeys:
     unknown_kid_interval: float = UNKNOWN_KID_INTERVAL_SECONDS_DEFAULT
     on_fetch: Callable[[FetchOutcome], None] = lambda outcome: None
     clock: Callable[[], float] = time.monotonic
-    _keys: dict[str, SigningKey] = field(default_factory=dict, init=False)
+    _keys: dict[str, JwksKey] = field(default_factory=dict, init=False)
     _fetched_at: float | None = field(default=None, init=False)
     _attempted_at: float | None = field(default=None, init=False)
     _fetching: asyncio.Task[None] | None = field(default=None, init=False)
@@ -100,7 +100,7 @@ class IssuerKeys:
         if not self.algorithms:
             raise ValueError("at least one algorithm is needed")
 
-    async def key(self, kid: str) -> SigningKey | None:
+    async def key(self, kid: str) -> JwksKey | None:
         """The key `kid`, or None when the issuer has no such key (as far as a fetch allowed now shows)."""
         if self._fetched_at is None or kid not in self._keys:
             if self._fetching is not None and not self._fetching.done():

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, overload
+from typing import Any, Generic, TypeVar, overload
 
 from fastapi import Query
 
@@ -27,6 +29,7 @@ from yovision_platform.patterns import at_most
 __all__ = [
     "MAX_CURSOR_CHARS",
     "InvalidCursor",
+    "KeysetPage",
     "cursor_pattern",
     "cursor_query",
     "decode_cursor",
@@ -40,6 +43,25 @@ _MICROSECOND = timedelta(microseconds=1)
 _MIN_MICROS = (datetime.min.replace(tzinfo=UTC) - _EPOCH) // _MICROSECOND
 _MAX_MICROS = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // _MICROSECOND
 _UUID_TEXT = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+
+
+T = TypeVar("T")
+P = TypeVar("P")
+
+
+@dataclass(frozen=True)
+class KeysetPage(Generic[T, P]):
+    """One page of a keyset-paged list: its items, and the position the next page starts after (None on
+    the last page)."""
+
+    items: list[T]
+    next_position: P | None
+
+    @classmethod
+    def of(cls, rows: Sequence[T], limit: int, position: Callable[[T], P]) -> KeysetPage[T, P]:
+        """The first `limit` of `rows` (read with ``limit + 1``): a next position only when there are more."""
+        items = list(rows[:limit])
+        return cls(items, position(items[-1]) if len(rows) > limit else None)
 
 
 class InvalidCursor(ServiceError, ValueError):

@@ -27,7 +27,7 @@ from bell_receiver.domain.inbox import NewNotification, NotificationRow
 from bell_receiver.domain.paging import PagePosition
 from bell_receiver.domain.receipts import Receipt
 from yovision_platform.security import NONCE_RECEIPT_TTL_SECONDS
-from yovision_platform.storage import InMemoryUnitOfWork
+from yovision_platform.storage import MemoryUnitOfWork
 
 if TYPE_CHECKING:
     from bell_receiver.service_layer.ports import BellUnitOfWork, UnitOfWorkFactory
@@ -185,7 +185,7 @@ class MemoryReceiptStore:
         self.receipts[(key_id, nonce)] = replace(stored, expires_at=self._clock())
 
 
-class MemoryBellUnitOfWork(InMemoryUnitOfWork):
+class MemoryBellUnitOfWork(MemoryUnitOfWork):
     def __init__(self, clock: Clock = time.monotonic) -> None:
         super().__init__()
         self.audit_trail = MemoryAuditTrail()

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import Any, TypeVar
 
 from yovision_platform import web
+from yovision_platform.web import KeysetPage
 
 MAX_CURSOR_CHARS = 64
 
@@ -26,23 +27,15 @@ class PagePosition:
     id: int
 
 
-@dataclass(frozen=True)
-class KeysetPage(Generic[T]):
+def page_of(
+    rows: Sequence[T], limit: int, position: Callable[[T], PagePosition]
+) -> KeysetPage[T, PagePosition]:
     """One page of rows, newest first, and where the next (older) one starts."""
-
-    items: list[T]
-    next_position: PagePosition | None
-
-    @property
-    def next_cursor(self) -> str | None:
-        return None if self.next_position is None else encode_cursor(self.next_position)
+    return KeysetPage.of(rows, limit, position)
 
 
-def page_of(rows: Sequence[T], limit: int, position: Callable[[T], PagePosition]) -> KeysetPage[T]:
-    """The first `limit` of `rows` (read with ``limit + 1``): a next position only when there are more."""
-    items = list(rows[:limit])
-    more = len(rows) > limit
-    return KeysetPage(items, position(items[-1]) if more else None)
+def next_cursor(page: KeysetPage[Any, PagePosition]) -> str | None:
+    return None if page.next_position is None else encode_cursor(page.next_position)
 
 
 def encode_cursor(position: PagePosition) -> str:

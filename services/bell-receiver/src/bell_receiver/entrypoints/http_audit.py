@@ -17,7 +17,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from bell_receiver.domain.audit import AuditFilter, StoredAuditEvent
-from bell_receiver.domain.paging import MAX_CURSOR_CHARS, decode_cursor
+from bell_receiver.domain.paging import MAX_CURSOR_CHARS, decode_cursor, next_cursor
 from bell_receiver.entrypoints.dependencies import UseCases
 from yovision_platform import web
 from yovision_platform.web import AccessTokenCaller, Rfc3339DateTime
@@ -103,4 +103,4 @@ async def list_audit_events(
     after = decode_cursor(cursor) if cursor is not None else None
     where = AuditFilter(source_system, event_type, device_id, actor, occurred_from, occurred_before)
     page = await use_cases.audit_events.page(where, limit, after)
-    return AuditEventPage(items=[AuditEvent.of(r) for r in page.items], next_cursor=page.next_cursor)
+    return AuditEventPage(items=[AuditEvent.of(r) for r in page.items], next_cursor=next_cursor(page))

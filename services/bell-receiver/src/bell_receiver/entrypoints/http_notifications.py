@@ -16,7 +16,7 @@ from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from bell_receiver.domain.inbox import NotificationRow
-from bell_receiver.domain.paging import MAX_CURSOR_CHARS, decode_cursor
+from bell_receiver.domain.paging import MAX_CURSOR_CHARS, decode_cursor, next_cursor
 from bell_receiver.entrypoints.dependencies import UseCases
 from yovision_platform import web
 from yovision_platform.web import AccessTokenCaller
@@ -86,7 +86,7 @@ async def list_notifications(
 ) -> NotificationPage:
     after = decode_cursor(cursor) if cursor is not None else None
     page = await use_cases.notifications.page(user.subject, limit, after)
-    return NotificationPage(items=[_item(r) for r in page.items], next_cursor=page.next_cursor)
+    return NotificationPage(items=[_item(r) for r in page.items], next_cursor=next_cursor(page))
 
 
 @router.put(

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from bell_receiver.domain.audit import AuditFilter, StoredAuditEvent
-from bell_receiver.domain.paging import KeysetPage, PagePosition, page_of
+from bell_receiver.domain.paging import PagePosition, page_of
 from bell_receiver.service_layer.ports import AuditReader
+from yovision_platform.web import KeysetPage
 
 
 def _position(row: StoredAuditEvent) -> PagePosition:
@@ -17,7 +18,7 @@ class AuditEvents:
 
     async def page(
         self, where: AuditFilter, limit: int, after: PagePosition | None
-    ) -> KeysetPage[StoredAuditEvent]:
+    ) -> KeysetPage[StoredAuditEvent, PagePosition]:
         """An empty time range (`occurred_from` not before `occurred_before`) is an empty page."""
         if where.empty_range:
             return KeysetPage([], None)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from bell_receiver.domain.errors import NotificationNotFound
 from bell_receiver.domain.inbox import NotificationRow
-from bell_receiver.domain.paging import KeysetPage, PagePosition, page_of
+from bell_receiver.domain.paging import PagePosition, page_of
 from bell_receiver.service_layer.ports import UnitOfWorkFactory
+from yovision_platform.web import KeysetPage
 
 
 def _position(row: NotificationRow) -> PagePosition:
@@ -16,7 +17,9 @@ class Notifications:
     def __init__(self, uow: UnitOfWorkFactory) -> None:
         self._uow = uow
 
-    async def page(self, user_id: str, limit: int, after: PagePosition | None) -> KeysetPage[NotificationRow]:
+    async def page(
+        self, user_id: str, limit: int, after: PagePosition | None
+    ) -> KeysetPage[NotificationRow, PagePosition]:
         async with self._uow() as uow:
             rows = await uow.inbox.page(user_id, limit + 1, after)
         return page_of(rows, limit, _position)

@@ -35,7 +35,7 @@ from media_worker.service_layer.ports import (
 )
 from yovision_platform.errors import LeaseLost
 from yovision_platform.messaging import OutboxMessage
-from yovision_platform.storage import InMemoryOutbox, InMemoryUnitOfWork, Lease
+from yovision_platform.storage import Lease, MemoryOutbox, MemoryUnitOfWork
 
 __all__ = [
     "Clock",
@@ -413,7 +413,7 @@ class MemoryListing(_Rows):
         ]
 
 
-class MemoryMediaUnitOfWork(InMemoryUnitOfWork):
+class MemoryMediaUnitOfWork(MemoryUnitOfWork):
     """One fake transaction: its stores read the clock once, at its start (PostgreSQL's `now()`)."""
 
     def __init__(self, media: MemoryMedia) -> None:
@@ -454,7 +454,7 @@ class MemoryMedia:
 
     def __init__(self, clock: Clock | None = None) -> None:
         self.tables = MemoryMediaTables()
-        self.outbox = InMemoryOutbox()
+        self.outbox = MemoryOutbox()
         self.clock: Clock = clock or StrictClock()
 
     def unit_of_work(self) -> MemoryMediaUnitOfWork:

@@ -40,7 +40,7 @@ from orphan_scanner.domain.records import (
 )
 from yovision_platform.errors import LeaseLost
 from yovision_platform.mediamtx import MediaMtxError, is_managed_path_name
-from yovision_platform.storage import InMemoryUnitOfWork, Lease
+from yovision_platform.storage import Lease, MemoryUnitOfWork
 
 __all__ = [
     "Clock",
@@ -361,7 +361,7 @@ class MemoryScanLease:
         self.next_scan_at = now + timedelta(seconds=next_scan_in_seconds)
 
 
-class MemoryOrphanUnitOfWork(InMemoryUnitOfWork):
+class MemoryOrphanUnitOfWork(MemoryUnitOfWork):
     """The fake unit of work; one instance is the whole database (`lambda: uow` is its factory), its
     `clock` the database's."""
 

@@ -3,7 +3,7 @@
 `MemorySense` is the fake database: one state shared by its units of work (`units()`), its audit push
 store and its source-URI secret rows, all timed by one clock (the "database clock"). Each fake behaves as
 its PostgreSQL adapter does, as far as tests/ports/sense_reconciler proves: ordering, uniqueness, fencing
-by lease, limits, not-found. Like the platform's `InMemoryUnitOfWork`, the fakes are serial: one
+by lease, limits, not-found. Like the platform's `MemoryUnitOfWork`, the fakes are serial: one
 transaction at a time, no row locks, no concurrent isolation (those stay tested on PostgreSQL).
 
 `MemoryMediaMtx` is one MediaMTX server's path configurations and `MemoryBell` Bell's batch endpoint;
@@ -46,7 +46,7 @@ from yovision_platform.mediamtx import MediaMtxError
 from yovision_platform.messaging import MAX_BACKOFF_EXPONENT, CursorFenced, ShardLease, WindowPosition
 from yovision_platform.observability import current_traceparent
 from yovision_platform.security import SecretField, SecretRow
-from yovision_platform.storage import DbConnection, InMemoryOutbox, InMemoryUnitOfWork, Lease
+from yovision_platform.storage import DbConnection, Lease, MemoryOutbox, MemoryUnitOfWork
 
 __all__ = [
     "Clock",
@@ -506,10 +506,10 @@ class MemoryReconcileStore(_OnDatabase):
         return Convergence(len(unconverged), sum(1 for d in unconverged if d.next_attempt_at is None))
 
 
-class MemorySenseUnitOfWork(InMemoryUnitOfWork):
+class MemorySenseUnitOfWork(MemoryUnitOfWork):
     """One transaction over the fake's state; its outbox is the fake's one outbox."""
 
-    def __init__(self, db: _Database, outbox: InMemoryOutbox, clock: Clock) -> None:
+    def __init__(self, db: _Database, outbox: MemoryOutbox, clock: Clock) -> None:
         super().__init__()
         self.outbox = outbox
         self._db = db
@@ -680,7 +680,7 @@ class MemorySense:
     def __init__(self, clock: Clock = system_clock) -> None:
         self.clock = clock
         self._db = _Database()
-        self.outbox = InMemoryOutbox()
+        self.outbox = MemoryOutbox()
 
     @property
     def state(self) -> MemorySenseState:

@@ -9,7 +9,7 @@ tests/ports/signal_watcher/ run each of them against its real adapter, so they b
 - `MemoryProbe`: the probe client over a table of host names and the answers of URLs; the same URL rules,
   address guard and failure codes as `ProbeClient`, without a socket.
 
-Fakes are single-process and serial (`InMemoryUnitOfWork`): they model one transaction at a time, so the
+Fakes are single-process and serial (`MemoryUnitOfWork`): they model one transaction at a time, so the
 per-user lock is a no-op here and its proof stays on PostgreSQL.
 """
 
@@ -34,7 +34,7 @@ from signal_watcher.domain.ssrf import STRICT_GUARD, AddressGuard, IpAddress, Pr
 from signal_watcher.service_layer.ports import ClaimedWatcher
 from yovision_platform.errors import LeaseLost
 from yovision_platform.messaging import OutboxMessage
-from yovision_platform.storage import MAX_CLAIM_BATCH, InMemoryUnitOfWork, Lease
+from yovision_platform.storage import MAX_CLAIM_BATCH, Lease, MemoryUnitOfWork
 
 __all__ = [
     "MemoryCheckStore",
@@ -291,7 +291,7 @@ class MemoryCheckStore:
         return len(expired[:batch])
 
 
-class MemorySignalUnitOfWork(InMemoryUnitOfWork):
+class MemorySignalUnitOfWork(MemoryUnitOfWork):
     def __init__(self, database: MemorySignalDatabase) -> None:
         super().__init__()
         self.outbox.committed = database.committed  # what commits is kept by the database

@@ -6,9 +6,9 @@ every one refuses with a `ServiceError` of `domain.errors` and never returns ano
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 from signal_watcher.domain.errors import (
     CHECK_NOW_MIN_SPACING_SECONDS,
@@ -26,18 +26,11 @@ from signal_watcher.domain.probes import ProbeFailed
 from signal_watcher.domain.records import CheckRow, Position, WatcherRecord
 from signal_watcher.service_layer.checks import ProbeResult, probe_and_judge
 from signal_watcher.service_layer.ports import Probe, SignalUnitOfWork, UnitOfWorkFactory
+from yovision_platform.web import KeysetPage
 
-__all__ = ["KeysetPage", "Preview", "Watchers"]
+__all__ = ["Preview", "Watchers"]
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class KeysetPage(Generic[T]):
-    """A page of a keyset-paged list: the items, and the position the next page starts after."""
-
-    items: list[T]
-    next_position: Position | None  # where the next page starts; None on the last page
 
 
 @dataclass(frozen=True)
@@ -57,12 +50,6 @@ class Preview:
             would_change=bool(judged and baseline_hash and judged.value_hash != baseline_hash),
             is_baseline=bool(judged and baseline_hash is None),
         )
-
-
-def _page(rows: Sequence[T], limit: int, position: Callable[[T], Position]) -> KeysetPage[T]:
-    """`rows` fetched with one more than `limit`: that extra row means another page follows."""
-    items = list(rows[:limit])
-    return KeysetPage(items, position(items[-1]) if len(rows) > limit else None)
 
 
 def _created(record: WatcherRecord) -> Position:
@@ -103,16 +90,18 @@ class Watchers:
 
     async def list_own(
         self, user_id: str, *, limit: int, offset: int, after: Position | None
-    ) -> KeysetPage[WatcherRecord]:
+    ) -> KeysetPage[WatcherRecord, Position]:
         async with self._units_of_work() as uow:
             rows = await uow.watchers.list_for_user(user_id, limit=limit + 1, offset=offset, after=after)
-        return _page(rows, limit, _created)
+        return KeysetPage.of(rows, limit, _created)
 
-    async def list_all(self, *, limit: int, offset: int, after: Position | None) -> KeysetPage[WatcherRecord]:
+    async def list_all(
+        self, *, limit: int, offset: int, after: Position | None
+    ) -> KeysetPage[WatcherRecord, Position]:
         """Every user's watchers (the admin list; the caller's permission is checked by the route)."""
         async with self._units_of_work() as uow:
             rows = await uow.watchers.list_all(limit=limit + 1, offset=offset, after=after)
-        return _page(rows, limit, _created)
+        return KeysetPage.of(rows, limit, _created)
 
     async def update(
         self, user_id: str, watcher_id: uuid.UUID, sent: WatcherSpec, *, body_sent: bool
@@ -188,13 +177,13 @@ class Watchers:
 
     async def list_checks(
         self, user_id: str, watcher_id: uuid.UUID, *, limit: int, offset: int, before: Position | None
-    ) -> KeysetPage[CheckRow]:
+    ) -> KeysetPage[CheckRow, Position]:
         async with self._units_of_work() as uow:
             await _owned(uow, user_id, watcher_id)
             rows = await uow.checks.list_for_watcher(
                 watcher_id, limit=limit + 1, offset=offset, before=before
             )
-        return _page(rows, limit, _checked)
+        return KeysetPage.of(rows, limit, _checked)
 
     def _edited(self, previous: WatcherSpec, sent: WatcherSpec, *, body_sent: bool) -> WatcherSpec:
         """`sent` as an update of `previous` saves it: masked sensitive headers keep their stored values and,
