@@ -49,7 +49,7 @@ def rss_bytes() -> int:
 
 def spans(count: int, picker: random.Random) -> None:
     """`count` of the relay's per-row spans, each in a sampled trace of its own."""
-    tracer_ = tracer("yovision_platform.outbox_publisher")
+    tracer_ = tracer("yovision_platform.outbox_relay")
     for _ in range(count):
         traceparent = f"00-{picker.getrandbits(128):032x}-{picker.getrandbits(64):016x}-01"
         now = time.time_ns()

@@ -79,8 +79,8 @@ __all__ = [
     "transactional_id",
 ]
 
-log = logging.getLogger("yovision_platform.outbox_publisher")
-_tracer = tracer("yovision_platform.outbox_publisher")
+log = logging.getLogger("yovision_platform.outbox_relay")
+_tracer = tracer("yovision_platform.outbox_relay")
 
 OUTBOX_TABLE = "outbox"
 RELAY_BATCH_MAX_ROWS = 10_000
