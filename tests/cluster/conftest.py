@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, free_port
-from tests.integration.platform.conftest import migrated, runtime_pool
+from tests.support.stack import REPO_ROOT, free_port
+
+# fixtures migrated, runtime_pool: tests/cluster/conftest.py makes its own
 from yovision_platform.tools.kafka_cluster import ClusterLayout, KafkaCluster
 
 __all__ = ["cluster", "migrated", "runtime_pool"]  # the platform tests' schema fixtures, shared

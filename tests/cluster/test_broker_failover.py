@@ -16,8 +16,7 @@ from aiokafka import ConsumerRecord
 from aiokafka.admin import NewTopic
 from prometheus_client import CollectorRegistry
 
-from tests.conftest import MigratedSchema
-from tests.integration.platform.kafka_helpers import (
+from tests.support.kafka import (
     FAST_RELAY,
     drained,
     publishers,
@@ -25,6 +24,7 @@ from tests.integration.platform.kafka_helpers import (
     running,
     wait_until,
 )
+from tests.support.stack import MigratedSchema
 from yovision_platform.messaging import (
     OUTBOX_SHARDS,
     OUTBOX_TABLE,

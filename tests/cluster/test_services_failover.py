@@ -39,8 +39,7 @@ from aiokafka import TopicPartition
 from confluent_kafka import Producer
 
 from tests.cluster.test_broker_failover import coordinator_partition, create_replicated_topic, leaders
-from tests.conftest import REPO_ROOT, Stack
-from tests.e2e.conftest import (
+from tests.support.e2e_fixtures import (
     E2E_SETTINGS,
     SENSE_PERMISSIONS,
     Witness,
@@ -49,9 +48,9 @@ from tests.e2e.conftest import (
     path_names,
     user_token,
 )
-from tests.e2e.test_console_csrf import signed_in_through_hydra
-from tests.e2e.test_watchers import Target, price_watcher
-from tests.integration.platform.kafka_helpers import wait_until
+from tests.support.e2e_flows import Target, price_watcher, signed_in_through_hydra
+from tests.support.kafka import wait_until
+from tests.support.stack import REPO_ROOT, Stack
 from yovision_platform.messaging import (
     OUTBOX_SHARDS,
     OUTBOX_TABLE,

@@ -13,7 +13,7 @@ from pydantic_settings import SettingsConfigDict
 from tests.deploy.chart import DATABASE_SETTINGS, containers, env_of, pod_spec, render_text
 from tests.deploy.renders import RENDERS, rendered
 from tests.deploy.values import values_of
-from tests.tls import CertificateAuthority
+from tests.support.tls import CertificateAuthority
 from yovision_platform.messaging import KafkaSecurity
 from yovision_platform.settings import BaseServiceSettings, Port, load_settings
 from yovision_platform.tools.localhost import write_private_file

@@ -17,10 +17,10 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 
-from tests.conftest import Stack
 from tests.deploy.alone import Installed
 from tests.deploy.chart import REPO_ROOT
 from tests.deploy.test_service_alone import image_env
+from tests.support.stack import Stack
 from yovision_platform.localstack import runtime_dsn
 from yovision_platform.storage import Identifier
 from yovision_platform.tools import hydra, identity_provider

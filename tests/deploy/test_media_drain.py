@@ -20,13 +20,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import Stack, free_port, runtime_dsn_for
 from tests.deploy.alone import Installed, host_dir
 from tests.deploy.chart import containers
 from tests.deploy.renders import rendered
 from tests.deploy.test_service_alone import POD_NAME, image_env, pod_env
-from tests.issuers import HydraIssuer
-from tests.tls import CertificateAuthority
+from tests.support.issuers import HydraIssuer
+from tests.support.stack import Stack, free_port, runtime_dsn_for
+from tests.support.tls import CertificateAuthority
 from yovision_platform.storage import Identifier
 from yovision_platform.tools.hydra import ClientSpec
 

@@ -44,7 +44,7 @@ from playwright.async_api import Browser, BrowserContext, Page, Response, async_
 from playwright.async_api import Error as PlaywrightError
 
 from tests.e2e.browser_log import PageLog
-from tests.e2e.conftest import Witness
+from tests.support.e2e_fixtures import Witness
 from yovision_platform.tools.doctor import secrets_of
 from yovision_platform.tools.environment import LocalEnvironment
 

@@ -28,7 +28,6 @@ import httpx
 import pytest
 import yaml
 
-from tests.e2e.conftest import FLOW_TIMEOUT_SECONDS, Witness, camera_source, device_body
 from tests.e2e.console_browser import (
     OPERATOR_PERMISSIONS,
     Visitor,
@@ -38,7 +37,8 @@ from tests.e2e.console_browser import (
     chromium,
     visitor_factory,
 )
-from tests.prometheus_server import PrivatePrometheus, private_prometheus
+from tests.support.e2e_fixtures import FLOW_TIMEOUT_SECONDS, Witness, camera_source, device_body
+from tests.support.prometheus_server import PrivatePrometheus, private_prometheus
 from yovision_platform.tools.environment import LocalEnvironment
 
 __all__ = ["axe_source", "chromium", "visitor_factory"]

@@ -48,8 +48,8 @@ from schemathesis.generation import GenerationMode
 from schemathesis.hooks import HookContext
 from schemathesis.schemas import BaseSchema
 
-from tests.conftest import Stack
-from tests.e2e.conftest import E2E_SETTINGS, MEDIA_SERVERS, Witness, user_token
+from tests.support.e2e_fixtures import E2E_SETTINGS, MEDIA_SERVERS, Witness, user_token
+from tests.support.stack import Stack
 from yovision_platform.audit_push import BATCH_PATH
 from yovision_platform.security import KeyRing, sign_request
 from yovision_platform.tools.devsecrets import AUDIT_PUSH_KEY_ID

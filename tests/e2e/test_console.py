@@ -30,17 +30,6 @@ import pytest
 from playwright.async_api import Page, Request, Route
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.conftest import (
-    FLOW_TIMEOUT_SECONDS,
-    MEDIA_SERVERS,
-    Witness,
-    camera_source,
-    device_body,
-    eventually,
-    orphan_report,
-    run_cli,
-    venv_bin,
-)
 from tests.e2e.console_browser import (
     SESSION_COOKIE,
     Visitor,
@@ -54,6 +43,17 @@ from tests.e2e.console_browser import (
 )
 from tests.e2e.test_orphans import IN_USE_DEVICES
 from tests.e2e.test_watchers import FAILURES_TO_DISABLE, Target
+from tests.support.e2e_fixtures import (
+    FLOW_TIMEOUT_SECONDS,
+    MEDIA_SERVERS,
+    Witness,
+    camera_source,
+    device_body,
+    eventually,
+    orphan_report,
+    run_cli,
+    venv_bin,
+)
 from yovision_platform.tools.environment import LocalEnvironment
 
 __all__ = ["axe_source", "chromium", "operator", "user", "visitor_factory"]

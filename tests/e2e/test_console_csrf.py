@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import CHUNK_BYTES, Witness, client, device_body, eventually, user_token
-from tests.e2e.test_watchers import Target
+from tests.support.e2e_fixtures import CHUNK_BYTES, Witness, client, device_body, eventually, user_token
+from tests.support.e2e_flows import Target
 from yovision_platform.tools.environment import LocalEnvironment
 
 OPERATOR_PERMISSIONS = ("sense:operate", "orphan:read", "bell:audit-read", "signal:read", "media:drain")

@@ -36,7 +36,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.conftest import Witness, camera_source
 from tests.e2e.console_browser import (
     Visitor,
     all_secrets,
@@ -48,7 +47,8 @@ from tests.e2e.console_browser import (
     visitor_factory,
 )
 from tests.e2e.test_console import create_device
-from tests.e2e.test_watchers import Target
+from tests.support.e2e_fixtures import Witness, camera_source
+from tests.support.e2e_flows import Target
 from yovision_platform.tools.environment import LocalEnvironment
 
 __all__ = ["axe_source", "chromium", "operator", "user", "visitor_factory"]

@@ -26,10 +26,10 @@ from console.adapters.apis import (
 )
 from console.adapters.jaeger import JaegerQuery
 from console.domain.identity import PERMISSIONS, User
-from tests.conftest import free_port
-from tests.e2e.conftest import Witness, camera_source, device_body
 from tests.e2e.test_watchers import Target, price_watcher, target
 from tests.ports.console import contracts
+from tests.support.e2e_fixtures import Witness, camera_source, device_body
+from tests.support.stack import free_port
 from yovision_platform.tools.devtoken import user_access_token
 from yovision_platform.tools.environment import LocalEnvironment
 from yovision_platform.tools.jaeger import PrivateJaeger

@@ -1,4 +1,4 @@
-"""The trace waterfall in Chromium: a trace of five services (`tests/otlp_traces.py`), posted to the
+"""The trace waterfall in Chromium: a trace of five services (`tests/support/otlp_traces.py`), posted to the
 session's private Jaeger, drawn by the console with no browser error, CSP refusal or axe violation; a span
 picked in the picture shows its attributes (the allowed ones), and an id that is no trace id gets the error
 page. The waterfall's screenshot is kept under `.local/console-screenshots/` (the docs' picture is a real
@@ -21,7 +21,7 @@ from tests.e2e.console_browser import (
     visitor_factory,
     waterfall_screenshot,
 )
-from tests.otlp_traces import SYNTHETIC_SPANS, post_synthetic_trace
+from tests.support.otlp_traces import SYNTHETIC_SPANS, post_synthetic_trace
 from yovision_platform.tools.environment import LocalEnvironment
 from yovision_platform.tools.jaeger import PrivateJaeger
 

@@ -7,7 +7,7 @@ import uuid
 import asyncpg
 import httpx
 
-from tests.e2e.conftest import (
+from tests.support.e2e_fixtures import (
     SENSE_OPERATOR,
     Witness,
     camera_source,

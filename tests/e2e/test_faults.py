@@ -9,7 +9,8 @@ from pathlib import Path
 import asyncpg
 import httpx
 
-from tests.e2e.conftest import (
+from tests.e2e.test_media import TRANSCODE_TIMEOUT_SECONDS, material_done, upload_chunked, verify_outputs
+from tests.support.e2e_fixtures import (
     FLOW_TIMEOUT_SECONDS,
     Witness,
     camera_source,
@@ -20,7 +21,6 @@ from tests.e2e.conftest import (
     settled,
     user_token,
 )
-from tests.e2e.test_media import TRANSCODE_TIMEOUT_SECONDS, material_done, upload_chunked, verify_outputs
 from yovision_platform.tools.environment import LocalEnvironment
 
 BURST_DEVICES = 20

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from tests.e2e.conftest import (
+from tests.support.e2e_fixtures import (
     MEDIA_SERVERS,
     Witness,
     camera_source,

@@ -35,7 +35,7 @@ from cryptography.x509.oid import NameOID
 from fastapi import FastAPI, Response
 from jwt.algorithms import RSAAlgorithm
 
-from tests.e2e.conftest import (
+from tests.support.e2e_fixtures import (
     SENSE_PERMISSIONS,
     Witness,
     client,
@@ -43,7 +43,7 @@ from tests.e2e.conftest import (
     eventually,
     user_token,
 )
-from tests.served_app import serve_app
+from tests.support.served_app import serve_app
 from yovision_platform.tools import hydra
 from yovision_platform.tools.devtoken import machine_access_token, user_tokens
 from yovision_platform.tools.environment import LocalEnvironment

@@ -11,8 +11,8 @@ from pathlib import Path
 import asyncpg
 import httpx
 
-from tests.e2e.conftest import CHUNK_BYTES, SOURCE_VIDEO_SIZE, Witness, client, eventually, user_token
 from tests.e2e.traces import TRACE_TIMEOUT_SECONDS, new_traceparent, trace_with
+from tests.support.e2e_fixtures import CHUNK_BYTES, SOURCE_VIDEO_SIZE, Witness, client, eventually, user_token
 from yovision_platform.tools.environment import LocalEnvironment
 
 TRANSCODE_TIMEOUT_SECONDS = 180.0

@@ -11,8 +11,9 @@ import httpx
 from aiokafka import AIOKafkaProducer
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.contract.test_alert_rules import RULES, metric_names_in_rules
-from tests.e2e.conftest import Witness, eventually
+from tests.support.alert_rules import ALERT_RULES as RULES
+from tests.support.alert_rules import metric_names_in_rules
+from tests.support.e2e_fixtures import Witness, eventually
 from yovision_platform.tools.doctor import examine
 from yovision_platform.tools.environment import LocalEnvironment
 

@@ -9,7 +9,7 @@ from typing import Any
 import asyncpg
 import httpx
 
-from tests.e2e.conftest import (
+from tests.support.e2e_fixtures import (
     Witness,
     camera_source,
     device_body,

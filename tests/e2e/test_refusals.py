@@ -14,7 +14,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import Witness, camera_source, device_body, eventually, mediamtx_client, path_source
+from tests.support.e2e_fixtures import (
+    Witness,
+    camera_source,
+    device_body,
+    eventually,
+    mediamtx_client,
+    path_source,
+)
 from yovision_platform.tools.doctor import examine
 from yovision_platform.tools.environment import LocalEnvironment
 

@@ -14,7 +14,7 @@ from typing import Any
 import asyncpg
 import httpx
 
-from tests.e2e.conftest import (
+from tests.support.e2e_fixtures import (
     Witness,
     camera_source,
     client,

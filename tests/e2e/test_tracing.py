@@ -15,7 +15,6 @@ import httpx
 import pytest
 from playwright.async_api import expect
 
-from tests.e2e.conftest import Witness, camera_source, client, device_body, eventually, user_token
 from tests.e2e.console_browser import (
     SCREENSHOTS,
     Visitor,
@@ -26,6 +25,7 @@ from tests.e2e.console_browser import (
     waterfall_screenshot,
 )
 from tests.e2e.traces import TRACE_TIMEOUT_SECONDS, kind_of, new_traceparent, trace_with
+from tests.support.e2e_fixtures import Witness, camera_source, client, device_body, eventually, user_token
 from yovision_platform.tools.environment import LocalEnvironment
 
 __all__ = ["axe_source", "chromium", "operator", "visitor_factory"]

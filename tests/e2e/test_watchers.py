@@ -16,8 +16,8 @@ import httpx
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from tests.e2e.conftest import Witness, client, eventually, user_token
 from tests.e2e.traces import trace_with
+from tests.support.e2e_fixtures import Witness, client, eventually, user_token
 from yovision_platform.messaging import AvroSerde, SchemaRegistry, seek_to_start
 from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS, LocalEnvironment
 

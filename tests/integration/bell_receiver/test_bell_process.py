@@ -18,11 +18,11 @@ import pytest
 
 from bell_receiver.entrypoints.http_audit import AUDIT_READ_PERMISSION
 from bell_receiver.settings import AUDIENCE
-from tests.conftest import REPO_ROOT, Stack, free_port, private_file, problem_code, runtime_dsn_for
-from tests.integration.bell_receiver.conftest import KEY_ID, Keys
-from tests.integration.bell_receiver.relay_client import RelayClient, batch_body, fact
-from tests.integration.platform.kafka_helpers import wait_until
-from tests.issuers import HydraIssuer
+from tests.support.audit_push_client import RelayClient, batch_body, fact
+from tests.support.bell_receiver_fixtures import KEY_ID, Keys
+from tests.support.issuers import HydraIssuer
+from tests.support.kafka import wait_until
+from tests.support.stack import REPO_ROOT, Stack, free_port, private_file, problem_code, runtime_dsn_for
 from yovision_platform.storage import Identifier
 from yovision_platform.web import AUDIENCES, PERMISSIONS
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from bell_receiver.entrypoints.api import audit_batch_contract, openapi_document
-from tests.integration.bell_receiver.conftest import Served
-from tests.integration.bell_receiver.relay_client import fact
+from tests.support.audit_push_client import fact
+from tests.support.bell_receiver_fixtures import Served
 from yovision_platform.audit_push import BatchResult, ErrorBody
 
 OPENAPI_DIR = Path(__file__).resolve().parents[3] / "schemas" / "openapi"

@@ -15,10 +15,10 @@ from prometheus_client import CollectorRegistry
 from bell_receiver.entrypoints.ingest_consumer import ingest_consumer
 from bell_receiver.entrypoints.main import postgres_use_cases
 from bell_receiver.service_layer.metrics import BellMetrics
-from tests.conftest import REPO_ROOT, Stack, create_topic, delete_topic, problem_code
-from tests.integration.bell_receiver.conftest import Served
-from tests.integration.bell_receiver.relay_client import fact, kafka_fields_of
-from tests.integration.platform.kafka_helpers import wait_until
+from tests.support.audit_push_client import fact, kafka_fields_of
+from tests.support.bell_receiver_fixtures import Served
+from tests.support.kafka import wait_until
+from tests.support.stack import REPO_ROOT, Stack, create_topic, delete_topic, problem_code
 from yovision_platform.messaging import AvroSerde, SchemaRegistry, build_event, start_producer
 from yovision_platform.storage import Identifier
 

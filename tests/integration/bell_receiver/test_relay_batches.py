@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.integration.bell_receiver.conftest import TEST_DEADLINE_SECONDS, Served
-from tests.integration.bell_receiver.relay_client import batch_body, fact
+from tests.support.audit_push_client import batch_body, fact
+from tests.support.bell_receiver_fixtures import TEST_DEADLINE_SECONDS, Served
 from yovision_platform.audit_push import BATCH_PATH, MAX_BODY_BYTES
 
 

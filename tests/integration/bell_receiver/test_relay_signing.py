@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.bell_receiver.conftest import Served
-from tests.integration.bell_receiver.relay_client import batch_body, fact
+from tests.support.audit_push_client import batch_body, fact
+from tests.support.bell_receiver_fixtures import Served
 from yovision_platform.security import HEADER_KEY_ID, HEADER_NONCE, HEADER_SIGNATURE, HEADER_TIMESTAMP
 
 UNAUTHORIZED = b'{"error":"unauthorized"}'

@@ -15,8 +15,8 @@ from prometheus_client import CollectorRegistry
 from bell_receiver.entrypoints.main import postgres_use_cases
 from bell_receiver.entrypoints.receipt_purge_worker import receipt_purge_worker
 from bell_receiver.service_layer.metrics import BellMetrics
-from tests.conftest import MigratedSchema
-from tests.integration.platform.kafka_helpers import wait_until
+from tests.support.kafka import wait_until
+from tests.support.stack import MigratedSchema
 from yovision_platform.storage import Identifier
 
 APPEND_ONLY = "append-only"

@@ -1,6 +1,6 @@
 """The console reads a real Prometheus's alerts (`/api/v1/alerts` of the stack's build): a firing and a
 pending alert with the labels the overview shows, and an answer identical, key for key, to what the console's
-unit tests serve as their fake Prometheus (`tests.prometheus_server.alerts_answer`)."""
+unit tests serve as their fake Prometheus (`tests.support.prometheus_server.alerts_answer`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import yaml
 from console.adapters.apis import PROMETHEUS, Apis, PrometheusAlerts
 from console.domain.alerts import Alert, AlertState
 from console.service_layer.overview import alerts
-from tests.prometheus_server import alert_entry, alerts_answer, private_prometheus
+from tests.support.prometheus_server import alert_entry, alerts_answer, private_prometheus
 
 ALERTS_WITHIN_SECONDS = 30.0
 # Prometheus's own `up` series: an alert with real `job` and `instance` labels, with no other target.

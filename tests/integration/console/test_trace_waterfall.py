@@ -17,7 +17,7 @@ import pytest
 from console.adapters.jaeger import JaegerQuery
 from console.entrypoints.templating import page_templates
 from console.service_layer.traces import TraceState, device_traces, trace_view
-from tests.otlp_traces import SYNTHETIC_SPANS, post_synthetic_trace
+from tests.support.otlp_traces import SYNTHETIC_SPANS, post_synthetic_trace
 from yovision_platform.tools.jaeger import PrivateJaeger, private_jaeger
 
 ROW = re.compile(r'<a href="#span-[0-9a-f]{16}" class="span-row( error)?"[^>]*data-depth="(\d+)"')

@@ -18,10 +18,10 @@ from prometheus_client import CollectorRegistry
 
 from media_worker.domain.limits import MAX_CONCURRENT_CHUNK_WRITES
 from media_worker.service_layer.metrics import MediaMetrics
-from tests.conftest import MigratedSchema, problem_code
-from tests.integration.media_worker.conftest import TEST_LIMITS, Media, build_app, build_media
-from tests.served_app import serve_app
-from tests.unit.media_worker.uploading import BOUNDARY, init, multipart_body
+from tests.support.media_uploads import BOUNDARY, init, multipart_body
+from tests.support.media_worker_fixtures import TEST_LIMITS, Media, build_app, build_media
+from tests.support.served_app import serve_app
+from tests.support.stack import MigratedSchema, problem_code
 
 CHUNK_BYTES = 512
 STALLED_BYTES = 100

@@ -22,13 +22,13 @@ from media_worker.domain.keys import source_key
 from media_worker.domain.limits import CHUNK_MIN_BYTES
 from media_worker.entrypoints.api import DRAIN_PERMISSION
 from media_worker.settings import AUDIENCE
-from tests.conftest import MigratedSchema, Stack, free_port, private_file, problem_code
-from tests.integration.media_worker.conftest import Media, make_test_video, sha256_of
 from tests.integration.media_worker.test_recovery import TAKE_OVER_SLACK_SECONDS, started_at
 from tests.integration.media_worker.test_transcoder import alive, media, probe, script, upload
 from tests.integration.media_worker.test_uploads import entries_under
-from tests.issuers import HydraIssuer
-from tests.unit.media_worker.uploading import BOUNDARY, multipart_body
+from tests.support.issuers import HydraIssuer
+from tests.support.media_uploads import BOUNDARY, multipart_body
+from tests.support.media_worker_fixtures import Media, make_test_video, sha256_of
+from tests.support.stack import MigratedSchema, Stack, free_port, private_file, problem_code
 
 __all__ = ["media"]  # the video-sized limits fixture
 

@@ -15,9 +15,9 @@ import asyncpg
 from media_worker.domain.keys import output_key, work_folder_name
 from media_worker.entrypoints.transcode_worker import TranscodeWorker
 from media_worker.service_layer.transcoder import RESCAN_SECONDS
-from tests.integration.media_worker.conftest import INSTANCE, Media
 from tests.integration.media_worker.test_transcoder import media, upload
 from tests.integration.media_worker.test_uploads import entries_under
+from tests.support.media_worker_fixtures import INSTANCE, Media
 
 __all__ = ["media"]  # the video-sized limits fixture
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
-from tests.integration.media_worker.conftest import Media
+from tests.support.media_worker_fixtures import Media
 
 
 async def insert_material(conn: asyncpg.Connection, schema: str, **extra: object) -> uuid.UUID:

@@ -21,9 +21,9 @@ import pytest
 from media_worker.adapters.unit_of_work import PostgresMediaUnitOfWork
 from media_worker.domain.keys import source_key
 from media_worker.entrypoints.transcode_worker import TranscodeWorker
-from tests.conftest import MigratedSchema, problem_code
-from tests.integration.media_worker.conftest import VIDEO_LIMITS, Media, build_media, sha256_of
 from tests.integration.media_worker.test_uploads import files_under
+from tests.support.media_worker_fixtures import VIDEO_LIMITS, Media, build_media, sha256_of
+from tests.support.stack import MigratedSchema, problem_code
 
 
 @pytest.fixture

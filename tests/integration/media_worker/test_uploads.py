@@ -14,15 +14,15 @@ import httpx
 
 from media_worker.domain.keys import source_key
 from media_worker.domain.limits import CHUNK_MIN_BYTES
-from tests.conftest import problem_code
-from tests.integration.media_worker.conftest import TEST_LIMITS, Media, partial_files_written, sha256_of
-from tests.unit.media_worker.uploading import (
+from tests.support.media_uploads import (
     init,
     multipart_body,
     multipart_headers,
     upload_chunked,
     upload_plain_at_the_limit,
 )
+from tests.support.media_worker_fixtures import TEST_LIMITS, Media, partial_files_written, sha256_of
+from tests.support.stack import problem_code
 
 
 def files_under(root: Path) -> list[Path]:

@@ -10,7 +10,7 @@ import asyncio
 
 from orphan_scanner.domain.gate import BlockReason
 from orphan_scanner.service_layer.apply import ApplyResult, ApplyStatus
-from tests.integration.orphan_scanner.conftest import OrphanFactory
+from tests.support.orphan_scanner_fixtures import OrphanFactory
 
 
 def outcomes(result: ApplyResult) -> dict[str, str]:

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from tests.conftest import MigratedSchema
+from tests.support.stack import MigratedSchema
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ import pytest
 
 from orphan_scanner.domain.classify import ServerPath
 from orphan_scanner.service_layer.apply import ApplyStatus
-from tests.conftest import MigratedSchema, Stack
-from tests.integration.orphan_scanner.conftest import Orphan, orphan_harness
-from tests.integration.orphan_scanner.private_mediamtx import PrivateMediaMtx, private_mediamtx
+from tests.support.orphan_scanner_fixtures import Orphan, orphan_harness
+from tests.support.private_mediamtx import PrivateMediaMtx, private_mediamtx
+from tests.support.stack import MigratedSchema, Stack
 from yovision_platform.messaging import AvroSerde
 
 SERVERS = ("mtx-a", "mtx-b")

@@ -11,7 +11,7 @@ import pytest
 
 from orphan_scanner.domain.gate import BlockReason
 from orphan_scanner.service_layer.apply import ApplyStatus
-from tests.integration.orphan_scanner.conftest import Orphan
+from tests.support.orphan_scanner_fixtures import Orphan
 
 
 async def seed(orphan: Orphan, *, total: int, stale: int) -> list[str]:

@@ -21,7 +21,9 @@ import pytest
 
 from orphan_scanner.entrypoints.http_reports import READ_PERMISSION
 from orphan_scanner.settings import AUDIENCE
-from tests.conftest import (
+from tests.support.issuers import HydraIssuer
+from tests.support.orphan_scanner_fixtures import Orphan
+from tests.support.stack import (
     REPO_ROOT,
     MigratedSchema,
     Stack,
@@ -30,8 +32,6 @@ from tests.conftest import (
     problem_code,
     unique_name,
 )
-from tests.integration.orphan_scanner.conftest import Orphan
-from tests.issuers import HydraIssuer
 from yovision_platform.web import AUDIENCES, PERMISSIONS
 
 SENSE_ORPHAN = REPO_ROOT / ".venv/bin/sense-orphan"

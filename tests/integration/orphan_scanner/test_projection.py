@@ -6,7 +6,7 @@ import uuid
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from tests.integration.orphan_scanner.conftest import Orphan
+from tests.support.orphan_scanner_fixtures import Orphan
 from yovision_platform.messaging import fetch_end_offsets, stored_positions
 
 

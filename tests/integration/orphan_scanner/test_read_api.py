@@ -13,10 +13,10 @@ from orphan_scanner.entrypoints.api import mount_api
 from orphan_scanner.entrypoints.cli import report_document
 from orphan_scanner.entrypoints.http_reports import READ_PERMISSION
 from orphan_scanner.settings import AUDIENCE
-from tests.conftest import problem_code
-from tests.integration.orphan_scanner.conftest import Orphan
-from tests.issuers import LocalIssuer
-from tests.served_app import serve_app
+from tests.support.issuers import LocalIssuer
+from tests.support.orphan_scanner_fixtures import Orphan
+from tests.support.served_app import serve_app
+from tests.support.stack import problem_code
 from yovision_platform.web import create_app, use_access_token_verifier
 
 

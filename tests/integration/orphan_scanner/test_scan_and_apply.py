@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from orphan_scanner.domain.inputs import confirmation_text
 from orphan_scanner.service_layer.apply import ApplyStatus
-from tests.integration.orphan_scanner.conftest import Orphan, names
+from tests.support.orphan_scanner_fixtures import Orphan, names
 
 
 async def test_classes_are_exact_and_only_owned_stale_paths_are_deleted(orphan: Orphan) -> None:

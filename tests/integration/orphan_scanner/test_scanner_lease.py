@@ -14,8 +14,8 @@ from orphan_scanner.domain.errors import ScanError
 from orphan_scanner.entrypoints.main import Components, build
 from orphan_scanner.service_layer.metrics import ScanTrigger
 from orphan_scanner.service_layer.scanner import Scanner
-from tests.integration.orphan_scanner.conftest import Orphan, orphan_settings
-from tests.integration.orphan_scanner.private_mediamtx import PrivateMediaMtx
+from tests.support.orphan_scanner_fixtures import Orphan, orphan_settings
+from tests.support.private_mediamtx import PrivateMediaMtx
 from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID, MediaFleet, MediaMtxApi
 
 

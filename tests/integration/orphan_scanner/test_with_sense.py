@@ -29,7 +29,10 @@ from sense_reconciler.service_layer.metrics import ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
-from tests.conftest import (
+from tests.support.kafka import publish_outbox
+from tests.support.orphan_scanner_fixtures import TOPIC_PARTITIONS, Orphan, names, orphan_harness
+from tests.support.private_mediamtx import HAND_MADE_SOURCE, PrivateMediaMtx
+from tests.support.stack import (
     REPO_ROOT,
     MigratedSchema,
     Stack,
@@ -37,9 +40,6 @@ from tests.conftest import (
     migrate_test_schema,
     unique_name,
 )
-from tests.integration.orphan_scanner.conftest import TOPIC_PARTITIONS, Orphan, names, orphan_harness
-from tests.integration.orphan_scanner.private_mediamtx import HAND_MADE_SOURCE, PrivateMediaMtx
-from tests.integration.platform.kafka_helpers import publish_outbox
 from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID, MediaFleet
 from yovision_platform.messaging import AvroSerde
 from yovision_platform.observability import configure_logging, render_latest

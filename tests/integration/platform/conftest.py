@@ -15,7 +15,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from tests.conftest import (
+from tests.support.stack import (
     REPO_ROOT,
     MigratedSchema,
     Stack,

@@ -19,8 +19,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import REPO_ROOT, free_port
-from tests.tls import CertificateAuthority
+from tests.support.stack import REPO_ROOT, free_port
+from tests.support.tls import CertificateAuthority
 from yovision_platform.messaging import KafkaConnection, KafkaSecurity, admin_client
 from yovision_platform.tools.kafka_cluster import cluster_id
 from yovision_platform.tools.localhost import write_private_file

@@ -11,9 +11,9 @@ import asyncpg
 from aiokafka import AIOKafkaProducer
 from prometheus_client import CollectorRegistry
 
-from tests.conftest import MigratedSchema, Stack, unique_name
-from tests.integration.platform.kafka_helpers import wait_until
 from tests.integration.platform.test_idempotent_consumer import smoke
+from tests.support.kafka import wait_until
+from tests.support.stack import MigratedSchema, Stack, unique_name
 from yovision_platform.messaging import (
     AvroSerde,
     ConsumerMetrics,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import asyncpg
 
-from tests.conftest import MigratedSchema, Stack, unique_name
-from tests.integration.platform.kafka_helpers import read_topic, wait_until
+from tests.support.kafka import read_topic, wait_until
+from tests.support.stack import MigratedSchema, Stack, unique_name
 from yovision_platform.messaging import (
     AvroSerde,
     IdempotentConsumer,

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import jwt
 import pytest
 
-from tests.issuers import HydraIssuer
+from tests.support.issuers import HydraIssuer
 from yovision_platform.tools import identity_provider
 from yovision_platform.tools.localhost import write_private_file
 from yovision_platform.web import AccessTokenVerifier, Identity, IssuerKeys

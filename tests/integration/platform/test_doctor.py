@@ -15,7 +15,9 @@ import asyncpg
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from tests.conftest import (
+from tests.integration.platform.conftest import FIXTURE_MIGRATIONS
+from tests.support.otlp_traces import post_synthetic_trace
+from tests.support.stack import (
     MigratedSchema,
     Stack,
     create_topic,
@@ -26,8 +28,6 @@ from tests.conftest import (
     private_file,
     unique_name,
 )
-from tests.integration.platform.conftest import FIXTURE_MIGRATIONS
-from tests.otlp_traces import post_synthetic_trace
 from yovision_platform.storage import Identifier
 from yovision_platform.tools import identity_provider
 from yovision_platform.tools.doctor import examine, main

@@ -11,8 +11,8 @@ import uuid
 
 import asyncpg
 
-from tests.conftest import MigratedSchema, Stack, create_topic, delete_topic
-from tests.integration.platform.kafka_helpers import publish_outbox, wait_until
+from tests.support.kafka import publish_outbox, wait_until
+from tests.support.stack import MigratedSchema, Stack, create_topic, delete_topic
 from yovision_platform.messaging import (
     AvroSerde,
     IdempotentConsumer,

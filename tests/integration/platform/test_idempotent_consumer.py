@@ -4,7 +4,7 @@ import asyncpg
 import pytest
 from aiokafka import ConsumerRecord
 
-from tests.conftest import MigratedSchema
+from tests.support.stack import MigratedSchema
 from yovision_platform.messaging import (
     AvroSerde,
     ConsumeOutcome,

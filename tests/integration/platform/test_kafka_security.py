@@ -18,10 +18,10 @@ from aiokafka.errors import KafkaConnectionError
 from pydantic import SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from tests.conftest import MigratedSchema, create_topic, free_port
-from tests.integration.platform.kafka_helpers import publish_outbox, wait_until
 from tests.integration.platform.secure_kafka import SecureBroker, secure_broker
-from tests.tls import CertificateAuthority
+from tests.support.kafka import publish_outbox, wait_until
+from tests.support.stack import MigratedSchema, create_topic, free_port
+from tests.support.tls import CertificateAuthority
 from yovision_platform.messaging import (
     AvroSerde,
     ConfluentPublisher,

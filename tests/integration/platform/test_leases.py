@@ -5,7 +5,7 @@ import asyncio
 import asyncpg
 import pytest
 
-from tests.conftest import MigratedSchema
+from tests.support.stack import MigratedSchema
 from yovision_platform.errors import LeaseLost
 from yovision_platform.storage import Identifier, LeaseTable
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.conftest import MigratedSchema, Stack, runtime_dsn_for
 from tests.integration.platform.conftest import FIXTURE_MIGRATIONS, plan_for
+from tests.support.stack import MigratedSchema, Stack, runtime_dsn_for
 from yovision_platform.errors import MigrationError, SchemaOutdated, UnsafeRole
 from yovision_platform.storage import Identifier, SchemaPlan, migrate, preflight
 
@@ -169,7 +169,7 @@ async def test_migrations_of_several_schemas_can_run_at_once(
 ) -> None:
     import asyncio
 
-    from tests.conftest import drop_schema_and_roles, unique_name
+    from tests.support.stack import drop_schema_and_roles, unique_name
 
     names = [Identifier(unique_name("t")) for _ in range(3)]
 

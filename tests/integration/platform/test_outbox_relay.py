@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator, Sequence
 import asyncpg
 import pytest
 
-from tests.conftest import MigratedSchema, Stack
-from tests.integration.platform.kafka_helpers import drained, publishers, read_topic, running, wait_until
+from tests.support.kafka import drained, publishers, read_topic, running, wait_until
+from tests.support.stack import MigratedSchema, Stack
 from yovision_platform.errors import OutboxError
 from yovision_platform.messaging import (
     MAX_MESSAGE_BYTES,

@@ -11,9 +11,9 @@ from collections import defaultdict
 
 import asyncpg
 
-from tests.conftest import Stack, runtime_dsn_for
 from tests.integration.platform.conftest import plan_for
-from tests.integration.platform.kafka_helpers import publish_outbox, read_topic
+from tests.support.kafka import publish_outbox, read_topic
+from tests.support.stack import Stack, runtime_dsn_for
 from yovision_platform.messaging import (
     OUTBOX_SHARDS,
     Outbox,

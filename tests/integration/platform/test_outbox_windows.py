@@ -11,7 +11,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from tests.conftest import MigratedSchema
+from tests.support.stack import MigratedSchema
 from yovision_platform.messaging import (
     OUTBOX_TABLE,
     Outbox,

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import uuid
 
-from tests.conftest import Stack, create_topic, delete_topic
-from tests.integration.platform.kafka_helpers import read_topic
+from tests.support.kafka import read_topic
+from tests.support.stack import Stack, create_topic, delete_topic
 from yovision_platform.messaging import partition_for_key, start_producer
 
 PARTITIONS = 12

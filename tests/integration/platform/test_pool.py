@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from tests.conftest import MigratedSchema
-from tests.integration.platform.kafka_helpers import wait_until
+from tests.support.kafka import wait_until
+from tests.support.stack import MigratedSchema
 from yovision_platform.storage import create_pool, session_advisory_lock
 
 KEY = "test-pool:apply"

@@ -11,8 +11,8 @@ import asyncpg
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from tests.conftest import MigratedSchema, Stack
 from tests.integration.platform.test_idempotent_consumer import consumer_for, record, smoke
+from tests.support.stack import MigratedSchema, Stack
 from yovision_platform.messaging import AvroSerde, ConsumeOutcome, ProcessedEventsPruner, SchemaRegistry
 
 HOUR_SECONDS = 3600

@@ -10,7 +10,7 @@ import subprocess
 
 from confluent_kafka import Producer
 
-from tests.conftest import REPO_ROOT, Stack
+from tests.support.stack import REPO_ROOT, Stack
 from yovision_platform.tools.consume import consume, parse_args
 
 

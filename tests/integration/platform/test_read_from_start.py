@@ -15,7 +15,7 @@ import uuid
 
 from aiokafka import TopicPartition
 
-from tests.conftest import Stack, create_topic, delete_topic
+from tests.support.stack import Stack, create_topic, delete_topic
 from yovision_platform.messaging import plain_consumer, seek_to_start, start_producer
 
 ROUNDS = 6

@@ -20,10 +20,10 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.conftest import Stack, free_port, private_file, runtime_dsn_for
-from tests.integration.bell_receiver.test_bell_process import wait_healthy
-from tests.integration.platform.kafka_helpers import wait_until
-from tests.tls import self_signed
+from tests.support.bell_process import wait_healthy
+from tests.support.kafka import wait_until
+from tests.support.stack import Stack, free_port, private_file, runtime_dsn_for
+from tests.support.tls import self_signed
 from yovision_platform.messaging import Outbox, OutboxMessage
 from yovision_platform.storage import Identifier
 from yovision_platform.tools.jaeger import private_jaeger

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import asyncpg
 
-from tests.conftest import REPO_ROOT, MigratedSchema, Stack
-from tests.integration.platform.kafka_helpers import read_topic, wait_until
+from tests.support.kafka import read_topic, wait_until
+from tests.support.stack import REPO_ROOT, MigratedSchema, Stack
 from yovision_platform.messaging import (
     OUTBOX_SHARDS,
     Outbox,

@@ -9,8 +9,8 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from tests.conftest import Stack
-from tests.integration.platform.kafka_helpers import publishers, read_topic
+from tests.support.kafka import publishers, read_topic
+from tests.support.stack import Stack
 from yovision_platform.messaging import ConfluentPublisher, partition_for_key
 
 

@@ -18,11 +18,10 @@ import pytest
 from sense_reconciler.adapters.audit_push_store import PostgresAuditPushStore
 from sense_reconciler.adapters.bell_client import BellClient
 from sense_reconciler.domain.audit_push_outcome import ItemResults, ItemStatus, PushFailureCode
-from tests.conftest import MigratedSchema, private_file
-from tests.integration.bell_receiver.conftest import KEY_ID, Keys
-from tests.integration.bell_receiver.relay_client import RelayClient, fact
-from tests.integration.bell_receiver.test_bell_process import BellProcess, wait_healthy
-from tests.integration.sense_audit_push.conftest import (
+from tests.support.audit_push_client import RelayClient, fact
+from tests.support.bell_process import BellProcess, wait_healthy
+from tests.support.bell_receiver_fixtures import KEY_ID, Keys
+from tests.support.sense_audit_push_fixtures import (
     CurrentBell,
     Outbox,
     bell_event_counts,
@@ -30,7 +29,8 @@ from tests.integration.sense_audit_push.conftest import (
     push_config,
     pusher,
 )
-from tests.tls import self_signed
+from tests.support.stack import MigratedSchema, private_file
+from tests.support.tls import self_signed
 from yovision_platform.security import KeyRing
 from yovision_platform.storage import Identifier
 

@@ -18,16 +18,6 @@ from sense_reconciler.adapters.bell_client import BellClient
 from sense_reconciler.domain.audit_push import BACKOFF_CAP_SECONDS
 from sense_reconciler.domain.audit_push_outcome import PushFailureCode
 from sense_reconciler.entrypoints.audit_push_worker import AuditPushWorker
-from tests.conftest import MigratedSchema, free_port
-from tests.integration.bell_receiver.conftest import Keys
-from tests.integration.platform.kafka_helpers import wait_until
-from tests.integration.sense_audit_push.conftest import (
-    Outbox,
-    bell_event_counts,
-    claiming_round,
-    push_config,
-    pusher,
-)
 from tests.integration.sense_audit_push.fake_bell import (
     FakeBell,
     Handler,
@@ -36,6 +26,16 @@ from tests.integration.sense_audit_push.fake_bell import (
     missing_items,
     status_only,
 )
+from tests.support.bell_receiver_fixtures import Keys
+from tests.support.kafka import wait_until
+from tests.support.sense_audit_push_fixtures import (
+    Outbox,
+    bell_event_counts,
+    claiming_round,
+    push_config,
+    pusher,
+)
+from tests.support.stack import MigratedSchema, free_port
 from yovision_platform.messaging import CursorFenced
 from yovision_platform.storage import Identifier
 

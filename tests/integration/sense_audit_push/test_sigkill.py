@@ -16,12 +16,12 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.conftest import REPO_ROOT, MigratedSchema, private_file
-from tests.integration.bell_receiver.conftest import KEY_ID, Keys
-from tests.integration.bell_receiver.test_bell_process import BellProcess
-from tests.integration.platform.kafka_helpers import wait_until
-from tests.integration.sense_audit_push.conftest import Outbox, bell_event_counts, restart_bell
 from tests.integration.sense_audit_push.fake_bell import FakeBell, forward
+from tests.support.bell_process import BellProcess
+from tests.support.bell_receiver_fixtures import KEY_ID, Keys
+from tests.support.kafka import wait_until
+from tests.support.sense_audit_push_fixtures import Outbox, bell_event_counts, restart_bell
+from tests.support.stack import REPO_ROOT, MigratedSchema, private_file
 from yovision_platform.storage import Identifier
 
 LAUNCHER = Path(__file__).with_name("push_process.py")

@@ -14,17 +14,17 @@ import asyncpg
 
 from sense_reconciler.adapters.audit_push_store import PostgresAuditPushStore
 from sense_reconciler.adapters.bell_client import BellClient
-from tests.conftest import Stack, runtime_dsn_for
-from tests.integration.bell_receiver.conftest import Keys
-from tests.integration.platform.kafka_helpers import wait_until
-from tests.integration.sense_audit_push.conftest import (
+from tests.integration.sense_audit_push.fake_bell import FakeBell
+from tests.support.bell_receiver_fixtures import Keys
+from tests.support.kafka import wait_until
+from tests.support.sense_audit_push_fixtures import (
     SENSE_MIGRATIONS,
     Outbox,
     claiming_round,
     push_config,
     pusher,
 )
-from tests.integration.sense_audit_push.fake_bell import FakeBell
+from tests.support.stack import Stack, runtime_dsn_for
 from yovision_platform.storage import Identifier, SchemaPlan, migrate
 
 LEGACY_STATES = ("pending", "delivered", "dead_lettered")

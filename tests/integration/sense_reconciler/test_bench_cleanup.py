@@ -12,7 +12,7 @@ from pathlib import Path
 import asyncpg
 from aiokafka.admin import AIOKafkaAdminClient
 
-from tests.conftest import Stack
+from tests.support.stack import Stack
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 BENCH = REPO_ROOT / "services/sense-reconciler/bench/converge_bench.py"

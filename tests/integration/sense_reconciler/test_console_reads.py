@@ -7,8 +7,8 @@ import uuid
 import httpx
 
 from sense_reconciler.domain import limits
-from tests.conftest import problem_code
 from tests.integration.sense_reconciler.test_control_api import api, device_body
+from tests.support.stack import problem_code
 
 __all__ = ["api"]
 

@@ -20,8 +20,8 @@ from sense_reconciler.domain import limits
 from sense_reconciler.entrypoints.api import install, openapi_document
 from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.settings import AUDIENCE
-from tests.conftest import MigratedSchema, problem_code
-from tests.issuers import LocalIssuer
+from tests.support.issuers import LocalIssuer
+from tests.support.stack import MigratedSchema, problem_code
 from yovision_platform.messaging import AvroSerde
 from yovision_platform.web import create_app, use_access_token_verifier
 

@@ -12,7 +12,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from tests.conftest import MigratedSchema, Stack, private_file, problem_code
 from tests.integration.sense_reconciler.test_processes import (
     SenseProcess,
     eventually,
@@ -20,7 +19,8 @@ from tests.integration.sense_reconciler.test_processes import (
     ready,
     sense_env,
 )
-from tests.tcp_proxy import TcpProxy
+from tests.support.stack import MigratedSchema, Stack, private_file, problem_code
+from tests.support.tcp_proxy import TcpProxy
 
 __all__ = ["operator_headers", "sense_env"]  # the fixtures, re-used from the process tests
 

@@ -16,8 +16,8 @@ import asyncpg
 
 from sense_reconciler.adapters.device_repository import PostgresDeviceStore
 from sense_reconciler.adapters.reconcile_store import PostgresReconcileStore
-from tests.conftest import MigratedSchema
-from tests.ports.sense_reconciler.backends import PostgresBackend, register
+from tests.support.sense_backends import PostgresBackend, register
+from tests.support.stack import MigratedSchema
 
 WAIT_SECONDS = 10.0
 

@@ -13,8 +13,8 @@ import pytest
 
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
 from sense_reconciler.domain.reconcile import PathConfig
-from tests.conftest import Stack
-from tests.integration.platform.kafka_helpers import wait_until
+from tests.support.kafka import wait_until
+from tests.support.stack import Stack
 
 READ_SEES_WRITE_SECONDS = 10.0
 

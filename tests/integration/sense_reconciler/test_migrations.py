@@ -14,8 +14,8 @@ import pytest
 from sense_reconciler.adapters.source_uri_secrets import SourceUriSecrets
 from sense_reconciler.adapters.unit_of_work import PostgresSenseUnitOfWork
 from sense_reconciler.service_layer.source_uris import SourceUris
-from tests.conftest import MigratedSchema, Stack, runtime_dsn_for
-from tests.integration.sense_reconciler.conftest import MIGRATIONS, sense_plan
+from tests.support.sense_reconciler_fixtures import MIGRATIONS, sense_plan
+from tests.support.stack import MigratedSchema, Stack, runtime_dsn_for
 from yovision_platform.security import EncryptionKeyRing, rotate_keys
 from yovision_platform.storage import Identifier, migrate
 

@@ -22,7 +22,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
 from sense_reconciler.settings import AUDIENCE
-from tests.conftest import (
+from tests.support.issuers import HydraIssuer
+from tests.support.mediamtx_proxy import MediaMtxProxy
+from tests.support.stack import (
     MigratedSchema,
     Stack,
     create_topic,
@@ -31,8 +33,6 @@ from tests.conftest import (
     private_file,
     problem_code,
 )
-from tests.issuers import HydraIssuer
-from tests.mediamtx_proxy import MediaMtxProxy
 from yovision_platform.messaging import partition_for_key
 
 SCRIPT = Path(__file__).with_name("sense_process.py")

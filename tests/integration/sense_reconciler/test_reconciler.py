@@ -27,8 +27,8 @@ from sense_reconciler.service_layer.ports import UnitOfWorkFactory
 from sense_reconciler.service_layer.reconcile_item import _LeaseClock
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
-from tests.conftest import MigratedSchema, Stack
-from tests.ports.sense_reconciler.backends import wait_for
+from tests.support.sense_backends import wait_for
+from tests.support.stack import MigratedSchema, Stack
 from yovision_platform.errors import LeaseLost
 from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID, MediaFleet
 from yovision_platform.messaging import AvroSerde

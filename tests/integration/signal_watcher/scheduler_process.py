@@ -16,7 +16,7 @@ import asyncpg
 from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.entrypoints.scheduler_worker import Scheduler
-from tests.integration.signal_watcher.conftest import (
+from tests.support.signal_watcher_fixtures import (
     FIXTURE_HOST,
     LOOPBACK_FOR_TESTS,
     cipher_for,

@@ -16,8 +16,8 @@ from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.probes import ProbeFailed
 from signal_watcher.domain.ssrf import STRICT_GUARD, AddressGuard, IpAddress
 from signal_watcher.entrypoints.api import openapi_document
-from tests.conftest import problem_code
-from tests.integration.signal_watcher.conftest import (
+from tests.support.fixture_server import FixtureServer
+from tests.support.signal_watcher_fixtures import (
     LOOPBACK_FOR_TESTS,
     LOOPBACK_NETWORK,
     Bearer,
@@ -25,7 +25,7 @@ from tests.integration.signal_watcher.conftest import (
     check_now,
     use_cases_on,
 )
-from tests.integration.signal_watcher.fixture_server import FixtureServer
+from tests.support.stack import problem_code
 from yovision_platform.messaging import AvroSerde
 
 ALICE = Bearer("alice")

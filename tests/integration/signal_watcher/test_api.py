@@ -12,8 +12,9 @@ from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.json_paths import JSON_PATH_HINT
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.settings import AUDIENCE
-from tests.conftest import problem_code
-from tests.integration.signal_watcher.conftest import (
+from tests.support.fixture_server import FixtureServer
+from tests.support.issuers import LocalIssuer
+from tests.support.signal_watcher_fixtures import (
     FIXTURE_HOST,
     LOOPBACK_FOR_TESTS,
     Bearer,
@@ -22,8 +23,7 @@ from tests.integration.signal_watcher.conftest import (
     fake_resolver,
     stored,
 )
-from tests.integration.signal_watcher.fixture_server import FixtureServer
-from tests.issuers import LocalIssuer
+from tests.support.stack import problem_code
 
 MAX_PER_USER = 3
 

@@ -12,8 +12,8 @@ import pytest
 from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.errors import CHECK_NOW_MIN_SPACING_SECONDS
-from tests.integration.signal_watcher.conftest import FIXTURE_HOST, Bearer, Wakes, api_client
-from tests.integration.signal_watcher.fixture_server import FixtureServer
+from tests.support.fixture_server import FixtureServer
+from tests.support.signal_watcher_fixtures import FIXTURE_HOST, Bearer, Wakes, api_client
 
 ALICE, BOB = Bearer("alice"), Bearer("bob")
 

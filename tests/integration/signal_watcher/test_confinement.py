@@ -19,8 +19,8 @@ from signal_watcher.domain.probes import ProbeFailed
 from signal_watcher.domain.ssrf import AddressGuard
 from signal_watcher.entrypoints.scheduler_worker import Scheduler
 from signal_watcher.service_layer.metrics import SignalMetrics
-from tests.conftest import problem_code
-from tests.integration.signal_watcher.conftest import (
+from tests.support.fixture_server import FixtureServer
+from tests.support.signal_watcher_fixtures import (
     FIXTURE_HOST,
     LOOPBACK_FOR_TESTS,
     LOOPBACK_NETWORK,
@@ -35,7 +35,7 @@ from tests.integration.signal_watcher.conftest import (
     stored,
     use_cases_on,
 )
-from tests.integration.signal_watcher.fixture_server import FixtureServer
+from tests.support.stack import problem_code
 from yovision_platform.messaging import AvroSerde
 
 ALICE = Bearer("alice")

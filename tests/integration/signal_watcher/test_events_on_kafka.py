@@ -5,10 +5,10 @@ from __future__ import annotations
 from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.model import AUTO_DISABLE_FAILURES
-from tests.conftest import Stack
-from tests.integration.platform.kafka_helpers import publish_outbox, read_topic
-from tests.integration.signal_watcher.conftest import FIXTURE_HOST, check_now, insert, make_spec, use_cases_on
-from tests.integration.signal_watcher.fixture_server import FixtureServer
+from tests.support.fixture_server import FixtureServer
+from tests.support.kafka import publish_outbox, read_topic
+from tests.support.signal_watcher_fixtures import FIXTURE_HOST, check_now, insert, make_spec, use_cases_on
+from tests.support.stack import Stack
 from yovision_platform.messaging import AvroSerde
 
 

@@ -16,8 +16,8 @@ from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.model import CompareMode, Method, WatcherSpec
 from signal_watcher.domain.records import CheckRow
 from signal_watcher.entrypoints.api import PAGE_MAX_ITEMS
-from tests.conftest import problem_code
 from tests.integration.signal_watcher.test_api import ALICE, BOB, api, auth
+from tests.support.stack import problem_code
 from yovision_platform.web import MAX_CURSOR_CHARS, encode_cursor
 
 __all__ = ["api"]

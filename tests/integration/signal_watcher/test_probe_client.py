@@ -13,8 +13,8 @@ from signal_watcher.adapters import probe_client as probe_module
 from signal_watcher.adapters.probe_client import MAX_BODY_BYTES, MAX_KEEPALIVE_CONNECTIONS, ProbeClient
 from signal_watcher.domain.model import Header
 from signal_watcher.domain.probes import ProbeFailed
-from tests.integration.signal_watcher.conftest import CONFINED_STRICT_GUARD, FIXTURE_HOST, fake_resolver
-from tests.integration.signal_watcher.fixture_server import FixtureServer
+from tests.support.fixture_server import FixtureServer
+from tests.support.signal_watcher_fixtures import CONFINED_STRICT_GUARD, FIXTURE_HOST, fake_resolver
 
 
 async def _failure(client: ProbeClient, url: str, method: str = "GET") -> str:

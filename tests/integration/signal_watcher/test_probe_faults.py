@@ -12,7 +12,8 @@ from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.ssrf import IpAddress
 from signal_watcher.service_layer.metrics import SignalMetrics
-from tests.integration.signal_watcher.conftest import (
+from tests.support.fixture_server import FixtureServer
+from tests.support.signal_watcher_fixtures import (
     FIXTURE_HOST,
     LOOPBACK_FOR_TESTS,
     check_now,
@@ -22,7 +23,6 @@ from tests.integration.signal_watcher.conftest import (
     stored,
     use_cases_on,
 )
-from tests.integration.signal_watcher.fixture_server import FixtureServer
 from yovision_platform.messaging import AvroSerde
 
 

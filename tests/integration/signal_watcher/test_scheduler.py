@@ -13,8 +13,8 @@ from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.model import CompareMode
 from signal_watcher.entrypoints.scheduler_worker import SCAN_BATCH_SIZE, SCAN_INTERVAL_SECONDS, Scheduler
-from tests.conftest import MigratedSchema
-from tests.integration.signal_watcher.conftest import (
+from tests.support.fixture_server import FixtureServer
+from tests.support.signal_watcher_fixtures import (
     FIXTURE_HOST,
     LOOPBACK_FOR_TESTS,
     checks_of,
@@ -24,7 +24,7 @@ from tests.integration.signal_watcher.conftest import (
     make_spec,
     use_cases_on,
 )
-from tests.integration.signal_watcher.fixture_server import FixtureServer
+from tests.support.stack import MigratedSchema
 from yovision_platform.messaging import AvroSerde
 
 WATCHERS = 1000

@@ -16,8 +16,8 @@ from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.adapters.watcher_secrets import WatcherSecrets
 from signal_watcher.domain.model import CompareMode, Header, Method
 from signal_watcher.service_layer.checks import CheckRunner
-from tests.integration.signal_watcher.conftest import FIXTURE_HOST, check_now, insert, make_spec, stored
-from tests.integration.signal_watcher.fixture_server import FixtureServer
+from tests.support.fixture_server import FixtureServer
+from tests.support.signal_watcher_fixtures import FIXTURE_HOST, check_now, insert, make_spec, stored
 from yovision_platform.security import EncryptionKeyRing, rotate_keys
 
 HEADER = Header("Authorization", "Bearer sec-" + "7" * 20)

@@ -18,9 +18,9 @@ import httpx
 import pytest
 
 from signal_watcher.settings import AUDIENCE
-from tests.conftest import Stack, free_port, private_file, problem_code, runtime_dsn_for
-from tests.integration.signal_watcher.fixture_server import FixtureServer
-from tests.issuers import HydraIssuer
+from tests.support.fixture_server import FixtureServer
+from tests.support.issuers import HydraIssuer
+from tests.support.stack import Stack, free_port, private_file, problem_code, runtime_dsn_for
 from yovision_platform.storage import Identifier
 from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS, TEST_PROBE_RESOLVER
 

@@ -15,8 +15,9 @@ import pytest
 from signal_watcher.adapters.probe_client import ProbeClient
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.service_layer.checks import CheckRunner
-from tests.conftest import problem_code
-from tests.integration.signal_watcher.conftest import (
+from tests.integration.signal_watcher.test_api import ALICE, BOB, watcher_body
+from tests.support.fixture_server import FixtureServer
+from tests.support.signal_watcher_fixtures import (
     FIXTURE_HOST,
     LOOPBACK_FOR_TESTS,
     Connections,
@@ -24,8 +25,7 @@ from tests.integration.signal_watcher.conftest import (
     check_now,
     fake_resolver,
 )
-from tests.integration.signal_watcher.fixture_server import FixtureServer
-from tests.integration.signal_watcher.test_api import ALICE, BOB, watcher_body
+from tests.support.stack import problem_code
 
 PATH = "/v1/signal-watchers:test"
 

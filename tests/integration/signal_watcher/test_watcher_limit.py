@@ -12,7 +12,7 @@ from signal_watcher.adapters.memory import MemoryProbe
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.domain.errors import LimitReached
 from signal_watcher.domain.model import CompareMode, Method, WatcherSpec
-from tests.integration.signal_watcher.conftest import use_cases_on
+from tests.support.signal_watcher_fixtures import use_cases_on
 
 CAP = 3
 CONCURRENT_CREATES = 12

@@ -17,7 +17,7 @@ from bell_receiver.adapters.audit_reader import PostgresAuditReader
 from bell_receiver.adapters.memory import MemoryBellUnitOfWork
 from bell_receiver.entrypoints.main import MIGRATIONS_DIR, unit_of_work
 from bell_receiver.service_layer.ports import AuditReader, UnitOfWorkFactory
-from tests.conftest import migrate_test_schema
+from tests.support.stack import migrate_test_schema
 from yovision_platform.localstack import LocalStack
 from yovision_platform.storage import Identifier
 

@@ -10,7 +10,7 @@ import pytest
 from bell_receiver.domain.audit import AuditFilter, AuditRow, Channel
 from bell_receiver.domain.paging import PagePosition
 from tests.ports.bell_receiver.harness import Harness, MemoryHarness, PostgresHarness
-from tests.ports.bell_receiver.samples import T0, audit_row
+from tests.support.bell_samples import T0, audit_row
 from yovision_platform.audit_push import digest_of
 
 

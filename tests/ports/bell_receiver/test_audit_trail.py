@@ -10,7 +10,7 @@ import pytest
 
 from bell_receiver.domain.audit import AppendOutcome, AuditFilter, AuditRow, Channel
 from tests.ports.bell_receiver.harness import Harness, MemoryHarness, PostgresHarness
-from tests.ports.bell_receiver.samples import audit_row as row
+from tests.support.bell_samples import audit_row as row
 from yovision_platform.audit_push import digest_of
 
 

@@ -18,7 +18,7 @@ from bell_receiver.domain.inbox import NewNotification
 from bell_receiver.domain.receipts import Receipt
 from bell_receiver.service_layer.ports import BellUnitOfWork
 from tests.ports.bell_receiver.harness import Harness, MemoryHarness, PostgresHarness
-from tests.ports.bell_receiver.samples import T0, audit_row
+from tests.support.bell_samples import T0, audit_row
 from yovision_platform.errors import OutboxError
 from yovision_platform.storage import Identifier
 

@@ -18,7 +18,7 @@ from media_worker.adapters.locks import AdvisoryLocks
 from media_worker.adapters.memory import MemoryLocks, MemoryMedia
 from media_worker.adapters.unit_of_work import PostgresMediaUnitOfWork
 from media_worker.service_layer.ports import MediaLocks, UnitOfWorkFactory
-from tests.conftest import Stack, drop_schema_and_roles, migrate_test_schema, unique_name
+from tests.support.stack import Stack, drop_schema_and_roles, migrate_test_schema, unique_name
 from yovision_platform.storage import Identifier
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "services/media-worker/src/media_worker/migrations"

@@ -19,7 +19,7 @@ from media_worker.adapters.storage import LocalStorage
 from media_worker.domain.keys import output_key, source_key, work_folder_name
 from media_worker.domain.outputs import OUTPUT_BY_KIND, OUTPUTS, Aborted, TranscodeFailure
 from media_worker.service_layer.ports import MediaTools, Storage
-from tests.integration.media_worker.conftest import make_test_video
+from tests.support.media_worker_fixtures import make_test_video
 
 
 @dataclass

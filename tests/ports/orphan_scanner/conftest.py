@@ -20,9 +20,9 @@ import pytest
 from orphan_scanner.adapters.memory import MemoryOrphanUnitOfWork
 from orphan_scanner.adapters.unit_of_work import PostgresOrphanUnitOfWork
 from orphan_scanner.service_layer.ports import OrphanUnitOfWork
-from tests.conftest import MigratedSchema
-from tests.integration.orphan_scanner import conftest as orphan_integration
-from tests.unit.orphan_scanner.world import run_row
+from tests.support import orphan_scanner_fixtures as orphan_integration
+from tests.support.orphan_world import run_row
+from tests.support.stack import MigratedSchema
 from yovision_platform.messaging import OutboxMessage
 from yovision_platform.storage import Identifier
 

@@ -9,7 +9,7 @@ from orphan_scanner.adapters.apply_lock import PostgresApplyLock
 from orphan_scanner.adapters.memory import MemoryApplyLock
 from orphan_scanner.domain.errors import ApplyInProgress
 from orphan_scanner.service_layer.ports import ApplyLock
-from tests.conftest import MigratedSchema
+from tests.support.stack import MigratedSchema
 
 
 class Failure(Exception):

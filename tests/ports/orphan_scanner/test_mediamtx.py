@@ -24,9 +24,9 @@ import pytest
 
 from orphan_scanner.adapters.memory import MemoryMediaMtxPaths
 from orphan_scanner.service_layer.ports import MediaMtxPaths
-from tests.fake_mediamtx import PREFIX, FakeMediaMtx
-from tests.integration.orphan_scanner.private_mediamtx import private_mediamtx, read_until
-from tests.mediamtx_proxy import MediaMtxProxy
+from tests.support.fake_mediamtx import PREFIX, FakeMediaMtx
+from tests.support.mediamtx_proxy import MediaMtxProxy
+from tests.support.private_mediamtx import private_mediamtx, read_until
 from yovision_platform.mediamtx import MediaMtxApi, MediaMtxError
 
 DEADLINE_SECONDS = 5.0

@@ -15,7 +15,7 @@ from orphan_scanner.adapters.memory import MemoryProjectionProgress
 from orphan_scanner.adapters.projection_progress import KafkaProjectionProgress
 from orphan_scanner.domain.gate import BlockReason
 from orphan_scanner.service_layer.ports import ProjectionProgress
-from tests.conftest import MigratedSchema, Stack
+from tests.support.stack import MigratedSchema, Stack
 from yovision_platform.messaging import fetch_end_offsets, start_producer
 
 GROUP = "orphan-scanner-projection"

@@ -13,9 +13,9 @@ from orphan_scanner.adapters.memory import MemoryOrphanUnitOfWork, MemoryReportR
 from orphan_scanner.adapters.report_reader import PostgresReportReader
 from orphan_scanner.domain.records import ReportPosition
 from orphan_scanner.service_layer.ports import ReportReader
-from tests.conftest import MigratedSchema
 from tests.ports.orphan_scanner.conftest import Backdoor, Memory, OnPostgres, UnitOfWorkFactory
 from tests.ports.orphan_scanner.test_report_store import insert_complete, insert_failed
+from tests.support.stack import MigratedSchema
 
 
 async def reports_by_age(uow: UnitOfWorkFactory, backdoor: Backdoor) -> list[uuid.UUID]:

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.conftest import Stack
-from tests.integration.platform.kafka_helpers import wait_until
-from tests.issuers import HydraIssuer, Issuer, LocalIssuer, hydra_issuer
+from tests.support.issuers import HydraIssuer, Issuer, LocalIssuer, hydra_issuer
+from tests.support.kafka import wait_until
+from tests.support.stack import Stack
 from yovision_platform.tools import hydra
 from yovision_platform.web import AccessTokenVerifier, AuthError, Identity, IssuerKeys
 

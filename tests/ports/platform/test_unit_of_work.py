@@ -14,7 +14,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.conftest import migrate_test_schema
+from tests.support.stack import migrate_test_schema
 from yovision_platform.errors import OutboxError
 from yovision_platform.localstack import LocalStack
 from yovision_platform.messaging import MAX_MESSAGE_BYTES, OutboxMessage

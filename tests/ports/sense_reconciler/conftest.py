@@ -7,10 +7,10 @@ import asyncpg
 import pytest
 
 from sense_reconciler.adapters.memory import MemorySense
-from tests.conftest import MigratedSchema
-from tests.integration.sense_audit_push.conftest import bell, bell_url, keys
-from tests.integration.sense_reconciler.conftest import sense_pool, sense_schema, serde
-from tests.ports.sense_reconciler.backends import Backend, MemoryBackend, PostgresBackend
+from tests.support.sense_audit_push_fixtures import bell, bell_url, keys
+from tests.support.sense_backends import Backend, MemoryBackend, PostgresBackend
+from tests.support.sense_reconciler_fixtures import sense_pool, sense_schema, serde
+from tests.support.stack import MigratedSchema
 
 __all__ = [
     "bell",

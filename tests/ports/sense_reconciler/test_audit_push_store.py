@@ -10,7 +10,7 @@ import pytest
 
 from sense_reconciler.domain.records import AuditFact
 from sense_reconciler.service_layer.ports import AuditPushStore
-from tests.ports.sense_reconciler.backends import Backend, register, wait_for
+from tests.support.sense_backends import Backend, register, wait_for
 from yovision_platform.messaging import CursorFenced, ShardLease
 
 

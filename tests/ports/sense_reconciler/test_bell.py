@@ -16,8 +16,8 @@ from sense_reconciler.adapters.memory import MemoryBell
 from sense_reconciler.domain.audit_facts import OutboxFact
 from sense_reconciler.domain.audit_push_outcome import ItemResults, ItemStatus
 from sense_reconciler.service_layer.ports import BellPort
-from tests.integration.bell_receiver.conftest import Keys
-from tests.integration.sense_audit_push.conftest import push_config
+from tests.support.bell_receiver_fixtures import Keys
+from tests.support.sense_audit_push_fixtures import push_config
 
 ACCEPTED, DUPLICATE, REJECTED = ItemStatus.ACCEPTED, ItemStatus.DUPLICATE, ItemStatus.REJECTED
 

@@ -10,7 +10,7 @@ import pytest
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.errors import PathNameTaken
 from sense_reconciler.domain.records import AuditFact, DeviceUpdate, NewDevice, SiteRow, StoredSource
-from tests.ports.sense_reconciler.backends import Backend, new_device, register
+from tests.support.sense_backends import Backend, new_device, register
 from yovision_platform.messaging import OutboxMessage
 
 

@@ -1,5 +1,5 @@
 """The `MediaMtxPort`: the real client against the real MediaMTX of the stack, the same client against the
-HTTP-level fake of the unit tests (tests/fake_mediamtx.py) and the in-memory fake of the use-case tests
+HTTP-level fake of the unit tests (tests/support/fake_mediamtx.py) and the in-memory fake of the use-case tests
 behave alike on every call the reconciler makes."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from sense_reconciler.adapters.mediamtx import MediaMtxClient
 from sense_reconciler.adapters.memory import MemoryMediaMtx
 from sense_reconciler.domain.reconcile import PathConfig
 from sense_reconciler.service_layer.ports import MediaMtxPort
-from tests.conftest import Stack
-from tests.fake_mediamtx import FakeMediaMtx
+from tests.support.fake_mediamtx import FakeMediaMtx
+from tests.support.stack import Stack
 from yovision_platform.mediamtx import MediaMtxError
 
 CAMERA = PathConfig("rtsp://u:cam-pw@127.0.0.1:1/stream")

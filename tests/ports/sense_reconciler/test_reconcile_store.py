@@ -11,7 +11,7 @@ import pytest
 from sense_reconciler.domain import limits
 from sense_reconciler.domain.reconcile import ClaimedItem, Convergence, WorkItem
 from sense_reconciler.domain.records import DeviceUpdate, StoredSource
-from tests.ports.sense_reconciler.backends import Backend, new_device, register, wait_for
+from tests.support.sense_backends import Backend, new_device, register, wait_for
 from yovision_platform.errors import LeaseLost
 from yovision_platform.storage import Lease
 

@@ -32,7 +32,7 @@ from sense_reconciler.domain.errors import InvalidDeviceInput
 from sense_reconciler.domain.limits import SOURCE_URI_MAX_CHARS
 from sense_reconciler.domain.reconcile import PathConfig
 from sense_reconciler.domain.source_uri import PUBLISHED_SOURCE_URI
-from tests.conftest import MEDIAMTX_BIN
+from tests.support.stack import MEDIAMTX_BIN
 from yovision_platform.patterns import json_schema_match
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox
 

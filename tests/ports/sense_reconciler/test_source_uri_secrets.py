@@ -13,7 +13,7 @@ import pytest
 from sense_reconciler.adapters.source_uri_secrets import FIELD
 from sense_reconciler.domain.records import DeviceUpdate
 from sense_reconciler.service_layer.source_uris import SourceUris, source_uri_context
-from tests.ports.sense_reconciler.backends import Backend, MemoryBackend, PostgresBackend, register
+from tests.support.sense_backends import Backend, MemoryBackend, PostgresBackend, register
 from yovision_platform.security import EncryptionKeyRing, SecretRow, rotate_keys
 
 

@@ -26,7 +26,7 @@ from signal_watcher.adapters.crypto import SecretCipher
 from signal_watcher.adapters.memory import MemorySignalDatabase
 from signal_watcher.adapters.unit_of_work import PostgresUnitsOfWork
 from signal_watcher.service_layer.ports import UnitOfWorkFactory
-from tests.conftest import MigratedSchema
+from tests.support.stack import MigratedSchema
 
 __all__ = ["Elapse", "MemoryBackend", "PostgresBackend", "StoreContract"]
 

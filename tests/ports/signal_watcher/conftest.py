@@ -2,7 +2,7 @@
 ring), its local HTTP fixture server and the probe confinement fence (autouse), for the contract suites
 here."""
 
-from tests.integration.signal_watcher.conftest import (
+from tests.support.signal_watcher_fixtures import (
     cipher,
     fixture_server,
     pool,

@@ -17,8 +17,8 @@ from signal_watcher.domain.model import Header
 from signal_watcher.domain.probes import ProbeFailed
 from signal_watcher.domain.ssrf import check_url
 from signal_watcher.service_layer.ports import Probe
-from tests.integration.signal_watcher.conftest import FIXTURE_HOST, LOOPBACK_FOR_TESTS, fake_resolver
-from tests.integration.signal_watcher.fixture_server import FixtureServer
+from tests.support.fixture_server import FixtureServer
+from tests.support.signal_watcher_fixtures import FIXTURE_HOST, LOOPBACK_FOR_TESTS, fake_resolver
 
 NAMES = {
     FIXTURE_HOST: ["127.0.0.1"],

@@ -14,7 +14,6 @@ from signal_watcher.adapters.crypto import SecretCipher
 from signal_watcher.domain.errors import SecretsUnreadable
 from signal_watcher.domain.model import Header, Method, Status
 from signal_watcher.service_layer.ports import UnitOfWorkFactory
-from tests.integration.signal_watcher.conftest import cipher_for
 from tests.ports.signal_watcher.backends import (
     CopySecrets,
     MemoryBackend,
@@ -25,6 +24,7 @@ from tests.ports.signal_watcher.backends import (
     Tamper,
 )
 from tests.ports.signal_watcher.test_watcher_store import SPEC, add, claim
+from tests.support.signal_watcher_fixtures import cipher_for
 
 HEADER = Header("Authorization", "Bearer sekret-token-123")
 SECRET_SPEC = replace(SPEC, headers=(HEADER,), method=Method.POST, body="body-sekret-456")

@@ -24,8 +24,8 @@ from bell_receiver.entrypoints.api import mount_api
 from bell_receiver.entrypoints.dependencies import BatchChecks
 from bell_receiver.service_layer.metrics import BellMetrics
 from bell_receiver.settings import AUDIENCE
-from tests.integration.bell_receiver.relay_client import RelayClient
-from tests.issuers import LocalIssuer
+from tests.support.audit_push_client import RelayClient
+from tests.support.issuers import LocalIssuer
 from yovision_platform.security import KeyRing, SigningKey, VerifiedRequest
 from yovision_platform.web import create_app, use_access_token_verifier
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.integration.bell_receiver.relay_client import batch_body, fact
+from tests.support.audit_push_client import batch_body, fact
 from tests.unit.bell_receiver.conftest import Api
 from yovision_platform.audit_push import BATCH_PATH, MAX_BATCH_ITEMS
 

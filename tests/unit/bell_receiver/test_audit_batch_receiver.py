@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from bell_receiver.domain.errors import ReplayConflict
 from bell_receiver.service_layer.audit_batch_receiver import AnswerKind
-from tests.integration.bell_receiver.relay_client import batch_body, fact
+from tests.support.audit_push_client import batch_body, fact
 from tests.unit.bell_receiver.conftest import Fakes, verified
 from yovision_platform.security import NONCE_RECEIPT_TTL_SECONDS
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from bell_receiver.service_layer.ingest import INGESTED_EVENT_TYPES
-from tests.conftest import REPO_ROOT
-from tests.integration.bell_receiver.relay_client import batch_body, fact, kafka_fields_of
+from tests.support.audit_push_client import batch_body, fact, kafka_fields_of
+from tests.support.stack import REPO_ROOT
 from tests.unit.bell_receiver.conftest import Fakes, verified
 from yovision_platform.messaging import AvroSerde, EventRejected, InboundEvent, SchemaRegistry, build_event
 

@@ -14,9 +14,9 @@ from bell_receiver.domain.audit import Channel
 from bell_receiver.domain.inbox import NewNotification
 from bell_receiver.entrypoints.http_audit import AUDIT_READ_PERMISSION, MAX_PAGE_SIZE
 from bell_receiver.settings import AUDIENCE
-from tests.conftest import problem_code
-from tests.ports.bell_receiver.samples import T0
-from tests.ports.bell_receiver.samples import audit_row as row
+from tests.support.bell_samples import T0
+from tests.support.bell_samples import audit_row as row
+from tests.support.stack import problem_code
 from tests.unit.bell_receiver.conftest import Api
 from yovision_platform.web import AUDIENCES, PERMISSIONS
 

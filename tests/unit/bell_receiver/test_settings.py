@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from bell_receiver.settings import BellReceiverSettings
-from tests.conftest import private_file
+from tests.support.stack import private_file
 from yovision_platform.errors import ConfigError
 from yovision_platform.settings import load_settings
 

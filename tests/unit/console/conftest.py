@@ -22,8 +22,8 @@ from console.entrypoints.dependencies import Console
 from console.entrypoints.main import build_console
 from console.entrypoints.web import install
 from console.settings import ConsoleSettings
-from tests.conftest import free_port, private_file
-from tests.served_app import serve_app
+from tests.support.served_app import serve_app
+from tests.support.stack import free_port, private_file
 from tests.unit.console.provider import CLIENT_ID, FakeProvider
 from yovision_platform.settings import load_settings
 from yovision_platform.web import create_app

@@ -1,7 +1,7 @@
 """The overview lists Prometheus's alerts (`CONSOLE_PROMETHEUS_URL`): firing ones, then pending ones in a
 table of their own, each with its name, severity, service (`job`), instance and since when; nothing when
 there is none or no Prometheus is configured; "Prometheus unreachable" (the page still 200) when it does not
-answer or answers anything but an alerts list. The fake Prometheus serves `tests.prometheus_server`'s
+answer or answers anything but an alerts list. The fake Prometheus serves `tests.support.prometheus_server`'s
 answers, which tests/integration/console proves identical to a real Prometheus's."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from console.domain.alerts import AlertState, alerts_of
 from console.settings import ConsoleSettings
-from tests.conftest import free_port
-from tests.prometheus_server import alert_entry, alerts_answer
-from tests.served_app import serve_app
+from tests.support.prometheus_server import alert_entry, alerts_answer
+from tests.support.served_app import serve_app
+from tests.support.stack import free_port
 from tests.unit.console.conftest import ClientFactory, signed_in
 from yovision_platform.errors import ConfigError
 from yovision_platform.settings import load_settings

@@ -13,7 +13,7 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse
 
-from tests.served_app import serve_app
+from tests.support.served_app import serve_app
 from tests.unit.console.conftest import ClientFactory, signed_in
 from tests.unit.console.provider import FakeProvider
 from tests.unit.console.test_token_refresh import _due

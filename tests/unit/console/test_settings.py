@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from console.settings import DEFAULT_HTTP_PORT, REFRESH_MARGIN_SECONDS_DEFAULT, ConsoleSettings
-from tests.conftest import private_file
+from tests.support.stack import private_file
 from yovision_platform.errors import ConfigError
 from yovision_platform.settings import load_settings
 from yovision_platform.web import AUDIENCES

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from fastapi import FastAPI, Request, Response
 
-from tests.conftest import free_port
-from tests.served_app import serve_app
+from tests.support.served_app import serve_app
+from tests.support.stack import free_port
 from tests.unit.console.conftest import ClientFactory, signed_in
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"

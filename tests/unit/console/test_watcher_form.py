@@ -17,7 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from console.domain.watcher_form import CODE_MEANINGS, MASK, field_of, meaning_of
-from tests.served_app import serve_app
+from tests.support.served_app import serve_app
 from tests.unit.console.conftest import ClientFactory, signed_in
 
 SECRET = f"hv-{uuid.uuid4().hex}"

@@ -34,8 +34,8 @@ from media_worker.service_layer.metrics import MediaMetrics
 from media_worker.service_layer.ports import MediaUnitOfWork
 from media_worker.service_layer.transcoder import Transcoder
 from media_worker.settings import AUDIENCE
-from tests.issuers import LocalIssuer
-from tests.unit.media_worker.uploading import SMALL_LIMITS
+from tests.support.issuers import LocalIssuer
+from tests.support.media_uploads import SMALL_LIMITS
 from yovision_platform.messaging import AvroSerde, SchemaRegistry
 from yovision_platform.web import create_app, use_access_token_verifier
 

@@ -11,9 +11,9 @@ import httpx
 
 from media_worker.entrypoints.api import DRAIN_PERMISSION
 from media_worker.settings import AUDIENCE
-from tests.conftest import problem_code
+from tests.support.media_uploads import BOUNDARY, init, multipart_body
+from tests.support.stack import problem_code
 from tests.unit.media_worker.conftest import ISSUER, OWNER, Fakes
-from tests.unit.media_worker.uploading import BOUNDARY, init, multipart_body
 
 FOREIGN_AUDIENCE = "signal-watcher"
 

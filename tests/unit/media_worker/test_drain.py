@@ -10,9 +10,9 @@ import httpx
 
 from media_worker.adapters.memory import MemoryMediaUnitOfWork
 from media_worker.entrypoints.transcode_worker import TranscodeWorker
-from tests.conftest import problem_code
+from tests.support.media_uploads import multipart_body, multipart_headers
+from tests.support.stack import problem_code
 from tests.unit.media_worker.conftest import INSTANCE, OWNER, Fakes, wait_until
-from tests.unit.media_worker.uploading import multipart_body, multipart_headers
 
 
 async def test_drain_needs_the_drain_permission(client: httpx.AsyncClient, fakes: Fakes) -> None:

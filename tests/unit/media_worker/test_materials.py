@@ -11,9 +11,9 @@ import pytest
 from media_worker.domain.errors import MaterialNotFound
 from media_worker.domain.limits import PROTECTION_WINDOW
 from media_worker.domain.material import MaterialStatus
-from tests.conftest import problem_code
+from tests.support.media_uploads import multipart_body, multipart_headers
+from tests.support.stack import problem_code
 from tests.unit.media_worker.conftest import OWNER, Fakes, body_of
-from tests.unit.media_worker.uploading import multipart_body, multipart_headers
 
 
 async def fail(fakes: Fakes, material_id: uuid.UUID, code: str = "ffmpeg_failed") -> None:

@@ -24,15 +24,15 @@ from media_worker.domain.keys import source_key
 from media_worker.domain.material import MaterialStatus
 from media_worker.domain.sessions import SessionState
 from media_worker.service_layer.uploads import MERGE_STALE_SECONDS
-from tests.conftest import problem_code
-from tests.unit.media_worker.conftest import OWNER, TEST_LIMITS, Fakes, body_of
-from tests.unit.media_worker.uploading import (
+from tests.support.media_uploads import (
     init,
     multipart_body,
     multipart_headers,
     upload_chunked,
     upload_plain_at_the_limit,
 )
+from tests.support.stack import problem_code
+from tests.unit.media_worker.conftest import OWNER, TEST_LIMITS, Fakes, body_of
 
 
 def stored_sources(fakes: Fakes) -> list[str]:

@@ -16,7 +16,7 @@ from orphan_scanner.domain.gate import BlockReason
 from orphan_scanner.domain.inputs import confirmation_text
 from orphan_scanner.domain.records import ApplyRun, Disposition, PathDisposition
 from orphan_scanner.service_layer.apply import ApplyResult, ApplyStatus
-from tests.unit.orphan_scanner.world import World, names, on, world
+from tests.support.orphan_world import World, names, on, world
 
 FIFTEEN_MINUTES = timedelta(minutes=15)
 

@@ -3,7 +3,7 @@ projection lag from the progress port (kept while Kafka cannot tell)."""
 
 from __future__ import annotations
 
-from tests.unit.orphan_scanner.world import Options, World, world
+from tests.support.orphan_world import Options, World, world
 from yovision_platform.observability import render_latest
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from orphan_scanner.adapters.memory import MemoryOrphanUnitOfWork
 from orphan_scanner.domain.classify import ServerPath
-from tests.unit.orphan_scanner.world import world
+from tests.support.orphan_world import world
 from yovision_platform.messaging import EventRejected, InboundEvent
 
 T0 = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)

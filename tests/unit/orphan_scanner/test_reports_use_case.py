@@ -18,9 +18,9 @@ from orphan_scanner.entrypoints.api import mount_api
 from orphan_scanner.entrypoints.http_reports import READ_PERMISSION
 from orphan_scanner.service_layer.reports import Reports
 from orphan_scanner.settings import AUDIENCE
-from tests.conftest import problem_code
-from tests.issuers import LocalIssuer
-from tests.unit.orphan_scanner.world import World, world
+from tests.support.issuers import LocalIssuer
+from tests.support.orphan_world import World, world
+from tests.support.stack import problem_code
 from yovision_platform.web import AUDIENCES, PERMISSIONS, create_app, use_access_token_verifier
 
 

@@ -16,7 +16,7 @@ from orphan_scanner.service_layer import scanner as scanner_module
 from orphan_scanner.service_layer.apply import ApplyStatus
 from orphan_scanner.service_layer.metrics import ScanTrigger
 from orphan_scanner.service_layer.scanner import Scanner, ScanReport
-from tests.unit.orphan_scanner.world import World, names, on, world
+from tests.support.orphan_world import World, names, on, world
 from yovision_platform.observability import render_latest
 
 

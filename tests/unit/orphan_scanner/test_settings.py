@@ -10,7 +10,7 @@ import pytest
 
 from orphan_scanner.domain import limits
 from orphan_scanner.settings import OrphanScannerSettings
-from tests.conftest import private_file
+from tests.support.stack import private_file
 from yovision_platform.errors import ConfigError
 from yovision_platform.settings import load_settings
 

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
-from tests.issuers import LocalIssuer
+from tests.support.issuers import LocalIssuer
 from yovision_platform.web import (
     AccessTokenCaller,
     AccessTokenVerifier,

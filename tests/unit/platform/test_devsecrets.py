@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.support.stack import REPO_ROOT
 from yovision_platform.localstack import read_env_file
 from yovision_platform.tools import identity_provider
 from yovision_platform.tools.devsecrets import LOCAL_SERVICES, STACK_PROMETHEUS_URL, Environment, generate

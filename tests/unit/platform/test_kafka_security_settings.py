@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tls import CertificateAuthority, self_signed
+from tests.support.tls import CertificateAuthority, self_signed
 from tests.unit.platform.demo_settings import DEMO_BOOTSTRAP, DemoSettings, write_secret
 from yovision_platform.errors import ConfigError
 from yovision_platform.messaging import SASL_USERNAME_MAX_CHARS, KafkaConnection

@@ -15,7 +15,7 @@ from aiokafka.errors import KafkaConnectionError
 from fastapi import FastAPI, Request
 from pydantic import BaseModel, Field
 
-from tests.conftest import problem_code
+from tests.support.stack import problem_code
 from yovision_platform.errors import ServiceError
 from yovision_platform.storage import DatabaseUnavailable, is_database_unavailable
 from yovision_platform.web import JsonInt, Rfc3339DateTime, create_app, guard_policy, with_problem_responses

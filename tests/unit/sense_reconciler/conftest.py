@@ -16,7 +16,7 @@ from sense_reconciler.adapters.memory import MemorySense
 from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.ports import UnitOfWorkFactory
 from sense_reconciler.service_layer.source_uris import SourceUris
-from tests.conftest import private_file
+from tests.support.stack import private_file
 from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID
 from yovision_platform.messaging import AvroSerde, SchemaRegistry
 from yovision_platform.security import EncryptionKeyRing

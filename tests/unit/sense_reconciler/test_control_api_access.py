@@ -22,8 +22,8 @@ from sense_reconciler.service_layer.audit_pusher import AuditPusher
 from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.source_uris import SourceUris
 from sense_reconciler.settings import AUDIENCE
-from tests.conftest import problem_code
-from tests.issuers import LocalIssuer
+from tests.support.issuers import LocalIssuer
+from tests.support.stack import problem_code
 from tests.unit.sense_reconciler.conftest import device_service
 from yovision_platform.messaging import AvroSerde
 from yovision_platform.security import KeyRing, SigningKey

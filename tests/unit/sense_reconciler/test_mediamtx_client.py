@@ -8,7 +8,7 @@ import pytest
 
 from sense_reconciler.adapters.mediamtx import MediaMtxClient, MediaMtxError
 from sense_reconciler.domain.reconcile import PathConfig
-from tests.fake_mediamtx import FakeMediaMtx
+from tests.support.fake_mediamtx import FakeMediaMtx
 
 SECRET_URI = "rtsp://user:hunter2@10.0.0.9/stream"
 

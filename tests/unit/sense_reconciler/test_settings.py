@@ -8,7 +8,7 @@ import pytest
 
 from sense_reconciler.domain import limits
 from sense_reconciler.settings import SenseReconcilerSettings
-from tests.conftest import private_file
+from tests.support.stack import private_file
 from tests.unit.sense_reconciler.conftest import ISSUER
 from yovision_platform.errors import ConfigError
 from yovision_platform.settings import load_settings

@@ -16,7 +16,7 @@ from signal_watcher.adapters.memory import MemoryProbe, MemorySignalDatabase
 from signal_watcher.domain.checking import CheckDecision
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.metrics import SignalMetrics
-from tests.integration.signal_watcher.conftest import (
+from tests.support.signal_watcher_fixtures import (
     Wakes,
     checks_of,
     cipher_for,

@@ -12,8 +12,8 @@ import pytest
 from signal_watcher.adapters.memory import MemoryProbe, MemorySignalDatabase
 from signal_watcher.entrypoints.api import ADMIN_PERMISSION
 from signal_watcher.settings import AUDIENCE
-from tests.conftest import problem_code
-from tests.integration.signal_watcher.conftest import ISSUER, Bearer, api_client
+from tests.support.signal_watcher_fixtures import ISSUER, Bearer, api_client
+from tests.support.stack import problem_code
 from tests.unit.signal_watcher.conftest import url
 
 WATCHER = {"name": "w", "agent_id": "a", "url": url("/text"), "prompt_template": "{diff}"}

@@ -21,7 +21,7 @@ from signal_watcher.domain.ssrf import STRICT_GUARD, parse_networks
 from signal_watcher.service_layer import checks
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.metrics import SignalMetrics
-from tests.integration.signal_watcher.conftest import use_cases_on
+from tests.support.signal_watcher_fixtures import use_cases_on
 from tests.unit.signal_watcher.conftest import (
     NAMES,
     SITE,

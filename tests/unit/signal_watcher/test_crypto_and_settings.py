@@ -18,7 +18,7 @@ from signal_watcher.settings import (
     SignalWatcherSettings,
     effective_retention_days,
 )
-from tests.issuers import LocalIssuer
+from tests.support.issuers import LocalIssuer
 from yovision_platform.errors import ConfigError
 from yovision_platform.security import EncryptionKeyRing
 from yovision_platform.settings import load_settings

@@ -8,7 +8,7 @@ from signal_watcher.adapters.memory import MemoryProbe, MemorySignalDatabase
 from signal_watcher.domain.records import CheckRow
 from signal_watcher.entrypoints.retention_worker import run_check_retention
 from signal_watcher.service_layer.retention import RetentionCleaner
-from tests.integration.signal_watcher.conftest import use_cases_on
+from tests.support.signal_watcher_fixtures import use_cases_on
 from tests.unit.signal_watcher.conftest import checks_of, insert, make_spec, url
 
 

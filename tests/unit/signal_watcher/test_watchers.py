@@ -18,7 +18,7 @@ from signal_watcher.domain.model import INTERVAL_MAX_MINUTES, CompareMode, Heade
 from signal_watcher.domain.ssrf import STRICT_GUARD, parse_networks
 from signal_watcher.service_layer.checks import CheckRunner
 from signal_watcher.service_layer.watchers import Watchers
-from tests.integration.signal_watcher.conftest import use_cases_on
+from tests.support.signal_watcher_fixtures import use_cases_on
 from tests.unit.signal_watcher.conftest import NAMES, Wakes, check_now, checks_of, url
 from yovision_platform.errors import ServiceError
 

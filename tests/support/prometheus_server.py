@@ -20,7 +20,7 @@ from yovision_platform.tools.localhost import free_port, stop_process
 
 __all__ = ["PrivatePrometheus", "alert_entry", "alerts_answer", "private_prometheus", "prometheus_binary"]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_SECONDS = 30.0
 STOP_TIMEOUT_SECONDS = 10.0
 POLL_SECONDS = 0.2

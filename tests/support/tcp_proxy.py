@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from tests.conftest import free_port
+from tests.support.stack import free_port
 
 CHUNK_BYTES = 64 * 1024
 

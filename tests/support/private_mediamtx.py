@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import httpx
 
-from tests.conftest import MEDIAMTX_BIN
+from tests.support.stack import MEDIAMTX_BIN
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox
 
 # Hand-made paths carry a credential in their source: it must never surface anywhere.
