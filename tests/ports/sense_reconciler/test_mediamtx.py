@@ -1,5 +1,5 @@
 """The `MediaMtxPort`: the real client against the real MediaMTX of the stack, the same client against the
-HTTP-level fake of the unit tests (tests/support/fake_mediamtx.py) and the in-memory fake of the use-case tests
+HTTP-level fake (tests/support/fake_mediamtx.py) and the in-memory fake of the use-case tests
 behave alike on every call the reconciler makes."""
 
 from __future__ import annotations
