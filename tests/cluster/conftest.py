@@ -8,14 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.postgres import TEST_SERVICE_MIGRATIONS, migrated_schema_fixture, runtime_pool_fixture
 from tests.support.stack import REPO_ROOT, free_port
 
 # fixtures migrated, runtime_pool: tests/cluster/conftest.py makes its own
 from yovision_platform.tools.kafka_cluster import ClusterLayout, KafkaCluster
 
-__all__ = ["cluster", "migrated", "runtime_pool"]  # the platform tests' schema fixtures, shared
-
 NODES = 3
+
+# the platform tests' service schema, for the outboxes
+migrated = migrated_schema_fixture(TEST_SERVICE_MIGRATIONS, name="migrated")
+runtime_pool = runtime_pool_fixture("migrated", name="runtime_pool", max_size=6)
 
 
 @pytest.fixture(scope="module")

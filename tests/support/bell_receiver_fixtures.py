@@ -3,7 +3,7 @@
 `served` runs the real FastAPI app under uvicorn inside the test's event loop (real sockets, so body
 limits and chunked uploads are exercised on the wire) with an adjustable clock and a short deadline; its
 read APIs take the access tokens of an in-process issuer (`LocalIssuer`). Tests that need Bell as its own
-process use bell_process.py (test_bell_process.py), with the session's real Hydra as its issuer.
+process use bell_process.py (tests/support/bell_process.py), with the session's real Hydra as its issuer.
 """
 
 from __future__ import annotations
@@ -26,11 +26,14 @@ from bell_receiver.service_layer.metrics import BellMetrics
 from bell_receiver.settings import AUDIENCE
 from tests.support.audit_push_client import RelayClient
 from tests.support.issuers import LocalIssuer
+from tests.support.postgres import migrated_schema_fixture, runtime_pool_fixture
 from tests.support.served_app import serve_app
-from tests.support.stack import MigratedSchema, Stack, migrate_test_schema, private_file
-from yovision_platform.security import KeyRing
-from yovision_platform.storage import Identifier, SchemaPlan
-from yovision_platform.web import create_app, use_access_token_verifier
+from tests.support.stack import MigratedSchema, private_file
+from yovision_platform.access_tokens import use_access_token_verifier
+from yovision_platform.db import Identifier
+from yovision_platform.migrations import SchemaPlan
+from yovision_platform.signing import KeyRing
+from yovision_platform.web import create_app
 
 TEST_DEADLINE_SECONDS = 1.0
 KEY_ID = "relay-test-1"
@@ -66,19 +69,8 @@ def bell_plan(schema: Identifier) -> SchemaPlan:
     return SchemaPlan.for_service(schema, MIGRATIONS_DIR)
 
 
-@pytest.fixture
-async def bell_schema(
-    stack: Stack, admin_conn: asyncpg.Connection, schema_name: Identifier
-) -> MigratedSchema:
-    return await migrate_test_schema(stack, admin_conn, schema_name, MIGRATIONS_DIR)
-
-
-@pytest.fixture
-async def runtime_pool(bell_schema: MigratedSchema) -> AsyncIterator[asyncpg.Pool]:
-    pool = await asyncpg.create_pool(bell_schema.runtime_dsn, min_size=1, max_size=6)
-    assert pool is not None
-    yield pool
-    await pool.close()
+bell_schema = migrated_schema_fixture(MIGRATIONS_DIR, name="bell_schema")
+runtime_pool = runtime_pool_fixture("bell_schema", name="runtime_pool", max_size=6)
 
 
 @dataclass

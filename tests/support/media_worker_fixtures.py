@@ -30,10 +30,12 @@ from media_worker.service_layer.transcoder import Transcoder
 from media_worker.settings import AUDIENCE
 from tests.support.issuers import LocalIssuer
 from tests.support.media_uploads import SMALL_LIMITS
-from tests.support.stack import MigratedSchema, Stack, migrate_test_schema
-from yovision_platform.messaging import AvroSerde, SchemaRegistry
-from yovision_platform.storage import Identifier
-from yovision_platform.web import create_app, use_access_token_verifier
+from tests.support.postgres import migrated_schema_fixture, runtime_pool_fixture
+from tests.support.stack import MigratedSchema
+from yovision_platform.access_tokens import use_access_token_verifier
+from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.db import Identifier
+from yovision_platform.web import create_app
 
 MIGRATIONS = Path(__file__).resolve().parents[2] / "services/media-worker/src/media_worker/migrations"
 INSTANCE = "media-test-a"
@@ -63,19 +65,8 @@ def sample_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
 
 
-@pytest.fixture
-async def media_schema(
-    stack: Stack, admin_conn: asyncpg.Connection, schema_name: Identifier
-) -> MigratedSchema:
-    return await migrate_test_schema(stack, admin_conn, schema_name, MIGRATIONS)
-
-
-@pytest.fixture
-async def pool(media_schema: MigratedSchema) -> AsyncIterator[asyncpg.Pool]:
-    created = await asyncpg.create_pool(media_schema.runtime_dsn, min_size=1, max_size=8)
-    assert created is not None
-    yield created
-    await created.close()
+media_schema = migrated_schema_fixture(MIGRATIONS, name="media_schema")
+pool = runtime_pool_fixture("media_schema", name="pool", max_size=8)
 
 
 @dataclass

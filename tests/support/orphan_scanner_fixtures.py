@@ -29,6 +29,7 @@ from orphan_scanner.service_layer.scanner import ScanReport
 from orphan_scanner.settings import OrphanScannerSettings
 from tests.support.issuers import LocalIssuer
 from tests.support.orphan_world import SenseEvents
+from tests.support.postgres import migrated_schema_fixture, runtime_pool_fixture
 from tests.support.private_mediamtx import PrivateMediaMtx, private_mediamtx
 from tests.support.stack import (
     REPO_ROOT,
@@ -36,12 +37,14 @@ from tests.support.stack import (
     Stack,
     create_topic,
     delete_topic,
-    migrate_test_schema,
     private_file,
     unique_name,
 )
-from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID, MediaFleet, MediaMtxApi
-from yovision_platform.messaging import AvroSerde, EventRecord, SchemaRegistry, start_producer
+from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.events import EventRecord
+from yovision_platform.kafka import start_producer
+from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
+from yovision_platform.mediamtx import MediaMtxApi
 from yovision_platform.settings import load_settings
 from yovision_platform.storage import Identifier
 
@@ -49,19 +52,8 @@ MIGRATIONS = REPO_ROOT / "services/orphan-scanner/src/orphan_scanner/migrations"
 TOPIC_PARTITIONS = 3
 
 
-@pytest.fixture
-async def orphan_schema(
-    stack: Stack, admin_conn: asyncpg.Connection, schema_name: Identifier
-) -> MigratedSchema:
-    return await migrate_test_schema(stack, admin_conn, schema_name, MIGRATIONS)
-
-
-@pytest.fixture
-async def orphan_pool(orphan_schema: MigratedSchema) -> AsyncIterator[asyncpg.Pool]:
-    pool = await asyncpg.create_pool(orphan_schema.runtime_dsn, min_size=1, max_size=8)
-    assert pool is not None
-    yield pool
-    await pool.close()
+orphan_schema = migrated_schema_fixture(MIGRATIONS, name="orphan_schema")
+orphan_pool = runtime_pool_fixture("orphan_schema", name="orphan_pool", max_size=8)
 
 
 @pytest.fixture

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
@@ -10,13 +9,12 @@ import pytest
 from sense_reconciler.adapters.unit_of_work import postgres_units
 from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.source_uris import SourceUris
-from tests.support.stack import MigratedSchema, Stack, migrate_test_schema
-from tests.unit.sense_reconciler.conftest import DEVICE_TOPIC_PARTITIONS as DEVICE_TOPIC_PARTITIONS
-from tests.unit.sense_reconciler.conftest import devices_with
-from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID
-from yovision_platform.messaging import AvroSerde, SchemaRegistry
-from yovision_platform.security import EncryptionKeyRing
-from yovision_platform.storage import Identifier, SchemaPlan
+from tests.support.postgres import migrated_schema_fixture, runtime_pool_fixture
+from tests.support.stack import MigratedSchema
+from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.db import Identifier
+from yovision_platform.encryption import EncryptionKeyRing
+from yovision_platform.migrations import SchemaPlan
 
 MIGRATIONS = Path(__file__).resolve().parents[2] / "services/sense-reconciler/src/sense_reconciler/migrations"
 
@@ -25,19 +23,8 @@ def sense_plan(schema: Identifier, migrations: Path = MIGRATIONS) -> SchemaPlan:
     return SchemaPlan.for_service(schema, migrations)
 
 
-@pytest.fixture
-async def sense_schema(
-    stack: Stack, admin_conn: asyncpg.Connection, schema_name: Identifier
-) -> MigratedSchema:
-    return await migrate_test_schema(stack, admin_conn, schema_name, MIGRATIONS)
-
-
-@pytest.fixture
-async def sense_pool(sense_schema: MigratedSchema) -> AsyncIterator[asyncpg.Pool]:
-    pool = await asyncpg.create_pool(sense_schema.runtime_dsn, min_size=1, max_size=8)
-    assert pool is not None
-    yield pool
-    await pool.close()
+sense_schema = migrated_schema_fixture(MIGRATIONS, name="sense_schema")
+sense_pool = runtime_pool_fixture("sense_schema", name="sense_pool", max_size=8)
 
 
 @pytest.fixture(scope="session")

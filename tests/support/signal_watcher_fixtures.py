@@ -31,10 +31,12 @@ from signal_watcher.service_layer.ports import Probe, UnitOfWorkFactory
 from signal_watcher.settings import AUDIENCE
 from tests.support.fixture_server import FixtureServer
 from tests.support.issuers import LocalIssuer
-from tests.support.stack import MigratedSchema, Stack, migrate_test_schema
-from yovision_platform.messaging import AvroSerde, SchemaRegistry
-from yovision_platform.security import EncryptionKeyRing
-from yovision_platform.storage import Identifier
+from tests.support.postgres import migrated_schema_fixture, runtime_pool_fixture
+from tests.support.stack import MigratedSchema
+from yovision_platform.access_tokens import use_access_token_verifier
+from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.db import Identifier
+from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS
 from yovision_platform.web import create_app, use_access_token_verifier
 
@@ -151,17 +153,8 @@ async def local_probe() -> AsyncIterator[ProbeClient]:
 SIGNAL_MIGRATIONS = Path(signal_watcher.__file__).resolve().parent / "migrations"
 
 
-@pytest.fixture
-async def signal_db(stack: Stack, admin_conn: asyncpg.Connection, schema_name: Identifier) -> MigratedSchema:
-    return await migrate_test_schema(stack, admin_conn, schema_name, SIGNAL_MIGRATIONS)
-
-
-@pytest.fixture
-async def pool(signal_db: MigratedSchema) -> AsyncIterator[asyncpg.Pool]:
-    created = await asyncpg.create_pool(signal_db.runtime_dsn, min_size=1, max_size=8)
-    assert created is not None
-    yield created
-    await created.close()
+signal_db = migrated_schema_fixture(SIGNAL_MIGRATIONS, name="signal_db")
+pool = runtime_pool_fixture("signal_db", name="pool", max_size=8)
 
 
 def cipher_for(key: bytes, key_id: str = "k1") -> SecretCipher:

@@ -15,9 +15,9 @@ from typing import Any
 import asyncpg
 import pytest
 
+from tests.support.postgres import TEST_SERVICE_MIGRATIONS, migrated_schema_fixture, runtime_pool_fixture
 from tests.support.stack import (
     REPO_ROOT,
-    MigratedSchema,
     Stack,
     create_topic,
     delete_topic,
@@ -27,24 +27,15 @@ from tests.support.stack import (
 )
 from yovision_platform.storage import Identifier, SchemaPlan
 
-FIXTURE_MIGRATIONS = Path(__file__).parent / "fixture_migrations"
+FIXTURE_MIGRATIONS = TEST_SERVICE_MIGRATIONS
 
 
 def plan_for(schema: Identifier) -> SchemaPlan:
     return SchemaPlan.for_service(schema, FIXTURE_MIGRATIONS)
 
 
-@pytest.fixture
-async def migrated(stack: Stack, admin_conn: asyncpg.Connection, schema_name: Identifier) -> MigratedSchema:
-    return await migrate_test_schema(stack, admin_conn, schema_name, FIXTURE_MIGRATIONS)
-
-
-@pytest.fixture
-async def runtime_pool(migrated: MigratedSchema) -> AsyncIterator[asyncpg.Pool]:
-    pool = await asyncpg.create_pool(migrated.runtime_dsn, min_size=1, max_size=6)
-    assert pool is not None
-    yield pool
-    await pool.close()
+migrated = migrated_schema_fixture(FIXTURE_MIGRATIONS, name="migrated")
+runtime_pool = runtime_pool_fixture("migrated", name="runtime_pool", max_size=6)
 
 
 HELD_TRANSACTION_PROBE = Path(__file__).with_name("held_transaction_probe.py")
