@@ -3,30 +3,17 @@ say (promtool test rules). promtool is built from the Prometheus Go module by `m
 
 from __future__ import annotations
 
-import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.support.alert_rules import ALERT_RULES, metric_names_in_rules
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROMTOOL = REPO_ROOT / ".local" / "bin" / "promtool"
-RULES = REPO_ROOT / "infra" / "prometheus" / "alerts.yml"
+RULES = ALERT_RULES
 RULE_TESTS = REPO_ROOT / "infra" / "prometheus" / "alerts.test.yml"
-PROMQL_WORDS = frozenset({"and", "or", "unless", "by", "without", "on", "ignoring", "bool"})
-
-
-def metric_names_in_rules(text: str) -> set[str]:
-    """The metric names the rules' expressions use (label matchers and grouping clauses removed)."""
-    names: set[str] = set()
-    for expr in re.findall(r"expr:\s*(>\s*\n(?:\s{10,}.*\n)+|.*)", text):
-        body = re.sub(r"\{[^}]*\}", "", expr)
-        body = re.sub(r"\b(?:by|without|on|ignoring)\s*\([^)]*\)", "", body)
-        body = re.sub(r"\[[^\]]*\]", "", body)
-        for token in re.findall(r"\b([a-z_][a-z0-9_]*)\b(?!\s*\()", body):
-            if token not in PROMQL_WORDS:
-                names.add(token)
-    return names
 
 
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:

@@ -15,10 +15,10 @@ import httpx
 import pytest
 
 from tests.support.e2e_fixtures import CHUNK_BYTES, Witness, client, device_body, eventually, user_token
-from tests.support.e2e_flows import Target
+from tests.support.e2e_flows import csrf_of as _csrf
+from tests.support.e2e_flows import signed_in_through_hydra
 from yovision_platform.tools.environment import LocalEnvironment
 
-OPERATOR_PERMISSIONS = ("sense:operate", "orphan:read", "bell:audit-read", "signal:read", "media:drain")
 WRONG_TOKEN = "x" * 43
 FIRST_CHUNK = b"0123456789" * (CHUNK_BYTES // 10) + b"0" * (CHUNK_BYTES % 10)
 
@@ -33,24 +33,6 @@ class Browserless:
 
     async def post(self, path: str, data: dict[str, Any], *, token: str | None) -> httpx.Response:
         return await self.http.post(path, data={**data, **({"csrf": token} if token is not None else {})})
-
-
-def _csrf(html: str) -> str:
-    start = html.index('data-csrf="') + len('data-csrf="')
-    return html[start : html.index('"', start)]
-
-
-async def signed_in_through_hydra(http: httpx.AsyncClient, subject: str) -> None:
-    """As a browser signs in: `/sign-in`, Hydra, the login page (its form), Hydra, the consent, Hydra, the
-    callback, `/` (the client follows the redirects and keeps both servers' cookies)."""
-    login = await http.get("/sign-in", follow_redirects=True)
-    assert login.status_code == 200 and login.url.path == "/oidc/login", login.url
-    signed = await http.post(
-        "/oidc/login",
-        data={"csrf": _csrf(login.text), "subject": subject, "permission": list(OPERATOR_PERMISSIONS)},
-        follow_redirects=True,
-    )
-    assert signed.status_code == 200 and signed.url.path == "/", signed.url
 
 
 @pytest.fixture

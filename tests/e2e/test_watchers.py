@@ -5,9 +5,6 @@ public address is refused before any connection."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,65 +15,13 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from tests.e2e.traces import trace_with
 from tests.support.e2e_fixtures import Witness, client, eventually, user_token
-from yovision_platform.messaging import AvroSerde, SchemaRegistry, seek_to_start
+from tests.support.e2e_flows import Target, price_watcher
+from yovision_platform.avro import AvroSerde, SchemaRegistry
+from yovision_platform.kafka import seek_to_start
 from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS, LocalEnvironment
 
 FAILURES_TO_DISABLE = 5
 CHECK_TIMEOUT_SECONDS = 60.0
-
-
-class Target:
-    """A tiny HTTP server on 127.0.0.1 whose answer the test sets: JSON `{"data": {"price": N}}` or text."""
-
-    def __init__(self) -> None:
-        self.body = b""
-        self.requests = 0
-        self._server: asyncio.Server | None = None
-
-    def answer_price(self, price: int) -> None:
-        self.body = json.dumps({"data": {"price": price}}).encode()
-
-    def answer_text(self, text: str) -> None:
-        self.body = text.encode()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
-            await reader.readuntil(b"\r\n\r\n")
-            self.requests += 1
-            head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(self.body)}\r\nConnection: close\r\n\r\n"
-            writer.write(head.encode() + self.body)
-            await writer.drain()
-        writer.close()
-
-    async def __aenter__(self) -> Target:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        return self
-
-    async def __aexit__(self, *_: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        await self._server.wait_closed()
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        port = self._server.sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}/price"
-
-
-def price_watcher(name: str, agent_id: str, url: str) -> dict[str, Any]:
-    """A watcher definition that checks `data.price` of `url` hourly and triggers `agent_id` on a change."""
-    return {
-        "name": name,
-        "agent_id": agent_id,
-        "url": url,
-        "method": "GET",
-        "headers": [],
-        "interval_minutes": 60,
-        "compare_mode": "JSON_FIELD",
-        "json_path": "data.price",
-        "prompt_template": "{name}: {diff}",
-    }
 
 
 @pytest.fixture

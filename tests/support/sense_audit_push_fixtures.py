@@ -7,7 +7,7 @@ import asyncio
 import dataclasses
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import asyncpg
@@ -25,12 +25,9 @@ from sense_reconciler.settings import load_audit_push_config
 from tests.support.bell_process import BellProcess, bell, wait_healthy
 from tests.support.bell_receiver_fixtures import KEY_ID, Keys, keys
 from tests.support.kafka import wait_until
+from tests.support.postgres import migrated_schema_fixture, runtime_pool_fixture
 from tests.support.stack import (
     MigratedSchema,
-    Stack,
-    drop_schema_and_roles,
-    migrate_test_schema,
-    unique_name,
 )
 from yovision_platform.storage import Identifier
 
@@ -45,22 +42,9 @@ CLAIM_WITHIN_SECONDS = 30.0
 TEST_DEADLINE_SECONDS = 10.0
 
 
-@pytest.fixture
-async def sense_schema(stack: Stack, admin_conn: asyncpg.Connection) -> AsyncIterator[MigratedSchema]:
-    # its own name: the Bell fixtures of these tests take `schema_name`
-    name = Identifier(unique_name("t"))
-    try:
-        yield await migrate_test_schema(stack, admin_conn, name, SENSE_MIGRATIONS)
-    finally:
-        await drop_schema_and_roles(admin_conn, name)
-
-
-@pytest.fixture
-async def sense_pool(sense_schema: MigratedSchema) -> AsyncIterator[asyncpg.Pool]:
-    pool = await asyncpg.create_pool(sense_schema.runtime_dsn, min_size=1, max_size=6)
-    assert pool is not None
-    yield pool
-    await pool.close()
+# its own name: the Bell fixtures of these tests take `schema_name`
+sense_schema = migrated_schema_fixture(SENSE_MIGRATIONS, name="sense_schema", own_name=True)
+sense_pool = runtime_pool_fixture("sense_schema", name="sense_pool", max_size=6)
 
 
 class Outbox:
