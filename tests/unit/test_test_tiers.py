@@ -46,9 +46,9 @@ def tier_of(path: Path) -> str:
 
 
 def test_place_of_a_module() -> None:
-    assert place_of("tests.integration.bell_receiver.conftest") == "integration"
+    assert place_of("tests.integration.bell_receiver.test_contract") == "integration"
     assert place_of("tests.support.stack") == "support"
-    assert place_of("tests.conftest") == "tests"
+    assert place_of("tests.scheduling") == "tests"
     assert place_of("yovision_platform.db") is None
 
 
