@@ -13,12 +13,14 @@ import pytest
 from bell_receiver.entrypoints.http_audit import AUDIT_READ_PERMISSION
 from bell_receiver.settings import AUDIENCE
 from tests.support.audit_push_client import RelayClient, batch_body, fact
-from tests.support.bell_process import BellProcess, wait_healthy
+from tests.support.bell_process import BellProcess, bell, wait_healthy
 from tests.support.bell_receiver_fixtures import Keys
 from tests.support.issuers import HydraIssuer
 from tests.support.kafka import wait_until
 from tests.support.stack import problem_code
 from yovision_platform.permissions import AUDIENCES, PERMISSIONS
+
+__all__ = ["bell"]  # the fixture, from tests/support/bell_process.py
 
 
 @pytest.mark.parametrize(
