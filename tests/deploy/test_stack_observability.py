@@ -23,6 +23,7 @@ import httpx
 import pytest
 import yaml
 
+from tests.support.prometheus_server import prometheus_binary, prometheus_command
 from yovision_platform.tools.jaeger import JAEGER_CONFIG, JaegerNotReadyError, private_jaeger
 from yovision_platform.tools.localhost import free_port, stop_process
 
@@ -53,7 +54,7 @@ def built(tool: str) -> Path:
 
 @pytest.fixture(scope="session")
 def prometheus_bin() -> Path:
-    return built("prometheus")
+    return prometheus_binary()
 
 
 @pytest.fixture(scope="session")
@@ -209,12 +210,7 @@ def test_prometheus_evaluates_the_alert_rules_and_discovers_the_services(
     expected_rules = {g["name"]: [r["alert"] for r in g["rules"]] for g in groups}
     assert "YovisionConsumerStalled" in {name for names in expected_rules.values() for name in names}
 
-    command = [
-        str(prometheus_bin),
-        f"--config.file={config}",
-        f"--web.listen-address=127.0.0.1:{port}",
-        f"--storage.tsdb.path={tmp_path / 'data'}",
-    ]
+    command = prometheus_command(prometheus_bin, config, port, tmp_path / "data")
     with running(command, tmp_path / "prometheus.log") as process:
 
         def evaluated() -> list[Any] | None:

@@ -18,7 +18,14 @@ import yaml
 
 from yovision_platform.tools.localhost import free_port, stop_process
 
-__all__ = ["PrivatePrometheus", "alert_entry", "alerts_answer", "private_prometheus", "prometheus_binary"]
+__all__ = [
+    "PrivatePrometheus",
+    "alert_entry",
+    "alerts_answer",
+    "private_prometheus",
+    "prometheus_binary",
+    "prometheus_command",
+]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_SECONDS = 30.0
@@ -34,6 +41,17 @@ def prometheus_binary() -> Path:
         [str(REPO_ROOT / "infra" / "scripts" / "install-prometheus.sh")], check=True, cwd=REPO_ROOT
     )
     return REPO_ROOT / ".local" / "bin" / "prometheus"
+
+
+def prometheus_command(binary: Path, config_file: Path, port: int, data: Path) -> list[str]:
+    """How every private Prometheus of the tests starts: `config_file`, on 127.0.0.1:`port` only, its data
+    in `data` (the alert tests here, the stack's own configuration in tests/deploy)."""
+    return [
+        str(binary),
+        f"--config.file={config_file}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        f"--storage.tsdb.path={data}",
+    ]
 
 
 @dataclass(frozen=True)
@@ -99,12 +117,7 @@ async def private_prometheus(
     config_file = directory / "prometheus.yml"
     config_file.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     log = directory / "prometheus.log"
-    command = [
-        str(binary),
-        f"--config.file={config_file}",
-        f"--web.listen-address=127.0.0.1:{port}",
-        f"--storage.tsdb.path={directory / 'data'}",
-    ]
+    command = prometheus_command(binary, config_file, port, directory / "data")
     with log.open("wb") as out:
         # Popen returns at once; the server is waited for below, without blocking the loop.
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=directory)  # noqa: ASYNC220
