@@ -20,7 +20,10 @@ from sense_reconciler.service_layer.metrics import ReconcileItemResult, Reconcil
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
-from tests.unit.sense_reconciler.conftest import DEVICE_TOPIC, ManualClock, device_service
+from tests.support.sense_reconcilers import ALL_PARTITIONS, reconciler_on
+from tests.unit.sense_reconciler.conftest import ManualClock, device_service
+from yovision_platform.avro import AvroSerde
+from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.errors import ConfigError
 from yovision_platform.mediamtx import MediaFleet, MediaMtxError
 from yovision_platform.messaging import AvroSerde
@@ -28,7 +31,6 @@ from yovision_platform.observability import render_latest
 from yovision_platform.security import EncryptionKeyRing
 
 SECRET = "cam-pw-9"
-ALL_PARTITIONS = range(12)
 
 
 class JournaledMediaMtx(MemoryMediaMtx):
@@ -63,19 +65,16 @@ def reconciler(
     drift_check_seconds: float = 0.0,
     lease_seconds: float = 5.0,
 ) -> Reconciler:
-    owned = OwnedPartitions(DEVICE_TOPIC)
-    owned.assign(partitions)
-    return Reconciler(
+    return reconciler_on(
         sense.units(),
         fleet,
-        owned,
-        ReconcileMetrics(registry or CollectorRegistry(), fleet.ids),
         serde,
+        sources,
         owner=owner,
-        sources=sources,
-        lease_seconds=lease_seconds,
-        batch=limits.CLAIM_BATCH_MAX_ITEMS,
+        partitions=partitions,
+        registry=registry,
         drift_check_seconds=drift_check_seconds,
+        lease_seconds=lease_seconds,
     )
 
 
