@@ -21,6 +21,7 @@ from sense_reconciler.entrypoints.api import install, openapi_document
 from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.settings import AUDIENCE
 from tests.support.issuers import LocalIssuer
+from tests.support.sense_devices import device_body as sense_device_body
 from tests.support.stack import MigratedSchema, problem_code
 from yovision_platform.messaging import AvroSerde
 from yovision_platform.web import create_app, use_access_token_verifier
@@ -53,15 +54,7 @@ async def api(devices: Devices) -> AsyncIterator[httpx.AsyncClient]:
 
 
 def device_body(**overrides: object) -> dict[str, object]:
-    return {
-        "tenant_id": "tenant-a",
-        "site_id": "site-1",
-        "name": "Lobby",
-        "path_name": f"p-{uuid.uuid4().hex[:12]}",
-        "source_uri": f"rtsp://admin:{SECRET}@10.1.2.3/live",
-        "desired_state": "enabled",
-        **overrides,
-    }
+    return sense_device_body(userinfo=f"admin:{SECRET}", **overrides)
 
 
 async def written(pool: asyncpg.Pool, schema: MigratedSchema) -> tuple[int, int, int]:

@@ -6,7 +6,6 @@ Every refused request is checked to have changed nothing: no device, no audit fa
 from __future__ import annotations
 
 import secrets
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +22,7 @@ from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.source_uris import SourceUris
 from sense_reconciler.settings import AUDIENCE
 from tests.support.issuers import LocalIssuer
+from tests.support.sense_devices import device_body
 from tests.support.stack import problem_code
 from tests.unit.sense_reconciler.conftest import device_service
 from yovision_platform.messaging import AvroSerde
@@ -56,18 +56,6 @@ class Operation:
         if self.template == "/v1/devices:set-desired-state":
             body = {"items": [{"device_id": device_id, "desired_state": "disabled"}]}
         return api.request(self.method, self.url(device_id), json=body, headers=headers)
-
-
-def device_body(**overrides: object) -> dict[str, object]:
-    return {
-        "tenant_id": "tenant-a",
-        "site_id": "site-1",
-        "name": "Lobby",
-        "path_name": f"p-{uuid.uuid4().hex[:12]}",
-        "source_uri": "rtsp://admin:pw@10.1.2.3/live",
-        "desired_state": "enabled",
-        **overrides,
-    }
 
 
 # Every operation of the Control API (test_the_operations_are_every_route keeps the list whole); each one,
