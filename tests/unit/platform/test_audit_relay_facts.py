@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from yovision_platform.audit_push._facts import (
+from tests.support.audit_push_client import fact as audit_fact
+from yovision_platform.audit_relay.facts import (
     MAX_ACTION_CHARS,
     MAX_ACTOR_CHARS,
     MAX_CHANGED_FIELDS,
@@ -26,19 +27,11 @@ EVENT_ID = "0b7c8a36-6f0e-4c53-9d2c-2f9b3d8f2a11"
 
 
 def fact(schema_version: int = 1, **overrides: Any) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "schema_version": schema_version,
-        "event_id": EVENT_ID,
-        "occurred_at": "2026-11-30T01:02:03.456789Z",
-        "tenant_id": "tenant-a",
-        "site_id": "site-1",
-        "device_id": "dev-0001",
-        "action": "device.config_changed",
-        "actor": "operator:alice",
-        "changed_fields": ["name"],
-    }
+    """The audit push tests' fact (tests/support/audit_push_client.py) with a fixed event id, one changed
+    field and config version 2: the digests below are of these values."""
+    item = audit_fact(schema_version) | {"event_id": EVENT_ID, "changed_fields": ["name"]}
     if schema_version == 2:
-        item |= {"config_version": 2, "correlation_id": "req-42"}
+        item["config_version"] = 2
     return item | overrides
 
 
