@@ -149,3 +149,17 @@ async def create_stack_topics(admin: AIOKafkaAdminClient, partitions: Mapping[st
     a cluster are replicated as the services' are."""
     replicas = await stack_replicas(admin)
     await admin.create_topics([replicated_topic(name, count, replicas) for name, count in partitions.items()])
+
+
+async def stack_topics(bootstrap: str, partitions: Mapping[str, int], *, create: bool) -> None:
+    """Create (`create_stack_topics`) or delete the topics (name -> partition count) of a benchmark, through
+    an admin client of its own."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        if create:
+            await create_stack_topics(admin, partitions)
+        else:
+            await admin.delete_topics(list(partitions))
+    finally:
+        await admin.close()

@@ -56,7 +56,6 @@ from typing import Any
 import asyncpg
 import httpx
 from aiokafka import AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 
 from orphan_scanner.domain import limits
 from orphan_scanner.domain.inputs import confirmation_text
@@ -86,7 +85,7 @@ from yovision_platform.tools.localhost import write_private_file
 from yovision_platform.tools.mediamtx_sandbox import MediaMtxSandbox, mediamtx_sandbox
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the platform benchmarks' package (bench/)
-from bench.infra import create_stack_topics  # topics replicated as the stack's
+from bench.infra import stack_topics  # topics replicated as the stack's
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 MEDIAMTX_BIN = REPO_ROOT / ".local/bin/mediamtx"
@@ -325,18 +324,6 @@ class BenchContext:
         return build(self.pool, self.schema, settings, client_id="orphan-bench", fleet=fleet), api
 
 
-async def kafka_topics(bootstrap: str, topics: dict[str, int], *, create: bool) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        if create:
-            await create_stack_topics(admin, topics)
-        else:
-            await admin.delete_topics(list(topics))
-    finally:
-        await admin.close()
-
-
 def start_projection(ctx: BenchContext, serde: AvroSerde, stop: asyncio.Event) -> asyncio.Task[None]:
     """The real projection worker, as `serve` runs it, on the bench's schema, topics and group."""
     consumer = projection_consumer(
@@ -514,7 +501,7 @@ async def bench(stack: LocalStack, paths: int, scans: int) -> dict[str, Any]:
             work_dir = Path(work)
             await migrate(admin, plan, runtime_password=password)
             topics_created = True  # before: a partial creation is cleaned up too (deletion errors ignored)
-            await kafka_topics(stack.kafka_bootstrap, partitions, create=True)
+            await stack_topics(stack.kafka_bootstrap, partitions, create=True)
             dsn = runtime_dsn(stack.admin_dsn, plan.runtime_role, password)
             pool = await asyncpg.create_pool(dsn, min_size=2, max_size=8)
             assert pool is not None
@@ -555,7 +542,7 @@ async def bench(stack: LocalStack, paths: int, scans: int) -> dict[str, Any]:
     finally:
         if topics_created:
             with contextlib.suppress(Exception):
-                await kafka_topics(stack.kafka_bootstrap, partitions, create=False)
+                await stack_topics(stack.kafka_bootstrap, partitions, create=False)
         await drop(admin, plan)
         await admin.close()
     return results

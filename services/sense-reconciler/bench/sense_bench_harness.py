@@ -26,7 +26,6 @@ from typing import Any
 
 import asyncpg
 import httpx
-from aiokafka.admin import AIOKafkaAdminClient
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
@@ -69,7 +68,7 @@ from yovision_platform.web import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the platform benchmarks' package (bench/)
-from bench.infra import create_stack_topics  # topics replicated as the stack's
+from bench.infra import stack_topics  # topics replicated as the stack's
 
 __all__ = [
     "BENCH_CLIENT",
@@ -430,8 +429,8 @@ async def sense_under_test(
     async with contextlib.AsyncExitStack() as cleanup:
         cleanup.push_async_callback(drop, admin, plan)
         await migrate(admin, plan, runtime_password=password)
-        cleanup.push_async_callback(_kafka_topics, stack.kafka_bootstrap, topics, False)
-        await _kafka_topics(stack.kafka_bootstrap, topics, True)
+        cleanup.push_async_callback(stack_topics, stack.kafka_bootstrap, topics, create=False)
+        await stack_topics(stack.kafka_bootstrap, topics, create=True)
         pool = await asyncpg.create_pool(
             runtime_dsn(stack.admin_dsn, plan.runtime_role, password), min_size=2, max_size=8
         )
@@ -515,18 +514,6 @@ async def _stop_all(stop: asyncio.Event, tasks: list[asyncio.Task[Any]]) -> None
     for task in tasks:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(task, 30)
-
-
-async def _kafka_topics(bootstrap: str, topics: dict[str, int], create: bool) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        if create:
-            await create_stack_topics(admin, topics)
-        else:
-            await admin.delete_topics(list(topics))
-    finally:
-        await admin.close()
 
 
 def mediamtx_binary(repo_root: Path) -> Path:
