@@ -33,15 +33,10 @@ from tests.e2e.console_browser import (
     Visitor,
     all_secrets,
     assert_nothing_secret_rendered,
-    axe_source,
-    chromium,
-    visitor_factory,
 )
 from tests.support.e2e_fixtures import FLOW_TIMEOUT_SECONDS, Witness, camera_source, device_body
 from tests.support.prometheus_server import PrivatePrometheus, private_prometheus
 from yovision_platform.tools.environment import LocalEnvironment
-
-__all__ = ["axe_source", "chromium", "visitor_factory"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RULES = REPO_ROOT / "infra" / "prometheus" / "alerts.yml"

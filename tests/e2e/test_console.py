@@ -30,17 +30,7 @@ import pytest
 from playwright.async_api import Page, Request, Route
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.console_browser import (
-    SESSION_COOKIE,
-    Visitor,
-    all_secrets,
-    assert_nothing_secret_rendered,
-    axe_source,
-    chromium,
-    operator,
-    user,
-    visitor_factory,
-)
+from tests.e2e.console_browser import SESSION_COOKIE, Visitor, all_secrets, assert_nothing_secret_rendered
 from tests.e2e.test_orphans import IN_USE_DEVICES
 from tests.e2e.test_watchers import FAILURES_TO_DISABLE, Target
 from tests.support.e2e_fixtures import (
@@ -55,8 +45,6 @@ from tests.support.e2e_fixtures import (
     venv_bin,
 )
 from yovision_platform.tools.environment import LocalEnvironment
-
-__all__ = ["axe_source", "chromium", "operator", "user", "visitor_factory"]
 
 UPLOAD_CHUNK_BYTES = 1024 * 1024  # static/console.js
 CHECK_ROWS = "table.check-log tbody tr.check-row"  # a watcher page's check log, a row per check

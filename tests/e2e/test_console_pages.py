@@ -36,22 +36,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.console_browser import (
-    Visitor,
-    all_secrets,
-    assert_nothing_secret_rendered,
-    axe_source,
-    chromium,
-    operator,
-    user,
-    visitor_factory,
-)
+from tests.e2e.console_browser import Visitor, all_secrets, assert_nothing_secret_rendered
 from tests.e2e.test_console import create_device
 from tests.support.e2e_fixtures import Witness, camera_source
 from tests.support.e2e_flows import Target
 from yovision_platform.tools.environment import LocalEnvironment
-
-__all__ = ["axe_source", "chromium", "operator", "user", "visitor_factory"]
 
 ENTRYPOINTS = Path(__file__).resolve().parents[2] / "services/console/src/console/entrypoints"
 GET_ROUTE = re.compile(r"""@(?:router|app)\.get\(\s*"([^"]+)\"""")

@@ -12,20 +12,10 @@ import uuid
 
 from playwright.async_api import expect
 
-from tests.e2e.console_browser import (
-    SCREENSHOTS,
-    Visitor,
-    axe_source,
-    chromium,
-    operator,
-    visitor_factory,
-    waterfall_screenshot,
-)
+from tests.e2e.console_browser import SCREENSHOTS, Visitor, waterfall_screenshot
 from tests.support.otlp_traces import SYNTHETIC_SPANS, post_synthetic_trace
 from yovision_platform.tools.environment import LocalEnvironment
 from yovision_platform.tools.jaeger import PrivateJaeger
-
-__all__ = ["axe_source", "chromium", "operator", "visitor_factory"]
 
 FAILED_SPAN = next(i for i, s in enumerate(SYNTHETIC_SPANS) if s[6])
 

@@ -15,20 +15,10 @@ import httpx
 import pytest
 from playwright.async_api import expect
 
-from tests.e2e.console_browser import (
-    SCREENSHOTS,
-    Visitor,
-    axe_source,
-    chromium,
-    operator,
-    visitor_factory,
-    waterfall_screenshot,
-)
+from tests.e2e.console_browser import SCREENSHOTS, Visitor, waterfall_screenshot
 from tests.e2e.traces import TRACE_TIMEOUT_SECONDS, kind_of, new_traceparent, trace_with
 from tests.support.e2e_fixtures import Witness, camera_source, client, device_body, eventually, user_token
 from yovision_platform.tools.environment import LocalEnvironment
-
-__all__ = ["axe_source", "chromium", "operator", "visitor_factory"]
 
 DOCS_IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "console-trace.png"
 
