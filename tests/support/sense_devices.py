@@ -1,8 +1,15 @@
-"""A body of Sense's `POST /v1/devices`, for the Control API tests of every tier."""
+"""Sense's devices for the tests of every tier: a body of `POST /v1/devices` (the Control API tests), a device
+created through the use case (the reconciler tests)."""
 
 from __future__ import annotations
 
 import uuid
+
+from sense_reconciler.domain.model import DesiredState
+from sense_reconciler.domain.records import DeviceRow
+from sense_reconciler.service_layer.devices import DeviceService
+
+CAMERA_SECRET = "cam-pw-9"  # the password in the reconciler tests' source URIs
 
 
 def device_body(*, userinfo: str = "admin:pw", **overrides: object) -> dict[str, object]:
@@ -17,3 +24,19 @@ def device_body(*, userinfo: str = "admin:pw", **overrides: object) -> dict[str,
         "desired_state": "enabled",
         **overrides,
     }
+
+
+async def new_device(
+    devices: DeviceService, path: str | None = None, *, site: str = "site-1", enabled: bool = True
+) -> DeviceRow:
+    """A device of tenant-a on `site` with path `path` (fresh by default), its source on 127.0.0.1:1."""
+    path = path or f"t-{uuid.uuid4().hex[:12]}"
+    return await devices.create_device(
+        tenant_id="tenant-a",
+        site_id=site,
+        name="cam",
+        path_name=path,
+        source_uri=f"rtsp://admin:{CAMERA_SECRET}@127.0.0.1:1/{path}",
+        desired_state=DesiredState.ENABLED if enabled else DesiredState.DISABLED,
+        actor="op",
+    )

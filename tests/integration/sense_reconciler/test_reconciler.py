@@ -26,6 +26,8 @@ from sense_reconciler.service_layer.reconcile_item import _LeaseClock
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.support.sense_backends import wait_for
+from tests.support.sense_devices import CAMERA_SECRET
+from tests.support.sense_devices import new_device as sense_device
 from tests.support.sense_reconcilers import ALL_PARTITIONS, reconciler_on
 from tests.support.stack import MigratedSchema, Stack
 from yovision_platform.errors import LeaseLost
@@ -34,7 +36,7 @@ from yovision_platform.messaging import AvroSerde
 from yovision_platform.observability import render_latest
 from yovision_platform.storage import Identifier, Lease
 
-SECRET = "cam-pw-9"
+SECRET = CAMERA_SECRET
 SERVER = SINGLE_MEDIA_SERVER_ID
 
 
@@ -152,18 +154,11 @@ def reconciler(
     )
 
 
-async def new_device(devices: Devices, paths: list[str], *, site: str = "site-1") -> DeviceRow:
+async def new_device(devices: DeviceService, paths: list[str], *, site: str = "site-1") -> DeviceRow:
+    """A device with a fresh path, recorded in `paths` (deleted from MediaMTX after the test)."""
     path = f"t-{uuid.uuid4().hex[:12]}"
     paths.append(path)
-    return await devices.create_device(
-        tenant_id="tenant-a",
-        site_id=site,
-        name="cam",
-        path_name=path,
-        source_uri=f"rtsp://admin:{SECRET}@127.0.0.1:1/{path}",
-        desired_state=DesiredState.ENABLED,
-        actor="op",
-    )
+    return await sense_device(devices, path, site=site)
 
 
 async def test_enable_configures_the_path_and_disable_deletes_exactly_it(rig: Rig) -> None:

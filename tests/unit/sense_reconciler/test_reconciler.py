@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import uuid
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -20,6 +19,7 @@ from sense_reconciler.service_layer.metrics import ReconcileItemResult, Reconcil
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
+from tests.support.sense_devices import CAMERA_SECRET, new_device
 from tests.support.sense_reconcilers import ALL_PARTITIONS, reconciler_on
 from tests.unit.sense_reconciler.conftest import ManualClock, device_service
 from yovision_platform.avro import AvroSerde
@@ -30,7 +30,7 @@ from yovision_platform.messaging import AvroSerde
 from yovision_platform.observability import render_latest
 from yovision_platform.security import EncryptionKeyRing
 
-SECRET = "cam-pw-9"
+SECRET = CAMERA_SECRET
 
 
 class JournaledMediaMtx(MemoryMediaMtx):
@@ -75,21 +75,6 @@ def reconciler(
         registry=registry,
         drift_check_seconds=drift_check_seconds,
         lease_seconds=lease_seconds,
-    )
-
-
-async def new_device(
-    devices: Devices, path: str | None = None, *, site: str = "site-1", enabled: bool = True
-) -> DeviceRow:
-    path = path or f"t-{uuid.uuid4().hex[:12]}"
-    return await devices.create_device(
-        tenant_id="tenant-a",
-        site_id=site,
-        name="cam",
-        path_name=path,
-        source_uri=f"rtsp://admin:{SECRET}@127.0.0.1:1/{path}",
-        desired_state=DesiredState.ENABLED if enabled else DesiredState.DISABLED,
-        actor="op",
     )
 
 
