@@ -3,7 +3,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
-import subprocess
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
@@ -35,6 +34,7 @@ from tests.support.stack import MigratedSchema
 from yovision_platform.access_tokens import use_access_token_verifier
 from yovision_platform.avro import AvroSerde, SchemaRegistry
 from yovision_platform.db import Identifier
+from yovision_platform.tools.sample_video import make_sample_video as make_test_video
 from yovision_platform.web import create_app
 
 MIGRATIONS = Path(__file__).resolve().parents[2] / "services/media-worker/src/media_worker/migrations"
@@ -49,12 +49,6 @@ ISSUER = LocalIssuer()
 
 def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def make_test_video(path: Path, *, seconds: int, size: str, rate: int) -> Path:
-    """A video from ffmpeg's lavfi test source."""
-    subprocess.run(lavfi_video_argv(path, seconds=seconds, size=size, rate=rate), check=True)
-    return path
 
 
 @pytest.fixture(scope="session")

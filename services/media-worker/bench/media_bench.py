@@ -38,7 +38,7 @@ from yovision_platform.storage import Identifier, SchemaPlan, drop, migrate
 from yovision_platform.tools import hydra, identity_provider
 from yovision_platform.tools.bench_runner import run_cleanly
 from yovision_platform.tools.localhost import free_port, write_private_file
-from yovision_platform.web import AUDIENCES
+from yovision_platform.tools.sample_video import make_sample_video
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 MIGRATIONS = REPO_ROOT / "services/media-worker/src/media_worker/migrations"
@@ -54,10 +54,6 @@ SERVE = (
     "from yovision_platform.web import main\n"
     "sys.exit(main(dataclasses.replace(SPEC, schema=os.environ['BENCH_MEDIA_SCHEMA']), ['serve']))\n"
 )
-
-
-def make_video(path: Path, seconds: int) -> None:
-    subprocess.run(lavfi_video_argv(path, seconds=seconds, size="640x360", rate=25), check=True)
 
 
 def direct_transcode_seconds(video: Path, work: Path) -> float:
@@ -144,7 +140,7 @@ async def measure(
         "MEDIA_LOG_LEVEL": "WARNING",
     }
     video = work / "video.mp4"
-    make_video(video, video_seconds)
+    make_sample_video(video, seconds=video_seconds, size="640x360", rate=25)
     (work / "direct").mkdir()
     direct = direct_transcode_seconds(video, work / "direct")
     proc = await asyncio.to_thread(subprocess.Popen, [sys.executable, "-c", SERVE], env=env, cwd=REPO_ROOT)
