@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests.support.e2e_fixtures import CHUNK_BYTES, Witness, client, device_body, eventually, user_token
+from tests.support.e2e_flows import Target, signed_in_through_hydra, user_client
 from tests.support.e2e_flows import csrf_of as _csrf
 from tests.support.e2e_flows import signed_in_through_hydra
 from yovision_platform.tools.environment import LocalEnvironment
@@ -112,9 +113,7 @@ async def test_refused_device_forms_change_nothing_in_sense(
 async def signal(
     env: LocalEnvironment, session: Browserless, witness: Witness
 ) -> AsyncIterator[httpx.AsyncClient]:
-    token = await user_token(env, "signal-watcher", session.subject)
-    witness.secrets.add(token)
-    async with client(env.url("signal-watcher"), witness, {"Authorization": f"Bearer {token}"}) as http:
+    async with await user_client(env, witness, "signal-watcher", session.subject) as http:
         yield http
 
 

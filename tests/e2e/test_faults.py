@@ -14,13 +14,12 @@ from tests.support.e2e_fixtures import (
     FLOW_TIMEOUT_SECONDS,
     Witness,
     camera_source,
-    client,
     device_body,
     eventually,
     path_names,
     settled,
-    user_token,
 )
+from tests.support.e2e_flows import user_client
 from yovision_platform.tools.environment import LocalEnvironment
 
 BURST_DEVICES = 20
@@ -135,9 +134,7 @@ async def test_media_worker_killed_mid_transcode_finishes_the_job_after_restart(
     source_video: Path,
     tmp_path: Path,
 ) -> None:
-    token = await user_token(env, "media-worker", "e2e-media-fault")
-    witness.secrets.add(token)
-    async with client(env.url("media-worker"), witness, {"Authorization": f"Bearer {token}"}) as media:
+    async with await user_client(env, witness, "media-worker", "e2e-media-fault") as media:
         source = source_video.read_bytes()  # noqa: ASYNC240 - a small test file
         material_id = await upload_chunked(media, source, "killed mid-ffmpeg")
         await eventually(

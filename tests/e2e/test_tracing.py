@@ -17,7 +17,8 @@ from playwright.async_api import expect
 
 from tests.e2e.console_browser import SCREENSHOTS, Visitor, waterfall_screenshot
 from tests.e2e.traces import TRACE_TIMEOUT_SECONDS, kind_of, new_traceparent, trace_with
-from tests.support.e2e_fixtures import Witness, camera_source, client, device_body, eventually, user_token
+from tests.support.e2e_fixtures import Witness, camera_source, device_body, eventually
+from tests.support.e2e_flows import user_client
 from yovision_platform.tools.environment import LocalEnvironment
 
 DOCS_IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "console-trace.png"
@@ -29,9 +30,7 @@ def new_device(witness: Witness, camera_host: str) -> dict[str, Any]:
 
 
 async def audit_row(env: LocalEnvironment, witness: Witness, device_id: str) -> dict[str, Any] | None:
-    token = await user_token(env, "bell-receiver", "e2e-auditor", "bell:audit-read")
-    witness.secrets.add(token)
-    async with client(env.url("bell-receiver"), witness, {"Authorization": f"Bearer {token}"}) as bell:
+    async with await user_client(env, witness, "bell-receiver", "e2e-auditor", "bell:audit-read") as bell:
         response = await bell.get(
             "/v1/audit-events", params={"source_system": "sense", "device_id": device_id}
         )

@@ -11,6 +11,9 @@ from typing import Any
 
 import httpx
 
+from tests.support.e2e_fixtures import Witness, client, user_token
+from yovision_platform.tools.environment import LocalEnvironment
+
 OPERATOR_PERMISSIONS = ("sense:operate", "orphan:read", "bell:audit-read", "signal:read", "media:drain")
 
 
@@ -84,3 +87,12 @@ async def signed_in_through_hydra(http: httpx.AsyncClient, subject: str) -> None
         follow_redirects=True,
     )
     assert signed.status_code == 200 and signed.url.path == "/", signed.url
+
+
+async def user_client(
+    env: LocalEnvironment, witness: Witness, service: str, subject: str, *permissions: str
+) -> httpx.AsyncClient:
+    """A client of `service` with `subject`'s access token (which the witness then looks for as a secret)."""
+    token = await user_token(env, service, subject, *permissions)
+    witness.secrets.add(token)
+    return client(env.url(service), witness, {"Authorization": f"Bearer {token}"})
