@@ -12,7 +12,7 @@ accepts that MediaMTX refuses would be stored, then fail at every reconcile. So:
 
 Each example is one `POST /v3/config/paths/replace/<name>` to a private MediaMTX of this module (the real
 program built by the set-up), so no other test or running stack sees its paths. The examples are fixed by
-the Hypothesis profile (`tests/conftest.py`: derandomized in `make test`, a fresh seed and more examples
+the Hypothesis profile (`tests/support/stack.py`: derandomized in `make test`, a fresh seed and more examples
 in `make fuzz`).
 """
 
