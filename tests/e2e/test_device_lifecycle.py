@@ -9,12 +9,12 @@ import httpx
 
 from tests.support.e2e_fixtures import (
     SENSE_OPERATOR,
-    Witness,
     camera_source,
     device_body,
     eventually,
     path_source,
 )
+from tests.support.e2e_flows import SenseFlow
 from yovision_platform.tools.environment import LocalEnvironment
 
 
@@ -35,15 +35,10 @@ async def audit_rows(
     )
 
 
-async def test_three_devices_created_enabled_converge_and_reach_bell_once_each(
-    env: LocalEnvironment,
-    sense: httpx.AsyncClient,
-    mediamtx: httpx.AsyncClient,
-    witness: Witness,
-    admin_db: asyncpg.Connection,
-) -> None:
+async def test_three_devices_created_enabled_converge_and_reach_bell_once_each(sense_flow: SenseFlow) -> None:
     """The reproduction of the new user's first steps: three devices, each enabled, then zero dead letters
     (checked by the doctor after the test) and each audit fact in Bell exactly once."""
+    env, sense, mediamtx, witness, admin_db = sense_flow
     tenant, site = "tenant-first", f"site-{uuid.uuid4().hex[:6]}"
     created = []
     for n in range(3):
@@ -74,13 +69,8 @@ async def _audit_count(
     return rows if len(rows) == expected else None
 
 
-async def test_a_device_lives_through_create_change_disable_and_enable(
-    env: LocalEnvironment,
-    sense: httpx.AsyncClient,
-    mediamtx: httpx.AsyncClient,
-    witness: Witness,
-    admin_db: asyncpg.Connection,
-) -> None:
+async def test_a_device_lives_through_create_change_disable_and_enable(sense_flow: SenseFlow) -> None:
+    env, sense, mediamtx, witness, admin_db = sense_flow
     tenant, site = "tenant-life", f"site-{uuid.uuid4().hex[:6]}"
     neighbour_path = f"life-neighbour-{uuid.uuid4().hex[:8]}"
     neighbour_source = camera_source(witness, "10.2.0.9")

@@ -19,7 +19,7 @@ from tests.support.e2e_fixtures import (
     path_names,
     settled,
 )
-from tests.support.e2e_flows import user_client
+from tests.support.e2e_flows import SenseFlow, user_client
 from yovision_platform.tools.environment import LocalEnvironment
 
 BURST_DEVICES = 20
@@ -63,12 +63,9 @@ async def all_configured(mediamtx: httpx.AsyncClient, paths: list[str]) -> bool:
 
 
 async def test_sense_killed_while_converging_a_burst_converges_everything_after_restart(
-    env: LocalEnvironment,
-    sense: httpx.AsyncClient,
-    mediamtx: httpx.AsyncClient,
-    witness: Witness,
-    admin_db: asyncpg.Connection,
+    sense_flow: SenseFlow,
 ) -> None:
+    env, sense, mediamtx, witness, admin_db = sense_flow
     devices = await create_burst(sense, witness, "kill-sense")
     await env.kill("sense-reconciler")  # mid-burst: some paths added, others not, leases held
     await env.start("sense-reconciler")
@@ -84,13 +81,8 @@ async def test_sense_killed_while_converging_a_burst_converges_everything_after_
     assert await every_fact_once(admin_db, env, list(devices.values())), "still once after settling"
 
 
-async def test_bell_killed_while_facts_arrive_stores_each_fact_once(
-    env: LocalEnvironment,
-    sense: httpx.AsyncClient,
-    mediamtx: httpx.AsyncClient,
-    witness: Witness,
-    admin_db: asyncpg.Connection,
-) -> None:
+async def test_bell_killed_while_facts_arrive_stores_each_fact_once(sense_flow: SenseFlow) -> None:
+    env, sense, mediamtx, witness, admin_db = sense_flow
     devices = await create_burst(sense, witness, "kill-bell")
     await env.kill("bell-receiver")  # the signed pushes and the Kafka copies are in flight
     await env.start("bell-receiver")

@@ -10,7 +10,6 @@ import asyncpg
 import httpx
 
 from tests.support.e2e_fixtures import (
-    Witness,
     camera_source,
     device_body,
     eventually,
@@ -19,6 +18,7 @@ from tests.support.e2e_fixtures import (
     path_names,
     path_source,
 )
+from tests.support.e2e_flows import SenseFlow
 from yovision_platform.tools.environment import LocalEnvironment
 
 IN_USE_DEVICES = 9  # with the stale one: 1 candidate * 100 <= 10+ paths * 10, so the gate allows it
@@ -36,13 +36,8 @@ async def bell_orphan_events(admin_db: asyncpg.Connection, env: LocalEnvironment
     return [r["event_type"] for r in rows]
 
 
-async def test_report_then_apply_deletes_only_the_stale_path(
-    env: LocalEnvironment,
-    sense: httpx.AsyncClient,
-    mediamtx: httpx.AsyncClient,
-    witness: Witness,
-    admin_db: asyncpg.Connection,
-) -> None:
+async def test_report_then_apply_deletes_only_the_stale_path(sense_flow: SenseFlow) -> None:
+    env, sense, mediamtx, witness, admin_db = sense_flow
     tenant, site = "tenant-orphan", f"site-{uuid.uuid4().hex[:6]}"
     in_use = []
     for n in range(IN_USE_DEVICES):

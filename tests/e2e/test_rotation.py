@@ -11,7 +11,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
 
 from tests.support.e2e_fixtures import (
@@ -25,6 +24,7 @@ from tests.support.e2e_fixtures import (
     user_token,
     venv_bin,
 )
+from tests.support.e2e_flows import SenseFlow
 from yovision_platform.tools.environment import LocalEnvironment
 from yovision_platform.tools.localhost import write_private_file
 
@@ -56,13 +56,8 @@ def ring(env: LocalEnvironment, service: str, prefix: str) -> dict[str, str]:
     return keys
 
 
-async def test_sense_source_uris_rotate_to_a_new_key_while_serving(
-    env: LocalEnvironment,
-    sense: httpx.AsyncClient,
-    mediamtx: httpx.AsyncClient,
-    witness: Witness,
-    admin_db: asyncpg.Connection,
-) -> None:
+async def test_sense_source_uris_rotate_to_a_new_key_while_serving(sense_flow: SenseFlow) -> None:
+    env, sense, mediamtx, witness, admin_db = sense_flow
     tenant, site = "tenant-rotate", f"site-{uuid.uuid4().hex[:6]}"
     devices = []
     for n in range(5):

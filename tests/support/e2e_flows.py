@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
+import asyncpg
 import httpx
+import pytest
 
 from tests.support.e2e_fixtures import Witness, client, user_token
 from yovision_platform.tools.environment import LocalEnvironment
@@ -96,3 +98,25 @@ async def user_client(
     token = await user_token(env, service, subject, *permissions)
     witness.secrets.add(token)
     return client(env.url(service), witness, {"Authorization": f"Bearer {token}"})
+
+
+class SenseFlow(NamedTuple):
+    """What a flow through Sense takes: the environment, clients of Sense and of its MediaMTX, the witness of
+    every response, an admin connection to the environment's database."""
+
+    env: LocalEnvironment
+    sense: httpx.AsyncClient
+    mediamtx: httpx.AsyncClient
+    witness: Witness
+    admin_db: asyncpg.Connection
+
+
+@pytest.fixture
+def sense_flow(
+    env: LocalEnvironment,
+    sense: httpx.AsyncClient,
+    mediamtx: httpx.AsyncClient,
+    witness: Witness,
+    admin_db: asyncpg.Connection,
+) -> SenseFlow:
+    return SenseFlow(env, sense, mediamtx, witness, admin_db)
