@@ -20,6 +20,9 @@ from tests.support.e2e_fixtures import (
     source_video,
     witness,
 )
+from tests.support.e2e_flows import (
+    sense_flow,
+)
 
 __all__ = [
     "admin_db",
@@ -32,6 +35,7 @@ __all__ = [
     "mediamtx_b",
     "operator",
     "sense",
+    "sense_flow",
     "source_video",
     "user",
     "visitor_factory",

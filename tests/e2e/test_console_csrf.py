@@ -17,7 +17,6 @@ import pytest
 from tests.support.e2e_fixtures import CHUNK_BYTES, Witness, client, device_body, eventually, user_token
 from tests.support.e2e_flows import Target, signed_in_through_hydra, user_client
 from tests.support.e2e_flows import csrf_of as _csrf
-from tests.support.e2e_flows import signed_in_through_hydra
 from yovision_platform.tools.environment import LocalEnvironment
 
 WRONG_TOKEN = "x" * 43

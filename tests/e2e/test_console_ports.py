@@ -1,4 +1,4 @@
-"""The real half of the console's port contracts (`tests/ports/console/contracts.py`): the real adapters of
+"""The real half of the console's port contracts (`tests/support/console_contracts.py`): the real adapters of
 `console.adapters` against the five services of the session's e2e environment, acting as a user with the
 console's operator permissions (one access token of the environment's Hydra for the five audiences, as the
 console's sign-in gets), and against the environment's Jaeger. Nothing here starts a process. The fakes
@@ -27,7 +27,7 @@ from console.adapters.apis import (
 from console.adapters.jaeger import JaegerQuery
 from console.domain.identity import PERMISSIONS, User
 from tests.e2e.test_watchers import Target, price_watcher, target
-from tests.ports.console import contracts
+from tests.support import console_contracts as contracts
 from tests.support.e2e_fixtures import Witness, camera_source, device_body
 from tests.support.stack import free_port
 from yovision_platform.tools.devtoken import user_access_token

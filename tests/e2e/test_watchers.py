@@ -16,8 +16,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from tests.e2e.traces import trace_with
 from tests.support.e2e_fixtures import Witness, client, eventually, user_token
 from tests.support.e2e_flows import Target, price_watcher
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.kafka import seek_to_start
+from yovision_platform.messaging import AvroSerde, SchemaRegistry, seek_to_start
 from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS, LocalEnvironment
 
 FAILURES_TO_DISABLE = 5

@@ -18,7 +18,7 @@ from tests.support.bell_receiver_fixtures import KEY_ID, Keys
 from tests.support.issuers import HydraIssuer
 from tests.support.kafka import wait_until
 from tests.support.stack import REPO_ROOT, Stack, free_port, private_file, runtime_dsn_for
-from yovision_platform.db import Identifier
+from yovision_platform.storage import Identifier
 
 LAUNCHER = REPO_ROOT / "tests/integration/bell_receiver/bell_process.py"
 
@@ -48,7 +48,7 @@ class BellProcess:
                 )
             ),
             "BELL_MIGRATION_DSN_FILE": str(private_file(tmp_path / "admin.dsn", stack.admin_dsn)),
-            "BELL_RELAY_KEY_FILES": json.dumps({KEY_ID: str(keys.relay_file)}),
+            "BELL_AUDIT_PUSH_KEY_FILES": json.dumps({KEY_ID: str(keys.relay_file)}),
             "BELL_AUTH_ISSUER": issuer,
         }
         self.instance_id = f"bell-test-{uuid.uuid4().hex[:8]}"

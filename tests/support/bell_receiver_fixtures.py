@@ -29,11 +29,9 @@ from tests.support.issuers import LocalIssuer
 from tests.support.postgres import migrated_schema_fixture, runtime_pool_fixture
 from tests.support.served_app import serve_app
 from tests.support.stack import MigratedSchema, private_file
-from yovision_platform.access_tokens import use_access_token_verifier
-from yovision_platform.db import Identifier
-from yovision_platform.migrations import SchemaPlan
-from yovision_platform.signing import KeyRing
-from yovision_platform.web import create_app
+from yovision_platform.security import KeyRing
+from yovision_platform.storage import Identifier, SchemaPlan
+from yovision_platform.web import create_app, use_access_token_verifier
 
 TEST_DEADLINE_SECONDS = 1.0
 KEY_ID = "relay-test-1"

@@ -15,7 +15,7 @@ import pytest
 from fastapi import FastAPI
 
 from media_worker.adapters.capability import CapabilityFile
-from media_worker.adapters.ffmpeg import FfmpegTools, lavfi_video_argv
+from media_worker.adapters.ffmpeg import FfmpegTools
 from media_worker.adapters.locks import AdvisoryLocks
 from media_worker.adapters.storage import FreeSpaceProbe, LocalStorage
 from media_worker.adapters.unit_of_work import PostgresMediaUnitOfWork
@@ -31,11 +31,10 @@ from tests.support.issuers import LocalIssuer
 from tests.support.media_uploads import SMALL_LIMITS
 from tests.support.postgres import migrated_schema_fixture, runtime_pool_fixture
 from tests.support.stack import MigratedSchema
-from yovision_platform.access_tokens import use_access_token_verifier
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.db import Identifier
+from yovision_platform.messaging import AvroSerde, SchemaRegistry
+from yovision_platform.storage import Identifier
 from yovision_platform.tools.sample_video import make_sample_video as make_test_video
-from yovision_platform.web import create_app
+from yovision_platform.web import create_app, use_access_token_verifier
 
 MIGRATIONS = Path(__file__).resolve().parents[2] / "services/media-worker/src/media_worker/migrations"
 INSTANCE = "media-test-a"

@@ -40,13 +40,9 @@ from tests.support.stack import (
     private_file,
     unique_name,
 )
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.events import EventRecord
-from yovision_platform.kafka import start_producer
-from yovision_platform.media_servers import SINGLE_MEDIA_SERVER_ID, MediaFleet
-from yovision_platform.mediamtx import MediaMtxApi
+from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID, MediaFleet, MediaMtxApi
+from yovision_platform.messaging import AvroSerde, EventRecord, SchemaRegistry, start_producer
 from yovision_platform.settings import load_settings
-from yovision_platform.storage import Identifier
 
 MIGRATIONS = REPO_ROOT / "services/orphan-scanner/src/orphan_scanner/migrations"
 TOPIC_PARTITIONS = 3

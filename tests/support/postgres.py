@@ -30,7 +30,7 @@ from tests.support.stack import (
     migrate_test_schema,
     unique_name,
 )
-from yovision_platform.db import Identifier
+from yovision_platform.storage import Identifier
 
 # The platform tests' service (tests/integration/platform/demo_service.py): its migrations, which the
 # cluster tests migrate too.

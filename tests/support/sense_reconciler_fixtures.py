@@ -10,11 +10,12 @@ from sense_reconciler.adapters.unit_of_work import postgres_units
 from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.support.postgres import migrated_schema_fixture, runtime_pool_fixture
+from tests.support.sense_devices import devices_with
 from tests.support.stack import MigratedSchema
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.db import Identifier
-from yovision_platform.encryption import EncryptionKeyRing
-from yovision_platform.migrations import SchemaPlan
+from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID
+from yovision_platform.messaging import AvroSerde, SchemaRegistry
+from yovision_platform.security import EncryptionKeyRing
+from yovision_platform.storage import Identifier, SchemaPlan
 
 MIGRATIONS = Path(__file__).resolve().parents[2] / "services/sense-reconciler/src/sense_reconciler/migrations"
 

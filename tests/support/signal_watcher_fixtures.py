@@ -33,10 +33,9 @@ from tests.support.fixture_server import FixtureServer
 from tests.support.issuers import LocalIssuer
 from tests.support.postgres import migrated_schema_fixture, runtime_pool_fixture
 from tests.support.stack import MigratedSchema
-from yovision_platform.access_tokens import use_access_token_verifier
-from yovision_platform.avro import AvroSerde, SchemaRegistry
-from yovision_platform.db import Identifier
-from yovision_platform.encryption import EncryptionKeyRing
+from yovision_platform.messaging import AvroSerde, SchemaRegistry
+from yovision_platform.security import EncryptionKeyRing
+from yovision_platform.storage import Identifier
 from yovision_platform.tools.environment import TEST_PROBE_ONLY_NETWORKS
 from yovision_platform.web import create_app, use_access_token_verifier
 

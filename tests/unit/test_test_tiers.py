@@ -49,7 +49,7 @@ def test_place_of_a_module() -> None:
     assert place_of("tests.integration.bell_receiver.test_contract") == "integration"
     assert place_of("tests.support.stack") == "support"
     assert place_of("tests.scheduling") == "tests"
-    assert place_of("yovision_platform.db") is None
+    assert place_of("yovision_platform.storage") is None
 
 
 def test_no_tier_imports_another_tiers_modules() -> None:

@@ -30,7 +30,7 @@ from pathlib import Path
 import asyncpg
 import httpx
 
-from media_worker.adapters.ffmpeg import lavfi_video_argv, render_argv
+from media_worker.adapters.ffmpeg import render_argv
 from media_worker.domain.limits import CHUNK_MAX_BYTES, MIB
 from media_worker.domain.outputs import OUTPUTS
 from yovision_platform.localstack import LocalStack, runtime_dsn
@@ -39,6 +39,7 @@ from yovision_platform.tools import hydra, identity_provider
 from yovision_platform.tools.bench_runner import run_cleanly
 from yovision_platform.tools.localhost import free_port, write_private_file
 from yovision_platform.tools.sample_video import make_sample_video
+from yovision_platform.web import AUDIENCES
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 MIGRATIONS = REPO_ROOT / "services/media-worker/src/media_worker/migrations"

@@ -18,7 +18,7 @@ from tests.support.bell_receiver_fixtures import Keys
 from tests.support.issuers import HydraIssuer
 from tests.support.kafka import wait_until
 from tests.support.stack import problem_code
-from yovision_platform.permissions import AUDIENCES, PERMISSIONS
+from yovision_platform.web import AUDIENCES, PERMISSIONS
 
 __all__ = ["bell"]  # the fixture, from tests/support/bell_process.py
 

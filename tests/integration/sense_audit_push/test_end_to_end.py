@@ -17,7 +17,7 @@ import pytest
 
 from sense_reconciler.adapters.audit_push_store import PostgresAuditPushStore
 from sense_reconciler.adapters.bell_client import BellClient
-from sense_reconciler.domain.audit_push_outcome import BatchErrorCode, ItemResults, ItemStatus
+from sense_reconciler.domain.audit_push_outcome import ItemResults, ItemStatus, PushFailureCode
 from tests.support.audit_push_client import RelayClient, fact
 from tests.support.bell_process import BellProcess, wait_healthy
 from tests.support.bell_receiver_fixtures import KEY_ID, Keys

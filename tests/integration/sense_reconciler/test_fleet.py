@@ -30,7 +30,8 @@ from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.support.mediamtx_proxy import MediaMtxProxy
-from tests.support.sense_reconciler_fixtures import DEVICE_TOPIC_PARTITIONS, devices_on
+from tests.support.sense_devices import DEVICE_TOPIC_PARTITIONS
+from tests.support.sense_reconciler_fixtures import devices_on
 from tests.support.stack import MEDIAMTX_BIN, MigratedSchema
 from yovision_platform.mediamtx import MediaFleet
 from yovision_platform.messaging import AvroSerde

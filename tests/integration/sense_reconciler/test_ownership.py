@@ -23,7 +23,7 @@ from sense_reconciler.service_layer.metrics import ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
-from tests.support.sense_reconciler_fixtures import DEVICE_TOPIC_PARTITIONS
+from tests.support.sense_devices import DEVICE_TOPIC_PARTITIONS
 from tests.support.stack import MigratedSchema, Stack, create_topic, delete_topic
 from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID, MediaFleet
 from yovision_platform.messaging import AvroSerde, start_producer

@@ -14,7 +14,7 @@ from sense_reconciler.adapters.unit_of_work import PostgresSenseUnitOfWork, post
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.source_uris import SourceUris
-from tests.support.sense_reconciler_fixtures import DEVICE_TOPIC_PARTITIONS
+from tests.support.sense_devices import DEVICE_TOPIC_PARTITIONS
 from tests.support.stack import MigratedSchema
 from yovision_platform.messaging import AvroSerde
 from yovision_platform.security import EncryptionKeyRing, SecretUnreadable, rotate_keys

@@ -18,7 +18,7 @@ from console.adapters.memory import (
 )
 from console.domain.identity import PERMISSIONS, User
 from console.service_layer.ports import Readiness
-from tests.ports.console.contracts import (
+from tests.support.console_contracts import (
     BellReceiverPortContract,
     DeviceBody,
     HealthPortContract,

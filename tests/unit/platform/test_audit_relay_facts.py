@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.support.audit_push_client import fact as audit_fact
-from yovision_platform.audit_relay.facts import (
+from yovision_platform.audit_push._facts import (
     MAX_ACTION_CHARS,
     MAX_ACTOR_CHARS,
     MAX_CHANGED_FIELDS,

@@ -14,15 +14,13 @@ import pytest
 
 from sense_reconciler.adapters.memory import MemorySense
 from sense_reconciler.service_layer.devices import Devices
-from sense_reconciler.service_layer.ports import UnitOfWorkFactory
 from sense_reconciler.service_layer.source_uris import SourceUris
+from tests.support.sense_devices import devices_with
 from tests.support.stack import private_file
 from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID
 from yovision_platform.messaging import AvroSerde, SchemaRegistry
 from yovision_platform.security import EncryptionKeyRing
 
-DEVICE_TOPIC = "sense.device.v1"
-DEVICE_TOPIC_PARTITIONS = 12
 ISSUER = "http://127.0.0.1:14444"
 
 
@@ -68,26 +66,6 @@ def device_service(
 ) -> Devices:
     return devices_with(
         sense.units(), serde, sources, media_servers=media_servers, default_media_server=default_media_server
-    )
-
-
-def devices_with(
-    units: UnitOfWorkFactory,
-    serde: AvroSerde,
-    sources: SourceUris,
-    *,
-    media_servers: frozenset[str] = frozenset({SINGLE_MEDIA_SERVER_ID}),
-    default_media_server: str = SINGLE_MEDIA_SERVER_ID,
-) -> Devices:
-    """The device commands on `units` (the fakes' or PostgreSQL's), on the catalogue's device topic."""
-    return Devices(
-        units,
-        serde,
-        device_topic=DEVICE_TOPIC,
-        partitions=DEVICE_TOPIC_PARTITIONS,
-        sources=sources,
-        media_servers=media_servers,
-        default_media_server=default_media_server,
     )
 
 

@@ -16,7 +16,7 @@ from sense_reconciler.service_layer.metrics import ReconcileMetrics
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.source_uris import SourceUris
 from sense_reconciler.settings import SenseReconcilerSettings
-from tests.unit.sense_reconciler.conftest import DEVICE_TOPIC
+from tests.support.sense_devices import DEVICE_TOPIC
 from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID, MediaFleet
 from yovision_platform.messaging import AvroSerde
 from yovision_platform.security import KeyRing, SigningKey

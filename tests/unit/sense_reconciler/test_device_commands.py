@@ -13,7 +13,7 @@ from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.domain.records import DeviceRow
 from sense_reconciler.service_layer.devices import Devices
 from sense_reconciler.service_layer.source_uris import SourceUris
-from tests.unit.sense_reconciler.conftest import DEVICE_TOPIC, DEVICE_TOPIC_PARTITIONS
+from tests.support.sense_devices import DEVICE_TOPIC, DEVICE_TOPIC_PARTITIONS
 from yovision_platform.messaging import AvroSerde, partition_for_key
 
 SECRET = "hunter2-secret"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -19,18 +20,16 @@ from sense_reconciler.service_layer.metrics import ReconcileItemResult, Reconcil
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
-from tests.support.sense_devices import CAMERA_SECRET, new_device
-from tests.support.sense_reconcilers import ALL_PARTITIONS, reconciler_on
+from tests.support.sense_devices import DEVICE_TOPIC
 from tests.unit.sense_reconciler.conftest import ManualClock, device_service
-from yovision_platform.avro import AvroSerde
-from yovision_platform.encryption import EncryptionKeyRing
 from yovision_platform.errors import ConfigError
 from yovision_platform.mediamtx import MediaFleet, MediaMtxError
 from yovision_platform.messaging import AvroSerde
 from yovision_platform.observability import render_latest
 from yovision_platform.security import EncryptionKeyRing
 
-SECRET = CAMERA_SECRET
+SECRET = "cam-pw-9"
+ALL_PARTITIONS = range(12)
 
 
 class JournaledMediaMtx(MemoryMediaMtx):
@@ -65,16 +64,34 @@ def reconciler(
     drift_check_seconds: float = 0.0,
     lease_seconds: float = 5.0,
 ) -> Reconciler:
-    return reconciler_on(
+    owned = OwnedPartitions(DEVICE_TOPIC)
+    owned.assign(partitions)
+    return Reconciler(
         sense.units(),
         fleet,
+        owned,
+        ReconcileMetrics(registry or CollectorRegistry(), fleet.ids),
         serde,
-        sources,
         owner=owner,
-        partitions=partitions,
-        registry=registry,
-        drift_check_seconds=drift_check_seconds,
+        sources=sources,
         lease_seconds=lease_seconds,
+        batch=limits.CLAIM_BATCH_MAX_ITEMS,
+        drift_check_seconds=drift_check_seconds,
+    )
+
+
+async def new_device(
+    devices: Devices, path: str | None = None, *, site: str = "site-1", enabled: bool = True
+) -> DeviceRow:
+    path = path or f"t-{uuid.uuid4().hex[:12]}"
+    return await devices.create_device(
+        tenant_id="tenant-a",
+        site_id=site,
+        name="cam",
+        path_name=path,
+        source_uri=f"rtsp://admin:{SECRET}@127.0.0.1:1/{path}",
+        desired_state=DesiredState.ENABLED if enabled else DesiredState.DISABLED,
+        actor="op",
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from media_worker.domain.outputs import Aborted, Output, TranscodeFailure
 
-__all__ = ["FFMPEG_ARGS", "FfmpegTools", "lavfi_video_argv", "render_argv"]
+__all__ = ["FFMPEG_ARGS", "FfmpegTools", "render_argv"]
 
 PREVIEW_HEIGHT_PX = 720
 CLIP_SECONDS = 10
@@ -61,30 +61,6 @@ def render_argv(ffmpeg_path: str, source: Path, output: Output, target: Path) ->
         str(source),
         *FFMPEG_ARGS[output.kind],
         str(target),
-    ]
-
-
-def lavfi_video_argv(
-    path: Path, *, seconds: int, size: str, rate: int, ffmpeg_path: str = "ffmpeg"
-) -> list[str]:
-    """The ffmpeg command that writes an H.264 video of its lavfi test source to `path` (for the tests and
-    the bench: a source to transcode)."""
-    return [
-        ffmpeg_path,
-        "-nostdin",
-        "-loglevel",
-        "error",
-        "-f",
-        "lavfi",
-        "-i",
-        f"testsrc=duration={seconds}:size={size}:rate={rate}",
-        "-c:v",
-        "libx264",
-        "-preset",
-        "ultrafast",
-        "-pix_fmt",
-        "yuv420p",
-        str(path),
     ]
 
 
