@@ -8,12 +8,10 @@ import io
 import json
 import logging
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import asyncpg
-import pytest
 from prometheus_client import CollectorRegistry
 
 from orphan_scanner.domain.inputs import confirmation_text
@@ -31,15 +29,9 @@ from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.support.kafka import publish_outbox
 from tests.support.orphan_scanner_fixtures import TOPIC_PARTITIONS, Orphan, names, orphan_harness
+from tests.support.postgres import migrated_schema_fixture
 from tests.support.private_mediamtx import HAND_MADE_SOURCE, PrivateMediaMtx
-from tests.support.stack import (
-    REPO_ROOT,
-    MigratedSchema,
-    Stack,
-    drop_schema_and_roles,
-    migrate_test_schema,
-    unique_name,
-)
+from tests.support.stack import REPO_ROOT, MigratedSchema, Stack
 from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID, MediaFleet
 from yovision_platform.messaging import AvroSerde
 from yovision_platform.observability import configure_logging, render_latest
@@ -51,11 +43,8 @@ SENSE_SECRET = "sense-cam-s3cret"
 SENSE_SOURCE = f"rtsp://viewer:{SENSE_SECRET}@192.0.2.20:554/live"
 
 
-@pytest.fixture
-async def sense_schema(stack: Stack, admin_conn: asyncpg.Connection) -> AsyncIterator[MigratedSchema]:
-    name = Identifier(unique_name("t"))
-    yield await migrate_test_schema(stack, admin_conn, name, SENSE_MIGRATIONS)
-    await drop_schema_and_roles(admin_conn, name)
+# Sense's schema, named apart from the orphan harness's own.
+sense_schema = migrated_schema_fixture(SENSE_MIGRATIONS, name="sense_schema", own_name=True)
 
 
 class Sense:

@@ -16,18 +16,19 @@ from prometheus_client import CollectorRegistry
 
 from sense_reconciler.adapters.mediamtx import MediaMtxClient
 from sense_reconciler.adapters.unit_of_work import PostgresSenseUnitOfWork, postgres_units
-from sense_reconciler.domain import limits
 from sense_reconciler.domain.model import DesiredState
 from sense_reconciler.domain.reconcile import ClaimedItem, PathConfig, WorkItem
 from sense_reconciler.domain.records import DeviceRow
 from sense_reconciler.service_layer.devices import Devices
-from sense_reconciler.service_layer.metrics import ReconcileItemResult, ReconcileMetrics
-from sense_reconciler.service_layer.ownership import OwnedPartitions
+from sense_reconciler.service_layer.metrics import ReconcileItemResult
 from sense_reconciler.service_layer.ports import UnitOfWorkFactory
 from sense_reconciler.service_layer.reconcile_item import _LeaseClock
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
 from tests.support.sense_backends import wait_for
+from tests.support.sense_devices import CAMERA_SECRET
+from tests.support.sense_devices import new_device as sense_device
+from tests.support.sense_reconcilers import reconciler_on
 from tests.support.stack import MigratedSchema, Stack
 from yovision_platform.errors import LeaseLost
 from yovision_platform.mediamtx import SINGLE_MEDIA_SERVER_ID, MediaFleet
@@ -36,7 +37,7 @@ from yovision_platform.observability import render_latest
 from yovision_platform.storage import Identifier, Lease
 
 ALL_PARTITIONS = range(12)
-SECRET = "cam-pw-9"
+SECRET = CAMERA_SECRET
 SERVER = SINGLE_MEDIA_SERVER_ID
 
 
@@ -132,42 +133,18 @@ def reconciler(
     mediamtx: MediaMtxClient | MediaFleet[MediaMtxClient],
     serde: AvroSerde,
     sources: SourceUris,
-    *,
-    owner: str = "inst-a",
-    lease_seconds: float = 5.0,
-    partitions: range = ALL_PARTITIONS,
-    registry: CollectorRegistry | None = None,
-    drift_check_seconds: float = 0.0,
+    **options: Any,
 ) -> Reconciler:
-    owned = OwnedPartitions("sense.device.v1")
-    owned.assign(partitions)
+    """`options`: those of `tests.support.sense_reconcilers.reconciler_on`; the metrics name every server of
+    the fleet."""
     fleet = mediamtx if isinstance(mediamtx, MediaFleet) else MediaFleet({SERVER: mediamtx})
-    return Reconciler(
-        postgres_units(pool, schema.name),
-        fleet,
-        owned,
-        ReconcileMetrics(registry or CollectorRegistry(), media_servers(mediamtx)),
-        serde,
-        owner=owner,
-        sources=sources,
-        lease_seconds=lease_seconds,
-        batch=limits.CLAIM_BATCH_MAX_ITEMS,
-        drift_check_seconds=drift_check_seconds,
-    )
+    return reconciler_on(postgres_units(pool, schema.name), fleet, serde, sources, **options)
 
 
 async def new_device(devices: Devices, paths: list[str], *, site: str = "site-1") -> DeviceRow:
-    path = f"t-{uuid.uuid4().hex[:12]}"
-    paths.append(path)
-    return await devices.create_device(
-        tenant_id="tenant-a",
-        site_id=site,
-        name="cam",
-        path_name=path,
-        source_uri=f"rtsp://admin:{SECRET}@127.0.0.1:1/{path}",
-        desired_state=DesiredState.ENABLED,
-        actor="op",
-    )
+    device = await sense_device(devices, site=site)
+    paths.append(device.path_name)
+    return device
 
 
 async def test_enable_configures_the_path_and_disable_deletes_exactly_it(rig: Rig) -> None:

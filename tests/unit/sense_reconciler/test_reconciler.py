@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import uuid
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -20,7 +20,8 @@ from sense_reconciler.service_layer.metrics import ReconcileItemResult, Reconcil
 from sense_reconciler.service_layer.ownership import OwnedPartitions
 from sense_reconciler.service_layer.reconciler import Reconciler
 from sense_reconciler.service_layer.source_uris import SourceUris
-from tests.support.sense_devices import DEVICE_TOPIC
+from tests.support.sense_devices import CAMERA_SECRET, new_device
+from tests.support.sense_reconcilers import reconciler_on
 from tests.unit.sense_reconciler.conftest import ManualClock, device_service
 from yovision_platform.errors import ConfigError
 from yovision_platform.mediamtx import MediaFleet, MediaMtxError
@@ -28,7 +29,7 @@ from yovision_platform.messaging import AvroSerde
 from yovision_platform.observability import render_latest
 from yovision_platform.security import EncryptionKeyRing
 
-SECRET = "cam-pw-9"
+SECRET = CAMERA_SECRET
 ALL_PARTITIONS = range(12)
 
 
@@ -57,42 +58,10 @@ def reconciler(
     fleet: MediaFleet[MemoryMediaMtx],
     serde: AvroSerde,
     sources: SourceUris,
-    *,
-    owner: str = "inst-a",
-    partitions: range = ALL_PARTITIONS,
-    registry: CollectorRegistry | None = None,
-    drift_check_seconds: float = 0.0,
-    lease_seconds: float = 5.0,
+    **options: Any,
 ) -> Reconciler:
-    owned = OwnedPartitions(DEVICE_TOPIC)
-    owned.assign(partitions)
-    return Reconciler(
-        sense.units(),
-        fleet,
-        owned,
-        ReconcileMetrics(registry or CollectorRegistry(), fleet.ids),
-        serde,
-        owner=owner,
-        sources=sources,
-        lease_seconds=lease_seconds,
-        batch=limits.CLAIM_BATCH_MAX_ITEMS,
-        drift_check_seconds=drift_check_seconds,
-    )
-
-
-async def new_device(
-    devices: Devices, path: str | None = None, *, site: str = "site-1", enabled: bool = True
-) -> DeviceRow:
-    path = path or f"t-{uuid.uuid4().hex[:12]}"
-    return await devices.create_device(
-        tenant_id="tenant-a",
-        site_id=site,
-        name="cam",
-        path_name=path,
-        source_uri=f"rtsp://admin:{SECRET}@127.0.0.1:1/{path}",
-        desired_state=DesiredState.ENABLED if enabled else DesiredState.DISABLED,
-        actor="op",
-    )
+    """`options`: those of `tests.support.sense_reconcilers.reconciler_on` (owner, lease, partitions...)."""
+    return reconciler_on(sense.units(), fleet, serde, sources, **options)
 
 
 def source_of(device: DeviceRow) -> PathConfig:
