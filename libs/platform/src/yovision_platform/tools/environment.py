@@ -323,6 +323,55 @@ def environment_definition(
     return Environment(name, ports, merged, identity_ports, instances)
 
 
+def _traced_settings(jaeger: PrivateJaeger, settings: Mapping[str, str] | None) -> dict[str, str]:
+    """Every service's spans to the private Jaeger, and the console reading it (`settings` win)."""
+    return {
+        **{f"{s.env_prefix}TRACING_OTLP_ENDPOINT": jaeger.otlp_http_url for s in LOCAL_SERVICES},
+        "CONSOLE_JAEGER_URL": jaeger.query_url,
+        **(settings or {}),
+    }
+
+
+def _write_stack_env(
+    root: Path,
+    stack: LocalStack,
+    bootstrap: str,
+    servers: Mapping[str, MediaMtxSandbox],
+    jaeger: PrivateJaeger | None,
+) -> None:
+    """`stack.env`: the servers the environment's tools (`make doctor`, `services.sh`) reach."""
+    registrations = {
+        server_id: {"api_url": server.url, "credentials_file": str(server.credentials_file)}
+        for server_id, server in servers.items()
+    }
+    (root / "stack.env").write_text(
+        f"YOVISION_PG_ADMIN_DSN_FILE={stack.admin_dsn_file}\n"
+        f"YOVISION_KAFKA_BOOTSTRAP={bootstrap}\n"
+        f"YOVISION_MEDIAMTX_API_URL={next(iter(servers.values())).url}\n"
+        f"YOVISION_MEDIA_SERVERS={shlex.quote(json.dumps(registrations))}\n"
+        + (f"YOVISION_JAEGER_QUERY_URL={jaeger.query_url}\n" if jaeger is not None else ""),
+        encoding="utf-8",
+    )
+
+
+def _write_env_files(root: Path, definition: Environment) -> None:
+    """The services' env files and secrets, written by `devsecrets` as `make secrets` writes the stack's."""
+    _run(
+        sys.executable,
+        "-m",
+        "yovision_platform.tools.devsecrets",
+        str(root),
+        "--name",
+        definition.name,
+        *(arg for service, port in definition.ports.items() for arg in ("--port", f"{service}={port}")),
+        *(arg for key, value in definition.settings.items() for arg in ("--setting", f"{key}={value}")),
+        "--identity-ports",
+        ",".join(map(str, definition.identity_ports)),
+        "--instances",
+        str(definition.instances),
+    )
+
+
 @contextlib.asynccontextmanager
 async def local_environment(
     root: Path,
@@ -360,11 +409,7 @@ async def local_environment(
         jaeger = None
         if traced:
             jaeger = cleanup.enter_context(private_jaeger(root / "jaeger", label=f"{name}-jaeger"))
-            settings = {
-                **{f"{s.env_prefix}TRACING_OTLP_ENDPOINT": jaeger.otlp_http_url for s in LOCAL_SERVICES},
-                "CONSOLE_JAEGER_URL": jaeger.query_url,
-                **(settings or {}),
-            }
+            settings = _traced_settings(jaeger, settings)
         definition = environment_definition(
             name, ports, settings, identity_ports=(free_port(), free_port()), instances=instances
         )
@@ -374,35 +419,10 @@ async def local_environment(
             )
             for server_id in media_servers
         }
-        registrations = {
-            server_id: {"api_url": server.url, "credentials_file": str(server.credentials_file)}
-            for server_id, server in servers.items()
-        }
-        (root / "stack.env").write_text(
-            f"YOVISION_PG_ADMIN_DSN_FILE={stack.admin_dsn_file}\n"
-            f"YOVISION_KAFKA_BOOTSTRAP={bootstrap}\n"
-            f"YOVISION_MEDIAMTX_API_URL={next(iter(servers.values())).url}\n"
-            f"YOVISION_MEDIA_SERVERS={shlex.quote(json.dumps(registrations))}\n"
-            + (f"YOVISION_JAEGER_QUERY_URL={jaeger.query_url}\n" if jaeger is not None else ""),
-            encoding="utf-8",
-        )
-        python = sys.executable
+        _write_stack_env(root, stack, bootstrap, servers, jaeger)
         cleanup.push_async_callback(_drop_everything, stack, definition, bootstrap)
-        _run(python, str(CREATE_TOPICS_SCRIPT), "--bootstrap", bootstrap, "--prefix", f"{name}.")
-        _run(
-            python,
-            "-m",
-            "yovision_platform.tools.devsecrets",
-            str(root),
-            "--name",
-            name,
-            *(arg for service, port in ports.items() for arg in ("--port", f"{service}={port}")),
-            *(arg for key, value in definition.settings.items() for arg in ("--setting", f"{key}={value}")),
-            "--identity-ports",
-            ",".join(map(str, definition.identity_ports)),
-            "--instances",
-            str(instances),
-        )
+        _run(sys.executable, str(CREATE_TOPICS_SCRIPT), "--bootstrap", bootstrap, "--prefix", f"{name}.")
+        _write_env_files(root, definition)
         environment = LocalEnvironment(root, definition, stack, servers, bootstrap, jaeger=jaeger)
         for service in LOCAL_SERVICES:
             for i in range(1, instances + 1):
