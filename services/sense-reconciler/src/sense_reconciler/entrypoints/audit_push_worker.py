@@ -53,7 +53,7 @@ class AuditPushWorker:
                     held = await pusher.hold()
                 except STORE_ERRORS as exc:
                     log.warning(
-                        "bell relay cannot reach the database", extra={"error_code": type(exc).__name__}
+                        "audit push cannot reach the database", extra={"error_code": type(exc).__name__}
                     )
                     held = False
                 if not held:
@@ -100,7 +100,7 @@ class AuditPushWorker:
                     if result.failure is not None:
                         retry_at = time.monotonic() + await pusher.retry_in()
         except STORE_ERRORS as exc:
-            log.warning("bell relay database call failed", extra={"error_code": type(exc).__name__})
+            log.warning("audit push database call failed", extra={"error_code": type(exc).__name__})
             await _drop(inflight)
             pusher.rewind()
             await _wait(stop, config.backoff_base_seconds)

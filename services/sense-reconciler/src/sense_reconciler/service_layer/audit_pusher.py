@@ -89,7 +89,7 @@ class AuditPusher:
         return True
 
     def _lost(self, rows: int) -> RoundResult:
-        log.warning("bell relay cursor taken over; round discarded", extra={"rows": rows})
+        log.warning("audit push cursor taken over; round discarded", extra={"rows": rows})
         if self._metrics is not None:
             self._metrics.lease_lost.labels().inc()
         self._lease = self._reader = self._persisted = None
@@ -153,7 +153,7 @@ class AuditPusher:
         except CursorFenced:
             return self._lost(rows)
         if isinstance(answer, BatchFailure):
-            log.warning("bell relay batch failed", extra={"rows": rows, "error_code": answer.code})
+            log.warning("audit push batch failed", extra={"rows": rows, "error_code": answer.code})
             if self._metrics is not None:
                 self._metrics.batch_failures.labels(reason=answer.code).inc()
             return RoundResult(claimed=rows, failure=answer.code)
@@ -162,7 +162,7 @@ class AuditPusher:
             self._metrics.items.labels(fate=ItemFate.DEAD_LETTERED).inc(len(dead))
         if dead:
             log.warning(
-                "bell relay dead-lettered facts",
+                "audit push dead-lettered facts",
                 extra={"rows": len(dead), "error_code": sorted({code for _, code in dead})[0]},
             )
         return RoundResult(claimed=rows, delivered=rows - len(dead), dead_lettered=len(dead))
