@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import source_imports
+
 ROOT = Path(__file__).resolve().parents[2]
 PLATFORM_SRC = ROOT / "libs" / "platform" / "src"
 LAYERS = ("domain", "service_layer", "adapters", "entrypoints")
@@ -75,21 +77,9 @@ def service_modules() -> Iterator[Module]:
 
 def imported_names(module: Module) -> Iterator[tuple[str, int]]:
     """Every module an import statement of `module` names (relative imports resolved), with its line."""
-    package_parts = module.name.split(".")
-    if module.path.name != "__init__.py":
-        package_parts = package_parts[:-1]
-    for node in ast.walk(module.tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield alias.name, node.lineno
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package_parts[: len(package_parts) - node.level + 1]
-                base = ".".join([*anchor, base]) if base else ".".join(anchor)
-            yield base, node.lineno
-            for alias in node.names:
-                yield f"{base}.{alias.name}", node.lineno
+    package = module.path.name == "__init__.py"
+    for line, name in source_imports.imported_names(module.tree, module.name, is_package=package):
+        yield name, line
 
 
 def test_no_production_module_imports_a_fake() -> None:

@@ -5,11 +5,12 @@ Parses every module (ast, nothing imported) and names the file and line of each 
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support.source_imports import imports_of_file
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TESTS = REPO_ROOT / "tests"
@@ -20,14 +21,7 @@ PRODUCTION = [REPO_ROOT / "libs/platform/src", *sorted(REPO_ROOT.glob("services/
 
 def imported_modules(path: Path) -> Iterator[tuple[int, str]]:
     """(line, dotted name) of every absolute import of `path`; `from a import b` yields `a.b` and `a`."""
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield node.lineno, alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            yield node.lineno, node.module
-            for alias in node.names:
-                yield node.lineno, f"{node.module}.{alias.name}"
+    return imports_of_file(path)
 
 
 def place_of(module: str) -> str | None:

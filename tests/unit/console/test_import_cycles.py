@@ -1,10 +1,12 @@
 """No import cycle among the console's modules (any `import`, at module level or inside a function): a page
-module that imported `web` back while `web` includes its router is the cycle this guards against."""
+module that imported `web` back while `web` includes its router is the cycle this guards against. (Its
+layers and fakes are checked with every service's: tests/unit/test_architecture.py.)"""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from tests.support.source_imports import imports_of_file
 
 PACKAGE = "console"
 SOURCE = Path(__file__).resolve().parents[3] / "services/console/src" / PACKAGE
@@ -17,14 +19,7 @@ def module_name(path: Path) -> str:
 
 def imports_of(path: Path, modules: set[str]) -> set[str]:
     """The console's modules `path` imports (`from a import b` is `a.b` when that is a module)."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return {name for name in found if name in modules}
+    return {name for _, name in imports_of_file(path) if name in modules}
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -91,20 +86,3 @@ def test_the_consoles_modules_import_no_cycle() -> None:
 def test_a_cycle_is_named() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c", "a"]]
-
-
-def test_the_layers_import_inward_and_nothing_imports_the_fakes() -> None:
-    """The domain imports no other layer, the service layer neither adapters nor entrypoints; no module
-    imports `console.adapters.memory` (the fakes are the tests' and the benches')."""
-    inner: dict[str, tuple[str, ...]] = {
-        "console.domain": ("console.service_layer", "console.adapters", "console.entrypoints"),
-        "console.service_layer": ("console.adapters", "console.entrypoints"),
-    }
-    wrong = [
-        f"{module} -> {target}"
-        for module, targets in import_graph().items()
-        for target in targets
-        if target == "console.adapters.memory"
-        or any(module.startswith(layer) and target.startswith(outer) for layer, outer in inner.items())
-    ]
-    assert not wrong, wrong
